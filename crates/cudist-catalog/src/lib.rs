@@ -1,0 +1,787 @@
+//! The CUDA packaging facts cudist reasons with, as data.
+//!
+//! Every figure lives in a TOML file under `data/` together with the source it was read from; the
+//! files are compiled into the binary with `include_str!` and parsed on first use. Users extend or
+//! override the built-in catalog with files of the same schema (`--catalog FILE`): an entry with the
+//! same `id` (libraries) or `soname` (driver/system libraries) replaces the built-in one.
+//!
+//! What the catalog answers:
+//! - which library a SONAME belongs to, its CUDA major and SONAME policy, and which package provides it
+//!   in each packaging world (pip name and install directory per CUDA major, conda-forge name,
+//!   `cuda-toolkit` extra);
+//! - which SONAMEs belong to the NVIDIA driver (never bundle) or to the base system;
+//! - the minimum driver per toolkit version, the PTX ISA version each toolkit introduced, and the
+//!   range of toolkits that can target each compute capability.
+//!
+//! The schema is documented in `docs/catalog.md`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+/// The schema version the data files carry (`schema = 1`).
+pub const SCHEMA: u32 = 1;
+
+/// Errors raised while loading catalog data.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    #[error("cannot read catalog file {path}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("catalog file {path} is not valid catalog TOML")]
+    Parse {
+        path: String,
+        #[source]
+        source: Box<toml::de::Error>,
+    },
+    #[error("catalog file {path} has schema {found}, this cudist reads schema {SCHEMA}")]
+    Schema { path: String, found: u32 },
+    #[error("catalog file {path}: {problem}")]
+    Invalid { path: String, problem: String },
+}
+
+/// What kind of library a catalog entry describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum LibraryKind {
+    /// A CUDA toolkit library (or an NVIDIA library shipped as a wheel: cuDNN, NCCL, …).
+    Toolkit,
+    /// A library provided by some other wheel, declared by a user catalog (e.g. `librmm.so`).
+    External,
+}
+
+/// What a SONAME pins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Hash)]
+pub enum SonamePolicy {
+    /// `libcublas.so.12`: ABI-stable across the whole major.
+    #[serde(rename = "major")]
+    Major,
+    /// `libcudart.so.11.0`, `libnvrtc.so.11.2`: the SONAME carries the minor.
+    #[serde(rename = "major.minor")]
+    MajorMinor,
+    /// An unversioned SONAME (`librmm.so`): nothing is pinned by the name.
+    #[serde(rename = "none")]
+    None,
+}
+
+impl fmt::Display for SonamePolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SonamePolicy::Major => "major",
+            SonamePolicy::MajorMinor => "major.minor",
+            SonamePolicy::None => "none",
+        })
+    }
+}
+
+/// One library and everything known about where it comes from.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Library {
+    pub id: String,
+    pub stem: String,
+    #[serde(default)]
+    pub component: Option<String>,
+    pub kind: LibraryKind,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub conda: Option<String>,
+    #[serde(default)]
+    pub toolkit_extra: Option<String>,
+    #[serde(default)]
+    pub dlopens: Vec<String>,
+    #[serde(default)]
+    pub static_archives: Vec<String>,
+    #[serde(default)]
+    pub static_markers: Vec<String>,
+    /// Strings only this library's code contains; found in a file that does not need the library,
+    /// they show it was linked in statically (survives `strip`, unlike symbols).
+    #[serde(default)]
+    pub static_strings: Vec<String>,
+    #[serde(default)]
+    pub sources: Vec<String>,
+    #[serde(default)]
+    pub cuda: Vec<LibraryMajor>,
+}
+
+/// A library as shipped for one CUDA major.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LibraryMajor {
+    pub major: u32,
+    pub sonames: Vec<String>,
+    pub policy: SonamePolicy,
+    #[serde(default)]
+    pub pip: Option<String>,
+    #[serde(default)]
+    pub pip_dir: Option<String>,
+    #[serde(default)]
+    pub verified: Option<String>,
+}
+
+/// A library that comes with the NVIDIA driver.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DriverLib {
+    pub soname: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub sources: Vec<String>,
+}
+
+/// A library every Linux system provides.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SystemLib {
+    pub soname: String,
+    pub family: String,
+    #[serde(default)]
+    pub sources: Vec<String>,
+}
+
+/// Minimum Linux driver of one toolkit release.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolkitDriver {
+    pub version: String,
+    pub min_driver: String,
+    #[serde(default)]
+    pub sources: Vec<String>,
+}
+
+/// Minor-version compatibility floor of one CUDA major.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MinorCompat {
+    pub major: u32,
+    pub min_driver: String,
+    #[serde(default)]
+    pub sources: Vec<String>,
+}
+
+/// A PTX ISA version and the toolkit that introduced it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PtxIsa {
+    pub isa: String,
+    pub cuda: String,
+    #[serde(default)]
+    pub sources: Vec<String>,
+}
+
+/// A compute capability and the toolkits that can target it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Arch {
+    pub sm: u32,
+    pub name: String,
+    pub first_cuda: String,
+    #[serde(default)]
+    pub last_cuda: Option<String>,
+    #[serde(default)]
+    pub arch_specific_from: Option<String>,
+    #[serde(default)]
+    pub family_from: Option<String>,
+    #[serde(default)]
+    pub sources: Vec<String>,
+}
+
+/// One catalog file; every table is optional so that a user file can add just what it needs.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CatalogFile {
+    schema: u32,
+    #[serde(default)]
+    library: Vec<Library>,
+    #[serde(default)]
+    driver_lib: Vec<DriverLib>,
+    #[serde(default)]
+    system_lib: Vec<SystemLib>,
+    #[serde(default)]
+    toolkit: Vec<ToolkitDriver>,
+    #[serde(default)]
+    minor_compat: Vec<MinorCompat>,
+    #[serde(default)]
+    ptx_isa: Vec<PtxIsa>,
+    #[serde(default)]
+    arch: Vec<Arch>,
+}
+
+const BUILTIN: &[(&str, &str)] = &[
+    ("libraries.toml", include_str!("../data/libraries.toml")),
+    ("driver.toml", include_str!("../data/driver.toml")),
+    ("system.toml", include_str!("../data/system.toml")),
+    ("drivers.toml", include_str!("../data/drivers.toml")),
+    ("arch.toml", include_str!("../data/arch.toml")),
+];
+
+/// A CUDA version `major.minor` (e.g. `12.8`), ordered numerically.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct CudaVersion {
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl CudaVersion {
+    /// Parses `12`, `12.8` or `12.8.1` (the patch level is ignored).
+    pub fn parse(s: &str) -> Option<CudaVersion> {
+        let mut it = s.trim().split('.');
+        let major = it.next()?.parse().ok()?;
+        let minor = match it.next() {
+            Some(m) => m.parse().ok()?,
+            None => 0,
+        };
+        Some(CudaVersion { major, minor })
+    }
+}
+
+impl fmt::Display for CudaVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+/// A driver version such as `570.26` or `580.65.06`, compared component by component.
+pub fn driver_version_key(v: &str) -> Vec<u32> {
+    v.split('.').map(|p| p.parse().unwrap_or(0)).collect()
+}
+
+/// How a SONAME was matched to a library.
+#[derive(Debug, Clone, Copy)]
+pub struct LibraryMatch<'a> {
+    pub library: &'a Library,
+    pub major: &'a LibraryMajor,
+    /// The SONAME exists in several CUDA majors (`libcurand.so.10` is 11, 12 and 13) and no hint
+    /// chose among them: `major` is the newest.
+    pub ambiguous: bool,
+}
+
+/// The classification of one SONAME.
+#[derive(Debug, Clone)]
+pub enum SonameClass<'a> {
+    Toolkit(LibraryMatch<'a>),
+    External(LibraryMatch<'a>),
+    Driver(&'a DriverLib),
+    System(&'a SystemLib),
+    Other,
+}
+
+/// The loaded catalog: built-in data plus user files.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    pub libraries: Vec<Library>,
+    pub driver_libs: Vec<DriverLib>,
+    pub system_libs: Vec<SystemLib>,
+    pub toolkits: Vec<ToolkitDriver>,
+    pub minor_compat: Vec<MinorCompat>,
+    pub ptx_isa: Vec<PtxIsa>,
+    pub archs: Vec<Arch>,
+    /// SONAME → every (library index, major index) that lists it.
+    by_soname: BTreeMap<String, Vec<(usize, usize)>>,
+    /// Where the data came from: `builtin:<file>` or the user file's path.
+    pub origins: Vec<String>,
+}
+
+impl Catalog {
+    /// The catalog compiled into this binary.
+    pub fn builtin() -> Catalog {
+        let mut cat = Catalog::empty();
+        for (name, text) in BUILTIN {
+            cat.merge_str(&format!("builtin:{name}"), text)
+                .expect("built-in catalog data is valid (checked by tests)");
+        }
+        cat
+    }
+
+    /// The built-in catalog extended by user files, later files winning.
+    pub fn with_user_files<P: AsRef<Path>>(files: &[P]) -> Result<Catalog, CatalogError> {
+        let mut cat = Catalog::builtin();
+        for f in files {
+            cat.merge_file(f.as_ref())?;
+        }
+        Ok(cat)
+    }
+
+    fn empty() -> Catalog {
+        Catalog {
+            libraries: Vec::new(),
+            driver_libs: Vec::new(),
+            system_libs: Vec::new(),
+            toolkits: Vec::new(),
+            minor_compat: Vec::new(),
+            ptx_isa: Vec::new(),
+            archs: Vec::new(),
+            by_soname: BTreeMap::new(),
+            origins: Vec::new(),
+        }
+    }
+
+    /// Merges one catalog file from disk.
+    pub fn merge_file(&mut self, path: &Path) -> Result<(), CatalogError> {
+        let display = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| CatalogError::Read {
+            path: display.clone(),
+            source,
+        })?;
+        self.merge_str(&display, &text)
+    }
+
+    /// Merges catalog TOML text; `origin` names it in errors.
+    pub fn merge_str(&mut self, origin: &str, text: &str) -> Result<(), CatalogError> {
+        let file: CatalogFile = toml::from_str(text).map_err(|e| CatalogError::Parse {
+            path: origin.to_string(),
+            source: Box::new(e),
+        })?;
+        if file.schema != SCHEMA {
+            return Err(CatalogError::Schema {
+                path: origin.to_string(),
+                found: file.schema,
+            });
+        }
+        let invalid = |problem: String| CatalogError::Invalid {
+            path: origin.to_string(),
+            problem,
+        };
+        for lib in &file.library {
+            if lib.id.is_empty() || lib.stem.is_empty() {
+                return Err(invalid("a [[library]] has an empty id or stem".into()));
+            }
+            for m in &lib.cuda {
+                if m.sonames.is_empty() {
+                    return Err(invalid(format!(
+                        "library {} CUDA {} lists no sonames",
+                        lib.id, m.major
+                    )));
+                }
+                if m.pip.is_some() != m.pip_dir.is_some() {
+                    return Err(invalid(format!(
+                        "library {} CUDA {}: pip and pip_dir go together",
+                        lib.id, m.major
+                    )));
+                }
+            }
+        }
+        for a in &file.arch {
+            if CudaVersion::parse(&a.first_cuda).is_none() {
+                return Err(invalid(format!(
+                    "arch sm_{}: first_cuda {:?} is not a version",
+                    a.sm, a.first_cuda
+                )));
+            }
+        }
+        for t in &file.toolkit {
+            if CudaVersion::parse(&t.version).is_none() {
+                return Err(invalid(format!("toolkit {:?} is not a version", t.version)));
+            }
+        }
+        replace_by(&mut self.libraries, file.library, |l| l.id.clone());
+        replace_by(&mut self.driver_libs, file.driver_lib, |l| l.soname.clone());
+        replace_by(&mut self.system_libs, file.system_lib, |l| l.soname.clone());
+        replace_by(&mut self.toolkits, file.toolkit, |t| t.version.clone());
+        replace_by(&mut self.minor_compat, file.minor_compat, |m| m.major);
+        replace_by(&mut self.ptx_isa, file.ptx_isa, |p| p.isa.clone());
+        replace_by(&mut self.archs, file.arch, |a| a.sm);
+        self.origins.push(origin.to_string());
+        self.reindex();
+        Ok(())
+    }
+
+    fn reindex(&mut self) {
+        self.by_soname.clear();
+        for (li, lib) in self.libraries.iter().enumerate() {
+            for (mi, m) in lib.cuda.iter().enumerate() {
+                for s in &m.sonames {
+                    self.by_soname.entry(s.clone()).or_default().push((li, mi));
+                }
+            }
+        }
+    }
+
+    /// Finds the library that owns `soname` exactly; where several CUDA majors share the SONAME,
+    /// the newest (see [`Catalog::library_by_soname_hinted`]).
+    pub fn library_by_soname(&self, soname: &str) -> Option<LibraryMatch<'_>> {
+        self.library_by_soname_hinted(soname, None)
+    }
+
+    /// Like [`Catalog::library_by_soname`], preferring the row of CUDA major `hint` when the
+    /// SONAME is shared by several majors.
+    pub fn library_by_soname_hinted(
+        &self,
+        soname: &str,
+        hint: Option<u32>,
+    ) -> Option<LibraryMatch<'_>> {
+        let rows = self.by_soname.get(soname)?;
+        let pick = |&(li, mi): &(usize, usize)| (li, mi, self.libraries[li].cuda[mi].major);
+        let all: Vec<(usize, usize, u32)> = rows.iter().map(pick).collect();
+        let chosen = hint
+            .and_then(|h| all.iter().find(|r| r.2 == h))
+            .or_else(|| all.iter().max_by_key(|r| r.2))?;
+        let library = &self.libraries[chosen.0];
+        let distinct: BTreeSet<u32> = all.iter().map(|r| r.2).collect();
+        Some(LibraryMatch {
+            library,
+            major: &library.cuda[chosen.1],
+            ambiguous: distinct.len() > 1 && !hint.is_some_and(|h| distinct.contains(&h)),
+        })
+    }
+
+    /// The CUDA majors a SONAME belongs to (empty when unknown).
+    pub fn majors_of(&self, soname: &str) -> Vec<u32> {
+        let mut v: Vec<u32> = self
+            .by_soname
+            .get(soname)
+            .map(|rows| {
+                rows.iter()
+                    .map(|&(li, mi)| self.libraries[li].cuda[mi].major)
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Finds a library by its id.
+    pub fn library(&self, id: &str) -> Option<&Library> {
+        self.libraries.iter().find(|l| l.id == id)
+    }
+
+    /// Finds the library a file name or SONAME belongs to, also for names the catalog does not list
+    /// verbatim: `libcublas.so.12.9.1.4` (a real file behind the SONAME), `libcudart-1a2b3c4d.so.12`
+    /// (auditwheel's hashed copy), `libnvrtc-builtins.so.12.4` (a minor of a `major.minor` library
+    /// the catalog does not list). Returns the match and whether it was exact.
+    pub fn library_by_name(&self, name: &str) -> Option<(LibraryMatch<'_>, bool)> {
+        self.library_by_name_hinted(name, None)
+    }
+
+    /// [`Catalog::library_by_name`] with a CUDA major hint for shared SONAMEs.
+    pub fn library_by_name_hinted(
+        &self,
+        name: &str,
+        hint: Option<u32>,
+    ) -> Option<(LibraryMatch<'_>, bool)> {
+        if let Some(m) = self.library_by_soname_hinted(name, hint) {
+            return Some((m, true));
+        }
+        // Strip an auditwheel-style hash: `<stem>-<8 hex>.so...`.
+        let unhashed = strip_graft_hash(name);
+        if let Some(m) = self.library_by_soname_hinted(&unhashed, hint) {
+            return Some((m, false));
+        }
+        // A full version behind a SONAME: try successively shorter prefixes.
+        let mut candidate = unhashed.as_str();
+        while let Some(pos) = candidate.rfind('.') {
+            candidate = &candidate[..pos];
+            if !candidate.contains(".so") {
+                break;
+            }
+            if let Some(m) = self.library_by_soname_hinted(candidate, hint) {
+                return Some((m, false));
+            }
+        }
+        // `stem.so.MAJOR.MINOR` of a library whose SONAME carries the minor.
+        let (stem, version) = unhashed.split_once(".so.")?;
+        let major: u32 = version.split('.').next()?.parse().ok()?;
+        self.libraries.iter().find_map(|lib| {
+            if lib.stem != stem {
+                return None;
+            }
+            let m = lib.cuda.iter().find(|m| {
+                m.policy == SonamePolicy::MajorMinor
+                    && m.sonames.iter().any(|s| soname_major(s) == Some(major))
+            })?;
+            Some((
+                LibraryMatch {
+                    library: lib,
+                    major: m,
+                    ambiguous: false,
+                },
+                false,
+            ))
+        })
+    }
+
+    /// Classifies a NEEDED entry or SONAME.
+    pub fn classify(&self, soname: &str) -> SonameClass<'_> {
+        self.classify_hinted(soname, None)
+    }
+
+    /// [`Catalog::classify`] with a CUDA major hint for SONAMEs shared by several majors.
+    pub fn classify_hinted(&self, soname: &str, hint: Option<u32>) -> SonameClass<'_> {
+        if let Some((m, _)) = self
+            .library_by_name_hinted(soname, hint)
+            .filter(|(_, exact)| *exact)
+            .or_else(|| self.major_minor_family(soname, hint))
+        {
+            return match m.library.kind {
+                LibraryKind::Toolkit => SonameClass::Toolkit(m),
+                LibraryKind::External => SonameClass::External(m),
+            };
+        }
+        if let Some(d) = self.driver_lib(soname) {
+            return SonameClass::Driver(d);
+        }
+        if let Some(s) = self.system_libs.iter().find(|s| s.soname == soname) {
+            return SonameClass::System(s);
+        }
+        SonameClass::Other
+    }
+
+    /// A `major.minor` library's SONAME for a minor the catalog does not list.
+    fn major_minor_family(
+        &self,
+        soname: &str,
+        hint: Option<u32>,
+    ) -> Option<(LibraryMatch<'_>, bool)> {
+        let (m, _) = self.library_by_name_hinted(soname, hint)?;
+        let listed_form = m.major.policy == SonamePolicy::MajorMinor
+            && strip_graft_hash(soname) == soname
+            && soname
+                .split_once(".so.")
+                .is_some_and(|(_, v)| v.split('.').count() == 2);
+        listed_form.then_some((m, false))
+    }
+
+    /// The driver library with this SONAME. Also matches a hashed graft of it, and, for driver
+    /// libraries listed by their bare `.so` name, the SONAME that carries the driver version
+    /// (`libnvidia-gpucomp.so.595.45.04`).
+    pub fn driver_lib(&self, name: &str) -> Option<&DriverLib> {
+        let unhashed = strip_graft_hash(name);
+        self.driver_libs.iter().find(|d| {
+            d.soname == name
+                || d.soname == unhashed
+                || (d.soname.ends_with(".so")
+                    && unhashed
+                        .strip_prefix(d.soname.as_str())
+                        .is_some_and(|rest| {
+                            rest.starts_with('.')
+                                && rest[1..].split('.').all(|p| p.parse::<u32>().is_ok())
+                        }))
+        })
+    }
+
+    /// Minimum Linux driver of a toolkit version (exact `major.minor`, else the newest older one).
+    pub fn min_driver(&self, cuda: CudaVersion) -> Option<&ToolkitDriver> {
+        self.toolkits
+            .iter()
+            .filter_map(|t| CudaVersion::parse(&t.version).map(|v| (v, t)))
+            .filter(|(v, _)| *v <= cuda && v.major == cuda.major)
+            .max_by_key(|(v, _)| *v)
+            .map(|(_, t)| t)
+    }
+
+    /// Minor-version compatibility floor of a CUDA major.
+    pub fn minor_compat_floor(&self, major: u32) -> Option<&MinorCompat> {
+        self.minor_compat.iter().find(|m| m.major == major)
+    }
+
+    /// The toolkit that introduced a PTX ISA version (`8.7` → `12.8`).
+    pub fn cuda_for_ptx_isa(&self, isa: CudaVersion) -> Option<CudaVersion> {
+        self.ptx_isa
+            .iter()
+            .find(|p| CudaVersion::parse(&p.isa) == Some(isa))
+            .and_then(|p| CudaVersion::parse(&p.cuda))
+    }
+
+    /// The compute capability entry for `sm` (e.g. 90).
+    pub fn arch(&self, sm: u32) -> Option<&Arch> {
+        self.archs.iter().find(|a| a.sm == sm)
+    }
+
+    /// The compute capabilities a toolkit version can target, sorted.
+    pub fn archs_for_cuda(&self, cuda: CudaVersion) -> Vec<&Arch> {
+        let mut v: Vec<&Arch> = self
+            .archs
+            .iter()
+            .filter(|a| {
+                let first = CudaVersion::parse(&a.first_cuda);
+                let last = a.last_cuda.as_deref().and_then(CudaVersion::parse);
+                first.is_some_and(|f| f <= cuda) && last.is_none_or(|l| cuda <= l)
+            })
+            .collect();
+        v.sort_by_key(|a| a.sm);
+        v
+    }
+}
+
+/// The major of a SONAME's version: `libnvrtc.so.11.2` → 11.
+fn soname_major(soname: &str) -> Option<u32> {
+    soname.split_once(".so.")?.1.split('.').next()?.parse().ok()
+}
+
+fn replace_by<T, K: PartialEq>(into: &mut Vec<T>, new: Vec<T>, key: impl Fn(&T) -> K) {
+    for item in new {
+        let k = key(&item);
+        if let Some(slot) = into.iter_mut().find(|x| key(x) == k) {
+            *slot = item;
+        } else {
+            into.push(item);
+        }
+    }
+}
+
+/// Removes the `-<8 hex digits>` that auditwheel (and cudist) insert before `.so` when grafting a
+/// library: `libcudart-1a2b3c4d.so.12` → `libcudart.so.12`. Other names come back unchanged.
+pub fn strip_graft_hash(name: &str) -> String {
+    if let Some(so) = name.find(".so") {
+        let (head, tail) = name.split_at(so);
+        if let Some(dash) = head.rfind('-') {
+            let hash = &head[dash + 1..];
+            if hash.len() == 8 && hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return format!("{}{}", &head[..dash], tail);
+            }
+        }
+    }
+    name.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_loads_and_indexes() {
+        let cat = Catalog::builtin();
+        assert!(cat.libraries.len() >= 20, "{}", cat.libraries.len());
+        let m = cat.library_by_soname("libcudart.so.12").expect("cudart 12");
+        assert_eq!(m.library.id, "cudart");
+        assert_eq!(m.major.major, 12);
+        assert_eq!(m.major.policy, SonamePolicy::Major);
+        assert_eq!(m.major.pip.as_deref(), Some("nvidia-cuda-runtime-cu12"));
+        let m = cat.library_by_soname("libcublas.so.13").expect("cublas 13");
+        assert_eq!(m.major.pip_dir.as_deref(), Some("nvidia/cu13/lib"));
+        let m = cat
+            .library_by_soname("libcudart.so.11.0")
+            .expect("cudart 11");
+        assert_eq!(m.major.policy, SonamePolicy::MajorMinor);
+        assert!(matches!(
+            cat.classify("libcuda.so.1"),
+            SonameClass::Driver(_)
+        ));
+        assert!(matches!(cat.classify("libc.so.6"), SonameClass::System(_)));
+        assert!(matches!(cat.classify("libfoo.so.1"), SonameClass::Other));
+    }
+
+    #[test]
+    fn hashed_and_full_version_names() {
+        let cat = Catalog::builtin();
+        let (m, exact) = cat.library_by_name("libcudart-1a2b3c4d.so.12").unwrap();
+        assert_eq!(m.library.id, "cudart");
+        assert!(!exact);
+        let (m, _) = cat.library_by_name("libcublas.so.12.9.1.4").unwrap();
+        assert_eq!(m.library.id, "cublas");
+        assert!(cat.library_by_name("libcublas-xyz.so.12").is_none());
+        assert_eq!(strip_graft_hash("libfoo-12345678.so"), "libfoo.so");
+        assert_eq!(strip_graft_hash("libfoo-1234567.so"), "libfoo-1234567.so");
+    }
+
+    #[test]
+    fn shared_sonames_and_families() {
+        let cat = Catalog::builtin();
+        assert_eq!(cat.majors_of("libcurand.so.10"), vec![11, 12, 13]);
+        let m = cat.library_by_soname("libcurand.so.10").unwrap();
+        assert!(m.ambiguous);
+        assert_eq!(m.major.major, 13);
+        let m = cat
+            .library_by_soname_hinted("libcurand.so.10", Some(12))
+            .unwrap();
+        assert!(!m.ambiguous);
+        assert_eq!(m.major.pip.as_deref(), Some("nvidia-curand-cu12"));
+        // A minor of nvrtc-builtins the catalog does not list.
+        match cat.classify("libnvrtc-builtins.so.12.4") {
+            SonameClass::Toolkit(m) => {
+                assert_eq!(m.library.id, "nvrtc_builtins");
+                assert_eq!(m.major.major, 12);
+            }
+            other => panic!("{other:?}"),
+        }
+        // Not a family member: a full file version of a major-policy library is no SONAME.
+        assert!(matches!(
+            cat.classify("libcublas.so.12.9.1.4"),
+            SonameClass::Other
+        ));
+        // Driver libraries whose SONAME carries the driver version.
+        if cat
+            .driver_libs
+            .iter()
+            .any(|d| d.soname == "libnvidia-gpucomp.so")
+        {
+            assert!(cat.driver_lib("libnvidia-gpucomp.so.595.45.04").is_some());
+        }
+        assert!(cat.driver_lib("libnvidia-ml.so.1").is_some());
+        assert!(cat.driver_lib("libcuda-0123abcd.so.1").is_some());
+        assert!(cat.driver_lib("libcuda.so.1.x").is_none());
+    }
+
+    #[test]
+    fn driver_and_arch_queries() {
+        let cat = Catalog::builtin();
+        let d = cat.min_driver(CudaVersion::parse("12.8").unwrap()).unwrap();
+        assert_eq!(d.min_driver, "570.26");
+        // 12.7 has no row of its own: the newest older 12.x row answers.
+        let d = cat.min_driver(CudaVersion::parse("12.7").unwrap()).unwrap();
+        assert_eq!(d.version, "12.6");
+        assert_eq!(cat.minor_compat_floor(12).unwrap().min_driver, "525.60.13");
+        let archs = cat.archs_for_cuda(CudaVersion::parse("13.0").unwrap());
+        assert!(
+            archs.iter().all(|a| a.sm >= 75),
+            "13.0 dropped Maxwell–Volta"
+        );
+        assert!(archs.iter().any(|a| a.sm == 90));
+        assert!(driver_version_key("580.65.06") > driver_version_key("580.9"));
+    }
+
+    #[test]
+    fn user_file_overrides_and_extends() {
+        let mut cat = Catalog::builtin();
+        cat.merge_str(
+            "user.toml",
+            r#"
+schema = 1
+[[library]]
+id = "rmm"
+stem = "librmm"
+kind = "external"
+[[library.cuda]]
+major = 12
+sonames = ["librmm.so"]
+policy = "none"
+pip = "librmm-cu12"
+pip_dir = "librmm/lib64"
+"#,
+        )
+        .unwrap();
+        match cat.classify("librmm.so") {
+            SonameClass::External(m) => assert_eq!(m.major.pip.as_deref(), Some("librmm-cu12")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn bad_user_files_are_rejected_with_the_path() {
+        let mut cat = Catalog::builtin();
+        let e = cat.merge_str("u.toml", "schema = 2").unwrap_err();
+        assert!(e.to_string().contains("u.toml"), "{e}");
+        let e = cat
+            .merge_str(
+                "u.toml",
+                "schema = 1\n[[library]]\nid='x'\nstem='libx'\nkind='toolkit'\nbogus=1",
+            )
+            .unwrap_err();
+        assert!(matches!(e, CatalogError::Parse { .. }));
+        let e = cat
+            .merge_str(
+                "u.toml",
+                "schema = 1\n[[library]]\nid='x'\nstem='libx'\nkind='toolkit'\n[[library.cuda]]\nmajor=12\nsonames=[]\npolicy='major'",
+            )
+            .unwrap_err();
+        assert!(e.to_string().contains("no sonames"), "{e}");
+    }
+}

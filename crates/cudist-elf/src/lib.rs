@@ -1,0 +1,469 @@
+//! The dynamic-linking view of ELF files: what a loader and a packager need to know.
+//!
+//! [`ElfFile::parse`] reads, through the `object` crate, the file's class and machine, its dynamic
+//! section (SONAME, NEEDED, RPATH, RUNPATH), its section table (names, sizes, offsets) and its
+//! dynamic symbols with their GNU symbol versions. Files whose section headers were stripped are
+//! read through the program headers (`PT_DYNAMIC`, `PT_LOAD`) instead, as ld.so reads them.
+//!
+//! Patching (RPATH/RUNPATH, NEEDED, SONAME) lands in this crate with `cudist repair`.
+
+use object::elf;
+use object::read::elf::{Dyn, FileHeader, ProgramHeader, SectionHeader, Sym};
+use object::read::StringTable;
+use object::Endianness;
+use serde::Serialize;
+
+/// The four bytes every ELF file starts with.
+pub const ELF_MAGIC: [u8; 4] = [0x7f, b'E', b'L', b'F'];
+
+/// Whether `data` starts like an ELF file.
+pub fn is_elf(data: &[u8]) -> bool {
+    data.len() >= 4 && data[..4] == ELF_MAGIC
+}
+
+/// Errors raised while reading an ELF file.
+#[derive(Debug, thiserror::Error)]
+pub enum ElfError {
+    #[error("not an ELF file (no \\x7fELF magic)")]
+    NotElf,
+    #[error("malformed ELF: {what}: {source}")]
+    Malformed {
+        what: &'static str,
+        #[source]
+        source: object::Error,
+    },
+    #[error("malformed ELF: {0}")]
+    Invalid(String),
+}
+
+type Result<T> = std::result::Result<T, ElfError>;
+
+fn malformed(what: &'static str) -> impl FnOnce(object::Error) -> ElfError {
+    move |source| ElfError::Malformed { what, source }
+}
+
+/// The ELF object type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ElfKind {
+    /// `ET_EXEC`: a position-dependent executable.
+    Executable,
+    /// `ET_DYN`: a shared library, extension module or PIE executable.
+    Shared,
+    /// `ET_REL`: an object file.
+    Relocatable,
+    Other,
+}
+
+/// One section header, as far as cudist uses it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Section {
+    pub name: String,
+    pub sh_type: u32,
+    pub flags: u64,
+    pub offset: u64,
+    pub size: u64,
+}
+
+impl Section {
+    /// Whether the section occupies bytes in the file.
+    pub fn in_file(&self) -> bool {
+        self.sh_type != elf::SHT_NOBITS && self.sh_type != elf::SHT_NULL
+    }
+    /// Whether the section holds executable code.
+    pub fn is_code(&self) -> bool {
+        self.flags & elf::SHF_EXECINSTR as u64 != 0
+    }
+}
+
+/// One dynamic symbol.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct DynSymbol {
+    pub name: String,
+    /// Defined in this file (not `SHN_UNDEF`).
+    pub defined: bool,
+    pub weak: bool,
+    /// GNU symbol version (`GLIBC_2.17`, `libcudart.so.12`), if any.
+    pub version: Option<String>,
+}
+
+/// Everything cudist reads from one ELF file.
+#[derive(Debug, Clone, Serialize)]
+pub struct ElfFile {
+    /// 32 or 64.
+    pub class: u8,
+    pub big_endian: bool,
+    pub machine: u16,
+    pub kind: ElfKind,
+    pub soname: Option<String>,
+    pub needed: Vec<String>,
+    /// DT_RPATH split on `:` (empty when absent).
+    pub rpath: Vec<String>,
+    /// DT_RUNPATH split on `:` (empty when absent).
+    pub runpath: Vec<String>,
+    pub has_dynamic: bool,
+    pub sections: Vec<Section>,
+    pub dynamic_symbols: Vec<DynSymbol>,
+}
+
+impl ElfFile {
+    /// Reads an ELF file from memory. Never panics on malformed input.
+    pub fn parse(data: &[u8]) -> Result<ElfFile> {
+        if !is_elf(data) {
+            return Err(ElfError::NotElf);
+        }
+        match data.get(4) {
+            Some(&elf::ELFCLASS64) => parse_generic::<elf::FileHeader64<Endianness>>(data),
+            Some(&elf::ELFCLASS32) => parse_generic::<elf::FileHeader32<Endianness>>(data),
+            other => Err(ElfError::Invalid(format!("unknown ELF class {other:?}"))),
+        }
+    }
+
+    /// The machine name (`x86_64`, `aarch64`, …) for reports.
+    pub fn machine_name(&self) -> String {
+        machine_name(self.machine)
+    }
+
+    /// The section with this name.
+    pub fn section(&self, name: &str) -> Option<&Section> {
+        self.sections.iter().find(|s| s.name == name)
+    }
+
+    /// The bytes of a section inside `data` (the same bytes [`ElfFile::parse`] read).
+    pub fn section_data<'a>(&self, data: &'a [u8], section: &Section) -> Result<&'a [u8]> {
+        if !section.in_file() {
+            return Ok(&[]);
+        }
+        let start = usize::try_from(section.offset).ok();
+        let end = section
+            .offset
+            .checked_add(section.size)
+            .and_then(|e| usize::try_from(e).ok());
+        match (start, end) {
+            (Some(s), Some(e)) if e <= data.len() => Ok(&data[s..e]),
+            _ => Err(ElfError::Invalid(format!(
+                "section {} ({} bytes at {:#x}) lies outside the file ({} bytes)",
+                section.name,
+                section.size,
+                section.offset,
+                data.len()
+            ))),
+        }
+    }
+
+    /// Names of the dynamic symbols this file defines.
+    pub fn defined_dynamic(&self) -> impl Iterator<Item = &DynSymbol> {
+        self.dynamic_symbols.iter().filter(|s| s.defined)
+    }
+
+    /// Names of the dynamic symbols this file imports.
+    pub fn undefined_dynamic(&self) -> impl Iterator<Item = &DynSymbol> {
+        self.dynamic_symbols.iter().filter(|s| !s.defined)
+    }
+}
+
+/// Machine names for the architectures wheels are built for.
+pub fn machine_name(machine: u16) -> String {
+    match machine {
+        elf::EM_X86_64 => "x86_64".into(),
+        elf::EM_AARCH64 => "aarch64".into(),
+        elf::EM_PPC64 => "ppc64le".into(),
+        elf::EM_386 => "i686".into(),
+        elf::EM_ARM => "arm".into(),
+        elf::EM_S390 => "s390x".into(),
+        elf::EM_RISCV => "riscv64".into(),
+        elf::EM_CUDA => "cuda".into(),
+        m => format!("machine {m}"),
+    }
+}
+
+/// Looks for symbols this file *defines* among `names`, in `.symtab` and `.dynsym`; returns the
+/// names found. This is the evidence for statically linked libraries.
+pub fn defined_symbols_among(data: &[u8], names: &[&str]) -> Result<Vec<String>> {
+    if !is_elf(data) {
+        return Err(ElfError::NotElf);
+    }
+    match data.get(4) {
+        Some(&elf::ELFCLASS64) => find_defined::<elf::FileHeader64<Endianness>>(data, names),
+        Some(&elf::ELFCLASS32) => find_defined::<elf::FileHeader32<Endianness>>(data, names),
+        other => Err(ElfError::Invalid(format!("unknown ELF class {other:?}"))),
+    }
+}
+
+fn find_defined<E: FileHeader<Endian = Endianness>>(
+    data: &[u8],
+    names: &[&str],
+) -> Result<Vec<String>> {
+    let header = E::parse(data).map_err(malformed("file header"))?;
+    let endian = header.endian().map_err(malformed("endianness"))?;
+    let sections = header
+        .sections(endian, data)
+        .map_err(malformed("section headers"))?;
+    let mut found = std::collections::BTreeSet::new();
+    for sh_type in [elf::SHT_SYMTAB, elf::SHT_DYNSYM] {
+        let table = sections
+            .symbols(endian, data, sh_type)
+            .map_err(malformed("symbol table"))?;
+        let strings = table.strings();
+        for sym in table.symbols() {
+            if sym.st_shndx(endian) == elf::SHN_UNDEF {
+                continue;
+            }
+            if let Ok(name) = sym.name(endian, strings) {
+                if let Ok(name) = std::str::from_utf8(name) {
+                    if names.contains(&name) {
+                        found.insert(name.to_string());
+                    }
+                }
+            }
+        }
+    }
+    Ok(found.into_iter().collect())
+}
+
+fn parse_generic<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfFile> {
+    let header = E::parse(data).map_err(malformed("file header"))?;
+    let endian = header.endian().map_err(malformed("endianness"))?;
+    let kind = match header.e_type(endian) {
+        elf::ET_EXEC => ElfKind::Executable,
+        elf::ET_DYN => ElfKind::Shared,
+        elf::ET_REL => ElfKind::Relocatable,
+        _ => ElfKind::Other,
+    };
+    let table = header
+        .sections(endian, data)
+        .map_err(malformed("section headers"))?;
+    let mut sections = Vec::with_capacity(table.len());
+    for s in table.iter() {
+        let name = table
+            .section_name(endian, s)
+            .map(|n| String::from_utf8_lossy(n).into_owned())
+            .unwrap_or_default();
+        sections.push(Section {
+            name,
+            sh_type: s.sh_type(endian),
+            flags: s.sh_flags(endian).into(),
+            offset: s.sh_offset(endian).into(),
+            size: s.sh_size(endian).into(),
+        });
+    }
+
+    let mut out = ElfFile {
+        class: if header.is_type_64() { 64 } else { 32 },
+        big_endian: endian == Endianness::Big,
+        machine: header.e_machine(endian),
+        kind,
+        soname: None,
+        needed: Vec::new(),
+        rpath: Vec::new(),
+        runpath: Vec::new(),
+        has_dynamic: false,
+        sections,
+        dynamic_symbols: Vec::new(),
+    };
+
+    // The dynamic section: through the section table when there is one, else PT_DYNAMIC.
+    let dynamic = table
+        .dynamic(endian, data)
+        .map_err(malformed("dynamic section"))?;
+    match dynamic {
+        Some((dyns, link)) => {
+            let strings = table
+                .strings(endian, data, link)
+                .map_err(malformed("dynamic string table"))?;
+            read_dynamic::<E>(endian, dyns, strings, &mut out)?;
+        }
+        None if table.is_empty() => {
+            if let Some((dyns, strings)) = dynamic_from_segments::<E>(&header, endian, data)? {
+                read_dynamic::<E>(endian, dyns, strings, &mut out)?;
+            }
+        }
+        None => {}
+    }
+
+    // Dynamic symbols with versions.
+    let dynsym = table
+        .symbols(endian, data, elf::SHT_DYNSYM)
+        .map_err(malformed("dynamic symbol table"))?;
+    let versions = table
+        .versions(endian, data)
+        .map_err(malformed("symbol versions"))?;
+    let strings = dynsym.strings();
+    for (i, sym) in dynsym.symbols().iter().enumerate().skip(1) {
+        let name = match sym.name(endian, strings) {
+            Ok(n) if !n.is_empty() => String::from_utf8_lossy(n).into_owned(),
+            _ => continue,
+        };
+        let version = versions.as_ref().and_then(|v| {
+            let idx = v.version_index(endian, object::SymbolIndex(i));
+            v.version(idx)
+                .ok()
+                .flatten()
+                .map(|ver| String::from_utf8_lossy(ver.name()).into_owned())
+        });
+        out.dynamic_symbols.push(DynSymbol {
+            name,
+            defined: sym.st_shndx(endian) != elf::SHN_UNDEF,
+            weak: sym.st_bind() == elf::STB_WEAK,
+            version,
+        });
+    }
+    Ok(out)
+}
+
+fn read_dynamic<E: FileHeader<Endian = Endianness>>(
+    endian: Endianness,
+    dyns: &[E::Dyn],
+    strings: StringTable<'_>,
+    out: &mut ElfFile,
+) -> Result<()> {
+    out.has_dynamic = true;
+    for d in dyns {
+        let tag = d.tag32(endian);
+        if tag == Some(elf::DT_NULL) {
+            break;
+        }
+        let Some(tag) = tag else { continue };
+        if !matches!(
+            tag,
+            elf::DT_NEEDED | elf::DT_SONAME | elf::DT_RPATH | elf::DT_RUNPATH
+        ) {
+            continue;
+        }
+        let value = d
+            .string(endian, strings)
+            .map_err(malformed("dynamic string"))?;
+        let value = String::from_utf8_lossy(value).into_owned();
+        match tag {
+            elf::DT_NEEDED => out.needed.push(value),
+            elf::DT_SONAME => out.soname = Some(value),
+            elf::DT_RPATH => out.rpath.extend(split_path(&value)),
+            elf::DT_RUNPATH => out.runpath.extend(split_path(&value)),
+            _ => unreachable!(),
+        }
+    }
+    Ok(())
+}
+
+/// Splits a search path on `:`; empty entries (which ld.so reads as the current directory) are kept
+/// as `""` so that reports can flag them.
+fn split_path(s: &str) -> Vec<String> {
+    if s.is_empty() {
+        return Vec::new();
+    }
+    s.split(':').map(str::to_string).collect()
+}
+
+type SegmentDynamic<'a, E> = (&'a [<E as FileHeader>::Dyn], StringTable<'a>);
+
+/// Reads the dynamic entries the way ld.so does when there are no section headers: `PT_DYNAMIC`
+/// gives the entries, `DT_STRTAB`/`DT_STRSZ` (virtual addresses) give the strings.
+fn dynamic_from_segments<'a, E: FileHeader<Endian = Endianness>>(
+    header: &'a E,
+    endian: Endianness,
+    data: &'a [u8],
+) -> Result<Option<SegmentDynamic<'a, E>>> {
+    let phdrs = header
+        .program_headers(endian, data)
+        .map_err(malformed("program headers"))?;
+    let mut dyns = None;
+    for ph in phdrs {
+        if let Some(d) = ph
+            .dynamic(endian, data)
+            .map_err(malformed("PT_DYNAMIC segment"))?
+        {
+            dyns = Some(d);
+        }
+    }
+    let Some(dyns) = dyns else { return Ok(None) };
+    let (mut strtab, mut strsz) = (None, None);
+    for d in dyns {
+        match d.tag32(endian) {
+            Some(elf::DT_STRTAB) => strtab = Some(d.d_val(endian).into()),
+            Some(elf::DT_STRSZ) => strsz = Some(d.d_val(endian).into()),
+            _ => {}
+        }
+    }
+    let (Some(addr), Some(size)): (Option<u64>, Option<u64>) = (strtab, strsz) else {
+        return Err(ElfError::Invalid(
+            "PT_DYNAMIC has no DT_STRTAB/DT_STRSZ".into(),
+        ));
+    };
+    for ph in phdrs {
+        if ph.p_type(endian) != elf::PT_LOAD {
+            continue;
+        }
+        let vaddr: u64 = ph.p_vaddr(endian).into();
+        let filesz: u64 = ph.p_filesz(endian).into();
+        let offset: u64 = ph.p_offset(endian).into();
+        if addr >= vaddr && addr.saturating_add(size) <= vaddr.saturating_add(filesz) {
+            let start = offset + (addr - vaddr);
+            let end = start.saturating_add(size);
+            if end > data.len() as u64 {
+                break;
+            }
+            let strings = StringTable::new(data, start, end);
+            return Ok(Some((dyns, strings)));
+        }
+    }
+    Err(ElfError::Invalid(
+        "DT_STRTAB does not lie in any PT_LOAD segment".into(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_this_test_binary() {
+        let exe = std::env::current_exe().unwrap();
+        let data = std::fs::read(exe).unwrap();
+        let f = ElfFile::parse(&data).unwrap();
+        assert_eq!(f.class, 64);
+        assert!(f.has_dynamic);
+        assert!(
+            f.needed.iter().any(|n| n.starts_with("libc.so")),
+            "{:?}",
+            f.needed
+        );
+        assert!(f.section(".text").is_some());
+        assert!(f.undefined_dynamic().any(|s| s
+            .version
+            .as_deref()
+            .is_some_and(|v| v.starts_with("GLIBC_"))));
+    }
+
+    #[test]
+    fn rejects_garbage_and_truncation() {
+        assert!(matches!(ElfFile::parse(b"hello"), Err(ElfError::NotElf)));
+        let exe = std::env::current_exe().unwrap();
+        let data = std::fs::read(exe).unwrap();
+        for cut in [5, 16, 63, 64, 200, 4096] {
+            assert!(ElfFile::parse(&data[..cut]).is_err(), "cut at {cut}");
+        }
+        // A cut past the headers but before the section table: must fail, not panic.
+        let cut = data.len() - 100;
+        assert!(ElfFile::parse(&data[..cut]).is_err());
+    }
+
+    #[test]
+    fn fuzz_like_mutations_never_panic() {
+        let exe = std::env::current_exe().unwrap();
+        let data = std::fs::read(exe).unwrap();
+        let head = &data[..data.len().min(1 << 16)];
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        for _ in 0..2000 {
+            let mut d = head.to_vec();
+            for _ in 0..8 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let i = (x as usize) % 256.min(d.len());
+                d[i] = (x >> 40) as u8;
+            }
+            let _ = ElfFile::parse(&d);
+            let _ = defined_symbols_among(&d, &["main"]);
+        }
+    }
+}

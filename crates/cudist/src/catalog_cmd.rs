@@ -1,0 +1,217 @@
+//! `cudist catalog`: answers questions from the CUDA catalog.
+
+use std::process::ExitCode;
+
+use anyhow::{bail, Result};
+use clap::Subcommand;
+use cudist_catalog::{Catalog, CudaVersion};
+use serde_json::json;
+
+use crate::util::{Style, Table};
+
+#[derive(Subcommand)]
+pub enum CatalogCmd {
+    /// What a library is and who provides it: `cudist catalog lib libcusparse.so.12` (a SONAME,
+    /// file name or catalog id).
+    Lib {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Compute capabilities, optionally those a CUDA version can target: `--cuda 13.0`.
+    Sm {
+        #[arg(long, value_name = "X.Y")]
+        cuda: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Minimum Linux driver for a toolkit version, and its major's compatibility floor.
+    Driver {
+        version: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Every library in the catalog, one line each.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(cmd: CatalogCmd, catalog: &Catalog) -> Result<ExitCode> {
+    let style = Style::detect();
+    match cmd {
+        CatalogCmd::Lib { name, json } => {
+            let lib = match catalog.library_by_name(&name) {
+                Some((m, _)) => m.library,
+                None => match catalog.library(&name) {
+                    Some(l) => l,
+                    None => {
+                        if let Some(d) = catalog.driver_lib(&name) {
+                            if json {
+                                println!(
+                                    "{}",
+                                    serde_json::to_string_pretty(&json!({"driver_lib": d}))?
+                                );
+                            } else {
+                                println!("{}: NVIDIA driver library ({}). Provided by the driver; never bundle it.", d.soname, d.description);
+                            }
+                            return Ok(ExitCode::SUCCESS);
+                        }
+                        bail!("{name:?} is not in the catalog (try a SONAME such as libcublas.so.12, or `cudist catalog list`)");
+                    }
+                },
+            };
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&json!({"library": lib}))?
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            println!(
+                "{} — {} ({:?})",
+                style.bold(&lib.id),
+                lib.description,
+                lib.kind
+            );
+            if let Some(c) = &lib.component {
+                println!("  component: {c}");
+            }
+            println!("  conda-forge: {}", lib.conda.as_deref().unwrap_or("-"));
+            println!(
+                "  cuda-toolkit extra: {}",
+                lib.toolkit_extra
+                    .as_deref()
+                    .map(|e| format!("cuda-toolkit[{e}]"))
+                    .unwrap_or("-".into())
+            );
+            let mut t = Table::new(&[
+                "CUDA",
+                "SONAME",
+                "PINS",
+                "PIP PACKAGE",
+                "WHEEL DIR",
+                "VERIFIED",
+            ]);
+            for m in &lib.cuda {
+                t.row(vec![
+                    m.major.to_string(),
+                    m.sonames.join(" "),
+                    m.policy.to_string(),
+                    m.pip.clone().unwrap_or("-".into()),
+                    m.pip_dir.clone().unwrap_or("-".into()),
+                    m.verified.as_deref().map_or("-".into(), |_| "yes".into()),
+                ]);
+            }
+            print!("{}", t.render(2, style));
+            if !lib.sources.is_empty() {
+                println!("  sources: {}", lib.sources.join("; "));
+            }
+        }
+        CatalogCmd::Sm { cuda, json } => {
+            let archs = match &cuda {
+                Some(v) => {
+                    let Some(v) = CudaVersion::parse(v) else {
+                        bail!("{v:?} is not a CUDA version (expected X.Y, e.g. 13.0)");
+                    };
+                    catalog.archs_for_cuda(v)
+                }
+                None => {
+                    let mut v: Vec<_> = catalog.archs.iter().collect();
+                    v.sort_by_key(|a| a.sm);
+                    v
+                }
+            };
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&json!({"cuda": cuda, "archs": archs}))?
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            let mut t = Table::new(&[
+                "SM",
+                "NAME",
+                "FIRST CUDA",
+                "LAST CUDA",
+                "sm_XXa FROM",
+                "sm_XXf FROM",
+            ]);
+            for a in archs {
+                t.row(vec![
+                    format!("sm_{}", a.sm),
+                    a.name.clone(),
+                    a.first_cuda.clone(),
+                    a.last_cuda.clone().unwrap_or("-".into()),
+                    a.arch_specific_from.clone().unwrap_or("-".into()),
+                    a.family_from.clone().unwrap_or("-".into()),
+                ]);
+            }
+            print!("{}", t.render(0, style));
+        }
+        CatalogCmd::Driver { version, json } => {
+            let Some(v) = CudaVersion::parse(&version) else {
+                bail!("{version:?} is not a CUDA version (expected X.Y, e.g. 12.8)");
+            };
+            let t = catalog.min_driver(v);
+            let floor = catalog.minor_compat_floor(v.major);
+            if t.is_none() && floor.is_none() {
+                bail!("the catalog has no driver data for CUDA {v}");
+            }
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&json!({
+                        "cuda": v.to_string(),
+                        "toolkit": t,
+                        "minor_compat": floor,
+                    }))?
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            if let Some(t) = t {
+                let exact = if CudaVersion::parse(&t.version) == Some(v) {
+                    String::new()
+                } else {
+                    format!(" (no row for {v}; nearest older release {})", t.version)
+                };
+                println!(
+                    "CUDA {v}: driver >= {}{exact} for the full feature set, including PTX JIT",
+                    t.min_driver
+                );
+            }
+            if let Some(f) = floor {
+                println!(
+                    "CUDA {}.x minor-version compatibility: driver >= {} runs {}.x builds (no JIT of newer PTX)",
+                    v.major, f.min_driver, v.major
+                );
+            }
+        }
+        CatalogCmd::List { json } => {
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&json!({"libraries": catalog.libraries}))?
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            let mut t = Table::new(&["ID", "KIND", "SONAMES", "CONDA"]);
+            for l in &catalog.libraries {
+                let sonames: Vec<String> = l
+                    .cuda
+                    .iter()
+                    .flat_map(|m| m.sonames.iter().cloned())
+                    .collect();
+                t.row(vec![
+                    l.id.clone(),
+                    format!("{:?}", l.kind).to_lowercase(),
+                    sonames.join(" "),
+                    l.conda.clone().unwrap_or("-".into()),
+                ]);
+            }
+            print!("{}", t.render(0, style));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,1067 @@
+//! `cudist inspect`: what CUDA an artifact needs, carries, links statically, and runs on.
+//!
+//! An artifact is a wheel, a directory (an unpacked wheel, an install prefix) or one ELF file. Its
+//! ELF files are found (wheels: by name, then by magic, reading only those members), analysed in
+//! parallel, and the per-file facts are folded into one [`model::Artifact`] with a verdict.
+
+pub mod model;
+pub mod render;
+mod source;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use cudist_catalog::{Catalog, CudaVersion, LibraryMatch, SonameClass};
+use cudist_elf::ElfFile;
+use cudist_fatbin::{EntryKind, SectionKind};
+
+use model::*;
+pub use source::{expand_inputs, Input};
+
+/// Inspects every input; unreadable inputs become [`InputError`]s in the report.
+pub fn inspect(inputs: &[Input], catalog: &Catalog) -> Report {
+    let mut artifacts = Vec::new();
+    let mut errors = Vec::new();
+    for input in inputs {
+        match inspect_one(input, catalog) {
+            Ok(a) => artifacts.push(a),
+            Err(e) => errors.push(InputError {
+                path: input.path().display().to_string(),
+                error: format!("{e:#}"),
+            }),
+        }
+    }
+    let summary = Summary {
+        artifacts: artifacts.len(),
+        errors: errors.len(),
+        elf_files: artifacts.iter().map(|a| a.elf_files.len()).sum(),
+        vendored_cuda_bytes: artifacts.iter().map(|a| a.breakdown.vendored_cuda).sum(),
+        needs_attention: artifacts
+            .iter()
+            .filter(|a| a.verdict.status != VerdictStatus::Ok)
+            .count(),
+    };
+    Report {
+        schema: SCHEMA,
+        cudist_version: env!("CARGO_PKG_VERSION"),
+        artifacts,
+        errors,
+        summary,
+    }
+}
+
+/// One ELF file found in an artifact, analysed.
+pub struct Analysed {
+    pub report: ElfReport,
+    /// Catalog library ids whose marker symbols the file defines.
+    defined_markers: BTreeMap<String, Vec<String>>,
+    /// Catalog library ids whose characteristic strings the file contains.
+    strings_found: BTreeMap<String, Vec<String>>,
+    /// The CUDA major assumed for SONAMEs several majors share.
+    hint: Option<u32>,
+}
+
+/// Inspects one artifact.
+pub fn inspect_one(input: &Input, catalog: &Catalog) -> Result<Artifact> {
+    let markers = MarkerIndex::new(catalog);
+    let scanned = source::scan(input, &|path, data| {
+        analyse_elf(path, data, catalog, &markers)
+    })?;
+    Ok(assemble(input, scanned, catalog))
+}
+
+/// Catalog marker symbols, indexed for the static-linking check.
+pub struct MarkerIndex {
+    names: Vec<String>,
+    owner: HashMap<String, String>,
+    /// (library id, string) pairs.
+    strings: Vec<(String, String)>,
+}
+
+impl MarkerIndex {
+    pub fn new(catalog: &Catalog) -> MarkerIndex {
+        let mut names = Vec::new();
+        let mut owner = HashMap::new();
+        let mut strings = Vec::new();
+        for lib in &catalog.libraries {
+            for m in &lib.static_markers {
+                names.push(m.clone());
+                owner.insert(m.clone(), lib.id.clone());
+            }
+            for s in &lib.static_strings {
+                strings.push((lib.id.clone(), s.clone()));
+            }
+        }
+        MarkerIndex {
+            names,
+            owner,
+            strings,
+        }
+    }
+}
+
+/// Analyses one ELF file. `path` is its path inside the artifact.
+pub fn analyse_elf(
+    path: &str,
+    data: &[u8],
+    catalog: &Catalog,
+    markers: &MarkerIndex,
+) -> Result<Analysed> {
+    let elf = ElfFile::parse(data).with_context(|| format!("{path}: cannot read ELF"))?;
+
+    // Device code, in file order across both fatbin sections.
+    let mut fat_sections: Vec<_> = elf
+        .sections
+        .iter()
+        .filter_map(|s| SectionKind::from_section_name(&s.name).map(|k| (k, s)))
+        .collect();
+    fat_sections.sort_by_key(|(_, s)| s.offset);
+    let mut device_code = Vec::new();
+    let mut fat_bytes = 0u64;
+    for (kind, section) in fat_sections {
+        let bytes = elf
+            .section_data(data, section)
+            .with_context(|| format!("{path}: section {}", section.name))?;
+        fat_bytes += bytes.len() as u64;
+        let entries = cudist_fatbin::parse_section(bytes, kind)
+            .with_context(|| format!("{path}: section {}", section.name))?;
+        for e in entries {
+            push_device_entries(&e, &mut device_code);
+        }
+    }
+
+    let host_code: u64 = elf
+        .sections
+        .iter()
+        .filter(|s| s.is_code() && s.in_file())
+        .map(|s| s.size)
+        .sum();
+    let size = data.len() as u64;
+    let sizes = ElfSizes {
+        host_code,
+        device_code: fat_bytes,
+        other: size.saturating_sub(host_code + fat_bytes),
+    };
+
+    // Which catalog libraries' API entry points does this file define?
+    let names: Vec<&str> = markers.names.iter().map(String::as_str).collect();
+    let found = cudist_elf::defined_symbols_among(data, &names)
+        .with_context(|| format!("{path}: cannot read symbol tables"))?;
+    let mut defined_markers: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for sym in found {
+        if let Some(lib) = markers.owner.get(&sym) {
+            defined_markers.entry(lib.clone()).or_default().push(sym);
+        }
+    }
+    // Characteristic strings in read-only data: these survive `strip`.
+    let mut strings_found: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for s in elf
+        .sections
+        .iter()
+        .filter(|s| s.name.starts_with(".rodata"))
+    {
+        let bytes = elf
+            .section_data(data, s)
+            .with_context(|| format!("{path}: section {}", s.name))?;
+        for (lib, needle) in &markers.strings {
+            if memchr::memmem::find(bytes, needle.as_bytes()).is_some() {
+                let v = strings_found.entry(lib.clone()).or_default();
+                if !v.contains(needle) {
+                    v.push(needle.clone());
+                }
+            }
+        }
+    }
+
+    // Classified without a CUDA-major hint here; `assemble` refines it with the artifact's context.
+    let needed = elf
+        .needed
+        .iter()
+        .map(|n| classify_needed(n, catalog, None))
+        .collect();
+
+    Ok(Analysed {
+        report: ElfReport {
+            path: path.to_string(),
+            size,
+            class: elf.class,
+            machine: elf.machine_name(),
+            elf_type: elf.kind,
+            soname: elf.soname.clone(),
+            needed,
+            rpath: elf.rpath.iter().map(|r| raw_entry(r)).collect(),
+            runpath: elf.runpath.iter().map(|r| raw_entry(r)).collect(),
+            static_cuda: Vec::new(),
+            device_code,
+            sizes,
+            vendored: None,
+        },
+        defined_markers,
+        strings_found,
+        hint: None,
+    })
+}
+
+/// Adds one fatbin entry to the report; a concatenated entry becomes one cubin row per image, each
+/// with its share of the stored bytes, as cuobjdump lists them.
+fn push_device_entries(e: &cudist_fatbin::Entry, out: &mut Vec<DeviceEntry>) {
+    let row = |kind, arch: String, sm, share: f64, uncompressed, flags, concatenated| DeviceEntry {
+        section: e.section,
+        kind,
+        arch,
+        sm,
+        version: format!("{}.{}", e.version_major, e.version_minor),
+        codec: e.codec,
+        stored_size: (e.stored_size() as f64 * share).round() as u64,
+        compressed_size: (e.compressed_size as f64 * share).round() as u64,
+        uncompressed_size: uncompressed,
+        flags,
+        concatenated,
+        identifier: e.identifier.clone(),
+    };
+    if e.kind == EntryKind::Concat && !e.images.is_empty() {
+        let total: u64 = e.images.iter().map(|i| i.size).sum::<u64>().max(1);
+        for i in &e.images {
+            let share = i.size as f64 / total as f64;
+            out.push(row(
+                EntryKind::Cubin,
+                i.arch_name(),
+                i.sm,
+                share,
+                i.size,
+                i.flags,
+                true,
+            ));
+        }
+    } else {
+        out.push(row(
+            e.kind,
+            e.arch_name(),
+            e.sm,
+            1.0,
+            e.uncompressed_size,
+            e.flags,
+            false,
+        ));
+    }
+}
+
+/// What `cuobjdump --list-elf --list-ptx` lists for these entries: `(is_elf, arch)` in file order,
+/// from the section it reads by default.
+pub fn cuobjdump_items(entries: &[DeviceEntry]) -> Vec<(bool, &str)> {
+    let present: Vec<SectionKind> = entries.iter().map(|e| e.section).collect();
+    let Some(section) = cudist_fatbin::cuobjdump_default_section(&present) else {
+        return Vec::new();
+    };
+    entries
+        .iter()
+        .filter(|e| e.section == section)
+        .filter_map(|e| match e.kind {
+            EntryKind::Ptx => Some((false, e.arch.as_str())),
+            EntryKind::Cubin | EntryKind::Other(0x10) => Some((true, e.arch.as_str())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn raw_entry(raw: &str) -> SearchPathEntry {
+    SearchPathEntry {
+        raw: raw.to_string(),
+        expanded: String::new(),
+        location: PathLocation::Unresolved,
+        provided_by: Vec::new(),
+    }
+}
+
+pub fn library_ref(m: &LibraryMatch<'_>) -> LibraryRef {
+    LibraryRef {
+        id: m.library.id.clone(),
+        component: m.library.component.clone(),
+        cuda_major: m.major.major,
+        cuda_major_ambiguous: m.ambiguous,
+        soname_policy: m.major.policy.to_string(),
+        pip: m.major.pip.clone(),
+        pip_dir: m.major.pip_dir.clone(),
+        conda: m.library.conda.clone(),
+        toolkit_extra: m.library.toolkit_extra.clone(),
+    }
+}
+
+fn classify_needed(soname: &str, catalog: &Catalog, hint: Option<u32>) -> Needed {
+    let (class, library) = match catalog.classify_hinted(soname, hint) {
+        SonameClass::Toolkit(m) => (NeededClass::Toolkit, Some(library_ref(&m))),
+        SonameClass::External(m) => (NeededClass::External, Some(library_ref(&m))),
+        SonameClass::Driver(_) => (NeededClass::Driver, None),
+        SonameClass::System(_) => (NeededClass::System, None),
+        SonameClass::Other => (NeededClass::Other, None),
+    };
+    Needed {
+        soname: soname.to_string(),
+        class,
+        library,
+        provided_in_artifact: None,
+    }
+}
+
+/// The result of scanning an artifact: its ELF files and size totals.
+pub struct Scanned {
+    pub kind: ArtifactKind,
+    pub size: u64,
+    pub installed_size: u64,
+    pub wheel: Option<WheelInfo>,
+    pub elfs: Vec<Analysed>,
+    /// Every regular file's install path (used to tell whether a search path lies inside).
+    pub files: BTreeSet<String>,
+}
+
+/// Folds per-file analyses into the artifact report.
+fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
+    let Scanned {
+        kind,
+        size,
+        installed_size,
+        wheel,
+        mut elfs,
+        files,
+    } = scanned;
+    elfs.sort_by(|a, b| a.report.path.cmp(&b.report.path));
+
+    // 0. Classify NEEDED entries with the CUDA major the file or the artifact pins down.
+    let artifact_hint = artifact_major_hint(&elfs, wheel.as_ref(), catalog);
+    for a in &mut elfs {
+        let hint = elf_major_hint(&a.report, catalog).or(artifact_hint);
+        a.hint = hint;
+        for n in &mut a.report.needed {
+            *n = classify_needed(&n.soname, catalog, hint);
+        }
+    }
+
+    // 1. Vendored CUDA libraries: by SONAME (hashed grafts too), confirmed by content.
+    let mut vendored = Vec::new();
+    for a in &mut elfs {
+        if let Some(v) = recognise_vendored(a, catalog) {
+            a.report.vendored = Some(match &v.library {
+                Some(l) => l.id.clone(),
+                None => v.soname.clone().unwrap_or_default(),
+            });
+            vendored.push(v);
+        }
+    }
+
+    // 2. Static CUDA: marker definitions in files that are not that library themselves.
+    for a in &mut elfs {
+        a.report.static_cuda = static_cuda(a);
+    }
+
+    // 3. Where each SONAME lives inside the artifact.
+    let mut provided: HashMap<String, String> = HashMap::new();
+    for a in &elfs {
+        if let Some(s) = &a.report.soname {
+            provided.entry(s.clone()).or_insert(a.report.path.clone());
+        }
+        let base = a.report.path.rsplit('/').next().unwrap_or_default();
+        provided
+            .entry(base.to_string())
+            .or_insert(a.report.path.clone());
+    }
+    let wheel_dirs = wheel_dir_index(catalog);
+    for a in &mut elfs {
+        for n in &mut a.report.needed {
+            n.provided_in_artifact = provided.get(&n.soname).cloned();
+        }
+        let dir = parent(&a.report.path);
+        for e in a.report.rpath.iter_mut().chain(a.report.runpath.iter_mut()) {
+            resolve_search_path(e, &dir, input, &files, &wheel_dirs);
+        }
+    }
+
+    // 4. Aggregate needs.
+    let requires: Vec<ReqName> = wheel
+        .as_ref()
+        .map(|w| {
+            w.requires_dist
+                .iter()
+                .filter_map(|r| ReqName::parse(r))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut cuda_needed: BTreeMap<String, NeededLibrary> = BTreeMap::new();
+    let mut driver_needed: BTreeMap<String, NeededLibrary> = BTreeMap::new();
+    for a in elfs.iter().filter(|a| a.report.vendored.is_none()) {
+        for n in &a.report.needed {
+            let table = match n.class {
+                NeededClass::Toolkit | NeededClass::External => &mut cuda_needed,
+                NeededClass::Driver => &mut driver_needed,
+                _ => continue,
+            };
+            let row = table
+                .entry(n.soname.clone())
+                .or_insert_with(|| NeededLibrary {
+                    soname: n.soname.clone(),
+                    library: n.library.clone(),
+                    needed_by: Vec::new(),
+                    rpath_covers: true,
+                    declared: n
+                        .library
+                        .as_ref()
+                        .is_some_and(|l| requires.iter().any(|r| r.provides(l))),
+                    vendored: n.provided_in_artifact.is_some(),
+                });
+            row.needed_by.push(a.report.path.clone());
+            let covered = search_path_covers(&a.report, n, &files);
+            row.rpath_covers &= covered;
+        }
+    }
+    let cuda_needed: Vec<NeededLibrary> = cuda_needed.into_values().collect();
+    let driver_needed: Vec<NeededLibrary> = driver_needed.into_values().collect();
+
+    // 5. Device code and sizes.
+    let device = device_summary(&elfs, &cuda_needed, catalog);
+    let breakdown = breakdown(&elfs, &vendored, installed_size);
+    let verdict = verdict(
+        kind,
+        &cuda_needed,
+        &driver_needed,
+        &vendored,
+        &elfs,
+        &device,
+    );
+
+    Artifact {
+        path: input.path().display().to_string(),
+        kind,
+        size,
+        installed_size,
+        wheel,
+        elf_files: elfs.into_iter().map(|a| a.report).collect(),
+        cuda_needed,
+        driver_needed,
+        vendored,
+        device,
+        breakdown,
+        verdict,
+    }
+}
+
+fn recognise_vendored(a: &Analysed, catalog: &Catalog) -> Option<Vendored> {
+    let r = &a.report;
+    let base = r.path.rsplit('/').next().unwrap_or_default();
+    let mut evidence = Vec::new();
+    // SONAME first; a naive graft rewrites it to the hashed file name, which still names the library.
+    let by_soname = r.soname.as_deref().and_then(|s| {
+        catalog.library_by_name_hinted(s, a.hint).map(|(m, exact)| {
+            evidence.push(if exact {
+                format!("SONAME {s}")
+            } else {
+                format!("SONAME {s} (a renamed copy of {})", m.major.sonames[0])
+            });
+            m
+        })
+    });
+    let named_by_soname = by_soname.is_some();
+    let matched = by_soname.or_else(|| {
+        // No usable SONAME: the file name may still tell, but only content can confirm it.
+        let (m, _) = catalog.library_by_name_hinted(base, a.hint)?;
+        evidence.push(format!("file name {base}"));
+        Some(m)
+    });
+    if let Some(m) = matched {
+        let own = a.defined_markers.get(&m.library.id);
+        match own {
+            Some(syms) => evidence.push(format!("defines {}", syms.join(", "))),
+            None if m.library.static_markers.is_empty() || named_by_soname => {}
+            // Named like the library but defines none of its entry points: not that library.
+            None => return None,
+        }
+        return Some(Vendored {
+            path: r.path.clone(),
+            soname: r.soname.clone(),
+            library: Some(library_ref(&m)),
+            class: NeededClass::Toolkit,
+            bytes: r.size,
+            evidence,
+        });
+    }
+    let driver = r
+        .soname
+        .as_deref()
+        .and_then(|s| catalog.driver_lib(s))
+        .or_else(|| catalog.driver_lib(base))?;
+    Some(Vendored {
+        path: r.path.clone(),
+        soname: r.soname.clone(),
+        library: None,
+        class: NeededClass::Driver,
+        bytes: r.size,
+        evidence: vec![format!(
+            "{} is the NVIDIA driver's {}",
+            r.soname.as_deref().unwrap_or(base),
+            driver.description
+        )],
+    })
+}
+
+fn static_cuda(a: &Analysed) -> Vec<StaticCuda> {
+    let own = a.report.vendored.as_deref();
+    let needs = |id: &str| {
+        a.report
+            .needed
+            .iter()
+            .any(|n| n.library.as_ref().is_some_and(|l| l.id == id))
+    };
+    let mut libs: BTreeSet<&String> = a.defined_markers.keys().collect();
+    libs.extend(a.strings_found.keys());
+    let mut out: Vec<StaticCuda> = Vec::new();
+    for lib in libs {
+        // A library's own file, or a file that links it dynamically (and so may quote its
+        // messages), is no evidence of static linking.
+        if Some(lib.as_str()) == own || needs(lib) {
+            continue;
+        }
+        let mut evidence = Vec::new();
+        if let Some(syms) = a.defined_markers.get(lib) {
+            evidence.push(format!("defines {}", syms.join(", ")));
+        }
+        if let Some(strs) = a.strings_found.get(lib) {
+            let quoted: Vec<String> = strs.iter().map(|s| format!("{s:?}")).collect();
+            evidence.push(format!("contains {}", quoted.join(", ")));
+        }
+        out.push(StaticCuda {
+            library: lib.clone(),
+            confidence: Confidence::Certain,
+            evidence,
+        });
+    }
+    // Device code needs a runtime to register it. With no CUDA runtime in NEEDED and no evidence
+    // of a linked-in one, say what is likely rather than nothing.
+    let has_device = a
+        .report
+        .device_code
+        .iter()
+        .any(|e| e.section == SectionKind::NvFatbin);
+    if has_device && !needs("cudart") && own.is_none() && !out.iter().any(|s| s.library == "cudart")
+    {
+        out.push(StaticCuda {
+            library: "cudart".into(),
+            confidence: Confidence::Likely,
+            evidence: vec![
+                "has device code in .nv_fatbin but no libcudart in NEEDED: the runtime that registers it is linked in (or the driver API is used directly)".into(),
+            ],
+        });
+    }
+    out
+}
+
+/// The CUDA major of the artifact, for SONAMEs several majors share: the majors its ELF files'
+/// unambiguous SONAMEs point to (most common first), else the wheel's name (`cu12`, `cuda12x`).
+fn artifact_major_hint(
+    elfs: &[Analysed],
+    wheel: Option<&WheelInfo>,
+    catalog: &Catalog,
+) -> Option<u32> {
+    let mut votes: BTreeMap<u32, usize> = BTreeMap::new();
+    for a in elfs {
+        if let Some(m) = elf_major_hint(&a.report, catalog) {
+            *votes.entry(m).or_default() += 1;
+        }
+    }
+    if let Some((m, _)) = votes.iter().max_by_key(|(m, n)| (**n, **m)) {
+        return Some(*m);
+    }
+    let name = wheel.and_then(|w| w.name.as_deref())?.to_ascii_lowercase();
+    for pat in ["cuda", "cu"] {
+        for (i, _) in name.match_indices(pat) {
+            let digits: String = name[i + pat.len()..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            if let Ok(m) = digits.parse::<u32>() {
+                if (10..=20).contains(&m) {
+                    return Some(m);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The CUDA major one ELF file's own SONAME or NEEDED entries pin down, if they agree.
+fn elf_major_hint(r: &ElfReport, catalog: &Catalog) -> Option<u32> {
+    let mut majors = BTreeSet::new();
+    for s in r.soname.iter().chain(r.needed.iter().map(|n| &n.soname)) {
+        if let [m] = catalog.majors_of(s)[..] {
+            majors.insert(m);
+        }
+    }
+    (majors.len() == 1).then(|| *majors.iter().next().unwrap())
+}
+
+/// pip_dir → distributions installing there, from the catalog.
+fn wheel_dir_index(catalog: &Catalog) -> BTreeMap<String, BTreeSet<String>> {
+    let mut idx: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for lib in &catalog.libraries {
+        for m in &lib.cuda {
+            if let (Some(dir), Some(pip)) = (&m.pip_dir, &m.pip) {
+                idx.entry(dir.trim_end_matches('/').to_string())
+                    .or_default()
+                    .insert(pip.clone());
+            }
+        }
+    }
+    idx
+}
+
+fn parent(path: &str) -> String {
+    match path.rfind('/') {
+        Some(p) => path[..p].to_string(),
+        None => String::new(),
+    }
+}
+
+/// Joins `rel` onto `base` (both `/`-separated, relative to the artifact root) and folds `.` and
+/// `..`. Returns the path and how many levels it climbs above the root.
+pub fn fold_path(base: &str, rel: &str) -> (String, usize) {
+    let mut stack: Vec<&str> = Vec::new();
+    let mut above = 0usize;
+    for part in base.split('/').chain(rel.split('/')) {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if stack.pop().is_none() {
+                    above += 1;
+                }
+            }
+            p => stack.push(p),
+        }
+    }
+    let mut s = "../".repeat(above);
+    s.push_str(&stack.join("/"));
+    if s.ends_with('/') {
+        s.pop();
+    }
+    (s, above)
+}
+
+fn resolve_search_path(
+    e: &mut SearchPathEntry,
+    elf_dir: &str,
+    input: &Input,
+    files: &BTreeSet<String>,
+    wheel_dirs: &BTreeMap<String, BTreeSet<String>>,
+) {
+    let raw = e.raw.as_str();
+    let origin_rel = raw
+        .strip_prefix("$ORIGIN")
+        .or_else(|| raw.strip_prefix("${ORIGIN}"));
+    if raw.is_empty() || raw.contains("$LIB") || raw.contains("$PLATFORM") || raw.contains("${") {
+        e.expanded = raw.to_string();
+        e.location = PathLocation::Unresolved;
+        return;
+    }
+    if raw.starts_with('/') {
+        e.expanded = raw.to_string();
+        e.location = PathLocation::Absolute;
+        if let Some((_, pips)) = wheel_dirs
+            .iter()
+            .find(|(d, _)| raw.trim_end_matches('/').ends_with(&format!("/{d}")))
+        {
+            e.provided_by = pips.iter().cloned().collect();
+        }
+        return;
+    }
+    let Some(rel) = origin_rel else {
+        // Relative without $ORIGIN: ld.so reads it relative to the working directory.
+        e.expanded = raw.to_string();
+        e.location = PathLocation::Unresolved;
+        return;
+    };
+    let (folded, above) = fold_path(elf_dir, rel);
+    e.expanded = match input {
+        // A lone ELF: show the real directory, since there is no artifact root to be relative to.
+        Input::Elf(p) => {
+            let dir = p.parent().map(Path::to_path_buf).unwrap_or_default();
+            let abs = std::fs::canonicalize(&dir).unwrap_or(dir);
+            fold_abs(&abs, &folded)
+        }
+        _ => folded.clone(),
+    };
+    if above == 0 {
+        if let Some(pips) = wheel_dirs.get(&folded) {
+            e.location = PathLocation::CudaWheel;
+            e.provided_by = pips.iter().cloned().collect();
+            return;
+        }
+        let prefix = format!("{folded}/");
+        let inside = folded.is_empty() || files.iter().any(|f| f.starts_with(&prefix));
+        e.location = if inside {
+            PathLocation::Inside
+        } else {
+            PathLocation::Outside
+        };
+    } else {
+        e.location = PathLocation::Outside;
+    }
+}
+
+fn fold_abs(dir: &Path, rel: &str) -> String {
+    let mut p = PathBuf::from(dir);
+    for part in rel.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                p.pop();
+            }
+            x => p.push(x),
+        }
+    }
+    p.display().to_string()
+}
+
+/// Whether a search path of the file points at a directory that provides `n`.
+fn search_path_covers(r: &ElfReport, n: &Needed, files: &BTreeSet<String>) -> bool {
+    let want_dir = n.library.as_ref().and_then(|l| l.pip_dir.as_deref());
+    r.rpath.iter().chain(r.runpath.iter()).any(|e| {
+        let d = e.expanded.trim_end_matches('/');
+        match e.location {
+            PathLocation::CudaWheel => want_dir == Some(d),
+            PathLocation::Absolute => want_dir.is_some_and(|w| d.ends_with(&format!("/{w}"))),
+            PathLocation::Inside => {
+                let name = format!("{}{}{}", d, if d.is_empty() { "" } else { "/" }, n.soname);
+                files.contains(&name)
+            }
+            _ => false,
+        }
+    })
+}
+
+/// A requirement's distribution name (normalised) and extras.
+struct ReqName {
+    name: String,
+    extras: Vec<String>,
+}
+
+impl ReqName {
+    fn parse(req: &str) -> Option<ReqName> {
+        let req = req.trim();
+        let end = req
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.'))
+            .unwrap_or(req.len());
+        let name = normalise_dist(&req[..end]);
+        if name.is_empty() {
+            return None;
+        }
+        let rest = req[end..].trim_start();
+        let extras = match rest.strip_prefix('[') {
+            Some(r) => r
+                .split(']')
+                .next()
+                .unwrap_or_default()
+                .split(',')
+                .map(|e| normalise_dist(e.trim()))
+                .collect(),
+            None => Vec::new(),
+        };
+        Some(ReqName { name, extras })
+    }
+
+    fn provides(&self, l: &LibraryRef) -> bool {
+        if l.pip.as_deref().map(normalise_dist).as_deref() == Some(self.name.as_str()) {
+            return true;
+        }
+        self.name == "cuda-toolkit"
+            && l.toolkit_extra
+                .as_deref()
+                .is_some_and(|x| self.extras.iter().any(|e| *e == normalise_dist(x)))
+    }
+}
+
+/// PEP 503 normalisation: lower case, runs of `-_.` become `-`.
+pub fn normalise_dist(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut dash = false;
+    for c in name.chars() {
+        if c == '-' || c == '_' || c == '.' {
+            dash = true;
+        } else {
+            if dash && !out.is_empty() {
+                out.push('-');
+            }
+            dash = false;
+            out.push(c.to_ascii_lowercase());
+        }
+    }
+    out
+}
+
+fn device_summary(
+    elfs: &[Analysed],
+    cuda_needed: &[NeededLibrary],
+    catalog: &Catalog,
+) -> DeviceSummary {
+    let mut d = DeviceSummary::default();
+    let mut native = BTreeSet::new();
+    let mut newest_ptx: Option<(u32, CudaVersion, String)> = None;
+    for a in elfs.iter().filter(|a| a.report.vendored.is_none()) {
+        for e in &a.report.device_code {
+            *d.codecs.entry(e.codec.to_string()).or_default() += 1;
+            match e.kind {
+                EntryKind::Ptx => {
+                    d.ptx += 1;
+                    let isa = CudaVersion::parse(&e.version)
+                        .unwrap_or(CudaVersion { major: 0, minor: 0 });
+                    if newest_ptx
+                        .as_ref()
+                        .is_none_or(|(sm, v, _)| (e.sm, isa) > (*sm, *v))
+                    {
+                        newest_ptx = Some((e.sm, isa, e.arch.clone()));
+                    }
+                }
+                EntryKind::LtoIr => d.lto_ir += 1,
+                _ => {
+                    d.cubins += 1;
+                    native.insert((e.sm, e.arch.clone()));
+                }
+            }
+        }
+    }
+    d.native_sms = native.into_iter().map(|(_, a)| a).collect();
+    // The CUDA major the code was built with: from the toolkit libraries it links, else the PTX.
+    let mut major = cuda_needed
+        .iter()
+        .filter_map(|n| n.library.as_ref())
+        .filter(|l| l.id == "cudart")
+        .map(|l| l.cuda_major)
+        .max();
+    if let Some((_, isa, arch)) = newest_ptx {
+        let cuda = catalog.cuda_for_ptx_isa(isa);
+        if let Some(c) = cuda {
+            major = major.or(Some(c.major));
+            if let Some(t) = catalog.min_driver(c) {
+                d.ptx_jit_min_driver = Some(DriverFloor {
+                    driver: t.min_driver.clone(),
+                    reason: format!(
+                        "PTX ISA {isa} was introduced by CUDA {c}; the driver must be at least that toolkit's ({})",
+                        t.version
+                    ),
+                });
+            }
+        }
+        d.newest_ptx = Some(PtxInfo {
+            arch,
+            isa: isa.to_string(),
+            cuda: cuda.map(|c| c.to_string()),
+        });
+    }
+    if let Some(m) = major {
+        if let Some(f) = catalog.minor_compat_floor(m) {
+            d.min_driver = Some(DriverFloor {
+                driver: f.min_driver.clone(),
+                reason: format!(
+                    "built with CUDA {m}; minor-version compatibility floor of CUDA {m}"
+                ),
+            });
+        }
+    }
+    d
+}
+
+fn breakdown(elfs: &[Analysed], vendored: &[Vendored], installed: u64) -> Breakdown {
+    let mut b = Breakdown {
+        total: installed,
+        vendored_cuda: vendored.iter().map(|v| v.bytes).sum(),
+        ..Breakdown::default()
+    };
+    for a in elfs.iter().filter(|a| a.report.vendored.is_none()) {
+        b.host_code += a.report.sizes.host_code;
+        for e in &a.report.device_code {
+            match e.kind {
+                EntryKind::Ptx => b.ptx += e.stored_size,
+                EntryKind::LtoIr => b.lto_ir += e.stored_size,
+                _ => *b.device_code.entry(e.arch.clone()).or_default() += e.stored_size,
+            }
+        }
+    }
+    let counted =
+        b.host_code + b.ptx + b.lto_ir + b.vendored_cuda + b.device_code.values().sum::<u64>();
+    b.other = installed.saturating_sub(counted);
+    b
+}
+
+fn verdict(
+    kind: ArtifactKind,
+    cuda_needed: &[NeededLibrary],
+    driver_needed: &[NeededLibrary],
+    vendored: &[Vendored],
+    elfs: &[Analysed],
+    device: &DeviceSummary,
+) -> Verdict {
+    let mut status = VerdictStatus::Ok;
+    let mut lines = Vec::new();
+    let raise = |s: VerdictStatus, st: &mut VerdictStatus| {
+        if s > *st {
+            *st = s;
+        }
+    };
+
+    let drivers: Vec<&Vendored> = vendored
+        .iter()
+        .filter(|v| v.class == NeededClass::Driver)
+        .collect();
+    if !drivers.is_empty() {
+        raise(VerdictStatus::BundlesDriver, &mut status);
+        lines.push(format!(
+            "bundles the NVIDIA driver library {}: it must come from the machine's driver, never from the package",
+            drivers.iter().map(|v| v.path.as_str()).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let toolkit: Vec<&Vendored> = vendored
+        .iter()
+        .filter(|v| v.class == NeededClass::Toolkit)
+        .collect();
+    if !toolkit.is_empty() {
+        raise(VerdictStatus::Bloated, &mut status);
+        let bytes: u64 = toolkit.iter().map(|v| v.bytes).sum();
+        let pips: BTreeSet<String> = toolkit
+            .iter()
+            .filter_map(|v| v.library.as_ref().and_then(|l| l.pip.clone()))
+            .collect();
+        lines.push(format!(
+            "carries {} of CUDA libraries{}; `cudist repair` would remove them and depend on the wheels instead",
+            crate::util::human_bytes(bytes),
+            if pips.is_empty() {
+                String::new()
+            } else {
+                format!(" provided by {}", pips.into_iter().collect::<Vec<_>>().join(", "))
+            }
+        ));
+    }
+    for n in cuda_needed.iter().filter(|n| !n.vendored) {
+        let Some(l) = &n.library else { continue };
+        let dir = l.pip_dir.as_deref().unwrap_or("(no wheel directory known)");
+        let pip = l.pip.as_deref().unwrap_or("(no wheel known)");
+        match kind {
+            ArtifactKind::Wheel => match (n.rpath_covers, n.declared) {
+                (true, true) => {}
+                (false, false) => {
+                    raise(VerdictStatus::Unresolved, &mut status);
+                    lines.push(format!(
+                        "needs {} but has no RPATH to {dir} and no dependency on {pip}",
+                        n.soname
+                    ));
+                }
+                (true, false) => {
+                    raise(VerdictStatus::Unresolved, &mut status);
+                    lines.push(format!(
+                        "needs {} and has an RPATH to {dir}, but does not declare {pip}",
+                        n.soname
+                    ));
+                }
+                (false, true) => {
+                    raise(VerdictStatus::Unresolved, &mut status);
+                    lines.push(format!(
+                        "needs {} and declares {pip}, but no RPATH points at {dir}: the loader will not look there",
+                        n.soname
+                    ));
+                }
+            },
+            _ => {
+                if !n.rpath_covers {
+                    lines.push(format!(
+                        "needs {} (pip: {pip} in {dir}; conda: {}) from the system or the environment: no RPATH points at it",
+                        n.soname,
+                        l.conda.as_deref().unwrap_or("-")
+                    ));
+                }
+            }
+        }
+    }
+    let statics: BTreeMap<&str, usize> = elfs
+        .iter()
+        .flat_map(|a| a.report.static_cuda.iter())
+        .fold(BTreeMap::new(), |mut m, s| {
+            *m.entry(s.library.as_str()).or_default() += 1;
+            m
+        });
+    if !statics.is_empty() {
+        let parts: Vec<String> = statics
+            .iter()
+            .map(|(l, n)| format!("{l} in {n} file(s)"))
+            .collect();
+        lines.push(format!("links CUDA statically: {}", parts.join(", ")));
+    }
+    if !driver_needed.is_empty() {
+        let names: Vec<&str> = driver_needed.iter().map(|d| d.soname.as_str()).collect();
+        lines.push(format!(
+            "uses the driver through {} (provided by the NVIDIA driver)",
+            names.join(", ")
+        ));
+    }
+    if device.cubins + device.ptx + device.lto_ir > 0 {
+        let mut s = format!(
+            "device code: {} cubin(s) for {}",
+            device.cubins,
+            if device.native_sms.is_empty() {
+                "no SM".into()
+            } else {
+                device.native_sms.join(" ")
+            }
+        );
+        if let Some(p) = &device.newest_ptx {
+            s.push_str(&format!(
+                "; PTX up to {} (ISA {}) for JIT on newer GPUs",
+                p.arch.replace("sm_", "compute_"),
+                p.isa
+            ));
+        }
+        lines.push(s);
+    }
+    if status == VerdictStatus::Ok {
+        let needs: Vec<&str> = cuda_needed.iter().map(|n| n.soname.as_str()).collect();
+        let head = if needs.is_empty() {
+            "OK: carries no CUDA libraries and needs none".to_string()
+        } else {
+            format!("OK: carries no CUDA libraries; needs {}", needs.join(", "))
+        };
+        lines.insert(0, head);
+    }
+    Verdict { status, lines }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folding_paths() {
+        assert_eq!(
+            fold_path("cupy/_core", "/../../nvidia/cublas/lib"),
+            ("nvidia/cublas/lib".into(), 0)
+        );
+        assert_eq!(fold_path("pkg", "/../../../x"), ("../../x".into(), 2));
+        assert_eq!(fold_path("pkg", ""), ("pkg".into(), 0));
+        assert_eq!(fold_path("", "/."), ("".into(), 0));
+    }
+
+    #[test]
+    fn requirement_names() {
+        let r = ReqName::parse("cuda-toolkit[cublas,CURAND]==12.*; extra == 'ctk'").unwrap();
+        assert_eq!(r.name, "cuda-toolkit");
+        assert_eq!(r.extras, vec!["cublas", "curand"]);
+        let r = ReqName::parse("nvidia_cublas_cu12>=12.1").unwrap();
+        assert_eq!(r.name, "nvidia-cublas-cu12");
+        let l = LibraryRef {
+            id: "cublas".into(),
+            component: None,
+            cuda_major: 12,
+            soname_policy: "major".into(),
+            pip: Some("nvidia-cublas-cu12".into()),
+            pip_dir: None,
+            conda: None,
+            toolkit_extra: Some("cublas".into()),
+        };
+        assert!(r.provides(&l));
+        assert!(ReqName::parse("cuda-toolkit[cublas]").unwrap().provides(&l));
+        assert!(!ReqName::parse("cuda-toolkit[cufft]").unwrap().provides(&l));
+    }
+}

@@ -1,0 +1,416 @@
+//! Human-readable inspect output: a verdict first, then tables.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use cudist_fatbin::EntryKind;
+
+use super::model::*;
+use crate::util::{human_bytes, Style, Table};
+
+/// What to print beyond the default report.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RenderOptions {
+    /// One table row per ELF file.
+    pub files: bool,
+    /// Every fatbin entry of every file.
+    pub entries: bool,
+}
+
+pub fn render(report: &Report, opts: RenderOptions, style: Style) -> String {
+    let mut out = String::new();
+    for a in &report.artifacts {
+        render_artifact(&mut out, a, opts, style);
+        out.push('\n');
+    }
+    for e in &report.errors {
+        let _ = writeln!(out, "{} {}: {}", style.red("error:"), e.path, e.error);
+    }
+    if report.artifacts.len() + report.errors.len() > 1 {
+        render_summary(&mut out, report, style);
+    }
+    out
+}
+
+fn status_word(s: VerdictStatus, style: Style) -> String {
+    match s {
+        VerdictStatus::Ok => style.green("OK"),
+        VerdictStatus::Bloated => style.yellow("BLOATED"),
+        VerdictStatus::Unresolved => style.yellow("UNRESOLVED"),
+        VerdictStatus::BundlesDriver => style.red("BUNDLES DRIVER"),
+    }
+}
+
+fn render_artifact(out: &mut String, a: &Artifact, opts: RenderOptions, style: Style) {
+    let kind = match a.kind {
+        ArtifactKind::Wheel => "wheel",
+        ArtifactKind::Directory => "directory",
+        ArtifactKind::Elf => "ELF file",
+    };
+    let sizes = if a.installed_size != a.size {
+        format!(
+            "{}, {} installed",
+            human_bytes(a.size),
+            human_bytes(a.installed_size)
+        )
+    } else {
+        human_bytes(a.size)
+    };
+    let _ = writeln!(
+        out,
+        "{}  ({kind}, {sizes}, {} ELF file{})",
+        style.bold(&a.path),
+        a.elf_files.len(),
+        if a.elf_files.len() == 1 { "" } else { "s" }
+    );
+    let _ = writeln!(out, "Verdict: {}", status_word(a.verdict.status, style));
+    for l in &a.verdict.lines {
+        let _ = writeln!(out, "  - {l}");
+    }
+
+    if !a.cuda_needed.is_empty() {
+        let _ = writeln!(out, "\nCUDA libraries needed");
+        let mut t = Table::new(&[
+            "SONAME",
+            "CUDA",
+            "PINS",
+            "PIP PACKAGE",
+            "WHEEL DIR",
+            "CONDA",
+            "EXTRA",
+            "RPATH",
+            "DECLARED",
+            "USED BY",
+        ]);
+        for n in &a.cuda_needed {
+            let l = n.library.as_ref();
+            let dash = || "-".to_string();
+            t.row(vec![
+                n.soname.clone(),
+                l.map_or_else(dash, |l| l.cuda_major.to_string()),
+                l.map_or_else(dash, |l| l.soname_policy.clone()),
+                l.and_then(|l| l.pip.clone()).unwrap_or_else(dash),
+                l.and_then(|l| l.pip_dir.clone()).unwrap_or_else(dash),
+                l.and_then(|l| l.conda.clone()).unwrap_or_else(dash),
+                l.and_then(|l| l.toolkit_extra.clone()).unwrap_or_else(dash),
+                yes_no(n.rpath_covers),
+                if a.kind == ArtifactKind::Wheel {
+                    yes_no(n.declared)
+                } else {
+                    "-".into()
+                },
+                used_by(&n.needed_by),
+            ]);
+        }
+        out.push_str(&t.render(2, style));
+    }
+    if !a.driver_needed.is_empty() {
+        let list: Vec<String> = a
+            .driver_needed
+            .iter()
+            .map(|d| format!("{} ({})", d.soname, used_by(&d.needed_by)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "\nDriver libraries needed (from the NVIDIA driver; never bundle): {}",
+            list.join(", ")
+        );
+    }
+
+    let paths: Vec<(&ElfReport, &str, &SearchPathEntry)> = a
+        .elf_files
+        .iter()
+        .flat_map(|e| {
+            e.rpath
+                .iter()
+                .map(move |p| (e, "RPATH", p))
+                .chain(e.runpath.iter().map(move |p| (e, "RUNPATH", p)))
+        })
+        .collect();
+    if !paths.is_empty() {
+        let _ = writeln!(out, "\nSearch paths");
+        let mut t = Table::new(&["FILE", "TAG", "ENTRY", "EXPANDS TO", "WHERE"]);
+        for (e, tag, p) in paths {
+            let loc = match p.location {
+                PathLocation::CudaWheel => format!("CUDA wheel dir ({})", p.provided_by.join(", ")),
+                PathLocation::Inside => "inside".into(),
+                PathLocation::Outside => "outside".into(),
+                PathLocation::Absolute => "absolute".into(),
+                PathLocation::Unresolved => "unresolved".into(),
+            };
+            t.row(vec![
+                e.path.clone(),
+                tag.into(),
+                p.raw.clone(),
+                p.expanded.clone(),
+                loc,
+            ]);
+        }
+        out.push_str(&t.render(2, style));
+    }
+
+    if !a.vendored.is_empty() {
+        let _ = writeln!(out, "\nVendored CUDA libraries");
+        let mut t = Table::new(&["FILE", "LIBRARY", "KIND", "SIZE", "PROVIDED BY", "EVIDENCE"]);
+        for v in &a.vendored {
+            t.row(vec![
+                v.path.clone(),
+                v.library
+                    .as_ref()
+                    .map_or_else(|| v.soname.clone().unwrap_or_default(), |l| l.id.clone()),
+                match v.class {
+                    NeededClass::Driver => "driver".into(),
+                    _ => "toolkit".into(),
+                },
+                human_bytes(v.bytes),
+                v.library
+                    .as_ref()
+                    .and_then(|l| l.pip.clone())
+                    .unwrap_or_else(|| "NVIDIA driver".into()),
+                v.evidence.join("; "),
+            ]);
+        }
+        out.push_str(&t.render(2, style));
+    }
+
+    let statics: Vec<(&ElfReport, &StaticCuda)> = a
+        .elf_files
+        .iter()
+        .flat_map(|e| e.static_cuda.iter().map(move |s| (e, s)))
+        .collect();
+    if !statics.is_empty() {
+        let _ = writeln!(out, "\nStatically linked CUDA");
+        let mut t = Table::new(&["FILE", "LIBRARY", "CONFIDENCE", "EVIDENCE"]);
+        for (e, s) in statics {
+            t.row(vec![
+                e.path.clone(),
+                s.library.clone(),
+                match s.confidence {
+                    Confidence::Certain => "certain".into(),
+                    Confidence::Likely => "likely".into(),
+                },
+                s.evidence.join("; "),
+            ]);
+        }
+        out.push_str(&t.render(2, style));
+    }
+
+    render_device(out, a, style);
+    render_breakdown(out, a, style);
+
+    if opts.files {
+        let _ = writeln!(out, "\nELF files");
+        let mut t = Table::new(&[
+            "FILE",
+            "TYPE",
+            "SIZE",
+            "HOST CODE",
+            "DEVICE CODE",
+            "CUBINS",
+            "PTX",
+            "CUDA NEEDED",
+        ]);
+        for e in &a.elf_files {
+            let cuda: Vec<&str> = e
+                .needed
+                .iter()
+                .filter(|n| {
+                    matches!(
+                        n.class,
+                        NeededClass::Toolkit | NeededClass::External | NeededClass::Driver
+                    )
+                })
+                .map(|n| n.soname.as_str())
+                .collect();
+            t.row(vec![
+                e.path.clone(),
+                format!("{:?}", e.elf_type).to_lowercase(),
+                human_bytes(e.size),
+                human_bytes(e.sizes.host_code),
+                human_bytes(e.sizes.device_code),
+                e.device_code
+                    .iter()
+                    .filter(|d| !matches!(d.kind, EntryKind::Ptx | EntryKind::LtoIr))
+                    .count()
+                    .to_string(),
+                e.device_code
+                    .iter()
+                    .filter(|d| d.kind == EntryKind::Ptx)
+                    .count()
+                    .to_string(),
+                if cuda.is_empty() {
+                    "-".into()
+                } else {
+                    cuda.join(" ")
+                },
+            ]);
+        }
+        out.push_str(&t.render(2, style));
+    }
+    if opts.entries {
+        for e in a.elf_files.iter().filter(|e| !e.device_code.is_empty()) {
+            let _ = writeln!(out, "\nDevice code of {}", e.path);
+            let mut t = Table::new(&[
+                "#",
+                "SECTION",
+                "KIND",
+                "ARCH",
+                "VERSION",
+                "CODEC",
+                "STORED",
+                "UNCOMPRESSED",
+                "IDENTIFIER",
+            ]);
+            for (i, d) in e.device_code.iter().enumerate() {
+                t.row(vec![
+                    (i + 1).to_string(),
+                    serde_json::to_value(d.section)
+                        .ok()
+                        .and_then(|v| v.as_str().map(String::from))
+                        .unwrap_or_default(),
+                    kind_name(d.kind),
+                    d.arch.clone(),
+                    d.version.clone(),
+                    d.codec.to_string(),
+                    human_bytes(d.stored_size),
+                    human_bytes(d.uncompressed_size),
+                    d.identifier.clone().unwrap_or_default(),
+                ]);
+            }
+            out.push_str(&t.render(2, style));
+        }
+    }
+}
+
+fn kind_name(k: EntryKind) -> String {
+    match k {
+        EntryKind::Other(v) => format!("kind {v}"),
+        k => k.name().into(),
+    }
+}
+
+fn render_device(out: &mut String, a: &Artifact, _style: Style) {
+    let d = &a.device;
+    if d.cubins + d.ptx + d.lto_ir == 0 {
+        return;
+    }
+    let files = a
+        .elf_files
+        .iter()
+        .filter(|e| !e.device_code.is_empty() && e.vendored.is_none())
+        .count();
+    let codecs: Vec<String> = d.codecs.iter().map(|(c, n)| format!("{c} {n}")).collect();
+    let _ = writeln!(
+        out,
+        "\nDevice code: {} cubin(s), {} PTX, {} LTO-IR in {} file(s); compression: {}",
+        d.cubins,
+        d.ptx,
+        d.lto_ir,
+        files,
+        codecs.join(", ")
+    );
+    let _ = writeln!(
+        out,
+        "  runs natively on: {}",
+        if d.native_sms.is_empty() {
+            "-".to_string()
+        } else {
+            d.native_sms.join(" ")
+        }
+    );
+    if let Some(p) = &d.newest_ptx {
+        let _ = writeln!(
+            out,
+            "  newest PTX: {} (ISA {}{}): JIT-compiled on newer GPUs",
+            p.arch.replace("sm_", "compute_"),
+            p.isa,
+            p.cuda
+                .as_deref()
+                .map(|c| format!(", CUDA {c}"))
+                .unwrap_or_default()
+        );
+    }
+    if let Some(f) = &d.min_driver {
+        let _ = writeln!(out, "  minimum driver: {} ({})", f.driver, f.reason);
+    }
+    if let Some(f) = &d.ptx_jit_min_driver {
+        let _ = writeln!(out, "  PTX JIT needs driver: {} ({})", f.driver, f.reason);
+    }
+}
+
+fn render_breakdown(out: &mut String, a: &Artifact, style: Style) {
+    let b = &a.breakdown;
+    if b.total == 0 {
+        return;
+    }
+    let _ = writeln!(out, "\nSize breakdown (installed bytes)");
+    let mut t = Table::new(&["PART", "SIZE", "SHARE"]);
+    let pct = |n: u64| format!("{:.1}%", n as f64 * 100.0 / b.total as f64);
+    let mut row = |name: String, n: u64| {
+        if n > 0 {
+            t.row(vec![name, human_bytes(n), pct(n)]);
+        }
+    };
+    row("host code".into(), b.host_code);
+    let mut by_sm: Vec<(&String, &u64)> = b.device_code.iter().collect();
+    by_sm.sort_by_key(|(arch, _)| sm_key(arch));
+    for (arch, n) in by_sm {
+        row(format!("device code {arch}"), *n);
+    }
+    row("PTX".into(), b.ptx);
+    row("LTO-IR".into(), b.lto_ir);
+    row("vendored CUDA libraries".into(), b.vendored_cuda);
+    row("other".into(), b.other);
+    row("total".into(), b.total);
+    out.push_str(&t.render(2, style));
+}
+
+fn sm_key(arch: &str) -> (u32, String) {
+    let digits: String = arch
+        .trim_start_matches("sm_")
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    (digits.parse().unwrap_or(0), arch.to_string())
+}
+
+fn yes_no(b: bool) -> String {
+    if b { "yes" } else { "no" }.into()
+}
+
+fn used_by(files: &[String]) -> String {
+    match files {
+        [one] => one.clone(),
+        many => format!("{} files", many.len()),
+    }
+}
+
+fn render_summary(out: &mut String, report: &Report, style: Style) {
+    let s = &report.summary;
+    let mut by_status: BTreeMap<String, usize> = BTreeMap::new();
+    for a in &report.artifacts {
+        *by_status
+            .entry(format!("{:?}", a.verdict.status))
+            .or_default() += 1;
+    }
+    let _ = writeln!(
+        out,
+        "{} {} artifact(s), {} unreadable, {} ELF files; {} need attention; vendored CUDA: {}",
+        style.bold("Summary:"),
+        s.artifacts,
+        s.errors,
+        s.elf_files,
+        s.needs_attention,
+        human_bytes(s.vendored_cuda_bytes)
+    );
+    let mut t = Table::new(&["ARTIFACT", "VERDICT", "SIZE", "VENDORED CUDA"]);
+    for a in &report.artifacts {
+        t.row(vec![
+            a.path.clone(),
+            status_word(a.verdict.status, Style { enabled: false }),
+            human_bytes(a.size),
+            human_bytes(a.breakdown.vendored_cuda),
+        ]);
+    }
+    out.push_str(&t.render(2, style));
+}

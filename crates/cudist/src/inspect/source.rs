@@ -1,0 +1,298 @@
+//! Where artifacts come from: wheels, directories, single ELF files.
+//!
+//! Each source lists its files, picks the ELF ones without reading the rest (wheels: by name, else
+//! by a 4-byte prefix; directories: by a 4-byte read), and hands each ELF's bytes to the analyser on
+//! the rayon pool. Disk files are memory-mapped; wheel members are inflated one per worker, so
+//! memory is bounded by the members in flight.
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use cudist_elf::is_elf;
+use cudist_wheel::Wheel;
+use rayon::prelude::*;
+
+use super::model::{ArtifactKind, InputError, WheelInfo};
+use super::{Analysed, Scanned};
+
+/// One artifact to inspect.
+#[derive(Debug, Clone)]
+pub enum Input {
+    Wheel(PathBuf),
+    Directory(PathBuf),
+    Elf(PathBuf),
+}
+
+impl Input {
+    pub fn path(&self) -> &Path {
+        match self {
+            Input::Wheel(p) | Input::Directory(p) | Input::Elf(p) => p,
+        }
+    }
+}
+
+/// Turns command-line paths into artifacts. A directory that holds `.whl` files at its top level is
+/// a wheelhouse: each wheel is one artifact. Paths that are none of the known kinds are errors.
+pub fn expand_inputs(paths: &[PathBuf]) -> (Vec<Input>, Vec<InputError>) {
+    let mut inputs = Vec::new();
+    let mut errors = Vec::new();
+    for p in paths {
+        match classify(p) {
+            Ok(mut v) => inputs.append(&mut v),
+            Err(e) => errors.push(InputError {
+                path: p.display().to_string(),
+                error: format!("{e:#}"),
+            }),
+        }
+    }
+    (inputs, errors)
+}
+
+fn classify(p: &Path) -> Result<Vec<Input>> {
+    let meta = std::fs::metadata(p).with_context(|| "cannot read it".to_string())?;
+    if meta.is_dir() {
+        let mut wheels: Vec<PathBuf> = std::fs::read_dir(p)
+            .context("cannot list the directory")?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|q| q.extension().is_some_and(|x| x == "whl") && q.is_file())
+            .collect();
+        if wheels.is_empty() {
+            return Ok(vec![Input::Directory(p.to_path_buf())]);
+        }
+        wheels.sort();
+        return Ok(wheels.into_iter().map(Input::Wheel).collect());
+    }
+    let mut head = [0u8; 4];
+    let n = File::open(p)
+        .and_then(|mut f| f.read(&mut head))
+        .context("cannot read it")?;
+    let head = &head[..n];
+    if head == b"PK\x03\x04" || head == b"PK\x05\x06" || p.extension().is_some_and(|x| x == "whl") {
+        Ok(vec![Input::Wheel(p.to_path_buf())])
+    } else if is_elf(head) {
+        Ok(vec![Input::Elf(p.to_path_buf())])
+    } else {
+        bail!("neither a wheel (zip archive), an ELF file nor a directory")
+    }
+}
+
+/// The analyser each ELF's bytes go to.
+pub type Analyse<'a> = dyn Fn(&str, &[u8]) -> Result<Analysed> + Sync + 'a;
+
+/// Scans one artifact, analysing every ELF file in it.
+pub fn scan(input: &Input, analyse: &Analyse<'_>) -> Result<Scanned> {
+    match input {
+        Input::Wheel(p) => scan_wheel(p, analyse),
+        Input::Directory(p) => scan_dir(p, analyse),
+        Input::Elf(p) => {
+            let map = map_file(p)?;
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let a = analyse(&name, &map)?;
+            Ok(Scanned {
+                kind: ArtifactKind::Elf,
+                size: map.len() as u64,
+                installed_size: map.len() as u64,
+                wheel: None,
+                elfs: vec![a],
+                files: BTreeSet::from([name]),
+            })
+        }
+    }
+}
+
+/// File extensions that are never ELF: skip them without reading a byte.
+fn surely_not_elf(name: &str) -> bool {
+    const TEXT: &[&str] = &[
+        "py", "pyi", "pyx", "pxd", "pxi", "pyc", "h", "hpp", "hh", "cuh", "inl", "c", "cc", "cpp",
+        "cu", "txt", "md", "rst", "json", "toml", "cfg", "ini", "yaml", "yml", "typed", "html",
+        "css", "js", "png", "svg", "cmake", "pc", "a", "lib", "zip", "gz", "whl", "csv", "license",
+        "in",
+    ];
+    let base = name.rsplit('/').next().unwrap_or(name);
+    if matches!(
+        base,
+        "RECORD" | "METADATA" | "WHEEL" | "LICENSE" | "INSTALLER" | "REQUESTED"
+    ) {
+        return true;
+    }
+    match base.rsplit_once('.') {
+        Some((_, ext)) => TEXT.contains(&ext.to_ascii_lowercase().as_str()),
+        None => false,
+    }
+}
+
+/// Names that are ELF more often than not: read them whole at once instead of probing first.
+fn likely_elf(name: &str) -> bool {
+    let base = name.rsplit('/').next().unwrap_or(name);
+    base.ends_with(".so") || base.contains(".so.") || base.ends_with(".o")
+}
+
+/// Where a wheel member lands once installed, relative to site-packages: `.data/purelib/` and
+/// `.data/platlib/` members go to the root; everything else stays where it is.
+fn install_path(member: &str) -> String {
+    if let Some((head, rest)) = member.split_once(".data/") {
+        if !head.contains('/') {
+            if let Some(r) = rest
+                .strip_prefix("purelib/")
+                .or_else(|| rest.strip_prefix("platlib/"))
+            {
+                return r.to_string();
+            }
+        }
+    }
+    member.to_string()
+}
+
+fn scan_wheel(path: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
+    let wheel = Wheel::open(path)?;
+    let md = wheel.metadata().ok();
+    let members = wheel.members();
+    let installed_size = members.iter().filter(|m| !m.is_dir).map(|m| m.size).sum();
+    let files: BTreeSet<String> = members
+        .iter()
+        .filter(|m| !m.is_dir)
+        .map(|m| install_path(&m.name))
+        .collect();
+    let candidates: Vec<usize> = members
+        .iter()
+        .filter(|m| !m.is_dir && m.size >= 52 && !surely_not_elf(&m.name))
+        .map(|m| m.index)
+        .collect();
+    let elfs = candidates
+        .par_iter()
+        .map(|&i| -> Result<Option<Analysed>> {
+            let m = &members[i];
+            let data = if likely_elf(&m.name) {
+                wheel.read_member(i)?
+            } else {
+                if !is_elf(&wheel.read_prefix(i, 4)?) {
+                    return Ok(None);
+                }
+                wheel.read_member(i)?
+            };
+            if !is_elf(&data) {
+                return Ok(None);
+            }
+            analyse(&install_path(&m.name), &data).map(Some)
+        })
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .flatten()
+        .collect();
+    let wheel_info = md.map(|md| WheelInfo {
+        name: md.name,
+        version: md.version,
+        tags: md.tags,
+        requires_dist: md.requires_dist,
+        members: members.len(),
+    });
+    Ok(Scanned {
+        kind: ArtifactKind::Wheel,
+        size: wheel.file_size(),
+        installed_size,
+        wheel: wheel_info,
+        elfs,
+        files,
+    })
+}
+
+fn scan_dir(root: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
+    let mut files = Vec::new();
+    walk(root, "", &mut files)?;
+    let size = files.iter().map(|(_, _, s)| *s).sum();
+    let elfs = files
+        .par_iter()
+        .filter(|(rel, _, size)| *size >= 52 && !surely_not_elf(rel))
+        .map(|(rel, abs, _)| -> Result<Option<Analysed>> {
+            let mut head = [0u8; 4];
+            let n = File::open(abs)
+                .and_then(|mut f| f.read(&mut head))
+                .with_context(|| format!("{rel}: cannot read"))?;
+            if !is_elf(&head[..n]) {
+                return Ok(None);
+            }
+            let map = map_file(abs)?;
+            analyse(rel, &map).map(Some)
+        })
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .flatten()
+        .collect();
+    Ok(Scanned {
+        kind: ArtifactKind::Directory,
+        size,
+        installed_size: size,
+        wheel: None,
+        elfs,
+        files: files.into_iter().map(|(rel, _, _)| rel).collect(),
+    })
+}
+
+/// Lists regular files below `dir` (symbolic links are not followed: their targets are listed
+/// where they live, so nothing is counted twice).
+fn walk(dir: &Path, rel: &str, out: &mut Vec<(String, PathBuf, u64)>) -> Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot list {}", dir.display()))?
+        .collect::<std::io::Result<_>>()
+        .with_context(|| format!("cannot list {}", dir.display()))?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let r = if rel.is_empty() {
+            name
+        } else {
+            format!("{rel}/{name}")
+        };
+        let ft = e.file_type()?;
+        if ft.is_dir() {
+            walk(&e.path(), &r, out)?;
+        } else if ft.is_file() {
+            let len = e.metadata()?.len();
+            out.push((r, e.path(), len));
+        }
+    }
+    Ok(())
+}
+
+/// Maps a file read-only. Empty files map to an empty slice.
+fn map_file(p: &Path) -> Result<memmap2::Mmap> {
+    let f = File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
+    // SAFETY: the map is read-only and private to this process; cudist never writes to inputs. A
+    // file truncated by another process while mapped can raise SIGBUS, the same risk every
+    // mmap-based reader (ld.so included) accepts.
+    unsafe { memmap2::Mmap::map(&f) }.with_context(|| format!("cannot map {}", p.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn install_paths() {
+        assert_eq!(install_path("foo-1.0.data/platlib/foo/x.so"), "foo/x.so");
+        assert_eq!(
+            install_path("foo-1.0.data/scripts/tool"),
+            "foo-1.0.data/scripts/tool"
+        );
+        assert_eq!(install_path("foo/bar.so"), "foo/bar.so");
+        assert_eq!(install_path("foo/x.data/purelib/y"), "foo/x.data/purelib/y");
+    }
+
+    #[test]
+    fn name_filters() {
+        assert!(surely_not_elf("cupy/_core/include/a.cuh"));
+        assert!(surely_not_elf("x.dist-info/RECORD"));
+        assert!(!surely_not_elf(
+            "cupy/_core/core.cpython-311-x86_64-linux-gnu.so"
+        ));
+        assert!(!surely_not_elf("bin/nvcc"));
+        assert!(likely_elf("libcudart.so.12"));
+        assert!(!likely_elf("bin/nvcc"));
+    }
+}

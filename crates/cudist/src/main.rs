@@ -1,0 +1,185 @@
+//! The `cudist` command line: parses arguments, runs one command, reports errors.
+//!
+//! Exit codes (stable, documented in README.md):
+//! 0 success · 1 failure (a problem found with `--check`-style options, or an internal error) ·
+//! 2 usage error · 3 an input could not be read or is malformed.
+
+mod catalog_cmd;
+mod inspect;
+mod util;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use cudist_catalog::Catalog;
+
+/// Exit code for unreadable or malformed input.
+const EXIT_INPUT: u8 = 3;
+
+#[derive(Parser)]
+#[command(
+    name = "cudist",
+    version,
+    about = "Make CUDA binaries ship lean and load right: wheels, conda packages, install trees.",
+    propagate_version = true
+)]
+struct Cli {
+    /// Extra catalog file(s) (TOML, the schema of docs/catalog.md) merged over the built-in one.
+    #[arg(long = "catalog", value_name = "FILE", global = true)]
+    catalogs: Vec<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Report the CUDA an artifact needs, carries, links statically and runs on.
+    Inspect(InspectArgs),
+    /// Answer questions from the CUDA catalog.
+    #[command(subcommand)]
+    Catalog(catalog_cmd::CatalogCmd),
+}
+
+#[derive(clap::Args)]
+struct InspectArgs {
+    /// Wheels (.whl), directories (unpacked trees, install prefixes, wheelhouses) or ELF files.
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<PathBuf>,
+    /// Print the report as JSON (schema cudist.inspect/1, docs/json-schema.md).
+    #[arg(long)]
+    json: bool,
+    /// Add a table with one row per ELF file.
+    #[arg(long)]
+    files: bool,
+    /// Add every fatbin entry of every ELF file.
+    #[arg(long)]
+    entries: bool,
+    /// Print only the device-code listing, in the exact format of `cuobjdump --list-elf --list-ptx`.
+    #[arg(long, conflicts_with_all = ["json", "files", "entries"])]
+    cuobjdump: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let catalog = match Catalog::with_user_files(&cli.catalogs) {
+        Ok(c) => c,
+        Err(e) => {
+            report_error(&anyhow::Error::new(e));
+            return ExitCode::from(EXIT_INPUT);
+        }
+    };
+    let result = match cli.command {
+        Command::Inspect(args) => run_inspect(args, &catalog),
+        Command::Catalog(cmd) => catalog_cmd::run(cmd, &catalog),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            report_error(&e);
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// The one place errors are printed: the message, its causes, and a hint where one helps.
+fn report_error(e: &anyhow::Error) {
+    eprintln!("error: {e}");
+    for cause in e.chain().skip(1) {
+        eprintln!("  caused by: {cause}");
+    }
+    if let Some(h) = hint(e) {
+        eprintln!("  hint: {h}");
+    }
+}
+
+/// A hint for well-known failure kinds, found anywhere in the cause chain.
+pub fn hint(e: &anyhow::Error) -> Option<&'static str> {
+    for cause in e.chain() {
+        if let Some(w) = cause.downcast_ref::<cudist_wheel::WheelError>() {
+            use cudist_wheel::WheelError as W;
+            return Some(match w {
+                W::Zip(_) => "the file is not a complete zip archive; re-download it (`python -m zipfile -t FILE` tests it)",
+                W::UnsafeName { .. } | W::Symlink { .. } | W::Duplicate { .. } => {
+                    "this archive could write outside its install directory or is ambiguous; cudist refuses such wheels, and pip should too"
+                }
+                W::Damaged { .. } | W::Member { .. } => "a member does not decompress to its recorded size; the archive is damaged or hostile",
+                _ => continue,
+            });
+        }
+        if cause.downcast_ref::<cudist_fatbin::FatbinError>().is_some() {
+            return Some("the device-code container is damaged or of an unknown layout; `cuobjdump --list-elf FILE` shows whether NVIDIA's tool can read it");
+        }
+        if cause.downcast_ref::<cudist_elf::ElfError>().is_some() {
+            return Some(
+                "the ELF file is cut short or damaged; extract or rebuild it and try again",
+            );
+        }
+        if cause
+            .downcast_ref::<cudist_catalog::CatalogError>()
+            .is_some()
+        {
+            return Some("catalog files use the schema in docs/catalog.md (`schema = 1`)");
+        }
+    }
+    None
+}
+
+fn run_inspect(args: InspectArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
+    let (inputs, mut errors) = inspect::expand_inputs(&args.paths);
+    let mut report = inspect::inspect(&inputs, catalog);
+    errors.append(&mut report.errors);
+    report.errors = errors;
+    report.summary.errors = report.errors.len();
+    let style = util::Style::detect();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else if args.cuobjdump {
+        print!("{}", cuobjdump_listings(&report, &args.paths));
+    } else {
+        let opts = inspect::render::RenderOptions {
+            files: args.files,
+            entries: args.entries,
+        };
+        print!("{}", inspect::render::render(&report, opts, style));
+    }
+    for e in &report.errors {
+        if !args.json {
+            // Already part of the human report; repeat the hint on stderr.
+            eprintln!("error: {}: {}", e.path, e.error);
+        }
+    }
+    Ok(if report.errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_INPUT)
+    })
+}
+
+/// cuobjdump-format listings: a lone ELF prints exactly what `cuobjdump --list-elf --list-ptx PATH`
+/// prints to stdout; for several files, a `== path` line precedes each listing (the stem is taken
+/// from the member's file name, as if cuobjdump ran on the extracted file).
+fn cuobjdump_listings(report: &inspect::model::Report, args: &[PathBuf]) -> String {
+    let single = report.artifacts.len() == 1
+        && report.artifacts[0].kind == inspect::model::ArtifactKind::Elf;
+    let mut out = String::new();
+    for a in &report.artifacts {
+        for e in a.elf_files.iter().filter(|e| !e.device_code.is_empty()) {
+            let as_given = if single {
+                args.iter()
+                    .find(|p| p.display().to_string() == a.path)
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|| e.path.clone())
+            } else {
+                out.push_str(&format!("== {}\n", e.path));
+                e.path.rsplit('/').next().unwrap_or(&e.path).to_string()
+            };
+            out.push_str(&cudist_fatbin::cuobjdump_listing(
+                &as_given,
+                inspect::cuobjdump_items(&e.device_code),
+            ));
+        }
+    }
+    out
+}

@@ -1,0 +1,121 @@
+//! Small presentation helpers shared by the commands: sizes, tables, colour.
+
+use std::io::IsTerminal;
+
+/// `1536` → `1.5 KiB`; binary units, one decimal.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: &[&str] = &["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// Terminal styling: on only when stdout is a terminal and `NO_COLOR` is unset.
+#[derive(Debug, Clone, Copy)]
+pub struct Style {
+    pub enabled: bool,
+}
+
+impl Style {
+    pub fn detect() -> Style {
+        Style {
+            enabled: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        }
+    }
+    fn wrap(&self, code: &str, s: &str) -> String {
+        if self.enabled {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+    pub fn bold(&self, s: &str) -> String {
+        self.wrap("1", s)
+    }
+    pub fn red(&self, s: &str) -> String {
+        self.wrap("1;31", s)
+    }
+    pub fn yellow(&self, s: &str) -> String {
+        self.wrap("33", s)
+    }
+    pub fn green(&self, s: &str) -> String {
+        self.wrap("32", s)
+    }
+    pub fn dim(&self, s: &str) -> String {
+        self.wrap("2", s)
+    }
+}
+
+/// A plain text table: columns padded to their widest cell, two spaces apart.
+pub struct Table {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new(header: &[&str]) -> Table {
+        Table {
+            header: header.iter().map(|s| s.to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+    /// Renders with `indent` spaces before each line.
+    pub fn render(&self, indent: usize, style: Style) -> String {
+        let n = self.header.len();
+        let mut w = vec![0usize; n];
+        for r in std::iter::once(&self.header).chain(self.rows.iter()) {
+            for (i, c) in r.iter().enumerate().take(n) {
+                w[i] = w[i].max(c.chars().count());
+            }
+        }
+        let line = |cells: &[String]| {
+            let mut s = " ".repeat(indent);
+            for (i, c) in cells.iter().enumerate().take(n) {
+                s.push_str(c);
+                if i + 1 < n {
+                    s.push_str(&" ".repeat(w[i] - c.chars().count() + 2));
+                }
+            }
+            s.trim_end().to_string()
+        };
+        let mut out = style.dim(&line(&self.header));
+        out.push('\n');
+        for r in &self.rows {
+            out.push_str(&line(r));
+            out.push('\n');
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(human_bytes(0), "0 B");
+        assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(79 * 1024 * 1024), "79.0 MiB");
+    }
+
+    #[test]
+    fn tables_align() {
+        let mut t = Table::new(&["A", "LONGER"]);
+        t.row(vec!["xxxx".into(), "y".into()]);
+        let s = t.render(2, Style { enabled: false });
+        assert_eq!(s, "  A     LONGER\n  xxxx  y\n");
+    }
+}
