@@ -406,6 +406,21 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
                         .library
                         .as_ref()
                         .is_some_and(|l| requires.iter().any(|r| r.provides(l))),
+                    declared_by: n.library.as_ref().and_then(|l| {
+                        let r = requires.iter().find(|r| r.provides(l))?;
+                        Some(if r.name == "cuda-toolkit" {
+                            format!(
+                                "cuda-toolkit[{}]",
+                                l.toolkit_extra.as_deref().unwrap_or_default()
+                            )
+                        } else {
+                            r.name.clone()
+                        })
+                    }),
+                    declared_extra: n
+                        .library
+                        .as_ref()
+                        .and_then(|l| declared_extra(&requires, l)),
                     vendored: n.provided_in_artifact.is_some(),
                 });
             row.needed_by.push(a.report.path.clone());
@@ -735,10 +750,24 @@ fn search_path_covers(r: &ElfReport, n: &Needed, files: &BTreeSet<String>) -> bo
     })
 }
 
-/// A requirement's distribution name (normalised) and extras.
+/// The optional extra that declares the dependency providing `l`, when only extras declare it.
+fn declared_extra(requires: &[ReqName], l: &LibraryRef) -> Option<String> {
+    let mut by = requires.iter().filter(|r| r.provides(l)).peekable();
+    by.peek()?;
+    let extras: Vec<&ReqName> = by.collect();
+    if extras.iter().all(|r| r.in_extra.is_some()) {
+        extras[0].in_extra.clone()
+    } else {
+        None
+    }
+}
+
+/// A requirement's distribution name (normalised), extras, and the extra of the package that
+/// pulls it in (`; extra == "ctk"`), if any.
 struct ReqName {
     name: String,
     extras: Vec<String>,
+    in_extra: Option<String>,
 }
 
 impl ReqName {
@@ -762,7 +791,21 @@ impl ReqName {
                 .collect(),
             None => Vec::new(),
         };
-        Some(ReqName { name, extras })
+        let in_extra = req.split_once(';').and_then(|(_, marker)| {
+            let at = marker.find("extra")?;
+            let rest = marker[at + 5..]
+                .trim_start()
+                .strip_prefix("==")?
+                .trim_start();
+            let q = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+            let value = rest[1..].split(q).next()?;
+            Some(normalise_dist(value))
+        });
+        Some(ReqName {
+            name,
+            extras,
+            in_extra,
+        })
     }
 
     fn provides(&self, l: &LibraryRef) -> bool {
@@ -959,8 +1002,13 @@ fn verdict(
                 }
                 (false, true) => {
                     raise(VerdictStatus::Unresolved, &mut status);
+                    let by = n.declared_by.as_deref().unwrap_or(pip);
+                    let how = match &n.declared_extra {
+                        Some(x) => format!("declares {by} only in the optional extra [{x}]"),
+                        None => format!("declares {by}"),
+                    };
                     lines.push(format!(
-                        "needs {} and declares {pip}, but no RPATH points at {dir}: the loader will not look there",
+                        "needs {} and {how}, but no RPATH points at {dir}: the loader will not look there",
                         n.soname
                     ));
                 }
@@ -1048,12 +1096,20 @@ mod tests {
         let r = ReqName::parse("cuda-toolkit[cublas,CURAND]==12.*; extra == 'ctk'").unwrap();
         assert_eq!(r.name, "cuda-toolkit");
         assert_eq!(r.extras, vec!["cublas", "curand"]);
+        assert_eq!(r.in_extra.as_deref(), Some("ctk"));
+        assert_eq!(
+            ReqName::parse("a; python_version >= \"3.9\"")
+                .unwrap()
+                .in_extra,
+            None
+        );
         let r = ReqName::parse("nvidia_cublas_cu12>=12.1").unwrap();
         assert_eq!(r.name, "nvidia-cublas-cu12");
         let l = LibraryRef {
             id: "cublas".into(),
             component: None,
             cuda_major: 12,
+            cuda_major_ambiguous: false,
             soname_policy: "major".into(),
             pip: Some("nvidia-cublas-cu12".into()),
             pip_dir: None,

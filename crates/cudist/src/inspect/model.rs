@@ -221,6 +221,10 @@ pub struct NeededLibrary {
     pub rpath_covers: bool,
     /// Whether the wheel declares a dependency on the providing distribution.
     pub declared: bool,
+    /// The requirement that declares it: `nvidia-cublas-cu12` or `cuda-toolkit[cublas]`.
+    pub declared_by: Option<String>,
+    /// When only optional extras declare the dependency (`cupy[ctk]`): the extra's name.
+    pub declared_extra: Option<String>,
     /// Whether the artifact carries the library itself.
     pub vendored: bool,
 }

@@ -159,13 +159,18 @@ fn scan_wheel(path: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
         .filter(|m| !m.is_dir)
         .map(|m| install_path(&m.name))
         .collect();
-    let candidates: Vec<usize> = members
+    let mut candidates: Vec<usize> = members
         .iter()
         .filter(|m| !m.is_dir && m.size >= 52 && !surely_not_elf(&m.name))
         .map(|m| m.index)
         .collect();
+    // Largest first, so that one big module does not start last and leave the other cores idle.
+    candidates.sort_by_key(|&i| std::cmp::Reverse(members[i].compressed_size));
     let elfs = candidates
         .par_iter()
+        // One member per task: a few members dominate, and rayon's default chunking would put
+        // them on one thread back to back.
+        .with_max_len(1)
         .map(|&i| -> Result<Option<Analysed>> {
             let m = &members[i];
             let data = if likely_elf(&m.name) {
@@ -208,6 +213,7 @@ fn scan_dir(root: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
     let size = files.iter().map(|(_, _, s)| *s).sum();
     let elfs = files
         .par_iter()
+        .with_max_len(1)
         .filter(|(rel, _, size)| *size >= 52 && !surely_not_elf(rel))
         .map(|(rel, abs, _)| -> Result<Option<Analysed>> {
             let mut head = [0u8; 4];
