@@ -161,6 +161,19 @@ impl Wheel {
             }
             other => WheelError::Zip(other),
         })?;
+        // The zip crate keys members by name, so duplicates collapse silently: compare with the
+        // count the end-of-central-directory record states.
+        let stated = stated_entry_count(&reader_for_count(&archive))?;
+        if let Some(n) = stated {
+            if n > archive.len() as u64 {
+                return Err(WheelError::Duplicate {
+                    name: format!(
+                        "(the central directory lists {n} members but only {} distinct names)",
+                        archive.len()
+                    ),
+                });
+            }
+        }
         let mut members = Vec::with_capacity(archive.len());
         let mut seen = std::collections::HashSet::new();
         for index in 0..archive.len() {
@@ -302,6 +315,45 @@ impl Wheel {
         }
         Ok(md)
     }
+}
+
+fn reader_for_count(archive: &ZipArchive<SharedFile>) -> SharedFile {
+    archive.clone().into_inner()
+}
+
+/// The member count the end-of-central-directory record states (zip64 aware), or `None` when the
+/// record cannot be found (the zip crate has then already judged the archive).
+///
+/// Hand-written because no zip reader exposes the raw count: they index members by name.
+fn stated_entry_count(file: &SharedFile) -> Result<Option<u64>> {
+    let len = file.len;
+    let tail_len = len.min(65_557);
+    let mut tail = vec![0u8; tail_len as usize];
+    file.file.read_exact_at(&mut tail, len - tail_len)?;
+    let Some(eocd) = tail.windows(4).rposition(|w| w == b"PK\x05\x06") else {
+        return Ok(None);
+    };
+    if eocd + 22 > tail.len() {
+        return Ok(None);
+    }
+    let count = u16::from_le_bytes([tail[eocd + 10], tail[eocd + 11]]) as u64;
+    if count != 0xFFFF {
+        return Ok(Some(count));
+    }
+    // Zip64: the locator sits 20 bytes before the EOCD and points at the zip64 record.
+    if eocd < 20 || tail[eocd - 20..eocd - 16] != *b"PK\x06\x07" {
+        return Ok(None);
+    }
+    let at = u64::from_le_bytes(tail[eocd - 12..eocd - 4].try_into().unwrap());
+    let mut rec = [0u8; 56];
+    if at + 56 > len {
+        return Ok(None);
+    }
+    file.file.read_exact_at(&mut rec, at)?;
+    if rec[..4] != *b"PK\x06\x06" {
+        return Ok(None);
+    }
+    Ok(Some(u64::from_le_bytes(rec[32..40].try_into().unwrap())))
 }
 
 /// The `Key: value` header lines of an email-style metadata file, up to the first blank line,

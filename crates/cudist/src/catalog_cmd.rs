@@ -14,6 +14,7 @@ pub enum CatalogCmd {
     /// What a library is and who provides it: `cudist catalog lib libcusparse.so.12` (a SONAME,
     /// file name or catalog id).
     Lib {
+        #[arg(value_name = "NAME")]
         name: String,
         #[arg(long)]
         json: bool,
@@ -27,7 +28,9 @@ pub enum CatalogCmd {
     },
     /// Minimum Linux driver for a toolkit version, and its major's compatibility floor.
     Driver {
-        version: String,
+        /// A CUDA toolkit version such as 12.8.
+        #[arg(value_name = "X.Y")]
+        cuda: String,
         #[arg(long)]
         json: bool,
     },
@@ -150,9 +153,9 @@ pub fn run(cmd: CatalogCmd, catalog: &Catalog) -> Result<ExitCode> {
             }
             print!("{}", t.render(0, style));
         }
-        CatalogCmd::Driver { version, json } => {
-            let Some(v) = CudaVersion::parse(&version) else {
-                bail!("{version:?} is not a CUDA version (expected X.Y, e.g. 12.8)");
+        CatalogCmd::Driver { cuda, json } => {
+            let Some(v) = CudaVersion::parse(&cuda) else {
+                bail!("{cuda:?} is not a CUDA version (expected X.Y, e.g. 12.8)");
             };
             let t = catalog.min_driver(v);
             let floor = catalog.minor_compat_floor(v.major);

@@ -5,6 +5,7 @@
 //! 2 usage error · 3 an input could not be read or is malformed.
 
 mod catalog_cmd;
+mod errors;
 mod inspect;
 mod util;
 
@@ -89,41 +90,9 @@ fn report_error(e: &anyhow::Error) {
     for cause in e.chain().skip(1) {
         eprintln!("  caused by: {cause}");
     }
-    if let Some(h) = hint(e) {
+    if let Some(h) = errors::hint(e) {
         eprintln!("  hint: {h}");
     }
-}
-
-/// A hint for well-known failure kinds, found anywhere in the cause chain.
-pub fn hint(e: &anyhow::Error) -> Option<&'static str> {
-    for cause in e.chain() {
-        if let Some(w) = cause.downcast_ref::<cudist_wheel::WheelError>() {
-            use cudist_wheel::WheelError as W;
-            return Some(match w {
-                W::Zip(_) => "the file is not a complete zip archive; re-download it (`python -m zipfile -t FILE` tests it)",
-                W::UnsafeName { .. } | W::Symlink { .. } | W::Duplicate { .. } => {
-                    "this archive could write outside its install directory or is ambiguous; cudist refuses such wheels, and pip should too"
-                }
-                W::Damaged { .. } | W::Member { .. } => "a member does not decompress to its recorded size; the archive is damaged or hostile",
-                _ => continue,
-            });
-        }
-        if cause.downcast_ref::<cudist_fatbin::FatbinError>().is_some() {
-            return Some("the device-code container is damaged or of an unknown layout; `cuobjdump --list-elf FILE` shows whether NVIDIA's tool can read it");
-        }
-        if cause.downcast_ref::<cudist_elf::ElfError>().is_some() {
-            return Some(
-                "the ELF file is cut short or damaged; extract or rebuild it and try again",
-            );
-        }
-        if cause
-            .downcast_ref::<cudist_catalog::CatalogError>()
-            .is_some()
-        {
-            return Some("catalog files use the schema in docs/catalog.md (`schema = 1`)");
-        }
-    }
-    None
 }
 
 fn run_inspect(args: InspectArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
@@ -144,10 +113,12 @@ fn run_inspect(args: InspectArgs, catalog: &Catalog) -> anyhow::Result<ExitCode>
         };
         print!("{}", inspect::render::render(&report, opts, style));
     }
-    for e in &report.errors {
-        if !args.json {
-            // Already part of the human report; repeat the hint on stderr.
+    if !args.json {
+        for e in &report.errors {
             eprintln!("error: {}: {}", e.path, e.error);
+            if let Some(h) = &e.hint {
+                eprintln!("  hint: {h}");
+            }
         }
     }
     Ok(if report.errors.is_empty() {
@@ -182,4 +153,14 @@ fn cuobjdump_listings(report: &inspect::model::Report, args: &[PathBuf]) -> Stri
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
 }

@@ -29,6 +29,7 @@ pub fn inspect(inputs: &[Input], catalog: &Catalog) -> Report {
             Err(e) => errors.push(InputError {
                 path: input.path().display().to_string(),
                 error: format!("{e:#}"),
+                hint: crate::errors::hint(&e).map(str::to_string),
             }),
         }
     }
@@ -372,7 +373,7 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         }
         let dir = parent(&a.report.path);
         for e in a.report.rpath.iter_mut().chain(a.report.runpath.iter_mut()) {
-            resolve_search_path(e, &dir, input, &files, &wheel_dirs);
+            resolve_search_path(e, &dir, input, &files, &wheel_dirs, a.hint);
         }
     }
 
@@ -612,19 +613,36 @@ fn elf_major_hint(r: &ElfReport, catalog: &Catalog) -> Option<u32> {
     (majors.len() == 1).then(|| *majors.iter().next().unwrap())
 }
 
-/// pip_dir → distributions installing there, from the catalog.
-fn wheel_dir_index(catalog: &Catalog) -> BTreeMap<String, BTreeSet<String>> {
-    let mut idx: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+/// pip_dir → (CUDA major, distribution) pairs installing there, from the catalog.
+type WheelDirs = BTreeMap<String, BTreeSet<(u32, String)>>;
+
+fn wheel_dir_index(catalog: &Catalog) -> WheelDirs {
+    let mut idx = WheelDirs::new();
     for lib in &catalog.libraries {
         for m in &lib.cuda {
             if let (Some(dir), Some(pip)) = (&m.pip_dir, &m.pip) {
                 idx.entry(dir.trim_end_matches('/').to_string())
                     .or_default()
-                    .insert(pip.clone());
+                    .insert((m.major, pip.clone()));
             }
         }
     }
     idx
+}
+
+/// The distributions installing into a wheel directory, narrowed to CUDA major `hint` when that
+/// leaves any (`nvidia/cublas/lib` is both `nvidia-cublas-cu11` and `-cu12`).
+fn providers(pips: &BTreeSet<(u32, String)>, hint: Option<u32>) -> Vec<String> {
+    let of_hint: Vec<String> = pips
+        .iter()
+        .filter(|(m, _)| Some(*m) == hint)
+        .map(|(_, p)| p.clone())
+        .collect();
+    if !of_hint.is_empty() {
+        return of_hint;
+    }
+    let all: BTreeSet<String> = pips.iter().map(|(_, p)| p.clone()).collect();
+    all.into_iter().collect()
 }
 
 fn parent(path: &str) -> String {
@@ -663,7 +681,8 @@ fn resolve_search_path(
     elf_dir: &str,
     input: &Input,
     files: &BTreeSet<String>,
-    wheel_dirs: &BTreeMap<String, BTreeSet<String>>,
+    wheel_dirs: &WheelDirs,
+    hint: Option<u32>,
 ) {
     let raw = e.raw.as_str();
     let origin_rel = raw
@@ -681,7 +700,7 @@ fn resolve_search_path(
             .iter()
             .find(|(d, _)| raw.trim_end_matches('/').ends_with(&format!("/{d}")))
         {
-            e.provided_by = pips.iter().cloned().collect();
+            e.provided_by = providers(pips, hint);
         }
         return;
     }
@@ -704,7 +723,7 @@ fn resolve_search_path(
     if above == 0 {
         if let Some(pips) = wheel_dirs.get(&folded) {
             e.location = PathLocation::CudaWheel;
-            e.provided_by = pips.iter().cloned().collect();
+            e.provided_by = providers(pips, hint);
             return;
         }
         let prefix = format!("{folded}/");

@@ -24,7 +24,10 @@ pub struct Report {
 #[derive(Debug, Serialize)]
 pub struct InputError {
     pub path: String,
+    /// The error and its causes, outermost first, joined with `: `.
     pub error: String,
+    /// What to do about it, for well-known failure kinds.
+    pub hint: Option<String>,
 }
 
 #[derive(Debug, Default, Serialize)]

@@ -23,9 +23,6 @@ pub fn render(report: &Report, opts: RenderOptions, style: Style) -> String {
         render_artifact(&mut out, a, opts, style);
         out.push('\n');
     }
-    for e in &report.errors {
-        let _ = writeln!(out, "{} {}: {}", style.red("error:"), e.path, e.error);
-    }
     if report.artifacts.len() + report.errors.len() > 1 {
         render_summary(&mut out, report, style);
     }

@@ -45,6 +45,7 @@ pub fn expand_inputs(paths: &[PathBuf]) -> (Vec<Input>, Vec<InputError>) {
             Err(e) => errors.push(InputError {
                 path: p.display().to_string(),
                 error: format!("{e:#}"),
+                hint: crate::errors::hint(&e).map(str::to_string),
             }),
         }
     }

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# bench/run.sh — benchmark `cudist inspect` against the tools it replaces (the anchors).
+#
+# Measures, in one run so that the ratios compare like with like:
+#   1. `cudist inspect WHEEL` vs `auditwheel show WHEEL` on cupy-cuda12x 14.2.0 (cp311, 137 MB):
+#      both open a real CUDA wheel and walk every ELF in it.  Target: cudist <= 1/10 of auditwheel.
+#   2. `cudist inspect --cuobjdump FILE` vs `cuobjdump --list-elf --list-ptx FILE` on
+#      cupy/cuda/thrust.cpython-311-x86_64-linux-gnu.so (79 MB, taken from that wheel): the
+#      fatbin listing NVIDIA's own tool prints.  Target: cudist <= 1/5 of cuobjdump.  The two
+#      listings must be byte-identical; the script fails if they are not.
+#   3. Peak RSS (/usr/bin/time -f %M) of every command, one extra run each.
+# Wall times: 1 warm-up + $RUNS runs (median and min), with hyperfine when installed, else a
+# small Python loop.  Usage: bench/run.sh [--append]   (--append adds the section to BENCHMARKS.md)
+# Environment: CUDIST_CACHE (work/cache dir, default <repo>/.cache), CUDIST_BIN (skip the build),
+# RUNS (default 5).
+set -euo pipefail
+
+AUDITWHEEL_PIN=6.8.2
+CUOBJDUMP_PIN=13.5.37
+WHEEL_SPEC=cupy-cuda12x==14.2.0
+WHEEL_NAME=cupy_cuda12x-14.2.0-cp311-cp311-manylinux2014_x86_64.whl
+MEMBER=cupy/cuda/thrust.cpython-311-x86_64-linux-gnu.so
+RUNS=${RUNS:-5}
+
+APPEND=0
+case "${1:-}" in --append) APPEND=1 ;; "") ;; *) echo "usage: $0 [--append]" >&2; exit 2 ;; esac
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=${CUDIST_CACHE:-$REPO/.cache}
+WORK=$CACHE/bench
+VENV=$WORK/venv
+mkdir -p "$WORK" "$CACHE/wheels"
+log() { echo "bench: $*" >&2; }
+
+# --- tools (pinned, in a venv of their own) --------------------------------------------------
+PINS="auditwheel==$AUDITWHEEL_PIN nvidia-cuda-cuobjdump==$CUOBJDUMP_PIN"
+if [[ "$(cat "$VENV/.pins" 2>/dev/null)" != "$PINS" ]]; then
+  log "installing $PINS into $VENV"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q $PINS
+  echo "$PINS" > "$VENV/.pins"
+fi
+AUDITWHEEL=$VENV/bin/auditwheel
+SITE=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+CUOBJDUMP=$SITE/nvidia/cu13/bin/cuobjdump
+
+# --- inputs -----------------------------------------------------------------------------------
+WHEEL=$CACHE/wheels/$WHEEL_NAME
+if [[ ! -f $WHEEL ]]; then
+  log "downloading $WHEEL_SPEC"
+  "$VENV/bin/pip" download -q --no-deps --only-binary=:all: --platform manylinux2014_x86_64 \
+    --platform manylinux_2_17_x86_64 --python-version 3.11 -d "$CACHE/wheels" "$WHEEL_SPEC"
+fi
+SO=$WORK/extract/$MEMBER
+[[ -f $SO ]] || "$VENV/bin/python" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extract(sys.argv[2], sys.argv[3])' \
+  "$WHEEL" "$MEMBER" "$WORK/extract"
+
+# --- cudist (copied, so that a concurrent rebuild cannot swap it mid-run) ---------------------
+if [[ -z "${CUDIST_BIN:-}" ]]; then
+  log "cargo build --release"
+  (cd "$REPO" && cargo build --release -q -p cudist)
+  CUDIST_BIN=$REPO/target/release/cudist
+fi
+cp "$CUDIST_BIN" "$WORK/cudist"
+CUDIST=$WORK/cudist
+
+# --- the listings must agree byte for byte before anything is timed ----------------------------
+"$CUOBJDUMP" --list-elf --list-ptx "$SO" > "$WORK/listing.cuobjdump.txt"
+"$CUDIST" inspect --cuobjdump "$SO" > "$WORK/listing.cudist.txt"
+if ! cmp -s "$WORK/listing.cuobjdump.txt" "$WORK/listing.cudist.txt"; then
+  echo "FAIL: cudist --cuobjdump listing differs from cuobjdump's:" >&2
+  diff -u "$WORK/listing.cuobjdump.txt" "$WORK/listing.cudist.txt" >&2 || true
+  exit 1
+fi
+LISTING_LINES=$(wc -l < "$WORK/listing.cudist.txt")
+
+# --- timing: prints "median min" in seconds -------------------------------------------------
+timeit() {  # timeit NAME CMD...
+  local name=$1; shift
+  log "timing $name"
+  if command -v no-such-hyperfine > /dev/null; then
+    hyperfine -N -s basic --warmup 1 --runs "$RUNS" --export-json "$WORK/$name.json" -- "$(printf '%q ' "$@")" >&2
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; print(f"{r[\"median\"]:.4f} {r[\"min\"]:.4f}")' "$WORK/$name.json"
+  else
+    python3 - "$RUNS" "$@" <<'EOF'
+import statistics, subprocess, sys, time
+runs, argv, times = int(sys.argv[1]), sys.argv[2:], []
+for i in range(runs + 1):
+    t = time.perf_counter()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    if i: times.append(time.perf_counter() - t)  # run 0 is the warm-up
+print(f"{statistics.median(times):.4f} {min(times):.4f}")
+EOF
+  fi
+}
+rss() {  # peak RSS in MiB of one run, or n/a
+  [[ -x /usr/bin/time ]] || { echo n/a; return; }
+  /usr/bin/time -f %M -o "$WORK/rss.txt" "$@" > /dev/null 2>&1
+  awk '{printf "%.0f MiB", $1/1024}' "$WORK/rss.txt"
+}
+
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+T=$(timeit cudist-wheel "$CUDIST" inspect "$WHEEL");                       read -r CW_MED CW_MIN <<< "$T"
+T=$(timeit auditwheel-show "$AUDITWHEEL" show "$WHEEL");                   read -r AW_MED AW_MIN <<< "$T"
+T=$(timeit cudist-listing "$CUDIST" inspect --cuobjdump "$SO");            read -r CL_MED CL_MIN <<< "$T"
+T=$(timeit cuobjdump-listing "$CUOBJDUMP" --list-elf --list-ptx "$SO");    read -r CO_MED CO_MIN <<< "$T"
+CW_RSS=$(rss "$CUDIST" inspect "$WHEEL");          AW_RSS=$(rss "$AUDITWHEEL" show "$WHEEL")
+CL_RSS=$(rss "$CUDIST" inspect --cuobjdump "$SO"); CO_RSS=$(rss "$CUOBJDUMP" --list-elf --list-ptx "$SO")
+LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# --- report -----------------------------------------------------------------------------------
+ratio() {  # ratio CUDIST ANCHOR LIMIT -> "| 0.088 (11.4x faster) | <= 0.10 | yes |"
+  awk -v c="$1" -v a="$2" -v l="$3" 'BEGIN { r = c / a;
+    printf "| %.3f (%.1f× faster) | ≤ %.2f | %s |", r, a / c, l, (r <= l ? "**met**" : "**NOT met**") }'
+}
+REV=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
+git -C "$REPO" diff --quiet HEAD 2>/dev/null || REV="$REV+dirty"
+if command -v no-such-hyperfine > /dev/null; then TIMER="$(hyperfine --version)"; else TIMER="Python loop"; fi
+CPU=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+RAM=$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
+WHL_MB=$(du -m "$WHEEL" | cut -f1); SO_MB=$(du -m "$SO" | cut -f1)
+
+REPORT=$(cat <<EOF
+## $(date -u '+%Y-%m-%d %H:%M UTC') — cudist $REV
+
+- Machine: $(nproc) CPUs ($CPU), $RAM RAM, $(uname -sr); load average (1/5/15 min) $LOAD_START at start, $LOAD_END at end.
+- Tools: $("$CUDIST" --version), auditwheel $AUDITWHEEL_PIN, cuobjdump $("$CUOBJDUMP" --version | grep -o 'V[0-9.]*') (nvidia-cuda-cuobjdump $CUOBJDUMP_PIN), $(python3 --version).
+- Timer: $TIMER, 1 warm-up + $RUNS runs, page cache warm; peak RSS from one extra run each.
+- Inputs: \`$WHEEL_NAME\` ($WHL_MB MB); \`$(basename "$MEMBER")\` ($SO_MB MB, extracted from it).
+
+| Command | Median | Min | Peak RSS |
+|---|---:|---:|---:|
+| \`cudist inspect WHEEL\` | $CW_MED s | $CW_MIN s | $CW_RSS |
+| \`auditwheel show WHEEL\` | $AW_MED s | $AW_MIN s | $AW_RSS |
+| \`cudist inspect --cuobjdump SO\` | $CL_MED s | $CL_MIN s | $CL_RSS |
+| \`cuobjdump --list-elf --list-ptx SO\` | $CO_MED s | $CO_MIN s | $CO_RSS |
+
+| Target (cudist / anchor, medians) | Ratio | Limit | Result |
+|---|---:|---:|---|
+| inspect vs \`auditwheel show\` $(ratio "$CW_MED" "$AW_MED" 0.10)
+| fatbin listing vs \`cuobjdump\` $(ratio "$CL_MED" "$CO_MED" 0.20)
+
+Listings of \`cudist inspect --cuobjdump\` and \`cuobjdump --list-elf --list-ptx\`: byte-identical ($LISTING_LINES lines).
+EOF
+)
+echo "$REPORT"
+if (( APPEND )); then
+  printf '\n%s\n' "$REPORT" >> "$REPO/BENCHMARKS.md"
+  log "appended to $REPO/BENCHMARKS.md"
+fi

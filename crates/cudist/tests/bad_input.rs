@@ -1,0 +1,162 @@
+//! Bad input: every case exits 3 with a message naming the file and the problem, never a panic.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+
+/// Runs `cudist inspect PATH` (human and JSON) and checks exit code 3 and the message.
+fn refused(path: &Path, wants: &[&str]) {
+    let p = path.to_str().unwrap();
+    let o = cudist(&["inspect", p]);
+    let err = stderr(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "stdout: {}\nstderr: {err}",
+        stdout(&o)
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.contains(p), "message must name the file: {err}");
+    for w in wants {
+        assert!(err.contains(w), "expected {w:?} in: {err}");
+    }
+    let v = inspect_json(&[p], 3);
+    assert_eq!(v["summary"]["errors"], 1);
+    assert_eq!(v["errors"][0]["path"], p);
+}
+
+fn copy_fixture(dir: &Path, name: &str) -> (std::path::PathBuf, Vec<u8>) {
+    let data = std::fs::read(fixtures().join(name)).unwrap();
+    (dir.join(name), data)
+}
+
+/// Offset of the first fatbin container in a file (magic 50 ED 55 BA).
+fn container_offset(data: &[u8]) -> usize {
+    data.windows(4)
+        .position(|w| w == [0x50, 0xED, 0x55, 0xBA])
+        .expect("fatbin magic")
+}
+
+#[test]
+fn not_a_zip_and_not_anything() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("broken-1.0-py3-none-any.whl");
+    std::fs::write(&p, b"this is not a zip archive at all").unwrap();
+    refused(&p, &["not a readable zip archive"]);
+    let p = d.path().join("notes.txt");
+    std::fs::write(&p, b"hello").unwrap();
+    refused(&p, &["neither a wheel"]);
+    refused(&d.path().join("missing.whl"), &["cannot read it"]);
+}
+
+#[test]
+fn truncated_zip() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("t-1.0-py3-none-any.whl");
+    let so = std::fs::read(fixtures().join("multi.so")).unwrap();
+    write_wheel(&p, "t", &[], &[("t/multi.so", so)]);
+    let data = std::fs::read(&p).unwrap();
+    std::fs::write(&p, &data[..data.len() / 2]).unwrap();
+    refused(&p, &["zip"]);
+}
+
+#[test]
+fn truncated_elf() {
+    let d = tempfile::tempdir().unwrap();
+    let (p, data) = copy_fixture(d.path(), "multi.so");
+    std::fs::write(&p, &data[..data.len() * 6 / 10]).unwrap();
+    refused(&p, &["cannot read ELF", "hint:"]);
+}
+
+#[test]
+fn fatbin_whose_sizes_lie() {
+    let d = tempfile::tempdir().unwrap();
+    let (p, mut data) = copy_fixture(d.path(), "nocompress.so");
+    let c = container_offset(&data);
+    // The container claims far more bytes than its section holds.
+    data[c + 8..c + 16].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    std::fs::write(&p, &data).unwrap();
+    refused(&p, &[".nv_fatbin", "truncated", "device-code container"]);
+
+    // An entry's payload runs past its container.
+    let (p, mut data) = copy_fixture(d.path(), "nocompress.so");
+    let e = container_offset(&data) + 16;
+    data[e + 8..e + 16].copy_from_slice(&(1u64 << 30).to_le_bytes());
+    std::fs::write(&p, &data).unwrap();
+    refused(&p, &[".nv_fatbin", "entry"]);
+}
+
+#[test]
+fn unknown_compression_codec() {
+    let d = tempfile::tempdir().unwrap();
+    let (p, mut data) = copy_fixture(d.path(), "nocompress.so");
+    let e = container_offset(&data) + 16;
+    let flags = u64::from_le_bytes(data[e + 0x28..e + 0x30].try_into().unwrap()) | 0x1000;
+    data[e + 0x28..e + 0x30].copy_from_slice(&flags.to_le_bytes());
+    std::fs::write(&p, &data).unwrap();
+    refused(&p, &["unknown compression"]);
+}
+
+#[test]
+fn hostile_zip_members() {
+    let d = tempfile::tempdir().unwrap();
+    let cases = [
+        ("dotdot", "z.writestr('../x', b'x')", "escapes the archive"),
+        ("abs", "z.writestr('/abs/x', b'x')", "escapes the archive"),
+        (
+            "link",
+            "i = zipfile.ZipInfo('pkg/link'); i.create_system = 3; i.external_attr = (0o120777 << 16); z.writestr(i, 'target')",
+            "symbolic link",
+        ),
+        ("dup", "z.writestr('pkg/a.py', b'1'); z.writestr('pkg/a.py', b'2')", "more than once"),
+    ];
+    for (name, body, want) in cases {
+        let p = d.path().join(format!("{name}-1.0-py3-none-any.whl"));
+        python(
+            &format!(
+                "import sys, zipfile, warnings\nwarnings.simplefilter('ignore')\nz = zipfile.ZipFile(sys.argv[1], 'w')\n{body}\nz.close()"
+            ),
+            &[p.to_str().unwrap()],
+        );
+        refused(&p, &[want]);
+    }
+}
+
+#[test]
+fn zip_member_that_inflates_beyond_its_declared_size() {
+    // A member whose central directory claims 100 bytes but whose deflate stream yields 1 MiB.
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("bomb-1.0-py3-none-any.whl");
+    python(
+        r#"
+import sys, zipfile, struct
+data = b'\x7fELF' + b'\0' * (1 << 20)
+with zipfile.ZipFile(sys.argv[1], 'w', zipfile.ZIP_DEFLATED) as z:
+    z.writestr('pkg/libbomb.so', data)
+raw = bytearray(open(sys.argv[1], 'rb').read())
+# Patch the uncompressed size in the local header and the central directory to 10.
+for sig, off in ((b'PK\x03\x04', 22), (b'PK\x01\x02', 24)):
+    i = raw.find(sig)
+    raw[i + off:i + off + 4] = struct.pack('<I', 100)
+open(sys.argv[1], 'wb').write(raw)
+"#,
+        &[p.to_str().unwrap()],
+    );
+    let o = cudist(&["inspect", p.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("pkg/libbomb.so"), "{}", stderr(&o));
+}
+
+#[test]
+fn batch_goes_on_after_a_bad_input() {
+    let d = tempfile::tempdir().unwrap();
+    let bad = d.path().join("bad.whl");
+    std::fs::write(&bad, b"nope").unwrap();
+    let good = fixtures().join("multi.so");
+    let v = inspect_json(&[bad.to_str().unwrap(), good.to_str().unwrap()], 3);
+    assert_eq!(v["summary"]["artifacts"], 1);
+    assert_eq!(v["summary"]["errors"], 1);
+}

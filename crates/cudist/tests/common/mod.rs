@@ -1,0 +1,174 @@
+//! Helpers shared by the integration tests: run the binary, build fake CUDA libraries with gcc,
+//! pack wheels, and find the real tools CI provides.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+pub fn fixtures() -> PathBuf {
+    repo_root().join("tests/fixtures/device")
+}
+
+/// Runs `cudist ARGS` and returns its output.
+pub fn cudist(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cudist"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run cudist")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `cudist inspect --json ARGS`, asserting exit code `code`, parsed.
+pub fn inspect_json(args: &[&str], code: i32) -> Value {
+    let mut all = vec!["inspect", "--json"];
+    all.extend_from_slice(args);
+    let o = cudist(&all);
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "stdout:\n{}\nstderr:\n{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).expect("JSON report");
+    assert_eq!(v["schema"], "cudist.inspect/1");
+    v
+}
+
+/// Whether the CI run promises the real tools: then a missing tool is a failure, not a skip.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// The path in environment variable `var` (set by scripts/test.sh), or `None` to skip locally.
+/// Panics in CI, where scripts/test.sh always sets it.
+pub fn tool_from_env(var: &str) -> Option<PathBuf> {
+    match std::env::var_os(var) {
+        Some(p) if !p.is_empty() => Some(PathBuf::from(p)),
+        _ => {
+            assert!(
+                !in_ci(),
+                "{var} must be set in CI (scripts/test.sh sets it)"
+            );
+            eprintln!("skipping: {var} is not set (run scripts/test.sh to provide it)");
+            None
+        }
+    }
+}
+
+/// Compiles C source into a shared library with gcc.
+pub fn gcc_shared(
+    dir: &Path,
+    out: &str,
+    soname: Option<&str>,
+    source: &str,
+    extra: &[&str],
+) -> PathBuf {
+    let src = dir.join(format!("{out}.c"));
+    std::fs::write(&src, source).unwrap();
+    let path = dir.join(out);
+    let mut cmd = Command::new("gcc");
+    cmd.args(["-shared", "-fPIC", "-O1", "-o"])
+        .arg(&path)
+        .arg(&src);
+    if let Some(s) = soname {
+        cmd.arg(format!("-Wl,-soname,{s}"));
+    }
+    cmd.args(extra);
+    let o = cmd.output().expect("gcc");
+    assert!(
+        o.status.success(),
+        "gcc failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    path
+}
+
+/// A fake CUDA library: the SONAME and one exported entry point, as the real one has.
+pub fn fake_lib(dir: &Path, file: &str, soname: &str, symbol: &str) -> PathBuf {
+    gcc_shared(
+        dir,
+        file,
+        Some(soname),
+        &format!("int {symbol}(void *p) {{ return p == 0; }}\n"),
+        &[],
+    )
+}
+
+/// Writes a wheel with the given members (name, bytes) plus METADATA/WHEEL/RECORD.
+pub fn write_wheel(path: &Path, dist: &str, requires: &[&str], members: &[(&str, Vec<u8>)]) {
+    let f = std::fs::File::create(path).unwrap();
+    let mut z = zip::ZipWriter::new(f);
+    let opts = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .unix_permissions(0o755);
+    for (name, data) in members {
+        z.start_file(*name, opts).unwrap();
+        z.write_all(data).unwrap();
+    }
+    let di = format!("{dist}-1.0.dist-info");
+    let mut md = format!("Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n");
+    for r in requires {
+        md.push_str(&format!("Requires-Dist: {r}\n"));
+    }
+    z.start_file(format!("{di}/METADATA"), opts).unwrap();
+    z.write_all(md.as_bytes()).unwrap();
+    z.start_file(format!("{di}/WHEEL"), opts).unwrap();
+    z.write_all(b"Wheel-Version: 1.0\nGenerator: cudist-tests\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_x86_64\n")
+        .unwrap();
+    z.start_file(format!("{di}/RECORD"), opts).unwrap();
+    z.finish().unwrap();
+}
+
+/// Runs a Python snippet with `python3` (used to craft hostile zips the zip crate will not write).
+pub fn python(code: &str, args: &[&str]) {
+    let o = Command::new("python3")
+        .arg("-c")
+        .arg(code)
+        .args(args)
+        .output()
+        .expect("python3");
+    assert!(
+        o.status.success(),
+        "python failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Finds the artifact with this path suffix in a report.
+pub fn artifact<'a>(report: &'a Value, suffix: &str) -> &'a Value {
+    report["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["path"].as_str().unwrap().ends_with(suffix))
+        .unwrap_or_else(|| panic!("no artifact {suffix} in {report:#}"))
+}
+
+/// The `cuda_needed` row for a SONAME.
+pub fn needed<'a>(artifact: &'a Value, soname: &str) -> &'a Value {
+    artifact["cuda_needed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["soname"] == soname)
+        .unwrap_or_else(|| panic!("{soname} not needed in {artifact:#}"))
+}

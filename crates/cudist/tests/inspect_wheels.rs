@@ -1,0 +1,392 @@
+//! `cudist inspect` on wheels and trees built here with gcc: fake CUDA libraries with the real
+//! SONAMEs and entry points, extensions linked against them with the RPATHs real packages use.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use serde_json::Value;
+
+struct Libs {
+    dir: tempfile::TempDir,
+}
+
+impl Libs {
+    /// Fake cublas 12/13, cudart 12, curand 10, the driver, and librmm, each as `libX.so` (linker
+    /// name, for -l) with the real SONAME.
+    fn new() -> Libs {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for (sub, soname, sym) in [
+            ("c12", "libcublas.so.12", "cublasCreate_v2"),
+            ("c12", "libcudart.so.12", "cudaMalloc"),
+            ("c12", "libcurand.so.10", "curandCreateGenerator"),
+            ("c13", "libcublas.so.13", "cublasCreate_v2"),
+            ("drv", "libcuda.so.1", "cuInit"),
+            ("rmm", "librmm.so", "rmm_alloc"),
+        ] {
+            let sd = d.join(sub);
+            std::fs::create_dir_all(&sd).unwrap();
+            let linker = format!("{}.so", soname.split(".so").next().unwrap());
+            fake_lib(&sd, &linker, soname, sym);
+        }
+        Libs { dir }
+    }
+
+    fn path(&self, sub: &str) -> PathBuf {
+        self.dir.path().join(sub)
+    }
+
+    /// An extension module linking `libs` (each `(subdir, -l name)`), with DT_RPATH `rpath`.
+    fn extension(&self, libs: &[(&str, &str)], rpath: Option<&str>) -> Vec<u8> {
+        let mut args: Vec<String> = Vec::new();
+        for (sub, l) in libs {
+            args.push(format!("-L{}", self.path(sub).display()));
+            args.push(format!("-l{l}"));
+        }
+        if let Some(r) = rpath {
+            args.push(format!("-Wl,-rpath,{r}"));
+            args.push("-Wl,--disable-new-dtags".into());
+        }
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = gcc_shared(
+            self.dir.path(),
+            "ext.so",
+            None,
+            "int PyInit__ext(void) { return 0; }\n",
+            &[&["-Wl,--no-as-needed"], refs.as_slice()].concat(),
+        );
+        std::fs::read(out).unwrap()
+    }
+}
+
+fn wheel(dir: &Path, name: &str, requires: &[&str], members: &[(&str, Vec<u8>)]) -> String {
+    let p = dir.join(format!("{name}-1.0-cp311-cp311-linux_x86_64.whl"));
+    write_wheel(&p, name, requires, members);
+    p.display().to_string()
+}
+
+const EXT: &str = "pkg/_ext.cpython-311-x86_64-linux-gnu.so";
+
+#[test]
+fn lean_wheel_with_rpaths_and_dependencies_is_ok() {
+    let libs = Libs::new();
+    let ext = libs.extension(
+        &[("c12", "cublas"), ("c12", "cudart"), ("drv", "cuda")],
+        Some("$ORIGIN/../nvidia/cublas/lib:$ORIGIN/../nvidia/cuda_runtime/lib"),
+    );
+    let out = tempfile::tempdir().unwrap();
+    let w = wheel(
+        out.path(),
+        "lean",
+        &["nvidia-cublas-cu12>=12.1,<13", "nvidia_cuda_runtime_cu12"],
+        &[("pkg/__init__.py", b"".to_vec()), (EXT, ext)],
+    );
+    let r = inspect_json(&[&w], 0);
+    let a = artifact(&r, ".whl");
+    assert_eq!(a["kind"], "wheel");
+    assert_eq!(a["verdict"]["status"], "ok", "{a:#}");
+    let cublas = needed(a, "libcublas.so.12");
+    assert_eq!(cublas["library"]["pip"], "nvidia-cublas-cu12");
+    assert_eq!(cublas["library"]["pip_dir"], "nvidia/cublas/lib");
+    assert_eq!(cublas["library"]["conda"], "libcublas");
+    assert_eq!(cublas["library"]["toolkit_extra"], "cublas");
+    assert_eq!(cublas["library"]["soname_policy"], "major");
+    assert_eq!(cublas["rpath_covers"], true);
+    assert_eq!(cublas["declared"], true);
+    assert_eq!(needed(a, "libcudart.so.12")["declared"], true);
+    assert_eq!(a["driver_needed"][0]["soname"], "libcuda.so.1");
+    let elf = &a["elf_files"][0];
+    assert_eq!(elf["path"], EXT);
+    let rp = &elf["rpath"][0];
+    assert_eq!(rp["raw"], "$ORIGIN/../nvidia/cublas/lib");
+    assert_eq!(rp["expanded"], "nvidia/cublas/lib");
+    assert_eq!(rp["location"], "cuda-wheel");
+    assert_eq!(rp["provided_by"][0], "nvidia-cublas-cu12");
+    let classes: Vec<&str> = elf["needed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["class"].as_str().unwrap())
+        .collect();
+    assert!(
+        classes.contains(&"toolkit") && classes.contains(&"driver") && classes.contains(&"system"),
+        "{classes:?}"
+    );
+
+    // Human output says the same.
+    let o = cudist(&["inspect", &w]);
+    assert_eq!(o.status.code(), Some(0));
+    let text = stdout(&o);
+    assert!(text.contains("Verdict: OK"), "{text}");
+    assert!(
+        text.contains("CUDA wheel dir (nvidia-cublas-cu12)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn missing_rpath_and_dependency_is_unresolved() {
+    let libs = Libs::new();
+    let ext = libs.extension(&[("c12", "cublas")], None);
+    let out = tempfile::tempdir().unwrap();
+    let w = wheel(out.path(), "bare", &[], &[(EXT, ext)]);
+    let r = inspect_json(&[&w], 0);
+    let a = artifact(&r, ".whl");
+    assert_eq!(a["verdict"]["status"], "unresolved");
+    let lines: Vec<&str> = a["verdict"]["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert!(
+        lines.contains(&"needs libcublas.so.12 but has no RPATH to nvidia/cublas/lib and no dependency on nvidia-cublas-cu12"),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn cuda13_merged_layout_and_toolkit_extra() {
+    let libs = Libs::new();
+    let ext = libs.extension(&[("c13", "cublas")], Some("$ORIGIN/../nvidia/cu13/lib"));
+    let out = tempfile::tempdir().unwrap();
+    let w = wheel(
+        out.path(),
+        "thirteen",
+        &["cuda-toolkit[cublas]==13.*"],
+        &[(EXT, ext)],
+    );
+    let r = inspect_json(&[&w], 0);
+    let a = artifact(&r, ".whl");
+    assert_eq!(a["verdict"]["status"], "ok", "{a:#}");
+    let n = needed(a, "libcublas.so.13");
+    assert_eq!(n["library"]["cuda_major"], 13);
+    assert_eq!(n["library"]["pip"], "nvidia-cublas");
+    assert_eq!(n["declared_by"], "cuda-toolkit[cublas]");
+    assert_eq!(a["elf_files"][0]["rpath"][0]["location"], "cuda-wheel");
+}
+
+#[test]
+fn shared_soname_takes_the_major_of_its_neighbours() {
+    // libcurand.so.10 is the SONAME in CUDA 11, 12 and 13: libcudart.so.12 beside it says 12.
+    let libs = Libs::new();
+    let ext = libs.extension(&[("c12", "curand"), ("c12", "cudart")], None);
+    let out = tempfile::tempdir().unwrap();
+    let w = wheel(out.path(), "rand", &[], &[(EXT, ext)]);
+    let r = inspect_json(&[&w], 0);
+    let n = needed(artifact(&r, ".whl"), "libcurand.so.10");
+    assert_eq!(n["library"]["cuda_major"], 12);
+    assert_eq!(n["library"]["cuda_major_ambiguous"], false);
+    assert_eq!(n["library"]["pip"], "nvidia-curand-cu12");
+}
+
+#[test]
+fn naive_graft_is_recognised_by_soname_and_content() {
+    let libs = Libs::new();
+    let d = libs.dir.path().join("graft");
+    std::fs::create_dir_all(&d).unwrap();
+    // What a CUDA-unaware repair leaves: a hashed copy, its SONAME rewritten to the hashed name.
+    let grafted = fake_lib(
+        &d,
+        "libcublas-1a2b3c4d.so.12",
+        "libcublas-1a2b3c4d.so.12",
+        "cublasCreate_v2",
+    );
+    // A decoy: named like cudart but it is not cudart (no SONAME of it, none of its entry points).
+    let decoy = gcc_shared(
+        &d,
+        "libcudart.so.12",
+        Some("libdecoy.so.1"),
+        "int decoy(void) { return 1; }\n",
+        &[],
+    );
+    let ext = gcc_shared(
+        &d,
+        "ext.so",
+        None,
+        "int PyInit__ext(void) { return 0; }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", d.display()),
+            "-l:libcublas-1a2b3c4d.so.12",
+            "-Wl,-rpath,$ORIGIN/../naive.libs",
+            "-Wl,--disable-new-dtags",
+        ],
+    );
+    let out = tempfile::tempdir().unwrap();
+    let graft_bytes = std::fs::read(&grafted).unwrap();
+    let size = graft_bytes.len() as u64;
+    let w = wheel(
+        out.path(),
+        "naive",
+        &[],
+        &[
+            (EXT, std::fs::read(ext).unwrap()),
+            ("naive.libs/libcublas-1a2b3c4d.so.12", graft_bytes),
+            ("naive.libs/libcudart.so.12", std::fs::read(decoy).unwrap()),
+        ],
+    );
+    let r = inspect_json(&[&w], 0);
+    let a = artifact(&r, ".whl");
+    assert_eq!(a["verdict"]["status"], "bloated", "{a:#}");
+    let v = a["vendored"].as_array().unwrap();
+    assert_eq!(v.len(), 1, "only the real graft, not the decoy: {v:#?}");
+    assert_eq!(v[0]["path"], "naive.libs/libcublas-1a2b3c4d.so.12");
+    assert_eq!(v[0]["library"]["id"], "cublas");
+    assert_eq!(v[0]["bytes"], size);
+    let ev = v[0]["evidence"].to_string();
+    assert!(
+        ev.contains("renamed copy of libcublas.so.12") && ev.contains("cublasCreate_v2"),
+        "{ev}"
+    );
+    assert_eq!(a["breakdown"]["vendored_cuda"], size);
+    assert!(a["verdict"]["lines"][0]
+        .as_str()
+        .unwrap()
+        .contains("nvidia-cublas-cu12"));
+    // The extension's NEEDED entry is provided inside the wheel, through an RPATH inside it.
+    let rp = &a["elf_files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["path"] == EXT)
+        .unwrap()["rpath"][0];
+    assert_eq!(rp["location"], "inside");
+}
+
+#[test]
+fn bundled_driver_is_flagged() {
+    let libs = Libs::new();
+    let cuda = std::fs::read(libs.path("drv").join("libcuda.so")).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let w = wheel(
+        out.path(),
+        "drv",
+        &[],
+        &[("drv.libs/libcuda-0badf00d.so.1", cuda)],
+    );
+    let r = inspect_json(&[&w], 0);
+    let a = artifact(&r, ".whl");
+    assert_eq!(a["verdict"]["status"], "bundles-driver");
+    assert_eq!(a["vendored"][0]["class"], "driver");
+    assert_eq!(r["summary"]["needs_attention"], 1);
+}
+
+#[test]
+fn user_catalog_declares_a_third_party_wheel_library() {
+    let libs = Libs::new();
+    let ext = libs.extension(&[("rmm", "rmm")], Some("$ORIGIN/../librmm/lib64"));
+    let out = tempfile::tempdir().unwrap();
+    let cat = out.path().join("rmm.toml");
+    std::fs::write(
+        &cat,
+        "schema = 1\n[[library]]\nid = \"rmm\"\nstem = \"librmm\"\nkind = \"external\"\n[[library.cuda]]\nmajor = 12\nsonames = [\"librmm.so\"]\npolicy = \"none\"\npip = \"librmm-cu12\"\npip_dir = \"librmm/lib64\"\n",
+    )
+    .unwrap();
+    let w = wheel(out.path(), "usesrmm", &["librmm-cu12==25.*"], &[(EXT, ext)]);
+    // Without the catalog, librmm.so is just another library.
+    let r = inspect_json(&[&w], 0);
+    assert!(artifact(&r, ".whl")["cuda_needed"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    let r = inspect_json(&["--catalog", cat.to_str().unwrap(), &w], 0);
+    let a = artifact(&r, ".whl");
+    let n = needed(a, "librmm.so");
+    assert_eq!(n["library"]["pip"], "librmm-cu12");
+    assert_eq!(n["rpath_covers"], true);
+    assert_eq!(n["declared"], true);
+    assert_eq!(a["verdict"]["status"], "ok");
+    // A broken catalog file is refused with its path.
+    std::fs::write(&cat, "schema = 1\n[[library]]\nid = 3\n").unwrap();
+    let o = cudist(&["inspect", "--catalog", cat.to_str().unwrap(), &w]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stderr(&o).contains("rmm.toml"), "{}", stderr(&o));
+}
+
+#[test]
+fn directories_and_wheelhouses() {
+    let libs = Libs::new();
+    let ext = libs.extension(&[("c12", "cublas")], Some("$ORIGIN/../nvidia/cublas/lib"));
+    let house = tempfile::tempdir().unwrap();
+    wheel(
+        house.path(),
+        "one",
+        &["nvidia-cublas-cu12"],
+        &[(EXT, ext.clone())],
+    );
+    wheel(house.path(), "two", &[], &[(EXT, ext.clone())]);
+    let r = inspect_json(&[house.path().to_str().unwrap()], 0);
+    assert_eq!(r["summary"]["artifacts"], 2);
+    assert_eq!(r["summary"]["needs_attention"], 1);
+    assert_eq!(
+        artifact(&r, "one-1.0-cp311-cp311-linux_x86_64.whl")["verdict"]["status"],
+        "ok"
+    );
+    let o = cudist(&["inspect", house.path().to_str().unwrap()]);
+    assert!(
+        stdout(&o).contains("Summary: 2 artifact(s)"),
+        "{}",
+        stdout(&o)
+    );
+
+    // An install tree: the same file on disk.
+    let tree = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tree.path().join("pkg")).unwrap();
+    std::fs::write(tree.path().join(EXT), &ext).unwrap();
+    std::fs::write(tree.path().join("pkg/__init__.py"), "").unwrap();
+    let r = inspect_json(&[tree.path().to_str().unwrap()], 0);
+    let a = &r["artifacts"][0];
+    assert_eq!(a["kind"], "directory");
+    assert_eq!(a["elf_files"][0]["path"], EXT);
+    assert_eq!(a["elf_files"][0]["rpath"][0]["location"], "cuda-wheel");
+
+    // A single ELF: $ORIGIN expands to its real directory.
+    let r = inspect_json(&[tree.path().join(EXT).to_str().unwrap()], 0);
+    let rp = &r["artifacts"][0]["elf_files"][0]["rpath"][0];
+    let want = tree
+        .path()
+        .canonicalize()
+        .unwrap()
+        .join("nvidia/cublas/lib");
+    assert_eq!(rp["expanded"].as_str().unwrap(), want.to_str().unwrap());
+}
+
+#[test]
+fn catalog_command_answers() {
+    let o = cudist(&["catalog", "lib", "libcusparse.so.12"]);
+    assert_eq!(o.status.code(), Some(0));
+    let t = stdout(&o);
+    assert!(
+        t.contains("nvidia-cusparse-cu12") && t.contains("nvidia/cu13/lib"),
+        "{t}"
+    );
+    let o = cudist(&["catalog", "lib", "libcudart.so.11.0", "--json"]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["library"]["id"], "cudart");
+    let o = cudist(&["catalog", "sm", "--cuda", "13.0", "--json"]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let sms: Vec<u64> = v["archs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["sm"].as_u64().unwrap())
+        .collect();
+    assert!(
+        sms.contains(&75) && sms.contains(&90) && !sms.contains(&70) && !sms.contains(&61),
+        "{sms:?}"
+    );
+    let o = cudist(&["catalog", "driver", "12.8"]);
+    assert!(
+        stdout(&o).contains("570.26") && stdout(&o).contains("525.60.13"),
+        "{}",
+        stdout(&o)
+    );
+    let o = cudist(&["catalog", "lib", "libnotcuda.so.3"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("not in the catalog"));
+    let o = cudist(&["catalog", "lib", "libcuda.so.1"]);
+    assert!(stdout(&o).contains("never bundle"), "{}", stdout(&o));
+}
