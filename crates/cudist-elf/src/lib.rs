@@ -274,7 +274,7 @@ fn parse_generic<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfF
             read_dynamic::<E>(endian, dyns, strings, &mut out)?;
         }
         None if table.is_empty() => {
-            if let Some((dyns, strings)) = dynamic_from_segments::<E>(&header, endian, data)? {
+            if let Some((dyns, strings)) = dynamic_from_segments::<E>(header, endian, data)? {
                 read_dynamic::<E>(endian, dyns, strings, &mut out)?;
             }
         }

@@ -81,6 +81,7 @@ pub enum EntryKind {
     /// A cubin: an ELF of machine code for one SM (kind 2).
     Cubin,
     /// NVVM IR for link-time optimisation (kind 8); obfuscated, never listed by cuobjdump.
+    #[serde(rename = "lto-ir")]
     LtoIr,
     /// Several cubins in one compressed payload (kind 0x100, `nvcc --concat`); see [`Entry::images`].
     Concat,

@@ -1,0 +1,273 @@
+//! Device code: cudist's listing must equal cuobjdump's, entry for entry, in the same order.
+//!
+//! Three sources of truth, strongest last:
+//! - the cuobjdump output recorded next to each committed fixture (always checked);
+//! - cuobjdump itself, run now on every fixture (`CUDIST_CUOBJDUMP`, required in CI);
+//! - a fresh fixture set built now by real nvcc (`CUDIST_FRESH_FIXTURES`, required in CI), which
+//!   also holds the 790 KB static-cudart executable that is too big to commit.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+use serde_json::Value;
+
+/// Fixture files that have a recorded cuobjdump listing.
+fn fixture_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().to_string();
+            !n.contains(".cuobjdump") && dir.join(format!("{n}.cuobjdump.txt")).exists()
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// cudist's cuobjdump-format listing, run from `dir` on `name` so the stems match.
+fn cudist_listing(dir: &Path, name: &str) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_cudist"))
+        .current_dir(dir)
+        .args(["inspect", "--cuobjdump", name])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{name}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+/// cuobjdump's listing (stdout only) and exit code.
+fn cuobjdump_listing(cuobjdump: &Path, dir: &Path, name: &str) -> (String, i32) {
+    let o = Command::new(cuobjdump)
+        .current_dir(dir)
+        .args(["--list-elf", "--list-ptx", name])
+        .output()
+        .expect("run cuobjdump");
+    (
+        String::from_utf8(o.stdout).unwrap(),
+        o.status.code().unwrap_or(-1),
+    )
+}
+
+#[test]
+fn committed_fixtures_match_recorded_cuobjdump() {
+    let dir = fixtures();
+    let files = fixture_files(&dir);
+    let mut checked = 0;
+    for f in &files {
+        let name = f.file_name().unwrap().to_str().unwrap();
+        let want = std::fs::read_to_string(dir.join(format!("{name}.cuobjdump.txt"))).unwrap();
+        assert_eq!(cudist_listing(&dir, name), want, "listing of {name}");
+        checked += 1;
+    }
+    assert!(
+        checked >= 11,
+        "only {checked} fixtures found in {}",
+        dir.display()
+    );
+}
+
+fn compare_with_cuobjdump(dir: &Path) -> usize {
+    let Some(cuobjdump) = tool_from_env("CUDIST_CUOBJDUMP") else {
+        return 0;
+    };
+    let mut n = 0;
+    for f in fixture_files(dir) {
+        let name = f.file_name().unwrap().to_str().unwrap();
+        let (want, code) = cuobjdump_listing(&cuobjdump, dir, name);
+        assert!(
+            code == 0 || code == 255,
+            "cuobjdump failed on {name}: exit {code}"
+        );
+        assert_eq!(
+            cudist_listing(dir, name),
+            want,
+            "listing of {} vs cuobjdump",
+            f.display()
+        );
+        n += 1;
+    }
+    n
+}
+
+#[test]
+fn committed_fixtures_match_live_cuobjdump() {
+    let n = compare_with_cuobjdump(&fixtures());
+    if std::env::var_os("CUDIST_CUOBJDUMP").is_some() {
+        assert!(n >= 11, "compared only {n} files");
+    }
+}
+
+#[test]
+fn fresh_nvcc_builds_match_live_cuobjdump() {
+    let Some(dir) = tool_from_env("CUDIST_FRESH_FIXTURES") else {
+        return;
+    };
+    let n = compare_with_cuobjdump(&dir);
+    if std::env::var_os("CUDIST_CUOBJDUMP").is_some() {
+        assert!(
+            n >= 12,
+            "compared only {n} freshly built files in {}",
+            dir.display()
+        );
+    }
+}
+
+fn report(path: &Path) -> Value {
+    inspect_json(&[path.to_str().unwrap()], 0)
+}
+
+fn entries(r: &Value) -> &Vec<Value> {
+    r["artifacts"][0]["elf_files"][0]["device_code"]
+        .as_array()
+        .unwrap()
+}
+
+#[test]
+fn multi_arch_entries_and_summary() {
+    let r = report(&fixtures().join("multi.so"));
+    let e = entries(&r);
+    let arches: Vec<(&str, &str)> = e
+        .iter()
+        .map(|x| (x["kind"].as_str().unwrap(), x["arch"].as_str().unwrap()))
+        .collect();
+    // The device-link container first (sm_80, sm_90), then the TU: sm_80, PTX compute_90, sm_90.
+    assert_eq!(
+        arches,
+        vec![
+            ("cubin", "sm_80"),
+            ("cubin", "sm_90"),
+            ("cubin", "sm_80"),
+            ("ptx", "sm_90"),
+            ("cubin", "sm_90")
+        ]
+    );
+    let ptx = &e[3];
+    assert_eq!(ptx["version"], "9.5", "PTX ISA of nvcc 13.5");
+    assert_eq!(ptx["codec"], "zstd");
+    assert!(ptx["uncompressed_size"].as_u64().unwrap() > ptx["compressed_size"].as_u64().unwrap());
+    let a = &r["artifacts"][0];
+    assert_eq!(
+        a["device"]["native_sms"],
+        serde_json::json!(["sm_80", "sm_90"])
+    );
+    assert_eq!(a["device"]["newest_ptx"]["isa"], "9.5");
+    assert_eq!(a["device"]["min_driver"]["driver"], "580.65.06");
+    assert_eq!(
+        needed(a, "libcudart.so.13")["library"]["pip"],
+        "nvidia-cuda-runtime"
+    );
+    // Sizes add up: every byte is in exactly one part of the breakdown.
+    let b = &a["breakdown"];
+    let dev: u64 = b["device_code"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    let parts = b["host_code"].as_u64().unwrap()
+        + dev
+        + b["ptx"].as_u64().unwrap()
+        + b["other"].as_u64().unwrap();
+    assert_eq!(parts, b["total"].as_u64().unwrap());
+}
+
+#[test]
+fn codecs_are_read_from_the_flags() {
+    let codecs = |f: &str| -> Vec<String> {
+        entries(&report(&fixtures().join(f)))
+            .iter()
+            .map(|e| e["codec"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(codecs("lz4.so").iter().all(|c| c == "lz4"));
+    assert!(codecs("zstd.so").iter().all(|c| c == "zstd"));
+    assert!(codecs("nocompress.so").iter().all(|c| c == "none"));
+}
+
+#[test]
+fn concat_lto_and_relocatable_code() {
+    let r = report(&fixtures().join("concat.so"));
+    assert!(entries(&r)
+        .iter()
+        .any(|e| e["concatenated"] == true && e["kind"] == "cubin"));
+    let r = report(&fixtures().join("lto.o"));
+    let kinds: Vec<&str> = entries(&r)
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert!(
+        kinds.contains(&"lto-ir") && kinds.contains(&"cubin"),
+        "{kinds:?}"
+    );
+    assert_eq!(r["artifacts"][0]["device"]["lto_ir"], 1);
+    let r = report(&fixtures().join("rdc.so"));
+    let sections: std::collections::BTreeSet<&str> = entries(&r)
+        .iter()
+        .map(|e| e["section"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        sections.len(),
+        2,
+        "both .nv_fatbin and __nv_relfatbin: {sections:?}"
+    );
+    let r = report(&fixtures().join("arch_specific.so"));
+    let arches: Vec<&str> = entries(&r)
+        .iter()
+        .map(|e| e["arch"].as_str().unwrap())
+        .collect();
+    assert!(
+        arches.contains(&"sm_90a") && arches.contains(&"sm_120f"),
+        "{arches:?}"
+    );
+}
+
+#[test]
+fn static_and_shared_cudart() {
+    let r = report(&fixtures().join("shared_cudart"));
+    let elf = &r["artifacts"][0]["elf_files"][0];
+    assert!(elf["static_cuda"].as_array().unwrap().is_empty(), "{elf:#}");
+    assert!(elf["needed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n["soname"] == "libcudart.so.13"));
+
+    // The static build is not committed (790 KB); it comes from a fresh nvcc run.
+    let dir = match std::env::var_os("CUDIST_FRESH_FIXTURES") {
+        Some(d) => PathBuf::from(d),
+        None if fixtures().join("static_cudart").exists() => fixtures(),
+        None => {
+            assert!(!in_ci(), "CUDIST_FRESH_FIXTURES must be set in CI");
+            eprintln!("skipping static_cudart: run tests/fixtures/device/build.sh");
+            return;
+        }
+    };
+    let r = report(&dir.join("static_cudart"));
+    let s = &r["artifacts"][0]["elf_files"][0]["static_cuda"][0];
+    assert_eq!(s["library"], "cudart");
+    assert_eq!(s["confidence"], "certain");
+    assert!(
+        s["evidence"]
+            .to_string()
+            .contains("CUDA driver version is insufficient"),
+        "{s:#}"
+    );
+}
+
+#[test]
+fn host_only_file_lists_nothing() {
+    let dir = fixtures();
+    assert_eq!(cudist_listing(&dir, "hostonly.so"), "");
+    let r = report(&dir.join("hostonly.so"));
+    assert!(entries(&r).is_empty());
+}

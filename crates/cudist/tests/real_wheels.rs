@@ -1,0 +1,208 @@
+//! Real wheels from PyPI (downloaded by scripts/test.sh into `CUDIST_REAL_WHEELS`):
+//! `cupy-cuda12x==14.2.0` and `nvidia-cuda-runtime-cu12==12.9.79`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+fn wheel(dir: &Path, prefix: &str) -> PathBuf {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .unwrap_or_else(|| panic!("no {prefix}* wheel in {}", dir.display()))
+}
+
+/// Extracts members from a wheel with Python's zipfile (a reader cudist does not share).
+fn extract(wheel: &Path, members: &[&str], into: &Path) {
+    let mut args = vec![wheel.to_str().unwrap(), into.to_str().unwrap()];
+    args.extend_from_slice(members);
+    python(
+        "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1])\nfor m in sys.argv[3:]: z.extract(m, sys.argv[2])",
+        &args,
+    );
+}
+
+#[test]
+fn cupy_modules_list_like_cuobjdump() {
+    let Some(dir) = tool_from_env("CUDIST_REAL_WHEELS") else {
+        return;
+    };
+    let Some(cuobjdump) = tool_from_env("CUDIST_CUOBJDUMP") else {
+        return;
+    };
+    let w = wheel(&dir, "cupy_cuda12x-14.2.0");
+    let o = cudist(&["inspect", "--cuobjdump", w.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    // Split into per-module listings: "== path" then lines.
+    let mut modules: Vec<(String, String)> = Vec::new();
+    for line in text.lines() {
+        if let Some(p) = line.strip_prefix("== ") {
+            modules.push((p.to_string(), String::new()));
+        } else {
+            let last = modules.last_mut().expect("listing starts with a module");
+            last.1.push_str(line);
+            last.1.push('\n');
+        }
+    }
+    let names: Vec<&str> = modules.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(
+        names.len(),
+        3,
+        "cub, thrust and _generator_api carry device code: {names:?}"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    extract(&w, &names, tmp.path());
+    let mut cubins = 0;
+    for (path, ours) in &modules {
+        let file = tmp.path().join(path);
+        let o = Command::new(&cuobjdump)
+            .current_dir(file.parent().unwrap())
+            .args([
+                "--list-elf",
+                "--list-ptx",
+                file.file_name().unwrap().to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{path}");
+        let theirs = String::from_utf8(o.stdout).unwrap();
+        assert_eq!(ours, &theirs, "{path}");
+        cubins += theirs.lines().filter(|l| l.starts_with("ELF file")).count();
+    }
+    assert_eq!(cubins, 36);
+
+    // The same on the extracted files directly (mmap path rather than zip path).
+    for (path, ours) in &modules {
+        let file = tmp.path().join(path);
+        let o = Command::new(env!("CARGO_BIN_EXE_cudist"))
+            .current_dir(file.parent().unwrap())
+            .args([
+                "inspect",
+                "--cuobjdump",
+                file.file_name().unwrap().to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(
+            &String::from_utf8(o.stdout).unwrap(),
+            ours,
+            "{path} on disk"
+        );
+    }
+}
+
+#[test]
+fn cupy_report() {
+    let Some(dir) = tool_from_env("CUDIST_REAL_WHEELS") else {
+        return;
+    };
+    let w = wheel(&dir, "cupy_cuda12x-14.2.0");
+    let r = inspect_json(&[w.to_str().unwrap()], 0);
+    let a = &r["artifacts"][0];
+    assert_eq!(a["elf_files"].as_array().unwrap().len(), 65);
+    for (soname, pip) in [
+        ("libcublas.so.12", "nvidia-cublas-cu12"),
+        ("libcusolver.so.11", "nvidia-cusolver-cu12"),
+        ("libcurand.so.10", "nvidia-curand-cu12"),
+        ("libnvrtc.so.12", "nvidia-cuda-nvrtc-cu12"),
+    ] {
+        let n = needed(a, soname);
+        assert_eq!(n["library"]["pip"], pip, "{soname}");
+        assert_eq!(
+            n["rpath_covers"], false,
+            "cupy has no RPATH into the wheels"
+        );
+        assert_eq!(n["declared_extra"], "ctk", "{soname}");
+    }
+    assert_eq!(a["verdict"]["status"], "unresolved");
+    let statics: Vec<&str> = a["elf_files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| !e["static_cuda"].as_array().unwrap().is_empty())
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(statics.len(), 5, "{statics:?}");
+    assert!(statics.contains(&"cupy/cuda/thrust.cpython-311-x86_64-linux-gnu.so"));
+    assert_eq!(a["device"]["cubins"], 36);
+    assert_eq!(a["device"]["ptx"], 3);
+    assert_eq!(a["device"]["newest_ptx"]["isa"], "8.8");
+    assert!(a["vendored"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn real_libcudart_grafted_under_a_hashed_name_is_found() {
+    let Some(dir) = tool_from_env("CUDIST_REAL_WHEELS") else {
+        return;
+    };
+    let rt = wheel(&dir, "nvidia_cuda_runtime_cu12-12.9.79");
+    let tmp = tempfile::tempdir().unwrap();
+    extract(
+        &rt,
+        &["nvidia/cuda_runtime/lib/libcudart.so.12"],
+        tmp.path(),
+    );
+    let real = tmp.path().join("nvidia/cuda_runtime/lib/libcudart.so.12");
+    let hashed = tmp.path().join("libcudart-5ab1c2d3.so.12");
+    std::fs::copy(&real, &hashed).unwrap();
+    // Rename its SONAME as auditwheel does, with a real patchelf when CI provides one.
+    let renamed = match tool_from_env("CUDIST_PATCHELF") {
+        Some(patchelf) => {
+            let o = Command::new(patchelf)
+                .args(["--set-soname", "libcudart-5ab1c2d3.so.12"])
+                .arg(&hashed)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            true
+        }
+        None => false,
+    };
+    let ext = gcc_shared(
+        tmp.path(),
+        "ext.so",
+        None,
+        "int PyInit__ext(void) { return 0; }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", tmp.path().display()),
+            "-l:libcudart-5ab1c2d3.so.12",
+            "-Wl,-rpath,$ORIGIN/../naive.libs",
+            "-Wl,--disable-new-dtags",
+        ],
+    );
+    let bytes = std::fs::read(&hashed).unwrap();
+    let size = bytes.len() as u64;
+    let w = tmp.path().join("naive-1.0-cp311-cp311-linux_x86_64.whl");
+    write_wheel(
+        &w,
+        "naive",
+        &[],
+        &[
+            (
+                "naive/_ext.cpython-311-x86_64-linux-gnu.so",
+                std::fs::read(ext).unwrap(),
+            ),
+            ("naive.libs/libcudart-5ab1c2d3.so.12", bytes),
+        ],
+    );
+    let r = inspect_json(&[w.to_str().unwrap()], 0);
+    let a = &r["artifacts"][0];
+    let v = &a["vendored"][0];
+    assert_eq!(v["path"], "naive.libs/libcudart-5ab1c2d3.so.12");
+    assert_eq!(v["library"]["id"], "cudart");
+    assert_eq!(v["library"]["pip"], "nvidia-cuda-runtime-cu12");
+    assert_eq!(v["bytes"], size);
+    let ev = v["evidence"].to_string();
+    assert!(ev.contains("cudaMalloc"), "content evidence: {ev}");
+    if renamed {
+        assert!(ev.contains("renamed copy of libcudart.so.12"), "{ev}");
+    }
+    assert_eq!(a["verdict"]["status"], "bloated");
+    assert_eq!(a["breakdown"]["vendored_cuda"], size);
+}

