@@ -7,7 +7,7 @@ use clap::Subcommand;
 use cudist_catalog::{Catalog, CudaVersion};
 use serde_json::json;
 
-use crate::util::{Style, Table};
+use crate::util::{outln, Style, Table};
 
 #[derive(Subcommand)]
 pub enum CatalogCmd {
@@ -52,12 +52,12 @@ pub fn run(cmd: CatalogCmd, catalog: &Catalog) -> Result<ExitCode> {
                     None => {
                         if let Some(d) = catalog.driver_lib(&name) {
                             if json {
-                                println!(
+                                outln!(
                                     "{}",
                                     serde_json::to_string_pretty(&json!({"driver_lib": d}))?
                                 );
                             } else {
-                                println!("{}: NVIDIA driver library ({}). Provided by the driver; never bundle it.", d.soname, d.description);
+                                outln!("{}: NVIDIA driver library ({}). Provided by the driver; never bundle it.", d.soname, d.description);
                             }
                             return Ok(ExitCode::SUCCESS);
                         }
@@ -66,23 +66,23 @@ pub fn run(cmd: CatalogCmd, catalog: &Catalog) -> Result<ExitCode> {
                 },
             };
             if json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string_pretty(&json!({"library": lib}))?
                 );
                 return Ok(ExitCode::SUCCESS);
             }
-            println!(
+            outln!(
                 "{} — {} ({:?})",
                 style.bold(&lib.id),
                 lib.description,
                 lib.kind
             );
             if let Some(c) = &lib.component {
-                println!("  component: {c}");
+                outln!("  component: {c}");
             }
-            println!("  conda-forge: {}", lib.conda.as_deref().unwrap_or("-"));
-            println!(
+            outln!("  conda-forge: {}", lib.conda.as_deref().unwrap_or("-"));
+            outln!(
                 "  cuda-toolkit extra: {}",
                 lib.toolkit_extra
                     .as_deref()
@@ -107,9 +107,9 @@ pub fn run(cmd: CatalogCmd, catalog: &Catalog) -> Result<ExitCode> {
                     m.verified.as_deref().map_or("-".into(), |_| "yes".into()),
                 ]);
             }
-            print!("{}", t.render(2, style));
+            crate::util::emit(&t.render(2, style));
             if !lib.sources.is_empty() {
-                println!("  sources: {}", lib.sources.join("; "));
+                outln!("  sources: {}", lib.sources.join("; "));
             }
         }
         CatalogCmd::Sm { cuda, json } => {
@@ -127,7 +127,7 @@ pub fn run(cmd: CatalogCmd, catalog: &Catalog) -> Result<ExitCode> {
                 }
             };
             if json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string_pretty(&json!({"cuda": cuda, "archs": archs}))?
                 );
@@ -151,7 +151,7 @@ pub fn run(cmd: CatalogCmd, catalog: &Catalog) -> Result<ExitCode> {
                     a.family_from.clone().unwrap_or("-".into()),
                 ]);
             }
-            print!("{}", t.render(0, style));
+            crate::util::emit(&t.render(0, style));
         }
         CatalogCmd::Driver { cuda, json } => {
             let Some(v) = CudaVersion::parse(&cuda) else {
@@ -163,7 +163,7 @@ pub fn run(cmd: CatalogCmd, catalog: &Catalog) -> Result<ExitCode> {
                 bail!("the catalog has no driver data for CUDA {v}");
             }
             if json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string_pretty(&json!({
                         "cuda": v.to_string(),
@@ -179,13 +179,13 @@ pub fn run(cmd: CatalogCmd, catalog: &Catalog) -> Result<ExitCode> {
                 } else {
                     format!(" (no row for {v}; nearest older release {})", t.version)
                 };
-                println!(
+                outln!(
                     "CUDA {v}: driver >= {}{exact} for the full feature set, including PTX JIT",
                     t.min_driver
                 );
             }
             if let Some(f) = floor {
-                println!(
+                outln!(
                     "CUDA {}.x minor-version compatibility: driver >= {} runs {}.x builds (no JIT of newer PTX)",
                     v.major, f.min_driver, v.major
                 );
@@ -193,7 +193,7 @@ pub fn run(cmd: CatalogCmd, catalog: &Catalog) -> Result<ExitCode> {
         }
         CatalogCmd::List { json } => {
             if json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string_pretty(&json!({"libraries": catalog.libraries}))?
                 );
@@ -213,7 +213,7 @@ pub fn run(cmd: CatalogCmd, catalog: &Catalog) -> Result<ExitCode> {
                     l.conda.clone().unwrap_or("-".into()),
                 ]);
             }
-            print!("{}", t.render(0, style));
+            crate::util::emit(&t.render(0, style));
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -14,6 +14,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use cudist_catalog::Catalog;
+use util::outln;
 
 /// Exit code for unreadable or malformed input.
 const EXIT_INPUT: u8 = 3;
@@ -103,15 +104,15 @@ fn run_inspect(args: InspectArgs, catalog: &Catalog) -> anyhow::Result<ExitCode>
     report.summary.errors = report.errors.len();
     let style = util::Style::detect();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
     } else if args.cuobjdump {
-        print!("{}", cuobjdump_listings(&report, &args.paths));
+        util::emit(&cuobjdump_listings(&report, &args.paths));
     } else {
         let opts = inspect::render::RenderOptions {
             files: args.files,
             entries: args.entries,
         };
-        print!("{}", inspect::render::render(&report, opts, style));
+        util::emit(&inspect::render::render(&report, opts, style));
     }
     if !args.json {
         for e in &report.errors {

@@ -1,6 +1,25 @@
 //! Small presentation helpers shared by the commands: sizes, tables, colour.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
+
+/// Writes to stdout. A closed pipe (`cudist inspect … | head`) ends the program quietly with
+/// success instead of panicking, as command-line tools do.
+pub fn emit(s: &str) {
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: cannot write to standard output: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// `println!` through [`emit`].
+macro_rules! outln {
+    ($($t:tt)*) => { $crate::util::emit(&format!("{}\n", format_args!($($t)*))) };
+}
+pub(crate) use outln;
 
 /// `1536` → `1.5 KiB`; binary units, one decimal.
 pub fn human_bytes(n: u64) -> String {

@@ -160,3 +160,21 @@ fn batch_goes_on_after_a_bad_input() {
     assert_eq!(v["summary"]["artifacts"], 1);
     assert_eq!(v["summary"]["errors"], 1);
 }
+
+#[test]
+fn closed_stdout_ends_quietly() {
+    // `cudist inspect … | head -1`: the reader goes away; cudist must not panic.
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cudist"))
+        .args(["inspect", "--json"])
+        .arg(fixtures())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(o.status.code(), Some(0), "{err}");
+}

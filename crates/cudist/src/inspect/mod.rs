@@ -900,12 +900,17 @@ fn device_summary(
         if let Some(c) = cuda {
             major = major.or(Some(c.major));
             if let Some(t) = catalog.min_driver(c) {
+                let floor_note = if CudaVersion::parse(&t.version) == Some(c) {
+                    format!("that toolkit's minimum driver is {}", t.min_driver)
+                } else {
+                    format!(
+                        "the catalog has no minimum driver for {c}; {} (the newest release it knows) needs {}, so {c} needs at least that",
+                        t.version, t.min_driver
+                    )
+                };
                 d.ptx_jit_min_driver = Some(DriverFloor {
                     driver: t.min_driver.clone(),
-                    reason: format!(
-                        "PTX ISA {isa} was introduced by CUDA {c}; the driver must be at least that toolkit's ({})",
-                        t.version
-                    ),
+                    reason: format!("PTX ISA {isa} was introduced by CUDA {c}; {floor_note}"),
                 });
             }
         }
