@@ -14,6 +14,7 @@
 # Environment: CUDIST_CACHE (work/cache dir, default <repo>/.cache), CUDIST_BIN (skip the build),
 # RUNS (default 5).
 set -euo pipefail
+shopt -s inherit_errexit  # a failing timer inside $(...) must stop the script too
 
 AUDITWHEEL_PIN=6.8.2
 CUOBJDUMP_PIN=13.5.37
@@ -58,7 +59,9 @@ SO=$WORK/extract/$MEMBER
 if [[ -z "${CUDIST_BIN:-}" ]]; then
   log "cargo build --release"
   (cd "$REPO" && cargo build --release -q -p cudist)
-  CUDIST_BIN=$REPO/target/release/cudist
+  CUDIST_BIN=$REPO/target/release/cudist; BUILT="built by this script"
+else
+  BUILT="prebuilt via CUDIST_BIN, binary modified $(date -u -r "$CUDIST_BIN" '+%H:%M UTC')"
 fi
 cp "$CUDIST_BIN" "$WORK/cudist"
 CUDIST=$WORK/cudist
@@ -78,8 +81,8 @@ timeit() {  # timeit NAME CMD...
   local name=$1; shift
   log "timing $name"
   if command -v hyperfine > /dev/null; then
-    hyperfine -N -s basic --warmup 1 --runs "$RUNS" --export-json "$WORK/$name.json" -- "$(printf '%q ' "$@")" >&2
-    python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; print(f"{r[\"median\"]:.4f} {r[\"min\"]:.4f}")' "$WORK/$name.json"
+    hyperfine -N --style basic --warmup 1 --runs "$RUNS" --export-json "$WORK/$name.json" -- "$(printf '%q ' "$@")" >&2
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; print("%.4f %.4f" % (r["median"], r["min"]))' "$WORK/$name.json"
   else
     python3 - "$RUNS" "$@" <<'EOF'
 import statistics, subprocess, sys, time
@@ -117,15 +120,15 @@ git -C "$REPO" diff --quiet HEAD 2>/dev/null || REV="$REV+dirty"
 if command -v hyperfine > /dev/null; then TIMER="$(hyperfine --version)"; else TIMER="Python loop"; fi
 CPU=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 RAM=$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
-WHL_MB=$(du -m "$WHEEL" | cut -f1); SO_MB=$(du -m "$SO" | cut -f1)
+mb() { awk -v b="$(stat -c %s "$1")" 'BEGIN { printf "%.0f MB", b / 1e6 }'; }
 
 REPORT=$(cat <<EOF
 ## $(date -u '+%Y-%m-%d %H:%M UTC') — cudist $REV
 
 - Machine: $(nproc) CPUs ($CPU), $RAM RAM, $(uname -sr); load average (1/5/15 min) $LOAD_START at start, $LOAD_END at end.
-- Tools: $("$CUDIST" --version), auditwheel $AUDITWHEEL_PIN, cuobjdump $("$CUOBJDUMP" --version | grep -o 'V[0-9.]*') (nvidia-cuda-cuobjdump $CUOBJDUMP_PIN), $(python3 --version).
+- Tools: $("$CUDIST" --version) (git $REV, $BUILT), auditwheel $AUDITWHEEL_PIN, cuobjdump $("$CUOBJDUMP" --version | grep -o 'V[0-9][0-9.]*') (nvidia-cuda-cuobjdump $CUOBJDUMP_PIN), $(python3 --version).
 - Timer: $TIMER, 1 warm-up + $RUNS runs, page cache warm; peak RSS from one extra run each.
-- Inputs: \`$WHEEL_NAME\` ($WHL_MB MB); \`$(basename "$MEMBER")\` ($SO_MB MB, extracted from it).
+- Inputs: \`$WHEEL_NAME\` ($(mb "$WHEEL")); \`$(basename "$MEMBER")\` ($(mb "$SO"), extracted from it).
 
 | Command | Median | Min | Peak RSS |
 |---|---:|---:|---:|

@@ -26,7 +26,7 @@ pub fn is_elf(data: &[u8]) -> bool {
 pub enum ElfError {
     #[error("not an ELF file (no \\x7fELF magic)")]
     NotElf,
-    #[error("malformed ELF: {what}: {source}")]
+    #[error("malformed ELF: {what}")]
     Malformed {
         what: &'static str,
         #[source]

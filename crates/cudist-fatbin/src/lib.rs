@@ -199,6 +199,9 @@ pub struct Entry {
 pub struct Image {
     pub sm: u32,
     pub flags: u64,
+    /// The image's own header version (1.8 for ABI-v8 cubins).
+    pub version_major: u16,
+    pub version_minor: u16,
     /// Offset of the image inside the decompressed payload.
     pub offset: u64,
     pub size: u64,
@@ -529,6 +532,8 @@ fn concat_table(header: &[u8], at: usize, payload: u64) -> Result<Vec<Image>, St
             size: u64_at(header, h + 8),
             sm: u32_at(header, h + 0x1C),
             flags: u64_at(header, h + 0x28),
+            version_minor: u16_at(header, h + 0x18),
+            version_major: u16_at(header, h + 0x1A),
         };
         if img.offset.saturating_add(img.size) > payload {
             return Err(format!("image {} runs past the payload", i + 1));

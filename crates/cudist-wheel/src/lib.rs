@@ -21,9 +21,9 @@ use zip::ZipArchive;
 /// Errors raised while reading a wheel. Each names the problem; callers add the file name.
 #[derive(Debug, thiserror::Error)]
 pub enum WheelError {
-    #[error("cannot open: {0}")]
+    #[error("cannot open the file")]
     Io(#[from] io::Error),
-    #[error("not a readable zip archive: {0}")]
+    #[error("not a readable zip archive")]
     Zip(#[source] zip::result::ZipError),
     #[error("member {name:?} escapes the archive (absolute path or `..`)")]
     UnsafeName { name: String },
@@ -33,7 +33,7 @@ pub enum WheelError {
     Duplicate { name: String },
     #[error("member {name:?} is encrypted")]
     Encrypted { name: String },
-    #[error("member {name:?} cannot be read: {source}")]
+    #[error("member {name:?} cannot be read")]
     Member {
         name: String,
         #[source]

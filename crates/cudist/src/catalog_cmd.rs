@@ -21,16 +21,16 @@ pub enum CatalogCmd {
     },
     /// Compute capabilities, optionally those a CUDA version can target: `--cuda 13.0`.
     Sm {
-        #[arg(long, value_name = "X.Y")]
-        cuda: Option<String>,
+        #[arg(long, value_name = "X.Y", value_parser = parse_cuda)]
+        cuda: Option<CudaVersion>,
         #[arg(long)]
         json: bool,
     },
     /// Minimum Linux driver for a toolkit version, and its major's compatibility floor.
     Driver {
         /// A CUDA toolkit version such as 12.8.
-        #[arg(value_name = "X.Y")]
-        cuda: String,
+        #[arg(value_name = "X.Y", value_parser = parse_cuda)]
+        cuda: CudaVersion,
         #[arg(long)]
         json: bool,
     },
@@ -39,6 +39,23 @@ pub enum CatalogCmd {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// The schema identifier of every `cudist catalog … --json` answer.
+pub const SCHEMA: &str = "cudist.catalog/1";
+
+fn parse_cuda(s: &str) -> std::result::Result<CudaVersion, String> {
+    CudaVersion::parse(s)
+        .ok_or_else(|| format!("{s:?} is not a CUDA version (expected X.Y, e.g. 12.8)"))
+}
+
+fn print_json(value: serde_json::Value) -> Result<()> {
+    let mut v = json!({ "schema": SCHEMA });
+    if let (Some(obj), serde_json::Value::Object(extra)) = (v.as_object_mut(), value) {
+        obj.extend(extra);
+    }
+    outln!("{}", serde_json::to_string_pretty(&v)?);
+    Ok(())
 }
 
 pub fn run(cmd: CatalogCmd, catalog: &Catalog) -> Result<ExitCode> {
@@ -52,10 +69,7 @@ pub fn run(cmd: CatalogCmd, catalog: &Catalog) -> Result<ExitCode> {
                     None => {
                         if let Some(d) = catalog.driver_lib(&name) {
                             if json {
-                                outln!(
-                                    "{}",
-                                    serde_json::to_string_pretty(&json!({"driver_lib": d}))?
-                                );
+                                print_json(json!({"driver_lib": d}))?;
                             } else {
                                 outln!("{}: NVIDIA driver library ({}). Provided by the driver; never bundle it.", d.soname, d.description);
                             }
@@ -66,10 +80,7 @@ pub fn run(cmd: CatalogCmd, catalog: &Catalog) -> Result<ExitCode> {
                 },
             };
             if json {
-                outln!(
-                    "{}",
-                    serde_json::to_string_pretty(&json!({"library": lib}))?
-                );
+                print_json(json!({"library": lib}))?;
                 return Ok(ExitCode::SUCCESS);
             }
             outln!(
@@ -113,13 +124,8 @@ pub fn run(cmd: CatalogCmd, catalog: &Catalog) -> Result<ExitCode> {
             }
         }
         CatalogCmd::Sm { cuda, json } => {
-            let archs = match &cuda {
-                Some(v) => {
-                    let Some(v) = CudaVersion::parse(v) else {
-                        bail!("{v:?} is not a CUDA version (expected X.Y, e.g. 13.0)");
-                    };
-                    catalog.archs_for_cuda(v)
-                }
+            let archs = match cuda {
+                Some(v) => catalog.archs_for_cuda(v),
                 None => {
                     let mut v: Vec<_> = catalog.archs.iter().collect();
                     v.sort_by_key(|a| a.sm);
@@ -127,10 +133,7 @@ pub fn run(cmd: CatalogCmd, catalog: &Catalog) -> Result<ExitCode> {
                 }
             };
             if json {
-                outln!(
-                    "{}",
-                    serde_json::to_string_pretty(&json!({"cuda": cuda, "archs": archs}))?
-                );
+                print_json(json!({"cuda": cuda.map(|c| c.to_string()), "archs": archs}))?;
                 return Ok(ExitCode::SUCCESS);
             }
             let mut t = Table::new(&[
@@ -153,24 +156,21 @@ pub fn run(cmd: CatalogCmd, catalog: &Catalog) -> Result<ExitCode> {
             }
             crate::util::emit(&t.render(0, style));
         }
-        CatalogCmd::Driver { cuda, json } => {
-            let Some(v) = CudaVersion::parse(&cuda) else {
-                bail!("{cuda:?} is not a CUDA version (expected X.Y, e.g. 12.8)");
-            };
+        CatalogCmd::Driver { cuda: v, json } => {
             let t = catalog.min_driver(v);
             let floor = catalog.minor_compat_floor(v.major);
             if t.is_none() && floor.is_none() {
                 bail!("the catalog has no driver data for CUDA {v}");
             }
             if json {
-                outln!(
-                    "{}",
-                    serde_json::to_string_pretty(&json!({
-                        "cuda": v.to_string(),
-                        "toolkit": t,
-                        "minor_compat": floor,
-                    }))?
-                );
+                print_json(json!({
+                    "cuda": v.to_string(),
+                    "toolkit": t,
+                    // false when the catalog has no row for this release and `toolkit` is
+                    // the newest older release of the same major
+                    "toolkit_exact": t.is_some_and(|t| CudaVersion::parse(&t.version) == Some(v)),
+                    "minor_compat": floor,
+                }))?;
                 return Ok(ExitCode::SUCCESS);
             }
             if let Some(t) = t {
@@ -193,10 +193,7 @@ pub fn run(cmd: CatalogCmd, catalog: &Catalog) -> Result<ExitCode> {
         }
         CatalogCmd::List { json } => {
             if json {
-                outln!(
-                    "{}",
-                    serde_json::to_string_pretty(&json!({"libraries": catalog.libraries}))?
-                );
+                print_json(json!({"libraries": catalog.libraries}))?;
                 return Ok(ExitCode::SUCCESS);
             }
             let mut t = Table::new(&["ID", "KIND", "SONAMES", "CONDA"]);

@@ -99,9 +99,9 @@ fn report_error(e: &anyhow::Error) {
 fn run_inspect(args: InspectArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
     let (inputs, mut errors) = inspect::expand_inputs(&args.paths);
     let mut report = inspect::inspect(&inputs, catalog);
+    report.summary.errors += errors.len();
     errors.append(&mut report.errors);
     report.errors = errors;
-    report.summary.errors = report.errors.len();
     let style = util::Style::detect();
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&report)?);
@@ -115,14 +115,21 @@ fn run_inspect(args: InspectArgs, catalog: &Catalog) -> anyhow::Result<ExitCode>
         util::emit(&inspect::render::render(&report, opts, style));
     }
     if !args.json {
-        for e in &report.errors {
-            eprintln!("error: {}: {}", e.path, e.error);
+        let inside = report
+            .artifacts
+            .iter()
+            .flat_map(|a| a.problems.iter().map(move |p| (Some(a.path.as_str()), p)));
+        for (artifact, e) in report.errors.iter().map(|e| (None, e)).chain(inside) {
+            match artifact {
+                Some(a) => eprintln!("error: {a}: {}", e.error),
+                None => eprintln!("error: {}: {}", e.path, e.error),
+            }
             if let Some(h) = &e.hint {
                 eprintln!("  hint: {h}");
             }
         }
     }
-    Ok(if report.errors.is_empty() {
+    Ok(if report.summary.errors == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(EXIT_INPUT)

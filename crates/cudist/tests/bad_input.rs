@@ -178,3 +178,33 @@ fn closed_stdout_ends_quietly() {
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(o.status.code(), Some(0), "{err}");
 }
+
+#[test]
+fn one_bad_file_does_not_hide_the_rest_of_a_tree() {
+    let d = tempfile::tempdir().unwrap();
+    let good = std::fs::read(fixtures().join("multi.so")).unwrap();
+    std::fs::write(d.path().join("good.so"), &good).unwrap();
+    std::fs::write(d.path().join("cut.so"), &good[..good.len() / 2]).unwrap();
+    let v = inspect_json(&[d.path().to_str().unwrap()], 3);
+    let a = &v["artifacts"][0];
+    assert_eq!(a["elf_files"].as_array().unwrap().len(), 1);
+    assert_eq!(a["elf_files"][0]["path"], "good.so");
+    assert_eq!(a["problems"][0]["path"], "cut.so");
+    assert!(a["problems"][0]["error"]
+        .as_str()
+        .unwrap()
+        .contains("cannot read ELF"));
+    assert_eq!(v["summary"]["errors"], 1);
+    let o = cudist(&["inspect", d.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        stderr(&o).contains("cut.so: cannot read ELF"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stdout(&o).contains("good.so") || stdout(&o).contains("1 ELF file"),
+        "{}",
+        stdout(&o)
+    );
+}

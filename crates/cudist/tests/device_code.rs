@@ -197,9 +197,16 @@ fn codecs_are_read_from_the_flags() {
 #[test]
 fn concat_lto_and_relocatable_code() {
     let r = report(&fixtures().join("concat.so"));
-    assert!(entries(&r)
+    let images: Vec<&Value> = entries(&r)
         .iter()
-        .any(|e| e["concatenated"] == true && e["kind"] == "cubin"));
+        .filter(|e| e["concatenated"] == true)
+        .collect();
+    assert!(!images.is_empty());
+    for i in images {
+        assert_eq!(i["kind"], "cubin");
+        assert_eq!(i["version"], "1.8", "the image's own header version: {i:#}");
+        assert_eq!(i["codec"], "zstd");
+    }
     let r = report(&fixtures().join("lto.o"));
     let kinds: Vec<&str> = entries(&r)
         .iter()
@@ -220,6 +227,15 @@ fn concat_lto_and_relocatable_code() {
         2,
         "both .nv_fatbin and __nv_relfatbin: {sections:?}"
     );
+    // The summary counts what the runtime loads: the device-linked .nv_fatbin (2 cubins, no PTX),
+    // not the relocatable copies kept for a later device link.
+    let dev = &r["artifacts"][0]["device"];
+    assert_eq!(dev["cubins"], 2, "{dev:#}");
+    assert_eq!(dev["ptx"], 0);
+    assert!(dev["newest_ptx"].is_null());
+    // An object file has only __nv_relfatbin: that is what counts there.
+    let r = report(&fixtures().join("rdc.o"));
+    assert_eq!(r["artifacts"][0]["device"]["cubins"], 2);
     let r = report(&fixtures().join("arch_specific.so"));
     let arches: Vec<&str> = entries(&r)
         .iter()

@@ -148,6 +148,51 @@ fn missing_rpath_and_dependency_is_unresolved() {
 }
 
 #[test]
+fn braced_origin_is_expanded() {
+    let libs = Libs::new();
+    let ext = libs.extension(&[("c12", "cublas")], Some("${ORIGIN}/../nvidia/cublas/lib"));
+    let out = tempfile::tempdir().unwrap();
+    let w = wheel(out.path(), "braced", &["nvidia-cublas-cu12"], &[(EXT, ext)]);
+    let r = inspect_json(&[&w], 0);
+    let a = artifact(&r, ".whl");
+    assert_eq!(
+        a["elf_files"][0]["rpath"][0]["expanded"],
+        "nvidia/cublas/lib"
+    );
+    assert_eq!(a["elf_files"][0]["rpath"][0]["location"], "cuda-wheel");
+    assert_eq!(a["verdict"]["status"], "ok");
+}
+
+#[test]
+fn a_provider_wheel_is_not_vendoring() {
+    // A wheel named like the library's provider carries it by design (NVIDIA's own wheels).
+    let libs = Libs::new();
+    let cublas = std::fs::read(libs.path("c12").join("libcublas.so")).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let w = wheel(
+        out.path(),
+        "nvidia_cublas_cu12",
+        &[],
+        &[("nvidia/cublas/lib/libcublas.so.12", cublas.clone())],
+    );
+    let r = inspect_json(&[&w], 0);
+    let a = artifact(&r, ".whl");
+    assert!(a["vendored"].as_array().unwrap().is_empty(), "{a:#}");
+    assert_eq!(a["verdict"]["status"], "ok");
+    let w = wheel(
+        out.path(),
+        "other",
+        &[],
+        &[("other.libs/libcublas.so.12", cublas)],
+    );
+    let r = inspect_json(&[&w], 0);
+    assert_eq!(
+        artifact(&r, "other-1.0-cp311-cp311-linux_x86_64.whl")["verdict"]["status"],
+        "bloated"
+    );
+}
+
+#[test]
 fn cuda13_merged_layout_and_toolkit_extra() {
     let libs = Libs::new();
     let ext = libs.extension(&[("c13", "cublas")], Some("$ORIGIN/../nvidia/cu13/lib"));

@@ -35,7 +35,7 @@ pub fn inspect(inputs: &[Input], catalog: &Catalog) -> Report {
     }
     let summary = Summary {
         artifacts: artifacts.len(),
-        errors: errors.len(),
+        errors: errors.len() + artifacts.iter().map(|a| a.problems.len()).sum::<usize>(),
         elf_files: artifacts.iter().map(|a| a.elf_files.len()).sum(),
         vendored_cuda_bytes: artifacts.iter().map(|a| a.breakdown.vendored_cuda).sum(),
         needs_attention: artifacts
@@ -207,39 +207,48 @@ pub fn analyse_elf(
 /// Adds one fatbin entry to the report; a concatenated entry becomes one cubin row per image, each
 /// with its share of the stored bytes, as cuobjdump lists them.
 fn push_device_entries(e: &cudist_fatbin::Entry, out: &mut Vec<DeviceEntry>) {
-    let row = |kind, arch: String, sm, share: f64, uncompressed, flags, concatenated| DeviceEntry {
-        section: e.section,
-        kind,
-        arch,
-        sm,
-        version: format!("{}.{}", e.version_major, e.version_minor),
-        codec: e.codec,
-        stored_size: (e.stored_size() as f64 * share).round() as u64,
-        compressed_size: (e.compressed_size as f64 * share).round() as u64,
-        uncompressed_size: uncompressed,
-        flags,
-        concatenated,
-        identifier: e.identifier.clone(),
-    };
+    let row =
+        |kind, arch: String, sm, version: String, share: f64, uncompressed, flags, concatenated| {
+            DeviceEntry {
+                section: e.section,
+                kind,
+                arch,
+                sm,
+                version,
+                codec: e.codec,
+                stored_size: (e.stored_size() as f64 * share).round() as u64,
+                compressed_size: (e.compressed_size as f64 * share).round() as u64,
+                uncompressed_size: uncompressed,
+                flags,
+                concatenated,
+                identifier: e.identifier.clone(),
+            }
+        };
     if e.kind == EntryKind::Concat && !e.images.is_empty() {
         let total: u64 = e.images.iter().map(|i| i.size).sum::<u64>().max(1);
         for i in &e.images {
             let share = i.size as f64 / total as f64;
+            let version = format!("{}.{}", i.version_major, i.version_minor);
+            // The image header has no codec bits: keep the entry's, which `codec` reports.
+            let flags = i.flags | (e.flags & cudist_fatbin::flags::ANY_COMPRESSION);
             out.push(row(
                 EntryKind::Cubin,
                 i.arch_name(),
                 i.sm,
+                version,
                 share,
                 i.size,
-                i.flags,
+                flags,
                 true,
             ));
         }
     } else {
+        let version = format!("{}.{}", e.version_major, e.version_minor);
         out.push(row(
             e.kind,
             e.arch_name(),
             e.sm,
+            version,
             1.0,
             e.uncompressed_size,
             e.flags,
@@ -312,6 +321,8 @@ pub struct Scanned {
     pub installed_size: u64,
     pub wheel: Option<WheelInfo>,
     pub elfs: Vec<Analysed>,
+    /// Files that look like ELF but could not be read or analysed.
+    pub problems: Vec<InputError>,
     /// Every regular file's install path (used to tell whether a search path lies inside).
     pub files: BTreeSet<String>,
 }
@@ -324,27 +335,43 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         installed_size,
         wheel,
         mut elfs,
+        problems,
         files,
     } = scanned;
     elfs.sort_by(|a, b| a.report.path.cmp(&b.report.path));
 
     // 0. Classify NEEDED entries with the CUDA major the file or the artifact pins down.
-    let artifact_hint = artifact_major_hint(&elfs, wheel.as_ref(), catalog);
+    let wheel_dirs = wheel_dir_index(catalog);
+    let artifact_hint = artifact_major_hint(&elfs, wheel.as_ref(), catalog, &wheel_dirs);
     for a in &mut elfs {
-        let hint = elf_major_hint(&a.report, catalog).or(artifact_hint);
+        let hint = elf_major_hint(&a.report, catalog, &wheel_dirs).or(artifact_hint);
         a.hint = hint;
         for n in &mut a.report.needed {
             *n = classify_needed(&n.soname, catalog, hint);
         }
     }
 
-    // 1. Vendored CUDA libraries: by SONAME (hashed grafts too), confirmed by content.
+    // 1. Vendored CUDA libraries: by SONAME (hashed grafts too), confirmed by content. A wheel
+    // that is itself the library's provider (NVIDIA's own wheels) carries it by design.
+    let this_dist = wheel
+        .as_ref()
+        .and_then(|w| w.name.as_deref())
+        .map(normalise_dist);
     let mut vendored = Vec::new();
     for a in &mut elfs {
         if let Some(v) = recognise_vendored(a, catalog) {
+            let provider = v
+                .library
+                .as_ref()
+                .and_then(|l| l.pip.as_deref())
+                .map(normalise_dist);
+            if provider.is_some() && provider == this_dist {
+                continue;
+            }
+            let base = a.report.path.rsplit('/').next().unwrap_or_default();
             a.report.vendored = Some(match &v.library {
                 Some(l) => l.id.clone(),
-                None => v.soname.clone().unwrap_or_default(),
+                None => v.soname.clone().unwrap_or_else(|| base.to_string()),
             });
             vendored.push(v);
         }
@@ -366,7 +393,6 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
             .entry(base.to_string())
             .or_insert(a.report.path.clone());
     }
-    let wheel_dirs = wheel_dir_index(catalog);
     for a in &mut elfs {
         for n in &mut a.report.needed {
             n.provided_in_artifact = provided.get(&n.soname).cloned();
@@ -451,6 +477,7 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         installed_size,
         wheel,
         elf_files: elfs.into_iter().map(|a| a.report).collect(),
+        problems,
         cuda_needed,
         driver_needed,
         vendored,
@@ -575,10 +602,11 @@ fn artifact_major_hint(
     elfs: &[Analysed],
     wheel: Option<&WheelInfo>,
     catalog: &Catalog,
+    wheel_dirs: &WheelDirs,
 ) -> Option<u32> {
     let mut votes: BTreeMap<u32, usize> = BTreeMap::new();
     for a in elfs {
-        if let Some(m) = elf_major_hint(&a.report, catalog) {
+        if let Some(m) = elf_major_hint(&a.report, catalog, wheel_dirs) {
             *votes.entry(m).or_default() += 1;
         }
     }
@@ -603,12 +631,20 @@ fn artifact_major_hint(
 }
 
 /// The CUDA major one ELF file's own SONAME or NEEDED entries pin down, if they agree.
-fn elf_major_hint(r: &ElfReport, catalog: &Catalog) -> Option<u32> {
+/// The file's own directory counts too: a library in `nvidia/cu13/lib` is CUDA 13.
+fn elf_major_hint(r: &ElfReport, catalog: &Catalog, wheel_dirs: &WheelDirs) -> Option<u32> {
     let mut majors = BTreeSet::new();
     for s in r.soname.iter().chain(r.needed.iter().map(|n| &n.soname)) {
         if let [m] = catalog.majors_of(s)[..] {
             majors.insert(m);
         }
+    }
+    if majors.is_empty() {
+        let dir_majors: BTreeSet<u32> = wheel_dirs
+            .get(&parent(&r.path))
+            .map(|pips| pips.iter().map(|(m, _)| *m).collect())
+            .unwrap_or_default();
+        majors = dir_majors;
     }
     (majors.len() == 1).then(|| *majors.iter().next().unwrap())
 }
@@ -688,7 +724,14 @@ fn resolve_search_path(
     let origin_rel = raw
         .strip_prefix("$ORIGIN")
         .or_else(|| raw.strip_prefix("${ORIGIN}"));
-    if raw.is_empty() || raw.contains("$LIB") || raw.contains("$PLATFORM") || raw.contains("${") {
+    let after_origin = origin_rel.unwrap_or(raw);
+    if raw.is_empty()
+        || raw.contains("$LIB")
+        || raw.contains("$PLATFORM")
+        || raw.contains("${LIB}")
+        || raw.contains("${PLATFORM}")
+        || after_origin.contains('$')
+    {
         e.expanded = raw.to_string();
         e.location = PathLocation::Unresolved;
         return;
@@ -865,7 +908,16 @@ fn device_summary(
     let mut native = BTreeSet::new();
     let mut newest_ptx: Option<(u32, CudaVersion, String)> = None;
     for a in elfs.iter().filter(|a| a.report.vendored.is_none()) {
-        for e in &a.report.device_code {
+        // What runs is what the runtime loads: `.nv_fatbin` when present (the relocatable copies in
+        // `__nv_relfatbin` are inputs to a device link), else `__nv_relfatbin` of an object file.
+        let present: Vec<SectionKind> = a.report.device_code.iter().map(|e| e.section).collect();
+        let loaded = cudist_fatbin::cuobjdump_default_section(&present);
+        for e in a
+            .report
+            .device_code
+            .iter()
+            .filter(|e| Some(e.section) == loaded)
+        {
             *d.codecs.entry(e.codec.to_string()).or_default() += 1;
             match e.kind {
                 EntryKind::Ptx => {
@@ -880,10 +932,11 @@ fn device_summary(
                     }
                 }
                 EntryKind::LtoIr => d.lto_ir += 1,
-                _ => {
+                EntryKind::Cubin | EntryKind::Other(0x10) => {
                     d.cubins += 1;
                     native.insert((e.sm, e.arch.clone()));
                 }
+                _ => d.other += 1,
             }
         }
     }
@@ -945,12 +998,19 @@ fn breakdown(elfs: &[Analysed], vendored: &[Vendored], installed: u64) -> Breakd
             match e.kind {
                 EntryKind::Ptx => b.ptx += e.stored_size,
                 EntryKind::LtoIr => b.lto_ir += e.stored_size,
-                _ => *b.device_code.entry(e.arch.clone()).or_default() += e.stored_size,
+                EntryKind::Cubin | EntryKind::Other(0x10) => {
+                    *b.device_code.entry(e.arch.clone()).or_default() += e.stored_size
+                }
+                _ => b.other_device += e.stored_size,
             }
         }
     }
-    let counted =
-        b.host_code + b.ptx + b.lto_ir + b.vendored_cuda + b.device_code.values().sum::<u64>();
+    let counted = b.host_code
+        + b.ptx
+        + b.lto_ir
+        + b.other_device
+        + b.vendored_cuda
+        + b.device_code.values().sum::<u64>();
     b.other = installed.saturating_sub(counted);
     b
 }

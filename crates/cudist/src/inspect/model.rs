@@ -16,7 +16,8 @@ pub struct Report {
     pub schema: &'static str,
     pub cudist_version: &'static str,
     pub artifacts: Vec<Artifact>,
-    /// Inputs that could not be read, with the reason; the exit code is non-zero when any exist.
+    /// Inputs that could not be read at all, with the reason; the exit code is non-zero when any
+    /// exist (or when an artifact has `problems`).
     pub errors: Vec<InputError>,
     pub summary: Summary,
 }
@@ -33,6 +34,7 @@ pub struct InputError {
 #[derive(Debug, Default, Serialize)]
 pub struct Summary {
     pub artifacts: usize,
+    /// Unreadable inputs plus unreadable files inside artifacts.
     pub errors: usize,
     pub elf_files: usize,
     /// Bytes of vendored CUDA toolkit and driver libraries over all artifacts.
@@ -59,6 +61,9 @@ pub struct Artifact {
     pub installed_size: u64,
     pub wheel: Option<WheelInfo>,
     pub elf_files: Vec<ElfReport>,
+    /// Files of the artifact that look like ELF but could not be read or analysed (`path` is the
+    /// file's path inside the artifact). The exit code is non-zero when any exist.
+    pub problems: Vec<InputError>,
     /// CUDA libraries needed by the artifact's ELF files, one row per SONAME.
     pub cuda_needed: Vec<NeededLibrary>,
     /// Driver libraries needed (never to be bundled).
@@ -168,9 +173,10 @@ pub struct SearchPathEntry {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Confidence {
-    /// The library's own API entry points are defined in the file.
+    /// The library's own API entry points are defined in the file, or it contains strings only
+    /// that library's code holds (catalog `static_strings`).
     Certain,
-    /// Indirect evidence only (strings, device code without any CUDA runtime in NEEDED).
+    /// Indirect evidence only (device code without any CUDA runtime in NEEDED).
     Likely,
 }
 
@@ -245,10 +251,14 @@ pub struct Vendored {
 }
 
 #[derive(Debug, Default, Serialize)]
+/// Counts cover the device code the runtime loads: per file, `.nv_fatbin` when present, else
+/// `__nv_relfatbin` (object files). `ElfReport.device_code` lists both sections.
 pub struct DeviceSummary {
     pub cubins: usize,
     pub ptx: usize,
     pub lto_ir: usize,
+    /// Entries of kinds cuobjdump does not list.
+    pub other: usize,
     /// SMs with native code (cubins), sorted, with suffixes (`sm_90a`).
     pub native_sms: Vec<String>,
     /// The newest PTX: JIT-compiled by the driver for GPUs newer than every cubin.
@@ -284,6 +294,8 @@ pub struct Breakdown {
     pub device_code: BTreeMap<String, u64>,
     pub ptx: u64,
     pub lto_ir: u64,
+    /// Fatbin entries of other kinds.
+    pub other_device: u64,
     pub vendored_cuda: u64,
     pub other: u64,
     pub total: u64,

@@ -356,6 +356,7 @@ fn render_breakdown(out: &mut String, a: &Artifact, style: Style) {
     }
     row("PTX".into(), b.ptx);
     row("LTO-IR".into(), b.lto_ir);
+    row("other device code".into(), b.other_device);
     row("vendored CUDA libraries".into(), b.vendored_cuda);
     row("other".into(), b.other);
     row("total".into(), b.total);

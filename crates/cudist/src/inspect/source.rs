@@ -101,6 +101,7 @@ pub fn scan(input: &Input, analyse: &Analyse<'_>) -> Result<Scanned> {
                 installed_size: map.len() as u64,
                 wheel: None,
                 elfs: vec![a],
+                problems: Vec::new(),
                 files: BTreeSet::from([name]),
             })
         }
@@ -167,30 +168,31 @@ fn scan_wheel(path: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
         .collect();
     // Largest first, so that one big module does not start last and leave the other cores idle.
     candidates.sort_by_key(|&i| std::cmp::Reverse(members[i].compressed_size));
-    let elfs = candidates
+    let results = candidates
         .par_iter()
         // One member per task: a few members dominate, and rayon's default chunking would put
         // them on one thread back to back.
         .with_max_len(1)
-        .map(|&i| -> Result<Option<Analysed>> {
+        .map(|&i| {
             let m = &members[i];
-            let data = if likely_elf(&m.name) {
-                wheel.read_member(i)?
-            } else {
-                if !is_elf(&wheel.read_prefix(i, 4)?) {
+            let one = || -> Result<Option<Analysed>> {
+                let data = if likely_elf(&m.name) {
+                    wheel.read_member(i)?
+                } else {
+                    if !is_elf(&wheel.read_prefix(i, 4)?) {
+                        return Ok(None);
+                    }
+                    wheel.read_member(i)?
+                };
+                if !is_elf(&data) {
                     return Ok(None);
                 }
-                wheel.read_member(i)?
+                analyse(&install_path(&m.name), &data).map(Some)
             };
-            if !is_elf(&data) {
-                return Ok(None);
-            }
-            analyse(&install_path(&m.name), &data).map(Some)
+            (m.name.clone(), one())
         })
-        .collect::<Result<Vec<_>>>()?
-        .into_iter()
-        .flatten()
-        .collect();
+        .collect::<Vec<_>>();
+    let (elfs, problems) = split_results(results);
     let wheel_info = md.map(|md| WheelInfo {
         name: md.name,
         version: md.version,
@@ -204,6 +206,7 @@ fn scan_wheel(path: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
         installed_size,
         wheel: wheel_info,
         elfs,
+        problems,
         files,
     })
 }
@@ -212,33 +215,56 @@ fn scan_dir(root: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
     let mut files = Vec::new();
     walk(root, "", &mut files)?;
     let size = files.iter().map(|(_, _, s)| *s).sum();
-    let elfs = files
+    let results = files
         .par_iter()
         .with_max_len(1)
         .filter(|(rel, _, size)| *size >= 52 && !surely_not_elf(rel))
-        .map(|(rel, abs, _)| -> Result<Option<Analysed>> {
-            let mut head = [0u8; 4];
-            let n = File::open(abs)
-                .and_then(|mut f| f.read(&mut head))
-                .with_context(|| format!("{rel}: cannot read"))?;
-            if !is_elf(&head[..n]) {
-                return Ok(None);
-            }
-            let map = map_file(abs)?;
-            analyse(rel, &map).map(Some)
+        .map(|(rel, abs, _)| {
+            let one = || -> Result<Option<Analysed>> {
+                let mut head = [0u8; 4];
+                let n = File::open(abs)
+                    .and_then(|mut f| f.read(&mut head))
+                    .with_context(|| format!("{rel}: cannot read"))?;
+                if !is_elf(&head[..n]) {
+                    return Ok(None);
+                }
+                let map = map_file(abs)?;
+                analyse(rel, &map).map(Some)
+            };
+            (rel.clone(), one())
         })
-        .collect::<Result<Vec<_>>>()?
-        .into_iter()
-        .flatten()
-        .collect();
+        .collect::<Vec<_>>();
+    let (elfs, problems) = split_results(results);
     Ok(Scanned {
         kind: ArtifactKind::Directory,
         size,
         installed_size: size,
         wheel: None,
         elfs,
+        problems,
         files: files.into_iter().map(|(rel, _, _)| rel).collect(),
     })
+}
+
+/// Separates the files that were analysed from those that could not be: a malformed file is a
+/// problem of its artifact, reported with the rest of it, not the end of the whole report.
+fn split_results(
+    results: Vec<(String, Result<Option<Analysed>>)>,
+) -> (Vec<Analysed>, Vec<InputError>) {
+    let mut elfs = Vec::new();
+    let mut problems = Vec::new();
+    for (path, r) in results {
+        match r {
+            Ok(Some(a)) => elfs.push(a),
+            Ok(None) => {}
+            Err(e) => problems.push(InputError {
+                path,
+                error: format!("{e:#}"),
+                hint: crate::errors::hint(&e).map(str::to_string),
+            }),
+        }
+    }
+    (elfs, problems)
 }
 
 /// Lists regular files below `dir` (symbolic links are not followed: their targets are listed
