@@ -56,6 +56,6 @@ export CUDIST_PATCHELF="$TOOLS/bin/patchelf"
 export CUDIST_REAL_WHEELS="$CACHE/wheels"
 
 [[ "${1:-}" == "--" ]] && shift
-log "cargo test --workspace $*"
+log "cargo test --workspace --all-targets $*"
 cd "$ROOT"
-cargo test --workspace "$@"
+cargo test --workspace --all-targets "$@"

@@ -179,6 +179,14 @@ fn a_provider_wheel_is_not_vendoring() {
     let a = artifact(&r, ".whl");
     assert!(a["vendored"].as_array().unwrap().is_empty(), "{a:#}");
     assert_eq!(a["verdict"]["status"], "ok");
+    // Nor is the library "statically linked" into itself.
+    assert!(
+        a["elf_files"][0]["static_cuda"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "{a:#}"
+    );
     let w = wheel(
         out.path(),
         "other",

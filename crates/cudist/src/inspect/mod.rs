@@ -61,6 +61,8 @@ pub struct Analysed {
     strings_found: BTreeMap<String, Vec<String>>,
     /// The CUDA major assumed for SONAMEs several majors share.
     hint: Option<u32>,
+    /// The catalog library this file is itself (vendored or, in its provider's wheel, shipped).
+    own_library: Option<String>,
 }
 
 /// Inspects one artifact.
@@ -201,6 +203,7 @@ pub fn analyse_elf(
         defined_markers,
         strings_found,
         hint: None,
+        own_library: None,
     })
 }
 
@@ -360,6 +363,7 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
     let mut vendored = Vec::new();
     for a in &mut elfs {
         if let Some(v) = recognise_vendored(a, catalog) {
+            a.own_library = v.library.as_ref().map(|l| l.id.clone());
             let provider = v
                 .library
                 .as_ref()
@@ -546,7 +550,7 @@ fn recognise_vendored(a: &Analysed, catalog: &Catalog) -> Option<Vendored> {
 }
 
 fn static_cuda(a: &Analysed) -> Vec<StaticCuda> {
-    let own = a.report.vendored.as_deref();
+    let own = a.own_library.as_deref().or(a.report.vendored.as_deref());
     let needs = |id: &str| {
         a.report
             .needed
