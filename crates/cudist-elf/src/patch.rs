@@ -1,0 +1,431 @@
+//! Patching the dynamic section: RPATH/RUNPATH, NEEDED, SONAME.
+//!
+//! Two paths:
+//! - **In place** (hand-written; no crate edits bytes in place): when each new string fits over the
+//!   old one and no other reference shares the old string's bytes (linkers merge string tails), the
+//!   string is overwritten and NUL-padded, and a RPATH/RUNPATH tag is switched where asked. The
+//!   file keeps its size and layout.
+//! - **Layout change**: otherwise the file is rebuilt with `object-rewrite` (the `object`
+//!   maintainers' rewriter, built on `object`'s ELF builder), which moves the grown dynamic string
+//!   table and its neighbours into a new `PT_LOAD` segment. That rewriter leaves two
+//!   inconsistencies that `eu-elflint` reports and that no loader reads, and cudist mends both:
+//!   `PT_DYNAMIC` keeps the old size of `.dynamic` (the rewriter drops the spare `DT_NULL` slots),
+//!   and `.symtab` section symbols keep the old addresses of the sections that moved.
+//!
+//! Every result is parsed again and checked to hold exactly the requested values before it is
+//! returned: a patch that did not take is an error, never a silently wrong file.
+
+use std::collections::HashMap;
+
+use object::elf;
+use object::read::elf::{Dyn, FileHeader, ProgramHeader, SectionHeader, Sym};
+use object::Endianness;
+
+use crate::{ElfError, ElfFile};
+
+/// Which dynamic tag carries the search path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SearchPathTag {
+    /// `DT_RPATH`: searched before `LD_LIBRARY_PATH`, inherited by the libraries this file loads
+    /// (what auditwheel and torch use).
+    Rpath,
+    /// `DT_RUNPATH`: searched after `LD_LIBRARY_PATH`, for this file's own NEEDED entries only.
+    Runpath,
+}
+
+/// The edits to make. Unset fields leave the file as it is.
+#[derive(Debug, Clone, Default)]
+pub struct Edits {
+    /// Replace the search path (both DT_RPATH and DT_RUNPATH) with these entries under this tag.
+    pub search_path: Option<(Vec<String>, SearchPathTag)>,
+    /// Replace NEEDED entries: old SONAME → new SONAME.
+    pub replace_needed: Vec<(String, String)>,
+    /// Set DT_SONAME.
+    pub soname: Option<String>,
+}
+
+impl Edits {
+    pub fn is_empty(&self) -> bool {
+        self.search_path.is_none() && self.replace_needed.is_empty() && self.soname.is_none()
+    }
+}
+
+/// The patched file.
+#[derive(Debug)]
+pub struct Patched {
+    pub data: Vec<u8>,
+    /// Whether the in-place path sufficed (same size and layout as the input).
+    pub in_place: bool,
+}
+
+/// Errors raised while patching.
+#[derive(Debug, thiserror::Error)]
+pub enum PatchError {
+    #[error("cannot read the file as ELF")]
+    Read(#[from] ElfError),
+    #[error("the file has no dynamic section to patch")]
+    NoDynamic,
+    #[error("no NEEDED entry {0:?} to replace")]
+    NeededNotFound(String),
+    #[error("rewriting the file failed: {0}")]
+    Rewrite(String),
+    #[error("the patched file does not hold what was asked: {0}")]
+    Verify(String),
+}
+
+/// Applies `edits` to an ELF image.
+pub fn apply(data: &[u8], edits: &Edits) -> Result<Patched, PatchError> {
+    let before = ElfFile::parse(data)?;
+    if !before.has_dynamic {
+        return Err(PatchError::NoDynamic);
+    }
+    for (old, _) in &edits.replace_needed {
+        if !before.needed.iter().any(|n| n == old) {
+            return Err(PatchError::NeededNotFound(old.clone()));
+        }
+    }
+    if edits.is_empty() {
+        return Ok(Patched {
+            data: data.to_vec(),
+            in_place: true,
+        });
+    }
+    let (out, in_place) = match in_place(data, edits)? {
+        Some(out) => (out, true),
+        None => (rewrite(data, edits)?, false),
+    };
+    verify(&out, &before, edits)?;
+    Ok(Patched {
+        data: out,
+        in_place,
+    })
+}
+
+/// The value the search path will have.
+fn joined(paths: &[String]) -> String {
+    paths.join(":")
+}
+
+// ---------------------------------------------------------------------------------------------
+// In place
+
+/// Where the dynamic section and its strings live, read through the section table.
+struct DynLayout {
+    /// (file offset of the entry, tag, value) for each entry up to the first DT_NULL.
+    entries: Vec<(usize, u64, u64)>,
+    entry_size: usize,
+    is64: bool,
+    big: bool,
+    strtab_off: usize,
+    strtab_size: usize,
+    /// Offsets into the dynamic string table used by symbols and symbol versions.
+    other_refs: Vec<u64>,
+}
+
+fn in_place(data: &[u8], edits: &Edits) -> Result<Option<Vec<u8>>, PatchError> {
+    let layout = match data.get(4) {
+        Some(&elf::ELFCLASS64) => dyn_layout::<elf::FileHeader64<Endianness>>(data),
+        Some(&elf::ELFCLASS32) => dyn_layout::<elf::FileHeader32<Endianness>>(data),
+        _ => None,
+    };
+    let Some(l) = layout else { return Ok(None) };
+    let string_at = |off: u64| -> Option<&[u8]> {
+        let start = l.strtab_off.checked_add(off as usize)?;
+        let end_of_table = l.strtab_off + l.strtab_size;
+        let rest = data.get(start..end_of_table)?;
+        let n = rest.iter().position(|&b| b == 0)?;
+        Some(&rest[..n])
+    };
+    // (entry index, new tag or None, new string)
+    let mut writes: Vec<(usize, Option<u64>, String)> = Vec::new();
+    if let Some((paths, tag)) = &edits.search_path {
+        let idx: Vec<usize> = l
+            .entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.1 == elf::DT_RPATH as u64 || e.1 == elf::DT_RUNPATH as u64)
+            .map(|(i, _)| i)
+            .collect();
+        let [i] = idx[..] else { return Ok(None) };
+        let want = match tag {
+            SearchPathTag::Rpath => elf::DT_RPATH,
+            SearchPathTag::Runpath => elf::DT_RUNPATH,
+        } as u64;
+        writes.push((i, Some(want), joined(paths)));
+    }
+    for (old, new) in &edits.replace_needed {
+        for (i, e) in l.entries.iter().enumerate() {
+            if e.1 == elf::DT_NEEDED as u64 && string_at(e.2) == Some(old.as_bytes()) {
+                writes.push((i, None, new.clone()));
+            }
+        }
+    }
+    if let Some(s) = &edits.soname {
+        let Some(i) = l.entries.iter().position(|e| e.1 == elf::DT_SONAME as u64) else {
+            return Ok(None);
+        };
+        writes.push((i, None, s.clone()));
+    }
+    // Every string must fit over its old one, which nothing else may share.
+    let string_tags = [
+        elf::DT_NEEDED,
+        elf::DT_SONAME,
+        elf::DT_RPATH,
+        elf::DT_RUNPATH,
+        elf::DT_AUXILIARY,
+        elf::DT_FILTER,
+    ];
+    let mut refs: Vec<(usize, u64)> = l
+        .entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| string_tags.contains(&(e.1 as u32)))
+        .map(|(i, e)| (i, e.2))
+        .collect();
+    refs.extend(l.other_refs.iter().map(|&r| (usize::MAX, r)));
+    let mut out = data.to_vec();
+    for (i, tag, new) in &writes {
+        let off = l.entries[*i].2;
+        let Some(old) = string_at(off) else {
+            return Ok(None);
+        };
+        if new.len() > old.len() || new.as_bytes().contains(&0) {
+            return Ok(None);
+        }
+        let span = off..=off + old.len() as u64;
+        if refs.iter().any(|(j, r)| *j != *i && span.contains(r)) {
+            return Ok(None);
+        }
+        let start = l.strtab_off + off as usize;
+        out[start..start + new.len()].copy_from_slice(new.as_bytes());
+        out[start + new.len()..start + old.len()].fill(0);
+        if let Some(t) = tag {
+            let at = l.entries[*i].0;
+            write_word(&mut out, at, *t, l.is64, l.big);
+        }
+    }
+    let _ = l.entry_size;
+    Ok(Some(out))
+}
+
+fn write_word(out: &mut [u8], at: usize, v: u64, is64: bool, big: bool) {
+    if is64 {
+        let b = if big {
+            v.to_be_bytes()
+        } else {
+            v.to_le_bytes()
+        };
+        out[at..at + 8].copy_from_slice(&b);
+    } else {
+        let v = v as u32;
+        let b = if big {
+            v.to_be_bytes()
+        } else {
+            v.to_le_bytes()
+        };
+        out[at..at + 4].copy_from_slice(&b);
+    }
+}
+
+fn dyn_layout<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Option<DynLayout> {
+    let h = E::parse(data).ok()?;
+    let endian = h.endian().ok()?;
+    let sections = h.sections(endian, data).ok()?;
+    let (index, dynamic) = sections
+        .iter()
+        .enumerate()
+        .find(|(_, s)| s.sh_type(endian) == elf::SHT_DYNAMIC)?;
+    let _ = index;
+    let dyn_off: u64 = dynamic.sh_offset(endian).into();
+    let entry_size = std::mem::size_of::<E::Dyn>();
+    let (dyns, link) = sections.dynamic(endian, data).ok()??;
+    let strtab = sections.section(link).ok()?;
+    let mut entries = Vec::new();
+    for (k, d) in dyns.iter().enumerate() {
+        let tag: u64 = d.d_tag(endian).into();
+        if tag == elf::DT_NULL as u64 {
+            break;
+        }
+        entries.push((
+            dyn_off as usize + k * entry_size,
+            tag,
+            d.d_val(endian).into(),
+        ));
+    }
+    let mut other_refs = Vec::new();
+    if let Ok(table) = sections.symbols(endian, data, elf::SHT_DYNSYM) {
+        if table.string_section() == link {
+            other_refs.extend(table.symbols().iter().map(|s| s.st_name(endian) as u64));
+        } else {
+            return None;
+        }
+    }
+    // Version definitions and needs name their strings in the same table.
+    if let Ok(Some((mut verdefs, l))) = sections.gnu_verdef(endian, data) {
+        if l != link {
+            return None;
+        }
+        while let Ok(Some((_, mut aux))) = verdefs.next() {
+            while let Ok(Some(a)) = aux.next() {
+                other_refs.push(a.vda_name.get(endian) as u64);
+            }
+        }
+    }
+    if let Ok(Some((mut verneeds, l))) = sections.gnu_verneed(endian, data) {
+        if l != link {
+            return None;
+        }
+        while let Ok(Some((need, mut aux))) = verneeds.next() {
+            other_refs.push(need.vn_file.get(endian) as u64);
+            while let Ok(Some(a)) = aux.next() {
+                other_refs.push(a.vna_name.get(endian) as u64);
+            }
+        }
+    }
+    Some(DynLayout {
+        entries,
+        entry_size,
+        is64: h.is_type_64(),
+        big: endian == Endianness::Big,
+        strtab_off: strtab.sh_offset(endian).into() as usize,
+        strtab_size: strtab.sh_size(endian).into() as usize,
+        other_refs,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Layout change
+
+fn rewrite(data: &[u8], edits: &Edits) -> Result<Vec<u8>, PatchError> {
+    let err = |e: object_rewrite::Error| PatchError::Rewrite(e.to_string());
+    let mut r = object_rewrite::Rewriter::read(data).map_err(err)?;
+    if let Some((paths, tag)) = &edits.search_path {
+        r.elf_delete_runpath().map_err(err)?;
+        r.elf_set_runpath(joined(paths).into_bytes()).map_err(err)?;
+        if *tag == SearchPathTag::Rpath {
+            r.elf_use_rpath().map_err(err)?;
+        }
+    }
+    if !edits.replace_needed.is_empty() {
+        let map: HashMap<Vec<u8>, Vec<u8>> = edits
+            .replace_needed
+            .iter()
+            .map(|(a, b)| (a.clone().into_bytes(), b.clone().into_bytes()))
+            .collect();
+        r.elf_replace_needed(&map).map_err(err)?;
+    }
+    if let Some(s) = &edits.soname {
+        r.elf_set_soname(s.clone().into_bytes()).map_err(err)?;
+    }
+    let mut out = Vec::with_capacity(data.len() + 65536);
+    r.write(&mut out).map_err(err)?;
+    match out.get(4) {
+        Some(&elf::ELFCLASS64) => mend::<elf::FileHeader64<Endianness>>(&mut out),
+        _ => mend::<elf::FileHeader32<Endianness>>(&mut out),
+    }
+    Ok(out)
+}
+
+/// Fixes what the rewriter leaves inconsistent: `PT_DYNAMIC`'s size, and `.symtab` section
+/// symbols of sections that moved.
+fn mend<E: FileHeader<Endian = Endianness>>(out: &mut [u8]) {
+    let mut writes: Vec<(usize, u64)> = Vec::new(); // (offset, value) of words to write
+    let (is64, big);
+    {
+        let data: &[u8] = out;
+        let Ok(h) = E::parse(data) else { return };
+        let Ok(endian) = h.endian() else { return };
+        is64 = h.is_type_64();
+        big = endian == Endianness::Big;
+        let Ok(sections) = h.sections(endian, data) else {
+            return;
+        };
+        let dynamic = sections
+            .iter()
+            .find(|s| s.sh_type(endian) == elf::SHT_DYNAMIC);
+        let phoff: u64 = h.e_phoff(endian).into();
+        let phentsize = h.e_phentsize(endian) as u64;
+        if let (Some(d), Ok(phdrs)) = (dynamic, h.program_headers(endian, data)) {
+            let size: u64 = d.sh_size(endian).into();
+            for (k, ph) in phdrs.iter().enumerate() {
+                if ph.p_type(endian) == elf::PT_DYNAMIC
+                    && Into::<u64>::into(ph.p_filesz(endian)) != size
+                {
+                    let base = (phoff + k as u64 * phentsize) as usize;
+                    // p_filesz and p_memsz: 64-bit at 0x20/0x28, 32-bit at 0x10/0x14.
+                    let (fs, ms) = if is64 { (0x20, 0x28) } else { (0x10, 0x14) };
+                    writes.push((base + fs, size));
+                    writes.push((base + ms, size));
+                }
+            }
+        }
+        if let Some((idx, symtab)) = sections
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.sh_type(endian) == elf::SHT_SYMTAB)
+        {
+            let _ = idx;
+            let off: u64 = symtab.sh_offset(endian).into();
+            let entsize = std::mem::size_of::<E::Sym>() as u64;
+            if let Ok(table) = sections.symbols(endian, data, elf::SHT_SYMTAB) {
+                for (k, sym) in table.symbols().iter().enumerate() {
+                    if sym.st_type() != elf::STT_SECTION {
+                        continue;
+                    }
+                    let shndx = sym.st_shndx(endian) as usize;
+                    let Ok(sec) = sections.section(object::SectionIndex(shndx)) else {
+                        continue;
+                    };
+                    let addr: u64 = sec.sh_addr(endian).into();
+                    let value: u64 = sym.st_value(endian).into();
+                    if addr != value {
+                        // st_value: 64-bit at 8, 32-bit at 4.
+                        let at = off + k as u64 * entsize + if is64 { 8 } else { 4 };
+                        writes.push((at as usize, addr));
+                    }
+                }
+            }
+        }
+    }
+    for (at, v) in writes {
+        write_word(out, at, v, is64, big);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+fn verify(out: &[u8], before: &ElfFile, edits: &Edits) -> Result<(), PatchError> {
+    let after =
+        ElfFile::parse(out).map_err(|e| PatchError::Verify(format!("unreadable result: {e}")))?;
+    if let Some((paths, tag)) = &edits.search_path {
+        let (got, other) = match tag {
+            SearchPathTag::Rpath => (&after.rpath, &after.runpath),
+            SearchPathTag::Runpath => (&after.runpath, &after.rpath),
+        };
+        if got != paths || !other.is_empty() {
+            return Err(PatchError::Verify(format!(
+                "search path is {got:?} (other tag {other:?}), wanted {paths:?}"
+            )));
+        }
+    }
+    let mut want_needed = before.needed.clone();
+    for (old, new) in &edits.replace_needed {
+        for n in want_needed.iter_mut().filter(|n| *n == old) {
+            *n = new.clone();
+        }
+    }
+    if after.needed != want_needed {
+        return Err(PatchError::Verify(format!(
+            "NEEDED is {:?}, wanted {want_needed:?}",
+            after.needed
+        )));
+    }
+    let want_soname = edits.soname.clone().or_else(|| before.soname.clone());
+    if after.soname != want_soname {
+        return Err(PatchError::Verify(format!(
+            "SONAME is {:?}, wanted {want_soname:?}",
+            after.soname
+        )));
+    }
+    Ok(())
+}
