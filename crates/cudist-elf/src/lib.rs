@@ -105,6 +105,9 @@ pub struct ElfFile {
     /// DT_RUNPATH split on `:` (empty when absent).
     pub runpath: Vec<String>,
     pub has_dynamic: bool,
+    /// Libraries named by symbol-version requirements (`.gnu.version_r`): ld.so requires each
+    /// to be among the NEEDED entries.
+    pub verneed_files: Vec<String>,
     pub sections: Vec<Section>,
     pub dynamic_symbols: Vec<DynSymbol>,
 }
@@ -261,6 +264,7 @@ fn parse_generic<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfF
         rpath: Vec::new(),
         runpath: Vec::new(),
         has_dynamic: false,
+        verneed_files: Vec::new(),
         sections,
         dynamic_symbols: Vec::new(),
     };
@@ -282,6 +286,17 @@ fn parse_generic<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfF
             }
         }
         None => {}
+    }
+
+    if let Ok(Some((mut needs, link))) = table.gnu_verneed(endian, data) {
+        if let Ok(strings) = table.strings(endian, data, link) {
+            while let Ok(Some((need, _))) = needs.next() {
+                if let Ok(name) = need.file(endian, strings) {
+                    out.verneed_files
+                        .push(String::from_utf8_lossy(name).into_owned());
+                }
+            }
+        }
     }
 
     // Dynamic symbols with versions.

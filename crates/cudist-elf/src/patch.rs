@@ -12,6 +12,10 @@
 //!   `PT_DYNAMIC` keeps the old size of `.dynamic` (the rewriter drops the spare `DT_NULL` slots),
 //!   and `.symtab` section symbols keep the old addresses of the sections that moved.
 //!
+//! A NEEDED replacement also renames the library in the symbol-version requirements
+//! (`.gnu.version_r`'s `vn_file`), as ld.so insists that each names a NEEDED entry; object-rewrite
+//! does not, so cudist points each such `vn_file` at the new NEEDED string after either path.
+//!
 //! Every result is parsed again and checked to hold exactly the requested values before it is
 //! returned: a patch that did not take is an error, never a silently wrong file.
 
@@ -90,10 +94,18 @@ pub fn apply(data: &[u8], edits: &Edits) -> Result<Patched, PatchError> {
             in_place: true,
         });
     }
-    let (out, in_place) = match in_place(data, edits)? {
+    let (mut out, in_place) = match in_place(data, edits)? {
         Some(out) => (out, true),
         None => (rewrite(data, edits)?, false),
     };
+    if !edits.replace_needed.is_empty() {
+        match out.get(4) {
+            Some(&elf::ELFCLASS64) => {
+                rename_verneed_files::<elf::FileHeader64<Endianness>>(&mut out, edits)
+            }
+            _ => rename_verneed_files::<elf::FileHeader32<Endianness>>(&mut out, edits),
+        }
+    }
     verify(&out, &before, edits)?;
     Ok(Patched {
         data: out,
@@ -120,6 +132,8 @@ struct DynLayout {
     strtab_size: usize,
     /// Offsets into the dynamic string table used by symbols and symbol versions.
     other_refs: Vec<u64>,
+    /// Offsets of the library names of version requirements (`vn_file`).
+    verneed_files: Vec<u64>,
 }
 
 fn in_place(data: &[u8], edits: &Edits) -> Result<Option<Vec<u8>>, PatchError> {
@@ -183,6 +197,23 @@ fn in_place(data: &[u8], edits: &Edits) -> Result<Option<Vec<u8>>, PatchError> {
         .map(|(i, e)| (i, e.2))
         .collect();
     refs.extend(l.other_refs.iter().map(|&r| (usize::MAX, r)));
+    // A version requirement naming the same library string changes with its NEEDED entry.
+    let needed_rename: Vec<usize> = writes
+        .iter()
+        .filter(|(i, tag, _)| tag.is_none() && l.entries[*i].1 == elf::DT_NEEDED as u64)
+        .map(|(i, _, _)| *i)
+        .collect();
+    for &f in &l.verneed_files {
+        let same_as_renamed = needed_rename.iter().any(|&i| l.entries[i].2 == f);
+        refs.push((
+            if same_as_renamed {
+                usize::MAX - 1
+            } else {
+                usize::MAX
+            },
+            f,
+        ));
+    }
     let mut out = data.to_vec();
     for (i, tag, new) in &writes {
         let off = l.entries[*i].2;
@@ -193,7 +224,10 @@ fn in_place(data: &[u8], edits: &Edits) -> Result<Option<Vec<u8>>, PatchError> {
             return Ok(None);
         }
         let span = off..=off + old.len() as u64;
-        if refs.iter().any(|(j, r)| *j != *i && span.contains(r)) {
+        let renames_needed = needed_rename.contains(i);
+        if refs.iter().any(|(j, r)| {
+            *j != *i && span.contains(r) && !(renames_needed && *j == usize::MAX - 1 && *r == off)
+        }) {
             return Ok(None);
         }
         let start = l.strtab_off + off as usize;
@@ -253,6 +287,7 @@ fn dyn_layout<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Option<DynLayo
         ));
     }
     let mut other_refs = Vec::new();
+    let mut verneed_files = Vec::new();
     if let Ok(table) = sections.symbols(endian, data, elf::SHT_DYNSYM) {
         if table.string_section() == link {
             other_refs.extend(table.symbols().iter().map(|s| s.st_name(endian) as u64));
@@ -276,7 +311,7 @@ fn dyn_layout<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Option<DynLayo
             return None;
         }
         while let Ok(Some((need, mut aux))) = verneeds.next() {
-            other_refs.push(need.vn_file.get(endian) as u64);
+            verneed_files.push(need.vn_file.get(endian) as u64);
             while let Ok(Some(a)) = aux.next() {
                 other_refs.push(a.vna_name.get(endian) as u64);
             }
@@ -290,6 +325,7 @@ fn dyn_layout<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Option<DynLayo
         strtab_off: strtab.sh_offset(endian).into() as usize,
         strtab_size: strtab.sh_size(endian).into() as usize,
         other_refs,
+        verneed_files,
     })
 }
 
@@ -392,6 +428,68 @@ fn mend<E: FileHeader<Endian = Endianness>>(out: &mut [u8]) {
     }
 }
 
+/// Points every `vn_file` that names a replaced library at the new NEEDED string.
+fn rename_verneed_files<E: FileHeader<Endian = Endianness>>(out: &mut [u8], edits: &Edits) {
+    let mut writes: Vec<(usize, u32)> = Vec::new();
+    let big;
+    {
+        let data: &[u8] = out;
+        let Ok(h) = E::parse(data) else { return };
+        let Ok(endian) = h.endian() else { return };
+        big = endian == Endianness::Big;
+        let Ok(sections) = h.sections(endian, data) else {
+            return;
+        };
+        let Ok(Some((dyns, link))) = sections.dynamic(endian, data) else {
+            return;
+        };
+        let Ok(strings) = sections.strings(endian, data, link) else {
+            return;
+        };
+        // New name → its string offset, from the DT_NEEDED entries.
+        let mut offset_of: HashMap<Vec<u8>, u32> = HashMap::new();
+        for d in dyns {
+            if d.tag32(endian) == Some(elf::DT_NEEDED) {
+                if let Ok(name) = d.string(endian, strings) {
+                    let v: u64 = d.d_val(endian).into();
+                    offset_of.insert(name.to_vec(), v as u32);
+                }
+            }
+        }
+        let Ok(Some((mut needs, vlink))) = sections.gnu_verneed(endian, data) else {
+            return;
+        };
+        if vlink != link {
+            return;
+        }
+        while let Ok(Some((need, _))) = needs.next() {
+            let Ok(file) = need.file(endian, strings) else {
+                continue;
+            };
+            let Some((_, new)) = edits
+                .replace_needed
+                .iter()
+                .find(|(old, _)| old.as_bytes() == file)
+            else {
+                continue;
+            };
+            if let Some(&off) = offset_of.get(new.as_bytes()) {
+                // vn_file is the u32 at offset 4 of the Verneed record.
+                let at = (need as *const _ as usize) - (data.as_ptr() as usize) + 4;
+                writes.push((at, off));
+            }
+        }
+    }
+    for (at, v) in writes {
+        let b = if big {
+            v.to_be_bytes()
+        } else {
+            v.to_le_bytes()
+        };
+        out[at..at + 4].copy_from_slice(&b);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 
 fn verify(out: &[u8], before: &ElfFile, edits: &Edits) -> Result<(), PatchError> {
@@ -418,6 +516,19 @@ fn verify(out: &[u8], before: &ElfFile, edits: &Edits) -> Result<(), PatchError>
         return Err(PatchError::Verify(format!(
             "NEEDED is {:?}, wanted {want_needed:?}",
             after.needed
+        )));
+    }
+    let consistent_before = before
+        .verneed_files
+        .iter()
+        .all(|f| before.needed.contains(f));
+    if let Some(f) = after
+        .verneed_files
+        .iter()
+        .find(|f| consistent_before && !after.needed.contains(f))
+    {
+        return Err(PatchError::Verify(format!(
+            "a symbol-version requirement names {f:?}, which is not a NEEDED entry"
         )));
     }
     let want_soname = edits.soname.clone().or_else(|| before.soname.clone());

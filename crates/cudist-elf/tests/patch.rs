@@ -95,11 +95,15 @@ impl Tree {
         let dir = tempfile::tempdir().unwrap();
         let lib = dir.path().join("lib");
         std::fs::create_dir(&lib).unwrap();
+        // A versioned symbol, so that main.so carries a version requirement naming libdep.so.1
+        // (.gnu.version_r), as binaries linked against libcudart do.
+        std::fs::write(lib.join("dep.map"), "DEP_1.0 { global: dep; local: *; };\n").unwrap();
+        let map = format!("-Wl,--version-script={}", lib.join("dep.map").display());
         gcc(
             &lib,
             "libdep.so.1",
             "int dep(void) { return 42; }\n",
-            &["-Wl,-soname,libdep.so.1"],
+            &["-Wl,-soname,libdep.so.1", &map],
         );
         std::os::unix::fs::symlink("libdep.so.1", lib.join("libdep.so")).unwrap();
         let mut args = vec![
@@ -210,6 +214,13 @@ fn needed_and_soname_are_replaced() {
     };
     let (out, in_place) = t.patch_to(&edits, "renamed.so");
     assert!(!in_place, "longer strings need a layout change");
+    let f = ElfFile::parse(&std::fs::read(&out).unwrap()).unwrap();
+    assert!(
+        f.verneed_files
+            .contains(&"libdep-1a2b3c4d.so.1".to_string()),
+        "{:?}",
+        f.verneed_files
+    );
     std::fs::remove_file(lib.join("libdep.so.1")).unwrap();
     dlopen(&out).expect("NEEDED now names the renamed file");
     let d = readelf_dynamic(&out);
@@ -228,6 +239,16 @@ fn needed_and_soname_are_replaced() {
     };
     let p = apply(&std::fs::read(&out).unwrap(), &back).unwrap();
     assert!(p.in_place);
+    let f = ElfFile::parse(&p.data).unwrap();
+    assert!(
+        f.verneed_files.contains(&"libdep.so.1".to_string()),
+        "{:?}",
+        f.verneed_files
+    );
+    let back_path = t.dir.path().join("back.so");
+    std::fs::write(&back_path, &p.data).unwrap();
+    std::fs::copy(lib.join("libdep-1a2b3c4d.so.1"), lib.join("libdep.so.1")).unwrap();
+    dlopen(&back_path).expect("ld.so accepts the version requirements");
     assert_eq!(
         ElfFile::parse(&p.data)
             .unwrap()

@@ -7,7 +7,10 @@
 //! symlink entries, and duplicate names. A member that inflates beyond its declared size (a zip
 //! bomb) or ends early is an error when read.
 //!
-//! Writing wheels (raw copy of untouched members, RECORD, tags) lands here with `cudist repair`.
+//! [`write::rewrite`] writes a changed copy: untouched members copied raw, RECORD regenerated,
+//! METADATA edited, atomically renamed into place.
+
+pub mod write;
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};

@@ -7,6 +7,7 @@
 mod catalog_cmd;
 mod errors;
 mod inspect;
+mod repair;
 mod util;
 
 use std::path::PathBuf;
@@ -39,9 +40,48 @@ struct Cli {
 enum Command {
     /// Report the CUDA an artifact needs, carries, links statically and runs on.
     Inspect(InspectArgs),
+    /// Make wheels depend on NVIDIA's CUDA wheels instead of carrying CUDA.
+    Repair(RepairArgs),
     /// Answer questions from the CUDA catalog.
     #[command(subcommand)]
     Catalog(catalog_cmd::CatalogCmd),
+}
+
+#[derive(clap::Args)]
+struct RepairArgs {
+    /// Wheels, or directories of wheels.
+    #[arg(required = true, value_name = "WHEEL")]
+    wheels: Vec<PathBuf>,
+    /// Where the repaired wheels go (created if missing; inputs are never modified).
+    #[arg(
+        short = 'w',
+        long = "wheel-dir",
+        value_name = "OUTDIR",
+        default_value = "wheelhouse"
+    )]
+    wheel_dir: PathBuf,
+    /// Print the plan without writing anything.
+    #[arg(long)]
+    dry_run: bool,
+    /// How to declare the CUDA wheels: per-component, toolkit (cuda-toolkit[extras]==X.*) or
+    /// extra:NAME (per component, under an optional extra).
+    #[arg(long, value_name = "STYLE", default_value = "per-component")]
+    cuda_deps: repair::CudaDeps,
+    /// Write DT_RUNPATH instead of DT_RPATH (DT_RPATH, the default, is what auditwheel and torch use).
+    #[arg(long)]
+    runpath: bool,
+    /// Compression of changed members: fast, default or best.
+    #[arg(long, value_name = "LEVEL", default_value = "default", value_parser = ["fast", "default", "best"])]
+    compression: String,
+    /// Refuse wheels whose RECORD does not match their content.
+    #[arg(long)]
+    verify: bool,
+    /// Print the report as JSON (schema cudist.repair/1).
+    #[arg(long)]
+    json: bool,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 #[derive(clap::Args)]
@@ -74,6 +114,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Inspect(args) => run_inspect(args, &catalog),
+        Command::Repair(args) => run_repair(args, &catalog),
         Command::Catalog(cmd) => catalog_cmd::run(cmd, &catalog),
     };
     match result {
@@ -94,6 +135,68 @@ fn report_error(e: &anyhow::Error) {
     if let Some(h) = errors::hint(e) {
         eprintln!("  hint: {h}");
     }
+}
+
+fn run_repair(args: RepairArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
+    // Directories stand for the wheels in them.
+    let mut wheels = Vec::new();
+    let mut errors = Vec::new();
+    for p in &args.wheels {
+        if p.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(p)?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|q| q.extension().is_some_and(|x| x == "whl"))
+                .collect();
+            found.sort();
+            if found.is_empty() {
+                errors.push(inspect::model::InputError {
+                    path: p.display().to_string(),
+                    error: "the directory holds no .whl files".into(),
+                    hint: None,
+                });
+            }
+            wheels.extend(found);
+        } else {
+            wheels.push(p.clone());
+        }
+    }
+    let opts = repair::Options {
+        out_dir: args.wheel_dir.clone(),
+        dry_run: args.dry_run,
+        cuda_deps: args.cuda_deps.clone(),
+        tag: if args.runpath {
+            cudist_elf::patch::SearchPathTag::Runpath
+        } else {
+            cudist_elf::patch::SearchPathTag::Rpath
+        },
+        compression: match args.compression.as_str() {
+            "fast" => cudist_wheel::write::Compression::Fast,
+            "best" => cudist_wheel::write::Compression::Best,
+            _ => cudist_wheel::write::Compression::Default,
+        },
+        verify: args.verify,
+    };
+    let mut report = repair::repair(&wheels, catalog, &opts);
+    errors.append(&mut report.errors);
+    report.errors = errors;
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&report)?);
+    } else if !args.quiet {
+        util::emit(&repair::render(&report, util::Style::detect()));
+    }
+    if !args.json {
+        for e in &report.errors {
+            eprintln!("error: {}: {}", e.path, e.error);
+            if let Some(h) = &e.hint {
+                eprintln!("  hint: {h}");
+            }
+        }
+    }
+    Ok(if report.errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_INPUT)
+    })
 }
 
 fn run_inspect(args: InspectArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {

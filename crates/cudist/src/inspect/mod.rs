@@ -17,7 +17,7 @@ use cudist_elf::ElfFile;
 use cudist_fatbin::{EntryKind, SectionKind};
 
 use model::*;
-pub use source::{expand_inputs, Input};
+pub use source::{expand_inputs, install_path, Input};
 
 /// Inspects every input; unreadable inputs become [`InputError`]s in the report.
 pub fn inspect(inputs: &[Input], catalog: &Catalog) -> Report {

@@ -137,7 +137,7 @@ fn likely_elf(name: &str) -> bool {
 
 /// Where a wheel member lands once installed, relative to site-packages: `.data/purelib/` and
 /// `.data/platlib/` members go to the root; everything else stays where it is.
-fn install_path(member: &str) -> String {
+pub fn install_path(member: &str) -> String {
     if let Some((head, rest)) = member.split_once(".data/") {
         if !head.contains('/') {
             if let Some(r) = rest

@@ -113,28 +113,37 @@ pub fn fake_lib(dir: &Path, file: &str, soname: &str, symbol: &str) -> PathBuf {
     )
 }
 
-/// Writes a wheel with the given members (name, bytes) plus METADATA/WHEEL/RECORD.
+/// Writes a wheel with the given members (name, bytes) plus METADATA, WHEEL and a true RECORD.
 pub fn write_wheel(path: &Path, dist: &str, requires: &[&str], members: &[(&str, Vec<u8>)]) {
     let f = std::fs::File::create(path).unwrap();
     let mut z = zip::ZipWriter::new(f);
     let opts = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Deflated)
         .unix_permissions(0o755);
-    for (name, data) in members {
-        z.start_file(*name, opts).unwrap();
+    let mut record = String::new();
+    let mut add = |z: &mut zip::ZipWriter<std::fs::File>, name: &str, data: &[u8]| {
+        z.start_file(name, opts).unwrap();
         z.write_all(data).unwrap();
+        let hash = cudist_wheel::write::record_hash(data);
+        record.push_str(&format!("{name},{hash},{}\n", data.len()));
+    };
+    for (name, data) in members {
+        add(&mut z, name, data);
     }
     let di = format!("{dist}-1.0.dist-info");
     let mut md = format!("Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n");
     for r in requires {
         md.push_str(&format!("Requires-Dist: {r}\n"));
     }
-    z.start_file(format!("{di}/METADATA"), opts).unwrap();
-    z.write_all(md.as_bytes()).unwrap();
-    z.start_file(format!("{di}/WHEEL"), opts).unwrap();
-    z.write_all(b"Wheel-Version: 1.0\nGenerator: cudist-tests\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_x86_64\n")
-        .unwrap();
+    add(&mut z, &format!("{di}/METADATA"), md.as_bytes());
+    add(
+        &mut z,
+        &format!("{di}/WHEEL"),
+        b"Wheel-Version: 1.0\nGenerator: cudist-tests\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_x86_64\n",
+    );
+    record.push_str(&format!("{di}/RECORD,,\n"));
     z.start_file(format!("{di}/RECORD"), opts).unwrap();
+    z.write_all(record.as_bytes()).unwrap();
     z.finish().unwrap();
 }
 

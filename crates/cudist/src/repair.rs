@@ -1,0 +1,658 @@
+//! `cudist repair`: wheels that depend on NVIDIA's CUDA wheels instead of carrying CUDA.
+//!
+//! The plan comes from the inspect analysis of the wheel:
+//! - every CUDA toolkit (or catalog-declared external) library an ELF needs gets an RPATH entry
+//!   from that ELF's directory to the library's wheel directory for its CUDA major
+//!   (`$ORIGIN/../../nvidia/cublas/lib`, `$ORIGIN/../nvidia/cu13/lib`), after the entries the file
+//!   already has, and a `Requires-Dist` on the providing distribution;
+//! - vendored CUDA toolkit and driver libraries (also auditwheel's renamed copies) are removed, and
+//!   NEEDED entries that named a renamed copy are restored to the real SONAME;
+//! - the wheel is rewritten with untouched members copied raw (`cudist_wheel::write`).
+//!
+//! Not yet done here (see the notes): grafting non-CUDA external libraries under a manylinux
+//! policy, platform-tag selection, and the optional loader module.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use cudist_catalog::{Catalog, SonamePolicy};
+use cudist_elf::patch::{Edits, SearchPathTag};
+use cudist_wheel::write::{Compression, Rewrite};
+use cudist_wheel::Wheel;
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::inspect::model::{Artifact, ElfReport, NeededClass, PathLocation};
+use crate::inspect::{self, Input};
+
+/// The schema identifier of `cudist repair --json`.
+pub const SCHEMA: &str = "cudist.repair/1";
+
+/// How the dependencies on CUDA wheels are declared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CudaDeps {
+    /// One requirement per providing distribution (`nvidia-cublas-cu12>=12,<13`).
+    PerComponent,
+    /// The metapackage with extras (`cuda-toolkit[cublas,cudart]==12.*`).
+    Toolkit,
+    /// Per component, but only under an optional extra of this name (`pkg[cuda]`), for packages
+    /// that can also use a system CUDA.
+    Extra(String),
+}
+
+impl std::str::FromStr for CudaDeps {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "per-component" => Ok(CudaDeps::PerComponent),
+            "toolkit" => Ok(CudaDeps::Toolkit),
+            _ => match s.strip_prefix("extra:") {
+                Some(name)
+                    if !name.is_empty()
+                        && name
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) =>
+                {
+                    Ok(CudaDeps::Extra(inspect::normalise_dist(name)))
+                }
+                _ => Err(format!(
+                    "{s:?}: expected per-component, toolkit or extra:NAME"
+                )),
+            },
+        }
+    }
+}
+
+/// Options of one repair run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub out_dir: PathBuf,
+    pub dry_run: bool,
+    pub cuda_deps: CudaDeps,
+    pub tag: SearchPathTag,
+    pub compression: Compression,
+    pub verify: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub schema: &'static str,
+    pub cudist_version: &'static str,
+    pub dry_run: bool,
+    pub wheels: Vec<WheelRepair>,
+    pub errors: Vec<crate::inspect::model::InputError>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WheelRepair {
+    pub input: String,
+    /// Where the repaired wheel was (or, with `--dry-run`, would be) written.
+    pub output: String,
+    pub input_size: u64,
+    /// Size of the written wheel; null with `--dry-run`.
+    pub output_size: Option<u64>,
+    pub removed: Vec<Removed>,
+    pub patched: Vec<Patched>,
+    pub requires_added: Vec<String>,
+    /// Libraries needed that repair does not handle yet (neither system, CUDA, nor in the wheel).
+    pub unhandled: Vec<String>,
+    /// Nothing needed changing: the wheel was copied as it is.
+    pub unchanged: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Removed {
+    pub path: String,
+    pub library: String,
+    pub bytes: u64,
+    pub reason: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Patched {
+    pub path: String,
+    pub rpath_added: Vec<String>,
+    pub rpath_removed: Vec<String>,
+    pub needed_replaced: Vec<(String, String)>,
+    pub in_place: bool,
+}
+
+/// Repairs every wheel; one that cannot be read or written becomes an error entry.
+pub fn repair(inputs: &[PathBuf], catalog: &Catalog, opts: &Options) -> Report {
+    let mut wheels = Vec::new();
+    let mut errors = Vec::new();
+    for p in inputs {
+        match repair_one(p, catalog, opts) {
+            Ok(w) => wheels.push(w),
+            Err(e) => errors.push(crate::inspect::model::InputError {
+                path: p.display().to_string(),
+                error: format!("{e:#}"),
+                hint: crate::errors::hint(&e).map(str::to_string),
+            }),
+        }
+    }
+    Report {
+        schema: SCHEMA,
+        cudist_version: env!("CARGO_PKG_VERSION"),
+        dry_run: opts.dry_run,
+        wheels,
+        errors,
+    }
+}
+
+/// The `Requires-Dist` range for a library's wheel: the package's version major follows the
+/// SONAME's (`libcublas.so.12` ↔ `nvidia-cublas-cu12 12.*`, `libcurand.so.10` ↔ `10.*`). Where
+/// the SONAME carries a minor, the bound follows it: a minor that later releases keep (the last
+/// one the catalog lists for that major: `libnvrtc.so.11.2`, `libcudart.so.11.0`) allows the rest
+/// of the major, an earlier one only itself.
+pub fn version_range(soname: &str, policy: SonamePolicy, listed: &[String]) -> Option<String> {
+    let version = soname.split_once(".so.")?.1;
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().ok());
+    let major = parts.next()??;
+    match policy {
+        SonamePolicy::None => None,
+        SonamePolicy::Major => Some(format!(">={major},<{}", major + 1)),
+        SonamePolicy::MajorMinor => {
+            let minor = parts.next().flatten().unwrap_or(0);
+            let last = listed.last().map(String::as_str) == Some(soname);
+            Some(if last {
+                format!(">={major}.{minor},<{}", major + 1)
+            } else {
+                format!(">={major}.{minor},<{major}.{}", minor + 1)
+            })
+        }
+    }
+}
+
+/// `$ORIGIN`-relative path from a file's directory to `target` (both relative to the install root).
+pub fn origin_path(elf_path: &str, target: &str) -> String {
+    let depth = elf_path.matches('/').count();
+    format!(
+        "$ORIGIN/{}{}",
+        "../".repeat(depth),
+        target.trim_end_matches('/')
+    )
+}
+
+fn repair_one(path: &Path, catalog: &Catalog, opts: &Options) -> Result<WheelRepair> {
+    let wheel = Wheel::open(path).with_context(|| format!("{}", path.display()))?;
+    let md = wheel
+        .metadata()
+        .with_context(|| format!("{}: not a wheel", path.display()))?;
+    if opts.verify {
+        let problems = cudist_wheel::write::verify_record(&wheel)?;
+        if let Some((m, p)) = problems.first() {
+            bail!(
+                "{}: RECORD does not match the content ({} problem(s)); first: {m}: {p}",
+                path.display(),
+                problems.len()
+            );
+        }
+    }
+    let artifact = inspect::inspect_one(&Input::Wheel(path.to_path_buf()), catalog)?;
+    if let Some(p) = artifact.problems.first() {
+        bail!("{}: {}: {}", path.display(), p.path, p.error);
+    }
+    let file_name = path
+        .file_name()
+        .context("the input has no file name")?
+        .to_string_lossy()
+        .into_owned();
+    let out = opts.out_dir.join(&file_name);
+    if out.canonicalize().ok() == path.canonicalize().ok() && out.exists() {
+        bail!(
+            "{}: the output would overwrite the input; choose another -w directory",
+            path.display()
+        );
+    }
+    let member_of: HashMap<String, String> = wheel
+        .members()
+        .iter()
+        .map(|m| (inspect::install_path(&m.name), m.name.clone()))
+        .collect();
+    let plan = plan(&artifact, catalog, opts, &md.requires_dist);
+
+    // Patch the ELF files in parallel (each read again from the wheel).
+    let patched: Vec<(String, Vec<u8>, Patched)> = plan
+        .edits
+        .par_iter()
+        .map(
+            |(elf_path, (edits, added, removed, replaced))| -> Result<(String, Vec<u8>, Patched)> {
+                let member = member_of
+                    .get(elf_path)
+                    .context("member of a planned file")?;
+                let index = wheel
+                    .members()
+                    .iter()
+                    .position(|m| &m.name == member)
+                    .unwrap();
+                let data = wheel.read_member(index)?;
+                let p = cudist_elf::patch::apply(&data, edits)
+                    .with_context(|| format!("{}: cannot patch {elf_path}", path.display()))?;
+                Ok((
+                    member.clone(),
+                    p.data,
+                    Patched {
+                        path: elf_path.clone(),
+                        rpath_added: added.clone(),
+                        rpath_removed: removed.clone(),
+                        needed_replaced: replaced.clone(),
+                        in_place: p.in_place,
+                    },
+                ))
+            },
+        )
+        .collect::<Result<_>>()?;
+
+    let unchanged = patched.is_empty() && plan.removed.is_empty() && plan.requires.is_empty();
+    let mut report = WheelRepair {
+        input: path.display().to_string(),
+        output: out.display().to_string(),
+        input_size: wheel.file_size(),
+        output_size: None,
+        removed: plan.removed,
+        patched: Vec::new(),
+        requires_added: plan.requires.clone(),
+        unhandled: plan.unhandled,
+        unchanged,
+    };
+    let mut rw = Rewrite {
+        remove: report
+            .removed
+            .iter()
+            .map(|r| {
+                member_of
+                    .get(&r.path)
+                    .cloned()
+                    .unwrap_or_else(|| r.path.clone())
+            })
+            .collect(),
+        requires_dist: plan.requires,
+        provides_extra: plan.extras,
+        compression: opts.compression,
+        ..Rewrite::default()
+    };
+    for (member, data, p) in patched {
+        rw.replace.insert(member, data);
+        report.patched.push(p);
+    }
+    report.patched.sort_by(|a, b| a.path.cmp(&b.path));
+    if !opts.dry_run {
+        std::fs::create_dir_all(&opts.out_dir)
+            .with_context(|| format!("cannot create {}", opts.out_dir.display()))?;
+        let written = cudist_wheel::write::rewrite(&wheel, &rw, &out)
+            .with_context(|| format!("cannot write {}", out.display()))?;
+        report.output_size = Some(written.bytes);
+    }
+    Ok(report)
+}
+
+type FileEdits = (Edits, Vec<String>, Vec<String>, Vec<(String, String)>);
+
+struct Plan {
+    edits: BTreeMap<String, FileEdits>,
+    removed: Vec<Removed>,
+    requires: Vec<String>,
+    extras: Vec<String>,
+    unhandled: Vec<String>,
+}
+
+fn plan(a: &Artifact, catalog: &Catalog, opts: &Options, declared: &[String]) -> Plan {
+    // 1. What leaves the wheel, and the real SONAME behind each renamed copy.
+    let mut removed = Vec::new();
+    // renamed copy's SONAME or file name → (real SONAME, CUDA major)
+    let mut renamed: HashMap<String, (String, Option<u32>)> = HashMap::new();
+    let removed_paths: BTreeSet<&str> = a.vendored.iter().map(|v| v.path.as_str()).collect();
+    for v in &a.vendored {
+        let base = v.path.rsplit('/').next().unwrap_or(&v.path).to_string();
+        let (library, reason, real) = match (&v.library, v.class) {
+            (Some(l), _) => {
+                let m = catalog
+                    .library(&l.id)
+                    .and_then(|lib| lib.cuda.iter().find(|m| m.major == l.cuda_major));
+                let real = m.map(|m| {
+                    let own = v.soname.clone().unwrap_or_else(|| base.clone());
+                    let stripped = cudist_catalog::strip_graft_hash(&own);
+                    if m.sonames.contains(&stripped) {
+                        stripped
+                    } else {
+                        m.sonames[0].clone()
+                    }
+                });
+                (
+                    l.id.clone(),
+                    format!("provided by {}", l.pip.as_deref().unwrap_or("a CUDA wheel")),
+                    real,
+                )
+            }
+            (None, _) => {
+                let soname = v.soname.clone().unwrap_or_else(|| base.clone());
+                (
+                    soname.clone(),
+                    "part of the NVIDIA driver: never bundle it".into(),
+                    Some(cudist_catalog::strip_graft_hash(&soname)),
+                )
+            }
+        };
+        if let Some(real) = real {
+            let major = v.library.as_ref().map(|l| l.cuda_major);
+            for name in v.soname.iter().chain(std::iter::once(&base)) {
+                if *name != real {
+                    renamed.insert(name.clone(), (real.clone(), major));
+                }
+            }
+        }
+        removed.push(Removed {
+            path: v.path.clone(),
+            library,
+            bytes: v.bytes,
+            reason,
+        });
+    }
+    // Directories that lose all their files no longer need a search path entry.
+    let emptied: BTreeSet<String> = {
+        let dirs: BTreeSet<String> = removed.iter().map(|r| parent(&r.path)).collect();
+        dirs.into_iter()
+            .filter(|d| {
+                !a.elf_files
+                    .iter()
+                    .any(|e| parent(&e.path) == *d && !removed_paths.contains(e.path.as_str()))
+            })
+            .collect()
+    };
+
+    // 2. Per file: NEEDED restored, search path extended.
+    let mut edits = BTreeMap::new();
+    let mut needs: BTreeMap<String, (String, Option<String>, String, u32)> = BTreeMap::new(); // pip → (range, extra, id, major)
+    let mut unhandled = BTreeSet::new();
+    for e in a
+        .elf_files
+        .iter()
+        .filter(|e| !removed_paths.contains(e.path.as_str()))
+    {
+        let mut replaced = Vec::new();
+        let mut dirs: Vec<String> = Vec::new();
+        for n in &e.needed {
+            let real = renamed.get(&n.soname).cloned();
+            if let Some((r, _)) = &real {
+                replaced.push((n.soname.clone(), r.clone()));
+            }
+            // A library the wheel carries, and keeps, needs nothing.
+            let kept = n
+                .provided_in_artifact
+                .as_deref()
+                .is_some_and(|p| !removed_paths.contains(p));
+            if kept && real.is_none() {
+                continue;
+            }
+            let (soname, hint) = match real {
+                Some((r, major)) => (r, major),
+                None => (n.soname.clone(), n.library.as_ref().map(|l| l.cuda_major)),
+            };
+            if catalog.driver_lib(&soname).is_some() {
+                continue; // from the machine's driver: no dependency, no search path
+            }
+            match catalog.library_by_soname_hinted(&soname, hint) {
+                Some(m) => {
+                    if let (Some(dir), Some(pip)) = (&m.major.pip_dir, &m.major.pip) {
+                        dirs.push(dir.clone());
+                        let range = version_range(&soname, m.major.policy, &m.major.sonames)
+                            .unwrap_or_default();
+                        needs.entry(pip.clone()).or_insert((
+                            range,
+                            m.library.toolkit_extra.clone(),
+                            m.library.id.clone(),
+                            m.major.major,
+                        ));
+                    }
+                }
+                None if n.class == NeededClass::Other => {
+                    unhandled.insert(soname);
+                }
+                None => {}
+            }
+        }
+        let (existing, other) = if !e.rpath.is_empty() {
+            (&e.rpath, &e.runpath)
+        } else {
+            (&e.runpath, &e.rpath)
+        };
+        let mut entries: Vec<String> = Vec::new();
+        let mut dropped = Vec::new();
+        for p in existing.iter().chain(other.iter()) {
+            let into_emptied = p.location == PathLocation::Inside && emptied.contains(&p.expanded);
+            if into_emptied {
+                dropped.push(p.raw.clone());
+            } else if !entries.contains(&p.raw) {
+                entries.push(p.raw.clone());
+            }
+        }
+        let have: BTreeSet<String> = existing
+            .iter()
+            .chain(other.iter())
+            .filter(|p| p.location == PathLocation::CudaWheel)
+            .map(|p| p.expanded.clone())
+            .collect();
+        let mut added = Vec::new();
+        for d in dirs {
+            if have.contains(&d) {
+                continue;
+            }
+            let entry = origin_path(&e.path, &d);
+            if !entries.contains(&entry) {
+                entries.push(entry.clone());
+                added.push(entry);
+            }
+        }
+        let tag_changes = !other.is_empty() && !existing.is_empty()
+            || (!existing.is_empty() && current_tag(e) != Some(opts.tag) && !added.is_empty());
+        if added.is_empty() && dropped.is_empty() && replaced.is_empty() && !tag_changes {
+            continue;
+        }
+        let tag = if added.is_empty() && dropped.is_empty() {
+            current_tag(e).unwrap_or(opts.tag)
+        } else {
+            opts.tag
+        };
+        let edit = Edits {
+            search_path: (!added.is_empty() || !dropped.is_empty() || tag_changes)
+                .then(|| (entries.clone(), tag)),
+            replace_needed: replaced.clone(),
+            soname: None,
+        };
+        edits.insert(e.path.clone(), (edit, added, dropped, replaced));
+    }
+
+    // 3. Requirements not declared yet.
+    let declared_names: BTreeSet<String> = declared
+        .iter()
+        .filter(|r| !r.contains("extra"))
+        .filter_map(|r| {
+            r.split(|c: char| !(c.is_ascii_alphanumeric() || "-_.".contains(c)))
+                .next()
+        })
+        .map(inspect::normalise_dist)
+        .collect();
+    let declared_toolkit = declared_names.contains("cuda-toolkit");
+    let mut requires = Vec::new();
+    let mut extras = Vec::new();
+    let marker = match &opts.cuda_deps {
+        CudaDeps::Extra(x) => {
+            extras.push(x.clone());
+            format!("; extra == \"{x}\"")
+        }
+        _ => String::new(),
+    };
+    let mut toolkit: BTreeMap<u32, BTreeSet<String>> = BTreeMap::new();
+    for (pip, (range, extra, id, major)) in &needs {
+        if declared_names.contains(&inspect::normalise_dist(pip)) {
+            continue;
+        }
+        let lib = catalog.library(id);
+        let is_toolkit = lib.is_some_and(|l| l.kind == cudist_catalog::LibraryKind::Toolkit);
+        match (&opts.cuda_deps, extra) {
+            (CudaDeps::Toolkit, Some(x)) if is_toolkit => {
+                if !declared_toolkit {
+                    toolkit.entry(*major).or_default().insert(x.clone());
+                }
+            }
+            _ => requires.push(format!("{pip}{range}{marker}")),
+        }
+    }
+    for (major, xs) in toolkit {
+        requires.push(format!(
+            "cuda-toolkit[{}]=={major}.*",
+            xs.into_iter().collect::<Vec<_>>().join(",")
+        ));
+    }
+    if requires.is_empty() {
+        extras.clear();
+    }
+    Plan {
+        edits,
+        removed,
+        requires,
+        extras,
+        unhandled: unhandled.into_iter().collect(),
+    }
+}
+
+fn current_tag(e: &ElfReport) -> Option<SearchPathTag> {
+    if !e.rpath.is_empty() {
+        Some(SearchPathTag::Rpath)
+    } else if !e.runpath.is_empty() {
+        Some(SearchPathTag::Runpath)
+    } else {
+        None
+    }
+}
+
+fn parent(path: &str) -> String {
+    path.rsplit_once('/')
+        .map(|(d, _)| d.to_string())
+        .unwrap_or_default()
+}
+
+/// The human report.
+pub fn render(r: &Report, style: crate::util::Style) -> String {
+    use crate::util::human_bytes;
+    use std::fmt::Write;
+    let mut out = String::new();
+    for w in &r.wheels {
+        let verb = match (r.dry_run, w.unchanged) {
+            (true, _) => "would write",
+            (false, true) => "unchanged, copied to",
+            (false, false) => "repaired ->",
+        };
+        let size = match w.output_size {
+            Some(n) => format!(" ({} -> {})", human_bytes(w.input_size), human_bytes(n)),
+            None => format!(" ({})", human_bytes(w.input_size)),
+        };
+        let _ = writeln!(out, "{} {verb} {}{size}", style.bold(&w.input), w.output);
+        for rm in &w.removed {
+            let _ = writeln!(
+                out,
+                "  removed   {} ({}, {}): {}",
+                rm.path,
+                rm.library,
+                human_bytes(rm.bytes),
+                rm.reason
+            );
+        }
+        for p in &w.patched {
+            let mut what = Vec::new();
+            if !p.rpath_added.is_empty() {
+                what.push(format!("search path += {}", p.rpath_added.join(":")));
+            }
+            if !p.rpath_removed.is_empty() {
+                what.push(format!("search path -= {}", p.rpath_removed.join(":")));
+            }
+            for (a, b) in &p.needed_replaced {
+                what.push(format!("NEEDED {a} -> {b}"));
+            }
+            let _ = writeln!(out, "  patched   {}: {}", p.path, what.join("; "));
+        }
+        for q in &w.requires_added {
+            let _ = writeln!(out, "  requires  {q}");
+        }
+        for u in &w.unhandled {
+            let _ = writeln!(
+                out,
+                "  {} needs {u}, which is neither a system, CUDA nor catalog library: not grafted (grafting non-CUDA libraries is not implemented yet)",
+                style.yellow("warning:")
+            );
+        }
+        let freed: u64 = w.removed.iter().map(|r| r.bytes).sum();
+        if freed > 0 {
+            let _ = writeln!(
+                out,
+                "  {} of CUDA libraries left the wheel",
+                human_bytes(freed)
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_follow_the_soname() {
+        let one = |s: &str, p, l: &[&str]| {
+            version_range(s, p, &l.iter().map(|x| x.to_string()).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            one("libcublas.so.12", SonamePolicy::Major, &["libcublas.so.12"]).unwrap(),
+            ">=12,<13"
+        );
+        assert_eq!(
+            one("libcurand.so.10", SonamePolicy::Major, &["libcurand.so.10"]).unwrap(),
+            ">=10,<11"
+        );
+        let nvrtc = ["libnvrtc.so.11.0", "libnvrtc.so.11.1", "libnvrtc.so.11.2"];
+        assert_eq!(
+            one("libnvrtc.so.11.1", SonamePolicy::MajorMinor, &nvrtc).unwrap(),
+            ">=11.1,<11.2"
+        );
+        assert_eq!(
+            one("libnvrtc.so.11.2", SonamePolicy::MajorMinor, &nvrtc).unwrap(),
+            ">=11.2,<12"
+        );
+        assert_eq!(
+            one(
+                "libcudart.so.11.0",
+                SonamePolicy::MajorMinor,
+                &["libcudart.so.11.0"]
+            )
+            .unwrap(),
+            ">=11.0,<12"
+        );
+        assert_eq!(one("librmm.so", SonamePolicy::None, &[]), None);
+    }
+
+    #[test]
+    fn origin_paths_climb_to_the_root() {
+        assert_eq!(
+            origin_path("torch/lib/libtorch_cuda.so", "nvidia/cublas/lib"),
+            "$ORIGIN/../../nvidia/cublas/lib"
+        );
+        assert_eq!(
+            origin_path("ext.so", "nvidia/cu13/lib/"),
+            "$ORIGIN/nvidia/cu13/lib"
+        );
+    }
+
+    #[test]
+    fn cuda_deps_parse() {
+        assert_eq!("toolkit".parse::<CudaDeps>().unwrap(), CudaDeps::Toolkit);
+        assert_eq!(
+            "extra:CUDA".parse::<CudaDeps>().unwrap(),
+            CudaDeps::Extra("cuda".into())
+        );
+        assert!("extra:".parse::<CudaDeps>().is_err());
+        assert!("bogus".parse::<CudaDeps>().is_err());
+    }
+}

