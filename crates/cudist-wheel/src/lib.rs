@@ -51,17 +51,65 @@ pub enum WheelError {
 type Result<T> = std::result::Result<T, WheelError>;
 
 /// A file handle that reads with `pread`, so clones share one descriptor and never race on a
-/// cursor: each clone of the archive can be read on its own thread.
-#[derive(Clone)]
+/// cursor: each clone of the archive can be read on its own thread. Reads go through a read-ahead
+/// buffer (allocated on first use; a clone starts without one), since the zip reader asks for a
+/// few KiB at a time.
 struct SharedFile {
     file: Arc<File>,
     len: u64,
     pos: u64,
+    buf: Vec<u8>,
+    /// File offset of `buf[0]`.
+    buf_at: u64,
+}
+
+const READ_AHEAD: usize = 256 * 1024;
+
+impl SharedFile {
+    fn new(file: File, len: u64) -> SharedFile {
+        SharedFile {
+            file: Arc::new(file),
+            len,
+            pos: 0,
+            buf: Vec::new(),
+            buf_at: 0,
+        }
+    }
+}
+
+impl Clone for SharedFile {
+    fn clone(&self) -> SharedFile {
+        SharedFile {
+            file: self.file.clone(),
+            len: self.len,
+            pos: self.pos,
+            buf: Vec::new(),
+            buf_at: 0,
+        }
+    }
 }
 
 impl Read for SharedFile {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.file.read_at(buf, self.pos)?;
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        // Large reads bypass the buffer.
+        if out.len() >= READ_AHEAD {
+            let n = self.file.read_at(out, self.pos)?;
+            self.pos += n as u64;
+            return Ok(n);
+        }
+        let end = self.buf_at + self.buf.len() as u64;
+        if !(self.buf_at..end).contains(&self.pos) {
+            self.buf.resize(READ_AHEAD, 0);
+            let n = self.file.read_at(&mut self.buf, self.pos)?;
+            self.buf.truncate(n);
+            self.buf_at = self.pos;
+            if n == 0 {
+                return Ok(0);
+            }
+        }
+        let start = (self.pos - self.buf_at) as usize;
+        let n = out.len().min(self.buf.len() - start);
+        out[..n].copy_from_slice(&self.buf[start..start + n]);
         self.pos += n as u64;
         Ok(n)
     }
@@ -151,11 +199,7 @@ impl Wheel {
     pub fn open(path: &Path) -> Result<Wheel> {
         let file = File::open(path)?;
         let len = file.metadata()?.len();
-        let reader = SharedFile {
-            file: Arc::new(file),
-            len,
-            pos: 0,
-        };
+        let reader = SharedFile::new(file, len);
         let mut archive = ZipArchive::new(reader).map_err(|e| match e {
             zip::result::ZipError::InvalidArchive(ref m) if m.contains("uplicate") => {
                 WheelError::Duplicate {

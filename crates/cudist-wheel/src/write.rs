@@ -198,7 +198,10 @@ fn write_into(
     metadata_name: &str,
     wheel_name: &str,
 ) -> Result<usize, WheelError> {
-    let mut zw = ZipWriter::new(BufWriter::new(file.try_clone().map_err(io)?));
+    let mut zw = ZipWriter::new(BufWriter::with_capacity(
+        1 << 20,
+        file.try_clone().map_err(io)?,
+    ));
     let mut records: Vec<String> = Vec::new();
     let old_record: HashMap<String, String> = wheel
         .members()
