@@ -206,3 +206,63 @@ fn real_libcudart_grafted_under_a_hashed_name_is_found() {
     assert_eq!(a["verdict"]["status"], "bloated");
     assert_eq!(a["breakdown"]["vendored_cuda"], size);
 }
+
+#[test]
+fn cupy_repair_gives_every_cuda_library_an_rpath_and_a_dependency() {
+    let Some(dir) = tool_from_env("CUDIST_REAL_WHEELS") else {
+        return;
+    };
+    let w = wheel(&dir, "cupy_cuda12x-14.2.0");
+    let out = tempfile::tempdir().unwrap();
+    let o = cudist(&[
+        "repair",
+        "--json",
+        "-w",
+        out.path().to_str().unwrap(),
+        w.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let wr = &r["wheels"][0];
+    assert_eq!(
+        wr["patched"].as_array().unwrap().len(),
+        9,
+        "{:#}",
+        wr["patched"]
+    );
+    assert!(wr["removed"].as_array().unwrap().is_empty());
+    let requires: Vec<&str> = wr["requires_added"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(
+        requires.contains(&"nvidia-cublas-cu12>=12,<13")
+            && requires.contains(&"nvidia-cufft-cu12>=11,<12"),
+        "{requires:?}"
+    );
+    let after = inspect_json(&[wr["output"].as_str().unwrap()], 0);
+    let a = &after["artifacts"][0];
+    assert_eq!(a["verdict"]["status"], "ok", "{:#}", a["verdict"]);
+    for n in a["cuda_needed"].as_array().unwrap() {
+        assert_eq!(n["rpath_covers"], true, "{n:#}");
+        assert_eq!(n["declared"], true, "{n:#}");
+    }
+    // Untouched members were copied raw: same count, and thrust (no CUDA NEEDED) byte-identical.
+    assert_eq!(a["elf_files"].as_array().unwrap().len(), 65);
+    let thrust = "cupy/cuda/thrust.cpython-311-x86_64-linux-gnu.so";
+    let tmp = tempfile::tempdir().unwrap();
+    let before_dir = tmp.path().join("before");
+    let after_dir = tmp.path().join("after");
+    extract(&w, &[thrust], &before_dir);
+    extract(
+        Path::new(wr["output"].as_str().unwrap()),
+        &[thrust],
+        &after_dir,
+    );
+    assert_eq!(
+        std::fs::read(before_dir.join(thrust)).unwrap(),
+        std::fs::read(after_dir.join(thrust)).unwrap()
+    );
+}
