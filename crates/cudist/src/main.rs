@@ -137,6 +137,22 @@ fn report_error(e: &anyhow::Error) {
     }
 }
 
+/// Prints unreadable inputs (and, with the artifact's path, unreadable files inside artifacts) to
+/// stderr with their hints.
+fn print_input_errors<'a>(
+    errors: impl Iterator<Item = (Option<&'a str>, &'a inspect::model::InputError)>,
+) {
+    for (artifact, e) in errors {
+        match artifact {
+            Some(a) => eprintln!("error: {a}: {}", e.error),
+            None => eprintln!("error: {}: {}", e.path, e.error),
+        }
+        if let Some(h) = &e.hint {
+            eprintln!("  hint: {h}");
+        }
+    }
+}
+
 fn run_repair(args: RepairArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
     // Directories stand for the wheels in them.
     let mut wheels = Vec::new();
@@ -185,12 +201,7 @@ fn run_repair(args: RepairArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
         util::emit(&repair::render(&report, util::Style::detect()));
     }
     if !args.json {
-        for e in &report.errors {
-            eprintln!("error: {}: {}", e.path, e.error);
-            if let Some(h) = &e.hint {
-                eprintln!("  hint: {h}");
-            }
-        }
+        print_input_errors(report.errors.iter().map(|e| (None, e)));
     }
     Ok(if report.errors.is_empty() {
         ExitCode::SUCCESS
@@ -222,15 +233,7 @@ fn run_inspect(args: InspectArgs, catalog: &Catalog) -> anyhow::Result<ExitCode>
             .artifacts
             .iter()
             .flat_map(|a| a.problems.iter().map(move |p| (Some(a.path.as_str()), p)));
-        for (artifact, e) in report.errors.iter().map(|e| (None, e)).chain(inside) {
-            match artifact {
-                Some(a) => eprintln!("error: {a}: {}", e.error),
-                None => eprintln!("error: {}: {}", e.path, e.error),
-            }
-            if let Some(h) = &e.hint {
-                eprintln!("  hint: {h}");
-            }
-        }
+        print_input_errors(report.errors.iter().map(|e| (None, e)).chain(inside));
     }
     Ok(if report.summary.errors == 0 {
         ExitCode::SUCCESS

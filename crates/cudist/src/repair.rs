@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::inspect::model::{Artifact, ElfReport, NeededClass, PathLocation};
-use crate::inspect::{self, Input};
+use crate::inspect::{self, parent, Input};
 
 /// The schema identifier of `cudist repair --json`.
 pub const SCHEMA: &str = "cudist.repair/1";
@@ -526,12 +526,6 @@ fn current_tag(e: &ElfReport) -> Option<SearchPathTag> {
     } else {
         None
     }
-}
-
-fn parent(path: &str) -> String {
-    path.rsplit_once('/')
-        .map(|(d, _)| d.to_string())
-        .unwrap_or_default()
 }
 
 /// The human report.

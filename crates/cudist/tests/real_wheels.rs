@@ -3,28 +3,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use common::*;
-
-fn wheel(dir: &Path, prefix: &str) -> PathBuf {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
-        .unwrap_or_else(|| panic!("no {prefix}* wheel in {}", dir.display()))
-}
-
-/// Extracts members from a wheel with Python's zipfile (a reader cudist does not share).
-fn extract(wheel: &Path, members: &[&str], into: &Path) {
-    let mut args = vec![wheel.to_str().unwrap(), into.to_str().unwrap()];
-    args.extend_from_slice(members);
-    python(
-        "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1])\nfor m in sys.argv[3:]: z.extract(m, sys.argv[2])",
-        &args,
-    );
-}
 
 #[test]
 fn cupy_modules_list_like_cuobjdump() {
@@ -34,7 +16,7 @@ fn cupy_modules_list_like_cuobjdump() {
     let Some(cuobjdump) = tool_from_env("CUDIST_CUOBJDUMP") else {
         return;
     };
-    let w = wheel(&dir, "cupy_cuda12x-14.2.0");
+    let w = find_wheel(&dir, "cupy_cuda12x-14.2.0");
     let o = cudist(&["inspect", "--cuobjdump", w.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let text = stdout(&o);
@@ -101,7 +83,7 @@ fn cupy_report() {
     let Some(dir) = tool_from_env("CUDIST_REAL_WHEELS") else {
         return;
     };
-    let w = wheel(&dir, "cupy_cuda12x-14.2.0");
+    let w = find_wheel(&dir, "cupy_cuda12x-14.2.0");
     let r = inspect_json(&[w.to_str().unwrap()], 0);
     let a = &r["artifacts"][0];
     assert_eq!(a["elf_files"].as_array().unwrap().len(), 65);
@@ -140,7 +122,7 @@ fn real_libcudart_grafted_under_a_hashed_name_is_found() {
     let Some(dir) = tool_from_env("CUDIST_REAL_WHEELS") else {
         return;
     };
-    let rt = wheel(&dir, "nvidia_cuda_runtime_cu12-12.9.79");
+    let rt = find_wheel(&dir, "nvidia_cuda_runtime_cu12-12.9.79");
     let tmp = tempfile::tempdir().unwrap();
     extract(
         &rt,
@@ -212,7 +194,7 @@ fn cupy_repair_gives_every_cuda_library_an_rpath_and_a_dependency() {
     let Some(dir) = tool_from_env("CUDIST_REAL_WHEELS") else {
         return;
     };
-    let w = wheel(&dir, "cupy_cuda12x-14.2.0");
+    let w = find_wheel(&dir, "cupy_cuda12x-14.2.0");
     let out = tempfile::tempdir().unwrap();
     let o = cudist(&[
         "repair",

@@ -45,20 +45,9 @@ fn ok(o: &Output, what: &str) {
     );
 }
 
-fn find_wheel(dir: &Path, prefix: &str) -> PathBuf {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
-        .unwrap_or_else(|| panic!("no {prefix}* in {}", dir.display()))
-}
-
-/// Extracts `member` of `wheel` into `dir` and returns its path.
-fn extract(wheel: &Path, member: &str, dir: &Path) -> PathBuf {
-    python(
-        "import sys, zipfile\nzipfile.ZipFile(sys.argv[1]).extract(sys.argv[2], sys.argv[3])",
-        &[wheel.to_str().unwrap(), member, dir.to_str().unwrap()],
-    );
+/// Extracts one member of `wheel` into `dir` and returns its path.
+fn extract_one(wheel: &Path, member: &str, dir: &Path) -> PathBuf {
+    extract(wheel, &[member], dir);
     dir.join(member)
 }
 
@@ -185,7 +174,7 @@ fn cuda12_extension_loads_from_the_runtime_wheel() {
     };
     let rt = find_wheel(&wheels, "nvidia_cuda_runtime_cu12-12.9.79");
     let work = tempfile::tempdir().unwrap();
-    let cudart = extract(&rt, "nvidia/cuda_runtime/lib/libcudart.so.12", work.path());
+    let cudart = extract_one(&rt, "nvidia/cuda_runtime/lib/libcudart.so.12", work.path());
     let w = demo_wheel(work.path(), &cudart, "libcudart.so.12");
     let out = work.path().join("out");
     let r = repair(&w, &out);
@@ -215,7 +204,7 @@ fn cuda13_extension_loads_from_the_merged_layout() {
     };
     let rt = find_wheel(&wheels, "nvidia_cuda_runtime-13.5.37");
     let work = tempfile::tempdir().unwrap();
-    let cudart = extract(&rt, "nvidia/cu13/lib/libcudart.so.13", work.path());
+    let cudart = extract_one(&rt, "nvidia/cu13/lib/libcudart.so.13", work.path());
     let w = demo_wheel(work.path(), &cudart, "libcudart.so.13");
     let out = work.path().join("out");
     let r = repair(&w, &out);
@@ -239,7 +228,7 @@ fn auditwheel_graft_is_unvendored() {
     };
     let rt = find_wheel(&wheels, "nvidia_cuda_runtime_cu12-12.9.79");
     let work = tempfile::tempdir().unwrap();
-    let cudart = extract(&rt, "nvidia/cuda_runtime/lib/libcudart.so.12", work.path());
+    let cudart = extract_one(&rt, "nvidia/cuda_runtime/lib/libcudart.so.12", work.path());
     let w = demo_wheel(work.path(), &cudart, "libcudart.so.12");
     // What a CUDA-unaware repair does: graft libcudart under a hashed name.
     let naive_dir = work.path().join("naive");

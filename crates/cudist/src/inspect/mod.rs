@@ -685,7 +685,8 @@ fn providers(pips: &BTreeSet<(u32, String)>, hint: Option<u32>) -> Vec<String> {
     all.into_iter().collect()
 }
 
-fn parent(path: &str) -> String {
+/// The directory part of a `/`-separated path inside an artifact (`""` at the root).
+pub fn parent(path: &str) -> String {
     match path.rfind('/') {
         Some(p) => path[..p].to_string(),
         None => String::new(),

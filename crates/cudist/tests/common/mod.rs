@@ -181,3 +181,22 @@ pub fn needed<'a>(artifact: &'a Value, soname: &str) -> &'a Value {
         .find(|n| n["soname"] == soname)
         .unwrap_or_else(|| panic!("{soname} not needed in {artifact:#}"))
 }
+
+/// The wheel in `dir` whose file name starts with `prefix`.
+pub fn find_wheel(dir: &Path, prefix: &str) -> PathBuf {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .unwrap_or_else(|| panic!("no {prefix}* in {}", dir.display()))
+}
+
+/// Extracts members of a wheel into `into` with Python's zipfile (a reader cudist does not share).
+pub fn extract(wheel: &Path, members: &[&str], into: &Path) {
+    let mut args = vec![wheel.to_str().unwrap(), into.to_str().unwrap()];
+    args.extend_from_slice(members);
+    python(
+        "import sys, zipfile\nz = zipfile.ZipFile(sys.argv[1])\nfor m in sys.argv[3:]: z.extract(m, sys.argv[2])",
+        &args,
+    );
+}
