@@ -15,6 +15,8 @@
 //!
 //! The schema is documented in `docs/catalog.md`.
 
+pub mod manylinux;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::Path;

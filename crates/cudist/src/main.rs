@@ -76,6 +76,10 @@ struct RepairArgs {
     /// Refuse wheels whose RECORD does not match their content.
     #[arg(long)]
     verify: bool,
+    /// Tag with this platform policy (manylinux_2_28, manylinux2014, …) or fail saying what
+    /// blocks it; default: the most compatible policy the repaired wheel satisfies.
+    #[arg(long, value_name = "POLICY")]
+    plat: Option<String>,
     /// Print the report as JSON (schema cudist.repair/1).
     #[arg(long)]
     json: bool,
@@ -191,6 +195,7 @@ fn run_repair(args: RepairArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
             _ => cudist_wheel::write::Compression::Default,
         },
         verify: args.verify,
+        plat: args.plat.clone(),
     };
     let mut report = repair::repair(&wheels, catalog, &opts);
     errors.append(&mut report.errors);

@@ -73,6 +73,9 @@ pub struct Options {
     pub tag: SearchPathTag,
     pub compression: Compression,
     pub verify: bool,
+    /// The platform policy to tag with (`manylinux_2_17`, `manylinux2014`); the most compatible
+    /// one the repaired wheel satisfies when unset.
+    pub plat: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -99,6 +102,9 @@ pub struct WheelRepair {
     pub unhandled: Vec<String>,
     /// Nothing needed changing: the wheel was copied as it is.
     pub unchanged: bool,
+    /// Platform tags of the repaired wheel, and the policies more compatible than its own that it
+    /// does not satisfy (with the reason).
+    pub platform: crate::inspect::model::Platform,
 }
 
 #[derive(Debug, Serialize)]
@@ -199,6 +205,22 @@ fn repair_one(path: &Path, catalog: &Catalog, opts: &Options) -> Result<WheelRep
         .context("the input has no file name")?
         .to_string_lossy()
         .into_owned();
+    let member_of: HashMap<String, String> = wheel
+        .members()
+        .iter()
+        .map(|m| (inspect::install_path(&m.name), m.name.clone()))
+        .collect();
+    let plan = plan(&artifact, catalog, opts, &md.requires_dist);
+    let removed: BTreeSet<&str> = plan.removed.iter().map(|r| r.path.as_str()).collect();
+    let platform = inspect::platform::evaluate(
+        artifact
+            .elf_files
+            .iter()
+            .filter(|e| !removed.contains(e.path.as_str())),
+        &|n| plan.renamed.contains(&n.soname),
+    );
+    let tags = choose_tags(&platform, opts.plat.as_deref(), path)?;
+    let file_name = retag_file_name(&file_name, &tags);
     let out = opts.out_dir.join(&file_name);
     if out.canonicalize().ok() == path.canonicalize().ok() && out.exists() {
         bail!(
@@ -206,12 +228,6 @@ fn repair_one(path: &Path, catalog: &Catalog, opts: &Options) -> Result<WheelRep
             path.display()
         );
     }
-    let member_of: HashMap<String, String> = wheel
-        .members()
-        .iter()
-        .map(|m| (inspect::install_path(&m.name), m.name.clone()))
-        .collect();
-    let plan = plan(&artifact, catalog, opts, &md.requires_dist);
 
     // Patch the ELF files in parallel (each read again from the wheel).
     let patched: Vec<(String, Vec<u8>, Patched)> = plan
@@ -245,7 +261,12 @@ fn repair_one(path: &Path, catalog: &Catalog, opts: &Options) -> Result<WheelRep
         )
         .collect::<Result<_>>()?;
 
-    let unchanged = patched.is_empty() && plan.removed.is_empty() && plan.requires.is_empty();
+    let wheel_member = format!("{}/WHEEL", md.dist_info);
+    let old_tags: Vec<String> = md.tags.clone();
+    let new_tags = retag_lines(&old_tags, &tags);
+    let retagged = new_tags != old_tags;
+    let unchanged =
+        patched.is_empty() && plan.removed.is_empty() && plan.requires.is_empty() && !retagged;
     let mut report = WheelRepair {
         input: path.display().to_string(),
         output: out.display().to_string(),
@@ -256,6 +277,10 @@ fn repair_one(path: &Path, catalog: &Catalog, opts: &Options) -> Result<WheelRep
         requires_added: plan.requires.clone(),
         unhandled: plan.unhandled,
         unchanged,
+        platform: crate::inspect::model::Platform {
+            tags: tags.clone(),
+            ..platform
+        },
     };
     let mut rw = Rewrite {
         remove: report
@@ -273,6 +298,18 @@ fn repair_one(path: &Path, catalog: &Catalog, opts: &Options) -> Result<WheelRep
         compression: opts.compression,
         ..Rewrite::default()
     };
+    if retagged {
+        let index = wheel
+            .members()
+            .iter()
+            .position(|m| m.name == wheel_member)
+            .context("the wheel has no WHEEL file")?;
+        let text = String::from_utf8_lossy(&wheel.read_member(index)?).into_owned();
+        rw.replace.insert(
+            wheel_member,
+            rewrite_wheel_tags(&text, &new_tags).into_bytes(),
+        );
+    }
     for (member, data, p) in patched {
         rw.replace.insert(member, data);
         report.patched.push(p);
@@ -292,6 +329,8 @@ type FileEdits = (Edits, Vec<String>, Vec<String>, Vec<(String, String)>);
 
 struct Plan {
     edits: BTreeMap<String, FileEdits>,
+    /// NEEDED names of renamed copies that the repair restores.
+    renamed: BTreeSet<String>,
     removed: Vec<Removed>,
     requires: Vec<String>,
     extras: Vec<String>,
@@ -511,10 +550,95 @@ fn plan(a: &Artifact, catalog: &Catalog, opts: &Options, declared: &[String]) ->
     }
     Plan {
         edits,
+        renamed: renamed.keys().cloned().collect(),
         removed,
         requires,
         extras,
         unhandled: unhandled.into_iter().collect(),
+    }
+}
+
+/// The platform tags to write: `--plat`'s if the wheel satisfies that policy, else the most
+/// compatible satisfied one.
+fn choose_tags(
+    p: &crate::inspect::model::Platform,
+    plat: Option<&str>,
+    path: &Path,
+) -> Result<Vec<String>> {
+    let arch = p.arch.clone().unwrap_or_else(|| "x86_64".into());
+    let Some(want) = plat else {
+        return Ok(p.tags.clone());
+    };
+    let name = want.strip_suffix(&format!("_{arch}")).unwrap_or(want);
+    let Some(policy) = cudist_catalog::manylinux::policy(name) else {
+        bail!("--plat {want}: not a known platform policy (e.g. manylinux_2_28, manylinux2014)");
+    };
+    if let Some(b) = p.blocked.iter().find(|b| b.policy == policy.name) {
+        bail!(
+            "{}: cannot be tagged {}: {} {}",
+            path.display(),
+            policy.tags(&arch).join("/"),
+            b.file,
+            b.reason
+        );
+    }
+    Ok(policy.tags(&arch))
+}
+
+/// `Tag:` values with their platform replaced by each of `plats` (`cp311-cp311-linux_x86_64` →
+/// `cp311-cp311-manylinux_2_24_x86_64`), in order, without duplicates.
+fn retag_lines(tags: &[String], plats: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in tags {
+        let Some((head, _)) = t.rsplit_once('-') else {
+            continue;
+        };
+        for p in plats {
+            let tag = format!("{head}-{p}");
+            if !out.contains(&tag) {
+                out.push(tag);
+            }
+        }
+    }
+    out
+}
+
+/// The WHEEL file with its `Tag:` lines replaced (at the place of the first one).
+fn rewrite_wheel_tags(text: &str, tags: &[String]) -> String {
+    let mut out = String::new();
+    let mut done = false;
+    for line in text.lines() {
+        if line
+            .split_once(':')
+            .is_some_and(|(k, _)| k.trim().eq_ignore_ascii_case("tag"))
+        {
+            if !done {
+                for t in tags {
+                    out.push_str(&format!("Tag: {t}\n"));
+                }
+                done = true;
+            }
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    if !done {
+        for t in tags {
+            out.push_str(&format!("Tag: {t}\n"));
+        }
+    }
+    out
+}
+
+/// The wheel file name with its platform part replaced by the (compressed) tag set.
+fn retag_file_name(name: &str, plats: &[String]) -> String {
+    match (name.strip_suffix(".whl"), plats.is_empty()) {
+        (Some(stem), false) => match stem.rsplit_once('-') {
+            Some((head, _)) => format!("{head}-{}.whl", plats.join(".")),
+            None => name.to_string(),
+        },
+        _ => name.to_string(),
     }
 }
 
@@ -566,6 +690,9 @@ pub fn render(r: &Report, style: crate::util::Style) -> String {
                 what.push(format!("NEEDED {a} -> {b}"));
             }
             let _ = writeln!(out, "  patched   {}: {}", p.path, what.join("; "));
+        }
+        if !w.platform.tags.is_empty() {
+            let _ = writeln!(out, "  tagged    {}", w.platform.tags.join("."));
         }
         for q in &w.requires_added {
             let _ = writeln!(out, "  requires  {q}");
@@ -636,6 +763,32 @@ mod tests {
         assert_eq!(
             origin_path("ext.so", "nvidia/cu13/lib/"),
             "$ORIGIN/nvidia/cu13/lib"
+        );
+    }
+
+    #[test]
+    fn retagging() {
+        let plats = vec![
+            "manylinux2014_x86_64".to_string(),
+            "manylinux_2_17_x86_64".to_string(),
+        ];
+        assert_eq!(
+            retag_file_name("cupy_cuda12x-14.2.0-cp311-cp311-linux_x86_64.whl", &plats),
+            "cupy_cuda12x-14.2.0-cp311-cp311-manylinux2014_x86_64.manylinux_2_17_x86_64.whl"
+        );
+        assert_eq!(
+            retag_lines(&["cp311-cp311-linux_x86_64".into()], &plats),
+            vec![
+                "cp311-cp311-manylinux2014_x86_64",
+                "cp311-cp311-manylinux_2_17_x86_64"
+            ]
+        );
+        assert_eq!(
+            rewrite_wheel_tags(
+                "Wheel-Version: 1.0\nTag: a-b-c\nBuild: 1\n",
+                &["a-b-x".into()]
+            ),
+            "Wheel-Version: 1.0\nTag: a-b-x\nBuild: 1\n"
         );
     }
 

@@ -386,7 +386,7 @@ fn dry_run_writes_nothing_and_toolkit_style() {
     );
     let md = Command::new("python3")
         .args(["-c", "import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); print(z.read('tk-1.0.dist-info/METADATA').decode())"])
-        .arg(out.join(w.file_name().unwrap()))
+        .arg(r["wheels"][0]["output"].as_str().unwrap())
         .output()
         .unwrap();
     let md = String::from_utf8_lossy(&md.stdout);

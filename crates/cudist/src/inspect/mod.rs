@@ -5,6 +5,7 @@
 //! parallel, and the per-file facts are folded into one [`model::Artifact`] with a verdict.
 
 pub mod model;
+pub mod platform;
 pub mod render;
 mod source;
 
@@ -80,6 +81,8 @@ pub struct MarkerIndex {
     owner: HashMap<String, String>,
     /// (library id, string) pairs.
     strings: Vec<(String, String)>,
+    /// Every symbol any manylinux policy blacklists.
+    blacklisted: std::collections::HashSet<&'static str>,
 }
 
 impl MarkerIndex {
@@ -96,10 +99,15 @@ impl MarkerIndex {
                 strings.push((lib.id.clone(), s.clone()));
             }
         }
+        let blacklisted = cudist_catalog::manylinux::policies()
+            .iter()
+            .flat_map(|p| p.blacklist.values().flatten().map(String::as_str))
+            .collect();
         MarkerIndex {
             names,
             owner,
             strings,
+            blacklisted,
         }
     }
 }
@@ -196,6 +204,17 @@ pub fn analyse_elf(
             rpath: elf.rpath.iter().map(|r| raw_entry(r)).collect(),
             runpath: elf.runpath.iter().map(|r| raw_entry(r)).collect(),
             static_cuda: Vec::new(),
+            blacklisted_imports: elf
+                .undefined_dynamic()
+                .filter(|s| markers.blacklisted.contains(s.name.as_str()))
+                .map(|s| s.name.clone())
+                .collect(),
+            symbol_versions: elf
+                .undefined_dynamic()
+                .filter_map(|s| s.version.clone())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect(),
             device_code,
             sizes,
             vendored: None,
@@ -465,6 +484,7 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
     // 5. Device code and sizes.
     let device = device_summary(&elfs, &cuda_needed, catalog);
     let breakdown = breakdown(&elfs, &vendored, installed_size);
+    let platform = platform::evaluate(elfs.iter().map(|a| &a.report), &|_| false);
     let verdict = verdict(
         kind,
         &cuda_needed,
@@ -487,6 +507,7 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         vendored,
         device,
         breakdown,
+        platform,
         verdict,
     }
 }

@@ -71,7 +71,28 @@ pub struct Artifact {
     pub vendored: Vec<Vendored>,
     pub device: DeviceSummary,
     pub breakdown: Breakdown,
+    /// The most compatible manylinux policy the artifact satisfies, and what blocks better ones.
+    pub platform: Platform,
     pub verdict: Verdict,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Platform {
+    /// Machine of the ELF files (`x86_64`); null when there are none.
+    pub arch: Option<String>,
+    /// The most compatible policy satisfied (`manylinux_2_17`), or `linux` when none is.
+    pub policy: Option<String>,
+    /// Its platform tags (`manylinux2014_x86_64`, `manylinux_2_17_x86_64`).
+    pub tags: Vec<String>,
+    /// Why each more compatible policy fails (first reason per policy, most compatible first).
+    pub blocked: Vec<PolicyBlock>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PolicyBlock {
+    pub policy: String,
+    pub file: String,
+    pub reason: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -96,6 +117,11 @@ pub struct ElfReport {
     pub rpath: Vec<SearchPathEntry>,
     pub runpath: Vec<SearchPathEntry>,
     pub static_cuda: Vec<StaticCuda>,
+    /// Symbol versions the file requires from other libraries (`GLIBC_2.17`, `GLIBCXX_3.4.21`),
+    /// sorted: what decides its manylinux policy.
+    pub symbol_versions: Vec<String>,
+    /// Imported symbols that some manylinux policy forbids importing from their library.
+    pub blacklisted_imports: Vec<String>,
     pub device_code: Vec<DeviceEntry>,
     pub sizes: ElfSizes,
     /// Set when this file is itself a CUDA toolkit or driver library carried by the artifact.

@@ -192,6 +192,7 @@ fn render_artifact(out: &mut String, a: &Artifact, opts: RenderOptions, style: S
         out.push_str(&t.render(2, style));
     }
 
+    render_platform(out, a);
     render_device(out, a, style);
     render_breakdown(out, a, style);
 
@@ -411,4 +412,21 @@ fn render_summary(out: &mut String, report: &Report, style: Style) {
         ]);
     }
     out.push_str(&t.render(2, style));
+}
+
+fn render_platform(out: &mut String, a: &Artifact) {
+    let p = &a.platform;
+    let Some(policy) = &p.policy else { return };
+    let _ = writeln!(out, "\nPlatform: {} ({})", p.tags.join(", "), policy);
+    // The most compatible policies that fail, and why: at most three lines.
+    for b in p.blocked.iter().take(3) {
+        let _ = writeln!(out, "  not {}: {} {}", b.policy, b.file, b.reason);
+    }
+    if p.blocked.len() > 3 {
+        let _ = writeln!(
+            out,
+            "  (and {} more compatible policies)",
+            p.blocked.len() - 3
+        );
+    }
 }

@@ -1,0 +1,202 @@
+//! Platform tags: cudist's manylinux answer must equal auditwheel's on the same wheel, and repair
+//! must tag with it (or fail saying why `--plat` cannot be had).
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+
+/// The tag `auditwheel show` reports: "consistent with" when no external library is missing,
+/// else the tag the symbol versions "constrain" it to.
+fn auditwheel_tag(auditwheel: &Path, wheel: &Path) -> (String, Option<String>) {
+    let o = Command::new(auditwheel)
+        .arg("show")
+        .arg(wheel)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).replace('\n', " ");
+    let grab = |after: &str| {
+        text.split(after)
+            .nth(1)
+            .and_then(|r| r.split('"').nth(1))
+            .map(str::to_string)
+    };
+    (
+        grab("consistent with the following platform tag:").unwrap_or_else(|| panic!("{text}")),
+        grab("constrains the platform tag to"),
+    )
+}
+
+fn our_policy(wheel: &Path) -> (String, serde_json::Value) {
+    let v = inspect_json(&[wheel.to_str().unwrap()], 0);
+    let p = v["artifacts"][0]["platform"].clone();
+    (
+        p["tags"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_string(),
+        p,
+    )
+}
+
+fn ext_wheel(dir: &Path, name: &str, src: &str, lang_cxx: bool) -> std::path::PathBuf {
+    let file = if lang_cxx { "e.cc" } else { "e.c" };
+    std::fs::write(dir.join(file), src).unwrap();
+    let so = dir.join(format!("{name}.so"));
+    let o = Command::new(if lang_cxx { "g++" } else { "gcc" })
+        .args(["-shared", "-fPIC", "-O1", "-o"])
+        .arg(&so)
+        .arg(dir.join(file))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let w = dir.join(format!("{name}-1.0-cp311-cp311-linux_x86_64.whl"));
+    write_wheel(
+        &w,
+        name,
+        &[],
+        &[(&format!("{name}/_ext.so"), std::fs::read(so).unwrap())],
+    );
+    w
+}
+
+#[test]
+fn tags_agree_with_auditwheel() {
+    let Some(auditwheel) = tool_from_env("CUDIST_AUDITWHEEL") else {
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let cases = [
+        ("old", "int f(int x) { return x + 1; }\n", false),
+        ("realloc", "#define _GNU_SOURCE\n#include <stdlib.h>\nvoid *g(void *p, size_t n) { return reallocarray(p, n, 8); }\n", false),
+        ("cxx", "#include <string>\nstd::string h(const char *s) { return std::string(s) + \"!\"; }\n", true),
+    ];
+    for (name, src, cxx) in cases {
+        let w = ext_wheel(d.path(), name, src, cxx);
+        let (ours, p) = our_policy(&w);
+        let (theirs, _) = auditwheel_tag(&auditwheel, &w);
+        assert_eq!(ours, theirs, "{name}: {p:#}");
+    }
+}
+
+#[test]
+fn cupy_symbol_constraint_matches_auditwheel_and_repair_tags_it() {
+    let Some(auditwheel) = tool_from_env("CUDIST_AUDITWHEEL") else {
+        return;
+    };
+    let Some(dir) = tool_from_env("CUDIST_REAL_WHEELS") else {
+        return;
+    };
+    let w = find_wheel(&dir, "cupy_cuda12x-14.2.0");
+    let (ours, p) = our_policy(&w);
+    let (consistent, constrained) = auditwheel_tag(&auditwheel, &w);
+    // auditwheel cannot find the CUDA libraries on this machine and falls back to linux; its
+    // symbol-version constraint is the comparable answer.
+    assert_eq!(consistent, "linux_x86_64");
+    assert_eq!(Some(ours.clone()), constrained, "{p:#}");
+    assert_eq!(ours, "manylinux_2_24_x86_64");
+    assert!(
+        p["blocked"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("GLIBCXX_3.4.21"),
+        "{p:#}"
+    );
+
+    let out = tempfile::tempdir().unwrap();
+    let o = cudist(&[
+        "repair",
+        "--plat",
+        "manylinux2014",
+        "-w",
+        out.path().to_str().unwrap(),
+        w.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+    let err = stderr(&o);
+    assert!(
+        err.contains("cannot be tagged manylinux2014_x86_64") && err.contains("GLIBCXX_3.4.21"),
+        "{err}"
+    );
+    assert!(
+        std::fs::read_dir(out.path()).unwrap().next().is_none(),
+        "nothing written"
+    );
+
+    let o = cudist(&[
+        "repair",
+        "--json",
+        "--dry-run",
+        "-w",
+        out.path().to_str().unwrap(),
+        w.to_str().unwrap(),
+    ]);
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        r["wheels"][0]["output"]
+            .as_str()
+            .unwrap()
+            .ends_with("cp311-cp311-manylinux_2_24_x86_64.whl"),
+        "{:#}",
+        r["wheels"][0]["output"]
+    );
+}
+
+#[test]
+fn a_library_outside_the_policy_blocks_every_manylinux_tag() {
+    let d = tempfile::tempdir().unwrap();
+    let lib = fake_lib(d.path(), "libfoo.so", "libfoo.so.1", "foo");
+    let _ = lib;
+    let ext = gcc_shared(
+        d.path(),
+        "ext.so",
+        None,
+        "int foo(void *); int f(void) { return foo(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", d.path().display()),
+            "-lfoo",
+        ],
+    );
+    let w = d.path().join("needsfoo-1.0-cp311-cp311-linux_x86_64.whl");
+    write_wheel(
+        &w,
+        "needsfoo",
+        &[],
+        &[("needsfoo/_ext.so", std::fs::read(ext).unwrap())],
+    );
+    let (ours, p) = our_policy(&w);
+    assert_eq!(ours, "linux_x86_64", "{p:#}");
+    assert!(
+        p["blocked"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("needs libfoo.so.1"),
+        "{p:#}"
+    );
+    let out = d.path().join("out");
+    let o = cudist(&[
+        "repair",
+        "--plat",
+        "manylinux_2_28_x86_64",
+        "-w",
+        out.to_str().unwrap(),
+        w.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stderr(&o).contains("needs libfoo.so.1"), "{}", stderr(&o));
+    // Without --plat, repair keeps it linux and says what it does not handle.
+    let o = cudist(&["repair", "-w", out.to_str().unwrap(), w.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("needs libfoo.so.1") && stdout(&o).contains("tagged    linux_x86_64"),
+        "{}",
+        stdout(&o)
+    );
+}
