@@ -81,7 +81,7 @@ pub fn policies() -> &'static [Policy] {
         let f: File = toml::from_str(include_str!("../data/manylinux.toml"))
             .expect("built-in manylinux policy data is valid (checked by tests)");
         let mut v = f.manylinux;
-        v.sort_by(|a, b| b.priority.cmp(&a.priority));
+        v.sort_by_key(|p| std::cmp::Reverse(p.priority));
         v
     })
 }
