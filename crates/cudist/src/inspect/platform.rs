@@ -40,7 +40,7 @@ fn reject(
             NeededClass::Toolkit | NeededClass::External | NeededClass::Driver
         ) || n.provided_in_artifact.is_some()
             || extra_ok(n);
-        if !from_elsewhere && !policy.libraries.iter().any(|l| *l == n.soname) {
+        if !from_elsewhere && !policy.libraries.contains(&n.soname) {
             return Some(format!(
                 "needs {}, which {} does not allow a wheel to expect from the system (it would have to be grafted)",
                 n.soname, policy.name
