@@ -80,6 +80,11 @@ struct RepairArgs {
     /// blocks it; default: the most compatible policy the repaired wheel satisfies.
     #[arg(long, value_name = "POLICY")]
     plat: Option<String>,
+    /// Also add a module that preloads the CUDA libraries from every sys.path entry's CUDA wheel
+    /// directories (for installs where $ORIGIN/../.. does not reach them). Your code must import
+    /// it; cudist never edits your code.
+    #[arg(long)]
+    loader: bool,
     /// Print the report as JSON (schema cudist.repair/1).
     #[arg(long)]
     json: bool,
@@ -196,6 +201,7 @@ fn run_repair(args: RepairArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
         },
         verify: args.verify,
         plat: args.plat.clone(),
+        loader: args.loader,
     };
     let mut report = repair::repair(&wheels, catalog, &opts);
     errors.append(&mut report.errors);

@@ -73,6 +73,8 @@ pub struct Options {
     pub tag: SearchPathTag,
     pub compression: Compression,
     pub verify: bool,
+    /// Also write a module that preloads the CUDA libraries from every `sys.path` entry.
+    pub loader: bool,
     /// The platform policy to tag with (`manylinux_2_17`, `manylinux2014`); the most compatible
     /// one the repaired wheel satisfies when unset.
     pub plat: Option<String>,
@@ -98,6 +100,8 @@ pub struct WheelRepair {
     pub removed: Vec<Removed>,
     pub patched: Vec<Patched>,
     pub requires_added: Vec<String>,
+    /// The generated loader module (`pkg/_cudist_cuda.py`) and how to use it, with `--loader`.
+    pub loader: Option<Loader>,
     /// Libraries needed that repair does not handle yet (neither system, CUDA, nor in the wheel).
     pub unhandled: Vec<String>,
     /// Nothing needed changing: the wheel was copied as it is.
@@ -105,6 +109,16 @@ pub struct WheelRepair {
     /// Platform tags of the repaired wheel, and the policies more compatible than its own that it
     /// does not satisfy (with the reason).
     pub platform: crate::inspect::model::Platform,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Loader {
+    /// Path of the module inside the wheel.
+    pub path: String,
+    /// The module name to import.
+    pub module: String,
+    /// The environment variable that makes it try a system CUDA first.
+    pub prefer_system_env: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -275,6 +289,7 @@ fn repair_one(path: &Path, catalog: &Catalog, opts: &Options) -> Result<WheelRep
         removed: plan.removed,
         patched: Vec::new(),
         requires_added: plan.requires.clone(),
+        loader: None,
         unhandled: plan.unhandled,
         unchanged,
         platform: crate::inspect::model::Platform {
@@ -298,6 +313,13 @@ fn repair_one(path: &Path, catalog: &Catalog, opts: &Options) -> Result<WheelRep
         compression: opts.compression,
         ..Rewrite::default()
     };
+    if opts.loader && !plan.loads.is_empty() {
+        let (loader, source) =
+            loader_module(&artifact, &md.name.clone().unwrap_or_default(), &plan.loads);
+        rw.add
+            .insert(loader.path.clone(), (source.into_bytes(), 0o644));
+        report.loader = Some(loader);
+    }
     if retagged {
         let index = wheel
             .members()
@@ -329,6 +351,8 @@ type FileEdits = (Edits, Vec<String>, Vec<String>, Vec<(String, String)>);
 
 struct Plan {
     edits: BTreeMap<String, FileEdits>,
+    /// CUDA libraries needed (SONAME → wheel directory), for the loader.
+    loads: BTreeMap<String, String>,
     /// NEEDED names of renamed copies that the repair restores.
     renamed: BTreeSet<String>,
     removed: Vec<Removed>,
@@ -403,6 +427,7 @@ fn plan(a: &Artifact, catalog: &Catalog, opts: &Options, declared: &[String]) ->
 
     // 2. Per file: NEEDED restored, search path extended.
     let mut edits = BTreeMap::new();
+    let mut loads: BTreeMap<String, String> = BTreeMap::new();
     let mut needs: BTreeMap<String, (String, Option<String>, String, u32)> = BTreeMap::new(); // pip → (range, extra, id, major)
     let mut unhandled = BTreeSet::new();
     for e in a
@@ -436,6 +461,7 @@ fn plan(a: &Artifact, catalog: &Catalog, opts: &Options, declared: &[String]) ->
                 Some(m) => {
                     if let (Some(dir), Some(pip)) = (&m.major.pip_dir, &m.major.pip) {
                         dirs.push(dir.clone());
+                        loads.insert(soname.clone(), dir.clone());
                         let range = version_range(&soname, m.major.policy, &m.major.sonames)
                             .unwrap_or_default();
                         needs.entry(pip.clone()).or_insert((
@@ -550,12 +576,105 @@ fn plan(a: &Artifact, catalog: &Catalog, opts: &Options, declared: &[String]) ->
     }
     Plan {
         edits,
+        loads,
         renamed: renamed.keys().cloned().collect(),
         removed,
         requires,
         extras,
         unhandled: unhandled.into_iter().collect(),
     }
+}
+
+/// The `--loader` module: where it goes (the top-level package of the first file that needs CUDA)
+/// and its source.
+fn loader_module(a: &Artifact, dist: &str, loads: &BTreeMap<String, String>) -> (Loader, String) {
+    let top = a
+        .elf_files
+        .iter()
+        .find(|e| e.needed.iter().any(|n| loads.contains_key(&n.soname)))
+        .and_then(|e| e.path.split_once('/').map(|(t, _)| t.to_string()))
+        .filter(|t| !t.ends_with(".libs") && !t.contains('.'));
+    let norm = inspect::normalise_dist(dist).replace('-', "_");
+    let (path, module) = match &top {
+        Some(t) => (format!("{t}/_cudist_cuda.py"), format!("{t}._cudist_cuda")),
+        None => (
+            format!("_cudist_cuda_{norm}.py"),
+            format!("_cudist_cuda_{norm}"),
+        ),
+    };
+    let env = format!("{}_CUDA_PREFER_SYSTEM", norm.to_ascii_uppercase());
+    let libs: Vec<String> = loads
+        .iter()
+        .map(|(soname, dir)| format!("    ({soname:?}, {dir:?}),"))
+        .collect();
+    let libs = libs.join("\n");
+    let source = format!(
+        r#""""Preload the CUDA libraries {dist} needs, from NVIDIA's wheels on any sys.path entry.
+
+Generated by `cudist repair --loader`. The extension modules find these libraries through their
+RPATH ($ORIGIN/../nvidia/...) when the CUDA wheels are installed next to this package; this module
+covers installs where they are not (purelib and platlib apart, --target, PYTHONPATH layers).
+Import it before the first extension module that needs CUDA:
+
+    import {module}
+
+Set {env}=1 to try the system's CUDA (ld.so search) first and fall back to the wheels.
+"""
+import ctypes
+import os
+import sys
+
+LIBRARIES = [
+{libs}
+]
+PREFER_SYSTEM = "{env}"
+
+loaded = {{}}
+missing = []
+
+
+def _candidates(soname, directory):
+    if os.environ.get(PREFER_SYSTEM, "") not in ("", "0"):
+        yield soname
+    for entry in sys.path:
+        path = os.path.join(entry or ".", directory, soname)
+        if os.path.isfile(path):
+            yield path
+
+
+def _load():
+    pending = list(LIBRARIES)
+    # A library may need another from a different wheel directory: retry those whose
+    # dependencies were not loaded yet, while each pass makes progress.
+    while pending:
+        failed = []
+        for soname, directory in pending:
+            for candidate in _candidates(soname, directory):
+                try:
+                    ctypes.CDLL(candidate, mode=ctypes.RTLD_GLOBAL)
+                except OSError:
+                    continue
+                loaded[soname] = candidate
+                break
+            else:
+                failed.append((soname, directory))
+        if len(failed) == len(pending):
+            break
+        pending = failed
+    missing.extend(soname for soname, _ in pending)
+
+
+_load()
+"#
+    );
+    (
+        Loader {
+            path,
+            module,
+            prefer_system_env: env,
+        },
+        source,
+    )
 }
 
 /// The platform tags to write: `--plat`'s if the wheel satisfies that policy, else the most
@@ -696,6 +815,13 @@ pub fn render(r: &Report, style: crate::util::Style) -> String {
         }
         for q in &w.requires_added {
             let _ = writeln!(out, "  requires  {q}");
+        }
+        if let Some(l) = &w.loader {
+            let _ = writeln!(
+                out,
+                "  loader    {} (import {} before the first CUDA extension; {}=1 tries the system CUDA first)",
+                l.path, l.module, l.prefer_system_env
+            );
         }
         for u in &w.unhandled {
             let _ = writeln!(

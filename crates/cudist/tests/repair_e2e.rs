@@ -53,6 +53,11 @@ fn extract_one(wheel: &Path, member: &str, dir: &Path) -> PathBuf {
 
 /// Builds the `demo` extension against `libcudart` (real SONAME `soname`) and packs a wheel.
 fn demo_wheel(work: &Path, cudart: &Path, soname: &str) -> PathBuf {
+    demo_wheel_with(work, cudart, soname, "from ._ext import runtime_version\n")
+}
+
+/// [`demo_wheel`] with a chosen `demo/__init__.py`.
+fn demo_wheel_with(work: &Path, cudart: &Path, soname: &str, init: &str) -> PathBuf {
     let link = work.join("link");
     std::fs::create_dir_all(&link).unwrap();
     std::fs::copy(cudart, link.join(soname)).unwrap();
@@ -76,10 +81,7 @@ fn demo_wheel(work: &Path, cudart: &Path, soname: &str) -> PathBuf {
         "demo",
         &[],
         &[
-            (
-                "demo/__init__.py",
-                b"from ._ext import runtime_version\n".to_vec(),
-            ),
+            ("demo/__init__.py", init.as_bytes().to_vec()),
             (&format!("demo/_ext{suffix}"), std::fs::read(&so).unwrap()),
         ],
     );
@@ -393,5 +395,71 @@ fn dry_run_writes_nothing_and_toolkit_style() {
     assert!(
         md.contains("Provides-Extra: cuda") && md.contains("Requires-Dist: numpy"),
         "{md}"
+    );
+}
+
+#[test]
+fn loader_finds_cuda_wheels_outside_the_package_tree() {
+    let Some(wheels) = tool_from_env("CUDIST_REAL_WHEELS") else {
+        return;
+    };
+    let rt = find_wheel(&wheels, "nvidia_cuda_runtime_cu12-12.9.79");
+    let work = tempfile::tempdir().unwrap();
+    let cudart = extract_one(&rt, "nvidia/cuda_runtime/lib/libcudart.so.12", work.path());
+    let w = demo_wheel_with(work.path(), &cudart, "libcudart.so.12", "");
+    let out = work.path().join("out");
+    let o = cudist(&[
+        "repair",
+        "--json",
+        "--loader",
+        "-w",
+        out.to_str().unwrap(),
+        w.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let wr = &r["wheels"][0];
+    assert_eq!(wr["loader"]["module"], "demo._cudist_cuda");
+    assert_eq!(wr["loader"]["prefer_system_env"], "DEMO_CUDA_PREFER_SYSTEM");
+    let venv = Venv::new(&work.path().join("venv"));
+    ok(
+        &venv.pip(&[
+            "install",
+            "--no-index",
+            "--no-deps",
+            wr["output"].as_str().unwrap(),
+        ]),
+        "pip install",
+    );
+    // The CUDA wheel lives in another tree on sys.path, where $ORIGIN/.. does not reach.
+    let other = work.path().join("other");
+    ok(
+        &venv.pip(&[
+            "install",
+            "--no-index",
+            "--no-deps",
+            "--target",
+            other.to_str().unwrap(),
+            rt.to_str().unwrap(),
+        ]),
+        "pip install --target",
+    );
+    let python = |code: &str| {
+        run(Command::new(venv.dir.join("bin/python"))
+            .args(["-c", code])
+            .env("PYTHONPATH", &other))
+    };
+    let o = python("from demo import _ext");
+    assert!(
+        !o.status.success(),
+        "without the loader the RPATH misses the other tree"
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("libcudart.so.12"));
+    let o = python("import demo._cudist_cuda as l; from demo import _ext; print(_ext.runtime_version(), l.missing)");
+    ok(&o, "import through the loader");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.starts_with("12") && text.trim().ends_with("[]"),
+        "{text}"
     );
 }
