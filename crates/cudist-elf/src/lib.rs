@@ -8,6 +8,7 @@
 //! [`patch::apply`] edits the dynamic section (RPATH/RUNPATH, NEEDED, SONAME): in place when the new
 //! strings fit, else by a layout change; every result is verified before it is returned.
 
+pub mod ldso;
 pub mod patch;
 
 use object::elf;
@@ -181,6 +182,22 @@ pub fn machine_name(machine: u16) -> String {
         elf::EM_CUDA => "cuda".into(),
         m => format!("machine {m}"),
     }
+}
+
+/// The `e_machine` value of a machine name as [`machine_name`] prints it.
+pub fn machine_from_name(name: &str) -> Option<u16> {
+    [
+        elf::EM_X86_64,
+        elf::EM_AARCH64,
+        elf::EM_PPC64,
+        elf::EM_386,
+        elf::EM_ARM,
+        elf::EM_S390,
+        elf::EM_RISCV,
+        elf::EM_CUDA,
+    ]
+    .into_iter()
+    .find(|&m| machine_name(m) == name)
 }
 
 /// Looks for symbols this file *defines* among `names`, in `.symtab` and `.dynsym`; returns the

@@ -6,6 +6,7 @@
 
 mod catalog_cmd;
 mod errors;
+mod graft;
 mod inspect;
 mod repair;
 mod util;

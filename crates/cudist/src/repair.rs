@@ -100,6 +100,8 @@ pub struct WheelRepair {
     pub removed: Vec<Removed>,
     pub patched: Vec<Patched>,
     pub requires_added: Vec<String>,
+    /// Non-system libraries copied into the wheel (`<dist>.libs/`).
+    pub grafted: Vec<crate::graft::Graft>,
     /// The generated loader module (`pkg/_cudist_cuda.py`) and how to use it, with `--loader`.
     pub loader: Option<Loader>,
     /// Libraries needed that repair does not handle yet (neither system, CUDA, nor in the wheel).
@@ -224,15 +226,43 @@ fn repair_one(path: &Path, catalog: &Catalog, opts: &Options) -> Result<WheelRep
         .iter()
         .map(|m| (inspect::install_path(&m.name), m.name.clone()))
         .collect();
-    let plan = plan(&artifact, catalog, opts, &md.requires_dist);
+    // Non-system, non-CUDA libraries the wheel needs are grafted into `<dist>.libs/`.
+    let dist = file_name.split('-').next().unwrap_or("wheel").to_string();
+    let libs_dir = format!("{dist}.libs");
+    let (grafts, missing) = crate::graft::collect(
+        artifact.elf_files.iter().filter(|e| e.vendored.is_none()),
+        &|_| false,
+        &libs_dir,
+        catalog,
+    )?;
+    let grafting = Grafting {
+        names: grafts
+            .iter()
+            .map(|g| (g.soname.clone(), g.name().to_string()))
+            .collect(),
+        libs_dir: libs_dir.clone(),
+        reports: grafts.iter().map(|g| &g.report).collect(),
+    };
+    let mut plan = plan(&artifact, catalog, opts, &md.requires_dist, &grafting);
+    plan.unhandled.retain(|u| !grafting.names.contains_key(u));
+    for m in missing {
+        if !plan.unhandled.contains(&m) {
+            plan.unhandled.push(m);
+        }
+    }
     let removed: BTreeSet<&str> = plan.removed.iter().map(|r| r.path.as_str()).collect();
     let platform = inspect::platform::evaluate(
         artifact
             .elf_files
             .iter()
-            .filter(|e| !removed.contains(e.path.as_str())),
-        &|n| plan.renamed.contains(&n.soname),
+            .filter(|e| !removed.contains(e.path.as_str()))
+            .chain(grafts.iter().map(|g| &g.report)),
+        &|n| plan.renamed.contains(&n.soname) || grafting.names.contains_key(&n.soname),
     );
+    let graft_data: HashMap<&str, &[u8]> = grafts
+        .iter()
+        .map(|g| (g.path.as_str(), g.data.as_slice()))
+        .collect();
     let tags = choose_tags(&platform, opts.plat.as_deref(), path)?;
     let file_name = retag_file_name(&file_name, &tags);
     let out = opts.out_dir.join(&file_name);
@@ -249,19 +279,24 @@ fn repair_one(path: &Path, catalog: &Catalog, opts: &Options) -> Result<WheelRep
         .par_iter()
         .map(
             |(elf_path, (edits, added, removed, replaced))| -> Result<(String, Vec<u8>, Patched)> {
-                let member = member_of
-                    .get(elf_path)
-                    .context("member of a planned file")?;
-                let index = wheel
-                    .members()
-                    .iter()
-                    .position(|m| &m.name == member)
-                    .unwrap();
-                let data = wheel.read_member(index)?;
+                let (member, data) = match graft_data.get(elf_path.as_str()) {
+                    Some(d) => (elf_path.clone(), d.to_vec()),
+                    None => {
+                        let member = member_of
+                            .get(elf_path)
+                            .context("member of a planned file")?;
+                        let index = wheel
+                            .members()
+                            .iter()
+                            .position(|m| &m.name == member)
+                            .unwrap();
+                        (member.clone(), wheel.read_member(index)?)
+                    }
+                };
                 let p = cudist_elf::patch::apply(&data, edits)
                     .with_context(|| format!("{}: cannot patch {elf_path}", path.display()))?;
                 Ok((
-                    member.clone(),
+                    member,
                     p.data,
                     Patched {
                         path: elf_path.clone(),
@@ -290,6 +325,7 @@ fn repair_one(path: &Path, catalog: &Catalog, opts: &Options) -> Result<WheelRep
         patched: Vec::new(),
         requires_added: plan.requires.clone(),
         loader: None,
+        grafted: Vec::new(),
         unhandled: plan.unhandled,
         unchanged,
         platform: crate::inspect::model::Platform {
@@ -333,9 +369,14 @@ fn repair_one(path: &Path, catalog: &Catalog, opts: &Options) -> Result<WheelRep
         );
     }
     for (member, data, p) in patched {
-        rw.replace.insert(member, data);
-        report.patched.push(p);
+        if graft_data.contains_key(member.as_str()) {
+            rw.add.insert(member, (data, 0o755));
+        } else {
+            rw.replace.insert(member, data);
+            report.patched.push(p);
+        }
     }
+    report.grafted = grafts;
     report.patched.sort_by(|a, b| a.path.cmp(&b.path));
     if !opts.dry_run {
         std::fs::create_dir_all(&opts.out_dir)
@@ -361,7 +402,21 @@ struct Plan {
     unhandled: Vec<String>,
 }
 
-fn plan(a: &Artifact, catalog: &Catalog, opts: &Options, declared: &[String]) -> Plan {
+/// What grafting contributes to the plan: grafted SONAME → new name, the directory they go to, and
+/// the grafted files' own reports (planned like the wheel's files).
+struct Grafting<'a> {
+    names: BTreeMap<String, String>,
+    libs_dir: String,
+    reports: Vec<&'a ElfReport>,
+}
+
+fn plan(
+    a: &Artifact,
+    catalog: &Catalog,
+    opts: &Options,
+    declared: &[String],
+    grafting: &Grafting<'_>,
+) -> Plan {
     // 1. What leaves the wheel, and the real SONAME behind each renamed copy.
     let mut removed = Vec::new();
     // renamed copy's SONAME or file name → (real SONAME, CUDA major)
@@ -430,14 +485,22 @@ fn plan(a: &Artifact, catalog: &Catalog, opts: &Options, declared: &[String]) ->
     let mut loads: BTreeMap<String, String> = BTreeMap::new();
     let mut needs: BTreeMap<String, (String, Option<String>, String, u32)> = BTreeMap::new(); // pip → (range, extra, id, major)
     let mut unhandled = BTreeSet::new();
+    let grafted_paths: BTreeSet<&str> = grafting.reports.iter().map(|r| r.path.as_str()).collect();
     for e in a
         .elf_files
         .iter()
         .filter(|e| !removed_paths.contains(e.path.as_str()))
+        .chain(grafting.reports.iter().copied())
     {
         let mut replaced = Vec::new();
         let mut dirs: Vec<String> = Vec::new();
+        let mut inside: Vec<String> = Vec::new();
         for n in &e.needed {
+            if let Some(new) = grafting.names.get(&n.soname) {
+                replaced.push((n.soname.clone(), new.clone()));
+                inside.push(grafting.libs_dir.clone());
+                continue;
+            }
             let real = renamed.get(&n.soname).cloned();
             if let Some((r, _)) = &real {
                 replaced.push((n.soname.clone(), r.clone()));
@@ -500,6 +563,26 @@ fn plan(a: &Artifact, catalog: &Catalog, opts: &Options, declared: &[String]) ->
             .map(|p| p.expanded.clone())
             .collect();
         let mut added = Vec::new();
+        let have_inside: BTreeSet<String> = existing
+            .iter()
+            .chain(other.iter())
+            .filter(|p| p.location == PathLocation::Inside)
+            .map(|p| p.expanded.clone())
+            .collect();
+        for d in inside {
+            if have_inside.contains(&d) {
+                continue;
+            }
+            let entry = if parent(&e.path) == d {
+                "$ORIGIN".to_string()
+            } else {
+                origin_path(&e.path, &d)
+            };
+            if !entries.contains(&entry) {
+                entries.push(entry.clone());
+                added.push(entry);
+            }
+        }
         for d in dirs {
             if have.contains(&d) {
                 continue;
@@ -510,9 +593,15 @@ fn plan(a: &Artifact, catalog: &Catalog, opts: &Options, declared: &[String]) ->
                 added.push(entry);
             }
         }
+        let is_graft = grafted_paths.contains(e.path.as_str());
         let tag_changes = !other.is_empty() && !existing.is_empty()
             || (!existing.is_empty() && current_tag(e) != Some(opts.tag) && !added.is_empty());
-        if added.is_empty() && dropped.is_empty() && replaced.is_empty() && !tag_changes {
+        if added.is_empty()
+            && dropped.is_empty()
+            && replaced.is_empty()
+            && !tag_changes
+            && !is_graft
+        {
             continue;
         }
         let tag = if added.is_empty() && dropped.is_empty() {
@@ -524,7 +613,8 @@ fn plan(a: &Artifact, catalog: &Catalog, opts: &Options, declared: &[String]) ->
             search_path: (!added.is_empty() || !dropped.is_empty() || tag_changes)
                 .then(|| (entries.clone(), tag)),
             replace_needed: replaced.clone(),
-            soname: None,
+            // A grafted library takes its (hashed) file name as SONAME.
+            soname: is_graft.then(|| e.path.rsplit('/').next().unwrap_or(&e.path).to_string()),
         };
         edits.insert(e.path.clone(), (edit, added, dropped, replaced));
     }
@@ -787,6 +877,16 @@ pub fn render(r: &Report, style: crate::util::Style) -> String {
             None => format!(" ({})", human_bytes(w.input_size)),
         };
         let _ = writeln!(out, "{} {verb} {}{size}", style.bold(&w.input), w.output);
+        for g in &w.grafted {
+            let _ = writeln!(
+                out,
+                "  grafted   {} ({}, {}) as {}",
+                g.soname,
+                g.source.display(),
+                human_bytes(g.bytes),
+                g.path
+            );
+        }
         for rm in &w.removed {
             let _ = writeln!(
                 out,

@@ -463,3 +463,170 @@ fn loader_finds_cuda_wheels_outside_the_package_tree() {
         "{text}"
     );
 }
+
+#[test]
+fn non_cuda_libraries_are_grafted_like_auditwheel_does() {
+    let Some(wheels) = tool_from_env("CUDIST_REAL_WHEELS") else {
+        return;
+    };
+    let Some(auditwheel) = tool_from_env("CUDIST_AUDITWHEEL") else {
+        return;
+    };
+    let rt = find_wheel(&wheels, "nvidia_cuda_runtime_cu12-12.9.79");
+    let work = tempfile::tempdir().unwrap();
+    // libfoo.so.1 needs libbar.so.2: both must be grafted, bar through foo.
+    let libs = work.path().join("libs");
+    std::fs::create_dir_all(&libs).unwrap();
+    gcc_shared(
+        &libs,
+        "libbar.so",
+        Some("libbar.so.2"),
+        "int bar(int x) { return x * 2; }\n",
+        &[],
+    );
+    std::fs::rename(libs.join("libbar.so"), libs.join("libbar.so.2")).unwrap();
+    std::os::unix::fs::symlink("libbar.so.2", libs.join("libbar.so")).unwrap();
+    gcc_shared(
+        &libs,
+        "libfoo.so",
+        Some("libfoo.so.1"),
+        "int bar(int); int foo(int x) { return bar(x) + 1; }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.display()),
+            "-lbar",
+        ],
+    );
+    std::fs::rename(libs.join("libfoo.so"), libs.join("libfoo.so.1")).unwrap();
+    std::os::unix::fs::symlink("libfoo.so.1", libs.join("libfoo.so")).unwrap();
+    // The extension uses libfoo and the CUDA runtime.
+    let cudart = extract_one(&rt, "nvidia/cuda_runtime/lib/libcudart.so.12", work.path());
+    let link = work.path().join("link");
+    std::fs::create_dir_all(&link).unwrap();
+    std::fs::copy(&cudart, link.join("libcudart.so.12")).unwrap();
+    std::os::unix::fs::symlink("libcudart.so.12", link.join("libcudart.so")).unwrap();
+    let include = py("import sysconfig; print(sysconfig.get_paths()['include'])");
+    let suffix = py("import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))");
+    let tag = py("import sys; print(f'cp{sys.version_info[0]}{sys.version_info[1]}')");
+    let src = EXT_C.replace(
+        "return PyLong_FromLong(v);",
+        "extern int foo(int); return PyLong_FromLong(v + foo(0));",
+    );
+    std::fs::write(work.path().join("ext.c"), src).unwrap();
+    let so = work.path().join(format!("_ext{suffix}"));
+    ok(
+        &run(Command::new("gcc")
+            .args(["-shared", "-fPIC", "-o"])
+            .arg(&so)
+            .arg(work.path().join("ext.c"))
+            .arg(format!("-I{include}"))
+            .arg(format!("-L{}", link.display()))
+            .arg(format!("-L{}", libs.display()))
+            .args(["-lcudart", "-lfoo"])),
+        "gcc",
+    );
+    let w = work
+        .path()
+        .join(format!("demo-1.0-{tag}-{tag}-linux_x86_64.whl"));
+    write_wheel(
+        &w,
+        "demo",
+        &[],
+        &[
+            (
+                "demo/__init__.py",
+                b"from ._ext import runtime_version\n".to_vec(),
+            ),
+            (&format!("demo/_ext{suffix}"), std::fs::read(&so).unwrap()),
+        ],
+    );
+    let out = work.path().join("out");
+    let o = Command::new(env!("CARGO_BIN_EXE_cudist"))
+        .args(["repair", "--json", "-w"])
+        .arg(&out)
+        .arg(&w)
+        .env("LD_LIBRARY_PATH", &libs)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let wr = &r["wheels"][0];
+    let mut ours: Vec<String> = wr["grafted"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["soname"].as_str().unwrap().to_string())
+        .collect();
+    ours.sort();
+    assert_eq!(ours, vec!["libbar.so.2", "libfoo.so.1"], "{wr:#}");
+    assert!(wr["unhandled"].as_array().unwrap().is_empty(), "{wr:#}");
+    assert_eq!(wr["requires_added"][0], "nvidia-cuda-runtime-cu12>=12,<13");
+    let our_tag = wr["platform"]["tags"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // auditwheel on the same wheel (CUDA excluded, as it needs to be told): same grafts, same tag.
+    let aw_out = work.path().join("aw");
+    let tools_bin = auditwheel.parent().unwrap().to_path_buf();
+    let o = Command::new(&auditwheel)
+        .args(["repair", "--exclude", "libcudart.so.12", "-w"])
+        .arg(&aw_out)
+        .arg(&w)
+        .env(
+            "LD_LIBRARY_PATH",
+            format!("{}:{}", libs.display(), link.display()),
+        )
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                tools_bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .output()
+        .unwrap();
+    ok(&o, "auditwheel repair");
+    let aw_wheel = find_wheel(&aw_out, "demo-1.0");
+    let aw_name = aw_wheel.file_name().unwrap().to_string_lossy().to_string();
+    assert!(
+        aw_name.contains(&our_tag),
+        "auditwheel tagged {aw_name}, cudist {our_tag}"
+    );
+    let listing = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, zipfile; print('\\n'.join(zipfile.ZipFile(sys.argv[1]).namelist()))",
+        ])
+        .arg(&aw_wheel)
+        .output()
+        .unwrap();
+    let names = String::from_utf8_lossy(&listing.stdout);
+    for lib in ["libfoo-", "libbar-"] {
+        assert!(
+            names
+                .lines()
+                .any(|l| l.contains(".libs/") && l.contains(lib)),
+            "auditwheel grafted {names}"
+        );
+    }
+
+    // The repaired wheel imports with no LD_LIBRARY_PATH once the CUDA wheel is installed.
+    install_and_import(
+        work.path(),
+        Path::new(wr["output"].as_str().unwrap()),
+        &rt,
+        "libcudart.so.12",
+        "12",
+    );
+}
