@@ -11,6 +11,7 @@ mod inspect;
 mod repair;
 mod util;
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -86,6 +87,10 @@ struct RepairArgs {
     /// it; cudist never edits your code.
     #[arg(long)]
     loader: bool,
+    /// The site-packages the wheel was built against (e.g. the build venv's): the CUDA wheels
+    /// installed there give the lower bounds of the requirements.
+    #[arg(long, value_name = "SITE_PACKAGES")]
+    build_env: Option<PathBuf>,
     /// Print the report as JSON (schema cudist.repair/1).
     #[arg(long)]
     json: bool,
@@ -164,6 +169,14 @@ fn print_input_errors<'a>(
 }
 
 fn run_repair(args: RepairArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
+    if let Some(b) = &args.build_env {
+        if !b.is_dir() {
+            anyhow::bail!(
+                "--build-env {}: not a directory (give the build environment's site-packages)",
+                b.display()
+            );
+        }
+    }
     // Directories stand for the wheels in them.
     let mut wheels = Vec::new();
     let mut errors = Vec::new();
@@ -203,8 +216,23 @@ fn run_repair(args: RepairArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
         verify: args.verify,
         plat: args.plat.clone(),
         loader: args.loader,
+        build_env: args.build_env.clone(),
+        progress: (!args.quiet && !args.json && std::io::stderr().is_terminal()).then(|| {
+            let bar = indicatif::ProgressBar::new(wheels.len() as u64);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} repairing {pos}/{len} {wide_msg}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar.enable_steady_tick(std::time::Duration::from_millis(120));
+            bar
+        }),
     };
     let mut report = repair::repair(&wheels, catalog, &opts);
+    if let Some(bar) = &opts.progress {
+        bar.finish_and_clear();
+    }
     errors.append(&mut report.errors);
     report.errors = errors;
     if args.json {

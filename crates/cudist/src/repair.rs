@@ -75,9 +75,14 @@ pub struct Options {
     pub verify: bool,
     /// Also write a module that preloads the CUDA libraries from every `sys.path` entry.
     pub loader: bool,
+    /// The site-packages the wheel was built against: the CUDA wheels installed there give the
+    /// lower bounds of `Requires-Dist` (`nvidia-cuda-runtime-cu12>=12.9.79,<13`).
+    pub build_env: Option<PathBuf>,
     /// The platform policy to tag with (`manylinux_2_17`, `manylinux2014`); the most compatible
     /// one the repaired wheel satisfies when unset.
     pub plat: Option<String>,
+    /// Shown on a terminal (not with `--quiet` or `--json`): one step per wheel.
+    pub progress: Option<indicatif::ProgressBar>,
 }
 
 #[derive(Debug, Serialize)]
@@ -144,8 +149,24 @@ pub struct Patched {
 pub fn repair(inputs: &[PathBuf], catalog: &Catalog, opts: &Options) -> Report {
     let mut wheels = Vec::new();
     let mut errors = Vec::new();
+    let installed = opts
+        .build_env
+        .as_deref()
+        .map(installed_versions)
+        .unwrap_or_default();
     for p in inputs {
-        match repair_one(p, catalog, opts) {
+        if let Some(bar) = &opts.progress {
+            bar.set_message(
+                p.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            );
+        }
+        let result = repair_one(p, catalog, opts, &installed);
+        if let Some(bar) = &opts.progress {
+            bar.inc(1);
+        }
+        match result {
             Ok(w) => wheels.push(w),
             Err(e) => errors.push(crate::inspect::model::InputError {
                 path: p.display().to_string(),
@@ -197,7 +218,55 @@ pub fn origin_path(elf_path: &str, target: &str) -> String {
     )
 }
 
-fn repair_one(path: &Path, catalog: &Catalog, opts: &Options) -> Result<WheelRepair> {
+/// Distribution versions installed in a site-packages (normalised name → version), from the
+/// `.dist-info/METADATA` files.
+pub fn installed_versions(site: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let Ok(dir) = std::fs::read_dir(site) else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".dist-info") {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(e.path().join("METADATA")) else {
+            continue;
+        };
+        let field = |key: &str| {
+            text.lines().take_while(|l| !l.is_empty()).find_map(|l| {
+                l.split_once(':')
+                    .filter(|(k, _)| k.eq_ignore_ascii_case(key))
+                    .map(|(_, v)| v.trim().to_string())
+            })
+        };
+        if let (Some(n), Some(v)) = (field("Name"), field("Version")) {
+            out.insert(inspect::normalise_dist(&n), v);
+        }
+    }
+    out
+}
+
+/// Raises the lower bound of a `>=L,<U` range to the version the binary was built against, when
+/// that version lies inside the range.
+pub fn with_build_version(range: &str, built: &str) -> String {
+    let key = |v: &str| -> Vec<u64> { v.split('.').map(|p| p.parse().unwrap_or(0)).collect() };
+    let Some((lower, upper)) = range.strip_prefix(">=").and_then(|r| r.split_once(",<")) else {
+        return range.to_string();
+    };
+    if key(built) >= key(lower) && key(built) < key(upper) {
+        format!(">={built},<{upper}")
+    } else {
+        range.to_string()
+    }
+}
+
+fn repair_one(
+    path: &Path,
+    catalog: &Catalog,
+    opts: &Options,
+    installed: &BTreeMap<String, String>,
+) -> Result<WheelRepair> {
     let wheel = Wheel::open(path).with_context(|| format!("{}", path.display()))?;
     let md = wheel
         .metadata()
@@ -243,7 +312,14 @@ fn repair_one(path: &Path, catalog: &Catalog, opts: &Options) -> Result<WheelRep
         libs_dir: libs_dir.clone(),
         reports: grafts.iter().map(|g| &g.report).collect(),
     };
-    let mut plan = plan(&artifact, catalog, opts, &md.requires_dist, &grafting);
+    let mut plan = plan(
+        &artifact,
+        catalog,
+        opts,
+        &md.requires_dist,
+        &grafting,
+        installed,
+    );
     plan.unhandled.retain(|u| !grafting.names.contains_key(u));
     for m in missing {
         if !plan.unhandled.contains(&m) {
@@ -416,6 +492,7 @@ fn plan(
     opts: &Options,
     declared: &[String],
     grafting: &Grafting<'_>,
+    installed: &BTreeMap<String, String>,
 ) -> Plan {
     // 1. What leaves the wheel, and the real SONAME behind each renamed copy.
     let mut removed = Vec::new();
@@ -525,8 +602,11 @@ fn plan(
                     if let (Some(dir), Some(pip)) = (&m.major.pip_dir, &m.major.pip) {
                         dirs.push(dir.clone());
                         loads.insert(soname.clone(), dir.clone());
-                        let range = version_range(&soname, m.major.policy, &m.major.sonames)
+                        let mut range = version_range(&soname, m.major.policy, &m.major.sonames)
                             .unwrap_or_default();
+                        if let Some(v) = installed.get(&inspect::normalise_dist(pip)) {
+                            range = with_build_version(&range, v);
+                        }
                         needs.entry(pip.clone()).or_insert((
                             range,
                             m.library.toolkit_extra.clone(),
@@ -990,6 +1070,15 @@ mod tests {
             origin_path("ext.so", "nvidia/cu13/lib/"),
             "$ORIGIN/nvidia/cu13/lib"
         );
+    }
+
+    #[test]
+    fn build_versions_raise_the_lower_bound() {
+        assert_eq!(with_build_version(">=12,<13", "12.9.79"), ">=12.9.79,<13");
+        assert_eq!(with_build_version(">=11.2,<12", "11.8.89"), ">=11.8.89,<12");
+        // A version outside the SONAME's range says nothing about this library.
+        assert_eq!(with_build_version(">=12,<13", "13.0.1"), ">=12,<13");
+        assert_eq!(with_build_version("", "1.0"), "");
     }
 
     #[test]

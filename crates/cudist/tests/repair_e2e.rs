@@ -630,3 +630,62 @@ fn non_cuda_libraries_are_grafted_like_auditwheel_does() {
         "12",
     );
 }
+
+#[test]
+fn build_environment_sets_the_lower_bound() {
+    let Some(wheels) = tool_from_env("CUDIST_REAL_WHEELS") else {
+        return;
+    };
+    let rt = find_wheel(&wheels, "nvidia_cuda_runtime_cu12-12.9.79");
+    let work = tempfile::tempdir().unwrap();
+    let cudart = extract_one(&rt, "nvidia/cuda_runtime/lib/libcudart.so.12", work.path());
+    let w = demo_wheel(work.path(), &cudart, "libcudart.so.12");
+    // The build environment: the runtime wheel as pip installs it.
+    let site = work.path().join("site");
+    ok(
+        &run(Command::new("python3")
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--no-index",
+                "--no-deps",
+                "--target",
+            ])
+            .arg(&site)
+            .arg(&rt)),
+        "pip install --target",
+    );
+    let out = work.path().join("out");
+    let o = cudist(&[
+        "repair",
+        "--json",
+        "--dry-run",
+        "--build-env",
+        site.to_str().unwrap(),
+        "-w",
+        out.to_str().unwrap(),
+        w.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        r["wheels"][0]["requires_added"][0],
+        "nvidia-cuda-runtime-cu12>=12.9.79,<13"
+    );
+    let o = cudist(&[
+        "repair",
+        "--build-env",
+        "/nonexistent/site",
+        "-w",
+        out.to_str().unwrap(),
+        w.to_str().unwrap(),
+    ]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        stderr(&o).contains("--build-env /nonexistent/site"),
+        "{}",
+        stderr(&o)
+    );
+}
