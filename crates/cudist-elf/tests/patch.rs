@@ -360,3 +360,54 @@ fn very_long_rpath() {
     assert_eq!(ElfFile::parse(&p.data).unwrap().rpath, many);
     dlopen(&out).expect("loads with a 7 KB RPATH");
 }
+
+#[test]
+fn files_over_one_gigabyte() {
+    // A library with a 1.1 GB non-loaded section appended (objcopy), patched both ways.
+    let t = Tree::new(&[
+        "-Wl,-rpath,$ORIGIN/placeholder/long/enough/for/lib",
+        "-Wl,--disable-new-dtags",
+    ]);
+    let pad = t.dir.path().join("pad.bin");
+    std::fs::File::create(&pad)
+        .unwrap()
+        .set_len(1_100 << 20)
+        .unwrap(); // sparse
+    let big = t.dir.path().join("big.so");
+    let o = Command::new("objcopy")
+        .arg(format!("--add-section=.cudist_pad={}", pad.display()))
+        .arg("--set-section-flags=.cudist_pad=readonly")
+        .arg(t.main())
+        .arg(&big)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::remove_file(&pad).unwrap();
+    let data = std::fs::read(&big).unwrap();
+    assert!(data.len() > 1 << 30, "{} bytes", data.len());
+    // In place: a shorter path.
+    let p = apply(&data, &rpath(&["$ORIGIN/lib"], SearchPathTag::Rpath)).unwrap();
+    assert!(p.in_place);
+    assert_eq!(p.data.len(), data.len());
+    std::fs::write(&big, &p.data).unwrap();
+    dlopen(&big).expect("the patched 1.1 GB library loads");
+    // Layout change: a longer path.
+    let long = "$ORIGIN/lib:$ORIGIN/../../nvidia/cublas/lib:$ORIGIN/../../nvidia/cuda_runtime/lib";
+    let p = apply(
+        &p.data,
+        &rpath(&long.split(':').collect::<Vec<_>>(), SearchPathTag::Rpath),
+    )
+    .unwrap();
+    assert!(!p.in_place);
+    std::fs::write(&big, &p.data).unwrap();
+    drop(p);
+    drop(data);
+    dlopen(&big).expect("the rewritten 1.1 GB library loads");
+    assert_eq!(
+        readelf_dynamic(&big)
+            .iter()
+            .filter(|l| l.contains(long))
+            .count(),
+        1
+    );
+}

@@ -7,13 +7,14 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Cursor, Write};
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
+use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 use zip::write::SimpleFileOptions;
-use zip::{CompressionMethod, DateTime, ZipWriter};
+use zip::{CompressionMethod, DateTime, ZipArchive, ZipWriter};
 
 use crate::{Wheel, WheelError};
 
@@ -220,6 +221,28 @@ fn write_into(
         })
         .unwrap_or_default();
     let mut archive = wheel.archive.clone();
+    // Changed members are compressed in parallel, each into a one-entry zip in memory that is then
+    // raw-copied into the output: the writer itself only copies bytes.
+    let level = rw.compression.level();
+    let mut jobs: Vec<(String, &[u8], DateTime, u32)> = Vec::new();
+    for m in wheel.members() {
+        if let Some(bytes) = rw.replace.get(&m.name) {
+            let f = archive.by_index_raw(m.index).map_err(zip_err)?;
+            jobs.push((
+                m.name.clone(),
+                bytes.as_slice(),
+                f.last_modified().unwrap_or_default(),
+                f.unix_mode().unwrap_or(0o644),
+            ));
+        }
+    }
+    let compressed: HashMap<String, Vec<u8>> = jobs
+        .into_par_iter()
+        .with_max_len(1)
+        .map(|(name, bytes, time, mode)| {
+            single_entry_zip(&name, bytes, time, mode, level).map(|z| (name, z))
+        })
+        .collect::<Result<_, WheelError>>()?;
     let mut fallback_time = DateTime::default();
     let mut count = 0;
     for m in wheel.members() {
@@ -234,13 +257,20 @@ fn write_into(
         }
         let mode = f.unix_mode().unwrap_or(0o644);
         drop(f);
+        if let (Some(zipped), Some(bytes)) = (compressed.get(&m.name), rw.replace.get(&m.name)) {
+            let mut one = ZipArchive::new(Cursor::new(zipped.as_slice())).map_err(zip_err)?;
+            zw.raw_copy_file(one.by_index_raw(0).map_err(zip_err)?)
+                .map_err(zip_err)?;
+            records.push(format!("{},{},{}", m.name, record_hash(bytes), bytes.len()));
+            continue;
+        }
         let new_bytes = if m.name == metadata_name
             && !(rw.requires_dist.is_empty() && rw.provides_extra.is_empty())
         {
             let text = String::from_utf8_lossy(&wheel.read_member(m.index)?).into_owned();
             Some(edit_metadata(&text, &rw.requires_dist, &rw.provides_extra).into_bytes())
         } else {
-            rw.replace.get(&m.name).cloned()
+            None
         };
         match new_bytes {
             Some(bytes) => {
@@ -303,6 +333,26 @@ fn write_into(
         .sync_all()
         .map_err(io)?;
     Ok(count)
+}
+
+/// `bytes` deflated as the only member of an in-memory zip (compressed on the calling thread).
+fn single_entry_zip(
+    name: &str,
+    bytes: &[u8],
+    time: DateTime,
+    mode: u32,
+    level: i64,
+) -> Result<Vec<u8>, WheelError> {
+    let mut zw = ZipWriter::new(Cursor::new(Vec::with_capacity(bytes.len() / 2 + 1024)));
+    let opts = SimpleFileOptions::default()
+        .compression_method(CompressionMethod::Deflated)
+        .compression_level(Some(level))
+        .last_modified_time(time)
+        .unix_permissions(mode)
+        .large_file(bytes.len() as u64 >= u32::MAX as u64);
+    zw.start_file(name, opts).map_err(zip_err)?;
+    zw.write_all(bytes).map_err(io)?;
+    Ok(zw.finish().map_err(zip_err)?.into_inner())
 }
 
 /// Checks every member against the wheel's RECORD (hash and size): the `--verify` of repair.
