@@ -689,3 +689,165 @@ fn build_environment_sets_the_lower_bound() {
         stderr(&o)
     );
 }
+
+#[test]
+fn user_catalog_libraries_are_repaired_like_cuda() {
+    let work = tempfile::tempdir().unwrap();
+    fake_lib(work.path(), "librmm.so", "librmm.so", "rmm_alloc");
+    let ext = gcc_shared(
+        work.path(),
+        "ext.so",
+        None,
+        "int rmm_alloc(void *); int f(void) { return rmm_alloc(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", work.path().display()),
+            "-lrmm",
+        ],
+    );
+    let w = work.path().join("usesrmm-1.0-cp311-cp311-linux_x86_64.whl");
+    write_wheel(
+        &w,
+        "usesrmm",
+        &[],
+        &[("usesrmm/_ext.so", std::fs::read(ext).unwrap())],
+    );
+    let cat = work.path().join("rmm.toml");
+    std::fs::write(
+        &cat,
+        "schema = 1\n[[library]]\nid = \"rmm\"\nstem = \"librmm\"\nkind = \"external\"\n[[library.cuda]]\nmajor = 12\nsonames = [\"librmm.so\"]\npolicy = \"none\"\npip = \"librmm-cu12\"\npip_dir = \"librmm/lib64\"\n",
+    )
+    .unwrap();
+    let out = work.path().join("out");
+    let o = cudist(&[
+        "repair",
+        "--json",
+        "--catalog",
+        cat.to_str().unwrap(),
+        "-w",
+        out.to_str().unwrap(),
+        w.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let wr = &r["wheels"][0];
+    assert_eq!(
+        wr["patched"][0]["rpath_added"][0],
+        "$ORIGIN/../librmm/lib64"
+    );
+    assert_eq!(wr["requires_added"][0], "librmm-cu12");
+    assert!(wr["unhandled"].as_array().unwrap().is_empty(), "{wr:#}");
+    assert!(
+        wr["grafted"].as_array().unwrap().is_empty(),
+        "catalog libraries are never grafted"
+    );
+}
+
+#[test]
+fn output_is_deterministic() {
+    let work = tempfile::tempdir().unwrap();
+    fake_lib(
+        work.path(),
+        "libcublas.so",
+        "libcublas.so.12",
+        "cublasCreate_v2",
+    );
+    let ext = gcc_shared(
+        work.path(),
+        "ext.so",
+        None,
+        "int f(void) { return 0; }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", work.path().display()),
+            "-lcublas",
+        ],
+    );
+    let w = work.path().join("det-1.0-cp311-cp311-linux_x86_64.whl");
+    write_wheel(
+        &w,
+        "det",
+        &[],
+        &[
+            ("det/_ext.so", std::fs::read(ext).unwrap()),
+            ("det/__init__.py", b"x = 1\n".to_vec()),
+        ],
+    );
+    let run_once = |dir: &str| {
+        let out = work.path().join(dir);
+        let o = Command::new(env!("CARGO_BIN_EXE_cudist"))
+            .args(["repair", "--json", "--loader", "-w"])
+            .arg(&out)
+            .arg(&w)
+            .env("SOURCE_DATE_EPOCH", "1700000000")
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        std::fs::read(r["wheels"][0]["output"].as_str().unwrap()).unwrap()
+    };
+    let (a, b) = (run_once("one"), run_once("two"));
+    assert_eq!(a, b, "two runs must give the same bytes");
+    assert_eq!(std::fs::read(&w).unwrap(), std::fs::read(&w).unwrap());
+}
+
+#[test]
+fn every_hostile_wheel_is_refused_by_repair() {
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("out");
+    let cases = [
+        ("link", "i = zipfile.ZipInfo('p/link'); i.create_system = 3; i.external_attr = (0o120777 << 16); z.writestr(i, 'target')", "symbolic link"),
+        ("dup", "z.writestr('p/a.py', b'1'); z.writestr('p/a.py', b'2')", "more than once"),
+        ("abs", "z.writestr('/etc/x', b'x')", "escapes"),
+    ];
+    for (name, body, want) in cases {
+        let p = work.path().join(format!("{name}-1.0-py3-none-any.whl"));
+        python(
+            &format!("import sys, zipfile, warnings\nwarnings.simplefilter('ignore')\nz = zipfile.ZipFile(sys.argv[1], 'w')\nz.writestr('{name}-1.0.dist-info/METADATA', 'Name: {name}\\nVersion: 1.0\\n')\nz.writestr('{name}-1.0.dist-info/WHEEL', 'Wheel-Version: 1.0\\n')\n{body}\nz.close()"),
+            &[p.to_str().unwrap()],
+        );
+        let o = cudist(&["repair", "-w", out.to_str().unwrap(), p.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(3), "{name}");
+        assert!(stderr(&o).contains(want), "{name}: {}", stderr(&o));
+    }
+    // A member that inflates beyond its declared size, and one cut short.
+    for (name, patch) in [
+        ("bomb", "struct.pack('<I', 100)"),
+        ("short", "struct.pack('<I', (1 << 20) + 4096)"),
+    ] {
+        let p = work
+            .path()
+            .join(format!("{name}-1.0-cp311-cp311-linux_x86_64.whl"));
+        python(
+            &format!(
+                r#"
+import sys, zipfile, struct
+with zipfile.ZipFile(sys.argv[1], 'w', zipfile.ZIP_DEFLATED) as z:
+    z.writestr('{name}-1.0.dist-info/METADATA', 'Name: {name}\nVersion: 1.0\n')
+    z.writestr('{name}-1.0.dist-info/WHEEL', 'Wheel-Version: 1.0\n')
+    z.writestr('{name}/libx.so', b'\x7fELF' + b'\0' * (1 << 20))
+raw = bytearray(open(sys.argv[1], 'rb').read())
+n = b'{name}/libx.so'
+local = raw.find(n) - 30           # the local header precedes the name by 30 bytes
+central = raw.find(n, local + 31) - 46  # the central entry by 46
+raw[local + 22:local + 26] = {patch}
+raw[central + 24:central + 28] = {patch}
+open(sys.argv[1], 'wb').write(raw)
+"#
+            ),
+            &[p.to_str().unwrap()],
+        );
+        let o = cudist(&["repair", "-w", out.to_str().unwrap(), p.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(3), "{name}: {}", stderr(&o));
+        assert!(stderr(&o).contains("libx.so"), "{name}: {}", stderr(&o));
+    }
+    assert!(
+        !out.exists() || std::fs::read_dir(&out).unwrap().next().is_none(),
+        "nothing written"
+    );
+}
