@@ -151,26 +151,9 @@ fn cupy_symbol_constraint_matches_auditwheel_and_repair_tags_it() {
 #[test]
 fn a_library_outside_the_policy_blocks_every_manylinux_tag() {
     let d = tempfile::tempdir().unwrap();
-    let lib = fake_lib(d.path(), "libfoo.so", "libfoo.so.1", "foo");
-    let _ = lib;
-    let ext = gcc_shared(
-        d.path(),
-        "ext.so",
-        None,
-        "int foo(void *); int f(void) { return foo(0); }\n",
-        &[
-            "-Wl,--no-as-needed",
-            &format!("-L{}", d.path().display()),
-            "-lfoo",
-        ],
-    );
+    let ext = ext_needing(d.path(), "foo", "libfoo.so.1", "foo");
     let w = d.path().join("needsfoo-1.0-cp311-cp311-linux_x86_64.whl");
-    write_wheel(
-        &w,
-        "needsfoo",
-        &[],
-        &[("needsfoo/_ext.so", std::fs::read(ext).unwrap())],
-    );
+    write_wheel(&w, "needsfoo", &[], &[("needsfoo/_ext.so", ext)]);
     let (ours, p) = our_policy(&w);
     assert_eq!(ours, "linux_x86_64", "{p:#}");
     assert!(

@@ -169,25 +169,42 @@ fn repair(wheel: &Path, out: &Path) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
+/// Builds the demo extension against the runtime wheel's libcudart (`member`), repairs it, checks
+/// the requirement and RPATH repair adds, and the pip import test; returns the repaired wheel.
+fn repair_and_import(
+    runtime: &str,
+    member: &str,
+    soname: &str,
+    requirement: &str,
+    rpath: &str,
+    version: &str,
+) -> Option<(PathBuf, PathBuf, tempfile::TempDir)> {
+    let wheels = tool_from_env("CUDIST_REAL_WHEELS")?;
+    let rt = find_wheel(&wheels, runtime);
+    let work = tempfile::tempdir().unwrap();
+    let cudart = extract_one(&rt, member, work.path());
+    let w = demo_wheel(work.path(), &cudart, soname);
+    let r = repair(&w, &work.path().join("out"));
+    let wr = &r["wheels"][0];
+    assert_eq!(wr["requires_added"][0], requirement);
+    assert_eq!(wr["patched"][0]["rpath_added"][0], rpath);
+    let repaired = PathBuf::from(wr["output"].as_str().unwrap());
+    install_and_import(work.path(), &repaired, &rt, soname, version);
+    Some((w, repaired, work))
+}
+
 #[test]
 fn cuda12_extension_loads_from_the_runtime_wheel() {
-    let Some(wheels) = tool_from_env("CUDIST_REAL_WHEELS") else {
+    let Some((input, repaired, _work)) = repair_and_import(
+        "nvidia_cuda_runtime_cu12-12.9.79",
+        "nvidia/cuda_runtime/lib/libcudart.so.12",
+        "libcudart.so.12",
+        "nvidia-cuda-runtime-cu12>=12,<13",
+        "$ORIGIN/../nvidia/cuda_runtime/lib",
+        "12",
+    ) else {
         return;
     };
-    let rt = find_wheel(&wheels, "nvidia_cuda_runtime_cu12-12.9.79");
-    let work = tempfile::tempdir().unwrap();
-    let cudart = extract_one(&rt, "nvidia/cuda_runtime/lib/libcudart.so.12", work.path());
-    let w = demo_wheel(work.path(), &cudart, "libcudart.so.12");
-    let out = work.path().join("out");
-    let r = repair(&w, &out);
-    let wr = &r["wheels"][0];
-    assert_eq!(wr["requires_added"][0], "nvidia-cuda-runtime-cu12>=12,<13");
-    assert_eq!(
-        wr["patched"][0]["rpath_added"][0],
-        "$ORIGIN/../nvidia/cuda_runtime/lib"
-    );
-    let repaired = PathBuf::from(wr["output"].as_str().unwrap());
-    install_and_import(work.path(), &repaired, &rt, "libcudart.so.12", "12");
     // The input was not touched, and inspect now calls the result OK.
     let v = inspect_json(&[repaired.to_str().unwrap()], 0);
     assert_eq!(
@@ -195,29 +212,20 @@ fn cuda12_extension_loads_from_the_runtime_wheel() {
         "{:#}",
         v["artifacts"][0]["verdict"]
     );
-    let before = inspect_json(&[w.to_str().unwrap()], 0);
+    let before = inspect_json(&[input.to_str().unwrap()], 0);
     assert_eq!(before["artifacts"][0]["verdict"]["status"], "unresolved");
 }
 
 #[test]
 fn cuda13_extension_loads_from_the_merged_layout() {
-    let Some(wheels) = tool_from_env("CUDIST_REAL_WHEELS") else {
-        return;
-    };
-    let rt = find_wheel(&wheels, "nvidia_cuda_runtime-13.5.37");
-    let work = tempfile::tempdir().unwrap();
-    let cudart = extract_one(&rt, "nvidia/cu13/lib/libcudart.so.13", work.path());
-    let w = demo_wheel(work.path(), &cudart, "libcudart.so.13");
-    let out = work.path().join("out");
-    let r = repair(&w, &out);
-    let wr = &r["wheels"][0];
-    assert_eq!(wr["requires_added"][0], "nvidia-cuda-runtime>=13,<14");
-    assert_eq!(
-        wr["patched"][0]["rpath_added"][0],
-        "$ORIGIN/../nvidia/cu13/lib"
+    let _ = repair_and_import(
+        "nvidia_cuda_runtime-13.5.37",
+        "nvidia/cu13/lib/libcudart.so.13",
+        "libcudart.so.13",
+        "nvidia-cuda-runtime>=13,<14",
+        "$ORIGIN/../nvidia/cu13/lib",
+        "13",
     );
-    let repaired = PathBuf::from(wr["output"].as_str().unwrap());
-    install_and_import(work.path(), &repaired, &rt, "libcudart.so.13", "13");
 }
 
 #[test]
@@ -693,25 +701,9 @@ fn build_environment_sets_the_lower_bound() {
 #[test]
 fn user_catalog_libraries_are_repaired_like_cuda() {
     let work = tempfile::tempdir().unwrap();
-    fake_lib(work.path(), "librmm.so", "librmm.so", "rmm_alloc");
-    let ext = gcc_shared(
-        work.path(),
-        "ext.so",
-        None,
-        "int rmm_alloc(void *); int f(void) { return rmm_alloc(0); }\n",
-        &[
-            "-Wl,--no-as-needed",
-            &format!("-L{}", work.path().display()),
-            "-lrmm",
-        ],
-    );
+    let ext = ext_needing(work.path(), "rmm", "librmm.so", "rmm_alloc");
     let w = work.path().join("usesrmm-1.0-cp311-cp311-linux_x86_64.whl");
-    write_wheel(
-        &w,
-        "usesrmm",
-        &[],
-        &[("usesrmm/_ext.so", std::fs::read(ext).unwrap())],
-    );
+    write_wheel(&w, "usesrmm", &[], &[("usesrmm/_ext.so", ext)]);
     let cat = work.path().join("rmm.toml");
     std::fs::write(
         &cat,
@@ -746,30 +738,14 @@ fn user_catalog_libraries_are_repaired_like_cuda() {
 #[test]
 fn output_is_deterministic() {
     let work = tempfile::tempdir().unwrap();
-    fake_lib(
-        work.path(),
-        "libcublas.so",
-        "libcublas.so.12",
-        "cublasCreate_v2",
-    );
-    let ext = gcc_shared(
-        work.path(),
-        "ext.so",
-        None,
-        "int f(void) { return 0; }\n",
-        &[
-            "-Wl,--no-as-needed",
-            &format!("-L{}", work.path().display()),
-            "-lcublas",
-        ],
-    );
+    let ext = ext_needing(work.path(), "cublas", "libcublas.so.12", "cublasCreate_v2");
     let w = work.path().join("det-1.0-cp311-cp311-linux_x86_64.whl");
     write_wheel(
         &w,
         "det",
         &[],
         &[
-            ("det/_ext.so", std::fs::read(ext).unwrap()),
+            ("det/_ext.so", ext),
             ("det/__init__.py", b"x = 1\n".to_vec()),
         ],
     );

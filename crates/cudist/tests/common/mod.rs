@@ -200,3 +200,21 @@ pub fn extract(wheel: &Path, members: &[&str], into: &Path) {
         &args,
     );
 }
+
+/// A fake library (`lib<stem>.so` with SONAME `soname`, defining `symbol`) in `dir`, and the bytes
+/// of an extension linked against it (NEEDED `soname`, no search path).
+pub fn ext_needing(dir: &Path, stem: &str, soname: &str, symbol: &str) -> Vec<u8> {
+    fake_lib(dir, &format!("lib{stem}.so"), soname, symbol);
+    let ext = gcc_shared(
+        dir,
+        &format!("ext-{stem}.so"),
+        None,
+        &format!("int {symbol}(void *); int f(void) {{ return {symbol}(0); }}\n"),
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", dir.display()),
+            &format!("-l{stem}"),
+        ],
+    );
+    std::fs::read(ext).unwrap()
+}
