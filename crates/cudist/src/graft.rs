@@ -58,10 +58,7 @@ pub fn hashed_name(soname: &str, data: &[u8]) -> String {
 /// Whether a NEEDED entry is one to graft: not a system, CUDA, driver or catalog library, not the
 /// loader, and not carried by the artifact.
 pub fn wants_graft(class: NeededClass, soname: &str, in_artifact: bool) -> bool {
-    class == NeededClass::Other
-        && !in_artifact
-        && !soname.starts_with("ld-linux-")
-        && !soname.starts_with("ld64.so.")
+    class == NeededClass::Other && !in_artifact && !crate::inspect::platform::is_loader(soname)
 }
 
 /// Finds and copies the libraries `needers` need, and theirs, into `libs_dir`. Returns the grafts

@@ -700,14 +700,12 @@ fn plan(
     }
 
     // 3. Requirements not declared yet.
+    // Names declared unconditionally (not only under an optional extra).
     let declared_names: BTreeSet<String> = declared
         .iter()
-        .filter(|r| !r.contains("extra"))
-        .filter_map(|r| {
-            r.split(|c: char| !(c.is_ascii_alphanumeric() || "-_.".contains(c)))
-                .next()
-        })
-        .map(inspect::normalise_dist)
+        .filter_map(|r| inspect::ReqName::parse(r))
+        .filter(|r| r.in_extra.is_none())
+        .map(|r| r.name)
         .collect();
     let declared_toolkit = declared_names.contains("cuda-toolkit");
     let mut requires = Vec::new();

@@ -852,14 +852,14 @@ fn declared_extra(requires: &[ReqName], l: &LibraryRef) -> Option<String> {
 
 /// A requirement's distribution name (normalised), extras, and the extra of the package that
 /// pulls it in (`; extra == "ctk"`), if any.
-struct ReqName {
-    name: String,
-    extras: Vec<String>,
-    in_extra: Option<String>,
+pub struct ReqName {
+    pub name: String,
+    pub extras: Vec<String>,
+    pub in_extra: Option<String>,
 }
 
 impl ReqName {
-    fn parse(req: &str) -> Option<ReqName> {
+    pub fn parse(req: &str) -> Option<ReqName> {
         let req = req.trim();
         let end = req
             .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.'))

@@ -12,7 +12,7 @@ use cudist_catalog::manylinux::{policies, Policy};
 use super::model::{ElfReport, Needed, NeededClass, Platform, PolicyBlock};
 
 /// The glibc dynamic loader: named in NEEDED by some files, always present, never grafted.
-fn is_loader(soname: &str) -> bool {
+pub fn is_loader(soname: &str) -> bool {
     soname.starts_with("ld-linux-") || soname.starts_with("ld64.so.") || soname == "ld.so.1"
 }
 
