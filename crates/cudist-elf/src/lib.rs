@@ -10,6 +10,7 @@
 
 pub mod ldso;
 pub mod patch;
+pub mod stub;
 
 use object::elf;
 use object::read::elf::{Dyn, FileHeader, ProgramHeader, SectionHeader, Sym};

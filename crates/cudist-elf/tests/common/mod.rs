@@ -1,0 +1,81 @@
+//! Helpers shared by the integration tests: real tools, found from the environment.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+pub fn tool(var: &str, fallback: &str) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(var).filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    let found = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {fallback}"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim().to_string()));
+    if found.is_none() {
+        assert!(!in_ci(), "{var} ({fallback}) must be available in CI");
+        eprintln!("skipping: {fallback} not found");
+    }
+    found
+}
+
+pub fn gcc(dir: &Path, out: &str, src: &str, args: &[&str]) -> PathBuf {
+    let c = dir.join(format!("{out}.c"));
+    std::fs::write(&c, src).unwrap();
+    let p = dir.join(out);
+    let o = Command::new("gcc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&p)
+        .arg(&c)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    p
+}
+
+/// dlopen through Python's ctypes: Ok, or the loader's message.
+pub fn dlopen(p: &Path) -> Result<(), String> {
+    let o = Command::new("python3")
+        .args(["-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])"])
+        .arg(p)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    if o.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&o.stderr).into_owned())
+    }
+}
+
+pub fn readelf_dynamic(p: &Path) -> Vec<String> {
+    let o = Command::new("readelf").arg("-dW").arg(p).output().unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| {
+            l.contains("(NEEDED)")
+                || l.contains("(RPATH)")
+                || l.contains("(RUNPATH)")
+                || l.contains("(SONAME)")
+        })
+        .map(|l| {
+            l.split_once(')')
+                .map(|(_, r)| r.trim().to_string())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+pub fn elflint_clean(p: &Path) -> Option<bool> {
+    let lint = tool("CUDIST_ELFLINT", "eu-elflint")?;
+    let o = Command::new(lint).arg("--gnu-ld").arg(p).output().unwrap();
+    Some(o.status.success())
+}
