@@ -127,6 +127,48 @@ pub struct LibraryMajor {
     pub verified: Option<String>,
 }
 
+/// How a component's version number relates to the CUDA release it belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Versioning {
+    /// Its major.minor is the CUDA release's (`13.5.37` or `13.5.25` in CUDA 13.5).
+    Toolkit,
+    /// Its own scheme (cuBLAS `13.10.0.20`, cuRAND `10.4.5.25`).
+    Own,
+}
+
+/// Which versions of a component may be installed together with the rest of a toolkit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VersionCheck {
+    /// Compiler and runtime parts: must share CUDA major.minor with each other.
+    Core,
+    /// May be newer than the core within the major, never older (nvJitLink).
+    Newer,
+    /// Only the CUDA major must match.
+    Major,
+}
+
+/// One NVIDIA CUDA wheel distribution (a toolkit component as pip installs it).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Component {
+    /// The CUDA 13 name; CUDA 11 and 12 wheels add `-cu11` / `-cu12`.
+    pub pip: String,
+    /// The key in NVIDIA's `redistrib_<ver>.json` and the toolkit's `version.json`.
+    pub redist: String,
+    /// The manifest's display name.
+    pub title: String,
+    pub versioning: Versioning,
+    pub check: VersionCheck,
+    #[serde(default)]
+    pub majors: Vec<u32>,
+    #[serde(default)]
+    pub note: Option<String>,
+    #[serde(default)]
+    pub sources: Vec<String>,
+}
+
 /// A library that comes with the NVIDIA driver.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -214,6 +256,8 @@ struct CatalogFile {
     ptx_isa: Vec<PtxIsa>,
     #[serde(default)]
     arch: Vec<Arch>,
+    #[serde(default)]
+    component: Vec<Component>,
 }
 
 const BUILTIN: &[(&str, &str)] = &[
@@ -222,6 +266,7 @@ const BUILTIN: &[(&str, &str)] = &[
     ("system.toml", include_str!("../data/system.toml")),
     ("drivers.toml", include_str!("../data/drivers.toml")),
     ("arch.toml", include_str!("../data/arch.toml")),
+    ("components.toml", include_str!("../data/components.toml")),
 ];
 
 /// A CUDA version `major.minor` (e.g. `12.8`), ordered numerically.
@@ -285,6 +330,7 @@ pub struct Catalog {
     pub minor_compat: Vec<MinorCompat>,
     pub ptx_isa: Vec<PtxIsa>,
     pub archs: Vec<Arch>,
+    pub components: Vec<Component>,
     /// SONAME → every (library index, major index) that lists it.
     by_soname: BTreeMap<String, Vec<(usize, usize)>>,
     /// Where the data came from: `builtin:<file>` or the user file's path.
@@ -320,6 +366,7 @@ impl Catalog {
             minor_compat: Vec::new(),
             ptx_isa: Vec::new(),
             archs: Vec::new(),
+            components: Vec::new(),
             by_soname: BTreeMap::new(),
             origins: Vec::new(),
         }
@@ -390,6 +437,7 @@ impl Catalog {
         replace_by(&mut self.minor_compat, file.minor_compat, |m| m.major);
         replace_by(&mut self.ptx_isa, file.ptx_isa, |p| p.isa.clone());
         replace_by(&mut self.archs, file.arch, |a| a.sm);
+        replace_by(&mut self.components, file.component, |c| c.pip.clone());
         self.origins.push(origin.to_string());
         self.reindex();
         Ok(())
@@ -448,6 +496,28 @@ impl Catalog {
         v.sort_unstable();
         v.dedup();
         v
+    }
+
+    /// The component a pip distribution name belongs to, and the CUDA major its `-cuNN` suffix
+    /// names (none for the unsuffixed CUDA 13 names). `name` may be in any PEP 503 spelling.
+    pub fn component_by_pip(&self, name: &str) -> Option<(&Component, Option<u32>)> {
+        let norm: String = name
+            .chars()
+            .map(|c| match c {
+                '_' | '.' => '-',
+                c => c.to_ascii_lowercase(),
+            })
+            .collect();
+        let (base, major) = match norm.rsplit_once("-cu") {
+            Some((b, m)) if !m.is_empty() && m.chars().all(|c| c.is_ascii_digit()) => {
+                (b.to_string(), m.parse().ok())
+            }
+            _ => (norm.clone(), None),
+        };
+        self.components
+            .iter()
+            .find(|c| c.pip == base)
+            .map(|c| (c, major))
     }
 
     /// Finds a library by its id.

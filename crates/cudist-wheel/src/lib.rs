@@ -10,6 +10,7 @@
 //! [`write::rewrite`] writes a changed copy: untouched members copied raw, RECORD regenerated,
 //! METADATA edited, atomically renamed into place.
 
+pub mod installed;
 pub mod write;
 
 use std::fs::File;

@@ -9,6 +9,7 @@ mod errors;
 mod graft;
 mod inspect;
 mod repair;
+mod toolkit;
 mod util;
 
 use std::io::IsTerminal;
@@ -44,9 +45,27 @@ enum Command {
     Inspect(InspectArgs),
     /// Make wheels depend on NVIDIA's CUDA wheels instead of carrying CUDA.
     Repair(RepairArgs),
+    /// Assemble a CUDA root (CUDA_HOME) from the CUDA wheels of an environment, for nvcc, CMake
+    /// and pkg-config; `toolkit env` prints the variables to use it.
+    Toolkit(ToolkitArgs),
     /// Answer questions from the CUDA catalog.
     #[command(subcommand)]
     Catalog(catalog_cmd::CatalogCmd),
+}
+
+#[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+struct ToolkitArgs {
+    #[command(subcommand)]
+    sub: Option<ToolkitSub>,
+    #[command(flatten)]
+    build: toolkit::BuildArgs,
+}
+
+#[derive(Subcommand)]
+enum ToolkitSub {
+    /// Print the environment (CUDA_HOME, PATH, LIBRARY_PATH, CPATH, …) that uses a root.
+    Env(toolkit::EnvArgs),
 }
 
 #[derive(clap::Args)]
@@ -130,6 +149,10 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Inspect(args) => run_inspect(args, &catalog),
         Command::Repair(args) => run_repair(args, &catalog),
+        Command::Toolkit(args) => match args.sub {
+            Some(ToolkitSub::Env(env)) => toolkit::run_env(env, &catalog),
+            None => toolkit::run(args.build, &catalog),
+        },
         Command::Catalog(cmd) => catalog_cmd::run(cmd, &catalog),
     };
     match result {

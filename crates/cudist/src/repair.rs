@@ -221,30 +221,11 @@ pub fn origin_path(elf_path: &str, target: &str) -> String {
 /// Distribution versions installed in a site-packages (normalised name → version), from the
 /// `.dist-info/METADATA` files.
 pub fn installed_versions(site: &Path) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    let Ok(dir) = std::fs::read_dir(site) else {
-        return out;
-    };
-    for e in dir.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        if !name.ends_with(".dist-info") {
-            continue;
-        }
-        let Ok(text) = std::fs::read_to_string(e.path().join("METADATA")) else {
-            continue;
-        };
-        let field = |key: &str| {
-            text.lines().take_while(|l| !l.is_empty()).find_map(|l| {
-                l.split_once(':')
-                    .filter(|(k, _)| k.eq_ignore_ascii_case(key))
-                    .map(|(_, v)| v.trim().to_string())
-            })
-        };
-        if let (Some(n), Some(v)) = (field("Name"), field("Version")) {
-            out.insert(inspect::normalise_dist(&n), v);
-        }
-    }
-    out
+    cudist_wheel::installed::scan(site)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|d| (inspect::normalise_dist(&d.name), d.version))
+        .collect()
 }
 
 /// Raises the lower bound of a `>=L,<U` range to the version the binary was built against, when

@@ -1,0 +1,458 @@
+//! What a CUDA root needs and the wheels do not ship: SONAME and linker-name links, the driver
+//! stub `lib64/stubs/libcuda.so`, `nvcc.profile`, `version.json`/`version.txt` and pkg-config
+//! files.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result};
+use cudist_catalog::Catalog;
+use serde::Serialize;
+
+use super::plan::{Entry, Item, Plan};
+use super::source::Source;
+
+/// One shared library of `lib64/` and the links made for it.
+#[derive(Debug, Clone, Serialize)]
+pub struct LibRow {
+    pub file: String,
+    pub soname: Option<String>,
+    /// Links made: `libcudart.so` (and the SONAME, where the file has another name).
+    pub links: Vec<String>,
+    pub pkg_config: Vec<String>,
+}
+
+/// The driver stub, when one was made.
+#[derive(Debug, Clone, Serialize)]
+pub struct StubRow {
+    pub path: String,
+    pub soname: String,
+    pub symbols: usize,
+    /// `generated from include/cuda.h`, or the package that shipped it.
+    pub from: String,
+}
+
+/// What [`complete`] added.
+#[derive(Debug, Default, Serialize)]
+pub struct Generated {
+    pub libraries: Vec<LibRow>,
+    pub stub: Option<StubRow>,
+    pub notes: Vec<String>,
+}
+
+/// The linker name of a library file: `libcudart.so.13` → `libcudart.so`.
+pub fn linker_name(file: &str) -> Option<String> {
+    if let Some(i) = file.find(".so.") {
+        return Some(file[..i + 3].to_string());
+    }
+    file.ends_with(".so").then(|| file.to_string())
+}
+
+/// The SONAME of a shared library on disk (mapped, so a 500 MB library costs only the pages read).
+pub fn soname_of(path: &std::path::Path) -> Result<Option<String>> {
+    let f = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    // SAFETY: read-only mapping of a file nobody is expected to change while we read it; a change
+    // could at worst give a wrong SONAME, which the link check after assembly would show.
+    let map = unsafe { memmap2::Mmap::map(&f) }
+        .with_context(|| format!("cannot map {}", path.display()))?;
+    if !cudist_elf::is_elf(&map) {
+        return Ok(None);
+    }
+    let elf = cudist_elf::ElfFile::parse(&map)
+        .with_context(|| format!("{}: malformed ELF", path.display()))?;
+    Ok(elf.soname)
+}
+
+/// Function names the driver API header declares, plus the names its macros turn calls into
+/// (`cuCtxCreate` → `cuCtxCreate_v2`, per-thread-stream `_ptds`/`_ptsz` variants): what a stub
+/// `libcuda.so` must export for any program using that header to link.
+pub fn driver_api_names(header: &str) -> Vec<String> {
+    // cuda.h is regular: declarations are `CUresult CUDAAPI cuName(`, renames are
+    // `#define cuName cuName_v2` or `#define cuName __CUDA_API_PTDS(cuName_v2)`. A C preprocessor
+    // would need a compiler at run time; this scan needs none and the tests check it against gcc.
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut names = std::collections::BTreeSet::new();
+    let mut rest = header;
+    while let Some(i) = rest.find("CUDAAPI") {
+        rest = &rest[i + "CUDAAPI".len()..];
+        let after = rest.trim_start();
+        let name = ident(after);
+        if name.starts_with("cu") && after[name.len()..].trim_start().starts_with('(') {
+            names.insert(name);
+        }
+    }
+    for line in header.lines() {
+        let Some(def) = line.trim_start().strip_prefix("#define") else {
+            continue;
+        };
+        let mut parts = def.split_whitespace();
+        let (Some(from), Some(to)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        if !from.starts_with("cu") || parts.next().is_some() {
+            continue;
+        }
+        let target = if let Some(inner) = to
+            .strip_prefix("__CUDA_API_PTDS(")
+            .and_then(|s| s.strip_suffix(')'))
+        {
+            format!("{inner}_ptds")
+        } else if let Some(inner) = to
+            .strip_prefix("__CUDA_API_PTSZ(")
+            .and_then(|s| s.strip_suffix(')'))
+        {
+            format!("{inner}_ptsz")
+        } else {
+            to.to_string()
+        };
+        if target.starts_with("cu") && ident(&target) == target {
+            names.insert(target);
+        }
+    }
+    names.into_iter().collect()
+}
+
+/// Adds the generated parts to the plan. `tk_mm` is the toolkit major.minor used in pkg-config
+/// file names (`cudart-13.5.pc`).
+///
+/// `pc_root` is the root's absolute path for pkg-config files; none makes them relocatable
+/// (`${pcfiledir}/../..`), for `--copy`.
+pub fn complete(
+    plan: &mut Plan,
+    source: &Source,
+    catalog: &Catalog,
+    pc_root: Option<&str>,
+) -> Result<Generated> {
+    let cudaroot = pc_root.unwrap_or("${pcfiledir}/../..").to_string();
+    let mut gen = Generated::default();
+    let tk_mm = {
+        let mut it = plan.version.split('.');
+        match (it.next(), it.next()) {
+            (Some(a), Some(b)) => format!("{a}.{b}"),
+            _ => format!("{}.0", plan.major),
+        }
+    };
+
+    // 1. Links for every shared library in lib64/.
+    let mut by_linker: BTreeMap<String, Vec<(String, Option<String>)>> = BTreeMap::new();
+    for (dest, e) in &plan.entries {
+        let Some(file) = dest.strip_prefix("lib64/") else {
+            continue;
+        };
+        if file.contains('/') {
+            continue;
+        }
+        let Item::File { src, .. } = &e.item else {
+            continue;
+        };
+        if !(file.ends_with(".so") || file.contains(".so.")) {
+            continue;
+        }
+        let soname = soname_of(src)?;
+        if let Some(l) = linker_name(file) {
+            by_linker
+                .entry(l)
+                .or_default()
+                .push((file.to_string(), soname));
+        }
+    }
+    let version_key =
+        |s: &str| -> Vec<u32> { s.split('.').filter_map(|p| p.parse().ok()).collect() };
+    for (linker, mut files) in by_linker {
+        files.sort_by_key(|(f, so)| version_key(so.as_deref().unwrap_or(f)));
+        let (file, soname) = files.last().cloned().unwrap();
+        if files.len() > 1 {
+            gen.notes.push(format!(
+                "{linker}: several libraries ({}); the link points at the newest, {}",
+                files
+                    .iter()
+                    .map(|(f, _)| f.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                file
+            ));
+        }
+        let mut row = LibRow {
+            file: format!("lib64/{file}"),
+            soname: soname.clone(),
+            links: Vec::new(),
+            pkg_config: Vec::new(),
+        };
+        let origin = plan.entries[&row.file].origin.clone();
+        // SONAME link, where the file carries another name.
+        if let Some(so) = &soname {
+            let p = format!("lib64/{so}");
+            if so != &file && !plan.entries.contains_key(&p) {
+                plan.entries.insert(
+                    p.clone(),
+                    Entry {
+                        item: Item::Symlink {
+                            target: file.clone(),
+                        },
+                        origin: "cudist".into(),
+                    },
+                );
+                row.links.push(p);
+            }
+        }
+        let lp = format!("lib64/{linker}");
+        if linker != file && !plan.entries.contains_key(&lp) {
+            let target = soname
+                .clone()
+                .filter(|s| s != &linker)
+                .unwrap_or(file.clone());
+            plan.entries.insert(
+                lp.clone(),
+                Entry {
+                    item: Item::Symlink { target },
+                    origin: "cudist".into(),
+                },
+            );
+            row.links.push(lp);
+        }
+        // pkg-config, as NVIDIA names them (`cudart-13.5.pc`) and unversioned.
+        let stem = linker.trim_start_matches("lib").trim_end_matches(".so");
+        if !stem.contains("builtins") {
+            let description = soname
+                .as_deref()
+                .and_then(|s| catalog.library_by_soname_hinted(s, Some(plan.major)))
+                .map(|m| m.library.description.clone())
+                .filter(|d| !d.is_empty())
+                .unwrap_or_else(|| format!("NVIDIA {stem}"));
+            let version = source
+                .packages
+                .iter()
+                .find(|p| p.name == origin)
+                .map(|p| p.version.clone())
+                .unwrap_or(plan.version.clone());
+            let pc = pkg_config(
+                &cudaroot,
+                stem,
+                &description,
+                &version,
+                "${libdir}",
+                &origin,
+            );
+            for name in [format!("{stem}-{tk_mm}.pc"), format!("{stem}.pc")] {
+                let p = format!("lib64/pkgconfig/{name}");
+                if !plan.entries.contains_key(&p) {
+                    plan.entries.insert(p.clone(), bytes(pc.clone(), false));
+                    row.pkg_config.push(p);
+                }
+            }
+        }
+        gen.libraries.push(row);
+    }
+
+    // 2. The driver stub, from the installed cuda.h.
+    let stub_path = "lib64/stubs/libcuda.so";
+    if let Some(e) = plan.entries.get(stub_path) {
+        gen.stub = Some(StubRow {
+            path: stub_path.into(),
+            soname: "libcuda.so.1".into(),
+            symbols: 0,
+            from: e.origin.clone(),
+        });
+    } else if let Some(Entry {
+        item: Item::File { src, .. },
+        ..
+    }) = plan.entries.get("include/cuda.h")
+    {
+        let header = std::fs::read_to_string(src)
+            .with_context(|| format!("cannot read {}", src.display()))?;
+        let names = driver_api_names(&header);
+        if names.len() < 50 {
+            gen.notes.push(format!(
+                "{} declares only {} driver functions; no stub written",
+                src.display(),
+                names.len()
+            ));
+        } else {
+            let machine = cudist_elf::machine_from_name(std::env::consts::ARCH)
+                .unwrap_or(object_machine_x86_64());
+            let data = cudist_elf::stub::write_stub("libcuda.so.1", &names, machine)
+                .context("writing the libcuda.so stub")?;
+            plan.entries.insert(stub_path.into(), bytes(data, false));
+            gen.stub = Some(StubRow {
+                path: stub_path.into(),
+                soname: "libcuda.so.1".into(),
+                symbols: names.len(),
+                from: "generated from include/cuda.h".into(),
+            });
+        }
+    } else {
+        gen.notes.push(
+            "no include/cuda.h (install the runtime wheel, nvidia-cuda-runtime): no libcuda.so stub, -lcuda will not link"
+                .into(),
+        );
+    }
+    if gen.stub.is_some() {
+        let pc = pkg_config(
+            &cudaroot,
+            "cuda",
+            "CUDA driver API (link-time stub; the driver provides libcuda.so.1 at run time)",
+            &plan.version,
+            "${libdir}/stubs",
+            "cudist",
+        );
+        for name in [format!("cuda-{tk_mm}.pc"), "cuda.pc".to_string()] {
+            plan.entries
+                .entry(format!("lib64/pkgconfig/{name}"))
+                .or_insert_with(|| bytes(pc.clone(), false));
+        }
+    }
+
+    // 3. nvcc.profile, when there is an nvcc to read it.
+    if plan.entries.contains_key("bin/nvcc") {
+        let cccl = plan.entries.keys().any(|k| k.starts_with("include/cccl/"));
+        plan.entries
+            .insert("bin/nvcc.profile".into(), bytes(nvcc_profile(cccl), false));
+    } else {
+        plan.entries.remove("bin/nvcc.profile");
+        gen.notes.push(
+            "no nvcc: the installed packages hold no nvcc driver (CUDA 12's nvidia-cuda-nvcc-cu12 ships only ptxas and NVVM; \
+             for CUDA 13 install nvidia-cuda-nvcc); host code links, .cu files cannot be compiled"
+                .into(),
+        );
+    }
+
+    // 4. version.json (NVIDIA's form) and version.txt (what CMake's FindCUDAToolkit reads when
+    // there is no nvcc).
+    let mut vj = serde_json::Map::new();
+    vj.insert(
+        "cuda".into(),
+        serde_json::json!({"name": "CUDA SDK", "version": plan.version}),
+    );
+    for p in &source.packages {
+        let (key, title) = match catalog.component_by_pip(&p.name) {
+            Some((c, _)) => (c.redist.clone(), c.title.clone()),
+            None => (
+                cudist_wheel::installed::normalise(&p.name)
+                    .trim_start_matches("nvidia-")
+                    .replace('-', "_"),
+                p.name.clone(),
+            ),
+        };
+        vj.entry(key)
+            .or_insert(serde_json::json!({"name": title, "version": p.version}));
+    }
+    let mut text = serde_json::to_string_pretty(&serde_json::Value::Object(vj))?;
+    text.push('\n');
+    plan.entries
+        .insert("version.json".into(), bytes(text.into_bytes(), false));
+    plan.entries.insert(
+        "version.txt".into(),
+        bytes(
+            format!("CUDA Version {}\n", plan.version).into_bytes(),
+            false,
+        ),
+    );
+    Ok(gen)
+}
+
+fn object_machine_x86_64() -> u16 {
+    62
+}
+
+fn bytes(data: Vec<u8>, exec: bool) -> Entry {
+    Entry {
+        item: Item::Bytes { data, exec },
+        origin: "cudist".into(),
+    }
+}
+
+/// A pkg-config file in the shape of NVIDIA's.
+fn pkg_config(
+    cudaroot: &str,
+    stem: &str,
+    description: &str,
+    version: &str,
+    libdir: &str,
+    origin: &str,
+) -> Vec<u8> {
+    format!(
+        "# Written by cudist toolkit for {origin}.\n\
+         cudaroot={cudaroot}\n\
+         libdir=${{cudaroot}}/lib64\n\
+         includedir=${{cudaroot}}/include\n\
+         \n\
+         Name: {stem}\n\
+         Description: {description}\n\
+         Version: {version}\n\
+         Libs: -L{libdir} -l{stem}\n\
+         Cflags: -I${{includedir}}\n"
+    )
+    .into_bytes()
+}
+
+/// The profile nvcc reads from its own directory: this root's nvvm/, include/ and lib64/.
+fn nvcc_profile(cccl: bool) -> Vec<u8> {
+    let mut s = String::from(
+        "# Written by cudist toolkit: nvcc finds NVVM, headers and libraries in this root.\n\
+         TOP              = $(_HERE_)/..\n\
+         \n\
+         CICC_PATH        = $(TOP)/nvvm/bin\n\
+         NVVMIR_LIBRARY_DIR = $(TOP)/nvvm/libdevice\n\
+         \n\
+         LD_LIBRARY_PATH += $(TOP)/lib64:\n\
+         PATH            += $(CICC_PATH):$(_HERE_):\n\
+         \n\
+         INCLUDES        +=  \"-I$(TOP)/include\" $(_SPACE_)\n",
+    );
+    if cccl {
+        s.push_str("SYSTEM_INCLUDES +=  \"-isystem\" \"$(TOP)/include/cccl\" $(_SPACE_)\n");
+    }
+    s.push_str(
+        "\n\
+         LIBRARIES        =+ $(_SPACE_) \"-L$(TOP)/lib64/stubs\" \"-L$(TOP)/lib64\"\n\
+         \n\
+         CUDAFE_FLAGS    +=\n\
+         PTXAS_FLAGS     +=\n",
+    );
+    s.into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn linker_names() {
+        assert_eq!(
+            linker_name("libcudart.so.13").as_deref(),
+            Some("libcudart.so")
+        );
+        assert_eq!(
+            linker_name("libnvrtc-builtins.so.13.5").as_deref(),
+            Some("libnvrtc-builtins.so")
+        );
+        assert_eq!(linker_name("libnvvm.so").as_deref(), Some("libnvvm.so"));
+        assert_eq!(linker_name("libcudart_static.a"), None);
+    }
+
+    #[test]
+    fn driver_api_names_follow_the_header_macros() {
+        let h = "#define CUDAAPI\n\
+                 #define cuCtxCreate cuCtxCreate_v2\n\
+                 #define cuMemcpyHtoD __CUDA_API_PTDS(cuMemcpyHtoD_v2)\n\
+                 #define cuStreamQuery __CUDA_API_PTSZ(cuStreamQuery)\n\
+                 #define CU_LAUNCH_PARAM_END ((void*)0x00)\n\
+                 #define cuFoo(x) x\n\
+                 CUresult CUDAAPI cuInit(unsigned int Flags);\n\
+                 __CUDA_DEPRECATED CUresult CUDAAPI\n  cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev);\n\
+                 typedef CUresult (CUDAAPI *PFN_cuInit)(unsigned int);\n";
+        assert_eq!(
+            driver_api_names(h),
+            vec![
+                "cuCtxCreate",
+                "cuCtxCreate_v2",
+                "cuInit",
+                "cuMemcpyHtoD_v2_ptds",
+                "cuStreamQuery_ptsz"
+            ]
+        );
+    }
+}

@@ -1,0 +1,549 @@
+//! `cudist toolkit`: one CUDA root (a `CUDA_HOME`) assembled from the CUDA wheels of an
+//! environment, so nvcc, CMake's FindCUDAToolkit and pkg-config work against the same files the
+//! program will load at run time.
+//!
+//! [`source`] reads the environment, [`plan`] places every file and refuses environments that
+//! cannot make one toolkit, [`generate`] adds what the wheels lack (links, the driver stub,
+//! nvcc.profile, version files, pkg-config), [`write`] writes the root or, with `--in-place`, only
+//! the missing links inside the environment. `cudist toolkit env` prints the variables to use it.
+
+pub mod generate;
+pub mod plan;
+pub mod source;
+pub mod write;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+use cudist_catalog::Catalog;
+use serde::Serialize;
+
+use crate::util::{self, outln, Style, Table};
+use source::{Source, SourceArgs};
+
+/// `cudist toolkit` arguments (assembling a root).
+#[derive(clap::Args, Debug)]
+pub struct BuildArgs {
+    /// Where to assemble the CUDA root (must not exist, unless --force).
+    #[arg(
+        long,
+        short = 'o',
+        value_name = "DIR",
+        required_unless_present = "in_place"
+    )]
+    pub out: Option<PathBuf>,
+    /// Copy the files instead of linking them (a relocatable root that outlives the environment).
+    #[arg(long)]
+    pub copy: bool,
+    /// Replace --out if it is a root cudist wrote before (or empty).
+    #[arg(long)]
+    pub force: bool,
+    /// Add only the missing linker-name links and the libcuda.so stub inside the environment's
+    /// own CUDA wheel directories (recorded in their RECORD files): for PEP 517 build environments.
+    #[arg(long, conflicts_with_all = ["out", "copy", "force"])]
+    pub in_place: bool,
+    /// Show what would be written; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Print the report as JSON (schema cudist.toolkit/1, docs/json-schema.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// `cudist toolkit env` arguments.
+#[derive(clap::Args, Debug)]
+pub struct EnvArgs {
+    /// A root made by `cudist toolkit --out`; without it, the environment's own CUDA wheel
+    /// directories (as `--in-place` prepares them).
+    #[arg(value_name = "ROOT")]
+    pub root: Option<PathBuf>,
+    /// The shell to print for.
+    #[arg(long, value_name = "SHELL", default_value = "sh", value_parser = ["sh", "fish"])]
+    pub shell: String,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Print the variables as JSON (schema cudist.toolkit.env/1).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The report of `cudist toolkit` (`--json`: schema `cudist.toolkit/1`).
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub schema: &'static str,
+    pub source: SourceRow,
+    pub cuda: CudaRow,
+    /// `link`, `copy` or `in-place`.
+    pub mode: &'static str,
+    pub out: Option<String>,
+    pub dry_run: bool,
+    pub components: Vec<plan::ComponentRow>,
+    /// The executables in `bin/`, and whether nvcc is among them.
+    pub tools: Vec<String>,
+    pub nvcc: bool,
+    pub libraries: Vec<generate::LibRow>,
+    pub stub: Option<generate::StubRow>,
+    pub conflicts: Vec<plan::Conflict>,
+    /// Tools that were not executable in the environment, copied and made executable.
+    pub exec_fixed: Vec<String>,
+    pub added: Vec<write::Added>,
+    pub notes: Vec<String>,
+    pub stats: write::Stats,
+    pub seconds: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SourceRow {
+    pub kind: source::SourceKind,
+    pub description: String,
+    pub roots: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CudaRow {
+    pub major: u32,
+    pub version: String,
+    /// The `cuda-toolkit` (pip) or `cuda-version` (conda) release, when installed.
+    pub release: Option<String>,
+}
+
+fn read_source(args: &SourceArgs, catalog: &Catalog) -> Result<Source> {
+    let mut args = args.clone();
+    for p in &mut args.site_packages {
+        *p = std::path::absolute(&*p)?;
+    }
+    if let Some(p) = &mut args.conda_prefix {
+        *p = std::path::absolute(&*p)?;
+    }
+    let source = Source::read(&args, catalog)?;
+    if source.packages.is_empty() {
+        let looked: Vec<String> = source
+            .roots
+            .iter()
+            .map(|r| r.display().to_string())
+            .collect();
+        bail!(
+            "no CUDA packages in {} (looked in: {}). Install the CUDA wheels first, e.g. \
+             `pip install nvidia-cuda-runtime nvidia-cuda-nvcc nvidia-nvvm nvidia-cuda-crt nvidia-cuda-cccl` (CUDA 13) \
+             or `pip install nvidia-cuda-runtime-cu12 nvidia-cuda-nvcc-cu12` (CUDA 12), or point --python / --site-packages / \
+             --conda-prefix at the environment that has them",
+            source.description,
+            if looked.is_empty() { "no site-packages found".to_string() } else { looked.join(", ") }
+        );
+    }
+    Ok(source)
+}
+
+/// Runs `cudist toolkit` (assemble, or `--in-place`).
+pub fn run(args: BuildArgs, catalog: &Catalog) -> Result<ExitCode> {
+    let started = Instant::now();
+    let source = read_source(&args.source, catalog)?;
+    let major = plan::check_versions(&source, catalog)?;
+    let mut report = Report {
+        schema: "cudist.toolkit/1",
+        source: SourceRow {
+            kind: source.kind,
+            description: source.description.clone(),
+            roots: source
+                .roots
+                .iter()
+                .map(|r| r.display().to_string())
+                .collect(),
+        },
+        cuda: CudaRow {
+            major,
+            version: String::new(),
+            release: source.release.clone(),
+        },
+        mode: if args.in_place {
+            "in-place"
+        } else if args.copy {
+            "copy"
+        } else {
+            "link"
+        },
+        out: None,
+        dry_run: args.dry_run,
+        components: Vec::new(),
+        tools: Vec::new(),
+        nvcc: false,
+        libraries: Vec::new(),
+        stub: None,
+        conflicts: Vec::new(),
+        exec_fixed: Vec::new(),
+        added: Vec::new(),
+        notes: Vec::new(),
+        stats: write::Stats::default(),
+        seconds: 0.0,
+    };
+    let out = match &args.out {
+        Some(o) if !args.in_place => Some(std::path::absolute(o)?),
+        _ => None,
+    };
+    let pc_root = out
+        .as_ref()
+        .filter(|_| !args.copy)
+        .map(|o| o.display().to_string());
+    let mut plan = plan::plan(&source, catalog, major)?;
+    let generated = generate::complete(&mut plan, &source, catalog, pc_root.as_deref())?;
+    report.cuda.version = plan.version.clone();
+    report.tools = plan
+        .entries
+        .keys()
+        .filter_map(|k| k.strip_prefix("bin/"))
+        .filter(|k| !k.contains('/') && !k.ends_with(".profile"))
+        .map(str::to_string)
+        .collect();
+    report.nvcc = plan.entries.contains_key("bin/nvcc");
+    report.components = std::mem::take(&mut plan.components);
+    report.conflicts = plan.conflicts.clone();
+    report.exec_fixed = plan.exec_fixed.clone();
+    report.libraries = generated.libraries;
+    report.stub = generated.stub;
+    report.notes = generated.notes;
+
+    if args.in_place {
+        if source.kind != source::SourceKind::Pip {
+            bail!("--in-place works on pip environments; a conda prefix gets its links from the -dev packages");
+        }
+        report.added = write::in_place(&source, args.dry_run)?;
+    } else {
+        let out = out.expect("clap requires --out without --in-place");
+        report.out = Some(out.display().to_string());
+        if !args.dry_run {
+            let mode = if args.copy {
+                write::Mode::Copy
+            } else {
+                write::Mode::Link
+            };
+            report.stats = write::write_root(&plan, &out, mode, args.force, &source.description)?;
+        }
+    }
+    report.seconds = started.elapsed().as_secs_f64();
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&report)?);
+    } else if !args.quiet {
+        util::emit(&render(&report, Style::detect()));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn render(r: &Report, style: Style) -> String {
+    let mut s = String::new();
+    let what = if r.dry_run {
+        "would assemble"
+    } else {
+        "assembled"
+    };
+    match (&r.out, r.mode) {
+        (Some(out), mode) => s.push_str(&format!(
+            "{} CUDA {} root ({}) {what} at {out}\n",
+            style.bold("cudist toolkit:"),
+            r.cuda.version,
+            if mode == "copy" { "copies" } else { "links" },
+        )),
+        (None, _) => s.push_str(&format!(
+            "{} CUDA {} wheel directories completed in place{}\n",
+            style.bold("cudist toolkit:"),
+            r.cuda.version,
+            if r.dry_run { " (dry run)" } else { "" }
+        )),
+    }
+    s.push_str(&format!("  from {}\n\n", r.source.description));
+    let mut t = Table::new(&["PACKAGE", "VERSION", "CUDA", "COMPONENT", "FILES"]);
+    for c in &r.components {
+        t.row(vec![
+            c.name.clone(),
+            c.version.clone(),
+            c.major.map(|m| m.to_string()).unwrap_or("-".into()),
+            c.redist.clone().unwrap_or("-".into()),
+            c.files.to_string(),
+        ]);
+    }
+    s.push_str(&t.render(2, style));
+    s.push('\n');
+    if r.out.is_some() {
+        let nvcc = if r.nvcc {
+            style.green("nvcc")
+        } else {
+            style.yellow("no nvcc")
+        };
+        s.push_str(&format!("  bin/      {nvcc}; {}\n", r.tools.join(", ")));
+        for l in &r.libraries {
+            let links: Vec<&str> = l
+                .links
+                .iter()
+                .map(|p| p.trim_start_matches("lib64/"))
+                .collect();
+            if !links.is_empty() {
+                s.push_str(&format!(
+                    "  lib64/    {} -> {}\n",
+                    links.join(", "),
+                    l.file.trim_start_matches("lib64/")
+                ));
+            }
+        }
+        match &r.stub {
+            Some(st) if st.symbols > 0 => s.push_str(&format!(
+                "  stubs/    libcuda.so (SONAME {}, {} driver API functions, {})\n",
+                st.soname, st.symbols, st.from
+            )),
+            Some(st) => s.push_str(&format!("  stubs/    libcuda.so (from {})\n", st.from)),
+            None => {}
+        }
+        let pcs: Vec<&str> = r
+            .libraries
+            .iter()
+            .flat_map(|l| l.pkg_config.iter())
+            .filter_map(|p| p.strip_prefix("lib64/pkgconfig/"))
+            .filter(|p| {
+                p.matches('-').count() > 0
+                    && p.rsplit_once('-')
+                        .is_some_and(|(_, v)| v.starts_with(|c: char| c.is_ascii_digit()))
+            })
+            .collect();
+        if !pcs.is_empty() {
+            s.push_str(&format!("  pkgconfig/ {}\n", pcs.join(" ")));
+        }
+        if !r.dry_run {
+            s.push_str(&format!(
+                "  {} links, {} copied files ({}), {} generated files in {:.2} s\n",
+                r.stats.links,
+                r.stats.files,
+                util::human_bytes(r.stats.bytes_copied),
+                r.stats.generated,
+                r.seconds
+            ));
+        }
+    } else {
+        for a in &r.added {
+            s.push_str(&format!(
+                "  added {} {} (recorded in {})\n",
+                a.kind, a.path, a.package
+            ));
+        }
+        if r.added.is_empty() {
+            s.push_str("  nothing to add: every library has its links\n");
+        }
+    }
+    for c in &r.conflicts {
+        s.push_str(&format!(
+            "  {} {} differs between {}; kept {}'s\n",
+            style.yellow("conflict:"),
+            c.path,
+            c.packages.join(" and "),
+            c.kept
+        ));
+    }
+    for e in &r.exec_fixed {
+        s.push_str(&format!(
+            "  note: {e} was not executable in the environment; copied and made executable\n"
+        ));
+    }
+    for n in &r.notes {
+        s.push_str(&format!("  {} {n}\n", style.yellow("note:")));
+    }
+    if let Some(out) = &r.out {
+        if !r.dry_run {
+            s.push_str(&format!(
+                "\n  use it: eval \"$(cudist toolkit env {out})\"\n"
+            ));
+        }
+    }
+    s
+}
+
+/// The variables that point build tools at a root: `(name, value, prepend)`.
+fn env_vars(
+    roots: &[PathBuf],
+    bins: &[PathBuf],
+    libs: &[PathBuf],
+    incs: &[PathBuf],
+    pkgconfig: &[PathBuf],
+) -> Vec<(&'static str, Vec<String>, bool)> {
+    let s = |v: &[PathBuf]| {
+        v.iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+    };
+    let mut vars = Vec::new();
+    if let Some(root) = roots.first() {
+        let r = vec![root.display().to_string()];
+        vars.push(("CUDA_HOME", r.clone(), false));
+        vars.push(("CUDA_PATH", r.clone(), false));
+        vars.push(("CUDAToolkit_ROOT", r, false));
+    }
+    for (name, v) in [
+        ("PATH", bins),
+        ("LIBRARY_PATH", libs),
+        ("CPATH", incs),
+        ("PKG_CONFIG_PATH", pkgconfig),
+    ] {
+        if !v.is_empty() {
+            vars.push((name, s(v), true));
+        }
+    }
+    vars
+}
+
+/// Runs `cudist toolkit env`.
+pub fn run_env(args: EnvArgs, catalog: &Catalog) -> Result<ExitCode> {
+    let (roots, bins, libs, incs, pcs, notes) = match &args.root {
+        Some(root) => {
+            let root = std::path::absolute(root)?;
+            if !root.join(write::MARKER).is_file() && !root.join("version.json").is_file() {
+                bail!(
+                    "{}: not a CUDA root (no version.json); make one with `cudist toolkit --out {}`",
+                    root.display(),
+                    root.display()
+                );
+            }
+            let some = |p: PathBuf| if p.is_dir() { vec![p] } else { vec![] };
+            let mut incs = some(root.join("include"));
+            incs.extend(some(root.join("include/cccl")));
+            let mut notes = vec![];
+            if !root.join("bin/nvcc").exists() {
+                notes.push(format!(
+                    "no nvcc in this root: CMake's FindCUDAToolkit finds it only through -DCUDAToolkit_ROOT={} \
+                     (the CUDAToolkit_ROOT environment variable is not enough without nvcc)",
+                    root.display()
+                ));
+            }
+            (
+                vec![root.clone()],
+                some(root.join("bin")),
+                some(root.join("lib64")),
+                incs,
+                some(root.join("lib64/pkgconfig")),
+                notes,
+            )
+        }
+        None => {
+            let source = read_source(&args.source, catalog)?;
+            plan::check_versions(&source, catalog)?;
+            env_of_wheel_dirs(&source)
+        }
+    };
+    let vars = env_vars(&roots, &bins, &libs, &incs, &pcs);
+    if args.json {
+        let set: serde_json::Map<String, serde_json::Value> = vars
+            .iter()
+            .filter(|v| !v.2)
+            .map(|(k, v, _)| (k.to_string(), serde_json::Value::from(v[0].clone())))
+            .collect();
+        let prepend: serde_json::Map<String, serde_json::Value> = vars
+            .iter()
+            .filter(|v| v.2)
+            .map(|(k, v, _)| (k.to_string(), serde_json::Value::from(v.clone())))
+            .collect();
+        let doc = serde_json::json!({
+            "schema": "cudist.toolkit.env/1",
+            "root": roots.first().map(|r| r.display().to_string()),
+            "set": set,
+            "prepend": prepend,
+            "notes": notes,
+        });
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut s = String::new();
+    for n in &notes {
+        s.push_str(&format!("# {n}\n"));
+    }
+    for (name, values, prepend) in vars {
+        let quoted: Vec<String> = values.iter().map(|v| sh_quote(v)).collect();
+        match (args.shell.as_str(), prepend) {
+            ("fish", false) => s.push_str(&format!("set -gx {name} {}\n", quoted[0])),
+            ("fish", true) => s.push_str(&format!("set -gx {name} {} ${name}\n", quoted.join(" "))),
+            (_, false) => s.push_str(&format!("export {name}={}\n", quoted[0])),
+            (_, true) => s.push_str(&format!(
+                "export {name}={}${{{name}:+:${name}}}\n",
+                quoted.join(":")
+            )),
+        }
+    }
+    util::emit(&s);
+    Ok(ExitCode::SUCCESS)
+}
+
+type EnvDirs = (
+    Vec<PathBuf>,
+    Vec<PathBuf>,
+    Vec<PathBuf>,
+    Vec<PathBuf>,
+    Vec<PathBuf>,
+    Vec<String>,
+);
+
+/// The environment's own wheel directories: CUDA 13's merged `nvidia/cu13` is a root by itself;
+/// CUDA 11/12's per-component directories are listed one by one (there is no single root).
+fn env_of_wheel_dirs(source: &Source) -> EnvDirs {
+    let mut dirs = std::collections::BTreeSet::new();
+    for p in &source.packages {
+        for f in &p.files {
+            let mut parts = f.rel.splitn(4, '/');
+            if let (Some("nvidia"), Some(comp), Some(top)) =
+                (parts.next(), parts.next(), parts.next())
+            {
+                if parts.next().is_some() {
+                    dirs.insert((p.root.join("nvidia").join(comp), top.to_string()));
+                }
+            }
+        }
+    }
+    let pick = |top: &str| -> Vec<PathBuf> {
+        dirs.iter()
+            .filter(|(_, t)| t == top)
+            .map(|(d, _)| d.join(top))
+            .collect()
+    };
+    let merged: Vec<PathBuf> = dirs
+        .iter()
+        .map(|(d, _)| d.clone())
+        .filter(|d| {
+            d.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("cu1"))
+        })
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mut incs = pick("include");
+    incs.extend(
+        incs.clone()
+            .iter()
+            .map(|i| i.join("cccl"))
+            .filter(|p| p.is_dir())
+            .collect::<Vec<_>>(),
+    );
+    let mut notes = Vec::new();
+    let roots = if merged.len() == 1 {
+        merged
+    } else {
+        notes.push(
+            "per-component CUDA wheels have no single CUDA root: CUDA_HOME is not set; `cudist toolkit --out DIR` makes one"
+                .to_string(),
+        );
+        vec![]
+    };
+    let mut libs = pick("lib");
+    libs.extend(pick("lib64"));
+    (roots, pick("bin"), libs, incs, vec![], notes)
+}
+
+fn sh_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}

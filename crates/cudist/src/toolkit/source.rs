@@ -1,0 +1,438 @@
+//! Where the CUDA files come from: the CUDA wheels of a Python environment (found through the
+//! interpreter or given as site-packages directories) or the CUDA packages of a conda prefix, each
+//! file with the package that installed it and the place it takes in a CUDA root.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use cudist_catalog::Catalog;
+use cudist_wheel::installed;
+
+/// Which environment to read, as given on the command line.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct SourceArgs {
+    /// Read the environment of this Python interpreter (default: `python3` on PATH).
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["site_packages", "conda_prefix"])]
+    pub python: Option<PathBuf>,
+    /// Read these site-packages directories instead of asking an interpreter (repeatable).
+    #[arg(
+        long = "site-packages",
+        value_name = "DIR",
+        conflicts_with = "conda_prefix"
+    )]
+    pub site_packages: Vec<PathBuf>,
+    /// Read the CUDA packages of this conda prefix (from its conda-meta/ records).
+    #[arg(long, value_name = "DIR")]
+    pub conda_prefix: Option<PathBuf>,
+}
+
+/// The kind of environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SourceKind {
+    Pip,
+    Conda,
+}
+
+/// One file a package installed, and its place in a CUDA root.
+#[derive(Debug, Clone)]
+pub struct PkgFile {
+    /// The path as the package records it, relative to its root.
+    pub rel: String,
+    /// The path on disk.
+    pub abs: PathBuf,
+    /// Its place in a CUDA root (`lib64/libcudart.so.13`), or none when it has none.
+    pub dest: Option<String>,
+    /// The RECORD hash (`sha256=…`), where the package manager wrote one.
+    pub hash: String,
+}
+
+/// One installed CUDA package.
+#[derive(Debug, Clone)]
+pub struct Package {
+    pub name: String,
+    pub version: String,
+    /// The CUDA major, from the name's `-cuNN` suffix, the `nvidia/cuNN` directory, or the
+    /// version of a toolkit-versioned component; none when nothing says.
+    pub major: Option<u32>,
+    /// The directory the package's paths are relative to (site-packages or the prefix).
+    pub root: PathBuf,
+    /// The `.dist-info` directory (pip) — where `--in-place` records what it adds.
+    pub dist_info: Option<PathBuf>,
+    pub files: Vec<PkgFile>,
+}
+
+/// A read environment.
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub kind: SourceKind,
+    /// What was read, in words (`python3 (/venv/bin/python3)`).
+    pub description: String,
+    /// The directories read.
+    pub roots: Vec<PathBuf>,
+    /// The CUDA packages found, sorted by name.
+    pub packages: Vec<Package>,
+    /// The `cuda-toolkit` metapackage (pip) or `cuda-version` (conda) version, when installed.
+    pub release: Option<String>,
+}
+
+impl Source {
+    /// Reads the environment the arguments name.
+    pub fn read(args: &SourceArgs, catalog: &Catalog) -> Result<Source> {
+        if let Some(prefix) = &args.conda_prefix {
+            return read_conda(prefix, catalog);
+        }
+        let (description, roots) = if !args.site_packages.is_empty() {
+            for d in &args.site_packages {
+                if !d.is_dir() {
+                    bail!("--site-packages {}: not a directory", d.display());
+                }
+            }
+            ("site-packages".to_string(), args.site_packages.clone())
+        } else {
+            let python = args.python.clone().unwrap_or_else(|| "python3".into());
+            let roots = python_site_dirs(&python)?;
+            (format!("the environment of {}", python.display()), roots)
+        };
+        read_pip(description, roots, catalog)
+    }
+}
+
+/// The purelib and platlib directories of an interpreter.
+fn python_site_dirs(python: &Path) -> Result<Vec<PathBuf>> {
+    let script =
+        "import sysconfig\nfor k in ('purelib', 'platlib'): print(sysconfig.get_paths()[k])";
+    let out = Command::new(python)
+        .args(["-c", script])
+        .output()
+        .with_context(|| {
+            format!(
+                "cannot run {} to find its site-packages (give --python PATH or --site-packages DIR)",
+                python.display()
+            )
+        })?;
+    if !out.status.success() {
+        bail!(
+            "{} failed while asked for its site-packages: {}",
+            python.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        let p = PathBuf::from(l.trim());
+        if p.is_dir() && !dirs.contains(&p) {
+            dirs.push(p);
+        }
+    }
+    Ok(dirs)
+}
+
+/// The place of a wheel file (path relative to site-packages) in a CUDA root.
+///
+/// CUDA 13 wheels share one tree, `nvidia/cu13/{bin,include,lib,nvvm}`; CUDA 11/12 wheels keep one
+/// per component, `nvidia/<component>/{bin,include,lib}` (with `nvvm/` inside `cuda_nvcc`). Both
+/// map onto the toolkit layout: `lib/` becomes `lib64/`, the rest keeps its name. Licenses from the
+/// `.dist-info` go to `share/licenses/<package>/`. Python files have no place.
+pub fn wheel_dest(rel: &str, package: &str) -> Option<String> {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    if rel.contains("__pycache__") || name.ends_with(".py") || name.ends_with(".pyc") {
+        return None;
+    }
+    if let Some((dir, rest)) = rel.split_once('/') {
+        if dir.ends_with(".dist-info") {
+            let lic = rest.strip_prefix("licenses/").unwrap_or(rest);
+            let lower = lic.to_ascii_lowercase();
+            let is_license = rest.starts_with("licenses/")
+                || lower.starts_with("license")
+                || lower.starts_with("copying")
+                || lower.starts_with("eula");
+            return is_license.then(|| format!("share/licenses/{package}/{lic}"));
+        }
+    }
+    let rest = rel.strip_prefix("nvidia/")?;
+    let (_component, inner) = rest.split_once('/')?;
+    let (top, below) = inner.split_once('/')?;
+    if below.is_empty() {
+        return None;
+    }
+    Some(match top {
+        "lib" | "lib64" => format!("lib64/{below}"),
+        // CUDA 13's CCCL keeps its CMake packages in nvidia/cu13/cccl/lib/cmake.
+        "cccl" => match below.strip_prefix("lib/") {
+            Some(b) => format!("lib64/{b}"),
+            None => format!("share/doc/cccl/{below}"),
+        },
+        other => format!("{other}/{below}"),
+    })
+}
+
+/// The CUDA major a wheel file's directory names (`nvidia/cu13/…` → 13).
+fn merged_major(rel: &str) -> Option<u32> {
+    let dir = rel.strip_prefix("nvidia/")?.split('/').next()?;
+    dir.strip_prefix("cu")?.parse().ok()
+}
+
+fn read_pip(description: String, roots: Vec<PathBuf>, catalog: &Catalog) -> Result<Source> {
+    let mut packages = Vec::new();
+    let mut release = None;
+    let mut seen = BTreeSet::new();
+    for root in &roots {
+        let dists = installed::scan(root)
+            .with_context(|| format!("cannot read site-packages {}", root.display()))?;
+        for d in dists {
+            let norm = installed::normalise(&d.name);
+            if norm == "cuda-toolkit" {
+                release = Some(d.version.clone());
+                continue;
+            }
+            let cuda_files: Vec<&installed::RecordRow> = d
+                .record
+                .iter()
+                .filter(|r| r.path.starts_with("nvidia/") && !r.path.ends_with("__init__.py"))
+                .filter(|r| !r.path.contains("__pycache__"))
+                .collect();
+            if cuda_files.is_empty() || !seen.insert(norm.clone()) {
+                continue;
+            }
+            let mut major = None;
+            if let Some((c, m)) = catalog.component_by_pip(&norm) {
+                major = m;
+                if major.is_none() && c.versioning == cudist_catalog::Versioning::Toolkit {
+                    major = d.version.split('.').next().and_then(|v| v.parse().ok());
+                }
+            } else if let Some((_, m)) = norm.rsplit_once("-cu") {
+                major = m.parse().ok();
+            }
+            if let Some(m) = cuda_files.iter().find_map(|r| merged_major(&r.path)) {
+                major = major.or(Some(m));
+            }
+            let files = d
+                .record
+                .iter()
+                .filter(|r| !r.path.starts_with(".."))
+                .filter_map(|r| {
+                    let dest = wheel_dest(&r.path, &norm)?;
+                    Some(PkgFile {
+                        rel: r.path.clone(),
+                        abs: root.join(&r.path),
+                        dest: Some(dest),
+                        hash: r.hash.clone(),
+                    })
+                })
+                .collect();
+            packages.push(Package {
+                name: d.name.clone(),
+                version: d.version.clone(),
+                major,
+                root: root.clone(),
+                dist_info: Some(d.dist_info.clone()),
+                files,
+            });
+        }
+    }
+    packages.sort_by_key(|p| installed::normalise(&p.name));
+    Ok(Source {
+        kind: SourceKind::Pip,
+        description,
+        roots,
+        packages,
+        release,
+    })
+}
+
+/// The place of a conda package file (path relative to the prefix) in a CUDA root: conda's CUDA
+/// packages keep headers and libraries in `targets/<triple>/{include,lib}` (with links in `lib/`),
+/// tools in `bin/`, NVVM in `nvvm/`.
+pub fn conda_dest(rel: &str) -> Option<String> {
+    if let Some(t) = rel.strip_prefix("targets/") {
+        let (_triple, inner) = t.split_once('/')?;
+        let (top, below) = inner.split_once('/')?;
+        return match top {
+            "lib" | "lib64" if !below.starts_with("pkgconfig/") => Some(format!("lib64/{below}")),
+            "include" => Some(format!("include/{below}")),
+            "bin" | "nvvm" => Some(format!("{top}/{below}")),
+            _ => None,
+        };
+    }
+    let (top, below) = rel.split_once('/')?;
+    match top {
+        "bin" | "nvvm" => Some(format!("{top}/{below}")),
+        "lib" if !below.contains('/') => Some(format!("lib64/{below}")),
+        _ => None,
+    }
+}
+
+/// Whether a conda package name is a CUDA toolkit package.
+fn is_cuda_conda(name: &str, catalog: &Catalog) -> bool {
+    name.starts_with("cuda-")
+        || catalog.libraries.iter().any(|l| {
+            l.conda.as_deref() == Some(name)
+                || l.conda
+                    .as_deref()
+                    .is_some_and(|c| name == format!("{c}-dev") || name == format!("{c}-static"))
+        })
+}
+
+fn read_conda(prefix: &Path, catalog: &Catalog) -> Result<Source> {
+    let meta = prefix.join("conda-meta");
+    let entries = std::fs::read_dir(&meta).with_context(|| {
+        format!(
+            "{}: not a conda prefix (no conda-meta/ directory)",
+            prefix.display()
+        )
+    })?;
+    let mut packages = Vec::new();
+    let mut release = None;
+    let mut names: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    names.sort();
+    for p in names {
+        let text =
+            std::fs::read_to_string(&p).with_context(|| format!("cannot read {}", p.display()))?;
+        let v: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a conda package record (bad JSON)", p.display()))?;
+        let name = v["name"].as_str().unwrap_or_default().to_string();
+        let version = v["version"].as_str().unwrap_or_default().to_string();
+        if name.is_empty() {
+            bail!("{}: conda package record without a name", p.display());
+        }
+        if name == "cuda-version" {
+            release = Some(version);
+            continue;
+        }
+        if !is_cuda_conda(&name, catalog) {
+            continue;
+        }
+        let files: Vec<PkgFile> = v["files"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|f| f.as_str()).collect::<Vec<_>>())
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|rel| {
+                let abs = prefix.join(rel);
+                // conda's lib/ links point into targets/, which is placed already.
+                if rel.starts_with("lib/") && abs.is_symlink() {
+                    return None;
+                }
+                Some(PkgFile {
+                    rel: rel.to_string(),
+                    dest: Some(conda_dest(rel)?),
+                    abs,
+                    hash: String::new(),
+                })
+            })
+            .collect();
+        if files.is_empty() {
+            continue;
+        }
+        packages.push(Package {
+            major: None,
+            name,
+            version,
+            root: prefix.to_path_buf(),
+            dist_info: None,
+            files,
+        });
+    }
+    // In conda, the `cuda-version` package says the CUDA release of the whole prefix.
+    let major = release
+        .as_deref()
+        .and_then(|r| r.split('.').next()?.parse().ok());
+    for p in &mut packages {
+        p.major = major;
+    }
+    Ok(Source {
+        kind: SourceKind::Conda,
+        description: format!("conda prefix {}", prefix.display()),
+        roots: vec![prefix.to_path_buf()],
+        packages,
+        release,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wheel_layouts_map_onto_a_cuda_root() {
+        let d = |r| wheel_dest(r, "p");
+        // CUDA 13, merged.
+        assert_eq!(
+            d("nvidia/cu13/lib/libcudart.so.13").as_deref(),
+            Some("lib64/libcudart.so.13")
+        );
+        assert_eq!(d("nvidia/cu13/bin/nvcc").as_deref(), Some("bin/nvcc"));
+        assert_eq!(
+            d("nvidia/cu13/nvvm/bin/cicc").as_deref(),
+            Some("nvvm/bin/cicc")
+        );
+        assert_eq!(
+            d("nvidia/cu13/include/cccl/cub/cub.cuh").as_deref(),
+            Some("include/cccl/cub/cub.cuh")
+        );
+        assert_eq!(
+            d("nvidia/cu13/cccl/lib/cmake/cub/cub-config.cmake").as_deref(),
+            Some("lib64/cmake/cub/cub-config.cmake")
+        );
+        // CUDA 12, per component; nvvm inside cuda_nvcc.
+        assert_eq!(
+            d("nvidia/cuda_runtime/lib/libcudart.so.12").as_deref(),
+            Some("lib64/libcudart.so.12")
+        );
+        assert_eq!(
+            d("nvidia/cuda_nvcc/nvvm/lib64/libnvvm.so").as_deref(),
+            Some("nvvm/lib64/libnvvm.so")
+        );
+        assert_eq!(
+            d("nvidia/curand/include/curand.h").as_deref(),
+            Some("include/curand.h")
+        );
+        // No place: Python files, the package directory itself, metadata.
+        assert_eq!(d("nvidia/curand/lib/__init__.py"), None);
+        assert_eq!(d("nvidia/__init__.py"), None);
+        assert_eq!(d("nvidia_curand-1.dist-info/METADATA"), None);
+        assert_eq!(
+            d("nvidia_curand-1.dist-info/licenses/License.txt").as_deref(),
+            Some("share/licenses/p/License.txt")
+        );
+        assert_eq!(
+            d("nvidia_curand-1.dist-info/License.txt").as_deref(),
+            Some("share/licenses/p/License.txt")
+        );
+        assert_eq!(merged_major("nvidia/cu13/lib/x"), Some(13));
+        assert_eq!(merged_major("nvidia/cuda_runtime/lib/x"), None);
+    }
+
+    #[test]
+    fn conda_layout_maps_onto_a_cuda_root() {
+        assert_eq!(
+            conda_dest("targets/x86_64-linux/lib/libcudart.so.12.9.79").as_deref(),
+            Some("lib64/libcudart.so.12.9.79")
+        );
+        assert_eq!(
+            conda_dest("targets/x86_64-linux/lib/stubs/libcuda.so").as_deref(),
+            Some("lib64/stubs/libcuda.so")
+        );
+        assert_eq!(
+            conda_dest("targets/x86_64-linux/include/cuda.h").as_deref(),
+            Some("include/cuda.h")
+        );
+        assert_eq!(
+            conda_dest("targets/x86_64-linux/lib/pkgconfig/cudart-12.9.pc"),
+            None
+        );
+        assert_eq!(conda_dest("bin/nvcc").as_deref(), Some("bin/nvcc"));
+        assert_eq!(
+            conda_dest("nvvm/libdevice/libdevice.10.bc").as_deref(),
+            Some("nvvm/libdevice/libdevice.10.bc")
+        );
+        assert_eq!(conda_dest("etc/conda/activate.d/x.sh"), None);
+    }
+}
