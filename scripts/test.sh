@@ -12,7 +12,9 @@
 #     the reference for cudist's own ELF patcher);
 #   - eu-elflint from Debian's elfutils (installed with apt-get when missing and run as root);
 #   - auditwheel 6.8.2 from PyPI (a CUDA-unaware repair, whose grafts cudist repair undoes);
-#   - cupy-cuda12x 14.2.0, nvidia-cuda-runtime-cu12 12.9.79 and nvidia-cuda-runtime 13.5.37 wheels.
+#   - cupy-cuda12x 14.2.0, nvidia-cuda-runtime-cu12 12.9.79 and nvidia-cuda-runtime 13.5.37 wheels;
+#   - for `cudist toolkit`: CMake and pkg-config from Debian, and two venvs of CUDA wheels
+#     (CUDA 13.5: nvcc, nvvm, crt, runtime, cccl, curand; CUDA 12.9: runtime, curand, nvcc-cu12).
 # The tests read their locations from CUDIST_* variables; with CI=true a missing one fails the run.
 set -euo pipefail
 
@@ -77,6 +79,37 @@ if [[ ! -f "$DEPS/.complete" ]]; then
     touch "$DEPS/.complete"
 fi
 export CUDIST_CUPY_DEPS="$DEPS"
+
+# 6. `cudist toolkit`: CMake and pkg-config (Debian), and environments of CUDA wheels.
+if ! command -v cmake >/dev/null 2>&1 || ! command -v pkg-config >/dev/null 2>&1; then
+    if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        log "installing cmake and pkg-config with apt-get"
+        apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake pkg-config >/dev/null
+    else
+        log "cmake or pkg-config is missing and cannot be installed here; the tests that need them will skip"
+    fi
+fi
+TK="$CACHE/toolkit"
+toolkit_env() {
+    local name="$1"; shift
+    if [[ ! -f "$TK/$name/.complete" ]]; then
+        log "downloading and installing $* into $TK/$name"
+        rm -rf "$TK/wheels-$name" "$TK/$name"
+        python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+            -d "$TK/wheels-$name" "$@"
+        python3 -m venv "$TK/$name"
+        "$TK/$name/bin/pip" install --quiet --disable-pip-version-check --no-index --no-deps "$TK/wheels-$name"/*.whl
+        touch "$TK/$name/.complete"
+    fi
+}
+toolkit_env cu13 nvidia-cuda-nvcc==13.5.37 nvidia-nvvm==13.5.37 nvidia-cuda-crt==13.5.37 \
+    nvidia-cuda-runtime==13.5.37 nvidia-cuda-cccl==13.3.5.0.6 nvidia-curand==10.4.5.25
+toolkit_env cu12 nvidia-cuda-runtime-cu12==12.9.79 nvidia-curand-cu12==10.3.10.19 nvidia-cuda-nvcc-cu12==12.9.86
+export CUDIST_TK_CU13="$TK/cu13" CUDIST_TK_CU12="$TK/cu12"
+export CUDIST_TK_WHEELS13="$TK/wheels-cu13" CUDIST_TK_WHEELS12="$TK/wheels-cu12"
+CUDIST_CMAKE="$(command -v cmake || true)"
+CUDIST_PKG_CONFIG="$(command -v pkg-config || true)"
+export CUDIST_CMAKE CUDIST_PKG_CONFIG
 
 export CUDIST_CUOBJDUMP="$CUOBJDUMP"
 export CUDIST_FRESH_FIXTURES="$FRESH"
