@@ -577,8 +577,11 @@ fn in_place_adds_links_and_stub_inside_the_environment_and_pip_uninstall_removes
     );
 }
 
-/// A fake site-packages: each package (name, version, files) with METADATA and a true RECORD.
-fn fake_site(dir: &Path, packages: &[(&str, &str, &[(&str, &[u8])])]) -> PathBuf {
+/// A package of a fake site-packages: name, version, files (path, content).
+type FakePackage<'a> = (&'a str, &'a str, &'a [(&'a str, &'a [u8])]);
+
+/// A fake site-packages: each package with METADATA and a true RECORD.
+fn fake_site(dir: &Path, packages: &[FakePackage]) -> PathBuf {
     let site = dir.join("site");
     for (name, version, files) in packages {
         let di = site.join(format!("{}-{version}.dist-info", name.replace('-', "_")));
