@@ -29,6 +29,8 @@ pub struct StubRow {
     pub symbols: usize,
     /// `generated from include/cuda.h`, or the package that shipped it.
     pub from: String,
+    /// The pkg-config files naming it (`cuda-13.5.pc`, `cuda.pc`).
+    pub pkg_config: Vec<String>,
 }
 
 /// What [`complete`] added.
@@ -255,6 +257,7 @@ pub fn complete(
             soname: "libcuda.so.1".into(),
             symbols: 0,
             from: e.origin.clone(),
+            pkg_config: Vec::new(),
         });
     } else if let Some(Entry {
         item: Item::File { src, .. },
@@ -281,6 +284,7 @@ pub fn complete(
                 soname: "libcuda.so.1".into(),
                 symbols: names.len(),
                 from: "generated from include/cuda.h".into(),
+                pkg_config: Vec::new(),
             });
         }
     } else {
@@ -289,7 +293,7 @@ pub fn complete(
                 .into(),
         );
     }
-    if gen.stub.is_some() {
+    if let Some(stub) = &mut gen.stub {
         let pc = pkg_config(
             &cudaroot,
             "cuda",
@@ -299,9 +303,11 @@ pub fn complete(
             "cudist",
         );
         for name in [format!("cuda-{tk_mm}.pc"), "cuda.pc".to_string()] {
-            plan.entries
-                .entry(format!("lib64/pkgconfig/{name}"))
-                .or_insert_with(|| bytes(pc.clone(), false));
+            let p = format!("lib64/pkgconfig/{name}");
+            if !plan.entries.contains_key(&p) {
+                plan.entries.insert(p.clone(), bytes(pc.clone(), false));
+                stub.pkg_config.push(p);
+            }
         }
     }
 

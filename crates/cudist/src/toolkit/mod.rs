@@ -302,6 +302,7 @@ fn render(r: &Report, style: Style) -> String {
             .libraries
             .iter()
             .flat_map(|l| l.pkg_config.iter())
+            .chain(r.stub.iter().flat_map(|s| s.pkg_config.iter()))
             .filter_map(|p| p.strip_prefix("lib64/pkgconfig/"))
             .filter(|p| {
                 p.matches('-').count() > 0
