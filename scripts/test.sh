@@ -104,6 +104,11 @@ toolkit_env() {
 }
 toolkit_env cu13 nvidia-cuda-nvcc==13.5.37 nvidia-nvvm==13.5.37 nvidia-cuda-crt==13.5.37 \
     nvidia-cuda-runtime==13.5.37 nvidia-cuda-cccl==13.3.5.0.6 nvidia-curand==10.4.5.25
+# The build backend of docs/toolkit.md's recipe, for builds without isolation in that venv.
+if [[ ! -f "$TK/cu13/.skbuild" ]]; then
+    "$TK/cu13/bin/pip" install --quiet --disable-pip-version-check scikit-build-core==0.11.6 packaging==26.3 pathspec==1.1.1
+    touch "$TK/cu13/.skbuild"
+fi
 toolkit_env cu12 nvidia-cuda-runtime-cu12==12.9.79 nvidia-curand-cu12==10.3.10.19 nvidia-cuda-nvcc-cu12==12.9.86
 export CUDIST_TK_CU13="$TK/cu13" CUDIST_TK_CU12="$TK/cu12"
 export CUDIST_TK_WHEELS13="$TK/wheels-cu13" CUDIST_TK_WHEELS12="$TK/wheels-cu12"

@@ -1081,3 +1081,137 @@ fn env_prints_sh_fish_and_json_for_a_root_and_for_wheel_directories() {
         &["not a CUDA root"],
     );
 }
+
+/// The fenced code block of `lang` that starts with `first_line` in docs/toolkit.md.
+fn doc_block(lang: &str, first_line: &str) -> String {
+    let doc = std::fs::read_to_string(repo_root().join("docs/toolkit.md")).unwrap();
+    let fence = format!("```{lang}\n{first_line}\n");
+    let start = doc
+        .find(&fence)
+        .unwrap_or_else(|| panic!("no {fence:?} block in docs/toolkit.md"))
+        + lang.len()
+        + 4;
+    let len = doc[start..].find("```").unwrap();
+    doc[start..start + len].to_string()
+}
+
+/// The scikit-build-core recipe of docs/toolkit.md, as written there: the wheel it builds needs
+/// the CUDA wheels' libraries, and after `cudist repair` it loads from them.
+#[test]
+fn the_scikit_build_core_recipe_in_the_docs_builds_a_wheel_that_loads() {
+    let Some(venv) = tool_from_env("CUDIST_TK_CU13") else {
+        return;
+    };
+    let wheels = tool_from_env("CUDIST_TK_WHEELS13").unwrap();
+    let Some(cmake) = tool_from_env("CUDIST_CMAKE") else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let proj = work.path().join("mypkg");
+    std::fs::create_dir(&proj).unwrap();
+    std::fs::write(
+        proj.join("pyproject.toml"),
+        doc_block("toml", "# pyproject.toml"),
+    )
+    .unwrap();
+    std::fs::write(
+        proj.join("CMakeLists.txt"),
+        doc_block("cmake", "# CMakeLists.txt"),
+    )
+    .unwrap();
+    std::fs::write(proj.join("kern.cu"), KERNEL_CU).unwrap();
+    // cudist, CMake and the venv's Python on PATH, as in a build image.
+    let cudist_dir = Path::new(env!("CARGO_BIN_EXE_cudist"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let path = format!(
+        "{}:{}:{}:/usr/bin:/bin",
+        cudist_dir.display(),
+        cmake.parent().unwrap().display(),
+        venv.join("bin").display()
+    );
+    let dist = work.path().join("dist");
+    let o = run(Command::new(venv.join("bin/python"))
+        .args([
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-build-isolation",
+            "--no-deps",
+            "-w",
+        ])
+        .arg(&dist)
+        .arg(&proj)
+        .env("PATH", path)
+        .env_remove("CUDA_HOME")
+        .env_remove("CUDA_PATH"));
+    ok(&o, "pip wheel (scikit-build-core)");
+    let whl = std::fs::read_dir(&dist)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "whl"))
+        .expect("a wheel");
+    let out = work.path().join("wheelhouse");
+    let o = cudist(&[
+        "repair",
+        whl.to_str().unwrap(),
+        "-w",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
+    ok(&o, "cudist repair");
+    let rep: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let w = &rep["wheels"][0];
+    let requires: Vec<&str> = w["requires_added"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    assert!(
+        requires
+            .iter()
+            .any(|r| r.starts_with("nvidia-cuda-runtime>=13")),
+        "{requires:?}"
+    );
+    assert!(
+        requires.iter().any(|r| r.starts_with("nvidia-curand>=10")),
+        "{requires:?}"
+    );
+    let site = work.path().join("site");
+    let o = run(Command::new("python3")
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-index",
+            "--find-links",
+        ])
+        .arg(&wheels)
+        .arg("--target")
+        .arg(&site)
+        .arg(w["output"].as_str().unwrap()));
+    ok(&o, "pip install the repaired wheel");
+    let lib = std::fs::read_dir(site.join("mypkg"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(".so"))
+        .expect("the built library");
+    let n = needed(&lib);
+    assert!(
+        n.contains(&"libcudart.so.13".to_string()) && n.contains(&"libcurand.so.10".to_string()),
+        "{n:?}"
+    );
+    let o = run(Command::new("python3")
+        .args(["-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1]).run"])
+        .arg(&lib)
+        .env_remove("LD_LIBRARY_PATH"));
+    ok(&o, "ctypes load of the scikit-build-core library");
+}
