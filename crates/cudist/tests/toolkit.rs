@@ -867,6 +867,18 @@ fn copy_mode_makes_a_relocatable_root() {
         )],
     );
     let first = work.path().join("first");
+    // --dry-run: the same report, nothing written.
+    let dry = toolkit(&[
+        "--site-packages",
+        site.to_str().unwrap(),
+        "--out",
+        first.to_str().unwrap(),
+        "--copy",
+        "--dry-run",
+    ]);
+    assert_eq!(dry["dry_run"], true);
+    assert_eq!(dry["libraries"][0]["links"][0], "lib64/libcurand.so");
+    assert!(!first.exists());
     let r = toolkit(&[
         "--site-packages",
         site.to_str().unwrap(),
