@@ -1007,6 +1007,17 @@ fn conda_prefix_is_read_from_conda_meta() {
         .arg(work.path().join("m")));
     ok(&o, "gcc -lcudart against the conda-made root");
     assert_eq!(needed(&work.path().join("m"))[0], "libcudart.so.12");
+    // Without cuda-version, the cuda-* package versions give the major.
+    std::fs::remove_file(prefix.join("conda-meta/cuda-version-12.9-0.json")).unwrap();
+    let r = toolkit(&[
+        "--conda-prefix",
+        prefix.to_str().unwrap(),
+        "--out",
+        root.to_str().unwrap(),
+        "--force",
+    ]);
+    assert_eq!(r["cuda"]["major"], 12);
+    assert_eq!(r["cuda"]["release"], Value::Null);
     // --in-place is for pip environments only.
     refused(
         &["--conda-prefix", prefix.to_str().unwrap(), "--in-place"],

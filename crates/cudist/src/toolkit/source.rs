@@ -344,8 +344,14 @@ fn read_conda(prefix: &Path, catalog: &Catalog) -> Result<Source> {
     let major = release
         .as_deref()
         .and_then(|r| r.split('.').next()?.parse().ok());
+    // Without it, the `cuda-*` packages' versions follow the CUDA release (cuda-cudart 12.9.79).
     for p in &mut packages {
-        p.major = major;
+        p.major = major.or_else(|| {
+            p.name
+                .starts_with("cuda-")
+                .then(|| p.version.split('.').next()?.parse().ok())
+                .flatten()
+        });
     }
     Ok(Source {
         kind: SourceKind::Conda,
