@@ -9,6 +9,7 @@
 //! strings fit, else by a layout change; every result is verified before it is returned.
 
 pub mod ldso;
+pub mod loader;
 pub mod patch;
 pub mod stub;
 

@@ -1,0 +1,400 @@
+//! A simulation of glibc's dynamic loader: which file every `DT_NEEDED` entry of an object and of
+//! everything it loads resolves to, by which rule, and which paths were tried first — without
+//! loading anything.
+//!
+//! Hand-written, because the answer depends on rules no crate models (glibc `elf/dl-load.c`,
+//! `_dl_map_object`):
+//! - objects load breadth-first, each `DT_NEEDED` list in order;
+//! - a name already loaded (by SONAME or by a name it was loaded under) is reused;
+//! - unless the needing object has `DT_RUNPATH`, the `DT_RPATH` of the needing object is searched,
+//!   then that of the object that loaded it, and so on up to the main object (RPATH is inherited);
+//!   an object with both tags ignores its `DT_RPATH`;
+//! - then `LD_LIBRARY_PATH`, then the needing object's own `DT_RUNPATH` (not inherited), then
+//!   `ld.so.cache`, then the system directories;
+//! - `$ORIGIN`, `$LIB` and `$PLATFORM` expand in search paths, `$ORIGIN` to the directory of the
+//!   object whose path it is; each directory is tried with its `glibc-hwcaps/<level>`
+//!   subdirectories first; a file of another machine or class is skipped and the search goes on;
+//! - a file already loaded under another name (same device and inode) is reused.
+
+use std::collections::VecDeque;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::ldso::{default_dirs, LdCache};
+use crate::ElfFile;
+
+/// The machine the simulation stands for.
+#[derive(Debug, Clone)]
+pub struct LoadEnv {
+    pub cache: LdCache,
+    /// `LD_LIBRARY_PATH`, split.
+    pub ld_library_path: Vec<String>,
+    /// The system directories searched last; empty means [`default_dirs`] for the object's machine.
+    pub system_dirs: Vec<PathBuf>,
+    /// What `$LIB` expands to (`lib/x86_64-linux-gnu` on Debian, `lib64` on Red Hat).
+    pub lib: String,
+    /// What `$PLATFORM` expands to (`x86_64`).
+    pub platform: String,
+    /// The `glibc-hwcaps` subdirectories this CPU supports, best first (`x86-64-v3`, `x86-64-v2`).
+    pub hwcaps: Vec<String>,
+}
+
+impl LoadEnv {
+    /// This machine: its ld.so.cache, `LD_LIBRARY_PATH` from the environment, and the hwcaps
+    /// levels its CPU supports.
+    pub fn this_machine() -> LoadEnv {
+        LoadEnv {
+            cache: LdCache::system(),
+            ld_library_path: std::env::var("LD_LIBRARY_PATH")
+                .map(|v| split_path_list(&v))
+                .unwrap_or_default(),
+            system_dirs: Vec::new(),
+            lib: default_lib(),
+            platform: std::env::consts::ARCH.to_string(),
+            hwcaps: Vec::new(),
+        }
+    }
+}
+
+/// `$LIB` on this system: where the C library lives.
+fn default_lib() -> String {
+    let debian = format!("lib/{}-linux-gnu", std::env::consts::ARCH);
+    if Path::new("/").join(&debian).is_dir() {
+        debian
+    } else {
+        "lib64".into()
+    }
+}
+
+/// Splits a colon (or semicolon) separated list as ld.so does; empty entries are dropped.
+pub fn split_path_list(s: &str) -> Vec<String> {
+    s.split([':', ';'])
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Why a library was found where it was.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "rule", rename_all = "snake_case")]
+pub enum Rule {
+    /// In a directory of the `DT_RPATH` of `owner` (the needing object or one of its loaders).
+    Rpath {
+        owner: PathBuf,
+    },
+    LdLibraryPath,
+    /// In a directory of the needing object's own `DT_RUNPATH`.
+    Runpath,
+    Cache,
+    SystemDir,
+    /// Already loaded, by SONAME, by a name it was loaded under, or as the same file.
+    AlreadyLoaded,
+    /// The `DT_NEEDED` entry is a path.
+    Path,
+}
+
+/// One `DT_NEEDED` entry and where it resolved.
+#[derive(Debug, Clone, Serialize)]
+pub struct Resolution {
+    pub name: String,
+    /// The object whose `DT_NEEDED` it is.
+    pub needed_by: PathBuf,
+    /// The file, or none when ld.so would fail ("cannot open shared object file").
+    pub path: Option<PathBuf>,
+    pub rule: Option<Rule>,
+    /// The paths tried before the one found (or all of them, when none was), in order.
+    pub tried: Vec<PathBuf>,
+}
+
+/// One loaded object.
+#[derive(Debug, Clone, Serialize)]
+pub struct Loaded {
+    pub path: PathBuf,
+    pub soname: Option<String>,
+    /// The index of the object that loaded it (none for the main object).
+    pub loader: Option<usize>,
+    #[serde(skip)]
+    names: Vec<String>,
+    #[serde(skip)]
+    id: Option<(u64, u64)>,
+    #[serde(skip)]
+    needed: Vec<String>,
+    #[serde(skip)]
+    rpath: Vec<String>,
+    #[serde(skip)]
+    runpath: Vec<String>,
+    #[serde(skip)]
+    machine: u16,
+    #[serde(skip)]
+    class: u8,
+}
+
+/// The result of a simulation.
+#[derive(Debug, Clone, Serialize)]
+pub struct Simulation {
+    pub objects: Vec<Loaded>,
+    /// Every `DT_NEEDED` entry, in the order ld.so processes them.
+    pub resolutions: Vec<Resolution>,
+}
+
+impl Simulation {
+    /// The resolutions that failed.
+    pub fn missing(&self) -> impl Iterator<Item = &Resolution> {
+        self.resolutions.iter().filter(|r| r.path.is_none())
+    }
+}
+
+fn read_object(path: &Path) -> std::io::Result<Option<ElfFile>> {
+    let data = std::fs::read(path)?;
+    Ok(ElfFile::parse(&data).ok())
+}
+
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+fn loaded(path: PathBuf, elf: ElfFile, loader: Option<usize>, name: Option<&str>) -> Loaded {
+    let mut names: Vec<String> = elf.soname.iter().cloned().collect();
+    names.extend(name.map(str::to_string));
+    // An object with DT_RUNPATH has its DT_RPATH ignored.
+    let rpath = if elf.runpath.is_empty() {
+        elf.rpath.clone()
+    } else {
+        Vec::new()
+    };
+    Loaded {
+        id: file_id(&path),
+        path,
+        soname: elf.soname.clone(),
+        loader,
+        names,
+        needed: elf.needed.clone(),
+        rpath,
+        runpath: elf.runpath.clone(),
+        machine: elf.machine,
+        class: elf.class,
+    }
+}
+
+/// Simulates loading `main` (as the main object, as `ldd` does) on the machine `env` describes.
+pub fn simulate(main: &Path, env: &LoadEnv) -> Result<Simulation, crate::ElfError> {
+    let main = std::path::absolute(main).unwrap_or_else(|_| main.to_path_buf());
+    let elf = read_object(&main)
+        .map_err(|e| crate::ElfError::Invalid(format!("cannot read {}: {e}", main.display())))?
+        .ok_or_else(|| crate::ElfError::Invalid(format!("{}: not an ELF file", main.display())))?;
+    let mut sim = Simulation {
+        objects: vec![loaded(main, elf, None, None)],
+        resolutions: Vec::new(),
+    };
+    let mut queue = VecDeque::from([0usize]);
+    while let Some(i) = queue.pop_front() {
+        for name in sim.objects[i].needed.clone() {
+            let r = resolve(&mut sim, i, &name, env);
+            if let Some(new) = r {
+                queue.push_back(new);
+            }
+        }
+    }
+    Ok(sim)
+}
+
+/// Resolves one entry of object `i`; returns the index of a newly loaded object.
+fn resolve(sim: &mut Simulation, i: usize, name: &str, env: &LoadEnv) -> Option<usize> {
+    let needed_by = sim.objects[i].path.clone();
+    let mut res = Resolution {
+        name: name.to_string(),
+        needed_by,
+        path: None,
+        rule: None,
+        tried: Vec::new(),
+    };
+    if !name.contains('/') {
+        if let Some(o) = sim
+            .objects
+            .iter()
+            .find(|o| o.names.iter().any(|n| n == name))
+        {
+            res.path = Some(o.path.clone());
+            res.rule = Some(Rule::AlreadyLoaded);
+            sim.resolutions.push(res);
+            return None;
+        }
+    }
+    let (machine, class) = (sim.objects[i].machine, sim.objects[i].class);
+    let found = if name.contains('/') {
+        let p = PathBuf::from(expand(name, &sim.objects[i].path, env));
+        res.tried.push(p.clone());
+        accept(&p, machine, class).map(|e| (p, e, Rule::Path))
+    } else {
+        search(sim, i, name, env, &mut res.tried)
+    };
+    let Some((path, elf, rule)) = found else {
+        sim.resolutions.push(res);
+        return None;
+    };
+    // The same file loaded under another name is not loaded twice.
+    let id = file_id(&path);
+    if let Some(o) = sim
+        .objects
+        .iter_mut()
+        .find(|o| o.id.is_some() && o.id == id)
+    {
+        o.names.push(name.to_string());
+        res.path = Some(o.path.clone());
+        res.rule = Some(Rule::AlreadyLoaded);
+        sim.resolutions.push(res);
+        return None;
+    }
+    res.path = Some(path.clone());
+    res.rule = Some(rule);
+    sim.resolutions.push(res);
+    sim.objects.push(loaded(path, elf, Some(i), Some(name)));
+    Some(sim.objects.len() - 1)
+}
+
+/// An ELF file of the right machine and class at `p`, or none.
+fn accept(p: &Path, machine: u16, class: u8) -> Option<ElfFile> {
+    if !p.is_file() {
+        return None;
+    }
+    let elf = read_object(p).ok()??;
+    (elf.machine == machine && elf.class == class).then_some(elf)
+}
+
+/// Expands `$ORIGIN`, `$LIB`, `$PLATFORM` (and their `${…}` forms) for an entry of `owner`.
+fn expand(entry: &str, owner: &Path, env: &LoadEnv) -> String {
+    let origin = owner
+        .parent()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let mut s = entry.to_string();
+    for (token, value) in [
+        ("ORIGIN", origin.as_str()),
+        ("LIB", env.lib.as_str()),
+        ("PLATFORM", env.platform.as_str()),
+    ] {
+        s = s.replace(&format!("${{{token}}}"), value);
+        // `$ORIGIN` only when not followed by more identifier characters.
+        let pat = format!("${token}");
+        let mut out = String::new();
+        let mut rest = s.as_str();
+        while let Some(at) = rest.find(&pat) {
+            let after = &rest[at + pat.len()..];
+            out.push_str(&rest[..at]);
+            if after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+                out.push_str(&pat);
+            } else {
+                out.push_str(value);
+            }
+            rest = after;
+        }
+        out.push_str(rest);
+        s = out;
+    }
+    s
+}
+
+fn search(
+    sim: &Simulation,
+    i: usize,
+    name: &str,
+    env: &LoadEnv,
+    tried: &mut Vec<PathBuf>,
+) -> Option<(PathBuf, ElfFile, Rule)> {
+    let (machine, class) = (sim.objects[i].machine, sim.objects[i].class);
+    let try_dir = |dir: &str, tried: &mut Vec<PathBuf>| -> Option<(PathBuf, ElfFile)> {
+        let base = PathBuf::from(if dir.is_empty() { "." } else { dir });
+        let mut candidates: Vec<PathBuf> = env
+            .hwcaps
+            .iter()
+            .map(|h| base.join("glibc-hwcaps").join(h).join(name))
+            .collect();
+        candidates.push(base.join(name));
+        for p in candidates {
+            if let Some(e) = accept(&p, machine, class) {
+                return Some((p, e));
+            }
+            if p.exists() || base.join(name) == p {
+                tried.push(p);
+            }
+        }
+        None
+    };
+    let obj = &sim.objects[i];
+    if obj.runpath.is_empty() {
+        // The RPATH of the needing object, then of its loader, and so on up to the main object.
+        let mut l = Some(i);
+        while let Some(li) = l {
+            let owner = &sim.objects[li];
+            for entry in &owner.rpath {
+                let dir = expand(entry, &owner.path, env);
+                if let Some((p, e)) = try_dir(&dir, tried) {
+                    return Some((
+                        p,
+                        e,
+                        Rule::Rpath {
+                            owner: owner.path.clone(),
+                        },
+                    ));
+                }
+            }
+            l = owner.loader;
+        }
+    }
+    let main = &sim.objects[0].path;
+    for entry in &env.ld_library_path {
+        let dir = expand(entry, main, env);
+        if let Some((p, e)) = try_dir(&dir, tried) {
+            return Some((p, e, Rule::LdLibraryPath));
+        }
+    }
+    for entry in &obj.runpath {
+        let dir = expand(entry, &obj.path, env);
+        if let Some((p, e)) = try_dir(&dir, tried) {
+            return Some((p, e, Rule::Runpath));
+        }
+    }
+    if let Some(p) = env.cache.lookup(name, machine, class) {
+        if let Some(e) = accept(p, machine, class) {
+            return Some((p.to_path_buf(), e, Rule::Cache));
+        }
+    }
+    let system = if env.system_dirs.is_empty() {
+        default_dirs(machine, class)
+    } else {
+        env.system_dirs.clone()
+    };
+    for d in system {
+        if let Some((p, e)) = try_dir(&d.display().to_string(), tried) {
+            return Some((p, e, Rule::SystemDir));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_expand_only_as_whole_words() {
+        let env = LoadEnv {
+            cache: LdCache::default(),
+            ld_library_path: vec![],
+            system_dirs: vec![],
+            lib: "lib64".into(),
+            platform: "x86_64".into(),
+            hwcaps: vec![],
+        };
+        let owner = Path::new("/opt/pkg/sub/mod.so");
+        assert_eq!(expand("$ORIGIN/../lib", owner, &env), "/opt/pkg/sub/../lib");
+        assert_eq!(
+            expand("${ORIGIN}/x:$LIB/$PLATFORM", owner, &env),
+            "/opt/pkg/sub/x:lib64/x86_64"
+        );
+        assert_eq!(expand("$ORIGINAL/x", owner, &env), "$ORIGINAL/x");
+        assert_eq!(split_path_list("/a::/b;/c"), vec!["/a", "/b", "/c"]);
+    }
+}
