@@ -39,13 +39,19 @@ pub struct LoadEnv {
     pub platform: String,
     /// The `glibc-hwcaps` subdirectories this CPU supports, best first (`x86-64-v3`, `x86-64-v2`).
     pub hwcaps: Vec<String>,
+    /// The dynamic loader itself, loaded before anything else (a `NEEDED` of its SONAME reuses it).
+    pub rtld: Option<PathBuf>,
 }
 
 impl LoadEnv {
     /// This machine: its ld.so.cache, `LD_LIBRARY_PATH` from the environment, and the hwcaps
     /// levels its CPU supports.
+    ///
+    /// The system directories, `$LIB`, `$PLATFORM` and the active hwcaps levels come from
+    /// `ld.so --list-diagnostics` (glibc 2.33 and later; it reports its settings and loads
+    /// nothing); without it, the usual values for the architecture.
     pub fn this_machine() -> LoadEnv {
-        LoadEnv {
+        let mut env = LoadEnv {
             cache: LdCache::system(),
             ld_library_path: std::env::var("LD_LIBRARY_PATH")
                 .map(|v| split_path_list(&v))
@@ -54,8 +60,80 @@ impl LoadEnv {
             lib: default_lib(),
             platform: std::env::consts::ARCH.to_string(),
             hwcaps: Vec::new(),
+            rtld: None,
+        };
+        if let Some(text) = ld_so_diagnostics() {
+            env.apply_diagnostics(&text);
+        }
+        env
+    }
+
+    /// Takes the loader's settings from `ld.so --list-diagnostics` output.
+    pub fn apply_diagnostics(&mut self, text: &str) {
+        let value = |line: &str| -> Option<String> {
+            let v = line.split_once('=')?.1;
+            Some(v.trim().trim_matches('"').to_string())
+        };
+        let mut subdirs: Vec<String> = Vec::new();
+        let mut active: Option<u64> = None;
+        let mut system = Vec::new();
+        for line in text.lines() {
+            if line.starts_with("dl_dst_lib=") {
+                self.lib = value(line).unwrap_or_default();
+            } else if line.starts_with("dl_platform=") {
+                self.platform = value(line).unwrap_or_default();
+            } else if line.starts_with("dl_hwcaps_subdirs=") {
+                subdirs = value(line)
+                    .unwrap_or_default()
+                    .split(':')
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect();
+            } else if line.starts_with("dl_hwcaps_subdirs_active=") {
+                active = value(line)
+                    .and_then(|v| u64::from_str_radix(v.trim_start_matches("0x"), 16).ok());
+            } else if line.starts_with("path.rtld=") {
+                self.rtld = value(line).map(PathBuf::from);
+            } else if line.starts_with("path.system_dirs[") {
+                if let Some(v) = value(line) {
+                    let v = v.trim_end_matches('/');
+                    system.push(PathBuf::from(if v.is_empty() { "/" } else { v }));
+                }
+            }
+        }
+        if let Some(mask) = active {
+            self.hwcaps = subdirs
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i < 64 && mask & (1 << i) != 0)
+                .map(|(_, s)| s.clone())
+                .collect();
+        }
+        if !system.is_empty() {
+            self.system_dirs = system;
         }
     }
+}
+
+/// `ld.so --list-diagnostics`, from the first loader found for this architecture.
+fn ld_so_diagnostics() -> Option<String> {
+    let candidates: &[&str] = match std::env::consts::ARCH {
+        "x86_64" => &[
+            "/lib64/ld-linux-x86-64.so.2",
+            "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
+        ],
+        "aarch64" => &["/lib/ld-linux-aarch64.so.1", "/lib64/ld-linux-aarch64.so.1"],
+        "powerpc64" => &["/lib64/ld64.so.2"],
+        _ => &[],
+    };
+    let ld = candidates.iter().find(|p| Path::new(p).exists())?;
+    let out = std::process::Command::new(ld)
+        .arg("--list-diagnostics")
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// `$LIB` on this system: where the C library lives.
@@ -188,6 +266,13 @@ pub fn simulate(main: &Path, env: &LoadEnv) -> Result<Simulation, crate::ElfErro
         objects: vec![loaded(main, elf, None, None)],
         resolutions: Vec::new(),
     };
+    if let Some(rtld) = &env.rtld {
+        if let Ok(Some(elf)) = read_object(rtld) {
+            let mut l = loaded(rtld.clone(), elf, None, None);
+            l.needed.clear();
+            sim.objects.push(l);
+        }
+    }
     let mut queue = VecDeque::from([0usize]);
     while let Some(i) = queue.pop_front() {
         for name in sim.objects[i].needed.clone() {
@@ -387,6 +472,7 @@ mod tests {
             lib: "lib64".into(),
             platform: "x86_64".into(),
             hwcaps: vec![],
+            rtld: None,
         };
         let owner = Path::new("/opt/pkg/sub/mod.so");
         assert_eq!(expand("$ORIGIN/../lib", owner, &env), "/opt/pkg/sub/../lib");
@@ -396,5 +482,34 @@ mod tests {
         );
         assert_eq!(expand("$ORIGINAL/x", owner, &env), "$ORIGINAL/x");
         assert_eq!(split_path_list("/a::/b;/c"), vec!["/a", "/b", "/c"]);
+    }
+
+    #[test]
+    fn loader_settings_come_from_list_diagnostics() {
+        let mut env = LoadEnv {
+            cache: LdCache::default(),
+            ld_library_path: vec![],
+            system_dirs: vec![],
+            lib: "x".into(),
+            platform: "x".into(),
+            hwcaps: vec![],
+            rtld: None,
+        };
+        env.apply_diagnostics(
+            "dl_dst_lib=\"lib/x86_64-linux-gnu\"\ndl_hwcaps_subdirs=\"x86-64-v4:x86-64-v3:x86-64-v2\"\n\
+             dl_hwcaps_subdirs_active=0x6\ndl_platform=\"x86_64\"\n\
+             path.system_dirs[0x0]=\"/lib/x86_64-linux-gnu/\"\npath.system_dirs[0x1]=\"/usr/lib/\"\npath.rtld=\"/lib64/ld-linux-x86-64.so.2\"\n",
+        );
+        assert_eq!(env.lib, "lib/x86_64-linux-gnu");
+        assert_eq!(env.platform, "x86_64");
+        assert_eq!(env.hwcaps, vec!["x86-64-v3", "x86-64-v2"]);
+        assert_eq!(env.rtld, Some(PathBuf::from("/lib64/ld-linux-x86-64.so.2")));
+        assert_eq!(
+            env.system_dirs,
+            vec![
+                PathBuf::from("/lib/x86_64-linux-gnu"),
+                PathBuf::from("/usr/lib")
+            ]
+        );
     }
 }

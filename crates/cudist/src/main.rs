@@ -5,6 +5,7 @@
 //! 2 usage error · 3 an input could not be read or is malformed.
 
 mod catalog_cmd;
+mod doctor;
 mod errors;
 mod graft;
 mod inspect;
@@ -48,6 +49,8 @@ enum Command {
     /// Assemble a CUDA root (CUDA_HOME) from the CUDA wheels of an environment, for nvcc, CMake
     /// and pkg-config; `toolkit env` prints the variables to use it.
     Toolkit(ToolkitArgs),
+    /// Will these ELF files load here, and exactly why not (load simulation by glibc's rules).
+    Doctor(doctor::DoctorArgs),
     /// Answer questions from the CUDA catalog.
     #[command(subcommand)]
     Catalog(catalog_cmd::CatalogCmd),
@@ -153,6 +156,7 @@ fn main() -> ExitCode {
             Some(ToolkitSub::Env(env)) => toolkit::run_env(env, &catalog),
             None => toolkit::run(args.build, &catalog),
         },
+        Command::Doctor(args) => doctor::run(args, &catalog),
         Command::Catalog(cmd) => catalog_cmd::run(cmd, &catalog),
     };
     match result {

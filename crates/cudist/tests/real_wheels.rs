@@ -365,4 +365,65 @@ fn repaired_cupy_resolves_every_cuda_library_once_its_dependencies_are_installed
         "{}",
         ldd(&control)
     );
+
+    // `cudist doctor` simulates what ldd does: for every module (the control included), every
+    // library resolves to the same file, or is "not found" in the same cases, without and with
+    // LD_LIBRARY_PATH pointing at the CUDA wheel directories.
+    let wheel_dirs: Vec<String> = std::fs::read_dir(Path::new(&site).join("nvidia"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("lib"))
+        .filter(|p| p.is_dir())
+        .map(|p| p.display().to_string())
+        .collect();
+    assert!(wheel_dirs.len() >= 5, "{wheel_dirs:?}");
+    let canon = |p: &str| std::fs::canonicalize(p).unwrap_or_else(|e| panic!("{p}: {e}"));
+    for lp in [String::new(), wheel_dirs.join(":")] {
+        let tops: Vec<String> = ["cupy", "cupy_backends", "cupyx"]
+            .iter()
+            .map(|t| Path::new(&site).join(t).display().to_string())
+            .collect();
+        let mut args = vec!["doctor", "--json", "--ld-library-path", lp.as_str()];
+        args.extend(tops.iter().map(String::as_str));
+        let o = cudist(&args);
+        // libcuda.so.1 (the driver) is missing on this machine: exit code 1, "will-fail-to-load".
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let files = report["files"].as_array().unwrap();
+        assert_eq!(files.len(), 66, "65 modules and the control");
+        let mut compared = 0;
+        for f in files {
+            let path = f["path"].as_str().unwrap();
+            let mut sim = std::collections::BTreeMap::new();
+            for r in f["resolutions"].as_array().unwrap() {
+                sim.entry(r["name"].as_str().unwrap().to_string())
+                    .or_insert_with(|| r["path"].as_str().map(canon));
+            }
+            let mut cmd = Command::new("ldd");
+            cmd.arg(path).env_remove("LD_LIBRARY_PATH");
+            if !lp.is_empty() {
+                cmd.env("LD_LIBRARY_PATH", &lp);
+            }
+            let text = String::from_utf8_lossy(&cmd.output().unwrap().stdout).into_owned();
+            for line in text.lines() {
+                let Some((name, rest)) = line.trim().split_once(" => ") else {
+                    continue;
+                };
+                let want = if rest.starts_with("not found") {
+                    None
+                } else {
+                    Some(canon(
+                        rest.rsplit_once(" (").map(|(p, _)| p).unwrap_or(rest),
+                    ))
+                };
+                assert_eq!(
+                    sim.get(name),
+                    Some(&want),
+                    "{path}: {name} with LD_LIBRARY_PATH={lp:?}: ldd says {want:?}"
+                );
+                compared += 1;
+            }
+        }
+        assert!(compared >= 200, "only {compared} resolutions compared");
+    }
 }

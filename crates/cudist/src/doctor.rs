@@ -1,0 +1,260 @@
+//! `cudist doctor PATH…`: will these ELF files load here, and exactly why not.
+//!
+//! This first part answers the load question: for every ELF file (an extension module, a library,
+//! an executable, or all of them below a directory such as an installed package), glibc's loader
+//! is simulated ([`cudist_elf::loader`]) with the file as the main object, as `ldd` does. Every
+//! library is resolved to a path and the rule that found it. For each failure, doctor lists the
+//! paths tried and gives the fix the catalog knows: which package ships the library, and which
+//! RPATH entry would reach it. Nothing is loaded or changed.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use cudist_catalog::{Catalog, SonameClass};
+use cudist_elf::loader::{self, LoadEnv, Resolution};
+use serde::Serialize;
+
+use crate::util::{self, outln, Style};
+
+/// `cudist doctor` arguments.
+#[derive(clap::Args, Debug)]
+pub struct DoctorArgs {
+    /// ELF files, or directories (an installed package, a site-packages) whose ELF files to check.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Simulate with this LD_LIBRARY_PATH instead of the current one ("" for none).
+    #[arg(long, value_name = "DIRS")]
+    pub ld_library_path: Option<String>,
+    /// Print the report as JSON (schema cudist.doctor/1, docs/doctor.md).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The report (`--json`: schema `cudist.doctor/1`).
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub schema: &'static str,
+    pub verdict: Verdict,
+    pub ld_library_path: Vec<String>,
+    pub files: Vec<FileReport>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Verdict {
+    /// `ok` or `will-fail-to-load`.
+    pub status: &'static str,
+    pub reasons: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FileReport {
+    pub path: String,
+    /// Every `DT_NEEDED` entry of the file and of what it loads, in load order.
+    pub resolutions: Vec<Resolution>,
+    pub missing: Vec<Missing>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Missing {
+    pub name: String,
+    pub needed_by: PathBuf,
+    pub tried: Vec<PathBuf>,
+    /// What would make it load, when cudist knows.
+    pub fix: Option<String>,
+}
+
+/// ELF files below `p` (or `p` itself), sorted; symbolic links are not followed.
+fn elf_files(p: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let meta =
+        std::fs::symlink_metadata(p).with_context(|| format!("cannot read {}", p.display()))?;
+    if meta.is_dir() {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(p)
+            .with_context(|| format!("cannot list {}", p.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        entries.sort();
+        for e in entries {
+            elf_files(&e, out)?;
+        }
+    } else if meta.is_file() {
+        // The ELF header up to e_type: only executables and shared objects load.
+        let mut head = [0u8; 18];
+        let read = std::fs::File::open(p)
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+            .is_ok();
+        let e_type = u16::from_le_bytes([head[16], head[17]]);
+        if read && cudist_elf::is_elf(&head) && head[5] == 1 && matches!(e_type, 2 | 3) {
+            out.push(p.to_path_buf());
+        }
+    }
+    Ok(())
+}
+
+/// The fix for a library that is not found: the package that ships it and where it installs.
+fn fix_for(name: &str, needed_by: &Path, catalog: &Catalog) -> Option<String> {
+    match catalog.classify(name) {
+        SonameClass::Toolkit(m) | SonameClass::External(m) => {
+            let pip = m.major.pip.as_deref()?;
+            let dir = m.major.pip_dir.as_deref()?;
+            // Installed next to the package (site-packages/<dir>) but not searched: name the entry.
+            let mut up = String::new();
+            for ancestor in needed_by.parent()?.ancestors().skip(1).take(4) {
+                up.push_str("../");
+                if ancestor.join(dir).join(name).is_file() {
+                    return Some(format!(
+                        "{pip} is installed ({}), but no search path of {} reaches it: add the RPATH entry \
+                         $ORIGIN/{up}{dir} (`cudist repair` writes it into the wheel)",
+                        ancestor.join(dir).join(name).display(),
+                        needed_by.file_name().map(|f| f.to_string_lossy()).unwrap_or_default()
+                    ));
+                }
+            }
+            Some(format!(
+                "install {pip} (it puts {name} in site-packages/{dir}), and make {} find it: an RPATH entry \
+                 $ORIGIN/…/{dir} at the right depth, which `cudist repair` writes into the wheel",
+                needed_by.file_name().map(|f| f.to_string_lossy()).unwrap_or_default()
+            ))
+        }
+        SonameClass::Driver(_) => Some(format!(
+            "{name} comes with the NVIDIA driver; install the driver (no GPU driver is visible on this machine)"
+        )),
+        SonameClass::System(_) => Some(format!(
+            "{name} is a system library; install it with the system's package manager"
+        )),
+        SonameClass::Other => None,
+    }
+}
+
+/// Runs `cudist doctor PATH…`.
+pub fn run(args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
+    let mut files = Vec::new();
+    for p in &args.paths {
+        elf_files(p, &mut files)?;
+    }
+    if files.is_empty() {
+        anyhow::bail!(
+            "no ELF files in {}",
+            args.paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let mut env = LoadEnv::this_machine();
+    if let Some(l) = &args.ld_library_path {
+        env.ld_library_path = loader::split_path_list(l);
+    }
+    let mut report = Report {
+        schema: "cudist.doctor/1",
+        verdict: Verdict {
+            status: "ok",
+            reasons: Vec::new(),
+        },
+        ld_library_path: env.ld_library_path.clone(),
+        files: Vec::new(),
+    };
+    for f in &files {
+        let sim = loader::simulate(f, &env)
+            .with_context(|| format!("cannot simulate loading {}", f.display()))?;
+        let missing: Vec<Missing> = sim
+            .missing()
+            .map(|m| Missing {
+                name: m.name.clone(),
+                needed_by: m.needed_by.clone(),
+                tried: m.tried.clone(),
+                fix: fix_for(&m.name, &m.needed_by, catalog),
+            })
+            .collect();
+        for m in &missing {
+            report.verdict.reasons.push(format!(
+                "{}: {} not found (needed by {})",
+                f.display(),
+                m.name,
+                m.needed_by.display()
+            ));
+        }
+        report.files.push(FileReport {
+            path: f.display().to_string(),
+            resolutions: sim.resolutions,
+            missing,
+        });
+    }
+    if !report.verdict.reasons.is_empty() {
+        report.verdict.status = "will-fail-to-load";
+    }
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        util::emit(&render(&report, Style::detect()));
+    }
+    Ok(if report.verdict.status == "ok" {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn rule_text(r: &Resolution) -> String {
+    use cudist_elf::loader::Rule;
+    match &r.rule {
+        Some(Rule::Rpath { owner }) if *owner == r.needed_by => "RPATH".into(),
+        Some(Rule::Rpath { owner }) => format!(
+            "RPATH of {} (inherited)",
+            owner
+                .file_name()
+                .map(|f| f.to_string_lossy())
+                .unwrap_or_default()
+        ),
+        Some(Rule::LdLibraryPath) => "LD_LIBRARY_PATH".into(),
+        Some(Rule::Runpath) => "RUNPATH".into(),
+        Some(Rule::Cache) => "ld.so.cache".into(),
+        Some(Rule::SystemDir) => "system directory".into(),
+        Some(Rule::AlreadyLoaded) => "already loaded".into(),
+        Some(Rule::Path) => "path in NEEDED".into(),
+        None => "not found".into(),
+    }
+}
+
+fn render(r: &Report, style: Style) -> String {
+    let mut s = String::new();
+    let verdict = match r.verdict.status {
+        "ok" => style.green("OK: every library resolves"),
+        _ => style.red("will fail to load"),
+    };
+    s.push_str(&format!("{} {verdict}\n", style.bold("cudist doctor:")));
+    for f in &r.files {
+        s.push_str(&format!("\n{}\n", style.bold(&f.path)));
+        for res in f
+            .resolutions
+            .iter()
+            .filter(|x| x.rule != Some(cudist_elf::loader::Rule::AlreadyLoaded))
+        {
+            match &res.path {
+                Some(p) => s.push_str(&format!(
+                    "  {:<28} {}  ({})\n",
+                    res.name,
+                    p.display(),
+                    rule_text(res)
+                )),
+                None => s.push_str(&format!(
+                    "  {:<28} {}  (needed by {})\n",
+                    res.name,
+                    style.red("not found"),
+                    res.needed_by.display()
+                )),
+            }
+        }
+        for m in &f.missing {
+            if !m.tried.is_empty() {
+                let tried: Vec<String> = m.tried.iter().map(|t| t.display().to_string()).collect();
+                s.push_str(&format!("    {} tried: {}\n", m.name, tried.join(", ")));
+            }
+            if let Some(fix) = &m.fix {
+                s.push_str(&format!("    fix: {fix}\n"));
+            }
+        }
+    }
+    s
+}
