@@ -207,6 +207,21 @@ pub struct Loaded {
     machine: u16,
     #[serde(skip)]
     class: u8,
+    /// The dynamic symbols, for the symbol check.
+    #[serde(skip)]
+    symbols: Vec<crate::DynSymbol>,
+}
+
+impl Loaded {
+    /// Its `DT_NEEDED` entries.
+    pub fn needed(&self) -> &[String] {
+        &self.needed
+    }
+
+    /// Whether its dynamic symbols could be read (files without section headers may not say).
+    pub fn has_symbols(&self) -> bool {
+        !self.symbols.is_empty()
+    }
 }
 
 /// The result of a simulation.
@@ -217,16 +232,73 @@ pub struct Simulation {
     pub resolutions: Vec<Resolution>,
 }
 
+/// A symbol an object imports that no loaded object defines.
+#[derive(Debug, Clone, Serialize)]
+pub struct UndefinedSymbol {
+    pub symbol: String,
+    /// The version the reference asks for (`libcusparse.so.12`), if any.
+    pub version: Option<String>,
+    pub needed_by: PathBuf,
+}
+
 impl Simulation {
     /// The resolutions that failed.
     pub fn missing(&self) -> impl Iterator<Item = &Resolution> {
         self.resolutions.iter().filter(|r| r.path.is_none())
     }
+
+    /// The non-weak symbols of loaded objects that no loaded object defines, as glibc binds them:
+    /// a versioned reference needs a definition of that version (or an unversioned one). With
+    /// `RTLD_NOW` (Python imports, `LD_BIND_NOW`) each one fails the load; lazily bound, it fails
+    /// at the first call. The dynamic loader's own symbols are not read, so references to its
+    /// private symbols (`_dl_*`, `__libc_*`) are left out.
+    pub fn undefined_symbols(&self) -> Vec<UndefinedSymbol> {
+        let mut defined: std::collections::HashMap<&str, Vec<Option<&str>>> =
+            std::collections::HashMap::new();
+        for o in &self.objects {
+            for s in o.symbols.iter().filter(|s| s.defined) {
+                defined
+                    .entry(s.name.as_str())
+                    .or_default()
+                    .push(s.version.as_deref());
+            }
+        }
+        let mut out = Vec::new();
+        for o in &self.objects {
+            for s in o.symbols.iter().filter(|s| !s.defined && !s.weak) {
+                if s.name.starts_with("_dl_") || s.name.starts_with("__libc_") {
+                    continue;
+                }
+                let ok = defined.get(s.name.as_str()).is_some_and(|defs| {
+                    defs.iter().any(|d| match (d, s.version.as_deref()) {
+                        (None, _) | (_, None) => true,
+                        (Some(dv), Some(rv)) => *dv == rv,
+                    })
+                });
+                if !ok {
+                    out.push(UndefinedSymbol {
+                        symbol: s.name.clone(),
+                        version: s.version.clone(),
+                        needed_by: o.path.clone(),
+                    });
+                }
+            }
+        }
+        out
+    }
 }
 
+/// Parses an ELF file through a read-only mapping: only the pages the parser touches are read, so
+/// a 500 MB library costs its headers and symbol tables, not its size.
 fn read_object(path: &Path) -> std::io::Result<Option<ElfFile>> {
-    let data = std::fs::read(path)?;
-    Ok(ElfFile::parse(&data).ok())
+    let f = std::fs::File::open(path)?;
+    if f.metadata()?.len() < 64 {
+        return Ok(None);
+    }
+    // SAFETY: a private read-only mapping of a file cudist never writes; a concurrent truncation
+    // could raise SIGBUS, the risk every mmap-based reader (ld.so included) takes.
+    let map = unsafe { memmap2::Mmap::map(&f)? };
+    Ok(ElfFile::parse(&map).ok())
 }
 
 fn file_id(path: &Path) -> Option<(u64, u64)> {
@@ -253,6 +325,7 @@ fn loaded(path: PathBuf, elf: ElfFile, loader: Option<usize>, name: Option<&str>
         runpath: elf.runpath.clone(),
         machine: elf.machine,
         class: elf.class,
+        symbols: elf.dynamic_symbols,
     }
 }
 
@@ -270,6 +343,7 @@ pub fn simulate(main: &Path, env: &LoadEnv) -> Result<Simulation, crate::ElfErro
         if let Ok(Some(elf)) = read_object(rtld) {
             let mut l = loaded(rtld.clone(), elf, None, None);
             l.needed.clear();
+            l.symbols.clear();
             sim.objects.push(l);
         }
     }

@@ -53,6 +53,21 @@ pub struct FileReport {
     /// Every `DT_NEEDED` entry of the file and of what it loads, in load order.
     pub resolutions: Vec<Resolution>,
     pub missing: Vec<Missing>,
+    /// Symbols imported from CUDA libraries that the library they resolve to does not define.
+    pub missing_symbols: Vec<MissingSymbol>,
+}
+
+/// A symbol an object imports from a CUDA library that the installed library lacks: the object
+/// was built against a newer release than the one that loads.
+#[derive(Debug, Serialize)]
+pub struct MissingSymbol {
+    pub symbol: String,
+    pub version: Option<String>,
+    pub needed_by: PathBuf,
+    /// The CUDA library it is imported from (by symbol version, or by the library's name prefix).
+    pub library: String,
+    /// Where that library resolved.
+    pub resolved: PathBuf,
 }
 
 #[derive(Debug, Serialize)]
@@ -126,6 +141,67 @@ fn fix_for(name: &str, needed_by: &Path, catalog: &Catalog) -> Option<String> {
     }
 }
 
+/// The name prefix of a CUDA library's functions: `libcusparse.so.12` → `cusparse`,
+/// `libcudart.so.12` → `cuda`, `libnvJitLink.so.13` → `nvJitLink`.
+fn symbol_prefix(soname: &str) -> String {
+    let stem = soname.split(".so").next().unwrap_or(soname);
+    let stem = stem.strip_prefix("lib").unwrap_or(stem);
+    match stem {
+        "cudart" => "cuda".to_string(),
+        s => s.to_string(),
+    }
+}
+
+/// The CUDA-library symbols of a simulation that the library they resolve to does not define.
+fn missing_symbols(sim: &loader::Simulation, catalog: &Catalog) -> Vec<MissingSymbol> {
+    let is_cuda = |s: &str| {
+        matches!(
+            catalog.classify(s),
+            SonameClass::Toolkit(_) | SonameClass::External(_)
+        )
+    };
+    let mut out = Vec::new();
+    for u in sim.undefined_symbols() {
+        let Some(obj) = sim.objects.iter().find(|o| o.path == u.needed_by) else {
+            continue;
+        };
+        // The library the symbol is imported from: named by its version, else the CUDA library
+        // among the object's NEEDED whose function prefix it carries (the longest: cublasLt).
+        let library = match u.version.as_deref().filter(|v| is_cuda(v)) {
+            Some(v) => Some(v.to_string()),
+            None if u.version.is_none() => obj
+                .needed()
+                .iter()
+                .filter(|n| is_cuda(n))
+                .filter(|n| u.symbol.starts_with(&symbol_prefix(n)))
+                .max_by_key(|n| symbol_prefix(n).len())
+                .cloned(),
+            None => None,
+        };
+        let Some(library) = library else { continue };
+        let Some(resolved) = sim
+            .resolutions
+            .iter()
+            .find(|r| r.needed_by == u.needed_by && r.name == library)
+            .and_then(|r| r.path.clone())
+        else {
+            continue;
+        };
+        let provider = sim.objects.iter().find(|o| o.path == resolved);
+        if provider.is_some_and(|p| !p.has_symbols()) {
+            continue;
+        }
+        out.push(MissingSymbol {
+            symbol: u.symbol,
+            version: u.version,
+            needed_by: u.needed_by,
+            library,
+            resolved,
+        });
+    }
+    out
+}
+
 /// Runs `cudist doctor PATH…`.
 pub fn run(args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
     let mut files = Vec::new();
@@ -167,6 +243,20 @@ pub fn run(args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
                 fix: fix_for(&m.name, &m.needed_by, catalog),
             })
             .collect();
+        let missing_syms = missing_symbols(&sim, catalog);
+        for m in &missing_syms {
+            report.verdict.reasons.push(format!(
+                "{}: {} needs {}{} from {}, which {} does not define: it was built against a newer {} than the one \
+                 installed",
+                f.display(),
+                m.needed_by.display(),
+                m.symbol,
+                m.version.as_deref().map(|v| format!("@{v}")).unwrap_or_default(),
+                m.library,
+                m.resolved.display(),
+                m.library.split(".so").next().unwrap_or(&m.library)
+            ));
+        }
         for m in &missing {
             report.verdict.reasons.push(format!(
                 "{}: {} not found (needed by {})",
@@ -179,6 +269,7 @@ pub fn run(args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
             path: f.display().to_string(),
             resolutions: sim.resolutions,
             missing,
+            missing_symbols: missing_syms,
         });
     }
     if !report.verdict.reasons.is_empty() {
@@ -245,6 +336,17 @@ fn render(r: &Report, style: Style) -> String {
                     res.needed_by.display()
                 )),
             }
+        }
+        for m in &f.missing_symbols {
+            s.push_str(&format!(
+                "  {} {}{} (needed by {}) is not defined by {}: built against a newer {} than the one installed\n",
+                style.red("missing symbol"),
+                m.symbol,
+                m.version.as_deref().map(|v| format!("@{v}")).unwrap_or_default(),
+                m.needed_by.file_name().map(|f| f.to_string_lossy()).unwrap_or_default(),
+                m.resolved.display(),
+                m.library.split(".so").next().unwrap_or(&m.library)
+            ));
         }
         for m in &f.missing {
             if !m.tried.is_empty() {

@@ -150,3 +150,101 @@ fn bad_input_is_refused() {
     assert_ne!(o.status.code(), Some(0));
     assert!(stderr(&o).contains("/nonexistent/x.so"), "{}", stderr(&o));
 }
+
+/// Built against a newer libcusparse than the one it loads: doctor names the missing symbol, and
+/// glibc agrees (ctypes loads with RTLD_NOW and fails on that symbol).
+#[test]
+fn a_symbol_missing_from_an_older_cuda_library_is_named() {
+    for versioned in [false, true] {
+        let work = tempfile::tempdir().unwrap();
+        let (new, old) = (work.path().join("new"), work.path().join("old"));
+        std::fs::create_dir_all(&new).unwrap();
+        std::fs::create_dir_all(&old).unwrap();
+        let map = work.path().join("cusparse.map");
+        std::fs::write(
+            &map,
+            "libcusparse.so.12 { global: cusparse*; local: *; };\n",
+        )
+        .unwrap();
+        let vs = format!("-Wl,--version-script={}", map.display());
+        let extra: Vec<&str> = if versioned { vec![vs.as_str()] } else { vec![] };
+        gcc_shared(
+            &new,
+            "libcusparse.so.12",
+            Some("libcusparse.so.12"),
+            "int cusparseCreate(void **h) { return 0; }\nint cusparseSpSV_updateMatrix(void *h, void *m, int k) { return 0; }\n",
+            &extra,
+        );
+        gcc_shared(
+            &old,
+            "libcusparse.so.12",
+            Some("libcusparse.so.12"),
+            "int cusparseCreate(void **h) { return 0; }\n",
+            &extra,
+        );
+        std::os::unix::fs::symlink("libcusparse.so.12", new.join("libcusparse.so")).unwrap();
+        let ext = gcc_shared(
+            work.path(),
+            "ext.so",
+            None,
+            "int cusparseCreate(void **h); int cusparseSpSV_updateMatrix(void *h, void *m, int k);\n\
+             int f(void) { void *h; cusparseCreate(&h); return cusparseSpSV_updateMatrix(h, 0, 0); }\n",
+            &[&format!("-L{}", new.display()), "-lcusparse", "-Wl,--disable-new-dtags", "-Wl,-rpath,$ORIGIN/old"],
+        );
+        let r = doctor(&[ext.to_str().unwrap(), "--ld-library-path", ""], 1);
+        let ms = r["files"][0]["missing_symbols"].as_array().unwrap();
+        assert_eq!(ms.len(), 1, "{ms:#?}");
+        assert_eq!(ms[0]["symbol"], "cusparseSpSV_updateMatrix");
+        assert_eq!(ms[0]["library"], "libcusparse.so.12");
+        assert!(ms[0]["resolved"]
+            .as_str()
+            .unwrap()
+            .ends_with("old/libcusparse.so.12"));
+        assert_eq!(
+            ms[0]["version"].as_str(),
+            versioned.then_some("libcusparse.so.12")
+        );
+        let reason = r["verdict"]["reasons"][0].as_str().unwrap();
+        assert!(
+            reason.contains("built against a newer libcusparse"),
+            "{reason}"
+        );
+        // glibc agrees.
+        let o = std::process::Command::new("python3")
+            .args(["-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])"])
+            .arg(&ext)
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap();
+        assert!(!o.status.success());
+        assert!(String::from_utf8_lossy(&o.stderr)
+            .contains("undefined symbol: cusparseSpSV_updateMatrix"));
+        // Against the new library, nothing is missing (and ctypes loads it).
+        let r = doctor(
+            &[
+                ext.to_str().unwrap(),
+                "--ld-library-path",
+                new.to_str().unwrap(),
+            ],
+            1,
+        );
+        // (still RPATH to old/ first: RPATH wins over LD_LIBRARY_PATH)
+        assert_eq!(
+            r["files"][0]["missing_symbols"].as_array().unwrap().len(),
+            1
+        );
+        std::fs::remove_file(old.join("libcusparse.so.12")).unwrap();
+        let r = doctor(
+            &[
+                ext.to_str().unwrap(),
+                "--ld-library-path",
+                new.to_str().unwrap(),
+            ],
+            0,
+        );
+        assert!(r["files"][0]["missing_symbols"]
+            .as_array()
+            .unwrap()
+            .is_empty());
+    }
+}
