@@ -248,3 +248,183 @@ fn a_symbol_missing_from_an_older_cuda_library_is_named() {
             .is_empty());
     }
 }
+
+/// Writes a host profile and returns its path.
+fn profile(
+    dir: &std::path::Path,
+    sm: u32,
+    driver: &str,
+    driver_cuda: Option<&str>,
+) -> std::path::PathBuf {
+    let p = dir.join(format!("host-{sm}-{driver}.json"));
+    let mut v = serde_json::json!({"name": format!("sm_{sm} box"), "driver": driver, "gpus": [{"name": "GPU", "sm": sm}]});
+    if let Some(c) = driver_cuda {
+        v["driver_cuda"] = c.into();
+    }
+    std::fs::write(&p, v.to_string()).unwrap();
+    p
+}
+
+/// The status of the single GPU for the single file.
+fn gpu_status(file: &std::path::Path, host: &std::path::Path) -> (String, Value) {
+    let o = cudist(&[
+        "doctor",
+        "--json",
+        "--host",
+        host.to_str().unwrap(),
+        file.to_str().unwrap(),
+    ]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
+    let f = &v["files"][0];
+    (f["gpus"][0]["status"].as_str().unwrap().to_string(), v)
+}
+
+#[test]
+fn device_code_and_driver_are_judged_per_host_profile() {
+    let work = tempfile::tempdir().unwrap();
+    let fx = fixtures();
+    let multi = fx.join("multi.so"); // sm_80 + sm_90 cubins, sm_90 PTX (ISA 9.5, CUDA 13.5)
+    let arch = fx.join("arch_specific.so"); // sm_90a sm_100 sm_100a sm_103 sm_120 cubins; sm_100a and sm_120f PTX
+    let d580 = "580.65.06";
+    for (file, sm, driver, cuda, want) in [
+        (&multi, 75, d580, None, "no-kernel-image"),
+        (&multi, 80, d580, None, "cubin"),
+        (&multi, 86, d580, None, "cubin"),
+        (&multi, 90, d580, None, "cubin"),
+        (&multi, 100, d580, None, "ptx-too-new"),
+        (&multi, 100, "610.43.02", Some("13.5"), "jit"),
+        (&multi, 120, "610.43.02", Some("13.5"), "jit"),
+        (&arch, 86, d580, None, "no-kernel-image"),
+        (&arch, 90, d580, None, "cubin"),
+        (&arch, 100, d580, None, "cubin"),
+        (&arch, 103, d580, None, "cubin"),
+        (&arch, 110, "610.43.02", Some("13.5"), "no-kernel-image"),
+        (&arch, 121, d580, None, "cubin"),
+    ] {
+        let (got, v) = gpu_status(file, &profile(work.path(), sm, driver, cuda));
+        assert_eq!(
+            got,
+            want,
+            "{} on sm_{sm} driver {driver}: {:#}",
+            file.display(),
+            v["files"][0]["gpus"]
+        );
+    }
+    // The verdict ranks a GPU failure above a JIT warning; load failures (libcudart.so.13 is not
+    // installed here) above both.
+    let (_, v) = gpu_status(
+        &multi,
+        &profile(work.path(), 120, "610.43.02", Some("13.5")),
+    );
+    assert_eq!(v["verdict"]["status"], "will-fail-to-load");
+    assert!(v["verdict"]["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r.as_str().unwrap().contains("first use")));
+    // Driver floor: a CUDA 13 runtime needs 580.65.06 at least.
+    let (_, v) = gpu_status(&multi, &profile(work.path(), 86, "570.26", None));
+    let dp = v["files"][0]["driver_problems"].as_array().unwrap();
+    assert!(
+        dp[0].as_str().unwrap().contains("too old for CUDA 13"),
+        "{dp:?}"
+    );
+    let (_, v) = gpu_status(&multi, &profile(work.path(), 86, d580, None));
+    assert!(v["files"][0]["driver_problems"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    // The derived driver CUDA version is reported.
+    assert_eq!(v["host"]["driver_cuda"], "13.0");
+    // Bad profiles are refused with the file named.
+    let bad = work.path().join("bad.json");
+    std::fs::write(&bad, "{\"gpus\": [{\"sm\": \"eighty\"}]}").unwrap();
+    let o = cudist(&[
+        "doctor",
+        "--host",
+        bad.to_str().unwrap(),
+        multi.to_str().unwrap(),
+    ]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        stderr(&o).contains("bad.json") && stderr(&o).contains("not a host profile"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// A real module: cupy's thrust.so (cubins sm_50 … sm_120, PTX sm_100 at ISA 8.8 / CUDA 12.9).
+#[test]
+fn device_code_of_a_real_module() {
+    let Some(dir) = tool_from_env("CUDIST_REAL_WHEELS") else {
+        return;
+    };
+    let w = find_wheel(&dir, "cupy_cuda12x-14.2.0");
+    let work = tempfile::tempdir().unwrap();
+    let m = "cupy/cuda/thrust.cpython-311-x86_64-linux-gnu.so";
+    extract(&w, &[m], work.path());
+    let thrust = work.path().join(m);
+    for (sm, driver, want, detail) in [
+        (86, "575.51.03", "cubin", "sm_86"),
+        (87, "575.51.03", "cubin", "sm_86"),
+        (103, "575.51.03", "cubin", "sm_100"),
+        (121, "575.51.03", "cubin", "sm_120"),
+        (110, "580.65.06", "jit", "sm_100"),
+        (110, "570.26", "ptx-too-new", "CUDA 12.9"),
+        (37, "575.51.03", "no-kernel-image", "3.7"),
+    ] {
+        let (got, v) = gpu_status(&thrust, &profile(work.path(), sm, driver, None));
+        let g = &v["files"][0]["gpus"][0];
+        assert_eq!(got, want, "sm_{sm} driver {driver}: {g:#}");
+        assert!(g["detail"].as_str().unwrap().contains(detail), "{g:#}");
+    }
+}
+
+#[test]
+fn write_host_records_this_machine_and_without_paths_doctor_reports_it() {
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("me.json");
+    let o = cudist(&["doctor", "--write-host", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let h: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    // The profile reads back, and carries what /proc says.
+    assert!(h["glibc"].as_str().unwrap().starts_with("2."), "{h:#}");
+    if std::path::Path::new("/sys/module/nvidia/version").exists() {
+        assert!(h["driver"].is_string());
+    } else {
+        assert!(h["driver"].is_null());
+        assert!(h["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("no NVIDIA driver")));
+    }
+    let o = cudist(&["doctor", "--json", "--host", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["host"]["glibc"], h["glibc"]);
+    // A CUDA library visible in two majors (LD_LIBRARY_PATH) is a conflict.
+    let (a, b) = (work.path().join("a"), work.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    fake_lib(&a, "libcublas.so.12", "libcublas.so.12", "cublasCreate_v2");
+    fake_lib(&b, "libcublas.so.13", "libcublas.so.13", "cublasCreate_v2");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_cudist"))
+        .args(["doctor", "--json"])
+        .env(
+            "LD_LIBRARY_PATH",
+            format!("{}:{}", a.display(), b.display()),
+        )
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["verdict"]["status"], "risky", "{:#}", v["verdict"]);
+    assert_eq!(v["conflicts"][0]["library"], "cublas");
+    let kinds: Vec<&str> = v["installations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"LD_LIBRARY_PATH"), "{kinds:?}");
+}

@@ -113,15 +113,9 @@ impl MarkerIndex {
 }
 
 /// Analyses one ELF file. `path` is its path inside the artifact.
-pub fn analyse_elf(
-    path: &str,
-    data: &[u8],
-    catalog: &Catalog,
-    markers: &MarkerIndex,
-) -> Result<Analysed> {
-    let elf = ElfFile::parse(data).with_context(|| format!("{path}: cannot read ELF"))?;
-
-    // Device code, in file order across both fatbin sections.
+/// The device code of an ELF file, in file order across both fatbin sections, and the bytes of
+/// those sections.
+pub fn device_entries(path: &str, elf: &ElfFile, data: &[u8]) -> Result<(Vec<DeviceEntry>, u64)> {
     let mut fat_sections: Vec<_> = elf
         .sections
         .iter()
@@ -141,6 +135,18 @@ pub fn analyse_elf(
             push_device_entries(&e, &mut device_code);
         }
     }
+    Ok((device_code, fat_bytes))
+}
+
+pub fn analyse_elf(
+    path: &str,
+    data: &[u8],
+    catalog: &Catalog,
+    markers: &MarkerIndex,
+) -> Result<Analysed> {
+    let elf = ElfFile::parse(data).with_context(|| format!("{path}: cannot read ELF"))?;
+
+    let (device_code, fat_bytes) = device_entries(path, &elf, data)?;
 
     let host_code: u64 = elf
         .sections

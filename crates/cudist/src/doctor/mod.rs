@@ -1,11 +1,20 @@
-//! `cudist doctor PATH…`: will these ELF files load here, and exactly why not.
+//! `cudist doctor`: will these ELF files load here, and will they run on this machine's GPUs —
+//! and exactly why not. Read-only: doctor never changes anything.
 //!
-//! This first part answers the load question: for every ELF file (an extension module, a library,
-//! an executable, or all of them below a directory such as an installed package), glibc's loader
-//! is simulated ([`cudist_elf::loader`]) with the file as the main object, as `ldd` does. Every
-//! library is resolved to a path and the rule that found it. For each failure, doctor lists the
-//! paths tried and gives the fix the catalog knows: which package ships the library, and which
-//! RPATH entry would reach it. Nothing is loaded or changed.
+//! For every ELF file (an extension module, a library, an executable, or all of them below a
+//! directory such as an installed package):
+//! - glibc's loader is simulated ([`cudist_elf::loader`]) with the file as the main object, as
+//!   `ldd` does: every library's path and the rule that found it; for each failure, the paths tried
+//!   and the fix the catalog knows;
+//! - the symbols it imports from CUDA libraries must be defined by the libraries that load;
+//! - its device code is checked against each GPU of the host ([`device`]), and the driver against
+//!   the CUDA runtime it links ([`host`] describes the machine: this one, or a `--host` profile).
+//!
+//! Without paths, doctor reports the machine and every CUDA installation visible ([`machine`]).
+
+pub mod device;
+pub mod host;
+pub mod machine;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -20,9 +29,16 @@ use crate::util::{self, outln, Style};
 /// `cudist doctor` arguments.
 #[derive(clap::Args, Debug)]
 pub struct DoctorArgs {
-    /// ELF files, or directories (an installed package, a site-packages) whose ELF files to check.
-    #[arg(required = true, value_name = "PATH")]
+    /// ELF files, or directories (an installed package, a site-packages) whose ELF files to
+    /// check; none: report this machine and the CUDA installations it can see.
+    #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
+    /// Judge for the machine this profile describes (driver, GPUs) instead of this one.
+    #[arg(long, value_name = "FILE")]
+    pub host: Option<PathBuf>,
+    /// Write this machine's profile (for --host elsewhere) and exit.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["paths", "host"])]
+    pub write_host: Option<PathBuf>,
     /// Simulate with this LD_LIBRARY_PATH instead of the current one ("" for none).
     #[arg(long, value_name = "DIRS")]
     pub ld_library_path: Option<String>,
@@ -36,15 +52,37 @@ pub struct DoctorArgs {
 pub struct Report {
     pub schema: &'static str,
     pub verdict: Verdict,
+    pub host: host::Host,
     pub ld_library_path: Vec<String>,
     pub files: Vec<FileReport>,
+    /// Without paths: the CUDA installations visible, and their conflicts.
+    pub installations: Vec<machine::Installation>,
+    pub conflicts: Vec<machine::Conflict>,
+}
+
+/// Ordered: `Ok` < `Risky` < `WillFailOnGpu` < `WillFailToLoad`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    Ok,
+    /// Runs, with a catch (PTX JIT at first use).
+    Risky,
+    /// Loads, but fails at the first kernel launch or CUDA call on this machine.
+    WillFailOnThisGpu,
+    WillFailToLoad,
 }
 
 #[derive(Debug, Serialize)]
 pub struct Verdict {
-    /// `ok` or `will-fail-to-load`.
-    pub status: &'static str,
+    pub status: Status,
     pub reasons: Vec<String>,
+}
+
+impl Verdict {
+    fn add(&mut self, status: Status, reason: String) {
+        self.status = self.status.max(status);
+        self.reasons.push(reason);
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -55,6 +93,10 @@ pub struct FileReport {
     pub missing: Vec<Missing>,
     /// Symbols imported from CUDA libraries that the library they resolve to does not define.
     pub missing_symbols: Vec<MissingSymbol>,
+    /// What each GPU of the host does with the file's device code (empty without device code).
+    pub gpus: Vec<device::GpuResult>,
+    /// The driver against the CUDA runtime the file links.
+    pub driver_problems: Vec<String>,
 }
 
 /// A symbol an object imports from a CUDA library that the installed library lacks: the object
@@ -202,8 +244,89 @@ fn missing_symbols(sim: &loader::Simulation, catalog: &Catalog) -> Vec<MissingSy
     out
 }
 
-/// Runs `cudist doctor PATH…`.
+/// The CUDA runtime majors a simulation loads (`libcudart.so.12` → 12).
+fn cudart_majors(sim: &loader::Simulation, catalog: &Catalog) -> Vec<u32> {
+    let mut v: Vec<u32> = sim
+        .resolutions
+        .iter()
+        .filter(|r| r.name.starts_with("libcudart.so."))
+        .flat_map(|r| catalog.majors_of(&r.name))
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// The device code of an ELF file (empty when it has none or cannot be read).
+fn device_code(path: &Path) -> Vec<crate::inspect::model::DeviceEntry> {
+    let Ok(f) = std::fs::File::open(path) else {
+        return Vec::new();
+    };
+    // SAFETY: read-only private mapping of an input cudist never writes.
+    let Ok(map) = (unsafe { memmap2::Mmap::map(&f) }) else {
+        return Vec::new();
+    };
+    let Ok(elf) = cudist_elf::ElfFile::parse(&map) else {
+        return Vec::new();
+    };
+    crate::inspect::device_entries(&path.display().to_string(), &elf, &map)
+        .map(|(e, _)| e)
+        .unwrap_or_default()
+}
+
+/// Runs `cudist doctor`.
 pub fn run(args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
+    if let Some(out) = &args.write_host {
+        let h = host::Host::detect();
+        let mut text = serde_json::to_string_pretty(&h)?;
+        text.push('\n');
+        std::fs::write(out, text).with_context(|| format!("cannot write {}", out.display()))?;
+        if !args.json {
+            outln!("wrote this machine's profile to {}", out.display());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut host = match &args.host {
+        Some(p) => host::Host::load(p)?,
+        None => host::Host::detect(),
+    };
+    if host.driver_cuda.is_none() {
+        host.driver_cuda = host.cuda(catalog).map(|c| c.to_string());
+    }
+    let mut env = LoadEnv::this_machine();
+    if let Some(l) = &args.ld_library_path {
+        env.ld_library_path = loader::split_path_list(l);
+    }
+    let mut report = Report {
+        schema: "cudist.doctor/1",
+        verdict: Verdict {
+            status: Status::Ok,
+            reasons: Vec::new(),
+        },
+        host,
+        ld_library_path: env.ld_library_path.clone(),
+        files: Vec::new(),
+        installations: Vec::new(),
+        conflicts: Vec::new(),
+    };
+    if report.host.driver.is_some() && report.host.gpus.is_empty() {
+        report.host.notes.push("no GPU known: the device code is not checked (`--host FILE` checks it for a described machine)".into());
+    }
+    if args.paths.is_empty() {
+        report.installations = machine::installations(catalog);
+        report.conflicts = machine::conflicts(&report.installations);
+        for c in &report.conflicts {
+            report.verdict.add(
+                Status::Risky,
+                format!(
+                    "{} is visible in several CUDA majors: {}",
+                    c.library,
+                    c.seen.join("; ")
+                ),
+            );
+        }
+        return finish(&args, report);
+    }
     let mut files = Vec::new();
     for p in &args.paths {
         elf_files(p, &mut files)?;
@@ -218,19 +341,6 @@ pub fn run(args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
                 .join(", ")
         );
     }
-    let mut env = LoadEnv::this_machine();
-    if let Some(l) = &args.ld_library_path {
-        env.ld_library_path = loader::split_path_list(l);
-    }
-    let mut report = Report {
-        schema: "cudist.doctor/1",
-        verdict: Verdict {
-            status: "ok",
-            reasons: Vec::new(),
-        },
-        ld_library_path: env.ld_library_path.clone(),
-        files: Vec::new(),
-    };
     for f in &files {
         let sim = loader::simulate(f, &env)
             .with_context(|| format!("cannot simulate loading {}", f.display()))?;
@@ -245,7 +355,7 @@ pub fn run(args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
             .collect();
         let missing_syms = missing_symbols(&sim, catalog);
         for m in &missing_syms {
-            report.verdict.reasons.push(format!(
+            report.verdict.add(Status::WillFailToLoad, format!(
                 "{}: {} needs {}{} from {}, which {} does not define: it was built against a newer {} than the one \
                  installed",
                 f.display(),
@@ -258,32 +368,55 @@ pub fn run(args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
             ));
         }
         for m in &missing {
-            report.verdict.reasons.push(format!(
-                "{}: {} not found (needed by {})",
-                f.display(),
-                m.name,
-                m.needed_by.display()
-            ));
+            report.verdict.add(
+                Status::WillFailToLoad,
+                format!(
+                    "{}: {} not found (needed by {})",
+                    f.display(),
+                    m.name,
+                    m.needed_by.display()
+                ),
+            );
+        }
+        let gpus = device::check_gpus(&device_code(f), &report.host, catalog);
+        for g in &gpus {
+            let status = match g.status {
+                "cubin" => continue,
+                "jit" => Status::Risky,
+                _ => Status::WillFailOnThisGpu,
+            };
+            report
+                .verdict
+                .add(status, format!("{}: {}: {}", f.display(), g.gpu, g.detail));
+        }
+        let driver_problems =
+            device::check_driver(&cudart_majors(&sim, catalog), &report.host, catalog);
+        for d in &driver_problems {
+            report
+                .verdict
+                .add(Status::WillFailOnThisGpu, format!("{}: {d}", f.display()));
         }
         report.files.push(FileReport {
             path: f.display().to_string(),
             resolutions: sim.resolutions,
             missing,
             missing_symbols: missing_syms,
+            gpus,
+            driver_problems,
         });
     }
-    if !report.verdict.reasons.is_empty() {
-        report.verdict.status = "will-fail-to-load";
-    }
+    finish(&args, report)
+}
+
+fn finish(args: &DoctorArgs, report: Report) -> Result<ExitCode> {
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         util::emit(&render(&report, Style::detect()));
     }
-    Ok(if report.verdict.status == "ok" {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
+    Ok(match report.verdict.status {
+        Status::Ok | Status::Risky => ExitCode::SUCCESS,
+        _ => ExitCode::from(1),
     })
 }
 
@@ -311,10 +444,86 @@ fn rule_text(r: &Resolution) -> String {
 fn render(r: &Report, style: Style) -> String {
     let mut s = String::new();
     let verdict = match r.verdict.status {
-        "ok" => style.green("OK: every library resolves"),
-        _ => style.red("will fail to load"),
+        Status::Ok => style.green("OK"),
+        Status::Risky => style.yellow("risky"),
+        Status::WillFailOnThisGpu => style.red("will load but fail on this machine"),
+        Status::WillFailToLoad => style.red("will fail to load"),
     };
     s.push_str(&format!("{} {verdict}\n", style.bold("cudist doctor:")));
+    for reason in &r.verdict.reasons {
+        s.push_str(&format!("  - {reason}\n"));
+    }
+    let h = &r.host;
+    s.push_str(&format!(
+        "\nhost: {}\n",
+        h.name.clone().unwrap_or_else(|| "profile".into())
+    ));
+    if let Some(os) = &h.os {
+        s.push_str(&format!(
+            "  OS        {os}, glibc {}\n",
+            h.glibc.clone().unwrap_or("?".into())
+        ));
+    }
+    if let Some(cpu) = &h.cpu {
+        s.push_str(&format!(
+            "  CPU       {}{}\n",
+            cpu.model.clone().unwrap_or("?".into()),
+            cpu.x86_64_level
+                .map(|l| format!(" (x86-64-v{l})"))
+                .unwrap_or_default()
+        ));
+    }
+    s.push_str(&format!(
+        "  driver    {}\n",
+        match (&h.driver, &h.driver_cuda) {
+            (Some(d), Some(c)) => format!("{d} (runs CUDA ≤ {c})"),
+            (Some(d), None) => d.clone(),
+            (None, _) => "none".into(),
+        }
+    ));
+    for g in &h.gpus {
+        s.push_str(&format!(
+            "  GPU       {} — compute capability {}.{}{}\n",
+            g.name.clone().unwrap_or("GPU".into()),
+            g.sm / 10,
+            g.sm % 10,
+            g.memory_mib
+                .map(|m| format!(", {}", util::human_bytes(m * 1024 * 1024)))
+                .unwrap_or_default()
+        ));
+    }
+    for n in &h.notes {
+        s.push_str(&format!("  {}\n", style.dim(n)));
+    }
+    if !r.installations.is_empty() {
+        s.push_str("\nCUDA installations visible:\n");
+        for i in &r.installations {
+            s.push_str(&format!(
+                "  {:<16} {}{}\n",
+                i.kind,
+                i.path,
+                i.version
+                    .as_deref()
+                    .map(|v| format!(" (CUDA {v})"))
+                    .unwrap_or_default()
+            ));
+            for l in &i.libraries {
+                s.push_str(&format!(
+                    "    {:<40} {}\n",
+                    l.name,
+                    l.major.map(|m| format!("CUDA {m}")).unwrap_or_default()
+                ));
+            }
+        }
+    }
+    for c in &r.conflicts {
+        s.push_str(&format!(
+            "  {} {}: {}\n",
+            style.yellow("conflict:"),
+            c.library,
+            c.seen.join("; ")
+        ));
+    }
     for f in &r.files {
         s.push_str(&format!("\n{}\n", style.bold(&f.path)));
         for res in f
@@ -356,6 +565,17 @@ fn render(r: &Report, style: Style) -> String {
             if let Some(fix) = &m.fix {
                 s.push_str(&format!("    fix: {fix}\n"));
             }
+        }
+        for g in &f.gpus {
+            let tag = match g.status {
+                "cubin" => style.green("runs"),
+                "jit" => style.yellow("JIT"),
+                _ => style.red("fails"),
+            };
+            s.push_str(&format!("  {} {tag}: {}\n", g.gpu, g.detail));
+        }
+        for d in &f.driver_problems {
+            s.push_str(&format!("  {} {d}\n", style.red("driver:")));
         }
     }
     s

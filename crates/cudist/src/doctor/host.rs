@@ -1,0 +1,322 @@
+//! The machine doctor judges for: this one (detected without loading the libraries it checks), or
+//! one described by a JSON profile (`--host FILE`, written by `--write-host FILE`), for CI without
+//! GPUs and for "will this wheel work on our cluster" questions.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use cudist_catalog::{driver_version_key, Catalog, CudaVersion};
+use serde::{Deserialize, Serialize};
+
+/// A machine, as doctor needs to know it. This is the `--host` profile format.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Host {
+    /// Free text: where the profile came from.
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub os: Option<String>,
+    #[serde(default)]
+    pub glibc: Option<String>,
+    #[serde(default)]
+    pub cpu: Option<Cpu>,
+    /// The NVIDIA driver version (`570.26`), none when no driver is installed.
+    #[serde(default)]
+    pub driver: Option<String>,
+    /// The newest CUDA the driver supports (`12.8`), as NVML reports it; derived from the driver
+    /// version through the catalog when absent.
+    #[serde(default)]
+    pub driver_cuda: Option<String>,
+    #[serde(default)]
+    pub gpus: Vec<Gpu>,
+    /// How each value was found (or why it is missing).
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cpu {
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The x86-64 micro-architecture level (1–4), on x86-64.
+    #[serde(default)]
+    pub x86_64_level: Option<u8>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gpu {
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The compute capability as an SM number: 86 for 8.6, 100 for 10.0, 120 for 12.0.
+    pub sm: u32,
+    #[serde(default)]
+    pub memory_mib: Option<u64>,
+}
+
+impl Host {
+    /// Reads a profile.
+    pub fn load(path: &Path) -> Result<Host> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read host profile {}", path.display()))?;
+        let host: Host = serde_json::from_str(&text).with_context(|| {
+            format!(
+                "{}: not a host profile (the format `cudist doctor --write-host` writes; docs/doctor.md)",
+                path.display()
+            )
+        })?;
+        if let Some(d) = &host.driver {
+            if driver_version_key(d).first().is_none_or(|m| *m == 0) {
+                anyhow::bail!(
+                    "{}: driver {d:?} is not a driver version (e.g. 570.26)",
+                    path.display()
+                );
+            }
+        }
+        Ok(host)
+    }
+
+    /// The newest CUDA this host's driver runs: the profile's `driver_cuda`, else the newest
+    /// toolkit whose minimum driver (catalog) the driver meets.
+    pub fn cuda(&self, catalog: &Catalog) -> Option<CudaVersion> {
+        if let Some(c) = self.driver_cuda.as_deref().and_then(CudaVersion::parse) {
+            return Some(c);
+        }
+        let d = driver_version_key(self.driver.as_deref()?);
+        catalog
+            .toolkits
+            .iter()
+            .filter(|t| driver_version_key(&t.min_driver) <= d)
+            .filter_map(|t| CudaVersion::parse(&t.version))
+            .max()
+    }
+
+    /// Detects this machine: OS, glibc, CPU level, and the driver from `/sys/module/nvidia/version`
+    /// or `/proc/driver/nvidia/version` (reading files, loading nothing). GPUs need the driver's
+    /// NVML, which is opened at run time only when the driver is there.
+    pub fn detect() -> Host {
+        let mut h = Host {
+            name: Some("this machine (cudist doctor)".into()),
+            ..Host::default()
+        };
+        h.os = std::fs::read_to_string("/etc/os-release")
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+                    .map(|v| v.trim_matches('"').to_string())
+            });
+        h.glibc = glibc_version();
+        h.cpu = Some(cpu());
+        let driver = std::fs::read_to_string("/sys/module/nvidia/version")
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .map(|v| (v, "/sys/module/nvidia/version"))
+            .or_else(|| {
+                let t = std::fs::read_to_string("/proc/driver/nvidia/version").ok()?;
+                let line = t.lines().find(|l| l.starts_with("NVRM version:"))?;
+                let v = line.split_whitespace().find(|w| {
+                    w.chars().next().is_some_and(|c| c.is_ascii_digit()) && w.contains('.')
+                })?;
+                Some((v.to_string(), "/proc/driver/nvidia/version"))
+            });
+        match driver {
+            Some((v, from)) => {
+                h.notes.push(format!("driver {v} read from {from}"));
+                h.driver = Some(v);
+                nvml::fill(&mut h);
+            }
+            None => h.notes.push(
+                "no NVIDIA driver: /sys/module/nvidia/version and /proc/driver/nvidia/version are absent".into(),
+            ),
+        }
+        h
+    }
+}
+
+/// glibc's version, from `ld.so --list-diagnostics` (`version.version="2.36"`).
+fn glibc_version() -> Option<String> {
+    let ld = ["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())?;
+    let out = std::process::Command::new(ld)
+        .arg("--list-diagnostics")
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout).lines().find_map(|l| {
+        l.strip_prefix("version.version=")
+            .map(|v| v.trim_matches('"').to_string())
+    })
+}
+
+/// The CPU model and x86-64 level from `/proc/cpuinfo` flags (levels as defined by the x86-64
+/// psABI: v2 adds cx16 lahf_lm popcnt sse3 ssse3 sse4_1 sse4_2; v3 avx avx2 bmi1 bmi2 f16c fma
+/// abm(lzcnt) movbe xsave; v4 avx512f/bw/cd/dq/vl).
+fn cpu() -> Cpu {
+    let text = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = text
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string());
+    let flags: std::collections::HashSet<&str> = text
+        .lines()
+        .find_map(|l| l.strip_prefix("flags"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.split_whitespace().collect())
+        .unwrap_or_default();
+    let x86_64_level = (std::env::consts::ARCH == "x86_64").then(|| x86_64_level(&flags));
+    Cpu {
+        model,
+        x86_64_level,
+    }
+}
+
+/// The x86-64 level a set of `/proc/cpuinfo` flags reaches.
+pub fn x86_64_level(flags: &std::collections::HashSet<&str>) -> u8 {
+    let has = |l: &[&str]| l.iter().all(|f| flags.contains(f));
+    let v2 = [
+        "cx16", "lahf_lm", "popcnt", "pni", "ssse3", "sse4_1", "sse4_2",
+    ];
+    let v3 = [
+        "avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave",
+    ];
+    let v4 = ["avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"];
+    if !has(&v2) {
+        1
+    } else if !has(&v3) {
+        2
+    } else if !has(&v4) {
+        3
+    } else {
+        4
+    }
+}
+
+/// GPUs through NVML (`libnvidia-ml.so.1`, opened at run time with libloading, never linked).
+mod nvml {
+    use super::{Gpu, Host};
+    use std::ffi::{c_char, c_int, c_uint, c_void};
+
+    type Init = unsafe extern "C" fn() -> c_int;
+    type Count = unsafe extern "C" fn(*mut c_uint) -> c_int;
+    type Handle = unsafe extern "C" fn(c_uint, *mut *mut c_void) -> c_int;
+    type Name = unsafe extern "C" fn(*mut c_void, *mut c_char, c_uint) -> c_int;
+    type Cc = unsafe extern "C" fn(*mut c_void, *mut c_int, *mut c_int) -> c_int;
+    type CudaVersion = unsafe extern "C" fn(*mut c_int) -> c_int;
+    #[repr(C)]
+    struct Memory {
+        total: u64,
+        free: u64,
+        used: u64,
+    }
+    type Mem = unsafe extern "C" fn(*mut c_void, *mut Memory) -> c_int;
+
+    /// Adds the GPUs and the driver's CUDA version; notes why when NVML cannot say.
+    pub fn fill(h: &mut Host) {
+        // SAFETY: NVML's documented C API; every pointer passed is valid for the call, strings are
+        // read within the buffer given, and the library stays loaded while its functions are used.
+        let r = unsafe { read() };
+        match r {
+            Ok((cuda, gpus)) => {
+                h.notes.push(format!(
+                    "{} GPU(s) and the driver's CUDA version from NVML",
+                    gpus.len()
+                ));
+                h.driver_cuda = cuda;
+                h.gpus = gpus;
+            }
+            Err(e) => h.notes.push(format!("NVML: {e}; GPUs unknown")),
+        }
+    }
+
+    unsafe fn read() -> Result<(Option<String>, Vec<Gpu>), String> {
+        let lib = libloading::Library::new("libnvidia-ml.so.1").map_err(|e| e.to_string())?;
+        let sym = |n: &[u8]| -> Result<*const (), String> {
+            lib.get::<*const ()>(n)
+                .map(|s| *s)
+                .map_err(|e| format!("{}: {e}", String::from_utf8_lossy(n)))
+        };
+        let init: Init = std::mem::transmute(sym(b"nvmlInit_v2\0")?);
+        let count: Count = std::mem::transmute(sym(b"nvmlDeviceGetCount_v2\0")?);
+        let handle: Handle = std::mem::transmute(sym(b"nvmlDeviceGetHandleByIndex_v2\0")?);
+        let name: Name = std::mem::transmute(sym(b"nvmlDeviceGetName\0")?);
+        let cc: Cc = std::mem::transmute(sym(b"nvmlDeviceGetCudaComputeCapability\0")?);
+        let mem: Mem = std::mem::transmute(sym(b"nvmlDeviceGetMemoryInfo\0")?);
+        let cuda: CudaVersion = std::mem::transmute(sym(b"nvmlSystemGetCudaDriverVersion_v2\0")?);
+        if init() != 0 {
+            return Err("nvmlInit failed".into());
+        }
+        let mut v: c_int = 0;
+        let cuda_v =
+            (cuda(&mut v) == 0 && v > 0).then(|| format!("{}.{}", v / 1000, (v % 1000) / 10));
+        let mut n: c_uint = 0;
+        if count(&mut n) != 0 {
+            return Err("nvmlDeviceGetCount failed".into());
+        }
+        let mut gpus = Vec::new();
+        for i in 0..n {
+            let mut d: *mut c_void = std::ptr::null_mut();
+            if handle(i, &mut d) != 0 {
+                continue;
+            }
+            let mut buf = [0 as c_char; 96];
+            let gpu_name = (name(d, buf.as_mut_ptr(), buf.len() as c_uint) == 0).then(|| {
+                std::ffi::CStr::from_ptr(buf.as_ptr())
+                    .to_string_lossy()
+                    .into_owned()
+            });
+            let (mut major, mut minor) = (0, 0);
+            if cc(d, &mut major, &mut minor) != 0 {
+                continue;
+            }
+            let mut m = Memory {
+                total: 0,
+                free: 0,
+                used: 0,
+            };
+            let memory_mib = (mem(d, &mut m) == 0).then_some(m.total / (1024 * 1024));
+            gpus.push(Gpu {
+                name: gpu_name,
+                sm: (major * 10 + minor) as u32,
+                memory_mib,
+            });
+        }
+        Ok((cuda_v, gpus))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_and_driver_cuda() {
+        let v3: std::collections::HashSet<&str> = "cx16 lahf_lm popcnt pni ssse3 sse4_1 sse4_2 avx avx2 bmi1 bmi2 f16c fma abm movbe xsave"
+            .split(' ')
+            .collect();
+        assert_eq!(x86_64_level(&v3), 3);
+        assert_eq!(x86_64_level(&["sse2"].into_iter().collect()), 1);
+        let cat = Catalog::builtin();
+        let h = Host {
+            driver: Some("570.26".into()),
+            ..Host::default()
+        };
+        assert_eq!(h.cuda(&cat), CudaVersion::parse("12.8"));
+        let h = Host {
+            driver: Some("525.60.13".into()),
+            ..Host::default()
+        };
+        assert_eq!(h.cuda(&cat), CudaVersion::parse("12.0"));
+        let h = Host {
+            driver: Some("570.26".into()),
+            driver_cuda: Some("12.9".into()),
+            ..Host::default()
+        };
+        assert_eq!(h.cuda(&cat), CudaVersion::parse("12.9"));
+        assert_eq!(Host::default().cuda(&cat), None);
+    }
+}
