@@ -33,11 +33,17 @@ pub struct DoctorArgs {
     /// check; none: report this machine and the CUDA installations it can see.
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
+    /// Check a Python package as installed for the interpreter (located without importing it).
+    #[arg(long = "import", value_name = "NAME")]
+    pub import: Vec<String>,
+    /// The interpreter for --import (default: python3 on PATH).
+    #[arg(long, value_name = "PATH", requires = "import")]
+    pub python: Option<PathBuf>,
     /// Judge for the machine this profile describes (driver, GPUs) instead of this one.
     #[arg(long, value_name = "FILE")]
     pub host: Option<PathBuf>,
     /// Write this machine's profile (for --host elsewhere) and exit.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["paths", "host"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["paths", "host", "import"])]
     pub write_host: Option<PathBuf>,
     /// Simulate with this LD_LIBRARY_PATH instead of the current one ("" for none).
     #[arg(long, value_name = "DIRS")]
@@ -274,8 +280,38 @@ fn device_code(path: &Path) -> Vec<crate::inspect::model::DeviceEntry> {
         .unwrap_or_default()
 }
 
+/// Where an importable package lives, found with `importlib.util.find_spec` (which locates a
+/// top-level package without running its code).
+fn locate_import(python: &Path, name: &str) -> Result<PathBuf> {
+    let script = "import importlib.util, sys\n\
+        s = importlib.util.find_spec(sys.argv[1])\n\
+        if s is None: sys.exit(3)\n\
+        print(list(s.submodule_search_locations)[0] if s.submodule_search_locations else s.origin)";
+    let out = std::process::Command::new(python)
+        .args(["-c", script, name])
+        .output()
+        .with_context(|| format!("cannot run {} to locate {name}", python.display()))?;
+    if out.status.code() == Some(3) {
+        anyhow::bail!("{name} is not installed for {}", python.display());
+    }
+    if !out.status.success() {
+        anyhow::bail!(
+            "{} could not locate {name}: {}",
+            python.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
 /// Runs `cudist doctor`.
-pub fn run(args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
+pub fn run(mut args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
+    if !args.import.is_empty() {
+        let python = args.python.clone().unwrap_or_else(|| "python3".into());
+        for name in &args.import {
+            args.paths.push(locate_import(&python, name)?);
+        }
+    }
     if let Some(out) = &args.write_host {
         let h = host::Host::detect();
         let mut text = serde_json::to_string_pretty(&h)?;
