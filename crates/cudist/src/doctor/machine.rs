@@ -47,10 +47,17 @@ fn libs_in(dir: &Path, catalog: &Catalog) -> Vec<VisibleLib> {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
+    // CUDA 13 wheels keep everything in nvidia/cu13/lib: the directory names the major of
+    // SONAMEs several majors share (libcurand.so.10).
+    let parts: Vec<&str> = dir.iter().filter_map(|c| c.to_str()).collect();
+    let hint = parts
+        .windows(2)
+        .find(|w| w[0] == "nvidia")
+        .and_then(|w| w[1].strip_prefix("cu")?.parse::<u32>().ok());
     names
         .into_iter()
         .filter_map(|n| {
-            let (m, _) = catalog.library_by_name(&n)?;
+            let (m, _) = catalog.library_by_name_hinted(&n, hint)?;
             // One row per SONAME file, not for the linker-name links.
             if n.ends_with(".so") {
                 return None;
