@@ -247,6 +247,19 @@ impl Simulation {
         self.resolutions.iter().filter(|r| r.path.is_none())
     }
 
+    /// Where `dlopen(name)` called from object `from` would find `name` once everything is loaded:
+    /// the same rules as for `DT_NEEDED`, with `from` as the object asking (its RPATH chain, then
+    /// `LD_LIBRARY_PATH`, its RUNPATH, the cache, the system directories).
+    pub fn dlopen(&self, from: usize, name: &str, env: &LoadEnv) -> Resolution {
+        let mut scratch = self.clone();
+        scratch.resolutions.clear();
+        resolve(&mut scratch, from, name, env);
+        scratch
+            .resolutions
+            .pop()
+            .expect("resolve records one resolution")
+    }
+
     /// The non-weak symbols of loaded objects that no loaded object defines, as glibc binds them:
     /// a versioned reference needs a definition of that version (or an unversioned one). With
     /// `RTLD_NOW` (Python imports, `LD_BIND_NOW`) each one fails the load; lazily bound, it fails

@@ -428,3 +428,68 @@ fn write_host_records_this_machine_and_without_paths_doctor_reports_it() {
         .collect();
     assert!(kinds.contains(&"LD_LIBRARY_PATH"), "{kinds:?}");
 }
+
+/// `--dlopen`: where dlopen(NAME) from the file finds the library, against a program that
+/// really dlopens it and prints the path glibc chose.
+#[test]
+fn dlopen_resolution_matches_glibc() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let (a, b) = (d.join("a"), d.join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    fake_lib(&a, "libcublas.so.12", "libcublas.so.12", "cublasCreate_v2");
+    fake_lib(&b, "libcublas.so.12", "libcublas.so.12", "cublasCreate_v2");
+    let src = d.join("dl.c");
+    std::fs::write(
+        &src,
+        "#define _GNU_SOURCE\n#include <dlfcn.h>\n#include <link.h>\n#include <stdio.h>\n\
+         int main(int c, char **v) { void *h = dlopen(v[1], RTLD_NOW); if (!h) { puts(\"not found\"); return 1; }\n\
+         struct link_map *m; dlinfo(h, RTLD_DI_LINKMAP, &m); puts(m->l_name); return 0; }\n",
+    )
+    .unwrap();
+    let exe = d.join("dl");
+    let o = std::process::Command::new("gcc")
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .args(["-ldl", "-Wl,--disable-new-dtags", "-Wl,-rpath,$ORIGIN/a"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for (lp, name) in [
+        ("", "libcublas.so.12"),
+        (b.to_str().unwrap(), "libcublas.so.12"),
+        ("", "libcusparse.so.12"),
+    ] {
+        let real = std::process::Command::new(&exe)
+            .arg(name)
+            .env("LD_LIBRARY_PATH", lp)
+            .output()
+            .unwrap();
+        let real = String::from_utf8_lossy(&real.stdout).trim().to_string();
+        let o = cudist(&[
+            "doctor",
+            "--json",
+            "--ld-library-path",
+            lp,
+            "--dlopen",
+            name,
+            exe.to_str().unwrap(),
+        ]);
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let r = &v["files"][0]["dlopen"][0];
+        assert_eq!(r["name"], name);
+        match r["path"].as_str() {
+            Some(p) => assert_eq!(
+                std::fs::canonicalize(p).unwrap(),
+                std::fs::canonicalize(&real).unwrap(),
+                "{name} LD_LIBRARY_PATH={lp:?}"
+            ),
+            None => {
+                assert_eq!(real, "not found");
+                assert_eq!(v["verdict"]["status"], "will-fail-on-this-gpu");
+            }
+        }
+    }
+}

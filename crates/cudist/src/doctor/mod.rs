@@ -33,6 +33,11 @@ pub struct DoctorArgs {
     /// check; none: report this machine and the CUDA installations it can see.
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
+    /// Also check where dlopen(NAME) from each file would find this library (repeatable); the
+    /// libraries the catalog knows to be dlopened (libcuda.so.1 by the runtime, NVRTC's builtins)
+    /// are always checked.
+    #[arg(long = "dlopen", value_name = "SONAME")]
+    pub dlopen: Vec<String>,
     /// Check a Python package as installed for the interpreter (located without importing it).
     #[arg(long = "import", value_name = "NAME")]
     pub import: Vec<String>,
@@ -103,6 +108,9 @@ pub struct FileReport {
     pub gpus: Vec<device::GpuResult>,
     /// The driver against the CUDA runtime the file links.
     pub driver_problems: Vec<String>,
+    /// Libraries opened at run time: `--dlopen` names from the file, and what loaded CUDA
+    /// libraries are known to dlopen, from them.
+    pub dlopen: Vec<Resolution>,
 }
 
 /// A symbol an object imports from a CUDA library that the installed library lacks: the object
@@ -304,6 +312,26 @@ fn locate_import(python: &Path, name: &str) -> Result<PathBuf> {
     Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
 }
 
+/// The exact name a library passes to dlopen for a catalog entry: the entry itself when it is a
+/// full SONAME (`libcuda.so.1`); for a bare `libX.so` (NVRTC's `libnvrtc-builtins.so`, whose
+/// version follows NVRTC's own), the `libX.so.<version>` string the library's file contains.
+fn dlopen_name(library: &Path, pattern: &str) -> Option<String> {
+    if !pattern.ends_with(".so") {
+        return Some(pattern.to_string());
+    }
+    let f = std::fs::File::open(library).ok()?;
+    // SAFETY: read-only private mapping of an input cudist never writes.
+    let map = unsafe { memmap2::Mmap::map(&f) }.ok()?;
+    let needle = format!("{pattern}.");
+    let at = memchr::memmem::find(&map, needle.as_bytes())?;
+    let tail = &map[at + needle.len()..];
+    let len = tail
+        .iter()
+        .take_while(|b| b.is_ascii_digit() || **b == b'.')
+        .count();
+    (len > 0).then(|| format!("{needle}{}", String::from_utf8_lossy(&tail[..len]).trim_end_matches('.')))
+}
+
 /// Runs `cudist doctor`.
 pub fn run(mut args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
     if !args.import.is_empty() {
@@ -432,6 +460,52 @@ pub fn run(mut args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
                 .verdict
                 .add(Status::WillFailOnThisGpu, format!("{}: {d}", f.display()));
         }
+        let mut dl = Vec::new();
+        for name in &args.dlopen {
+            dl.push(sim.dlopen(0, name, &env));
+        }
+        for (i, o) in sim.objects.iter().enumerate() {
+            let Some(so) = &o.soname else { continue };
+            // The catalog lists what a library dlopens across its CUDA majors (cuFFT 12 opens
+            // libnvJitLink.so.12, cuFFT 13 libnvJitLink.so.13): keep the names of this major.
+            let known: Vec<String> = match catalog.classify(so) {
+                SonameClass::Toolkit(m) | SonameClass::External(m) => m
+                    .library
+                    .dlopens
+                    .iter()
+                    .filter(|d| {
+                        let majors = catalog.majors_of(d);
+                        majors.is_empty() || majors.contains(&m.major.major)
+                    })
+                    .cloned()
+                    .collect(),
+                _ => Vec::new(),
+            };
+            for pattern in known {
+                let Some(name) = dlopen_name(&o.path, &pattern) else {
+                    continue;
+                };
+                if !dl.iter().any(|r: &Resolution| r.name == name) {
+                    dl.push(sim.dlopen(i, &name, &env));
+                }
+            }
+        }
+        for r in dl.iter().filter(|r| r.path.is_none()) {
+            let driver_lib = catalog.driver_lib(&r.name).is_some();
+            if driver_lib && report.host.driver.is_none() {
+                continue; // No driver here: said once, in the host notes.
+            }
+            report.verdict.add(
+                Status::WillFailOnThisGpu,
+                format!(
+                    "{}: dlopen({}) from {} will fail: not found (tried {})",
+                    f.display(),
+                    r.name,
+                    r.needed_by.display(),
+                    r.tried.len()
+                ),
+            );
+        }
         report.files.push(FileReport {
             path: f.display().to_string(),
             resolutions: sim.resolutions,
@@ -439,6 +513,7 @@ pub fn run(mut args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
             missing_symbols: missing_syms,
             gpus,
             driver_problems,
+            dlopen: dl,
         });
     }
     finish(&args, report)
@@ -609,6 +684,22 @@ fn render(r: &Report, style: Style) -> String {
                 _ => style.red("fails"),
             };
             s.push_str(&format!("  {} {tag}: {}\n", g.gpu, g.detail));
+        }
+        for r in &f.dlopen {
+            match &r.path {
+                Some(p) => s.push_str(&format!(
+                    "  dlopen {:<21} {}  ({})\n",
+                    r.name,
+                    p.display(),
+                    rule_text(r)
+                )),
+                None => s.push_str(&format!(
+                    "  dlopen {:<21} {}  (from {})\n",
+                    r.name,
+                    style.red("not found"),
+                    r.needed_by.display()
+                )),
+            }
         }
         for d in &f.driver_problems {
             s.push_str(&format!("  {} {d}\n", style.red("driver:")));
