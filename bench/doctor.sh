@@ -220,7 +220,7 @@ git -C "$REPO" diff --quiet HEAD 2>/dev/null || REV="$REV+dirty"
 if command -v hyperfine > /dev/null; then TIMER="$(hyperfine --version)"; else TIMER="Python loop"; fi
 CPU=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 RAM=$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
-GLIBC=$(ldd --version | head -1 | grep -o '[0-9][0-9.]*$')
+GLIBC=$(ldd --version | sed -n 1p | grep -o '[0-9][0-9.]*$')
 mb() { awk -v b="$1" 'BEGIN { printf "%.0f MB", b / 1e6 }'; }
 verdict() { [[ $1 == 0 ]] && echo "exit 0, \`$2\`" || echo "exit $1, \`$2\`"; }
 

@@ -328,7 +328,10 @@ fn parse_generic<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfF
     let strings = dynsym.strings();
     for (i, sym) in dynsym.symbols().iter().enumerate().skip(1) {
         let name = match sym.name(endian, strings) {
-            Ok(n) if !n.is_empty() => String::from_utf8_lossy(n).into_owned(),
+            Ok(n) if !n.is_empty() => match std::str::from_utf8(n) {
+                Ok(s) => s.to_owned(),
+                Err(_) => String::from_utf8_lossy(n).into_owned(),
+            },
             _ => continue,
         };
         let version = versions.as_ref().and_then(|v| {

@@ -16,9 +16,10 @@
 //!   subdirectories first; a file of another machine or class is skipped and the search goes on;
 //! - a file already loaded under another name (same device and inode) is reused.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
@@ -41,6 +42,11 @@ pub struct LoadEnv {
     pub hwcaps: Vec<String>,
     /// The dynamic loader itself, loaded before anything else (a `NEEDED` of its SONAME reuses it).
     pub rtld: Option<PathBuf>,
+    /// Files parsed so far (none: not an ELF file), shared by the simulations run with this
+    /// environment, from any thread.
+    pub parsed: Arc<Mutex<HashMap<PathBuf, Option<Arc<ObjInfo>>>>>,
+    /// Directory listings read so far (none: the directory cannot be read).
+    pub listings: Arc<Mutex<HashMap<PathBuf, Option<std::collections::HashSet<String>>>>>,
 }
 
 impl LoadEnv {
@@ -61,6 +67,8 @@ impl LoadEnv {
             platform: std::env::consts::ARCH.to_string(),
             hwcaps: Vec::new(),
             rtld: None,
+            parsed: Arc::default(),
+            listings: Arc::default(),
         };
         if let Some(text) = ld_so_diagnostics() {
             env.apply_diagnostics(&text);
@@ -115,8 +123,13 @@ impl LoadEnv {
     }
 }
 
-/// `ld.so --list-diagnostics`, from the first loader found for this architecture.
-fn ld_so_diagnostics() -> Option<String> {
+/// `ld.so --list-diagnostics`, from the first loader found for this architecture (run once).
+pub fn ld_so_diagnostics() -> Option<String> {
+    static ONCE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    ONCE.get_or_init(run_diagnostics).clone()
+}
+
+fn run_diagnostics() -> Option<String> {
     let candidates: &[&str] = match std::env::consts::ARCH {
         "x86_64" => &[
             "/lib64/ld-linux-x86-64.so.2",
@@ -186,6 +199,52 @@ pub struct Resolution {
     pub tried: Vec<PathBuf>,
 }
 
+/// What the simulation needs from one file, parsed once and shared by every simulation that
+/// loads it (through the [`LoadEnv`]'s cache).
+#[derive(Debug)]
+pub struct ObjInfo {
+    soname: Option<String>,
+    needed: Vec<String>,
+    /// `DT_RPATH`, empty when the file also has `DT_RUNPATH` (which then wins).
+    rpath: Vec<String>,
+    runpath: Vec<String>,
+    machine: u16,
+    class: u8,
+    symbols: Vec<crate::DynSymbol>,
+    /// Defined symbol name → its versions (`None`: unversioned), built on first use.
+    defined: std::sync::OnceLock<HashMap<String, Vec<Option<String>>>>,
+}
+
+impl ObjInfo {
+    fn from_elf(elf: ElfFile) -> ObjInfo {
+        let rpath = if elf.runpath.is_empty() {
+            elf.rpath
+        } else {
+            Vec::new()
+        };
+        ObjInfo {
+            soname: elf.soname,
+            needed: elf.needed,
+            rpath,
+            runpath: elf.runpath,
+            machine: elf.machine,
+            class: elf.class,
+            symbols: elf.dynamic_symbols,
+            defined: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn defined(&self) -> &HashMap<String, Vec<Option<String>>> {
+        self.defined.get_or_init(|| {
+            let mut m: HashMap<String, Vec<Option<String>>> = HashMap::new();
+            for s in self.symbols.iter().filter(|s| s.defined) {
+                m.entry(s.name.clone()).or_default().push(s.version.clone());
+            }
+            m
+        })
+    }
+}
+
 /// One loaded object.
 #[derive(Debug, Clone, Serialize)]
 pub struct Loaded {
@@ -198,29 +257,33 @@ pub struct Loaded {
     #[serde(skip)]
     id: Option<(u64, u64)>,
     #[serde(skip)]
-    needed: Vec<String>,
+    info: Arc<ObjInfo>,
+    /// The dynamic loader: loaded first, needs nothing, its symbols are not read.
     #[serde(skip)]
-    rpath: Vec<String>,
-    #[serde(skip)]
-    runpath: Vec<String>,
-    #[serde(skip)]
-    machine: u16,
-    #[serde(skip)]
-    class: u8,
-    /// The dynamic symbols, for the symbol check.
-    #[serde(skip)]
-    symbols: Vec<crate::DynSymbol>,
+    rtld: bool,
 }
 
 impl Loaded {
     /// Its `DT_NEEDED` entries.
     pub fn needed(&self) -> &[String] {
-        &self.needed
+        if self.rtld {
+            &[]
+        } else {
+            &self.info.needed
+        }
     }
 
     /// Whether its dynamic symbols could be read (files without section headers may not say).
     pub fn has_symbols(&self) -> bool {
-        !self.symbols.is_empty()
+        !self.rtld && !self.info.symbols.is_empty()
+    }
+
+    fn symbols(&self) -> &[crate::DynSymbol] {
+        if self.rtld {
+            &[]
+        } else {
+            &self.info.symbols
+        }
     }
 }
 
@@ -266,27 +329,30 @@ impl Simulation {
     /// at the first call. The dynamic loader's own symbols are not read, so references to its
     /// private symbols (`_dl_*`, `__libc_*`) are left out.
     pub fn undefined_symbols(&self) -> Vec<UndefinedSymbol> {
-        let mut defined: std::collections::HashMap<&str, Vec<Option<&str>>> =
-            std::collections::HashMap::new();
-        for o in &self.objects {
-            for s in o.symbols.iter().filter(|s| s.defined) {
-                defined
-                    .entry(s.name.as_str())
-                    .or_default()
-                    .push(s.version.as_deref());
-            }
-        }
+        self.undefined_symbols_where(|_, _| true)
+    }
+
+    /// [`Simulation::undefined_symbols`] for the references `keep` selects (selected first, so a
+    /// narrow filter makes the check cheap).
+    pub fn undefined_symbols_where(
+        &self,
+        keep: impl Fn(&Loaded, &crate::DynSymbol) -> bool,
+    ) -> Vec<UndefinedSymbol> {
         let mut out = Vec::new();
         for o in &self.objects {
-            for s in o.symbols.iter().filter(|s| !s.defined && !s.weak) {
-                if s.name.starts_with("_dl_") || s.name.starts_with("__libc_") {
+            for s in o.symbols().iter().filter(|s| !s.defined && !s.weak) {
+                if s.name.starts_with("_dl_") || s.name.starts_with("__libc_") || !keep(o, s) {
                     continue;
                 }
-                let ok = defined.get(s.name.as_str()).is_some_and(|defs| {
-                    defs.iter().any(|d| match (d, s.version.as_deref()) {
-                        (None, _) | (_, None) => true,
-                        (Some(dv), Some(rv)) => *dv == rv,
-                    })
+                let ok = self.objects.iter().any(|d| {
+                    !d.rtld
+                        && d.info.defined().get(&s.name).is_some_and(|defs| {
+                            defs.iter()
+                                .any(|dv| match (dv.as_deref(), s.version.as_deref()) {
+                                    (None, _) | (_, None) => true,
+                                    (Some(dv), Some(rv)) => dv == rv,
+                                })
+                        })
                 });
                 if !ok {
                     out.push(UndefinedSymbol {
@@ -303,7 +369,7 @@ impl Simulation {
 
 /// Parses an ELF file through a read-only mapping: only the pages the parser touches are read, so
 /// a 500 MB library costs its headers and symbol tables, not its size.
-fn read_object(path: &Path) -> std::io::Result<Option<ElfFile>> {
+fn parse_file(path: &Path) -> std::io::Result<Option<ElfFile>> {
     let f = std::fs::File::open(path)?;
     if f.metadata()?.len() < 64 {
         return Ok(None);
@@ -314,57 +380,69 @@ fn read_object(path: &Path) -> std::io::Result<Option<ElfFile>> {
     Ok(ElfFile::parse(&map).ok())
 }
 
+/// The parsed file, from the environment's cache when another simulation read it already.
+fn read_object(path: &Path, env: &LoadEnv) -> Option<Arc<ObjInfo>> {
+    if let Some(hit) = env.parsed.lock().ok()?.get(path) {
+        return hit.clone();
+    }
+    let info = parse_file(path)
+        .ok()
+        .flatten()
+        .map(|e| Arc::new(ObjInfo::from_elf(e)));
+    if let Ok(mut m) = env.parsed.lock() {
+        m.insert(path.to_path_buf(), info.clone());
+    }
+    info
+}
+
 fn file_id(path: &Path) -> Option<(u64, u64)> {
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
-fn loaded(path: PathBuf, elf: ElfFile, loader: Option<usize>, name: Option<&str>) -> Loaded {
-    let mut names: Vec<String> = elf.soname.iter().cloned().collect();
+fn loaded(path: PathBuf, info: Arc<ObjInfo>, loader: Option<usize>, name: Option<&str>) -> Loaded {
+    let mut names: Vec<String> = info.soname.iter().cloned().collect();
     names.extend(name.map(str::to_string));
-    // An object with DT_RUNPATH has its DT_RPATH ignored.
-    let rpath = if elf.runpath.is_empty() {
-        elf.rpath.clone()
-    } else {
-        Vec::new()
-    };
     Loaded {
         id: file_id(&path),
         path,
-        soname: elf.soname.clone(),
+        soname: info.soname.clone(),
         loader,
         names,
-        needed: elf.needed.clone(),
-        rpath,
-        runpath: elf.runpath.clone(),
-        machine: elf.machine,
-        class: elf.class,
-        symbols: elf.dynamic_symbols,
+        info,
+        rtld: false,
     }
 }
 
 /// Simulates loading `main` (as the main object, as `ldd` does) on the machine `env` describes.
 pub fn simulate(main: &Path, env: &LoadEnv) -> Result<Simulation, crate::ElfError> {
     let main = std::path::absolute(main).unwrap_or_else(|_| main.to_path_buf());
-    let elf = read_object(&main)
-        .map_err(|e| crate::ElfError::Invalid(format!("cannot read {}: {e}", main.display())))?
+    if let Err(e) = std::fs::metadata(&main) {
+        return Err(crate::ElfError::Invalid(format!(
+            "cannot read {}: {e}",
+            main.display()
+        )));
+    }
+    let info = read_object(&main, env)
         .ok_or_else(|| crate::ElfError::Invalid(format!("{}: not an ELF file", main.display())))?;
     let mut sim = Simulation {
-        objects: vec![loaded(main, elf, None, None)],
+        objects: vec![loaded(main, info, None, None)],
         resolutions: Vec::new(),
     };
     if let Some(rtld) = &env.rtld {
-        if let Ok(Some(elf)) = read_object(rtld) {
-            let mut l = loaded(rtld.clone(), elf, None, None);
-            l.needed.clear();
-            l.symbols.clear();
+        if let Some(info) = read_object(rtld, env) {
+            let mut l = loaded(rtld.clone(), info, None, None);
+            l.rtld = true;
             sim.objects.push(l);
         }
     }
     let mut queue = VecDeque::from([0usize]);
     while let Some(i) = queue.pop_front() {
-        for name in sim.objects[i].needed.clone() {
-            let r = resolve(&mut sim, i, &name, env);
-            if let Some(new) = r {
+        if sim.objects[i].rtld {
+            continue;
+        }
+        let info = sim.objects[i].info.clone();
+        for name in &info.needed {
+            if let Some(new) = resolve(&mut sim, i, name, env) {
                 queue.push_back(new);
             }
         }
@@ -394,11 +472,11 @@ fn resolve(sim: &mut Simulation, i: usize, name: &str, env: &LoadEnv) -> Option<
             return None;
         }
     }
-    let (machine, class) = (sim.objects[i].machine, sim.objects[i].class);
+    let (machine, class) = (sim.objects[i].info.machine, sim.objects[i].info.class);
     let found = if name.contains('/') {
         let p = PathBuf::from(expand(name, &sim.objects[i].path, env));
         res.tried.push(p.clone());
-        accept(&p, machine, class).map(|e| (p, e, Rule::Path))
+        accept(&p, machine, class, env).map(|e| (p, e, Rule::Path))
     } else {
         search(sim, i, name, env, &mut res.tried)
     };
@@ -426,13 +504,29 @@ fn resolve(sim: &mut Simulation, i: usize, name: &str, env: &LoadEnv) -> Option<
     Some(sim.objects.len() - 1)
 }
 
+/// Whether directory `dir` holds an entry `name`, from a listing read once and shared through the
+/// environment (a directory that cannot be read holds nothing, as for ld.so).
+fn dir_has(env: &LoadEnv, dir: &Path, name: &str) -> bool {
+    let Ok(mut dirs) = env.listings.lock() else {
+        return Path::new(dir).join(name).exists();
+    };
+    let listing = dirs.entry(dir.to_path_buf()).or_insert_with(|| {
+        std::fs::read_dir(dir).ok().map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+    });
+    listing.as_ref().is_some_and(|l| l.contains(name))
+}
+
 /// An ELF file of the right machine and class at `p`, or none.
-fn accept(p: &Path, machine: u16, class: u8) -> Option<ElfFile> {
+fn accept(p: &Path, machine: u16, class: u8, env: &LoadEnv) -> Option<Arc<ObjInfo>> {
     if !p.is_file() {
         return None;
     }
-    let elf = read_object(p).ok()??;
-    (elf.machine == machine && elf.class == class).then_some(elf)
+    let info = read_object(p, env)?;
+    (info.machine == machine && info.class == class).then_some(info)
 }
 
 /// Expands `$ORIGIN`, `$LIB`, `$PLATFORM` (and their `${…}` forms) for an entry of `owner`.
@@ -474,9 +568,9 @@ fn search(
     name: &str,
     env: &LoadEnv,
     tried: &mut Vec<PathBuf>,
-) -> Option<(PathBuf, ElfFile, Rule)> {
-    let (machine, class) = (sim.objects[i].machine, sim.objects[i].class);
-    let try_dir = |dir: &str, tried: &mut Vec<PathBuf>| -> Option<(PathBuf, ElfFile)> {
+) -> Option<(PathBuf, Arc<ObjInfo>, Rule)> {
+    let (machine, class) = (sim.objects[i].info.machine, sim.objects[i].info.class);
+    let try_dir = |dir: &str, tried: &mut Vec<PathBuf>| -> Option<(PathBuf, Arc<ObjInfo>)> {
         let base = PathBuf::from(if dir.is_empty() { "." } else { dir });
         let mut candidates: Vec<PathBuf> = env
             .hwcaps
@@ -484,23 +578,29 @@ fn search(
             .map(|h| base.join("glibc-hwcaps").join(h).join(name))
             .collect();
         candidates.push(base.join(name));
+        let plain = base.join(name);
         for p in candidates {
-            if let Some(e) = accept(&p, machine, class) {
-                return Some((p, e));
+            // Most directories on a search path hold no such file: the listing, read once per
+            // directory for all simulations, answers without a system call.
+            let listed = p.parent().is_some_and(|d| dir_has(env, d, name));
+            if listed {
+                if let Some(e) = accept(&p, machine, class, env) {
+                    return Some((p, e));
+                }
             }
-            if p.exists() || base.join(name) == p {
+            if listed || p == plain {
                 tried.push(p);
             }
         }
         None
     };
     let obj = &sim.objects[i];
-    if obj.runpath.is_empty() {
+    if obj.info.runpath.is_empty() {
         // The RPATH of the needing object, then of its loader, and so on up to the main object.
         let mut l = Some(i);
         while let Some(li) = l {
             let owner = &sim.objects[li];
-            for entry in &owner.rpath {
+            for entry in owner.info.rpath.iter().filter(|_| !owner.rtld) {
                 let dir = expand(entry, &owner.path, env);
                 if let Some((p, e)) = try_dir(&dir, tried) {
                     return Some((
@@ -522,14 +622,14 @@ fn search(
             return Some((p, e, Rule::LdLibraryPath));
         }
     }
-    for entry in &obj.runpath {
+    for entry in &obj.info.runpath {
         let dir = expand(entry, &obj.path, env);
         if let Some((p, e)) = try_dir(&dir, tried) {
             return Some((p, e, Rule::Runpath));
         }
     }
     if let Some(p) = env.cache.lookup(name, machine, class) {
-        if let Some(e) = accept(p, machine, class) {
+        if let Some(e) = accept(p, machine, class, env) {
             return Some((p.to_path_buf(), e, Rule::Cache));
         }
     }
@@ -560,6 +660,8 @@ mod tests {
             platform: "x86_64".into(),
             hwcaps: vec![],
             rtld: None,
+            parsed: Arc::default(),
+            listings: Arc::default(),
         };
         let owner = Path::new("/opt/pkg/sub/mod.so");
         assert_eq!(expand("$ORIGIN/../lib", owner, &env), "/opt/pkg/sub/../lib");
@@ -581,6 +683,8 @@ mod tests {
             platform: "x".into(),
             hwcaps: vec![],
             rtld: None,
+            parsed: Arc::default(),
+            listings: Arc::default(),
         };
         env.apply_diagnostics(
             "dl_dst_lib=\"lib/x86_64-linux-gnu\"\ndl_hwcaps_subdirs=\"x86-64-v4:x86-64-v3:x86-64-v2\"\n\

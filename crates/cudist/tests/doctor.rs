@@ -493,3 +493,56 @@ fn dlopen_resolution_matches_glibc() {
         }
     }
 }
+
+/// `--import` finds a venv's package without starting Python where PEP 405 says where it is, and
+/// asks the interpreter otherwise: both answers equal `importlib.util.find_spec`'s.
+#[test]
+fn import_locates_packages_like_find_spec() {
+    let Some(venv) = tool_from_env("CUDIST_TK_CU13") else {
+        return;
+    };
+    let python = venv.join("bin/python");
+    let o = std::process::Command::new(&python)
+        .args(["-c", "import importlib.util; print(list(importlib.util.find_spec('scikit_build_core').submodule_search_locations)[0])"])
+        .output()
+        .unwrap();
+    let want = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    assert!(want.ends_with("site-packages/scikit_build_core"), "{want}");
+    for pythonpath in ["", "/nonexistent"] {
+        // scikit-build-core holds no ELF file: the error names the directory doctor located.
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_cudist"))
+            .args([
+                "doctor",
+                "--import",
+                "scikit_build_core",
+                "--python",
+                python.to_str().unwrap(),
+            ])
+            .env("PYTHONPATH", pythonpath)
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        let got = err
+            .trim()
+            .trim_start_matches("error: no ELF files in ")
+            .to_string();
+        assert_eq!(
+            std::fs::canonicalize(&got).unwrap(),
+            std::fs::canonicalize(&want).unwrap(),
+            "PYTHONPATH={pythonpath:?}: {err}"
+        );
+    }
+    let o = cudist(&[
+        "doctor",
+        "--import",
+        "no_such_package_here",
+        "--python",
+        python.to_str().unwrap(),
+    ]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        stderr(&o).contains("no_such_package_here is not installed"),
+        "{}",
+        stderr(&o)
+    );
+}

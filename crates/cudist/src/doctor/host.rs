@@ -139,17 +139,12 @@ impl Host {
 
 /// glibc's version, from `ld.so --list-diagnostics` (`version.version="2.36"`).
 fn glibc_version() -> Option<String> {
-    let ld = ["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"]
-        .into_iter()
-        .find(|p| Path::new(p).exists())?;
-    let out = std::process::Command::new(ld)
-        .arg("--list-diagnostics")
-        .output()
-        .ok()?;
-    String::from_utf8_lossy(&out.stdout).lines().find_map(|l| {
-        l.strip_prefix("version.version=")
-            .map(|v| v.trim_matches('"').to_string())
-    })
+    cudist_elf::loader::ld_so_diagnostics()?
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("version.version=")
+                .map(|v| v.trim_matches('"').to_string())
+        })
 }
 
 /// The CPU model and x86-64 level from `/proc/cpuinfo` flags (levels as defined by the x86-64

@@ -135,31 +135,54 @@ pub struct Missing {
     pub fix: Option<String>,
 }
 
+/// File name endings that are never ELF files (skipped without opening them: a Python package
+/// holds thousands of sources and headers).
+const NOT_ELF: &[&str] = &[
+    ".py", ".pyc", ".pyi", ".pyx", ".pxd", ".pxi", ".h", ".hpp", ".cuh", ".cu", ".c", ".cpp",
+    ".inl", ".txt", ".md", ".rst", ".json", ".toml", ".cfg", ".ini", ".typed", ".html", ".js",
+    ".css", ".png", ".csv", ".yaml", ".yml", ".cmake", ".pc",
+];
+
 /// ELF files below `p` (or `p` itself), sorted; symbolic links are not followed.
 fn elf_files(p: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     let meta =
         std::fs::symlink_metadata(p).with_context(|| format!("cannot read {}", p.display()))?;
     if meta.is_dir() {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(p)
-            .with_context(|| format!("cannot list {}", p.display()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .collect();
-        entries.sort();
-        for e in entries {
-            elf_files(&e, out)?;
-        }
-    } else if meta.is_file() {
-        // The ELF header up to e_type: only executables and shared objects load.
-        let mut head = [0u8; 18];
-        let read = std::fs::File::open(p)
-            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
-            .is_ok();
-        let e_type = u16::from_le_bytes([head[16], head[17]]);
-        if read && cudist_elf::is_elf(&head) && head[5] == 1 && matches!(e_type, 2 | 3) {
-            out.push(p.to_path_buf());
+        walk(p, out)?;
+        out.sort();
+    } else if meta.is_file() && is_loadable_elf(p) {
+        out.push(p.to_path_buf());
+    }
+    Ok(())
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    for e in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
+        let e = e.with_context(|| format!("cannot list {}", dir.display()))?;
+        // The entry's type comes with the directory listing: no stat per file.
+        let Ok(ft) = e.file_type() else { continue };
+        let path = e.path();
+        if ft.is_dir() {
+            walk(&path, out)?;
+        } else if ft.is_file() {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            if !NOT_ELF.iter().any(|x| name.ends_with(x)) && is_loadable_elf(&path) {
+                out.push(path);
+            }
         }
     }
     Ok(())
+}
+
+/// Whether a file is an ELF executable or shared object (from its first 18 bytes).
+fn is_loadable_elf(p: &Path) -> bool {
+    let mut head = [0u8; 18];
+    let read = std::fs::File::open(p)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok();
+    let e_type = u16::from_le_bytes([head[16], head[17]]);
+    read && cudist_elf::is_elf(&head) && head[5] == 1 && matches!(e_type, 2 | 3)
 }
 
 /// The fix for a library that is not found: the package that ships it and where it installs.
@@ -216,8 +239,17 @@ fn missing_symbols(sim: &loader::Simulation, catalog: &Catalog) -> Vec<MissingSy
             SonameClass::Toolkit(_) | SonameClass::External(_)
         )
     };
+    // Only references that can come from a CUDA library are bound: versioned by a CUDA SONAME,
+    // or unversioned with the function prefix of a CUDA library the object needs.
+    let wanted = |o: &loader::Loaded, s: &cudist_elf::DynSymbol| match s.version.as_deref() {
+        Some(v) => v.contains(".so") && is_cuda(v),
+        None => o
+            .needed()
+            .iter()
+            .any(|n| s.name.starts_with(&symbol_prefix(n)) && is_cuda(n)),
+    };
     let mut out = Vec::new();
-    for u in sim.undefined_symbols() {
+    for u in sim.undefined_symbols_where(wanted) {
         let Some(obj) = sim.objects.iter().find(|o| o.path == u.needed_by) else {
             continue;
         };
@@ -288,16 +320,52 @@ fn device_code(path: &Path) -> Vec<crate::inspect::model::DeviceEntry> {
         .unwrap_or_default()
 }
 
-/// Where an importable package lives, found with `importlib.util.find_spec` (which locates a
-/// top-level package without running its code).
-fn locate_import(python: &Path, name: &str) -> Result<PathBuf> {
+/// Starts locating an importable package with `importlib.util.find_spec` (which locates a
+/// top-level package without running its code); [`located`] collects the answer. Started early,
+/// the interpreter runs while doctor reads the machine.
+fn locate_import(python: &Path, name: &str) -> Result<std::process::Child> {
     let script = "import importlib.util, sys\n\
         s = importlib.util.find_spec(sys.argv[1])\n\
         if s is None: sys.exit(3)\n\
         print(list(s.submodule_search_locations)[0] if s.submodule_search_locations else s.origin)";
-    let out = std::process::Command::new(python)
+    std::process::Command::new(python)
         .args(["-c", script, name])
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot run {} to locate {name}", python.display()))
+}
+
+/// A regular package of a virtual environment, found without starting its interpreter: for a
+/// venv's `bin/python` (PEP 405: `pyvenv.cfg` one level up, user site off) with no `PYTHONPATH`,
+/// `find_spec` answers `lib/python3.X/site-packages/NAME` when that holds `NAME/__init__.py`.
+/// Anything else is left to the interpreter.
+fn venv_package(python: &Path, name: &str) -> Option<PathBuf> {
+    if std::env::var_os("PYTHONPATH").is_some_and(|v| !v.is_empty()) || name.contains('.') {
+        return None;
+    }
+    let venv = python.parent()?.parent()?;
+    let cfg = std::fs::read_to_string(venv.join("pyvenv.cfg")).ok()?;
+    // A venv that also sees the system site-packages could find the name there first.
+    if cfg.lines().any(|l| {
+        l.replace(' ', "")
+            .eq_ignore_ascii_case("include-system-site-packages=true")
+    }) {
+        return None;
+    }
+    let mut found = std::fs::read_dir(venv.join("lib"))
+        .ok()?
+        .flatten()
+        .map(|e| e.path().join("site-packages").join(name))
+        .filter(|p| p.join("__init__.py").is_file());
+    let first = found.next()?;
+    // Two Python versions in one venv: let the interpreter say which it uses.
+    found.next().is_none().then_some(first)
+}
+
+fn located(child: std::process::Child, python: &Path, name: &str) -> Result<PathBuf> {
+    let out = child
+        .wait_with_output()
         .with_context(|| format!("cannot run {} to locate {name}", python.display()))?;
     if out.status.code() == Some(3) {
         anyhow::bail!("{name} is not installed for {}", python.display());
@@ -319,25 +387,187 @@ fn dlopen_name(library: &Path, pattern: &str) -> Option<String> {
     if !pattern.ends_with(".so") {
         return Some(pattern.to_string());
     }
+    // Scanning a 100 MB library once is enough for all the files that load it.
+    type Names = std::collections::HashMap<(PathBuf, String), Option<String>>;
+    static SEEN: std::sync::OnceLock<std::sync::Mutex<Names>> = std::sync::OnceLock::new();
+    let seen = SEEN.get_or_init(Default::default);
+    let key = (library.to_path_buf(), pattern.to_string());
+    if let Some(hit) = seen.lock().ok().and_then(|m| m.get(&key).cloned()) {
+        return hit;
+    }
+    let found = scan_dlopen_name(library, pattern);
+    if let Ok(mut m) = seen.lock() {
+        m.insert(key, found.clone());
+    }
+    found
+}
+
+fn scan_dlopen_name(library: &Path, pattern: &str) -> Option<String> {
     let f = std::fs::File::open(library).ok()?;
     // SAFETY: read-only private mapping of an input cudist never writes.
     let map = unsafe { memmap2::Mmap::map(&f) }.ok()?;
+    // The name is a string constant: search `.rodata` (13 MB of NVRTC's 106), not the file.
+    let elf = cudist_elf::ElfFile::parse(&map).ok()?;
+    let hay = elf
+        .section(".rodata")
+        .and_then(|sec| elf.section_data(&map, sec).ok())
+        .unwrap_or(&map[..]);
     let needle = format!("{pattern}.");
-    let at = memchr::memmem::find(&map, needle.as_bytes())?;
-    let tail = &map[at + needle.len()..];
+    let at = memchr::memmem::find(hay, needle.as_bytes())?;
+    let tail = &hay[at + needle.len()..];
     let len = tail
         .iter()
         .take_while(|b| b.is_ascii_digit() || **b == b'.')
         .count();
-    (len > 0).then(|| format!("{needle}{}", String::from_utf8_lossy(&tail[..len]).trim_end_matches('.')))
+    (len > 0).then(|| {
+        format!(
+            "{needle}{}",
+            String::from_utf8_lossy(&tail[..len]).trim_end_matches('.')
+        )
+    })
+}
+
+/// One file's report and the verdict lines it adds.
+type Checked = (FileReport, Vec<(Status, String)>);
+
+/// Every check of one file, and the verdict lines it adds.
+fn check_file(
+    f: &Path,
+    env: &LoadEnv,
+    host: &host::Host,
+    catalog: &Catalog,
+    dlopen: &[String],
+) -> Result<Checked> {
+    let mut verdict = Lines::default();
+    let sim = loader::simulate(f, env)
+        .with_context(|| format!("cannot simulate loading {}", f.display()))?;
+    let missing: Vec<Missing> = sim
+        .missing()
+        .map(|m| Missing {
+            name: m.name.clone(),
+            needed_by: m.needed_by.clone(),
+            tried: m.tried.clone(),
+            fix: fix_for(&m.name, &m.needed_by, catalog),
+        })
+        .collect();
+    let missing_syms = missing_symbols(&sim, catalog);
+    for m in &missing_syms {
+        verdict.add(Status::WillFailToLoad, format!(
+            "{}: {} needs {}{} from {}, which {} does not define: it was built against a newer {} than the one \
+             installed",
+            f.display(),
+            m.needed_by.display(),
+            m.symbol,
+            m.version.as_deref().map(|v| format!("@{v}")).unwrap_or_default(),
+            m.library,
+            m.resolved.display(),
+            m.library.split(".so").next().unwrap_or(&m.library)
+        ));
+    }
+    for m in &missing {
+        verdict.add(
+            Status::WillFailToLoad,
+            format!(
+                "{}: {} not found (needed by {})",
+                f.display(),
+                m.name,
+                m.needed_by.display()
+            ),
+        );
+    }
+    let gpus = device::check_gpus(&device_code(f), host, catalog);
+    for g in &gpus {
+        let status = match g.status {
+            "cubin" => continue,
+            "jit" => Status::Risky,
+            _ => Status::WillFailOnThisGpu,
+        };
+        verdict.add(status, format!("{}: {}: {}", f.display(), g.gpu, g.detail));
+    }
+    let driver_problems = device::check_driver(&cudart_majors(&sim, catalog), host, catalog);
+    for d in &driver_problems {
+        verdict.add(Status::WillFailOnThisGpu, format!("{}: {d}", f.display()));
+    }
+    let mut dl = Vec::new();
+    for name in dlopen {
+        dl.push(sim.dlopen(0, name, env));
+    }
+    for (i, o) in sim.objects.iter().enumerate() {
+        let Some(so) = &o.soname else { continue };
+        // The catalog lists what a library dlopens across its CUDA majors (cuFFT 12 opens
+        // libnvJitLink.so.12, cuFFT 13 libnvJitLink.so.13): keep the names of this major.
+        let known: Vec<String> = match catalog.classify(so) {
+            SonameClass::Toolkit(m) | SonameClass::External(m) => m
+                .library
+                .dlopens
+                .iter()
+                .filter(|d| {
+                    let majors = catalog.majors_of(d);
+                    majors.is_empty() || majors.contains(&m.major.major)
+                })
+                .cloned()
+                .collect(),
+            _ => Vec::new(),
+        };
+        for pattern in known {
+            let Some(name) = dlopen_name(&o.path, &pattern) else {
+                continue;
+            };
+            if !dl.iter().any(|r: &Resolution| r.name == name) {
+                dl.push(sim.dlopen(i, &name, env));
+            }
+        }
+    }
+    for r in dl.iter().filter(|r| r.path.is_none()) {
+        let driver_lib = catalog.driver_lib(&r.name).is_some();
+        if driver_lib && host.driver.is_none() {
+            continue; // No driver here: said once, in the host notes.
+        }
+        verdict.add(
+            Status::WillFailOnThisGpu,
+            format!(
+                "{}: dlopen({}) from {} will fail: not found (tried {})",
+                f.display(),
+                r.name,
+                r.needed_by.display(),
+                r.tried.len()
+            ),
+        );
+    }
+    Ok((
+        FileReport {
+            path: f.display().to_string(),
+            resolutions: sim.resolutions,
+            missing,
+            missing_symbols: missing_syms,
+            gpus,
+            driver_problems,
+            dlopen: dl,
+        },
+        verdict.reasons_with_status,
+    ))
+}
+
+/// Verdict lines gathered for one file.
+#[derive(Default)]
+struct Lines {
+    reasons_with_status: Vec<(Status, String)>,
+}
+
+impl Lines {
+    fn add(&mut self, status: Status, reason: String) {
+        self.reasons_with_status.push((status, reason));
+    }
 }
 
 /// Runs `cudist doctor`.
 pub fn run(mut args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
-    if !args.import.is_empty() {
-        let python = args.python.clone().unwrap_or_else(|| "python3".into());
-        for name in &args.import {
-            args.paths.push(locate_import(&python, name)?);
+    let python = args.python.clone().unwrap_or_else(|| "python3".into());
+    let mut children: Vec<(String, std::process::Child)> = Vec::new();
+    for n in &args.import {
+        match venv_package(&python, n) {
+            Some(p) => args.paths.push(p),
+            None => children.push((n.clone(), locate_import(&python, n)?)),
         }
     }
     if let Some(out) = &args.write_host {
@@ -376,6 +606,9 @@ pub fn run(mut args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
     if report.host.driver.is_some() && report.host.gpus.is_empty() {
         report.host.notes.push("no GPU known: the device code is not checked (`--host FILE` checks it for a described machine)".into());
     }
+    for (name, child) in children {
+        args.paths.push(located(child, &python, &name)?);
+    }
     if args.paths.is_empty() {
         report.installations = machine::installations(catalog);
         report.conflicts = machine::conflicts(&report.installations);
@@ -405,116 +638,18 @@ pub fn run(mut args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
                 .join(", ")
         );
     }
-    for f in &files {
-        let sim = loader::simulate(f, &env)
-            .with_context(|| format!("cannot simulate loading {}", f.display()))?;
-        let missing: Vec<Missing> = sim
-            .missing()
-            .map(|m| Missing {
-                name: m.name.clone(),
-                needed_by: m.needed_by.clone(),
-                tried: m.tried.clone(),
-                fix: fix_for(&m.name, &m.needed_by, catalog),
-            })
-            .collect();
-        let missing_syms = missing_symbols(&sim, catalog);
-        for m in &missing_syms {
-            report.verdict.add(Status::WillFailToLoad, format!(
-                "{}: {} needs {}{} from {}, which {} does not define: it was built against a newer {} than the one \
-                 installed",
-                f.display(),
-                m.needed_by.display(),
-                m.symbol,
-                m.version.as_deref().map(|v| format!("@{v}")).unwrap_or_default(),
-                m.library,
-                m.resolved.display(),
-                m.library.split(".so").next().unwrap_or(&m.library)
-            ));
+    // Files are checked in parallel; the parsed libraries are shared through the environment.
+    use rayon::prelude::*;
+    let results: Vec<Result<Checked>> = files
+        .par_iter()
+        .map(|f| check_file(f, &env, &report.host, catalog, &args.dlopen))
+        .collect();
+    for r in results {
+        let (file, lines) = r?;
+        for (status, reason) in lines {
+            report.verdict.add(status, reason);
         }
-        for m in &missing {
-            report.verdict.add(
-                Status::WillFailToLoad,
-                format!(
-                    "{}: {} not found (needed by {})",
-                    f.display(),
-                    m.name,
-                    m.needed_by.display()
-                ),
-            );
-        }
-        let gpus = device::check_gpus(&device_code(f), &report.host, catalog);
-        for g in &gpus {
-            let status = match g.status {
-                "cubin" => continue,
-                "jit" => Status::Risky,
-                _ => Status::WillFailOnThisGpu,
-            };
-            report
-                .verdict
-                .add(status, format!("{}: {}: {}", f.display(), g.gpu, g.detail));
-        }
-        let driver_problems =
-            device::check_driver(&cudart_majors(&sim, catalog), &report.host, catalog);
-        for d in &driver_problems {
-            report
-                .verdict
-                .add(Status::WillFailOnThisGpu, format!("{}: {d}", f.display()));
-        }
-        let mut dl = Vec::new();
-        for name in &args.dlopen {
-            dl.push(sim.dlopen(0, name, &env));
-        }
-        for (i, o) in sim.objects.iter().enumerate() {
-            let Some(so) = &o.soname else { continue };
-            // The catalog lists what a library dlopens across its CUDA majors (cuFFT 12 opens
-            // libnvJitLink.so.12, cuFFT 13 libnvJitLink.so.13): keep the names of this major.
-            let known: Vec<String> = match catalog.classify(so) {
-                SonameClass::Toolkit(m) | SonameClass::External(m) => m
-                    .library
-                    .dlopens
-                    .iter()
-                    .filter(|d| {
-                        let majors = catalog.majors_of(d);
-                        majors.is_empty() || majors.contains(&m.major.major)
-                    })
-                    .cloned()
-                    .collect(),
-                _ => Vec::new(),
-            };
-            for pattern in known {
-                let Some(name) = dlopen_name(&o.path, &pattern) else {
-                    continue;
-                };
-                if !dl.iter().any(|r: &Resolution| r.name == name) {
-                    dl.push(sim.dlopen(i, &name, &env));
-                }
-            }
-        }
-        for r in dl.iter().filter(|r| r.path.is_none()) {
-            let driver_lib = catalog.driver_lib(&r.name).is_some();
-            if driver_lib && report.host.driver.is_none() {
-                continue; // No driver here: said once, in the host notes.
-            }
-            report.verdict.add(
-                Status::WillFailOnThisGpu,
-                format!(
-                    "{}: dlopen({}) from {} will fail: not found (tried {})",
-                    f.display(),
-                    r.name,
-                    r.needed_by.display(),
-                    r.tried.len()
-                ),
-            );
-        }
-        report.files.push(FileReport {
-            path: f.display().to_string(),
-            resolutions: sim.resolutions,
-            missing,
-            missing_symbols: missing_syms,
-            gpus,
-            driver_problems,
-            dlopen: dl,
-        });
+        report.files.push(file);
     }
     finish(&args, report)
 }
