@@ -169,6 +169,24 @@ pub struct Component {
     pub sources: Vec<String>,
 }
 
+/// A Python package that loads CUDA libraries itself (with cuda-pathfinder or its own code)
+/// before importing the modules that link them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Package {
+    pub pip: String,
+    /// The import names it installs.
+    pub imports: Vec<String>,
+    pub cuda: u32,
+    /// `cuda-pathfinder`: site-packages wheel directories first, then `$CONDA_PREFIX/lib`, the
+    /// libraries already loaded, the system search, and `CUDA_HOME`/`CUDA_PATH`.
+    pub loader: String,
+    /// Catalog library ids it loads.
+    pub loads: Vec<String>,
+    #[serde(default)]
+    pub sources: Vec<String>,
+}
+
 /// A library that comes with the NVIDIA driver.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -258,6 +276,8 @@ struct CatalogFile {
     arch: Vec<Arch>,
     #[serde(default)]
     component: Vec<Component>,
+    #[serde(default)]
+    package: Vec<Package>,
 }
 
 const BUILTIN: &[(&str, &str)] = &[
@@ -267,6 +287,7 @@ const BUILTIN: &[(&str, &str)] = &[
     ("drivers.toml", include_str!("../data/drivers.toml")),
     ("arch.toml", include_str!("../data/arch.toml")),
     ("components.toml", include_str!("../data/components.toml")),
+    ("packages.toml", include_str!("../data/packages.toml")),
 ];
 
 /// A CUDA version `major.minor` (e.g. `12.8`), ordered numerically.
@@ -331,6 +352,7 @@ pub struct Catalog {
     pub ptx_isa: Vec<PtxIsa>,
     pub archs: Vec<Arch>,
     pub components: Vec<Component>,
+    pub packages: Vec<Package>,
     /// SONAME → every (library index, major index) that lists it.
     by_soname: BTreeMap<String, Vec<(usize, usize)>>,
     /// Where the data came from: `builtin:<file>` or the user file's path.
@@ -367,6 +389,7 @@ impl Catalog {
             ptx_isa: Vec::new(),
             archs: Vec::new(),
             components: Vec::new(),
+            packages: Vec::new(),
             by_soname: BTreeMap::new(),
             origins: Vec::new(),
         }
@@ -438,6 +461,7 @@ impl Catalog {
         replace_by(&mut self.ptx_isa, file.ptx_isa, |p| p.isa.clone());
         replace_by(&mut self.archs, file.arch, |a| a.sm);
         replace_by(&mut self.components, file.component, |c| c.pip.clone());
+        replace_by(&mut self.packages, file.package, |p| p.pip.clone());
         self.origins.push(origin.to_string());
         self.reindex();
         Ok(())

@@ -45,6 +45,9 @@ pub struct LoadEnv {
     /// Files parsed so far (none: not an ELF file), shared by the simulations run with this
     /// environment, from any thread.
     pub parsed: Arc<Mutex<HashMap<PathBuf, Option<Arc<ObjInfo>>>>>,
+    /// Libraries loaded before the main object (as a package's loader preloads them): a `NEEDED`
+    /// of their SONAME is already satisfied.
+    pub preload: Vec<PathBuf>,
     /// Directory listings read so far (none: the directory cannot be read).
     pub listings: Arc<Mutex<HashMap<PathBuf, Option<std::collections::HashSet<String>>>>>,
 }
@@ -68,6 +71,7 @@ impl LoadEnv {
             hwcaps: Vec::new(),
             rtld: None,
             parsed: Arc::default(),
+            preload: Vec::new(),
             listings: Arc::default(),
         };
         if let Some(text) = ld_so_diagnostics() {
@@ -435,7 +439,15 @@ pub fn simulate(main: &Path, env: &LoadEnv) -> Result<Simulation, crate::ElfErro
             sim.objects.push(l);
         }
     }
-    let mut queue = VecDeque::from([0usize]);
+    // Preloaded libraries come first, with what they need, as they were loaded earlier.
+    let mut queue = VecDeque::new();
+    for p in &env.preload {
+        if let Some(info) = read_object(p, env) {
+            sim.objects.push(loaded(p.clone(), info, None, None));
+            queue.push_back(sim.objects.len() - 1);
+        }
+    }
+    queue.push_back(0);
     while let Some(i) = queue.pop_front() {
         if sim.objects[i].rtld {
             continue;
@@ -502,6 +514,43 @@ fn resolve(sim: &mut Simulation, i: usize, name: &str, env: &LoadEnv) -> Option<
     sim.resolutions.push(res);
     sim.objects.push(loaded(path, elf, Some(i), Some(name)));
     Some(sim.objects.len() - 1)
+}
+
+/// Where a plain `dlopen(name)` with no search path of its own finds `name` (a library of this
+/// machine): `LD_LIBRARY_PATH`, the cache, the system directories.
+pub fn find_on_system(name: &str, env: &LoadEnv) -> Option<(PathBuf, Rule)> {
+    let (machine, class) = host_machine();
+    for d in &env.ld_library_path {
+        let p = Path::new(d).join(name);
+        if dir_has(env, Path::new(d), name) && accept(&p, machine, class, env).is_some() {
+            return Some((p, Rule::LdLibraryPath));
+        }
+    }
+    if let Some(p) = env.cache.lookup(name, machine, class) {
+        if accept(p, machine, class, env).is_some() {
+            return Some((p.to_path_buf(), Rule::Cache));
+        }
+    }
+    let system = if env.system_dirs.is_empty() {
+        default_dirs(machine, class)
+    } else {
+        env.system_dirs.clone()
+    };
+    system.into_iter().find_map(|d| {
+        let p = d.join(name);
+        (dir_has(env, &d, name) && accept(&p, machine, class, env).is_some())
+            .then_some((p, Rule::SystemDir))
+    })
+}
+
+/// This program's machine and ELF class.
+fn host_machine() -> (u16, u8) {
+    let machine = match std::env::consts::ARCH {
+        "aarch64" => object::elf::EM_AARCH64,
+        "powerpc64" => object::elf::EM_PPC64,
+        _ => object::elf::EM_X86_64,
+    };
+    (machine, 64)
 }
 
 /// Whether directory `dir` holds an entry `name`, from a listing read once and shared through the
@@ -661,6 +710,7 @@ mod tests {
             hwcaps: vec![],
             rtld: None,
             parsed: Arc::default(),
+            preload: Vec::new(),
             listings: Arc::default(),
         };
         let owner = Path::new("/opt/pkg/sub/mod.so");
@@ -684,6 +734,7 @@ mod tests {
             hwcaps: vec![],
             rtld: None,
             parsed: Arc::default(),
+            preload: Vec::new(),
             listings: Arc::default(),
         };
         env.apply_diagnostics(

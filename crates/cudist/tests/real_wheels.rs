@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::*;
@@ -430,4 +430,100 @@ fn repaired_cupy_resolves_every_cuda_library_once_its_dependencies_are_installed
         }
         assert!(compared >= 200, "only {compared} resolutions compared");
     }
+
+    // cupy's own loader: its library modules carry no RPATH of their own (here: the unrepaired
+    // originals put back), and cupy loads each CUDA library with cuda-pathfinder before importing
+    // the module that links it. Doctor models that from the catalog; the real import is the oracle:
+    // a module imports exactly when doctor finds all it needs, and loads the files doctor names.
+    let libs = [
+        "cublas", "cusolver", "cusparse", "curand", "nccl", "cutensor",
+    ];
+    let members: Vec<String> = libs
+        .iter()
+        .map(|l| format!("cupy_backends/cuda/libs/{l}.cpython-311-x86_64-linux-gnu.so"))
+        .collect();
+    let refs: Vec<&str> = members.iter().map(String::as_str).collect();
+    let originals = tempfile::tempdir().unwrap();
+    extract(&w, &refs, originals.path());
+    for m in &members {
+        std::fs::copy(originals.path().join(m), Path::new(&site).join(m)).unwrap();
+    }
+    let python = venv.join("bin/python");
+    let o = cudist(&[
+        "doctor",
+        "--json",
+        "--ld-library-path",
+        "",
+        "--import",
+        "cupy_backends",
+        "--python",
+        python.to_str().unwrap(),
+    ]);
+    let report: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
+    let loads = report["runtime_loads"].as_array().unwrap();
+    assert!(
+        loads
+            .iter()
+            .all(|l| l["package"] == "cupy-cuda12x" && l["found_by"] == "site-packages"),
+        "{loads:#?}"
+    );
+    let mut agreed = 0;
+    for (lib, member) in libs.iter().zip(&members) {
+        let path = Path::new(&site).join(member);
+        let f = report["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| Path::new(f["path"].as_str().unwrap()) == path)
+            .unwrap_or_else(|| panic!("{member} not in the report"));
+        let doctor_ok = f["missing"].as_array().unwrap().is_empty();
+        let real = Command::new(&python)
+            .args([
+                "-c",
+                &format!(
+                    "from cupy_backends.cuda.libs import {lib}\n\
+                     import re\n\
+                     print('\\n'.join(sorted(set(re.findall(r'/\\S+\\.so[.0-9]*', open('/proc/self/maps').read())))))"
+                ),
+            ])
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap();
+        assert_eq!(
+            real.status.success(),
+            doctor_ok,
+            "{lib}: python says {}, doctor says {:#}",
+            String::from_utf8_lossy(&real.stderr),
+            f["missing"]
+        );
+        if doctor_ok {
+            let mapped: Vec<PathBuf> = String::from_utf8_lossy(&real.stdout)
+                .lines()
+                .filter_map(|l| std::fs::canonicalize(l).ok())
+                .collect();
+            // The module's own libraries (doctor preloads all that cupy loads, for every module;
+            // python here imported just this one).
+            for r in f["resolutions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| Path::new(r["needed_by"].as_str().unwrap()) == path)
+            {
+                let Some(p) = r["path"].as_str() else {
+                    continue;
+                };
+                let p = std::fs::canonicalize(p).unwrap();
+                if p.to_string_lossy().contains("site-packages") {
+                    assert!(
+                        mapped.contains(&p),
+                        "{lib}: doctor says {} is loaded, python did not map it",
+                        p.display()
+                    );
+                }
+            }
+        }
+        agreed += 1;
+    }
+    assert_eq!(agreed, libs.len());
 }

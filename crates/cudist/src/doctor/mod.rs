@@ -66,6 +66,8 @@ pub struct Report {
     pub host: host::Host,
     pub ld_library_path: Vec<String>,
     pub files: Vec<FileReport>,
+    /// What known packages (`--import`) load themselves at run time, found as their loader would.
+    pub runtime_loads: Vec<RuntimeLoad>,
     /// Without paths: the CUDA installations visible, and their conflicts.
     pub installations: Vec<machine::Installation>,
     pub conflicts: Vec<machine::Conflict>,
@@ -229,6 +231,110 @@ fn symbol_prefix(soname: &str) -> String {
         "cudart" => "cuda".to_string(),
         s => s.to_string(),
     }
+}
+
+/// A library a known package loads itself (cupy through cuda-pathfinder).
+#[derive(Debug, Serialize)]
+pub struct RuntimeLoad {
+    /// The distribution (`cupy-cuda12x`).
+    pub package: String,
+    /// Its loader (`cuda-pathfinder`).
+    pub loader: String,
+    pub soname: String,
+    pub path: Option<PathBuf>,
+    /// `site-packages`, `conda`, `ld_library_path`, `cache`, `system_dir` or `cuda_home`.
+    pub found_by: Option<String>,
+    pub tried: Vec<PathBuf>,
+    /// The wheel that provides it, for the fix.
+    pub pip: Option<String>,
+}
+
+/// The catalog package installed at `site` that provides import `name`.
+fn known_package<'c>(
+    site: &Path,
+    name: &str,
+    catalog: &'c Catalog,
+) -> Option<&'c cudist_catalog::Package> {
+    let installed = cudist_wheel::installed::scan(site).ok()?;
+    catalog.packages.iter().find(|p| {
+        p.imports.iter().any(|i| i == name)
+            && installed
+                .iter()
+                .any(|d| cudist_wheel::installed::normalise(&d.name) == p.pip)
+    })
+}
+
+/// Finds each library a known package loads, in cuda-pathfinder's order: the site-packages wheel
+/// directories (CUDA 13's `nvidia/cu13/lib`, then the per-component one), `$CONDA_PREFIX/lib`,
+/// the system search (`LD_LIBRARY_PATH`, cache, system directories), `CUDA_HOME`/`CUDA_PATH`.
+fn runtime_loads(
+    pkg: &cudist_catalog::Package,
+    site: &Path,
+    env: &LoadEnv,
+    catalog: &Catalog,
+) -> Vec<RuntimeLoad> {
+    let mut out = Vec::new();
+    for id in &pkg.loads {
+        let Some(row) = catalog
+            .library(id)
+            .and_then(|l| l.cuda.iter().find(|m| m.major == pkg.cuda))
+        else {
+            continue;
+        };
+        let soname = row.sonames[0].clone();
+        let mut dirs: Vec<(PathBuf, &str)> = Vec::new();
+        dirs.push((
+            site.join(format!("nvidia/cu{}/lib", pkg.cuda)),
+            "site-packages",
+        ));
+        if let Some(d) = &row.pip_dir {
+            dirs.push((site.join(d), "site-packages"));
+        }
+        if let Ok(c) = std::env::var("CONDA_PREFIX") {
+            dirs.push((PathBuf::from(c).join("lib"), "conda"));
+        }
+        let mut load = RuntimeLoad {
+            package: pkg.pip.clone(),
+            loader: pkg.loader.clone(),
+            soname: soname.clone(),
+            path: None,
+            found_by: None,
+            tried: Vec::new(),
+            pip: row.pip.clone(),
+        };
+        let mut found = dirs.iter().find_map(|(d, how)| {
+            let p = d.join(&soname);
+            load.tried.push(p.clone());
+            p.is_file().then(|| (p, how.to_string()))
+        });
+        if found.is_none() {
+            found = loader::find_on_system(&soname, env).map(|(p, rule)| {
+                let how = serde_json::to_value(&rule)
+                    .ok()
+                    .and_then(|v| v["rule"].as_str().map(String::from));
+                (p, how.unwrap_or_else(|| "system".into()))
+            });
+        }
+        if found.is_none() {
+            for var in ["CUDA_HOME", "CUDA_PATH"] {
+                if let Ok(root) = std::env::var(var) {
+                    for sub in ["lib64", "lib"] {
+                        let p = Path::new(&root).join(sub).join(&soname);
+                        load.tried.push(p.clone());
+                        if found.is_none() && p.is_file() {
+                            found = Some((p, "cuda_home".into()));
+                        }
+                    }
+                }
+            }
+        }
+        if let Some((p, how)) = found {
+            load.path = Some(p);
+            load.found_by = Some(how);
+        }
+        out.push(load);
+    }
+    out
 }
 
 /// The CUDA-library symbols of a simulation that the library they resolve to does not define.
@@ -564,9 +670,10 @@ impl Lines {
 pub fn run(mut args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
     let python = args.python.clone().unwrap_or_else(|| "python3".into());
     let mut children: Vec<(String, std::process::Child)> = Vec::new();
+    let mut imports: Vec<(String, PathBuf)> = Vec::new();
     for n in &args.import {
         match venv_package(&python, n) {
-            Some(p) => args.paths.push(p),
+            Some(p) => imports.push((n.clone(), p)),
             None => children.push((n.clone(), locate_import(&python, n)?)),
         }
     }
@@ -600,6 +707,7 @@ pub fn run(mut args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
         host,
         ld_library_path: env.ld_library_path.clone(),
         files: Vec::new(),
+        runtime_loads: Vec::new(),
         installations: Vec::new(),
         conflicts: Vec::new(),
     };
@@ -607,7 +715,38 @@ pub fn run(mut args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
         report.host.notes.push("no GPU known: the device code is not checked (`--host FILE` checks it for a described machine)".into());
     }
     for (name, child) in children {
-        args.paths.push(located(child, &python, &name)?);
+        let dir = located(child, &python, &name)?;
+        imports.push((name, dir));
+    }
+    args.paths.extend(imports.iter().map(|(_, d)| d.clone()));
+    // Known packages load CUDA libraries themselves before importing the modules that link
+    // them: find those as their loader would, and treat them as loaded.
+    for (name, dir) in &imports {
+        let Some(site) = dir.parent() else { continue };
+        let Some(pkg) = known_package(site, name, catalog) else {
+            continue;
+        };
+        if report.runtime_loads.iter().any(|l| l.package == pkg.pip) {
+            continue;
+        }
+        let loads = runtime_loads(pkg, site, &env, catalog);
+        for l in &loads {
+            match &l.path {
+                Some(p) => env.preload.push(p.clone()),
+                None => report.verdict.add(
+                    Status::WillFailToLoad,
+                    format!(
+                        "{} loads {} with {} at import: not found (tried {}, then the system search){}",
+                        l.package,
+                        l.soname,
+                        l.loader,
+                        l.tried.iter().map(|t| t.display().to_string()).collect::<Vec<_>>().join(", "),
+                        l.pip.as_deref().map(|p| format!("; install {p}")).unwrap_or_default()
+                    ),
+                ),
+            }
+        }
+        report.runtime_loads.extend(loads);
     }
     if args.paths.is_empty() {
         report.installations = machine::installations(catalog);
@@ -740,6 +879,23 @@ fn render(r: &Report, style: Style) -> String {
     }
     for n in &h.notes {
         s.push_str(&format!("  {}\n", style.dim(n)));
+    }
+    if let Some(first) = r.runtime_loads.first() {
+        s.push_str(&format!(
+            "\nloaded by {} itself ({}), before its modules:\n",
+            first.package, first.loader
+        ));
+        for l in &r.runtime_loads {
+            match &l.path {
+                Some(p) => s.push_str(&format!(
+                    "  {:<28} {}  ({})\n",
+                    l.soname,
+                    p.display(),
+                    l.found_by.as_deref().unwrap_or("?")
+                )),
+                None => s.push_str(&format!("  {:<28} {}\n", l.soname, style.red("not found"))),
+            }
+        }
     }
     if !r.installations.is_empty() {
         s.push_str("\nCUDA installations visible:\n");
