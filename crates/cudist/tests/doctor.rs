@@ -427,6 +427,30 @@ fn write_host_records_this_machine_and_without_paths_doctor_reports_it() {
         .map(|i| i["kind"].as_str().unwrap())
         .collect();
     assert!(kinds.contains(&"LD_LIBRARY_PATH"), "{kinds:?}");
+    // Headers of CUDA 12 (CUDA_HOME) with only a CUDA 13 runtime visible.
+    fake_lib(&b, "libcudart.so.13", "libcudart.so.13", "cudaMalloc");
+    let home = work.path().join("cuda-12.9");
+    std::fs::create_dir_all(home.join("include")).unwrap();
+    std::fs::write(
+        home.join("version.json"),
+        r#"{"cuda": {"name": "CUDA SDK", "version": "12.9.1"}}"#,
+    )
+    .unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_cudist"))
+        .args(["doctor", "--json"])
+        .env("LD_LIBRARY_PATH", b.display().to_string())
+        .env("CUDA_HOME", &home)
+        .env_remove("CUDA_PATH")
+        .output()
+        .unwrap();
+    let h: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let c = h["conflicts"].as_array().unwrap();
+    assert!(
+        c.iter()
+            .any(|c| c["library"] == "toolkit headers vs runtime"
+                && c["seen"][0].as_str().unwrap().contains("CUDA 12.9.1")),
+        "{c:#?}"
+    );
 }
 
 /// `--dlopen`: where dlopen(NAME) from the file finds the library, against a program that

@@ -224,7 +224,8 @@ pub fn conflicts(installs: &[Installation]) -> Vec<Conflict> {
             }
         }
     }
-    by_lib
+    let runtimes: BTreeMap<u32, String> = by_lib.get("cudart").cloned().unwrap_or_default();
+    let mut out: Vec<Conflict> = by_lib
         .into_iter()
         .filter(|(_, m)| m.len() > 1)
         .map(|(library, m)| Conflict {
@@ -234,5 +235,35 @@ pub fn conflicts(installs: &[Installation]) -> Vec<Conflict> {
                 .map(|(k, v)| format!("CUDA {k}: {v}"))
                 .collect(),
         })
-        .collect()
+        .collect();
+    // Headers of one toolkit with libraries of another: a CUDA root (CUDA_HOME, /usr/local/cuda,
+    // conda) of a major that no visible runtime library has, while another major's is visible.
+    let roots = ["CUDA_HOME", "CUDA_PATH", "/usr/local/cuda*", "conda"];
+    for i in installs.iter().filter(|i| roots.contains(&i.kind.as_str())) {
+        let Some(major) = i
+            .version
+            .as_deref()
+            .and_then(|v| v.split('.').next()?.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !runtimes.is_empty() && !runtimes.contains_key(&major) {
+            let mut seen = vec![format!(
+                "headers: CUDA {} at {} ({})",
+                i.version.as_deref().unwrap_or("?"),
+                i.path,
+                i.kind
+            )];
+            seen.extend(
+                runtimes
+                    .iter()
+                    .map(|(k, v)| format!("runtime: CUDA {k}: {v}")),
+            );
+            out.push(Conflict {
+                library: "toolkit headers vs runtime".into(),
+                seen,
+            });
+        }
+    }
+    out
 }

@@ -754,11 +754,18 @@ pub fn run(mut args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
         for c in &report.conflicts {
             report.verdict.add(
                 Status::Risky,
-                format!(
-                    "{} is visible in several CUDA majors: {}",
-                    c.library,
-                    c.seen.join("; ")
-                ),
+                if c.library == "toolkit headers vs runtime" {
+                    format!(
+                        "headers of one CUDA toolkit with the runtime of another, a known source of silent breakage: {}",
+                        c.seen.join("; ")
+                    )
+                } else {
+                    format!(
+                        "{} is visible in several CUDA majors: {}",
+                        c.library,
+                        c.seen.join("; ")
+                    )
+                },
             );
         }
         return finish(&args, report);
