@@ -9,6 +9,7 @@ mod doctor;
 mod errors;
 mod graft;
 mod inspect;
+mod relink;
 mod repair;
 mod toolkit;
 mod util;
@@ -49,6 +50,9 @@ enum Command {
     /// Assemble a CUDA root (CUDA_HOME) from the CUDA wheels of an environment, for nvcc, CMake
     /// and pkg-config; `toolkit env` prints the variables to use it.
     Toolkit(ToolkitArgs),
+    /// Distro fix-ups over an installed tree: driver RUNPATH, $ORIGIN-relative search paths, a
+    /// check for references outside the tree.
+    Relink(relink::RelinkArgs),
     /// Will these ELF files load here, and exactly why not (load simulation by glibc's rules).
     Doctor(doctor::DoctorArgs),
     /// Answer questions from the CUDA catalog.
@@ -157,6 +161,7 @@ fn main() -> ExitCode {
             None => toolkit::run(args.build, &catalog),
         },
         Command::Doctor(args) => doctor::run(args, &catalog),
+        Command::Relink(args) => relink::run(args, &catalog),
         Command::Catalog(cmd) => catalog_cmd::run(cmd, &catalog),
     };
     match result {

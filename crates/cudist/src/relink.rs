@@ -1,0 +1,335 @@
+//! `cudist relink TREE`: the fix-ups distribution packagers run over an installed tree.
+//!
+//! - `--driver-runpath DIR` adds DIR (e.g. `/run/opengl-driver/lib`) to the search path of every
+//!   ELF file that needs the CUDA driver: `libcuda.so.1` in NEEDED, or a CUDA library the catalog
+//!   knows to dlopen it (the runtime). A file keeps its tag (DT_RUNPATH, or DT_RPATH when that is
+//!   what it has, so its inheritance does not change); a file with neither gets DT_RUNPATH.
+//! - `--origin` rewrites absolute search-path entries inside TREE to `$ORIGIN`-relative ones and
+//!   drops absolute entries outside it (build-machine paths).
+//! - `--check` changes nothing and fails with the list of references outside TREE (`--allow DIR`
+//!   for the ones that are meant, such as the driver directory).
+//!
+//! Files are patched with [`cudist_elf::patch`] (verified after each edit) and replaced
+//! atomically, keeping their permissions.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use cudist_catalog::{Catalog, SonameClass};
+use cudist_elf::patch::{apply, Edits, SearchPathTag};
+use cudist_elf::ElfFile;
+use serde::Serialize;
+
+use crate::util::{self, outln};
+
+/// `cudist relink` arguments.
+#[derive(clap::Args, Debug)]
+pub struct RelinkArgs {
+    /// The installed tree (a prefix, a Nix output, an unpacked package).
+    #[arg(value_name = "TREE")]
+    pub tree: PathBuf,
+    /// Add this directory to the search path of every ELF file that needs the CUDA driver.
+    #[arg(long, value_name = "DIR")]
+    pub driver_runpath: Option<String>,
+    /// Rewrite absolute search-path entries inside TREE as $ORIGIN-relative; drop those outside.
+    #[arg(long)]
+    pub origin: bool,
+    /// Change nothing; fail with a list of the references to paths outside TREE.
+    #[arg(long, conflicts_with_all = ["driver_runpath", "origin"])]
+    pub check: bool,
+    /// With --check: directories outside TREE that are fine to reference (the driver's, e.g.
+    /// /run/opengl-driver/lib); repeatable.
+    #[arg(long, value_name = "DIR", requires = "check")]
+    pub allow: Vec<String>,
+    /// Show what would change; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the report as JSON (schema cudist.relink/1).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One file's changes or findings.
+#[derive(Debug, Serialize)]
+pub struct FileChange {
+    pub path: String,
+    pub before: Vec<String>,
+    pub after: Vec<String>,
+    /// `rpath` or `runpath`.
+    pub tag: &'static str,
+    /// With `--check`: the references outside the tree.
+    pub outside: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub schema: &'static str,
+    pub tree: String,
+    pub dry_run: bool,
+    pub files_checked: usize,
+    pub changed: Vec<FileChange>,
+    /// With `--check`: the files with references outside the tree.
+    pub problems: Vec<FileChange>,
+}
+
+/// Every ELF file below `dir` (symbolic links not followed).
+fn elf_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot list {}", dir.display()))?
+        .collect::<std::io::Result<_>>()
+        .with_context(|| format!("cannot list {}", dir.display()))?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let ft = e.file_type()?;
+        if ft.is_dir() {
+            elf_files(&e.path(), out)?;
+        } else if ft.is_file() {
+            let mut magic = [0u8; 4];
+            let ok = std::fs::File::open(e.path())
+                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+                .is_ok();
+            if ok && cudist_elf::is_elf(&magic) {
+                out.push(e.path());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether a file needs the CUDA driver: it links `libcuda.so.1`, or it is (or links) a CUDA
+/// library that dlopens it.
+fn needs_driver(elf: &ElfFile, catalog: &Catalog) -> bool {
+    let dlopens_driver = |name: &str| match catalog.classify(name) {
+        SonameClass::Toolkit(m) | SonameClass::External(m) => {
+            m.library.dlopens.iter().any(|d| d == "libcuda.so.1")
+        }
+        _ => false,
+    };
+    elf.needed.iter().any(|n| n == "libcuda.so.1")
+        || elf.soname.as_deref().is_some_and(dlopens_driver)
+}
+
+/// `path` relative to `from` (both absolute and normalised), as `$ORIGIN/…`.
+fn origin_relative(from_dir: &Path, target: &Path) -> String {
+    let a: Vec<_> = from_dir.components().collect();
+    let b: Vec<_> = target.components().collect();
+    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut s = String::from("$ORIGIN");
+    for _ in common..a.len() {
+        s.push_str("/..");
+    }
+    for c in &b[common..] {
+        s.push('/');
+        s.push_str(&c.as_os_str().to_string_lossy());
+    }
+    s
+}
+
+/// Removes `.` and `..` lexically.
+fn normalise(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Runs `cudist relink`.
+pub fn run(args: RelinkArgs, catalog: &Catalog) -> Result<ExitCode> {
+    let tree = std::fs::canonicalize(&args.tree)
+        .with_context(|| format!("{}: not a directory", args.tree.display()))?;
+    if !tree.is_dir() {
+        bail!("{}: not a directory", args.tree.display());
+    }
+    if !args.check && args.driver_runpath.is_none() && !args.origin {
+        bail!("nothing to do: give --driver-runpath DIR, --origin or --check");
+    }
+    let mut files = Vec::new();
+    elf_files(&tree, &mut files)?;
+    let mut report = Report {
+        schema: "cudist.relink/1",
+        tree: tree.display().to_string(),
+        dry_run: args.dry_run,
+        files_checked: files.len(),
+        changed: Vec::new(),
+        problems: Vec::new(),
+    };
+    for f in &files {
+        let data = std::fs::read(f).with_context(|| format!("cannot read {}", f.display()))?;
+        let Ok(elf) = ElfFile::parse(&data) else {
+            continue;
+        };
+        if !elf.has_dynamic {
+            continue;
+        }
+        let (tag, before) = if !elf.runpath.is_empty() {
+            (SearchPathTag::Runpath, elf.runpath.clone())
+        } else if !elf.rpath.is_empty() {
+            (SearchPathTag::Rpath, elf.rpath.clone())
+        } else {
+            (SearchPathTag::Runpath, Vec::new())
+        };
+        let tag_name = if tag == SearchPathTag::Rpath {
+            "rpath"
+        } else {
+            "runpath"
+        };
+        let dir = f.parent().unwrap_or(&tree);
+        if args.check {
+            let mut outside: Vec<String> = before
+                .iter()
+                .filter(|e| e.starts_with('/') && !normalise(Path::new(e)).starts_with(&tree))
+                .filter(|e| {
+                    !args
+                        .allow
+                        .iter()
+                        .any(|a| a.trim_end_matches('/') == e.trim_end_matches('/'))
+                })
+                .map(|e| format!("{tag_name} {e}"))
+                .collect();
+            outside.extend(
+                elf.needed
+                    .iter()
+                    .filter(|n| n.starts_with('/') && !Path::new(n).starts_with(&tree))
+                    .map(|n| format!("NEEDED {n}")),
+            );
+            if !outside.is_empty() {
+                report.problems.push(FileChange {
+                    path: f.display().to_string(),
+                    before: before.clone(),
+                    after: before,
+                    tag: tag_name,
+                    outside,
+                });
+            }
+            continue;
+        }
+        let mut after: Vec<String> = Vec::new();
+        for e in &before {
+            let expanded = e.replace("${ORIGIN}", "$ORIGIN");
+            if args.origin && expanded.starts_with('/') {
+                let p = normalise(Path::new(&expanded));
+                if p.starts_with(&tree) {
+                    after.push(origin_relative(dir, &p));
+                }
+                // Outside the tree: a build-machine path, dropped.
+                continue;
+            }
+            after.push(e.clone());
+        }
+        if let Some(d) = &args.driver_runpath {
+            if needs_driver(&elf, catalog) && !after.iter().any(|e| e == d) {
+                after.push(d.clone());
+            }
+        }
+        after.dedup();
+        if after == before {
+            continue;
+        }
+        if !args.dry_run {
+            let edits = Edits {
+                search_path: Some((after.clone(), tag)),
+                ..Edits::default()
+            };
+            let patched =
+                apply(&data, &edits).with_context(|| format!("cannot patch {}", f.display()))?;
+            let perms = std::fs::metadata(f)?.permissions();
+            let tmp = f.with_file_name(format!(
+                ".{}.cudist-tmp",
+                f.file_name().unwrap_or_default().to_string_lossy()
+            ));
+            std::fs::write(&tmp, &patched.data)
+                .with_context(|| format!("cannot write {}", tmp.display()))?;
+            std::fs::set_permissions(&tmp, perms)?;
+            std::fs::rename(&tmp, f).with_context(|| format!("cannot replace {}", f.display()))?;
+        }
+        report.changed.push(FileChange {
+            path: f.display().to_string(),
+            before,
+            after,
+            tag: tag_name,
+            outside: Vec::new(),
+        });
+    }
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        let mut s = String::new();
+        if args.check {
+            if report.problems.is_empty() {
+                s.push_str(&format!(
+                    "cudist relink --check: {} ELF files, none references a path outside {}\n",
+                    report.files_checked, report.tree
+                ));
+            } else {
+                s.push_str(&format!(
+                    "cudist relink --check: {} of {} ELF files reference paths outside {}:\n",
+                    report.problems.len(),
+                    report.files_checked,
+                    report.tree
+                ));
+                for p in &report.problems {
+                    s.push_str(&format!("  {}: {}\n", p.path, p.outside.join(", ")));
+                }
+            }
+        } else {
+            s.push_str(&format!(
+                "cudist relink: {} of {} ELF files {}\n",
+                report.changed.len(),
+                report.files_checked,
+                if args.dry_run {
+                    "would change"
+                } else {
+                    "changed"
+                }
+            ));
+            for c in &report.changed {
+                s.push_str(&format!(
+                    "  {}: {} {:?} -> {:?}\n",
+                    c.path,
+                    c.tag,
+                    c.before.join(":"),
+                    c.after.join(":")
+                ));
+            }
+        }
+        util::emit(&s);
+    }
+    Ok(if report.problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origin_paths() {
+        assert_eq!(
+            origin_relative(Path::new("/t/lib"), Path::new("/t/lib")),
+            "$ORIGIN"
+        );
+        assert_eq!(
+            origin_relative(Path::new("/t/bin"), Path::new("/t/lib")),
+            "$ORIGIN/../lib"
+        );
+        assert_eq!(
+            origin_relative(Path::new("/t/a/b"), Path::new("/t/lib/x")),
+            "$ORIGIN/../../lib/x"
+        );
+        assert_eq!(
+            normalise(Path::new("/t/bin/../lib/./x")),
+            PathBuf::from("/t/lib/x")
+        );
+    }
+}
