@@ -14,7 +14,7 @@
 #   - auditwheel 6.8.2 from PyPI (a CUDA-unaware repair, whose grafts cudist repair undoes);
 #   - cupy-cuda12x 14.2.0, nvidia-cuda-runtime-cu12 12.9.79 and nvidia-cuda-runtime 13.5.37 wheels;
 #   - for `cudist toolkit`: CMake and pkg-config from Debian, and two venvs of CUDA wheels
-#     (CUDA 13.5: nvcc, nvvm, crt, runtime, cccl, curand; CUDA 12.9: runtime, curand, nvcc-cu12).
+#     (CUDA 13.5: nvcc, nvvm, crt, runtime, cccl, curand, nvrtc; CUDA 12.9: runtime, curand, nvcc-cu12).
 # The tests read their locations from CUDIST_* variables; with CI=true a missing one fails the run.
 set -euo pipefail
 
@@ -103,7 +103,8 @@ toolkit_env() {
     fi
 }
 toolkit_env cu13 nvidia-cuda-nvcc==13.5.37 nvidia-nvvm==13.5.37 nvidia-cuda-crt==13.5.37 \
-    nvidia-cuda-runtime==13.5.37 nvidia-cuda-cccl==13.3.5.0.6 nvidia-curand==10.4.5.25
+    nvidia-cuda-runtime==13.5.37 nvidia-cuda-cccl==13.3.5.0.6 nvidia-curand==10.4.5.25 \
+    nvidia-cuda-nvrtc==13.5.37
 # The build backend of docs/toolkit.md's recipe, for builds without isolation in that venv.
 if [[ ! -f "$TK/cu13/.skbuild" ]]; then
     "$TK/cu13/bin/pip" install --quiet --disable-pip-version-check scikit-build-core==0.11.6 packaging==26.3 pathspec==1.1.1

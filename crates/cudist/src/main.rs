@@ -11,6 +11,7 @@ mod graft;
 mod inspect;
 mod relink;
 mod repair;
+mod split;
 mod toolkit;
 mod util;
 
@@ -50,6 +51,8 @@ enum Command {
     /// Assemble a CUDA root (CUDA_HOME) from the CUDA wheels of an environment, for nvcc, CMake
     /// and pkg-config; `toolkit env` prints the variables to use it.
     Toolkit(ToolkitArgs),
+    /// Split CUDA wheels into components × outputs (lib, dev, static, stubs, bin, doc) with pins.
+    Split(split::SplitArgs),
     /// Distro fix-ups over an installed tree: driver RUNPATH, $ORIGIN-relative search paths, a
     /// check for references outside the tree.
     Relink(relink::RelinkArgs),
@@ -162,6 +165,7 @@ fn main() -> ExitCode {
         },
         Command::Doctor(args) => doctor::run(args, &catalog),
         Command::Relink(args) => relink::run(args, &catalog),
+        Command::Split(args) => split::run(args, &catalog),
         Command::Catalog(cmd) => catalog_cmd::run(cmd, &catalog),
     };
     match result {

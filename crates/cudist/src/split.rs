@@ -1,0 +1,633 @@
+//! `cudist split`: a CUDA toolkit as components × outputs, the way conda-forge and Nixpkgs package
+//! it.
+//!
+//! Every file gets a **component** (`cuda_cudart`, `libcublas`, … the key NVIDIA's manifests use,
+//! from the catalog's `components.toml` for the wheel that installed it) and an **output**:
+//! - `lib`: shared libraries under their SONAME;
+//! - `dev`: headers, linker-name links, pkg-config and CMake files;
+//! - `static`: archives;
+//! - `stubs`: link-time stubs;
+//! - `bin`: executables;
+//! - `doc`.
+//!
+//! Licenses go with every output. **Pins** are derived from the SONAMEs, not written by hand:
+//! - a SONAME that carries only the major (`libcublas.so.13`) makes dependents pin the major;
+//! - one that carries the minor (`libcudart.so.11.0`, `libnvrtc.so.11.2`) makes them pin
+//!   major.minor;
+//! - an unversioned one pins the exact version.
+//!
+//! `dev` pins its `lib` exactly, and `static` pins its `dev`.
+//!
+//! This first part reads the CUDA wheels of a site-packages directory and writes `manifest` (one
+//! JSON with every file, plus a Nixpkgs-style features file) or `dirs` (one directory per
+//! component-output, with SONAME and linker-name links). The `conda` format and other inputs
+//! (toolkit trees, redistributable archives) come next.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use cudist_catalog::Catalog;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::toolkit::generate::linker_name;
+use crate::toolkit::source::{Source, SourceArgs};
+use crate::util::{self, outln};
+
+/// `cudist split` arguments.
+#[derive(clap::Args, Debug)]
+pub struct SplitArgs {
+    /// A site-packages directory holding NVIDIA CUDA wheels.
+    #[arg(value_name = "INPUT")]
+    pub input: PathBuf,
+    /// Where to write (must not exist).
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub out: PathBuf,
+    /// `manifest` (split.json + features.json) or `dirs` (one directory per component-output).
+    #[arg(long, default_value = "manifest", value_parser = ["manifest", "dirs"])]
+    pub format: String,
+    /// Print the report as JSON (the manifest, schema cudist.split/1).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The outputs, in the order conda-forge and Nixpkgs list them.
+pub const OUTPUTS: &[&str] = &["lib", "dev", "static", "stubs", "bin", "doc"];
+
+/// One file of the split.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileRow {
+    /// The path in a CUDA root (`lib64/libcudart.so.13`).
+    pub path: String,
+    pub component: String,
+    pub output: String,
+    /// `file`, or `link` for a link cudist makes (its target in `target`).
+    pub kind: &'static str,
+    pub target: Option<String>,
+    pub size: u64,
+    pub sha256: Option<String>,
+    pub soname: Option<String>,
+    pub needed: Vec<String>,
+}
+
+/// A pin: what a dependent of this output requires.
+#[derive(Debug, Clone, Serialize)]
+pub struct Pin {
+    /// conda-forge style (`libcublas >=13.10.0.20,<14.0a0`).
+    pub conda: String,
+    /// PEP 508 (`nvidia-cublas>=13.10.0.20,<14`).
+    pub pep508: Option<String>,
+    /// Why: the SONAME and what it carries.
+    pub reason: String,
+}
+
+/// One component and its outputs.
+#[derive(Debug, Clone, Serialize)]
+pub struct ComponentRow {
+    pub component: String,
+    pub package: String,
+    pub version: String,
+    /// The conda-forge package name of the `lib` output (`cuda-cudart`, `libcublas`).
+    pub conda: String,
+    /// Output → conda package name (`dev` → `cuda-cudart-dev`).
+    pub packages: BTreeMap<String, String>,
+    /// Output → number of files.
+    pub outputs: BTreeMap<String, usize>,
+    /// What dependents of the `lib` output pin (run_exports).
+    pub run_exports: Vec<Pin>,
+    /// Output → what it depends on (`dev` → the `lib` output, exactly).
+    pub depends: BTreeMap<String, Vec<String>>,
+}
+
+/// The manifest (`--json` and `split.json`: schema `cudist.split/1`).
+#[derive(Debug, Serialize)]
+pub struct Manifest {
+    pub schema: &'static str,
+    pub input: String,
+    pub cuda_major: Option<u32>,
+    pub components: Vec<ComponentRow>,
+    pub files: Vec<FileRow>,
+    /// Files that no rule placed (reported; placed in `doc`).
+    pub unassigned: Vec<String>,
+}
+
+/// The output of a file, by its path in a CUDA root; `None` when no rule applies.
+pub fn output_of(path: &str, is_shared_object: bool) -> Option<&'static str> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    if path.contains("/stubs/") {
+        return Some("stubs");
+    }
+    if name.ends_with(".a") {
+        return Some("static");
+    }
+    if path.starts_with("include/")
+        || path.starts_with("nvvm/include/")
+        || path.contains("/pkgconfig/")
+        || path.contains("/cmake/")
+        || path.starts_with("nvvm/libdevice/")
+    {
+        return Some("dev");
+    }
+    if path.starts_with("bin/") || path.starts_with("nvvm/bin/") {
+        return Some("bin");
+    }
+    if path.starts_with("share/doc/") || path.starts_with("doc/") {
+        return Some("doc");
+    }
+    if (path.starts_with("lib64/") || path.starts_with("nvvm/lib64/")) && is_shared_object {
+        // A bare `libX.so` is a linker name: a build-time file.
+        return Some(if name.ends_with(".so") { "dev" } else { "lib" });
+    }
+    None
+}
+
+/// The pin a dependent takes on `package` at `version`, from the SONAME of its library.
+pub fn pin_from_soname(soname: &str, conda: &str, pip: Option<&str>, version: &str) -> Pin {
+    let nums: Vec<u64> = soname
+        .split_once(".so.")
+        .map(|(_, v)| v.split('.').map_while(|p| p.parse().ok()).collect())
+        .unwrap_or_default();
+    let vparts: Vec<u64> = version.split('.').map_while(|p| p.parse().ok()).collect();
+    let major = vparts.first().copied().unwrap_or(0);
+    let minor = vparts.get(1).copied().unwrap_or(0);
+    let (conda_upper, pep_upper, reason) = match nums.len() {
+        0 => (
+            None,
+            None,
+            format!("{soname} carries no version: pinned exactly"),
+        ),
+        1 => (
+            Some(format!("<{}.0a0", major + 1)),
+            Some(format!("<{}", major + 1)),
+            format!("{soname} carries one number: dependents pin the package's major ({major}.x)"),
+        ),
+        _ => (
+            Some(format!("<{major}.{}.0a0", minor + 1)),
+            Some(format!("<{major}.{}", minor + 1)),
+            format!("{soname} carries the minor: dependents pin the package's major.minor ({major}.{minor}.x)"),
+        ),
+    };
+    let conda_spec = match &conda_upper {
+        Some(u) => format!("{conda} >={version},{u}"),
+        None => format!("{conda} =={version}"),
+    };
+    let pep508 = pip.map(|p| match &pep_upper {
+        Some(u) => format!("{p}>={version},{u}"),
+        None => format!("{p}=={version}"),
+    });
+    Pin {
+        conda: conda_spec,
+        pep508,
+        reason,
+    }
+}
+
+/// conda-forge's name for a component: `cuda_cudart` → `cuda-cudart`, `libcublas` → `libcublas`.
+fn conda_name(component: &str) -> String {
+    component.replace('_', "-")
+}
+
+fn sha256_file(path: &Path) -> Result<(u64, String)> {
+    let mut f =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut n = 0u64;
+    loop {
+        let k = f.read(&mut buf)?;
+        if k == 0 {
+            break;
+        }
+        n += k as u64;
+        h.update(&buf[..k]);
+    }
+    Ok((n, format!("{:x}", h.finalize())))
+}
+
+/// Builds the manifest of a site-packages directory.
+pub fn manifest(input: &Path, catalog: &Catalog) -> Result<Manifest> {
+    let has_dist_info = std::fs::read_dir(input)
+        .with_context(|| format!("{}: not a directory", input.display()))?
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().ends_with(".dist-info"));
+    if !has_dist_info {
+        bail!(
+            "{}: no .dist-info directories; split reads a site-packages directory holding NVIDIA CUDA wheels \
+             (toolkit trees and redistributable archives are not supported yet)",
+            input.display()
+        );
+    }
+    let source = Source::read(
+        &SourceArgs {
+            site_packages: vec![std::path::absolute(input)?],
+            ..SourceArgs::default()
+        },
+        catalog,
+    )?;
+    if source.packages.is_empty() {
+        bail!("{}: no NVIDIA CUDA wheels installed there", input.display());
+    }
+    let cuda_major = crate::toolkit::plan::check_versions(&source, catalog)?;
+    let mut m = Manifest {
+        schema: "cudist.split/1",
+        input: input.display().to_string(),
+        cuda_major: Some(cuda_major),
+        components: Vec::new(),
+        files: Vec::new(),
+        unassigned: Vec::new(),
+    };
+    for p in &source.packages {
+        let (component, pip_base) = match catalog.component_by_pip(&p.name) {
+            Some((c, _)) => (c.redist.clone(), Some(p.name.clone())),
+            None => (
+                cudist_wheel::installed::normalise(&p.name)
+                    .trim_start_matches("nvidia-")
+                    .replace('-', "_"),
+                Some(p.name.clone()),
+            ),
+        };
+        let conda = conda_name(&component);
+        let mut row = ComponentRow {
+            component: component.clone(),
+            package: p.name.clone(),
+            version: p.version.clone(),
+            conda: conda.clone(),
+            packages: BTreeMap::new(),
+            outputs: BTreeMap::new(),
+            run_exports: Vec::new(),
+            depends: BTreeMap::new(),
+        };
+        let mut licenses = Vec::new();
+        let mut files = Vec::new();
+        let mut lib_sonames: Vec<String> = Vec::new();
+        for f in &p.files {
+            let Some(dest) = &f.dest else { continue };
+            if dest.starts_with("share/licenses/") {
+                licenses.push(f);
+                continue;
+            }
+            std::fs::metadata(&f.abs)
+                .with_context(|| format!("{} (from {}): missing", f.abs.display(), p.name))?;
+            let is_so = dest.contains(".so") && {
+                let mut head = [0u8; 4];
+                std::fs::File::open(&f.abs)
+                    .and_then(|mut h| h.read_exact(&mut head))
+                    .is_ok()
+                    && cudist_elf::is_elf(&head)
+            };
+            let (soname, needed) = if is_so {
+                // SAFETY: read-only private mapping of an input cudist never writes.
+                let data = std::fs::File::open(&f.abs)
+                    .ok()
+                    .and_then(|h| unsafe { memmap2::Mmap::map(&h) }.ok());
+                let elf = data
+                    .as_ref()
+                    .and_then(|d| cudist_elf::ElfFile::parse(d).ok());
+                (
+                    elf.as_ref().and_then(|e| e.soname.clone()),
+                    elf.map(|e| e.needed).unwrap_or_default(),
+                )
+            } else {
+                (None, Vec::new())
+            };
+            let output = match output_of(dest, is_so) {
+                Some(o) => o,
+                None => {
+                    m.unassigned.push(dest.clone());
+                    "doc"
+                }
+            };
+            let (size, sha) = sha256_file(&f.abs)?;
+            files.push(FileRow {
+                path: dest.clone(),
+                component: component.clone(),
+                output: output.into(),
+                kind: "file",
+                target: None,
+                size,
+                sha256: Some(sha),
+                soname: soname.clone(),
+                needed,
+            });
+            // The links a split tree carries: the SONAME link (lib) where the file has another
+            // name, the linker name (dev).
+            if output == "lib" {
+                let file = dest.rsplit('/').next().unwrap_or(dest);
+                let dir = &dest[..dest.len() - file.len()];
+                if let Some(so) = soname.as_deref().filter(|s| *s != file) {
+                    files.push(link_row(format!("{dir}{so}"), file, &component, "lib"));
+                }
+                if let Some(l) = linker_name(file).filter(|l| l != file) {
+                    let target = soname.clone().unwrap_or(file.to_string());
+                    files.push(link_row(format!("{dir}{l}"), &target, &component, "dev"));
+                }
+                if let Some(so) = &soname {
+                    lib_sonames.push(so.clone());
+                }
+            }
+        }
+        // A library another library of this component loads with dlopen (NVRTC's builtins) is
+        // private to it: dependents never link it, so it sets no pin.
+        let private: Vec<&String> = lib_sonames
+            .iter()
+            .filter(|so| dlopened_by(so, &lib_sonames, catalog))
+            .collect();
+        for so in lib_sonames.iter().filter(|s| !private.contains(s)) {
+            row.run_exports
+                .push(pin_from_soname(so, &conda, pip_base.as_deref(), &p.version));
+        }
+        // Licenses go with every output the component has.
+        let outputs: std::collections::BTreeSet<String> =
+            files.iter().map(|f| f.output.clone()).collect();
+        for lic in &licenses {
+            let (size, sha) = sha256_file(&lic.abs)?;
+            for o in &outputs {
+                files.push(FileRow {
+                    path: lic.dest.clone().unwrap_or_default(),
+                    component: component.clone(),
+                    output: o.clone(),
+                    kind: "file",
+                    target: None,
+                    size,
+                    sha256: Some(sha.clone()),
+                    soname: None,
+                    needed: Vec::new(),
+                });
+            }
+        }
+        for f in &files {
+            *row.outputs.entry(f.output.clone()).or_default() += 1;
+        }
+        for o in row.outputs.keys() {
+            let name = if o == "lib" {
+                conda.clone()
+            } else {
+                format!("{conda}-{o}")
+            };
+            row.packages.insert(o.clone(), name);
+        }
+        // dev pins its runtime exactly; static pins its dev exactly.
+        if row.outputs.contains_key("dev") && row.outputs.contains_key("lib") {
+            row.depends
+                .insert("dev".into(), vec![format!("{conda} =={}", p.version)]);
+        }
+        if row.outputs.contains_key("static") && row.outputs.contains_key("dev") {
+            row.depends.insert(
+                "static".into(),
+                vec![format!("{conda}-dev =={}", p.version)],
+            );
+        }
+        row.run_exports.dedup_by(|a, b| a.conda == b.conda);
+        m.files.extend(files);
+        m.components.push(row);
+    }
+    Ok(m)
+}
+
+/// Whether `soname` is opened with dlopen by one of the `siblings` (the catalog's `dlopens`, as a
+/// full name or as the `libX.so` stem of a versioned family such as NVRTC's builtins).
+fn dlopened_by(soname: &str, siblings: &[String], catalog: &Catalog) -> bool {
+    siblings.iter().filter(|s| s.as_str() != soname).any(|s| {
+        catalog.library_by_soname(s).is_some_and(|m| {
+            m.library.dlopens.iter().any(|d| {
+                d == soname || (d.ends_with(".so") && soname.starts_with(&format!("{d}.")))
+            })
+        })
+    })
+}
+
+fn link_row(path: String, target: &str, component: &str, output: &str) -> FileRow {
+    FileRow {
+        path,
+        component: component.into(),
+        output: output.into(),
+        kind: "link",
+        target: Some(target.into()),
+        size: 0,
+        sha256: None,
+        soname: None,
+        needed: Vec::new(),
+    }
+}
+
+/// The Nixpkgs-style features file: component → platform → which outputs exist.
+fn features(m: &Manifest) -> serde_json::Value {
+    let platform = format!(
+        "linux-{}",
+        std::env::consts::ARCH.replace("aarch64", "sbsa")
+    );
+    let mut out = serde_json::Map::new();
+    for c in &m.components {
+        let outputs: serde_json::Map<String, serde_json::Value> = OUTPUTS
+            .iter()
+            .map(|o| {
+                (
+                    o.to_string(),
+                    serde_json::Value::Bool(c.outputs.contains_key(*o)),
+                )
+            })
+            .collect();
+        out.insert(
+            c.component.clone(),
+            serde_json::json!({ platform.clone(): { "outputs": outputs } }),
+        );
+    }
+    serde_json::Value::Object(out)
+}
+
+/// Runs `cudist split`.
+pub fn run(args: SplitArgs, catalog: &Catalog) -> Result<ExitCode> {
+    if args.out.exists() {
+        bail!("{} exists; give another --out", args.out.display());
+    }
+    let m = manifest(&args.input, catalog)?;
+    // Written beside --out, then renamed: nothing half-written.
+    let out = std::path::absolute(&args.out)?;
+    let parent = out
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| ".".into());
+    std::fs::create_dir_all(&parent)?;
+    let tmp = parent.join(format!(
+        ".{}.cudist-tmp-{}",
+        out.file_name().unwrap_or_default().to_string_lossy(),
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let written = write(&m, &args, &tmp, catalog);
+    if let Err(e) = written {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    std::fs::rename(&tmp, &out).with_context(|| format!("cannot rename into {}", out.display()))?;
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&m)?);
+    } else {
+        let mut s = format!(
+            "cudist split: {} components, {} files ({} unassigned) -> {} ({})\n",
+            m.components.len(),
+            m.files.len(),
+            m.unassigned.len(),
+            out.display(),
+            args.format
+        );
+        for c in &m.components {
+            let outs: Vec<String> = c.outputs.iter().map(|(o, n)| format!("{o}:{n}")).collect();
+            s.push_str(&format!(
+                "  {:<22} {:<12} {}\n",
+                c.component,
+                c.version,
+                outs.join(" ")
+            ));
+            for p in &c.run_exports {
+                s.push_str(&format!("    run_exports {}   ({})\n", p.conda, p.reason));
+            }
+        }
+        for u in &m.unassigned {
+            s.push_str(&format!("  unassigned (placed in doc): {u}\n"));
+        }
+        util::emit(&s);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write(m: &Manifest, args: &SplitArgs, dir: &Path, catalog: &Catalog) -> Result<()> {
+    let _ = catalog;
+    std::fs::create_dir_all(dir)?;
+    let mut text = serde_json::to_string_pretty(m)?;
+    text.push('\n');
+    std::fs::write(dir.join("split.json"), text)?;
+    let mut f = serde_json::to_string_pretty(&features(m))?;
+    f.push('\n');
+    std::fs::write(dir.join("features.json"), f)?;
+    if args.format == "dirs" {
+        let site = std::path::absolute(&args.input)?;
+        // Where each file of the manifest came from.
+        let source = Source::read(
+            &SourceArgs {
+                site_packages: vec![site],
+                ..SourceArgs::default()
+            },
+            catalog,
+        )?;
+        let mut origin: BTreeMap<String, PathBuf> = BTreeMap::new();
+        for p in &source.packages {
+            for f in &p.files {
+                if let Some(d) = &f.dest {
+                    origin.entry(d.clone()).or_insert(f.abs.clone());
+                }
+            }
+        }
+        for f in &m.files {
+            let out_dir = dir.join(format!("{}-{}", f.component, f.output));
+            let path = out_dir.join(&f.path);
+            std::fs::create_dir_all(path.parent().unwrap())?;
+            match f.kind {
+                "link" => {
+                    std::os::unix::fs::symlink(f.target.as_deref().unwrap_or_default(), &path)?
+                }
+                _ => {
+                    let src = origin
+                        .get(&f.path)
+                        .with_context(|| format!("no source for {}", f.path))?;
+                    std::fs::copy(src, &path).with_context(|| {
+                        format!("cannot copy {} to {}", src.display(), path.display())
+                    })?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pins_follow_what_the_soname_carries() {
+        // Major only.
+        let p = pin_from_soname(
+            "libcublas.so.13",
+            "libcublas",
+            Some("nvidia-cublas"),
+            "13.10.0.20",
+        );
+        assert_eq!(p.conda, "libcublas >=13.10.0.20,<14.0a0");
+        assert_eq!(p.pep508.as_deref(), Some("nvidia-cublas>=13.10.0.20,<14"));
+        // Major.minor: cudart 11.0, nvrtc 11.2, the NVRTC builtins.
+        let p = pin_from_soname(
+            "libcudart.so.11.0",
+            "cuda-cudart",
+            Some("nvidia-cuda-runtime-cu11"),
+            "11.0.221",
+        );
+        assert_eq!(p.conda, "cuda-cudart >=11.0.221,<11.1.0a0");
+        assert_eq!(
+            p.pep508.as_deref(),
+            Some("nvidia-cuda-runtime-cu11>=11.0.221,<11.1")
+        );
+        let p = pin_from_soname("libnvrtc.so.11.2", "cuda-nvrtc", None, "11.2.152");
+        assert_eq!(p.conda, "cuda-nvrtc >=11.2.152,<11.3.0a0");
+        assert_eq!(p.pep508, None);
+        let p = pin_from_soname("libnvrtc-builtins.so.12.9", "cuda-nvrtc", None, "12.9.86");
+        assert_eq!(p.conda, "cuda-nvrtc >=12.9.86,<12.10.0a0");
+        // No version in the SONAME: exact.
+        let p = pin_from_soname("libnvvm.so", "cuda-nvvm", None, "12.9.86");
+        assert_eq!(p.conda, "cuda-nvvm ==12.9.86");
+    }
+
+    #[test]
+    fn every_catalog_soname_policy_gives_the_matching_pin() {
+        let cat = Catalog::builtin();
+        let mut seen = std::collections::BTreeSet::new();
+        for lib in &cat.libraries {
+            for m in &lib.cuda {
+                for so in &m.sonames {
+                    let p = pin_from_soname(so, "x", None, "1.2.3");
+                    let want = match m.policy {
+                        cudist_catalog::SonamePolicy::Major => "x >=1.2.3,<2.0a0",
+                        cudist_catalog::SonamePolicy::MajorMinor => "x >=1.2.3,<1.3.0a0",
+                        cudist_catalog::SonamePolicy::None => "x ==1.2.3",
+                    };
+                    // The catalog's policy and the pin derived from the name agree.
+                    if so.split_once(".so.").is_some()
+                        || m.policy == cudist_catalog::SonamePolicy::None
+                    {
+                        assert_eq!(p.conda, want, "{so} ({})", m.policy);
+                    }
+                    seen.insert(m.policy.to_string());
+                }
+            }
+        }
+        assert!(
+            seen.contains("major") && seen.contains("major.minor"),
+            "{seen:?}"
+        );
+    }
+
+    #[test]
+    fn outputs_by_path() {
+        assert_eq!(output_of("lib64/libcudart.so.13", true), Some("lib"));
+        assert_eq!(output_of("lib64/libcudart.so", true), Some("dev"));
+        assert_eq!(output_of("lib64/libcudart_static.a", false), Some("static"));
+        assert_eq!(output_of("lib64/stubs/libcuda.so", true), Some("stubs"));
+        assert_eq!(output_of("include/cuda_runtime.h", false), Some("dev"));
+        assert_eq!(
+            output_of("lib64/cmake/cub/cub-config.cmake", false),
+            Some("dev")
+        );
+        assert_eq!(output_of("bin/nvcc", false), Some("bin"));
+        assert_eq!(output_of("nvvm/bin/cicc", false), Some("bin"));
+        assert_eq!(output_of("nvvm/lib64/libnvvm.so", true), Some("dev"));
+        assert_eq!(
+            output_of("nvvm/libdevice/libdevice.10.bc", false),
+            Some("dev")
+        );
+        assert_eq!(output_of("bin/crt/link.stub", false), Some("bin"));
+        assert_eq!(output_of("weird/thing", false), None);
+    }
+}
