@@ -495,7 +495,6 @@ pub fn run(args: SplitArgs, catalog: &Catalog) -> Result<ExitCode> {
 }
 
 fn write(m: &Manifest, args: &SplitArgs, dir: &Path, catalog: &Catalog) -> Result<()> {
-    let _ = catalog;
     std::fs::create_dir_all(dir)?;
     let mut text = serde_json::to_string_pretty(m)?;
     text.push('\n');
