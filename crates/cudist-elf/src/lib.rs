@@ -186,6 +186,26 @@ pub fn machine_name(machine: u16) -> String {
     }
 }
 
+/// The `e_machine` value of the machine this program runs on (its ELF class is 64-bit on every
+/// architecture cudist is built for).
+pub fn host_machine() -> u16 {
+    match std::env::consts::ARCH {
+        "aarch64" => elf::EM_AARCH64,
+        "powerpc64" => elf::EM_PPC64,
+        _ => elf::EM_X86_64,
+    }
+}
+
+/// Maps a file read-only, for the parsers here: only the pages they touch are read, so a 500 MB
+/// library costs its headers and tables, not its size.
+pub fn map_file(path: &std::path::Path) -> std::io::Result<memmap2::Mmap> {
+    let f = std::fs::File::open(path)?;
+    // SAFETY: a private read-only mapping of a file cudist never writes. A file truncated by
+    // another process while mapped can raise SIGBUS, the risk every mmap-based reader (ld.so
+    // included) accepts.
+    unsafe { memmap2::Mmap::map(&f) }
+}
+
 /// The `e_machine` value of a machine name as [`machine_name`] prints it.
 pub fn machine_from_name(name: &str) -> Option<u16> {
     [

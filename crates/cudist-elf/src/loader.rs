@@ -374,13 +374,10 @@ impl Simulation {
 /// Parses an ELF file through a read-only mapping: only the pages the parser touches are read, so
 /// a 500 MB library costs its headers and symbol tables, not its size.
 fn parse_file(path: &Path) -> std::io::Result<Option<ElfFile>> {
-    let f = std::fs::File::open(path)?;
-    if f.metadata()?.len() < 64 {
+    if std::fs::metadata(path)?.len() < 64 {
         return Ok(None);
     }
-    // SAFETY: a private read-only mapping of a file cudist never writes; a concurrent truncation
-    // could raise SIGBUS, the risk every mmap-based reader (ld.so included) takes.
-    let map = unsafe { memmap2::Mmap::map(&f)? };
+    let map = crate::map_file(path)?;
     Ok(ElfFile::parse(&map).ok())
 }
 
@@ -519,7 +516,7 @@ fn resolve(sim: &mut Simulation, i: usize, name: &str, env: &LoadEnv) -> Option<
 /// Where a plain `dlopen(name)` with no search path of its own finds `name` (a library of this
 /// machine): `LD_LIBRARY_PATH`, the cache, the system directories.
 pub fn find_on_system(name: &str, env: &LoadEnv) -> Option<(PathBuf, Rule)> {
-    let (machine, class) = host_machine();
+    let (machine, class) = (crate::host_machine(), 64);
     for d in &env.ld_library_path {
         let p = Path::new(d).join(name);
         if dir_has(env, Path::new(d), name) && accept(&p, machine, class, env).is_some() {
@@ -541,16 +538,6 @@ pub fn find_on_system(name: &str, env: &LoadEnv) -> Option<(PathBuf, Rule)> {
         (dir_has(env, &d, name) && accept(&p, machine, class, env).is_some())
             .then_some((p, Rule::SystemDir))
     })
-}
-
-/// This program's machine and ELF class.
-fn host_machine() -> (u16, u8) {
-    let machine = match std::env::consts::ARCH {
-        "aarch64" => object::elf::EM_AARCH64,
-        "powerpc64" => object::elf::EM_PPC64,
-        _ => object::elf::EM_X86_64,
-    };
-    (machine, 64)
 }
 
 /// Whether directory `dir` holds an entry `name`, from a listing read once and shared through the

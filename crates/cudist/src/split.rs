@@ -279,10 +279,7 @@ pub fn manifest(input: &Path, catalog: &Catalog) -> Result<Manifest> {
                     && cudist_elf::is_elf(&head)
             };
             let (soname, needed) = if is_so {
-                // SAFETY: read-only private mapping of an input cudist never writes.
-                let data = std::fs::File::open(&f.abs)
-                    .ok()
-                    .and_then(|h| unsafe { memmap2::Mmap::map(&h) }.ok());
+                let data = cudist_elf::map_file(&f.abs).ok();
                 let elf = data
                     .as_ref()
                     .and_then(|d| cudist_elf::ElfFile::parse(d).ok());

@@ -411,11 +411,7 @@ fn cudart_majors(sim: &loader::Simulation, catalog: &Catalog) -> Vec<u32> {
 
 /// The device code of an ELF file (empty when it has none or cannot be read).
 fn device_code(path: &Path) -> Vec<crate::inspect::model::DeviceEntry> {
-    let Ok(f) = std::fs::File::open(path) else {
-        return Vec::new();
-    };
-    // SAFETY: read-only private mapping of an input cudist never writes.
-    let Ok(map) = (unsafe { memmap2::Mmap::map(&f) }) else {
+    let Ok(map) = cudist_elf::map_file(path) else {
         return Vec::new();
     };
     let Ok(elf) = cudist_elf::ElfFile::parse(&map) else {
@@ -509,9 +505,7 @@ fn dlopen_name(library: &Path, pattern: &str) -> Option<String> {
 }
 
 fn scan_dlopen_name(library: &Path, pattern: &str) -> Option<String> {
-    let f = std::fs::File::open(library).ok()?;
-    // SAFETY: read-only private mapping of an input cudist never writes.
-    let map = unsafe { memmap2::Mmap::map(&f) }.ok()?;
+    let map = cudist_elf::map_file(library).ok()?;
     // The name is a string constant: search `.rodata` (13 MB of NVRTC's 106), not the file.
     let elf = cudist_elf::ElfFile::parse(&map).ok()?;
     let hay = elf

@@ -295,11 +295,7 @@ fn walk(dir: &Path, rel: &str, out: &mut Vec<(String, PathBuf, u64)>) -> Result<
 
 /// Maps a file read-only. Empty files map to an empty slice.
 fn map_file(p: &Path) -> Result<memmap2::Mmap> {
-    let f = File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
-    // SAFETY: the map is read-only and private to this process; cudist never writes to inputs. A
-    // file truncated by another process while mapped can raise SIGBUS, the same risk every
-    // mmap-based reader (ld.so included) accepts.
-    unsafe { memmap2::Mmap::map(&f) }.with_context(|| format!("cannot map {}", p.display()))
+    cudist_elf::map_file(p).with_context(|| format!("cannot open {}", p.display()))
 }
 
 #[cfg(test)]

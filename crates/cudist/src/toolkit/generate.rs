@@ -51,11 +51,8 @@ pub fn linker_name(file: &str) -> Option<String> {
 
 /// The SONAME of a shared library on disk (mapped, so a 500 MB library costs only the pages read).
 pub fn soname_of(path: &std::path::Path) -> Result<Option<String>> {
-    let f = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    // SAFETY: read-only mapping of a file nobody is expected to change while we read it; a change
-    // could at worst give a wrong SONAME, which the link check after assembly would show.
-    let map = unsafe { memmap2::Mmap::map(&f) }
-        .with_context(|| format!("cannot map {}", path.display()))?;
+    let map =
+        cudist_elf::map_file(path).with_context(|| format!("cannot read {}", path.display()))?;
     if !cudist_elf::is_elf(&map) {
         return Ok(None);
     }
@@ -115,6 +112,15 @@ pub fn driver_api_names(header: &str) -> Vec<String> {
         }
     }
     names.into_iter().collect()
+}
+
+/// The link-time driver stub for an installed `cuda.h`: the shared object (SONAME
+/// `libcuda.so.1`, for this machine) and the number of functions it exports.
+pub fn driver_stub(header: &str) -> Result<(Vec<u8>, usize)> {
+    let names = driver_api_names(header);
+    let data = cudist_elf::stub::write_stub("libcuda.so.1", &names, cudist_elf::host_machine())
+        .context("writing the libcuda.so stub")?;
+    Ok((data, names.len()))
 }
 
 /// Adds the generated parts to the plan. `tk_mm` is the toolkit major.minor used in pkg-config
@@ -266,23 +272,19 @@ pub fn complete(
     {
         let header = std::fs::read_to_string(src)
             .with_context(|| format!("cannot read {}", src.display()))?;
-        let names = driver_api_names(&header);
-        if names.len() < 50 {
+        let (data, symbols) = driver_stub(&header)?;
+        if symbols < 50 {
             gen.notes.push(format!(
                 "{} declares only {} driver functions; no stub written",
                 src.display(),
-                names.len()
+                symbols
             ));
         } else {
-            let machine = cudist_elf::machine_from_name(std::env::consts::ARCH)
-                .unwrap_or(object_machine_x86_64());
-            let data = cudist_elf::stub::write_stub("libcuda.so.1", &names, machine)
-                .context("writing the libcuda.so stub")?;
             plan.entries.insert(stub_path.into(), bytes(data, false));
             gen.stub = Some(StubRow {
                 path: stub_path.into(),
                 soname: "libcuda.so.1".into(),
-                symbols: names.len(),
+                symbols,
                 from: "generated from include/cuda.h".into(),
                 pkg_config: Vec::new(),
             });
@@ -357,10 +359,6 @@ pub fn complete(
         ),
     );
     Ok(gen)
-}
-
-fn object_machine_x86_64() -> u16 {
-    62
 }
 
 fn bytes(data: Vec<u8>, exec: bool) -> Entry {

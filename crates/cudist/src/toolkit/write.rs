@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use cudist_wheel::installed::{self, RecordRow};
 use serde::Serialize;
 
-use super::generate::{driver_api_names, linker_name, soname_of};
+use super::generate::{driver_stub, linker_name, soname_of};
 use super::plan::{Item, Plan};
 use super::source::Source;
 
@@ -214,10 +214,7 @@ pub fn in_place(source: &Source, dry_run: bool) -> Result<Vec<Added>> {
                     .join(dir.rsplit_once('/').map(|(d, _)| d).unwrap_or(dir))
                     .join("include/cuda.h");
                 if std::fs::symlink_metadata(&path).is_err() && header.is_file() {
-                    let names = driver_api_names(&std::fs::read_to_string(&header)?);
-                    let machine =
-                        cudist_elf::machine_from_name(std::env::consts::ARCH).unwrap_or(62);
-                    let data = cudist_elf::stub::write_stub("libcuda.so.1", &names, machine)?;
+                    let (data, _) = driver_stub(&std::fs::read_to_string(&header)?)?;
                     if !dry_run {
                         std::fs::create_dir_all(path.parent().unwrap())?;
                         std::fs::write(&path, &data)
