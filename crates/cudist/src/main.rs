@@ -6,6 +6,7 @@
 
 mod catalog_cmd;
 mod doctor;
+mod elf_files;
 mod errors;
 mod graft;
 mod inspect;

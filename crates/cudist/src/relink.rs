@@ -73,30 +73,6 @@ pub struct Report {
     pub problems: Vec<FileChange>,
 }
 
-/// Every ELF file below `dir` (symbolic links not followed).
-fn elf_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .with_context(|| format!("cannot list {}", dir.display()))?
-        .collect::<std::io::Result<_>>()
-        .with_context(|| format!("cannot list {}", dir.display()))?;
-    entries.sort_by_key(|e| e.file_name());
-    for e in entries {
-        let ft = e.file_type()?;
-        if ft.is_dir() {
-            elf_files(&e.path(), out)?;
-        } else if ft.is_file() {
-            let mut magic = [0u8; 4];
-            let ok = std::fs::File::open(e.path())
-                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
-                .is_ok();
-            if ok && cudist_elf::is_elf(&magic) {
-                out.push(e.path());
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Whether a file needs the CUDA driver: it links `libcuda.so.1`, or it is (or links) a CUDA
 /// library that dlopens it.
 fn needs_driver(elf: &ElfFile, catalog: &Catalog) -> bool {
@@ -151,8 +127,7 @@ pub fn run(args: RelinkArgs, catalog: &Catalog) -> Result<ExitCode> {
     if !args.check && args.driver_runpath.is_none() && !args.origin {
         bail!("nothing to do: give --driver-runpath DIR, --origin or --check");
     }
-    let mut files = Vec::new();
-    elf_files(&tree, &mut files)?;
+    let files = crate::elf_files::loadable(&tree)?;
     let mut report = Report {
         schema: "cudist.relink/1",
         tree: tree.display().to_string(),

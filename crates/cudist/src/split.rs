@@ -271,13 +271,7 @@ pub fn manifest(input: &Path, catalog: &Catalog) -> Result<Manifest> {
             }
             std::fs::metadata(&f.abs)
                 .with_context(|| format!("{} (from {}): missing", f.abs.display(), p.name))?;
-            let is_so = dest.contains(".so") && {
-                let mut head = [0u8; 4];
-                std::fs::File::open(&f.abs)
-                    .and_then(|mut h| h.read_exact(&mut head))
-                    .is_ok()
-                    && cudist_elf::is_elf(&head)
-            };
+            let is_so = dest.contains(".so") && crate::elf_files::is_loadable_elf(&f.abs);
             let (soname, needed) = if is_so {
                 let data = cudist_elf::map_file(&f.abs).ok();
                 let elf = data

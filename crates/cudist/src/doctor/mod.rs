@@ -137,56 +137,6 @@ pub struct Missing {
     pub fix: Option<String>,
 }
 
-/// File name endings that are never ELF files (skipped without opening them: a Python package
-/// holds thousands of sources and headers).
-const NOT_ELF: &[&str] = &[
-    ".py", ".pyc", ".pyi", ".pyx", ".pxd", ".pxi", ".h", ".hpp", ".cuh", ".cu", ".c", ".cpp",
-    ".inl", ".txt", ".md", ".rst", ".json", ".toml", ".cfg", ".ini", ".typed", ".html", ".js",
-    ".css", ".png", ".csv", ".yaml", ".yml", ".cmake", ".pc",
-];
-
-/// ELF files below `p` (or `p` itself), sorted; symbolic links are not followed.
-fn elf_files(p: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    let meta =
-        std::fs::symlink_metadata(p).with_context(|| format!("cannot read {}", p.display()))?;
-    if meta.is_dir() {
-        walk(p, out)?;
-        out.sort();
-    } else if meta.is_file() && is_loadable_elf(p) {
-        out.push(p.to_path_buf());
-    }
-    Ok(())
-}
-
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    for e in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
-        let e = e.with_context(|| format!("cannot list {}", dir.display()))?;
-        // The entry's type comes with the directory listing: no stat per file.
-        let Ok(ft) = e.file_type() else { continue };
-        let path = e.path();
-        if ft.is_dir() {
-            walk(&path, out)?;
-        } else if ft.is_file() {
-            let name = e.file_name();
-            let name = name.to_string_lossy();
-            if !NOT_ELF.iter().any(|x| name.ends_with(x)) && is_loadable_elf(&path) {
-                out.push(path);
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Whether a file is an ELF executable or shared object (from its first 18 bytes).
-fn is_loadable_elf(p: &Path) -> bool {
-    let mut head = [0u8; 18];
-    let read = std::fs::File::open(p)
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
-        .is_ok();
-    let e_type = u16::from_le_bytes([head[16], head[17]]);
-    read && cudist_elf::is_elf(&head) && head[5] == 1 && matches!(e_type, 2 | 3)
-}
-
 /// The fix for a library that is not found: the package that ships it and where it installs.
 fn fix_for(name: &str, needed_by: &Path, catalog: &Catalog) -> Option<String> {
     match catalog.classify(name) {
@@ -766,7 +716,7 @@ pub fn run(mut args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
     }
     let mut files = Vec::new();
     for p in &args.paths {
-        elf_files(p, &mut files)?;
+        files.extend(crate::elf_files::loadable(p)?);
     }
     if files.is_empty() {
         anyhow::bail!(
