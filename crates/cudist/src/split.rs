@@ -71,6 +71,9 @@ pub struct FileRow {
     pub sha256: Option<String>,
     pub soname: Option<String>,
     pub needed: Vec<String>,
+    /// The installed file it is copied from (`dirs`); none for links.
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
 }
 
 /// A pin: what a dependent of this output requires.
@@ -302,6 +305,7 @@ pub fn manifest(input: &Path, catalog: &Catalog) -> Result<Manifest> {
                 sha256: Some(sha),
                 soname: soname.clone(),
                 needed,
+                source: Some(f.abs.clone()),
             });
             // The links a split tree carries: the SONAME link (lib) where the file has another
             // name, the linker name (dev).
@@ -346,6 +350,7 @@ pub fn manifest(input: &Path, catalog: &Catalog) -> Result<Manifest> {
                     sha256: Some(sha.clone()),
                     soname: None,
                     needed: Vec::new(),
+                    source: Some(lic.abs.clone()),
                 });
             }
         }
@@ -401,6 +406,7 @@ fn link_row(path: String, target: &str, component: &str, output: &str) -> FileRo
         sha256: None,
         soname: None,
         needed: Vec::new(),
+        source: None,
     }
 }
 
@@ -448,7 +454,7 @@ pub fn run(args: SplitArgs, catalog: &Catalog) -> Result<ExitCode> {
         std::process::id()
     ));
     let _ = std::fs::remove_dir_all(&tmp);
-    let written = write(&m, &args, &tmp, catalog);
+    let written = write(&m, &args, &tmp);
     if let Err(e) = written {
         let _ = std::fs::remove_dir_all(&tmp);
         return Err(e);
@@ -485,7 +491,7 @@ pub fn run(args: SplitArgs, catalog: &Catalog) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn write(m: &Manifest, args: &SplitArgs, dir: &Path, catalog: &Catalog) -> Result<()> {
+fn write(m: &Manifest, args: &SplitArgs, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir)?;
     let mut text = serde_json::to_string_pretty(m)?;
     text.push('\n');
@@ -494,23 +500,6 @@ fn write(m: &Manifest, args: &SplitArgs, dir: &Path, catalog: &Catalog) -> Resul
     f.push('\n');
     std::fs::write(dir.join("features.json"), f)?;
     if args.format == "dirs" {
-        let site = std::path::absolute(&args.input)?;
-        // Where each file of the manifest came from.
-        let source = Source::read(
-            &SourceArgs {
-                site_packages: vec![site],
-                ..SourceArgs::default()
-            },
-            catalog,
-        )?;
-        let mut origin: BTreeMap<String, PathBuf> = BTreeMap::new();
-        for p in &source.packages {
-            for f in &p.files {
-                if let Some(d) = &f.dest {
-                    origin.entry(d.clone()).or_insert(f.abs.clone());
-                }
-            }
-        }
         for f in &m.files {
             let out_dir = dir.join(format!("{}-{}", f.component, f.output));
             let path = out_dir.join(&f.path);
@@ -520,8 +509,9 @@ fn write(m: &Manifest, args: &SplitArgs, dir: &Path, catalog: &Catalog) -> Resul
                     std::os::unix::fs::symlink(f.target.as_deref().unwrap_or_default(), &path)?
                 }
                 _ => {
-                    let src = origin
-                        .get(&f.path)
+                    let src = f
+                        .source
+                        .as_ref()
                         .with_context(|| format!("no source for {}", f.path))?;
                     std::fs::copy(src, &path).with_context(|| {
                         format!("cannot copy {} to {}", src.display(), path.display())
