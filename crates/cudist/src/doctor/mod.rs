@@ -74,9 +74,10 @@ pub struct Report {
 }
 
 /// Ordered: `Ok` < `Risky` < `WillFailOnGpu` < `WillFailToLoad`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
+    #[default]
     Ok,
     /// Runs, with a catch (PTX JIT at first use).
     Risky,
@@ -85,7 +86,7 @@ pub enum Status {
     WillFailToLoad,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 pub struct Verdict {
     pub status: Status,
     pub reasons: Vec<String>,
@@ -95,6 +96,12 @@ impl Verdict {
     fn add(&mut self, status: Status, reason: String) {
         self.status = self.status.max(status);
         self.reasons.push(reason);
+    }
+
+    /// Adds another verdict's reasons (one file's, to the whole report's).
+    fn merge(&mut self, other: Verdict) {
+        self.status = self.status.max(other.status);
+        self.reasons.extend(other.reasons);
     }
 }
 
@@ -180,6 +187,21 @@ fn symbol_prefix(soname: &str) -> String {
     match stem {
         "cudart" => "cuda".to_string(),
         s => s.to_string(),
+    }
+}
+
+impl MissingSymbol {
+    /// `@libcusparse.so.12` for a versioned reference, else nothing.
+    fn version_suffix(&self) -> String {
+        self.version
+            .as_deref()
+            .map(|v| format!("@{v}"))
+            .unwrap_or_default()
+    }
+
+    /// The library's name without its SONAME version (`libcusparse`).
+    fn library_stem(&self) -> &str {
+        self.library.split(".so").next().unwrap_or(&self.library)
     }
 }
 
@@ -477,8 +499,8 @@ fn scan_dlopen_name(library: &Path, pattern: &str) -> Option<String> {
     })
 }
 
-/// One file's report and the verdict lines it adds.
-type Checked = (FileReport, Vec<(Status, String)>);
+/// One file's report and its verdict.
+type Checked = (FileReport, Verdict);
 
 /// Every check of one file, and the verdict lines it adds.
 fn check_file(
@@ -488,7 +510,7 @@ fn check_file(
     catalog: &Catalog,
     dlopen: &[String],
 ) -> Result<Checked> {
-    let mut verdict = Lines::default();
+    let mut verdict = Verdict::default();
     let sim = loader::simulate(f, env)
         .with_context(|| format!("cannot simulate loading {}", f.display()))?;
     let missing: Vec<Missing> = sim
@@ -508,10 +530,10 @@ fn check_file(
             f.display(),
             m.needed_by.display(),
             m.symbol,
-            m.version.as_deref().map(|v| format!("@{v}")).unwrap_or_default(),
+            m.version_suffix(),
             m.library,
             m.resolved.display(),
-            m.library.split(".so").next().unwrap_or(&m.library)
+            m.library_stem()
         ));
     }
     for m in &missing {
@@ -594,20 +616,8 @@ fn check_file(
             driver_problems,
             dlopen: dl,
         },
-        verdict.reasons_with_status,
+        verdict,
     ))
-}
-
-/// Verdict lines gathered for one file.
-#[derive(Default)]
-struct Lines {
-    reasons_with_status: Vec<(Status, String)>,
-}
-
-impl Lines {
-    fn add(&mut self, status: Status, reason: String) {
-        self.reasons_with_status.push((status, reason));
-    }
 }
 
 /// Runs `cudist doctor`.
@@ -735,10 +745,8 @@ pub fn run(mut args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
         .map(|f| check_file(f, &env, &report.host, catalog, &args.dlopen))
         .collect();
     for r in results {
-        let (file, lines) = r?;
-        for (status, reason) in lines {
-            report.verdict.add(status, reason);
-        }
+        let (file, verdict) = r?;
+        report.verdict.merge(verdict);
         report.files.push(file);
     }
     finish(&args, report)
@@ -904,10 +912,10 @@ fn render(r: &Report, style: Style) -> String {
                 "  {} {}{} (needed by {}) is not defined by {}: built against a newer {} than the one installed\n",
                 style.red("missing symbol"),
                 m.symbol,
-                m.version.as_deref().map(|v| format!("@{v}")).unwrap_or_default(),
+                m.version_suffix(),
                 m.needed_by.file_name().map(|f| f.to_string_lossy()).unwrap_or_default(),
                 m.resolved.display(),
-                m.library.split(".so").next().unwrap_or(&m.library)
+                m.library_stem()
             ));
         }
         for m in &f.missing {
