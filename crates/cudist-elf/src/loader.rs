@@ -517,15 +517,59 @@ fn resolve(sim: &mut Simulation, i: usize, name: &str, env: &LoadEnv) -> Option<
 /// machine): `LD_LIBRARY_PATH`, the cache, the system directories.
 pub fn find_on_system(name: &str, env: &LoadEnv) -> Option<(PathBuf, Rule)> {
     let (machine, class) = (crate::host_machine(), 64);
+    let mut tried = Vec::new();
     for d in &env.ld_library_path {
-        let p = Path::new(d).join(name);
-        if dir_has(env, Path::new(d), name) && accept(&p, machine, class, env).is_some() {
+        if let Some((p, _)) = try_dir(env, d, name, machine, class, &mut tried) {
             return Some((p, Rule::LdLibraryPath));
         }
     }
+    cache_or_system(env, name, machine, class, &mut tried).map(|(p, _, rule)| (p, rule))
+}
+
+/// `name` in directory `dir`, its `glibc-hwcaps/<level>` subdirectories first, as a file of this
+/// machine and class; the paths tried are added to `tried`.
+fn try_dir(
+    env: &LoadEnv,
+    dir: &str,
+    name: &str,
+    machine: u16,
+    class: u8,
+    tried: &mut Vec<PathBuf>,
+) -> Option<(PathBuf, Arc<ObjInfo>)> {
+    let base = PathBuf::from(if dir.is_empty() { "." } else { dir });
+    let plain = base.join(name);
+    let candidates = env
+        .hwcaps
+        .iter()
+        .map(|h| base.join("glibc-hwcaps").join(h).join(name))
+        .chain(std::iter::once(plain.clone()));
+    for p in candidates {
+        // Most directories on a search path hold no such file: the listing, read once per
+        // directory for all simulations, answers without a system call.
+        let listed = p.parent().is_some_and(|d| dir_has(env, d, name));
+        if listed {
+            if let Some(e) = accept(&p, machine, class, env) {
+                return Some((p, e));
+            }
+        }
+        if listed || p == plain {
+            tried.push(p);
+        }
+    }
+    None
+}
+
+/// The last two steps of every search: `ld.so.cache`, then the system directories.
+fn cache_or_system(
+    env: &LoadEnv,
+    name: &str,
+    machine: u16,
+    class: u8,
+    tried: &mut Vec<PathBuf>,
+) -> Option<(PathBuf, Arc<ObjInfo>, Rule)> {
     if let Some(p) = env.cache.lookup(name, machine, class) {
-        if accept(p, machine, class, env).is_some() {
-            return Some((p.to_path_buf(), Rule::Cache));
+        if let Some(e) = accept(p, machine, class, env) {
+            return Some((p.to_path_buf(), e, Rule::Cache));
         }
     }
     let system = if env.system_dirs.is_empty() {
@@ -533,10 +577,9 @@ pub fn find_on_system(name: &str, env: &LoadEnv) -> Option<(PathBuf, Rule)> {
     } else {
         env.system_dirs.clone()
     };
-    system.into_iter().find_map(|d| {
-        let p = d.join(name);
-        (dir_has(env, &d, name) && accept(&p, machine, class, env).is_some())
-            .then_some((p, Rule::SystemDir))
+    system.iter().find_map(|d| {
+        try_dir(env, &d.display().to_string(), name, machine, class, tried)
+            .map(|(p, e)| (p, e, Rule::SystemDir))
     })
 }
 
@@ -606,30 +649,8 @@ fn search(
     tried: &mut Vec<PathBuf>,
 ) -> Option<(PathBuf, Arc<ObjInfo>, Rule)> {
     let (machine, class) = (sim.objects[i].info.machine, sim.objects[i].info.class);
-    let try_dir = |dir: &str, tried: &mut Vec<PathBuf>| -> Option<(PathBuf, Arc<ObjInfo>)> {
-        let base = PathBuf::from(if dir.is_empty() { "." } else { dir });
-        let mut candidates: Vec<PathBuf> = env
-            .hwcaps
-            .iter()
-            .map(|h| base.join("glibc-hwcaps").join(h).join(name))
-            .collect();
-        candidates.push(base.join(name));
-        let plain = base.join(name);
-        for p in candidates {
-            // Most directories on a search path hold no such file: the listing, read once per
-            // directory for all simulations, answers without a system call.
-            let listed = p.parent().is_some_and(|d| dir_has(env, d, name));
-            if listed {
-                if let Some(e) = accept(&p, machine, class, env) {
-                    return Some((p, e));
-                }
-            }
-            if listed || p == plain {
-                tried.push(p);
-            }
-        }
-        None
-    };
+    let try_dir =
+        |dir: &str, tried: &mut Vec<PathBuf>| try_dir(env, dir, name, machine, class, tried);
     let obj = &sim.objects[i];
     if obj.info.runpath.is_empty() {
         // The RPATH of the needing object, then of its loader, and so on up to the main object.
@@ -664,22 +685,7 @@ fn search(
             return Some((p, e, Rule::Runpath));
         }
     }
-    if let Some(p) = env.cache.lookup(name, machine, class) {
-        if let Some(e) = accept(p, machine, class, env) {
-            return Some((p.to_path_buf(), e, Rule::Cache));
-        }
-    }
-    let system = if env.system_dirs.is_empty() {
-        default_dirs(machine, class)
-    } else {
-        env.system_dirs.clone()
-    };
-    for d in system {
-        if let Some((p, e)) = try_dir(&d.display().to_string(), tried) {
-            return Some((p, e, Rule::SystemDir));
-        }
-    }
-    None
+    cache_or_system(env, name, machine, class, tried)
 }
 
 #[cfg(test)]
