@@ -117,15 +117,20 @@ pub fn scan(site: &Path) -> io::Result<Vec<Installed>> {
     Ok(out)
 }
 
-/// The PEP 503 normal form of a distribution name (`Nvidia_CUDA.Runtime` → `nvidia-cuda-runtime`).
+/// The PEP 503 normal form of a distribution name (`Nvidia_CUDA.Runtime` → `nvidia-cuda-runtime`):
+/// runs of `-`, `_`, `.` become one `-`, letters are lowercased; separators at either end, which
+/// no valid name has, are dropped.
 pub fn normalise(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
+    let mut dash = false;
     for c in name.chars() {
         if matches!(c, '-' | '_' | '.') {
-            if !out.ends_with('-') {
+            dash = true;
+        } else {
+            if dash && !out.is_empty() {
                 out.push('-');
             }
-        } else {
+            dash = false;
             out.push(c.to_ascii_lowercase());
         }
     }

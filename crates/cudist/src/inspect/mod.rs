@@ -913,23 +913,7 @@ impl ReqName {
     }
 }
 
-/// PEP 503 normalisation: lower case, runs of `-_.` become `-`.
-pub fn normalise_dist(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut dash = false;
-    for c in name.chars() {
-        if c == '-' || c == '_' || c == '.' {
-            dash = true;
-        } else {
-            if dash && !out.is_empty() {
-                out.push('-');
-            }
-            dash = false;
-            out.push(c.to_ascii_lowercase());
-        }
-    }
-    out
-}
+pub use cudist_wheel::installed::normalise as normalise_dist;
 
 fn device_summary(
     elfs: &[Analysed],
