@@ -10,21 +10,8 @@ use std::process::Command;
 
 use cudist_elf::loader::{simulate, LoadEnv, Rule};
 
-fn cc(dir: &Path, out: &str, src: &str, args: &[&str]) -> PathBuf {
-    std::fs::create_dir_all(dir).unwrap();
-    let c = dir.join(format!("{}.c", out.replace('/', "_")));
-    std::fs::write(&c, src).unwrap();
-    let p = dir.join(out);
-    let o = Command::new("gcc")
-        .arg("-o")
-        .arg(&p)
-        .arg(&c)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    p
-}
+mod common;
+use common::cc;
 
 fn shared(dir: &Path, file: &str, soname: &str, body: &str, args: &[&str]) -> PathBuf {
     let mut all = vec!["-shared", "-fPIC"];

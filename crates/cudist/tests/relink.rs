@@ -13,21 +13,10 @@ fn readelf_d(p: &Path) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// An executable built with gcc (link flags as owned strings, as the tests format them).
 fn exe(dir: &Path, name: &str, src: &str, args: &[String]) -> std::path::PathBuf {
-    std::fs::create_dir_all(dir).unwrap();
-    let c = dir.join(format!("{name}.c"));
-    std::fs::write(&c, src).unwrap();
-    let p = dir.join(name);
-    let o = Command::new("gcc")
-        .arg("-o")
-        .arg(&p)
-        .arg(&c)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    std::fs::remove_file(c).unwrap();
-    p
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    gcc(dir, name, src, &args)
 }
 
 #[test]

@@ -11,16 +11,6 @@ use std::process::Command;
 
 use serde_json::Value;
 
-fn site_of(venv: &Path) -> std::path::PathBuf {
-    let lib = venv.join("lib");
-    let py = std::fs::read_dir(&lib)
-        .unwrap()
-        .flatten()
-        .find(|e| e.file_name().to_string_lossy().starts_with("python3"))
-        .unwrap();
-    py.path().join("site-packages")
-}
-
 fn placed<'a>(m: &'a Value, path: &str) -> Vec<(&'a str, &'a str)> {
     m["files"]
         .as_array()

@@ -27,16 +27,6 @@ fn ok(o: &Output, what: &str) {
     );
 }
 
-fn site_of(venv: &Path) -> PathBuf {
-    let lib = venv.join("lib");
-    let py = std::fs::read_dir(&lib)
-        .unwrap()
-        .flatten()
-        .find(|e| e.file_name().to_string_lossy().starts_with("python3"))
-        .expect("a python3.X directory in the venv");
-    py.path().join("site-packages")
-}
-
 /// `cudist toolkit ARGS --json`, expected to succeed.
 fn toolkit(args: &[&str]) -> Value {
     let mut all = vec!["toolkit"];

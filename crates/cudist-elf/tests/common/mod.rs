@@ -26,12 +26,14 @@ pub fn tool(var: &str, fallback: &str) -> Option<PathBuf> {
     found
 }
 
-pub fn gcc(dir: &Path, out: &str, src: &str, args: &[&str]) -> PathBuf {
-    let c = dir.join(format!("{out}.c"));
+/// Compiles C source with gcc into `dir/out` (any gcc arguments: `-shared`, link flags, …).
+pub fn cc(dir: &Path, out: &str, src: &str, args: &[&str]) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let c = dir.join(format!("{}.c", out.replace('/', "_")));
     std::fs::write(&c, src).unwrap();
     let p = dir.join(out);
     let o = Command::new("gcc")
-        .args(["-shared", "-fPIC", "-o"])
+        .arg("-o")
         .arg(&p)
         .arg(&c)
         .args(args)
@@ -39,6 +41,13 @@ pub fn gcc(dir: &Path, out: &str, src: &str, args: &[&str]) -> PathBuf {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     p
+}
+
+/// A shared library built with gcc.
+pub fn gcc(dir: &Path, out: &str, src: &str, args: &[&str]) -> PathBuf {
+    let mut all = vec!["-shared", "-fPIC"];
+    all.extend_from_slice(args);
+    cc(dir, out, src, &all)
 }
 
 /// dlopen through Python's ctypes: Ok, or the loader's message.

@@ -74,6 +74,27 @@ pub fn tool_from_env(var: &str) -> Option<PathBuf> {
     }
 }
 
+/// Compiles C source with gcc into `dir/out`, with any gcc arguments.
+pub fn gcc(dir: &Path, out: &str, source: &str, args: &[&str]) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let src = dir.join(format!("{out}.c"));
+    std::fs::write(&src, source).unwrap();
+    let path = dir.join(out);
+    let o = Command::new("gcc")
+        .arg("-o")
+        .arg(&path)
+        .arg(&src)
+        .args(args)
+        .output()
+        .expect("gcc");
+    assert!(
+        o.status.success(),
+        "gcc failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    path
+}
+
 /// Compiles C source into a shared library with gcc.
 pub fn gcc_shared(
     dir: &Path,
@@ -82,24 +103,11 @@ pub fn gcc_shared(
     source: &str,
     extra: &[&str],
 ) -> PathBuf {
-    let src = dir.join(format!("{out}.c"));
-    std::fs::write(&src, source).unwrap();
-    let path = dir.join(out);
-    let mut cmd = Command::new("gcc");
-    cmd.args(["-shared", "-fPIC", "-O1", "-o"])
-        .arg(&path)
-        .arg(&src);
-    if let Some(s) = soname {
-        cmd.arg(format!("-Wl,-soname,{s}"));
-    }
-    cmd.args(extra);
-    let o = cmd.output().expect("gcc");
-    assert!(
-        o.status.success(),
-        "gcc failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    path
+    let so = soname.map(|s| format!("-Wl,-soname,{s}"));
+    let mut args = vec!["-shared", "-fPIC", "-O1"];
+    args.extend(so.as_deref());
+    args.extend_from_slice(extra);
+    gcc(dir, out, source, &args)
 }
 
 /// A fake CUDA library: the SONAME and one exported entry point, as the real one has.
@@ -217,4 +225,14 @@ pub fn ext_needing(dir: &Path, stem: &str, soname: &str, symbol: &str) -> Vec<u8
         ],
     );
     std::fs::read(ext).unwrap()
+}
+
+/// The site-packages directory of a venv (`lib/python3.X/site-packages`).
+pub fn site_of(venv: &Path) -> PathBuf {
+    let py = std::fs::read_dir(venv.join("lib"))
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with("python3"))
+        .expect("a python3.X directory in the venv");
+    py.path().join("site-packages")
 }
