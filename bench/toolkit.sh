@@ -56,7 +56,8 @@ else OUT_BASE=$WORK; fi
 mkdir -p "$WORK" "$OUT_BASE" "$WHEELS" "$CACHE/wheels"
 OUT=$(mktemp -d "$(cd "$OUT_BASE" && pwd)/cudist-bench-toolkit.XXXXXX")
 trap 'rm -rf "$OUT"' EXIT
-log() { echo "bench: $*" >&2; }
+# shellcheck source=bench/lib.sh
+source "$REPO/bench/lib.sh"
 [[ $(uname -m) == x86_64 ]] || { echo "bench/toolkit.sh measures the Linux x86_64 environment" >&2; exit 1; }
 
 # --- the pins of cuda-toolkit[all]==13.5.0 for Linux x86_64 ------------------------------------
@@ -131,15 +132,7 @@ WHEEL_BYTES=$(for spec in "${PINS[@]}"; do
 done | sort -u | xargs -r stat -c %s | awk '{ s += $1 } END { print s + 0 }')
 
 # --- cudist (copied, so that a concurrent rebuild cannot swap it mid-run) ---------------------
-if [[ -z "${CUDIST_BIN:-}" ]]; then
-  log "cargo build --release"
-  (cd "$REPO" && cargo build --release -q -p cudist)
-  CUDIST_BIN=$REPO/target/release/cudist; BUILT="built by this script"
-else
-  BUILT="prebuilt via CUDIST_BIN, binary modified $(date -u -r "$CUDIST_BIN" '+%H:%M UTC')"
-fi
-cp "$CUDIST_BIN" "$WORK/cudist"
-CUDIST=$WORK/cudist
+use_cudist
 
 # --- commands ---------------------------------------------------------------------------------
 PREP=$WORK/prepare.sh  # removes the output of the previous run, then flushes dirty pages
@@ -216,9 +209,7 @@ ratio() {  # ratio CUDIST ANCHOR -> "| 0.088 (11.4× faster) |"
 }
 REV=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
 git -C "$REPO" diff --quiet HEAD 2>/dev/null || REV="$REV+dirty"
-if command -v hyperfine > /dev/null; then TIMER="$(hyperfine --version)"; else TIMER="Python loop"; fi
-CPU=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
-RAM=$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
+machine_facts
 FS_IN=$(fstype "$SRC"); FS_OUT=$(fstype "$OUT")
 SKIP_TEXT=$( (( ${#SKIPPED[@]} )) && printf '%s; ' "${SKIPPED[@]}" | sed 's/; $//' || echo none)
 [[ -n $OTHER_DIRS ]] && OTHER_TEXT="; also under nvidia/, outside the anchors' tree: $OTHER_DIRS" || OTHER_TEXT=""

@@ -46,8 +46,10 @@ pub struct LoadEnv {
     /// environment, from any thread.
     pub parsed: Arc<Mutex<HashMap<PathBuf, Option<Arc<ObjInfo>>>>>,
     /// Libraries loaded before the main object (as a package's loader preloads them): a `NEEDED`
-    /// of their SONAME is already satisfied.
-    pub preload: Vec<PathBuf>,
+    /// of their SONAME is already satisfied. Set with [`LoadEnv::set_preload`].
+    preload: Vec<PathBuf>,
+    /// What is loaded before any main object, resolved on first use.
+    before_main: Arc<std::sync::OnceLock<Simulation>>,
     /// Directory listings read so far (none: the directory cannot be read).
     pub listings: Arc<Mutex<HashMap<PathBuf, Option<std::collections::HashSet<String>>>>>,
 }
@@ -72,12 +74,20 @@ impl LoadEnv {
             rtld: None,
             parsed: Arc::default(),
             preload: Vec::new(),
+            before_main: Arc::default(),
             listings: Arc::default(),
         };
         if let Some(text) = ld_so_diagnostics() {
             env.apply_diagnostics(&text);
         }
         env
+    }
+
+    /// Sets the libraries loaded before the main object (in this order), for the simulations to
+    /// come.
+    pub fn set_preload(&mut self, paths: Vec<PathBuf>) {
+        self.preload = paths;
+        self.before_main = Arc::default();
     }
 
     /// Takes the loader's settings from `ld.so --list-diagnostics` output.
@@ -425,8 +435,27 @@ pub fn simulate(main: &Path, env: &LoadEnv) -> Result<Simulation, crate::ElfErro
     }
     let info = read_object(&main, env)
         .ok_or_else(|| crate::ElfError::Invalid(format!("{}: not an ELF file", main.display())))?;
+    // What is loaded before the main object (the dynamic loader, the preloaded libraries and
+    // what they need) is the same for every simulation with this environment: resolved once.
+    let before = env.before_main.get_or_init(|| loaded_before_main(env));
     let mut sim = Simulation {
         objects: vec![loaded(main, info, None, None)],
+        resolutions: before.resolutions.clone(),
+    };
+    sim.objects
+        .extend(before.objects.iter().cloned().map(|mut o| {
+            o.loader = o.loader.map(|l| l + 1);
+            o
+        }));
+    run_queue(&mut sim, VecDeque::from([0]), env);
+    Ok(sim)
+}
+
+/// The dynamic loader and the preloaded libraries with their `NEEDED` closure, as loaded before
+/// any main object.
+fn loaded_before_main(env: &LoadEnv) -> Simulation {
+    let mut sim = Simulation {
+        objects: Vec::new(),
         resolutions: Vec::new(),
     };
     if let Some(rtld) = &env.rtld {
@@ -436,7 +465,6 @@ pub fn simulate(main: &Path, env: &LoadEnv) -> Result<Simulation, crate::ElfErro
             sim.objects.push(l);
         }
     }
-    // Preloaded libraries come first, with what they need, as they were loaded earlier.
     let mut queue = VecDeque::new();
     for p in &env.preload {
         if let Some(info) = read_object(p, env) {
@@ -444,19 +472,23 @@ pub fn simulate(main: &Path, env: &LoadEnv) -> Result<Simulation, crate::ElfErro
             queue.push_back(sim.objects.len() - 1);
         }
     }
-    queue.push_back(0);
+    run_queue(&mut sim, queue, env);
+    sim
+}
+
+/// Loads breadth-first: each queued object's `NEEDED` entries in order, queueing what is new.
+fn run_queue(sim: &mut Simulation, mut queue: VecDeque<usize>, env: &LoadEnv) {
     while let Some(i) = queue.pop_front() {
         if sim.objects[i].rtld {
             continue;
         }
         let info = sim.objects[i].info.clone();
         for name in &info.needed {
-            if let Some(new) = resolve(&mut sim, i, name, env) {
+            if let Some(new) = resolve(sim, i, name, env) {
                 queue.push_back(new);
             }
         }
     }
-    Ok(sim)
 }
 
 /// Resolves one entry of object `i`; returns the index of a newly loaded object.
@@ -704,6 +736,7 @@ mod tests {
             rtld: None,
             parsed: Arc::default(),
             preload: Vec::new(),
+            before_main: Arc::default(),
             listings: Arc::default(),
         };
         let owner = Path::new("/opt/pkg/sub/mod.so");
@@ -728,6 +761,7 @@ mod tests {
             rtld: None,
             parsed: Arc::default(),
             preload: Vec::new(),
+            before_main: Arc::default(),
             listings: Arc::default(),
         };
         env.apply_diagnostics(

@@ -155,14 +155,9 @@ fn rpath_is_inherited_through_an_intermediate_library() {
         Some(std::fs::canonicalize(t.p("a/libdep.so.1")).unwrap())
     );
     // And the simulation says why: the main object's RPATH, though libmid needed it.
-    let sim = simulate(
-        &exe,
-        &LoadEnv {
-            ld_library_path: vec![],
-            ..LoadEnv::this_machine()
-        },
-    )
-    .unwrap();
+    let mut env = LoadEnv::this_machine();
+    env.ld_library_path.clear();
+    let sim = simulate(&exe, &env).unwrap();
     let dep = sim
         .resolutions
         .iter()

@@ -654,10 +654,7 @@ pub fn run(mut args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
     }
     let mut report = Report {
         schema: "cudist.doctor/1",
-        verdict: Verdict {
-            status: Status::Ok,
-            reasons: Vec::new(),
-        },
+        verdict: Verdict::default(),
         host,
         ld_library_path: env.ld_library_path.clone(),
         files: Vec::new(),
@@ -675,6 +672,7 @@ pub fn run(mut args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
     args.paths.extend(imports.iter().map(|(_, d)| d.clone()));
     // Known packages load CUDA libraries themselves before importing the modules that link
     // them: find those as their loader would, and treat them as loaded.
+    let mut preload = Vec::new();
     for (name, dir) in &imports {
         let Some(site) = dir.parent() else { continue };
         let Some(pkg) = known_package(site, name, catalog) else {
@@ -686,7 +684,7 @@ pub fn run(mut args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
         let loads = runtime_loads(pkg, site, &env, catalog);
         for l in &loads {
             match &l.path {
-                Some(p) => env.preload.push(p.clone()),
+                Some(p) => preload.push(p.clone()),
                 None => report.verdict.add(
                     Status::WillFailToLoad,
                     format!(
@@ -702,6 +700,7 @@ pub fn run(mut args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
         }
         report.runtime_loads.extend(loads);
     }
+    env.set_preload(preload);
     if args.paths.is_empty() {
         report.installations = machine::installations(catalog);
         report.conflicts = machine::conflicts(&report.installations);
