@@ -292,6 +292,19 @@ impl Loaded {
         !self.rtld && !self.info.symbols.is_empty()
     }
 
+    /// The distinct symbol versions its imports ask for (`GLIBC_2.14`, `libcudart.so.12`).
+    pub fn undefined_versions(&self) -> impl Iterator<Item = &str> {
+        let mut seen: Vec<&str> = self
+            .symbols()
+            .iter()
+            .filter(|s| !s.defined)
+            .filter_map(|s| s.version.as_deref())
+            .collect();
+        seen.sort_unstable();
+        seen.dedup();
+        seen.into_iter()
+    }
+
     fn symbols(&self) -> &[crate::DynSymbol] {
         if self.rtld {
             &[]
@@ -328,13 +341,9 @@ impl Simulation {
     /// the same rules as for `DT_NEEDED`, with `from` as the object asking (its RPATH chain, then
     /// `LD_LIBRARY_PATH`, its RUNPATH, the cache, the system directories).
     pub fn dlopen(&self, from: usize, name: &str, env: &LoadEnv) -> Resolution {
-        let mut scratch = self.clone();
-        scratch.resolutions.clear();
-        resolve(&mut scratch, from, name, env);
-        scratch
-            .resolutions
-            .pop()
-            .expect("resolve records one resolution")
+        match locate(self, from, name, env) {
+            Found::Loaded(res, _) | Found::Missing(res) | Found::New(res, _) => res,
+        }
     }
 
     /// The non-weak symbols of loaded objects that no loaded object defines, as glibc binds them:
@@ -352,22 +361,32 @@ impl Simulation {
         &self,
         keep: impl Fn(&Loaded, &crate::DynSymbol) -> bool,
     ) -> Vec<UndefinedSymbol> {
+        // A versioned reference is almost always defined by the object its version names (the
+        // library `libcudart.so.12` versions its symbols `libcudart.so.12`): ask that one first.
+        let by_soname: HashMap<&str, &Loaded> = self
+            .objects
+            .iter()
+            .filter_map(|o| Some((o.soname.as_deref()?, o)))
+            .collect();
+        let defines = |d: &Loaded, s: &crate::DynSymbol| {
+            !d.rtld
+                && d.info.defined().get(&s.name).is_some_and(|defs| {
+                    defs.iter()
+                        .any(|dv| match (dv.as_deref(), s.version.as_deref()) {
+                            (None, _) | (_, None) => true,
+                            (Some(dv), Some(rv)) => dv == rv,
+                        })
+                })
+        };
         let mut out = Vec::new();
         for o in &self.objects {
             for s in o.symbols().iter().filter(|s| !s.defined && !s.weak) {
                 if s.name.starts_with("_dl_") || s.name.starts_with("__libc_") || !keep(o, s) {
                     continue;
                 }
-                let ok = self.objects.iter().any(|d| {
-                    !d.rtld
-                        && d.info.defined().get(&s.name).is_some_and(|defs| {
-                            defs.iter()
-                                .any(|dv| match (dv.as_deref(), s.version.as_deref()) {
-                                    (None, _) | (_, None) => true,
-                                    (Some(dv), Some(rv)) => dv == rv,
-                                })
-                        })
-                });
+                let named = s.version.as_deref().and_then(|v| by_soname.get(v));
+                let ok = named.is_some_and(|d| defines(d, s))
+                    || self.objects.iter().any(|d| defines(d, s));
                 if !ok {
                     out.push(UndefinedSymbol {
                         symbol: s.name.clone(),
@@ -491,26 +510,34 @@ fn run_queue(sim: &mut Simulation, mut queue: VecDeque<usize>, env: &LoadEnv) {
     }
 }
 
-/// Resolves one entry of object `i`; returns the index of a newly loaded object.
-fn resolve(sim: &mut Simulation, i: usize, name: &str, env: &LoadEnv) -> Option<usize> {
-    let needed_by = sim.objects[i].path.clone();
+/// What loading `name` for object `i` would find, without loading it.
+enum Found {
+    /// Already loaded (by name, or as the same file): that object's index.
+    Loaded(Resolution, usize),
+    /// Nowhere to be found.
+    Missing(Resolution),
+    /// A file to load, parsed.
+    New(Resolution, Arc<ObjInfo>),
+}
+
+/// Looks `name` up for object `i` by ld.so's rules; changes nothing.
+fn locate(sim: &Simulation, i: usize, name: &str, env: &LoadEnv) -> Found {
     let mut res = Resolution {
         name: name.to_string(),
-        needed_by,
+        needed_by: sim.objects[i].path.clone(),
         path: None,
         rule: None,
         tried: Vec::new(),
     };
     if !name.contains('/') {
-        if let Some(o) = sim
+        if let Some(k) = sim
             .objects
             .iter()
-            .find(|o| o.names.iter().any(|n| n == name))
+            .position(|o| o.names.iter().any(|n| n == name))
         {
-            res.path = Some(o.path.clone());
+            res.path = Some(sim.objects[k].path.clone());
             res.rule = Some(Rule::AlreadyLoaded);
-            sim.resolutions.push(res);
-            return None;
+            return Found::Loaded(res, k);
         }
     }
     let (machine, class) = (sim.objects[i].info.machine, sim.objects[i].info.class);
@@ -521,28 +548,48 @@ fn resolve(sim: &mut Simulation, i: usize, name: &str, env: &LoadEnv) -> Option<
     } else {
         search(sim, i, name, env, &mut res.tried)
     };
-    let Some((path, elf, rule)) = found else {
-        sim.resolutions.push(res);
-        return None;
+    let Some((path, info, rule)) = found else {
+        return Found::Missing(res);
     };
     // The same file loaded under another name is not loaded twice.
     let id = file_id(&path);
-    if let Some(o) = sim
+    if let Some(k) = sim
         .objects
-        .iter_mut()
-        .find(|o| o.id.is_some() && o.id == id)
+        .iter()
+        .position(|o| o.id.is_some() && o.id == id)
     {
-        o.names.push(name.to_string());
-        res.path = Some(o.path.clone());
+        res.path = Some(sim.objects[k].path.clone());
         res.rule = Some(Rule::AlreadyLoaded);
-        sim.resolutions.push(res);
-        return None;
+        return Found::Loaded(res, k);
     }
-    res.path = Some(path.clone());
+    res.path = Some(path);
     res.rule = Some(rule);
-    sim.resolutions.push(res);
-    sim.objects.push(loaded(path, elf, Some(i), Some(name)));
-    Some(sim.objects.len() - 1)
+    Found::New(res, info)
+}
+
+/// Resolves one entry of object `i`; returns the index of a newly loaded object.
+fn resolve(sim: &mut Simulation, i: usize, name: &str, env: &LoadEnv) -> Option<usize> {
+    match locate(sim, i, name, env) {
+        Found::Loaded(res, k) => {
+            // A file loaded under another name answers to this one from now on.
+            let names = &mut sim.objects[k].names;
+            if !names.iter().any(|n| n == name) {
+                names.push(name.to_string());
+            }
+            sim.resolutions.push(res);
+            None
+        }
+        Found::Missing(res) => {
+            sim.resolutions.push(res);
+            None
+        }
+        Found::New(res, info) => {
+            let path = res.path.clone().expect("a new object has a path");
+            sim.resolutions.push(res);
+            sim.objects.push(loaded(path, info, Some(i), Some(name)));
+            Some(sim.objects.len() - 1)
+        }
+    }
 }
 
 /// Where a plain `dlopen(name)` with no search path of its own finds `name` (a library of this

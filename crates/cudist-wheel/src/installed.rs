@@ -80,6 +80,16 @@ pub fn record_line(row: &RecordRow) -> String {
 /// Every distribution installed in `site` (sorted by name). Unreadable or incomplete `.dist-info`
 /// directories are skipped, as pip skips them; a missing `site` is an error.
 pub fn scan(site: &Path) -> io::Result<Vec<Installed>> {
+    scan_with(site, true)
+}
+
+/// [`scan`] without reading the `RECORD` files (their `record` is empty): for questions about
+/// names and versions only.
+pub fn scan_names(site: &Path) -> io::Result<Vec<Installed>> {
+    scan_with(site, false)
+}
+
+fn scan_with(site: &Path, read_record: bool) -> io::Result<Vec<Installed>> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(site)? {
         let e = e?;
@@ -103,9 +113,13 @@ pub fn scan(site: &Path) -> io::Result<Vec<Installed>> {
         let (Some(name), Some(version)) = (name, version) else {
             continue;
         };
-        let record = std::fs::read_to_string(dist_info.join("RECORD"))
-            .map(|t| parse_record(&t))
-            .unwrap_or_default();
+        let record = if read_record {
+            std::fs::read_to_string(dist_info.join("RECORD"))
+                .map(|t| parse_record(&t))
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
         out.push(Installed {
             name,
             version,

@@ -221,7 +221,7 @@ pub fn origin_path(elf_path: &str, target: &str) -> String {
 /// Distribution versions installed in a site-packages (normalised name → version), from the
 /// `.dist-info/METADATA` files.
 pub fn installed_versions(site: &Path) -> BTreeMap<String, String> {
-    cudist_wheel::installed::scan(site)
+    cudist_wheel::installed::scan_names(site)
         .unwrap_or_default()
         .into_iter()
         .map(|d| (inspect::normalise_dist(&d.name), d.version))

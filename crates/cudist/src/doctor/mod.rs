@@ -227,7 +227,7 @@ fn known_package<'c>(
     name: &str,
     catalog: &'c Catalog,
 ) -> Option<&'c cudist_catalog::Package> {
-    let installed = cudist_wheel::installed::scan(site).ok()?;
+    let installed = cudist_wheel::installed::scan_names(site).ok()?;
     catalog.packages.iter().find(|p| {
         p.imports.iter().any(|i| i == name)
             && installed
@@ -309,22 +309,66 @@ fn runtime_loads(
     out
 }
 
-/// The CUDA-library symbols of a simulation that the library they resolve to does not define.
-fn missing_symbols(sim: &loader::Simulation, catalog: &Catalog) -> Vec<MissingSymbol> {
-    let is_cuda = |s: &str| {
-        matches!(
-            catalog.classify(s),
+/// Whether SONAMEs are CUDA libraries (toolkit or NVIDIA), answered once per name for all the
+/// files of a run: the same libraries turn up in every file's closure.
+pub struct CudaNames<'c> {
+    catalog: &'c Catalog,
+    seen: std::sync::Mutex<std::collections::HashMap<String, bool>>,
+}
+
+impl<'c> CudaNames<'c> {
+    pub fn new(catalog: &'c Catalog) -> CudaNames<'c> {
+        CudaNames {
+            catalog,
+            seen: Default::default(),
+        }
+    }
+
+    pub fn is_cuda(&self, name: &str) -> bool {
+        if let Some(hit) = self.seen.lock().ok().and_then(|m| m.get(name).copied()) {
+            return hit;
+        }
+        let answer = matches!(
+            self.catalog.classify(name),
             SonameClass::Toolkit(_) | SonameClass::External(_)
-        )
-    };
+        );
+        if let Ok(mut m) = self.seen.lock() {
+            m.insert(name.to_string(), answer);
+        }
+        answer
+    }
+}
+
+/// The CUDA-library symbols of a simulation that the library they resolve to does not define.
+fn missing_symbols(sim: &loader::Simulation, names: &CudaNames) -> Vec<MissingSymbol> {
+    let is_cuda = |s: &str| names.is_cuda(s);
     // Only references that can come from a CUDA library are bound: versioned by a CUDA SONAME,
-    // or unversioned with the function prefix of a CUDA library the object needs.
+    // or unversioned with the function prefix of a CUDA library the object needs. The prefixes
+    // and the versions' classification are worked out once per object and per version, not per
+    // symbol.
+    let prefixes: std::collections::HashMap<&Path, Vec<String>> = sim
+        .objects
+        .iter()
+        .map(|o| {
+            let p = o
+                .needed()
+                .iter()
+                .filter(|n| is_cuda(n))
+                .map(|n| symbol_prefix(n));
+            (o.path.as_path(), p.collect())
+        })
+        .collect();
+    let cuda_versions: std::collections::HashSet<&str> = sim
+        .objects
+        .iter()
+        .flat_map(|o| o.undefined_versions())
+        .filter(|v| v.contains(".so") && is_cuda(v))
+        .collect();
     let wanted = |o: &loader::Loaded, s: &cudist_elf::DynSymbol| match s.version.as_deref() {
-        Some(v) => v.contains(".so") && is_cuda(v),
-        None => o
-            .needed()
+        Some(v) => cuda_versions.contains(v),
+        None => prefixes[o.path.as_path()]
             .iter()
-            .any(|n| s.name.starts_with(&symbol_prefix(n)) && is_cuda(n)),
+            .any(|p| s.name.starts_with(p.as_str())),
     };
     let mut out = Vec::new();
     for u in sim.undefined_symbols_where(wanted) {
@@ -507,9 +551,10 @@ fn check_file(
     f: &Path,
     env: &LoadEnv,
     host: &host::Host,
-    catalog: &Catalog,
+    names: &CudaNames,
     dlopen: &[String],
 ) -> Result<Checked> {
+    let catalog = names.catalog;
     let mut verdict = Verdict::default();
     let sim = loader::simulate(f, env)
         .with_context(|| format!("cannot simulate loading {}", f.display()))?;
@@ -522,7 +567,7 @@ fn check_file(
             fix: fix_for(&m.name, &m.needed_by, catalog),
         })
         .collect();
-    let missing_syms = missing_symbols(&sim, catalog);
+    let missing_syms = missing_symbols(&sim, names);
     for m in &missing_syms {
         verdict.add(Status::WillFailToLoad, format!(
             "{}: {} needs {}{} from {}, which {} does not define: it was built against a newer {} than the one \
@@ -739,9 +784,10 @@ pub fn run(mut args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
     }
     // Files are checked in parallel; the parsed libraries are shared through the environment.
     use rayon::prelude::*;
+    let names = CudaNames::new(catalog);
     let results: Vec<Result<Checked>> = files
         .par_iter()
-        .map(|f| check_file(f, &env, &report.host, catalog, &args.dlopen))
+        .map(|f| check_file(f, &env, &report.host, &names, &args.dlopen))
         .collect();
     for r in results {
         let (file, verdict) = r?;
