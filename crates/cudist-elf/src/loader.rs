@@ -227,6 +227,8 @@ pub struct ObjInfo {
     symbols: Vec<crate::DynSymbol>,
     /// Defined symbol name → its versions (`None`: unversioned), built on first use.
     defined: std::sync::OnceLock<HashMap<String, Vec<Option<String>>>>,
+    /// The distinct versions its imports ask for, sorted, built on first use.
+    wanted_versions: std::sync::OnceLock<Vec<String>>,
 }
 
 impl ObjInfo {
@@ -245,6 +247,7 @@ impl ObjInfo {
             class: elf.class,
             symbols: elf.dynamic_symbols,
             defined: std::sync::OnceLock::new(),
+            wanted_versions: std::sync::OnceLock::new(),
         }
     }
 
@@ -294,15 +297,23 @@ impl Loaded {
 
     /// The distinct symbol versions its imports ask for (`GLIBC_2.14`, `libcudart.so.12`).
     pub fn undefined_versions(&self) -> impl Iterator<Item = &str> {
-        let mut seen: Vec<&str> = self
-            .symbols()
-            .iter()
-            .filter(|s| !s.defined)
-            .filter_map(|s| s.version.as_deref())
-            .collect();
-        seen.sort_unstable();
-        seen.dedup();
-        seen.into_iter()
+        let versions: &[String] = if self.rtld {
+            &[]
+        } else {
+            self.info.wanted_versions.get_or_init(|| {
+                let mut v: Vec<String> = self
+                    .info
+                    .symbols
+                    .iter()
+                    .filter(|s| !s.defined)
+                    .filter_map(|s| s.version.clone())
+                    .collect();
+                v.sort_unstable();
+                v.dedup();
+                v
+            })
+        };
+        versions.iter().map(String::as_str)
     }
 
     fn symbols(&self) -> &[crate::DynSymbol] {
