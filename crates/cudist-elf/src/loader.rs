@@ -213,6 +213,12 @@ pub struct Resolution {
     pub tried: Vec<PathBuf>,
 }
 
+/// Defined symbol name → its versions (`None`: unversioned). Looked up for every imported CUDA
+/// symbol of every simulation, so hashed with foldhash rather than the DoS-resistant default:
+/// the keys come from the files being checked, and a slow lookup is all a hostile file could
+/// cause.
+type Defined = HashMap<String, Vec<Option<String>>, foldhash::fast::RandomState>;
+
 /// What the simulation needs from one file, parsed once and shared by every simulation that
 /// loads it (through the [`LoadEnv`]'s cache).
 #[derive(Debug)]
@@ -226,7 +232,7 @@ pub struct ObjInfo {
     class: u8,
     symbols: Vec<crate::DynSymbol>,
     /// Defined symbol name → its versions (`None`: unversioned), built on first use.
-    defined: std::sync::OnceLock<HashMap<String, Vec<Option<String>>>>,
+    defined: std::sync::OnceLock<Defined>,
     /// The distinct versions its imports ask for, sorted, built on first use.
     wanted_versions: std::sync::OnceLock<Vec<String>>,
 }
@@ -251,9 +257,9 @@ impl ObjInfo {
         }
     }
 
-    fn defined(&self) -> &HashMap<String, Vec<Option<String>>> {
+    fn defined(&self) -> &Defined {
         self.defined.get_or_init(|| {
-            let mut m: HashMap<String, Vec<Option<String>>> = HashMap::new();
+            let mut m = Defined::default();
             for s in self.symbols.iter().filter(|s| s.defined) {
                 m.entry(s.name.clone()).or_default().push(s.version.clone());
             }
@@ -363,15 +369,16 @@ impl Simulation {
     /// at the first call. The dynamic loader's own symbols are not read, so references to its
     /// private symbols (`_dl_*`, `__libc_*`) are left out.
     pub fn undefined_symbols(&self) -> Vec<UndefinedSymbol> {
-        self.undefined_symbols_where(|_, _| true)
+        self.undefined_symbols_where(|_| |_: &crate::DynSymbol| true)
     }
 
-    /// [`Simulation::undefined_symbols`] for the references `keep` selects (selected first, so a
-    /// narrow filter makes the check cheap).
-    pub fn undefined_symbols_where(
-        &self,
-        keep: impl Fn(&Loaded, &crate::DynSymbol) -> bool,
-    ) -> Vec<UndefinedSymbol> {
+    /// [`Simulation::undefined_symbols`] for the references selected by `keep`, which is asked
+    /// once per object for that object's filter (selected first, so a narrow filter makes the
+    /// check cheap).
+    pub fn undefined_symbols_where<F>(&self, keep: impl Fn(&Loaded) -> F) -> Vec<UndefinedSymbol>
+    where
+        F: Fn(&crate::DynSymbol) -> bool,
+    {
         // A versioned reference is almost always defined by the object its version names (the
         // library `libcudart.so.12` versions its symbols `libcudart.so.12`): ask that one first.
         let by_soname: HashMap<&str, &Loaded> = self
@@ -391,8 +398,9 @@ impl Simulation {
         };
         let mut out = Vec::new();
         for o in &self.objects {
+            let keep = keep(o);
             for s in o.symbols().iter().filter(|s| !s.defined && !s.weak) {
-                if s.name.starts_with("_dl_") || s.name.starts_with("__libc_") || !keep(o, s) {
+                if s.name.starts_with("_dl_") || s.name.starts_with("__libc_") || !keep(s) {
                     continue;
                 }
                 let named = s.version.as_deref().and_then(|v| by_soname.get(v));

@@ -346,29 +346,24 @@ fn missing_symbols(sim: &loader::Simulation, names: &CudaNames) -> Vec<MissingSy
     // or unversioned with the function prefix of a CUDA library the object needs. The prefixes
     // and the versions' classification are worked out once per object and per version, not per
     // symbol.
-    let prefixes: std::collections::HashMap<&Path, Vec<String>> = sim
-        .objects
-        .iter()
-        .map(|o| {
-            let p = o
-                .needed()
-                .iter()
-                .filter(|n| is_cuda(n))
-                .map(|n| symbol_prefix(n));
-            (o.path.as_path(), p.collect())
-        })
-        .collect();
     let cuda_versions: std::collections::HashSet<&str> = sim
         .objects
         .iter()
         .flat_map(|o| o.undefined_versions())
         .filter(|v| v.contains(".so") && is_cuda(v))
         .collect();
-    let wanted = |o: &loader::Loaded, s: &cudist_elf::DynSymbol| match s.version.as_deref() {
-        Some(v) => cuda_versions.contains(v),
-        None => prefixes[o.path.as_path()]
+    let wanted = |o: &loader::Loaded| {
+        let prefixes: Vec<String> = o
+            .needed()
             .iter()
-            .any(|p| s.name.starts_with(p.as_str())),
+            .filter(|n| is_cuda(n))
+            .map(|n| symbol_prefix(n))
+            .collect();
+        let cuda_versions = &cuda_versions;
+        move |s: &cudist_elf::DynSymbol| match s.version.as_deref() {
+            Some(v) => cuda_versions.contains(v),
+            None => prefixes.iter().any(|p| s.name.starts_with(p.as_str())),
+        }
     };
     let mut out = Vec::new();
     for u in sim.undefined_symbols_where(wanted) {
