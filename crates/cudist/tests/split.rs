@@ -241,3 +241,311 @@ fn bad_input_is_refused_and_nothing_is_written() {
     ]);
     assert!(stderr(&o).contains("exists"), "{}", stderr(&o));
 }
+
+/// Installs conda packages into a fresh prefix with py-rattler (scripts/conda-install-local.py).
+fn conda_install(py: &Path, prefix: &Path, pkgs: &[&Path]) -> std::process::Output {
+    Command::new(py)
+        .arg(repo_root().join("scripts/conda-install-local.py"))
+        .arg(prefix)
+        .args(pkgs)
+        .output()
+        .unwrap()
+}
+
+/// The package file of `name` in a channel directory.
+fn package_file(channel: &Path, name: &str) -> std::path::PathBuf {
+    std::fs::read_dir(channel)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            let f = p.file_name().unwrap().to_string_lossy().into_owned();
+            f.strip_prefix(&format!("{name}-"))
+                .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+        })
+        .unwrap_or_else(|| panic!("no package {name} in {}", channel.display()))
+}
+
+#[test]
+fn conda_packages_read_back_install_and_link() {
+    let Some(venv) = tool_from_env("CUDIST_TK_CU13") else {
+        return;
+    };
+    let Some(py) = tool_from_env("CUDIST_RATTLER_PYTHON") else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("conda");
+    let site = site_of(&venv);
+    let o = Command::new(env!("CARGO_BIN_EXE_cudist"))
+        .args(["split", site.to_str().unwrap(), "-o", out.to_str().unwrap()])
+        .args(["--format", "conda", "--zstd-level", "1", "--json"])
+        .env("SOURCE_DATE_EPOCH", "1700000000")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let m: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let channel = out.join(cudist_conda::host_subdir().0);
+
+    // Every package reads back with the rattler crates, and holds exactly the manifest's files
+    // of its component-output (lib64/ -> lib/), links as links, files with their sha256.
+    let mut names = Vec::new();
+    for c in m["components"].as_array().unwrap() {
+        for (output, name) in c["packages"].as_object().unwrap() {
+            let name = name.as_str().unwrap();
+            names.push(name.to_string());
+            let pkg = cudist_conda::read(&package_file(&channel, name)).unwrap();
+            assert_eq!(pkg.name(), name);
+            assert_eq!(pkg.version(), c["version"].as_str().unwrap());
+            assert_eq!(
+                pkg.index.subdir.as_deref(),
+                Some(cudist_conda::host_subdir().0)
+            );
+            assert_eq!(
+                pkg.index.timestamp.map(|t| t.timestamp()),
+                Some(1_700_000_000)
+            );
+            let want_deps: Vec<String> = c["depends"][output]
+                .as_array()
+                .map(|a| a.iter().map(|d| d.as_str().unwrap().to_string()).collect())
+                .unwrap_or_default();
+            assert_eq!(pkg.index.depends, want_deps, "{name}");
+            let mut want: Vec<(String, String)> = m["files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| f["component"] == c["component"] && f["output"] == output.as_str())
+                .filter(|f| !f["path"].as_str().unwrap().starts_with("share/licenses/"))
+                .map(|f| {
+                    let p = f["path"].as_str().unwrap();
+                    let p = p
+                        .strip_prefix("lib64/")
+                        .map_or(p.to_string(), |r| format!("lib/{r}"));
+                    let what = f["sha256"]
+                        .as_str()
+                        .map_or("link".to_string(), str::to_string);
+                    (p, what)
+                })
+                .collect();
+            let mut got: Vec<(String, String)> = pkg
+                .paths
+                .as_ref()
+                .unwrap()
+                .paths
+                .iter()
+                .map(|e| {
+                    let what = match e.sha256 {
+                        Some(h) => h.iter().map(|b| format!("{b:02x}")).collect(),
+                        None => "link".to_string(),
+                    };
+                    (e.relative_path.to_string_lossy().into_owned(), what)
+                })
+                .collect();
+            want.sort();
+            got.sort();
+            assert_eq!(got, want, "{name}");
+            if output == "lib" {
+                let pins: Vec<&str> = c["run_exports"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|p| p["conda"].as_str().unwrap())
+                    .collect();
+                assert_eq!(pkg.run_exports.as_ref().unwrap().weak, pins, "{name}");
+            }
+        }
+    }
+    // Per-file placement in the packages, as conda-forge names and fills them.
+    for (name, path) in [
+        ("cuda-cudart", "lib/libcudart.so.13"),
+        ("cuda-cudart-dev", "lib/libcudart.so"),
+        ("cuda-cudart-dev", "include/cuda_runtime.h"),
+        ("cuda-cudart-static", "lib/libcudart_static.a"),
+        ("cuda-nvrtc", "lib/libnvrtc.so.13"),
+        ("cuda-nvrtc", "lib/libnvrtc-builtins.so.13.5"),
+        ("cuda-nvrtc-dev", "include/nvrtc.h"),
+        ("libcurand", "lib/libcurand.so.10"),
+        ("cuda-nvcc", "bin/nvcc"),
+        ("libnvvm-bin", "nvvm/bin/cicc"),
+    ] {
+        let pkg = cudist_conda::read(&package_file(&channel, name)).unwrap();
+        assert!(
+            pkg.paths
+                .unwrap()
+                .paths
+                .iter()
+                .any(|e| e.relative_path == Path::new(path)),
+            "{path} not in {name}"
+        );
+    }
+    // The runtime headers include crt/ and cccl headers: cuda-cudart-dev depends on their dev
+    // packages (found in the #include lines).
+    let dev = cudist_conda::read(&package_file(&channel, "cuda-cudart-dev")).unwrap();
+    for d in ["cuda-cudart ==13.5.37", "cuda-crt-dev >=13.5.37,<14.0a0"] {
+        assert!(
+            dev.index.depends.iter().any(|x| x == d),
+            "{d}: {:?}",
+            dev.index.depends
+        );
+    }
+    // The metapackage depends on every package, exactly.
+    let meta = cudist_conda::read(&package_file(&channel, "cuda-toolkit")).unwrap();
+    assert_eq!(meta.version(), "13.5.37");
+    assert_eq!(meta.index.depends.len(), names.len());
+    assert!(meta.paths.unwrap().paths.is_empty());
+
+    // A package whose dependencies are not given is refused by the installer.
+    let o = conda_install(
+        &py,
+        &work.path().join("alone"),
+        &[&package_file(&channel, "cuda-cudart-dev")],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("depends on 'cuda-cudart ==13.5.37'"));
+
+    // Everything, metapackage included, installs into one prefix (no clashing paths) ...
+    let all: Vec<std::path::PathBuf> = std::fs::read_dir(&channel)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    let prefix = work.path().join("prefix");
+    let refs: Vec<&Path> = all.iter().map(|p| p.as_path()).collect();
+    let o = conda_install(&py, &prefix, &refs);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(prefix.join("conda-meta").read_dir().unwrap().count() > names.len());
+    // ... where a C program links -lcudart and ldd resolves it to the prefix ...
+    let exe = gcc(
+        work.path(),
+        "rt",
+        "#include <cuda_runtime.h>\n#include <stdio.h>\nint main(void) { int v = 0; cudaRuntimeGetVersion(&v); printf(\"%d\\n\", v); return 0; }\n",
+        &[
+            &format!("-I{}", prefix.join("include").display()),
+            &format!("-L{}", prefix.join("lib").display()),
+            "-lcudart",
+            &format!("-Wl,-rpath,{}", prefix.join("lib").display()),
+        ],
+    );
+    let ldd = Command::new("ldd").arg(&exe).output().unwrap();
+    let ldd = String::from_utf8_lossy(&ldd.stdout);
+    assert!(
+        ldd.contains(&format!(
+            "libcudart.so.13 => {}",
+            prefix.join("lib/libcudart.so.13").display()
+        )),
+        "{ldd}"
+    );
+    assert!(!ldd.contains("not found"), "{ldd}");
+    let run = Command::new(&exe).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&run.stdout).trim(), "13050");
+    // ... and the installed nvcc compiles CUDA against it, linking the shared runtime.
+    std::fs::write(
+        work.path().join("k.cu"),
+        "__global__ void k(int *p) { *p = 1; }\nint main() { int *d; cudaMalloc(&d, 4); k<<<1, 1>>>(d); return 0; }\n",
+    )
+    .unwrap();
+    let kexe = work.path().join("k");
+    let o = Command::new(prefix.join("bin/nvcc"))
+        .current_dir(work.path())
+        .args(["-arch=sm_90", "-cudart", "shared", "k.cu", "-o"])
+        .arg(&kexe)
+        .arg(format!("-Xlinker=-rpath,{}", prefix.join("lib").display()))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let ldd = Command::new("ldd").arg(&kexe).output().unwrap();
+    let ldd = String::from_utf8_lossy(&ldd.stdout);
+    assert!(
+        ldd.contains(&format!("{}", prefix.join("lib/libcudart.so.13").display())),
+        "{ldd}"
+    );
+}
+
+#[test]
+fn a_cublas_wheel_splits_into_libcublas_and_its_dev() {
+    // NVIDIA's cuBLAS wheel is 444 MB; its layout is rebuilt here with gcc stand-ins under the
+    // real names, in the CUDA 13 merged layout.
+    let work = tempfile::tempdir().unwrap();
+    let libs = work.path().join("libs");
+    let mut members: Vec<(&str, Vec<u8>)> = Vec::new();
+    for (file, soname, sym) in [
+        ("libcublas.so.13", "libcublas.so.13", "cublasCreate_v2"),
+        ("libcublasLt.so.13", "libcublasLt.so.13", "cublasLtCreate"),
+        ("libnvblas.so.13", "libnvblas.so.13", "dgemm_"),
+    ] {
+        let p = fake_lib(&libs, file, soname, sym);
+        let name: &'static str = Box::leak(format!("nvidia/cu13/lib/{file}").into_boxed_str());
+        members.push((name, std::fs::read(p).unwrap()));
+    }
+    members.push((
+        "nvidia/cu13/include/cublas_v2.h",
+        b"#include \"cublas_api.h\"\n".to_vec(),
+    ));
+    members.push((
+        "nvidia/cu13/include/cublas_api.h",
+        b"#include <cuda_runtime_api.h>\n".to_vec(),
+    ));
+    members.push(("nvidia/cu13/include/cublasLt.h", b"#pragma once\n".to_vec()));
+    members.push(("nvidia/cublas/__init__.py", Vec::new()));
+    let wheel = work
+        .path()
+        .join("nvidia_cublas-13.10.0.20-py3-none-manylinux_2_27_x86_64.whl");
+    write_wheel_version(&wheel, "nvidia-cublas", "13.10.0.20", &[], &members);
+    let site = work.path().join("site");
+    python(
+        "import sys, zipfile\nzipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])",
+        &[wheel.to_str().unwrap(), site.to_str().unwrap()],
+    );
+    let out = work.path().join("out");
+    let o = cudist(&[
+        "split",
+        site.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let m: Value = serde_json::from_slice(&o.stdout).unwrap();
+    for (path, want) in [
+        ("lib64/libcublas.so.13", ("libcublas", "lib")),
+        ("lib64/libcublasLt.so.13", ("libcublas", "lib")),
+        ("lib64/libnvblas.so.13", ("libcublas", "lib")),
+        ("lib64/libcublas.so", ("libcublas", "dev")),
+        ("lib64/libcublasLt.so", ("libcublas", "dev")),
+        ("include/cublas_v2.h", ("libcublas", "dev")),
+        ("include/cublasLt.h", ("libcublas", "dev")),
+    ] {
+        assert_eq!(placed(&m, path), vec![want], "{path}");
+    }
+    let c = component(&m, "libcublas");
+    assert_eq!(c["packages"]["lib"], "libcublas");
+    assert_eq!(c["packages"]["dev"], "libcublas-dev");
+    assert_eq!(c["license"], "NVIDIA Proprietary Software");
+    // Three SONAMEs, one major each: one pin.
+    let pins: Vec<&str> = c["run_exports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["conda"].as_str().unwrap())
+        .collect();
+    assert_eq!(pins, vec!["libcublas >=13.10.0.20,<14.0a0"]);
+    assert_eq!(
+        c["run_exports"][0]["pep508"],
+        "nvidia-cublas>=13.10.0.20,<14"
+    );
+    // cuda_runtime_api.h is not in this site-packages: no dev dependency is invented for it.
+    assert_eq!(
+        c["depends"]["dev"],
+        serde_json::json!(["libcublas ==13.10.0.20"])
+    );
+}

@@ -123,6 +123,17 @@ pub fn fake_lib(dir: &Path, file: &str, soname: &str, symbol: &str) -> PathBuf {
 
 /// Writes a wheel with the given members (name, bytes) plus METADATA, WHEEL and a true RECORD.
 pub fn write_wheel(path: &Path, dist: &str, requires: &[&str], members: &[(&str, Vec<u8>)]) {
+    write_wheel_version(path, dist, "1.0", requires, members)
+}
+
+/// [`write_wheel`] at a given version.
+pub fn write_wheel_version(
+    path: &Path,
+    dist: &str,
+    version: &str,
+    requires: &[&str],
+    members: &[(&str, Vec<u8>)],
+) {
     let f = std::fs::File::create(path).unwrap();
     let mut z = zip::ZipWriter::new(f);
     let opts = zip::write::SimpleFileOptions::default()
@@ -138,8 +149,8 @@ pub fn write_wheel(path: &Path, dist: &str, requires: &[&str], members: &[(&str,
     for (name, data) in members {
         add(&mut z, name, data);
     }
-    let di = format!("{dist}-1.0.dist-info");
-    let mut md = format!("Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n");
+    let di = format!("{dist}-{version}.dist-info");
+    let mut md = format!("Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\nLicense: NVIDIA Proprietary Software\n");
     for r in requires {
         md.push_str(&format!("Requires-Dist: {r}\n"));
     }

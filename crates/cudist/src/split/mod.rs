@@ -23,7 +23,9 @@
 //! component-output, with SONAME and linker-name links). The `conda` format and other inputs
 //! (toolkit trees, redistributable archives) come next.
 
-use std::collections::BTreeMap;
+mod conda;
+
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -46,9 +48,16 @@ pub struct SplitArgs {
     /// Where to write (must not exist).
     #[arg(long, short = 'o', value_name = "DIR")]
     pub out: PathBuf,
-    /// `manifest` (split.json + features.json) or `dirs` (one directory per component-output).
-    #[arg(long, default_value = "manifest", value_parser = ["manifest", "dirs"])]
+    /// `manifest` (split.json + features.json), `dirs` (one directory per component-output) or
+    /// `conda` (one .conda package per component-output, in DIR/<subdir>/, and a metapackage).
+    #[arg(long, default_value = "manifest", value_parser = ["manifest", "dirs", "conda"])]
     pub format: String,
+    /// zstd level of the `.conda` packages (1-22).
+    #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(i32).range(1..=22))]
+    pub zstd_level: i32,
+    /// The build number of the `.conda` packages.
+    #[arg(long, default_value_t = 0)]
+    pub build_number: u64,
     /// Print the report as JSON (the manifest, schema cudist.split/1).
     #[arg(long)]
     pub json: bool,
@@ -95,14 +104,27 @@ pub struct ComponentRow {
     pub version: String,
     /// The conda-forge package name of the `lib` output (`cuda-cudart`, `libcublas`).
     pub conda: String,
+    /// The license, as the package's metadata states it.
+    pub license: Option<String>,
     /// Output → conda package name (`dev` → `cuda-cudart-dev`).
     pub packages: BTreeMap<String, String>,
     /// Output → number of files.
     pub outputs: BTreeMap<String, usize>,
     /// What dependents of the `lib` output pin (run_exports).
     pub run_exports: Vec<Pin>,
-    /// Output → what it depends on (`dev` → the `lib` output, exactly).
+    /// Output → what it depends on (`dev` → the `lib` output, exactly; and the `dev` outputs whose
+    /// headers its headers include).
     pub depends: BTreeMap<String, Vec<String>>,
+}
+
+/// The metapackage (`cuda-toolkit`, as the cudatoolkit of old): no files, depends on every
+/// package of the split.
+#[derive(Debug, Clone, Serialize)]
+pub struct Metapackage {
+    pub name: String,
+    /// The CUDA release: the runtime's version (else nvcc's, else the highest).
+    pub version: String,
+    pub depends: Vec<String>,
 }
 
 /// The manifest (`--json` and `split.json`: schema `cudist.split/1`).
@@ -112,6 +134,7 @@ pub struct Manifest {
     pub input: String,
     pub cuda_major: Option<u32>,
     pub components: Vec<ComponentRow>,
+    pub metapackage: Option<Metapackage>,
     pub files: Vec<FileRow>,
     /// Files that no rule placed (reported; placed in `doc`).
     pub unassigned: Vec<String>,
@@ -239,6 +262,7 @@ pub fn manifest(input: &Path, catalog: &Catalog) -> Result<Manifest> {
         input: input.display().to_string(),
         cuda_major: Some(cuda_major),
         components: Vec::new(),
+        metapackage: None,
         files: Vec::new(),
         unassigned: Vec::new(),
     };
@@ -258,6 +282,7 @@ pub fn manifest(input: &Path, catalog: &Catalog) -> Result<Manifest> {
             package: p.name.clone(),
             version: p.version.clone(),
             conda: conda.clone(),
+            license: p.dist_info.as_deref().and_then(license_of),
             packages: BTreeMap::new(),
             outputs: BTreeMap::new(),
             run_exports: Vec::new(),
@@ -357,8 +382,15 @@ pub fn manifest(input: &Path, catalog: &Catalog) -> Result<Manifest> {
         for f in &files {
             *row.outputs.entry(f.output.clone()).or_default() += 1;
         }
+        // The runtime library takes the bare name; a component without one (nvcc) gives it to
+        // its executables, as conda-forge's `cuda-nvcc` holds `bin/nvcc`.
+        let bare = if row.outputs.contains_key("lib") {
+            "lib"
+        } else {
+            "bin"
+        };
         for o in row.outputs.keys() {
-            let name = if o == "lib" {
+            let name = if o == bare {
                 conda.clone()
             } else {
                 format!("{conda}-{o}")
@@ -373,14 +405,141 @@ pub fn manifest(input: &Path, catalog: &Catalog) -> Result<Manifest> {
         if row.outputs.contains_key("static") && row.outputs.contains_key("dev") {
             row.depends.insert(
                 "static".into(),
-                vec![format!("{conda}-dev =={}", p.version)],
+                vec![format!("{} =={}", row.packages["dev"], p.version)],
             );
         }
         row.run_exports.dedup_by(|a, b| a.conda == b.conda);
         m.files.extend(files);
         m.components.push(row);
     }
+    header_depends(&mut m)?;
+    m.metapackage = metapackage(&m);
     Ok(m)
+}
+
+/// The license a wheel's METADATA states (`License-Expression`, else `License`).
+fn license_of(dist_info: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dist_info.join("METADATA")).ok()?;
+    let header = text.split("\n\n").next().unwrap_or("");
+    let field = |key: &str| {
+        header.lines().find_map(|l| {
+            l.strip_prefix(key)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty() && v != "UNKNOWN")
+        })
+    };
+    field("License-Expression:").or_else(|| field("License:"))
+}
+
+/// Adds to each `dev` output the `dev` outputs of the other components whose headers its
+/// headers include (`cuda_runtime.h` includes `crt/host_config.h`, which `cuda_crt` ships): a
+/// build that uses one needs the other. Derived from the `#include` lines, not written by hand.
+fn header_depends(m: &mut Manifest) -> Result<()> {
+    let owner: BTreeMap<&str, &str> = m
+        .files
+        .iter()
+        .filter(|f| f.output == "dev")
+        .filter_map(|f| Some((f.path.strip_prefix("include/")?, f.component.as_str())))
+        .collect();
+    let mut needs: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in &m.files {
+        let (Some(rel), Some(src)) = (f.path.strip_prefix("include/"), &f.source) else {
+            continue;
+        };
+        if f.output != "dev" || f.kind != "file" {
+            continue;
+        }
+        let text = std::fs::read(src).with_context(|| format!("cannot read {}", src.display()))?;
+        let dir = rel.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
+        for inc in includes(&text) {
+            let joined = if dir.is_empty() {
+                inc.to_string()
+            } else {
+                format!("{dir}/{inc}")
+            };
+            let other = owner.get(inc).or_else(|| owner.get(joined.as_str()));
+            if let Some(o) = other.filter(|o| **o != f.component) {
+                needs
+                    .entry(f.component.clone())
+                    .or_default()
+                    .insert(o.to_string());
+            }
+        }
+    }
+    let by_name: BTreeMap<String, (String, String)> = m
+        .components
+        .iter()
+        .filter_map(|c| {
+            Some((
+                c.component.clone(),
+                (c.packages.get("dev")?.clone(), c.version.clone()),
+            ))
+        })
+        .collect();
+    for c in &mut m.components {
+        for o in needs.get(&c.component).into_iter().flatten() {
+            let Some((dev, version)) = by_name.get(o) else {
+                continue;
+            };
+            let major = version.split('.').next().unwrap_or("0");
+            let upper = major.parse::<u64>().map(|n| n + 1).unwrap_or(1);
+            c.depends
+                .entry("dev".into())
+                .or_default()
+                .push(format!("{dev} >={version},<{upper}.0a0"));
+        }
+    }
+    Ok(())
+}
+
+/// The names in a header's `#include "..."` and `#include <...>` lines.
+fn includes(text: &[u8]) -> Vec<&str> {
+    let mut out = Vec::new();
+    for line in text.split(|b| *b == b'\n') {
+        let l = line.trim_ascii_start();
+        let Some(rest) = l.strip_prefix(b"#") else {
+            continue;
+        };
+        let Some(rest) = rest.trim_ascii_start().strip_prefix(b"include") else {
+            continue;
+        };
+        let rest = rest.trim_ascii_start();
+        let close = match rest.first() {
+            Some(b'"') => b'"',
+            Some(b'<') => b'>',
+            _ => continue,
+        };
+        if let Some(end) = rest[1..].iter().position(|b| *b == close) {
+            if let Ok(name) = std::str::from_utf8(&rest[1..1 + end]) {
+                out.push(name);
+            }
+        }
+    }
+    out
+}
+
+/// The metapackage: `cuda-toolkit` at the runtime's version, depending on every package exactly.
+fn metapackage(m: &Manifest) -> Option<Metapackage> {
+    let version = ["cuda_cudart", "cuda_nvcc"]
+        .iter()
+        .find_map(|k| m.components.iter().find(|c| c.component == *k))
+        .or_else(|| m.components.iter().max_by(|a, b| a.version.cmp(&b.version)))?
+        .version
+        .clone();
+    let depends = m
+        .components
+        .iter()
+        .flat_map(|c| {
+            c.packages
+                .values()
+                .map(move |name| format!("{name} =={}", c.version))
+        })
+        .collect();
+    Some(Metapackage {
+        name: "cuda-toolkit".into(),
+        version,
+        depends,
+    })
 }
 
 /// Whether `soname` is opened with dlopen by one of the `siblings` (the catalog's `dlopens`, as a
@@ -482,6 +641,21 @@ pub fn run(args: SplitArgs, catalog: &Catalog) -> Result<ExitCode> {
             for p in &c.run_exports {
                 s.push_str(&format!("    run_exports {}   ({})\n", p.conda, p.reason));
             }
+            for (o, deps) in &c.depends {
+                s.push_str(&format!(
+                    "    {} depends {}\n",
+                    c.packages.get(o).map_or(o.as_str(), String::as_str),
+                    deps.join(", ")
+                ));
+            }
+        }
+        if let Some(meta) = &m.metapackage {
+            s.push_str(&format!(
+                "  metapackage {} {}: depends on {} packages\n",
+                meta.name,
+                meta.version,
+                meta.depends.len()
+            ));
         }
         for u in &m.unassigned {
             s.push_str(&format!("  unassigned (placed in doc): {u}\n"));
@@ -499,6 +673,24 @@ fn write(m: &Manifest, args: &SplitArgs, dir: &Path) -> Result<()> {
     let mut f = serde_json::to_string_pretty(&features(m))?;
     f.push('\n');
     std::fs::write(dir.join("features.json"), f)?;
+    if args.format == "conda" {
+        let channel = dir.join(cudist_conda::host_subdir().0);
+        std::fs::create_dir_all(&channel)?;
+        let timestamp = match std::env::var("SOURCE_DATE_EPOCH") {
+            Ok(v) => v
+                .parse()
+                .with_context(|| format!("SOURCE_DATE_EPOCH={v}: not a number of seconds"))?,
+            Err(_) => std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)?
+                .as_secs() as i64,
+        };
+        let opts = cudist_conda::WriteOptions {
+            zstd_level: args.zstd_level,
+            timestamp,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+        };
+        conda::write(m, &channel, args.build_number, &opts)?;
+    }
     if args.format == "dirs" {
         for f in &m.files {
             let out_dir = dir.join(format!("{}-{}", f.component, f.output));

@@ -1,0 +1,453 @@
+//! Conda packages for cudist: write `.conda` packages from a list of files and links, and read
+//! `.conda` / `.tar.bz2` packages back (their `index.json`, `paths.json`, `run_exports.json`, and
+//! their files).
+//!
+//! The archive formats are the rattler crates' work; this crate adds what cudist needs around them:
+//! the `info/` files written from a typed [`NewPackage`] (and checked by parsing them back with
+//! rattler's own types, so a package cudist writes is one rattler reads), a staging directory that
+//! is removed whatever happens, and a file written under a temporary name and renamed, so a failed
+//! write leaves nothing behind.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use rattler_conda_types::compression_level::CompressionLevel;
+use rattler_conda_types::package::{
+    IndexJson, PackageFile, PathType, PathsEntry, PathsJson, RunExportsJson,
+};
+use serde_json::json;
+
+/// What can go wrong reading or writing a package.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: invalid {what}: {message}")]
+    Invalid {
+        path: PathBuf,
+        what: &'static str,
+        message: String,
+    },
+    #[error("{path}: cannot read the conda package: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: Box<rattler_package_streaming::ExtractError>,
+    },
+    #[error("package {package}: {path} is given twice")]
+    Duplicate { package: String, path: String },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// What a file of a new package is.
+#[derive(Debug, Clone)]
+pub enum Content {
+    /// A regular file, copied (or hard-linked) from this path.
+    File(PathBuf),
+    /// A symbolic link with this target.
+    Link(String),
+}
+
+/// One path of a new package, relative to the prefix (`lib/libcudart.so.13`).
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub path: String,
+    pub content: Content,
+}
+
+/// The `run_exports` of a package: what a package built against it must depend on.
+#[derive(Debug, Clone, Default)]
+pub struct RunExports {
+    pub weak: Vec<String>,
+    pub strong: Vec<String>,
+}
+
+/// A package to write.
+#[derive(Debug, Clone)]
+pub struct NewPackage {
+    pub name: String,
+    pub version: String,
+    pub build: String,
+    pub build_number: u64,
+    /// conda's platform directory: `linux-64`, `linux-aarch64`.
+    pub subdir: String,
+    pub depends: Vec<String>,
+    pub constrains: Vec<String>,
+    pub license: Option<String>,
+    pub run_exports: Option<RunExports>,
+    pub files: Vec<Entry>,
+    /// License files, written to `info/licenses/<name>` (conda keeps them with the metadata, so
+    /// packages that share a license do not clash in the prefix).
+    pub licenses: Vec<(String, PathBuf)>,
+}
+
+impl NewPackage {
+    /// `name-version-build`, the package's file stem.
+    pub fn stem(&self) -> String {
+        format!("{}-{}-{}", self.name, self.version, self.build)
+    }
+}
+
+/// conda's platform directory for this machine's architecture, and the `arch` of `index.json`.
+pub fn host_subdir() -> (&'static str, &'static str) {
+    match std::env::consts::ARCH {
+        "aarch64" => ("linux-aarch64", "aarch64"),
+        "powerpc64" => ("linux-ppc64le", "ppc64le"),
+        _ => ("linux-64", "x86_64"),
+    }
+}
+
+/// How the `.conda` is compressed and stamped.
+#[derive(Debug, Clone, Copy)]
+pub struct WriteOptions {
+    /// zstd level, 1–22.
+    pub zstd_level: i32,
+    /// Seconds since the epoch for `index.json`'s timestamp and every archive member.
+    pub timestamp: i64,
+    /// zstd threads.
+    pub threads: u32,
+}
+
+/// Writes `pkg` as `DIR/name-version-build.conda` and returns its path.
+///
+/// Files are staged in a directory beside the package (hard-linked where the file system allows,
+/// else copied) with the `info/` files, packed, and the stage removed. The package is written
+/// under a temporary name and renamed when complete.
+pub fn write_conda(pkg: &NewPackage, dir: &Path, opts: &WriteOptions) -> Result<PathBuf, Error> {
+    let stage = dir.join(format!(".{}.stage", pkg.stem()));
+    let _ = std::fs::remove_dir_all(&stage);
+    let result = stage_and_pack(pkg, dir, &stage, opts);
+    let _ = std::fs::remove_dir_all(&stage);
+    result
+}
+
+fn stage_and_pack(
+    pkg: &NewPackage,
+    dir: &Path,
+    stage: &Path,
+    opts: &WriteOptions,
+) -> Result<PathBuf, Error> {
+    let mut paths: Vec<PathBuf> = Vec::new();
+    let mut entries: Vec<PathsEntry> = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for e in &pkg.files {
+        if !seen.insert(e.path.as_str()) {
+            return Err(Error::Duplicate {
+                package: pkg.stem(),
+                path: e.path.clone(),
+            });
+        }
+        let dest = stage.join(&e.path);
+        let parent = dest.parent().unwrap_or(stage);
+        std::fs::create_dir_all(parent).map_err(io(parent))?;
+        let (path_type, sha256, size) = match &e.content {
+            Content::Link(target) => {
+                std::os::unix::fs::symlink(target, &dest).map_err(io(&dest))?;
+                (PathType::SoftLink, None, None)
+            }
+            Content::File(src) => {
+                if std::fs::hard_link(src, &dest).is_err() {
+                    std::fs::copy(src, &dest).map_err(io(src))?;
+                }
+                let bytes = std::fs::read(&dest).map_err(io(src))?;
+                let digest = rattler_digest::compute_bytes_digest::<rattler_digest::Sha256>(&bytes);
+                (PathType::HardLink, Some(digest), Some(bytes.len() as u64))
+            }
+        };
+        entries.push(PathsEntry {
+            relative_path: PathBuf::from(&e.path),
+            no_link: false,
+            path_type,
+            prefix_placeholder: None,
+            sha256,
+            size_in_bytes: size,
+        });
+        paths.push(dest);
+    }
+    let info = stage.join("info");
+    std::fs::create_dir_all(&info).map_err(io(&info))?;
+    for (name, src) in &pkg.licenses {
+        let dest = info.join("licenses").join(name);
+        let parent = dest.parent().unwrap_or(&info);
+        std::fs::create_dir_all(parent).map_err(io(parent))?;
+        std::fs::copy(src, &dest).map_err(io(src))?;
+        paths.push(dest);
+    }
+    let (subdir_host, arch) = host_subdir();
+    let arch = if pkg.subdir == subdir_host {
+        Some(arch)
+    } else {
+        None
+    };
+    let index = json!({
+        "name": pkg.name,
+        "version": pkg.version,
+        "build": pkg.build,
+        "build_number": pkg.build_number,
+        "depends": pkg.depends,
+        "constrains": pkg.constrains,
+        "license": pkg.license,
+        "subdir": pkg.subdir,
+        "arch": arch,
+        "platform": pkg.subdir.split('-').next(),
+        "timestamp": opts.timestamp * 1000,
+    });
+    let paths_json = json!({ "paths": entries, "paths_version": 1 });
+    let mut info_files = vec![
+        ("index.json", index),
+        ("paths.json", paths_json),
+        (
+            "about.json",
+            json!({ "summary": format!("{} (written by cudist split)", pkg.name), "license": pkg.license }),
+        ),
+    ];
+    if let Some(r) = &pkg.run_exports {
+        info_files.push((
+            "run_exports.json",
+            json!({ "weak": r.weak, "strong": r.strong }),
+        ));
+    }
+    for (name, value) in &info_files {
+        let path = info.join(name);
+        let text = serde_json::to_string_pretty(value).expect("JSON values serialise");
+        // What cudist writes must be what rattler reads.
+        let check = match *name {
+            "index.json" => IndexJson::from_str(&text).map(drop),
+            "paths.json" => PathsJson::from_str(&text).map(drop),
+            "run_exports.json" => RunExportsJson::from_str(&text).map(drop),
+            _ => Ok(()),
+        };
+        check.map_err(|e| Error::Invalid {
+            path: path.clone(),
+            what: "info file",
+            message: e.to_string(),
+        })?;
+        std::fs::write(&path, text).map_err(io(&path))?;
+        paths.push(path);
+    }
+
+    let out = dir.join(format!("{}.conda", pkg.stem()));
+    let tmp = dir.join(format!(".{}.conda.part", pkg.stem()));
+    let file = std::fs::File::create(&tmp).map_err(io(&tmp))?;
+    let mut w = std::io::BufWriter::new(file);
+    let ts = jiff::Timestamp::from_second(opts.timestamp).map_err(|e| Error::Invalid {
+        path: out.clone(),
+        what: "timestamp",
+        message: e.to_string(),
+    })?;
+    let written = rattler_package_streaming::write::write_conda_package(
+        &mut w,
+        stage,
+        &paths,
+        CompressionLevel::Numeric(opts.zstd_level),
+        Some(opts.threads.max(1)),
+        &pkg.stem(),
+        Some(&ts),
+        None,
+    )
+    .and_then(|()| w.flush());
+    drop(w);
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::Io {
+            path: out,
+            source: e,
+        });
+    }
+    std::fs::rename(&tmp, &out).map_err(io(&out))?;
+    Ok(out)
+}
+
+/// A package read back: its metadata and, when asked for, its files unpacked in a directory.
+#[derive(Debug)]
+pub struct Package {
+    pub path: PathBuf,
+    pub index: IndexJson,
+    /// `info/paths.json`; `None` for old packages that have only `info/files`.
+    pub paths: Option<PathsJson>,
+    pub run_exports: Option<RunExportsJson>,
+}
+
+impl Package {
+    /// The package's name.
+    pub fn name(&self) -> &str {
+        self.index.name.as_normalized()
+    }
+
+    /// Its version, as written.
+    pub fn version(&self) -> String {
+        self.index.version.to_string()
+    }
+}
+
+/// Whether `path` names a conda package (`.conda` or `.tar.bz2`).
+pub fn is_package_path(path: &Path) -> bool {
+    let n = path.file_name().unwrap_or_default().to_string_lossy();
+    n.ends_with(".conda") || n.ends_with(".tar.bz2")
+}
+
+fn read_member<P: PackageFile>(path: &Path) -> Result<P, Error> {
+    rattler_package_streaming::seek::read_package_file::<P>(path).map_err(|source| Error::Read {
+        path: path.to_path_buf(),
+        source: Box::new(source),
+    })
+}
+
+/// Reads a package's metadata (without unpacking its files).
+pub fn read(path: &Path) -> Result<Package, Error> {
+    if !is_package_path(path) {
+        return Err(Error::Invalid {
+            path: path.to_path_buf(),
+            what: "package name",
+            message: "a conda package ends in .conda or .tar.bz2".into(),
+        });
+    }
+    std::fs::metadata(path).map_err(io(path))?;
+    let index = read_member::<IndexJson>(path)?;
+    let paths = read_member::<PathsJson>(path).ok();
+    let run_exports = read_member::<RunExportsJson>(path).ok();
+    Ok(Package {
+        path: path.to_path_buf(),
+        index,
+        paths,
+        run_exports,
+    })
+}
+
+/// Unpacks a package's files (and `info/`) into `dest`.
+pub fn extract(path: &Path, dest: &Path) -> Result<(), Error> {
+    rattler_package_streaming::fs::extract(path, dest)
+        .map(drop)
+        .map_err(|source| Error::Read {
+            path: path.to_path_buf(),
+            source: Box::new(source),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> WriteOptions {
+        WriteOptions {
+            zstd_level: 3,
+            timestamp: 1_700_000_000,
+            threads: 1,
+        }
+    }
+
+    #[test]
+    fn a_written_package_reads_back_with_its_files_links_and_run_exports() {
+        let t = tempfile::tempdir().unwrap();
+        let src = t.path().join("libfoo.so.1.2.3");
+        std::fs::write(&src, b"not really an ELF").unwrap();
+        let pkg = NewPackage {
+            name: "libfoo".into(),
+            version: "1.2.3".into(),
+            build: "h0_0".into(),
+            build_number: 0,
+            subdir: host_subdir().0.into(),
+            depends: vec!["libbar >=2,<3.0a0".into()],
+            constrains: vec![],
+            license: Some("MIT".into()),
+            run_exports: Some(RunExports {
+                weak: vec!["libfoo >=1.2.3,<2.0a0".into()],
+                strong: vec![],
+            }),
+            licenses: vec![("LICENSE.txt".into(), src.clone())],
+            files: vec![
+                Entry {
+                    path: "lib/libfoo.so.1.2.3".into(),
+                    content: Content::File(src),
+                },
+                Entry {
+                    path: "lib/libfoo.so.1".into(),
+                    content: Content::Link("libfoo.so.1.2.3".into()),
+                },
+            ],
+        };
+        let out = t.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        let p = write_conda(&pkg, &out, &opts()).unwrap();
+        assert_eq!(p.file_name().unwrap(), "libfoo-1.2.3-h0_0.conda");
+        // Only the package is left in the directory.
+        let left: Vec<_> = std::fs::read_dir(&out).unwrap().flatten().collect();
+        assert_eq!(left.len(), 1, "{left:?}");
+
+        let back = read(&p).unwrap();
+        assert_eq!(back.name(), "libfoo");
+        assert_eq!(back.version(), "1.2.3");
+        assert_eq!(back.index.depends, vec!["libbar >=2,<3.0a0"]);
+        assert_eq!(back.index.subdir.as_deref(), Some(host_subdir().0));
+        let paths = back.paths.unwrap().paths;
+        assert_eq!(paths.len(), 2);
+        let link = paths
+            .iter()
+            .find(|e| e.relative_path == Path::new("lib/libfoo.so.1"))
+            .unwrap();
+        assert_eq!(link.path_type, PathType::SoftLink);
+        let file = paths
+            .iter()
+            .find(|e| e.relative_path == Path::new("lib/libfoo.so.1.2.3"))
+            .unwrap();
+        assert_eq!(file.size_in_bytes, Some(17));
+        assert_eq!(
+            back.run_exports.unwrap().weak,
+            vec!["libfoo >=1.2.3,<2.0a0"]
+        );
+
+        let x = t.path().join("x");
+        extract(&p, &x).unwrap();
+        assert_eq!(
+            std::fs::read_link(x.join("lib/libfoo.so.1")).unwrap(),
+            Path::new("libfoo.so.1.2.3")
+        );
+        assert_eq!(
+            std::fs::read(x.join("lib/libfoo.so.1.2.3")).unwrap(),
+            b"not really an ELF"
+        );
+        assert!(x.join("info/licenses/LICENSE.txt").is_file());
+    }
+
+    #[test]
+    fn a_bad_version_is_refused_and_leaves_nothing() {
+        let t = tempfile::tempdir().unwrap();
+        let pkg = NewPackage {
+            name: "libfoo".into(),
+            version: "1.2.3 beta".into(),
+            build: "h0_0".into(),
+            build_number: 0,
+            subdir: "linux-64".into(),
+            depends: vec![],
+            constrains: vec![],
+            license: None,
+            run_exports: None,
+            files: vec![],
+            licenses: vec![],
+        };
+        let e = write_conda(&pkg, t.path(), &opts()).unwrap_err();
+        assert!(e.to_string().contains("index.json"), "{e}");
+        assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn reading_a_file_that_is_not_a_package_names_it() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("broken.conda");
+        std::fs::write(&p, b"garbage").unwrap();
+        let e = read(&p).unwrap_err();
+        assert!(e.to_string().contains("broken.conda"), "{e}");
+        let e = read(&t.path().join("x.zip")).unwrap_err();
+        assert!(e.to_string().contains(".tar.bz2"), "{e}");
+    }
+}
