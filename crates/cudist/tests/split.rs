@@ -230,7 +230,11 @@ fn bad_input_is_refused_and_nothing_is_written() {
         out.to_str().unwrap(),
     ]);
     assert_ne!(o.status.code(), Some(0));
-    assert!(stderr(&o).contains("no .dist-info"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("neither a site-packages"),
+        "{}",
+        stderr(&o)
+    );
     assert!(!out.exists());
     std::fs::create_dir(&out).unwrap();
     let o = cudist(&[
@@ -548,4 +552,235 @@ fn a_cublas_wheel_splits_into_libcublas_and_its_dev() {
         c["depends"]["dev"],
         serde_json::json!(["libcublas ==13.10.0.20"])
     );
+}
+
+/// NVIDIA's redistributable layout, rebuilt from the real CUDA 13 runtime wheel: an archive
+/// directory with `lib/` (the library under its full version, with a broken chain), `include/`,
+/// `pkg-config/` and `LICENSE`, packed by GNU tar as `.tar.xz`. Returns the archive's path.
+fn cudart_archive(site: &Path, dir: &Path) -> std::path::PathBuf {
+    let plat = if cfg!(target_arch = "aarch64") {
+        "linux-sbsa"
+    } else {
+        "linux-x86_64"
+    };
+    let name = format!("cuda_cudart-{plat}-13.5.37-archive");
+    let a = dir.join("src").join(&name);
+    let wheel = site.join("nvidia/cu13");
+    for d in ["lib", "include", "pkg-config"] {
+        std::fs::create_dir_all(a.join(d)).unwrap();
+    }
+    std::fs::copy(
+        wheel.join("lib/libcudart.so.13"),
+        a.join("lib/libcudart.so.13.5.37"),
+    )
+    .unwrap();
+    std::fs::copy(
+        wheel.join("lib/libcudart_static.a"),
+        a.join("lib/libcudart_static.a"),
+    )
+    .unwrap();
+    // The chain is broken: no SONAME link, and the linker name points nowhere.
+    std::os::unix::fs::symlink("libcudart.so.13.0.0", a.join("lib/libcudart.so")).unwrap();
+    for h in ["cuda_runtime_api.h", "driver_types.h", "cuda.h"] {
+        std::fs::copy(wheel.join("include").join(h), a.join("include").join(h)).unwrap();
+    }
+    std::fs::write(a.join("LICENSE"), "CUDA Toolkit license\n").unwrap();
+    std::fs::write(
+        a.join("pkg-config/cudart-13.5.pc"),
+        "Name: cudart\nVersion: 13.5\nLibs: -lcudart\n",
+    )
+    .unwrap();
+    let tarball = dir.join(format!("{name}.tar.xz"));
+    let st = Command::new("tar")
+        .arg("-cJf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(dir.join("src"))
+        .arg(&name)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::remove_dir_all(dir.join("src")).unwrap();
+    tarball
+}
+
+/// A redistrib manifest in NVIDIA's format listing `archive` (its sha256 by `sha256sum`) and a
+/// cuBLAS archive that is not there.
+fn redistrib_manifest(archive: &Path, sha256: &str) -> String {
+    let plat = if cfg!(target_arch = "aarch64") {
+        "linux-sbsa"
+    } else {
+        "linux-x86_64"
+    };
+    let size = std::fs::metadata(archive).unwrap().len();
+    let file = archive.file_name().unwrap().to_string_lossy();
+    serde_json::json!({
+        "release_date": "2026-10-01",
+        "release_label": "13.5.0",
+        "release_product": "cuda",
+        "cuda_cudart": {
+            "name": "CUDA Runtime (cudart)",
+            "license": "CUDA Toolkit",
+            "license_path": "cuda_cudart/LICENSE.txt",
+            "version": "13.5.37",
+            plat: {
+                "relative_path": format!("cuda_cudart/{plat}/{file}"),
+                "sha256": sha256,
+                "md5": "0",
+                "size": size.to_string()
+            },
+            "windows-x86_64": {
+                "relative_path": "cuda_cudart/windows-x86_64/cuda_cudart-windows-x86_64-13.5.37-archive.zip",
+                "sha256": "0", "md5": "0", "size": "1"
+            }
+        },
+        "libcublas": {
+            "name": "CUDA cuBLAS",
+            "license": "CUDA Toolkit",
+            "version": "13.10.0.20",
+            plat: {
+                "relative_path": format!("libcublas/{plat}/libcublas-{plat}-13.10.0.20-archive.tar.xz"),
+                "sha256": "0", "md5": "0", "size": "1"
+            }
+        }
+    })
+    .to_string()
+}
+
+#[test]
+fn redistributable_archives_are_verified_split_and_their_chains_repaired() {
+    let Some(venv) = tool_from_env("CUDIST_TK_CU13") else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let archives = work.path().join("archives");
+    std::fs::create_dir_all(&archives).unwrap();
+    let tarball = cudart_archive(&site_of(&venv), &archives);
+    let sum = Command::new("sha256sum").arg(&tarball).output().unwrap();
+    let sha = String::from_utf8_lossy(&sum.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
+    let manifest = work.path().join("redistrib_13.5.0.json");
+    std::fs::write(&manifest, redistrib_manifest(&tarball, &sha)).unwrap();
+
+    let out = work.path().join("dirs");
+    let o = cudist(&[
+        "split",
+        archives.to_str().unwrap(),
+        "--manifest",
+        manifest.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--format",
+        "dirs",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let m: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(m["input_kind"], "redist");
+    assert_eq!(m["cuda_major"], 13);
+    assert_eq!(m["missing"], serde_json::json!(["libcublas"]));
+    let c = component(&m, "cuda_cudart");
+    assert_eq!(c["version"], "13.5.37");
+    assert_eq!(c["license"], "CUDA Toolkit");
+    for (path, want) in [
+        ("lib64/libcudart.so.13.5.37", ("cuda_cudart", "lib")),
+        ("lib64/libcudart.so.13", ("cuda_cudart", "lib")),
+        ("lib64/libcudart.so", ("cuda_cudart", "dev")),
+        ("lib64/libcudart_static.a", ("cuda_cudart", "static")),
+        ("lib64/pkgconfig/cudart-13.5.pc", ("cuda_cudart", "dev")),
+        ("include/cuda_runtime_api.h", ("cuda_cudart", "dev")),
+    ] {
+        assert_eq!(placed(&m, path), vec![want], "{path}");
+    }
+    // The chain is made again from the SONAME: libcudart.so -> libcudart.so.13 ->
+    // libcudart.so.13.5.37, relative, the broken input link gone.
+    assert_eq!(
+        std::fs::read_link(out.join("cuda_cudart-lib/lib64/libcudart.so.13")).unwrap(),
+        Path::new("libcudart.so.13.5.37")
+    );
+    assert_eq!(
+        std::fs::read_link(out.join("cuda_cudart-dev/lib64/libcudart.so")).unwrap(),
+        Path::new("libcudart.so.13")
+    );
+    assert!(out
+        .join("cuda_cudart-dev/share/licenses/cuda_cudart/LICENSE")
+        .is_file());
+    // lib + dev merged into a prefix: a program links -lcudart and ld.so finds it there.
+    let prefix = work.path().join("prefix");
+    for o in ["cuda_cudart-lib", "cuda_cudart-dev"] {
+        let st = Command::new("cp")
+            .arg("-a")
+            .arg(format!("{}/.", out.join(o).display()))
+            .arg(&prefix)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    let exe = gcc(
+        work.path(),
+        "rt",
+        // The prototype (cuda_runtime_api.h needs crt/ headers from another archive).
+        "int cudaRuntimeGetVersion(int *);\nint main(void) { int v = 0; cudaRuntimeGetVersion(&v); return v != 13050; }\n",
+        &[
+            &format!("-I{}", prefix.join("include").display()),
+            &format!("-L{}", prefix.join("lib64").display()),
+            "-lcudart",
+            &format!("-Wl,-rpath,{}", prefix.join("lib64").display()),
+        ],
+    );
+    let ldd = Command::new("ldd").arg(&exe).output().unwrap();
+    let ldd = String::from_utf8_lossy(&ldd.stdout);
+    assert!(
+        ldd.contains(&format!(
+            "libcudart.so.13 => {}",
+            prefix.join("lib64/libcudart.so.13").display()
+        )),
+        "{ldd}"
+    );
+    assert!(Command::new(&exe).status().unwrap().success());
+    // Nothing is left beside the output (the unpacked archives are removed).
+    let left: Vec<String> = std::fs::read_dir(work.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+
+    // A damaged archive (one byte changed) fails the sha256 check: named, nothing written.
+    let mut bytes = std::fs::read(&tarball).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xff;
+    std::fs::write(&tarball, &bytes).unwrap();
+    let bad = work.path().join("bad");
+    let o = cudist(&[
+        "split",
+        archives.to_str().unwrap(),
+        "--manifest",
+        manifest.to_str().unwrap(),
+        "-o",
+        bad.to_str().unwrap(),
+    ]);
+    assert_ne!(o.status.code(), Some(0));
+    let err = stderr(&o);
+    assert!(
+        err.contains("cuda_cudart-") && err.contains("sha256"),
+        "{err}"
+    );
+    assert!(err.contains(&sha), "{err}");
+    assert!(!bad.exists());
+    // Without the manifest the archive is still read by its name, and a damaged xz stream is
+    // reported with the archive's name.
+    let o = cudist(&[
+        "split",
+        archives.to_str().unwrap(),
+        "-o",
+        bad.to_str().unwrap(),
+    ]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(stderr(&o).contains(".tar.xz"), "{}", stderr(&o));
+    assert!(!bad.exists());
 }

@@ -24,6 +24,9 @@
 //! (toolkit trees, redistributable archives) come next.
 
 mod conda;
+mod input;
+
+pub use input::Input;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
@@ -36,15 +39,20 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::toolkit::generate::linker_name;
-use crate::toolkit::source::{Source, SourceArgs};
 use crate::util::{self, outln};
 
 /// `cudist split` arguments.
 #[derive(clap::Args, Debug)]
 pub struct SplitArgs {
-    /// A site-packages directory holding NVIDIA CUDA wheels.
+    /// A site-packages directory holding NVIDIA CUDA wheels, or a directory of NVIDIA
+    /// redistributable archives (`<component>-linux-<arch>-<version>-archive`, unpacked or
+    /// `.tar.xz`), or one unpacked archive.
     #[arg(value_name = "INPUT")]
     pub input: PathBuf,
+    /// NVIDIA's `redistrib_<ver>.json`: names the components and versions, and every archive is
+    /// checked against its sha256 and size before it is read.
+    #[arg(long, value_name = "redistrib.json")]
+    pub manifest: Option<PathBuf>,
     /// Where to write (must not exist).
     #[arg(long, short = 'o', value_name = "DIR")]
     pub out: PathBuf,
@@ -132,12 +140,16 @@ pub struct Metapackage {
 pub struct Manifest {
     pub schema: &'static str,
     pub input: String,
+    /// `site-packages` or `redist`.
+    pub input_kind: &'static str,
     pub cuda_major: Option<u32>,
     pub components: Vec<ComponentRow>,
     pub metapackage: Option<Metapackage>,
     pub files: Vec<FileRow>,
     /// Files that no rule placed (reported; placed in `doc`).
     pub unassigned: Vec<String>,
+    /// Components `--manifest` lists for this platform whose archive is not in the input.
+    pub missing: Vec<String>,
 }
 
 /// The output of a file, by its path in a CUDA root; `None` when no rule applies.
@@ -234,55 +246,28 @@ fn sha256_file(path: &Path) -> Result<(u64, String)> {
 }
 
 /// Builds the manifest of a site-packages directory.
-pub fn manifest(input: &Path, catalog: &Catalog) -> Result<Manifest> {
-    let has_dist_info = std::fs::read_dir(input)
-        .with_context(|| format!("{}: not a directory", input.display()))?
-        .flatten()
-        .any(|e| e.file_name().to_string_lossy().ends_with(".dist-info"));
-    if !has_dist_info {
-        bail!(
-            "{}: no .dist-info directories; split reads a site-packages directory holding NVIDIA CUDA wheels \
-             (toolkit trees and redistributable archives are not supported yet)",
-            input.display()
-        );
-    }
-    let source = Source::read(
-        &SourceArgs {
-            site_packages: vec![std::path::absolute(input)?],
-            ..SourceArgs::default()
-        },
-        catalog,
-    )?;
-    if source.packages.is_empty() {
-        bail!("{}: no NVIDIA CUDA wheels installed there", input.display());
-    }
-    let cuda_major = crate::toolkit::plan::check_versions(&source, catalog)?;
+pub fn manifest(input: &Path, what: &Input, catalog: &Catalog) -> Result<Manifest> {
     let mut m = Manifest {
         schema: "cudist.split/1",
         input: input.display().to_string(),
-        cuda_major: Some(cuda_major),
+        input_kind: what.kind,
+        cuda_major: what.cuda_major,
         components: Vec::new(),
         metapackage: None,
         files: Vec::new(),
         unassigned: Vec::new(),
+        missing: what.missing.clone(),
     };
-    for p in &source.packages {
-        let (component, pip_base) = match catalog.component_by_pip(&p.name) {
-            Some((c, _)) => (c.redist.clone(), Some(p.name.clone())),
-            None => (
-                cudist_wheel::installed::normalise(&p.name)
-                    .trim_start_matches("nvidia-")
-                    .replace('-', "_"),
-                Some(p.name.clone()),
-            ),
-        };
+    for p in &what.components {
+        let component = p.component.clone();
+        let pip_base = p.pip.clone();
         let conda = conda_name(&component);
         let mut row = ComponentRow {
             component: component.clone(),
-            package: p.name.clone(),
+            package: p.package.clone(),
             version: p.version.clone(),
             conda: conda.clone(),
-            license: p.dist_info.as_deref().and_then(license_of),
+            license: p.license.clone(),
             packages: BTreeMap::new(),
             outputs: BTreeMap::new(),
             run_exports: Vec::new(),
@@ -291,17 +276,14 @@ pub fn manifest(input: &Path, catalog: &Catalog) -> Result<Manifest> {
         let mut licenses = Vec::new();
         let mut files = Vec::new();
         let mut lib_sonames: Vec<String> = Vec::new();
-        for f in &p.files {
-            let Some(dest) = &f.dest else { continue };
+        for (dest, abs) in &p.files {
             if dest.starts_with("share/licenses/") {
-                licenses.push(f);
+                licenses.push((dest, abs));
                 continue;
             }
-            std::fs::metadata(&f.abs)
-                .with_context(|| format!("{} (from {}): missing", f.abs.display(), p.name))?;
-            let is_so = dest.contains(".so") && crate::elf_files::is_loadable_elf(&f.abs);
+            let is_so = dest.contains(".so") && crate::elf_files::is_loadable_elf(abs);
             let (soname, needed) = if is_so {
-                let data = cudist_elf::map_file(&f.abs).ok();
+                let data = cudist_elf::map_file(abs).ok();
                 let elf = data
                     .as_ref()
                     .and_then(|d| cudist_elf::ElfFile::parse(d).ok());
@@ -319,7 +301,7 @@ pub fn manifest(input: &Path, catalog: &Catalog) -> Result<Manifest> {
                     "doc"
                 }
             };
-            let (size, sha) = sha256_file(&f.abs)?;
+            let (size, sha) = sha256_file(abs)?;
             files.push(FileRow {
                 path: dest.clone(),
                 component: component.clone(),
@@ -330,7 +312,7 @@ pub fn manifest(input: &Path, catalog: &Catalog) -> Result<Manifest> {
                 sha256: Some(sha),
                 soname: soname.clone(),
                 needed,
-                source: Some(f.abs.clone()),
+                source: Some(abs.clone()),
             });
             // The links a split tree carries: the SONAME link (lib) where the file has another
             // name, the linker name (dev).
@@ -362,11 +344,11 @@ pub fn manifest(input: &Path, catalog: &Catalog) -> Result<Manifest> {
         // Licenses go with every output the component has.
         let outputs: std::collections::BTreeSet<String> =
             files.iter().map(|f| f.output.clone()).collect();
-        for lic in &licenses {
-            let (size, sha) = sha256_file(&lic.abs)?;
+        for (lic_dest, lic_abs) in &licenses {
+            let (size, sha) = sha256_file(lic_abs)?;
             for o in &outputs {
                 files.push(FileRow {
-                    path: lic.dest.clone().unwrap_or_default(),
+                    path: lic_dest.to_string(),
                     component: component.clone(),
                     output: o.clone(),
                     kind: "file",
@@ -375,7 +357,7 @@ pub fn manifest(input: &Path, catalog: &Catalog) -> Result<Manifest> {
                     sha256: Some(sha.clone()),
                     soname: None,
                     needed: Vec::new(),
-                    source: Some(lic.abs.clone()),
+                    source: Some(lic_abs.to_path_buf()),
                 });
             }
         }
@@ -415,20 +397,6 @@ pub fn manifest(input: &Path, catalog: &Catalog) -> Result<Manifest> {
     header_depends(&mut m)?;
     m.metapackage = metapackage(&m);
     Ok(m)
-}
-
-/// The license a wheel's METADATA states (`License-Expression`, else `License`).
-fn license_of(dist_info: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(dist_info.join("METADATA")).ok()?;
-    let header = text.split("\n\n").next().unwrap_or("");
-    let field = |key: &str| {
-        header.lines().find_map(|l| {
-            l.strip_prefix(key)
-                .map(|v| v.trim().to_string())
-                .filter(|v| !v.is_empty() && v != "UNKNOWN")
-        })
-    };
-    field("License-Expression:").or_else(|| field("License:"))
 }
 
 /// Adds to each `dev` output the `dev` outputs of the other components whose headers its
@@ -599,7 +567,6 @@ pub fn run(args: SplitArgs, catalog: &Catalog) -> Result<ExitCode> {
     if args.out.exists() {
         bail!("{} exists; give another --out", args.out.display());
     }
-    let m = manifest(&args.input, catalog)?;
     // Written beside --out, then renamed: nothing half-written.
     let out = std::path::absolute(&args.out)?;
     let parent = out
@@ -607,11 +574,20 @@ pub fn run(args: SplitArgs, catalog: &Catalog) -> Result<ExitCode> {
         .map(Path::to_path_buf)
         .unwrap_or_else(|| ".".into());
     std::fs::create_dir_all(&parent)?;
-    let tmp = parent.join(format!(
-        ".{}.cudist-tmp-{}",
+    let stem = format!(
+        ".{}.cudist-{}",
         out.file_name().unwrap_or_default().to_string_lossy(),
         std::process::id()
-    ));
+    );
+    let tmp = parent.join(format!("{stem}-tmp"));
+    // Archives are unpacked here; removed when `what` is dropped.
+    let what = input::read(
+        &args.input,
+        args.manifest.as_deref(),
+        &parent.join(format!("{stem}-unpack")),
+        catalog,
+    )?;
+    let m = manifest(&args.input, &what, catalog)?;
     let _ = std::fs::remove_dir_all(&tmp);
     let written = write(&m, &args, &tmp);
     if let Err(e) = written {
@@ -655,6 +631,12 @@ pub fn run(args: SplitArgs, catalog: &Catalog) -> Result<ExitCode> {
                 meta.name,
                 meta.version,
                 meta.depends.len()
+            ));
+        }
+        for c in &m.missing {
+            s.push_str(&format!(
+                "  not in the input: {c} (listed by the manifest for {})\n",
+                input::redist_platform()
             ));
         }
         for u in &m.unassigned {

@@ -1,0 +1,488 @@
+//! What `cudist split` reads: the CUDA wheels of a site-packages directory, or NVIDIA's
+//! redistributable archives (`cuda_cudart-linux-x86_64-13.0.96-archive`, unpacked or as
+//! `.tar.xz`), optionally named and verified by a `redistrib_<ver>.json` manifest.
+//!
+//! Every reader gives the same thing: components, each with its files under the paths they have in
+//! a CUDA root (`lib64/libcudart.so.13`, `include/cuda.h`, `bin/nvcc`), and its license files
+//! under `share/licenses/<component>/`. Symbolic links of the input are not carried over: the
+//! SONAME and linker-name links are made again from each library's SONAME, so a broken or
+//! missing chain in the input is repaired in the output.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use cudist_catalog::Catalog;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use crate::toolkit::source::{Source, SourceArgs};
+
+/// One component of the input.
+#[derive(Debug)]
+pub struct InputComponent {
+    /// NVIDIA's key (`cuda_cudart`).
+    pub component: String,
+    /// Where it came from: the wheel's name, or the archive's.
+    pub package: String,
+    /// The pip name, for PEP 508 pins (wheels only).
+    pub pip: Option<String>,
+    pub version: String,
+    pub license: Option<String>,
+    /// (path in a CUDA root, file on disk); licenses under `share/licenses/`.
+    pub files: Vec<(String, PathBuf)>,
+}
+
+/// The input of a split.
+#[derive(Debug)]
+pub struct Input {
+    /// `site-packages` or `redist`.
+    pub kind: &'static str,
+    pub cuda_major: Option<u32>,
+    pub components: Vec<InputComponent>,
+    /// Archives given by `--manifest` whose platform entry is missing from the directory.
+    pub missing: Vec<String>,
+    /// Where `.tar.xz` archives were unpacked; removed when the input is dropped.
+    pub _unpacked: Option<TempDir>,
+}
+
+/// A directory removed on drop.
+#[derive(Debug)]
+pub struct TempDir(pub PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// NVIDIA's platform name for this machine in redistrib manifests and archive names.
+pub fn redist_platform() -> &'static str {
+    match std::env::consts::ARCH {
+        "aarch64" => "linux-sbsa",
+        "powerpc64" => "linux-ppc64le",
+        _ => "linux-x86_64",
+    }
+}
+
+/// Reads INPUT: a site-packages directory (it has `*.dist-info`), else a directory of NVIDIA
+/// redistributable archives (or one unpacked archive).
+pub fn read(
+    input: &Path,
+    manifest: Option<&Path>,
+    scratch: &Path,
+    catalog: &Catalog,
+) -> Result<Input> {
+    let entries: Vec<std::fs::DirEntry> = std::fs::read_dir(input)
+        .with_context(|| format!("{}: not a directory", input.display()))?
+        .flatten()
+        .collect();
+    let name_of = |e: &std::fs::DirEntry| e.file_name().to_string_lossy().into_owned();
+    if manifest.is_none() && entries.iter().any(|e| name_of(e).ends_with(".dist-info")) {
+        return site_packages(input, catalog);
+    }
+    if manifest.is_some()
+        || parse_archive_name(&input.file_name().unwrap_or_default().to_string_lossy()).is_some()
+        || entries
+            .iter()
+            .any(|e| parse_archive_name(&name_of(e)).is_some())
+    {
+        return redist(input, manifest, scratch);
+    }
+    bail!(
+        "{}: neither a site-packages directory (no .dist-info) nor NVIDIA redistributable archives \
+         (no <component>-{}-<version>-archive[.tar.xz]); split reads one of those",
+        input.display(),
+        redist_platform()
+    )
+}
+
+fn site_packages(input: &Path, catalog: &Catalog) -> Result<Input> {
+    let source = Source::read(
+        &SourceArgs {
+            site_packages: vec![std::path::absolute(input)?],
+            ..SourceArgs::default()
+        },
+        catalog,
+    )?;
+    if source.packages.is_empty() {
+        bail!("{}: no NVIDIA CUDA wheels installed there", input.display());
+    }
+    let cuda_major = crate::toolkit::plan::check_versions(&source, catalog)?;
+    let mut components = Vec::new();
+    for p in &source.packages {
+        let component = match catalog.component_by_pip(&p.name) {
+            Some((c, _)) => c.redist.clone(),
+            None => cudist_wheel::installed::normalise(&p.name)
+                .trim_start_matches("nvidia-")
+                .replace('-', "_"),
+        };
+        let mut files = Vec::new();
+        for f in &p.files {
+            let Some(dest) = &f.dest else { continue };
+            std::fs::metadata(&f.abs)
+                .with_context(|| format!("{} (from {}): missing", f.abs.display(), p.name))?;
+            files.push((dest.clone(), f.abs.clone()));
+        }
+        components.push(InputComponent {
+            component,
+            package: p.name.clone(),
+            pip: Some(p.name.clone()),
+            version: p.version.clone(),
+            license: p.dist_info.as_deref().and_then(license_of),
+            files,
+        });
+    }
+    Ok(Input {
+        kind: "site-packages",
+        cuda_major: Some(cuda_major),
+        components,
+        missing: Vec::new(),
+        _unpacked: None,
+    })
+}
+
+/// The license a wheel's METADATA states (`License-Expression`, else `License`).
+fn license_of(dist_info: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dist_info.join("METADATA")).ok()?;
+    let header = text.split("\n\n").next().unwrap_or("");
+    let field = |key: &str| {
+        header.lines().find_map(|l| {
+            l.strip_prefix(key)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty() && v != "UNKNOWN")
+        })
+    };
+    field("License-Expression:").or_else(|| field("License:"))
+}
+
+/// `cuda_cudart-linux-x86_64-13.0.96-archive[.tar.xz]` → (`cuda_cudart`, `13.0.96`), for this
+/// machine's platform.
+pub fn parse_archive_name(name: &str) -> Option<(String, String)> {
+    let stem = name.strip_suffix(".tar.xz").unwrap_or(name);
+    let stem = stem.strip_suffix("-archive")?;
+    let (component, version) = stem.split_once(&format!("-{}-", redist_platform()))?;
+    if component.is_empty() || !version.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    Some((component.to_string(), version.to_string()))
+}
+
+/// One entry of a `redistrib_<ver>.json` manifest.
+#[derive(Debug, Deserialize)]
+struct RedistEntry {
+    #[serde(default)]
+    license: Option<String>,
+    version: String,
+    #[serde(flatten)]
+    platforms: BTreeMap<String, serde_json::Value>,
+}
+
+/// A platform's archive in the manifest.
+#[derive(Debug, Deserialize)]
+struct RedistArchive {
+    relative_path: String,
+    sha256: String,
+    /// NVIDIA writes it as a string of digits.
+    #[serde(default)]
+    size: Option<serde_json::Value>,
+}
+
+/// What the manifest says of one component on this platform.
+struct Expected {
+    component: String,
+    version: String,
+    license: Option<String>,
+    archive: RedistArchive,
+}
+
+fn read_manifest(path: &Path) -> Result<(Option<String>, Vec<Expected>)> {
+    let text = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let top: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(&text)
+        .with_context(|| {
+            format!(
+                "{}: not a JSON object (a redistrib_<ver>.json manifest)",
+                path.display()
+            )
+        })?;
+    let label = top
+        .get("release_label")
+        .and_then(|v| v.as_str())
+        .map(str::to_string);
+    let mut out = Vec::new();
+    for (key, value) in &top {
+        if !value.is_object() {
+            continue; // release_date, release_label, release_product
+        }
+        let entry: RedistEntry = serde_json::from_value(value.clone()).with_context(|| {
+            format!("{}: component {key}: not a manifest entry", path.display())
+        })?;
+        let Some(arch) = entry.platforms.get(redist_platform()) else {
+            continue;
+        };
+        let archive: RedistArchive = serde_json::from_value(arch.clone()).with_context(|| {
+            format!(
+                "{}: {key}.{}: needs relative_path and sha256",
+                path.display(),
+                redist_platform()
+            )
+        })?;
+        out.push(Expected {
+            component: key.clone(),
+            version: entry.version,
+            license: entry.license,
+            archive,
+        });
+    }
+    if out.is_empty() {
+        bail!(
+            "{}: no component has a {} archive; is it a redistrib_<ver>.json manifest?",
+            path.display(),
+            redist_platform()
+        );
+    }
+    Ok((label, out))
+}
+
+fn sha256_of(path: &Path) -> Result<(u64, String)> {
+    let mut f =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut n = 0u64;
+    loop {
+        let k = f.read(&mut buf)?;
+        if k == 0 {
+            break;
+        }
+        n += k as u64;
+        h.update(&buf[..k]);
+    }
+    Ok((n, format!("{:x}", h.finalize())))
+}
+
+/// Unpacks a `.tar.xz` archive into `dest`, refusing members that would land outside it.
+fn unpack(archive: &Path, dest: &Path) -> Result<()> {
+    let f = std::fs::File::open(archive)
+        .with_context(|| format!("cannot read {}", archive.display()))?;
+    let mut tar = tar::Archive::new(liblzma::read::XzDecoder::new(std::io::BufReader::new(f)));
+    tar.set_preserve_permissions(true);
+    std::fs::create_dir_all(dest)?;
+    for entry in tar
+        .entries()
+        .with_context(|| format!("{}: not a tar.xz archive", archive.display()))?
+    {
+        let mut entry = entry.with_context(|| format!("{}: damaged archive", archive.display()))?;
+        // unpack_in refuses absolute paths and `..`; it returns false for such a member.
+        let path = entry.path()?.into_owned();
+        if !entry
+            .unpack_in(dest)
+            .with_context(|| format!("{}: cannot unpack {}", archive.display(), path.display()))?
+        {
+            bail!(
+                "{}: member {} points outside the archive",
+                archive.display(),
+                path.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+fn redist(input: &Path, manifest: Option<&Path>, scratch: &Path) -> Result<Input> {
+    // The archives to read: (component, version, license, unpacked directory).
+    let mut dirs: Vec<(String, String, Option<String>, PathBuf)> = Vec::new();
+    let mut missing = Vec::new();
+    let mut unpacked = None;
+    let mut label = None;
+    let work = scratch.to_path_buf();
+    let mut unpack_to = |archive: &Path, name: &str| -> Result<PathBuf> {
+        unpacked.get_or_insert_with(|| TempDir(work.clone()));
+        let dest = work.join(name);
+        unpack(archive, &dest)?;
+        // An archive holds one directory named as the archive.
+        let inner = dest.join(name.strip_suffix(".tar.xz").unwrap_or(name));
+        Ok(if inner.is_dir() { inner } else { dest })
+    };
+    if let Some(mpath) = manifest {
+        let (l, expected) = read_manifest(mpath)?;
+        label = l;
+        for e in expected {
+            let file = e
+                .archive
+                .relative_path
+                .rsplit('/')
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            let candidates = [input.join(&e.archive.relative_path), input.join(&file)];
+            let Some(path) = candidates.iter().find(|p| p.is_file()) else {
+                missing.push(e.component.clone());
+                continue;
+            };
+            let (size, sha) = sha256_of(path)?;
+            if sha != e.archive.sha256.to_ascii_lowercase() {
+                bail!(
+                    "{}: sha256 {sha} does not match the manifest's {} for {} ({}); the archive is damaged or not the one released",
+                    path.display(),
+                    e.archive.sha256,
+                    e.component,
+                    mpath.display()
+                );
+            }
+            let want_size = e.archive.size.as_ref().and_then(|v| match v {
+                serde_json::Value::String(s) => s.parse::<u64>().ok(),
+                v => v.as_u64(),
+            });
+            if want_size.is_some_and(|w| w != size) {
+                bail!(
+                    "{}: {size} bytes, the manifest says {}",
+                    path.display(),
+                    want_size.unwrap_or(0)
+                );
+            }
+            let dir = unpack_to(path, &file)?;
+            dirs.push((e.component, e.version, e.license, dir));
+        }
+        if dirs.is_empty() {
+            bail!(
+                "{}: none of the {} archives {} lists is there (looked for each relative_path and its file name)",
+                input.display(),
+                redist_platform(),
+                mpath.display()
+            );
+        }
+    } else {
+        let own = input
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let mut names: Vec<(String, PathBuf)> =
+            if parse_archive_name(&own).is_some() && input.is_dir() {
+                vec![(own, input.to_path_buf())]
+            } else {
+                std::fs::read_dir(input)?
+                    .flatten()
+                    .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+                    .filter(|(n, _)| parse_archive_name(n).is_some())
+                    .collect()
+            };
+        names.sort();
+        for (name, path) in names {
+            let (component, version) = parse_archive_name(&name).expect("filtered above");
+            // Both the unpacked directory and its .tar.xz: read the directory once.
+            if name.ends_with(".tar.xz") && dirs.iter().any(|d| d.0 == component && d.1 == version)
+            {
+                continue;
+            }
+            let dir = if name.ends_with(".tar.xz") {
+                unpack_to(&path, &name)?
+            } else if path.is_dir() {
+                path
+            } else {
+                continue;
+            };
+            if dirs.iter().any(|d| d.0 == component && d.1 == version) {
+                continue;
+            }
+            dirs.push((component, version, None, dir));
+        }
+    }
+    let mut components = Vec::new();
+    for (component, version, license, dir) in dirs {
+        components.push(InputComponent {
+            files: archive_files(&dir, &component)?,
+            package: format!("{component}-{}-{version}-archive", redist_platform()),
+            pip: None,
+            component,
+            version,
+            license,
+        });
+    }
+    // The CUDA major: the runtime's or nvcc's version, else the manifest's release.
+    let cuda_major = ["cuda_cudart", "cuda_nvcc"]
+        .iter()
+        .find_map(|k| components.iter().find(|c| c.component == *k))
+        .map(|c| c.version.clone())
+        .or(label)
+        .and_then(|v| v.split('.').next()?.parse().ok());
+    Ok(Input {
+        kind: "redist",
+        cuda_major,
+        components,
+        missing,
+        _unpacked: unpacked,
+    })
+}
+
+/// The files of one unpacked archive, under their CUDA-root paths: `lib/` → `lib64/`,
+/// `pkg-config/` → `lib64/pkgconfig/`, `LICENSE` → `share/licenses/<component>/LICENSE`. Links
+/// are left out (made again from the SONAMEs).
+fn archive_files(dir: &Path, component: &str) -> Result<Vec<(String, PathBuf)>> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).with_context(|| format!("cannot read {}", d.display()))? {
+            let e = e?;
+            let ft = e.file_type()?;
+            let path = e.path();
+            if ft.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            if ft.is_symlink() {
+                // A link to a file of the archive that is not a library chain is kept as a copy.
+                let target = std::fs::canonicalize(&path).ok();
+                let is_chain = path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().contains(".so"))
+                    .unwrap_or(false);
+                if is_chain || target.as_ref().is_none_or(|t| !t.is_file()) {
+                    continue;
+                }
+            }
+            let rel = path
+                .strip_prefix(dir)
+                .expect("under dir")
+                .to_string_lossy()
+                .into_owned();
+            let dest = if let Some(rest) = rel.strip_prefix("lib/") {
+                format!("lib64/{rest}")
+            } else if let Some(rest) = rel.strip_prefix("pkg-config/") {
+                format!("lib64/pkgconfig/{rest}")
+            } else if !rel.contains('/') && rel.to_ascii_uppercase().starts_with("LICENSE") {
+                format!("share/licenses/{component}/{rel}")
+            } else {
+                rel
+            };
+            out.push((dest, path));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn archive_names() {
+        let p = redist_platform();
+        assert_eq!(
+            parse_archive_name(&format!("cuda_cudart-{p}-13.0.96-archive.tar.xz")),
+            Some(("cuda_cudart".into(), "13.0.96".into()))
+        );
+        assert_eq!(
+            parse_archive_name(&format!("libcublas-{p}-13.1.0.3-archive")),
+            Some(("libcublas".into(), "13.1.0.3".into()))
+        );
+        assert_eq!(
+            parse_archive_name("cuda_cudart-windows-x86_64-13.0.96-archive.zip"),
+            None
+        );
+        assert_eq!(parse_archive_name("random-dir"), None);
+    }
+}
