@@ -169,6 +169,64 @@ pub struct Component {
     pub sources: Vec<String>,
 }
 
+/// A rule that places files of a CUDA root in a component by their path: `header` rules match
+/// paths below `include/`, `file` rules paths below the root.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathRule {
+    /// The component's key (`cuda_cudart`).
+    pub component: String,
+    /// `/`-separated patterns: `*` matches within one segment; a trailing `/**` matches the
+    /// whole tree below a directory.
+    #[serde(rename = "match")]
+    pub patterns: Vec<String>,
+    /// The CUDA majors the rule holds for; empty for all.
+    #[serde(default)]
+    pub majors: Vec<u32>,
+    #[serde(default)]
+    pub note: Option<String>,
+    #[serde(default)]
+    pub sources: Vec<String>,
+}
+
+/// Whether `path` matches a [`PathRule`] pattern.
+pub fn path_matches(pattern: &str, path: &str) -> bool {
+    let (pattern, tree) = match pattern.strip_suffix("/**") {
+        Some(p) => (p, true),
+        None => (pattern, false),
+    };
+    let mut pats = pattern.split('/');
+    let mut segs = path.split('/');
+    loop {
+        match (pats.next(), segs.next()) {
+            (Some(p), Some(s)) if segment_matches(p, s) => {}
+            (None, None) => return !tree,
+            (None, Some(_)) => return tree,
+            _ => return false,
+        }
+    }
+}
+
+/// `*` matches any run of characters (within the segment); everything else is literal.
+fn segment_matches(pattern: &str, seg: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == seg;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if seg.len() < first.len() + last.len() || !seg.starts_with(first) || !seg.ends_with(last) {
+        return false;
+    }
+    let mut rest = &seg[first.len()..seg.len() - last.len()];
+    for mid in &parts[1..parts.len() - 1] {
+        match rest.find(mid) {
+            Some(i) => rest = &rest[i + mid.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
 /// A Python package that loads CUDA libraries itself (with cuda-pathfinder or its own code)
 /// before importing the modules that link them.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -278,6 +336,10 @@ struct CatalogFile {
     component: Vec<Component>,
     #[serde(default)]
     package: Vec<Package>,
+    #[serde(default)]
+    header: Vec<PathRule>,
+    #[serde(default)]
+    file: Vec<PathRule>,
 }
 
 const BUILTIN: &[(&str, &str)] = &[
@@ -288,6 +350,8 @@ const BUILTIN: &[(&str, &str)] = &[
     ("arch.toml", include_str!("../data/arch.toml")),
     ("components.toml", include_str!("../data/components.toml")),
     ("packages.toml", include_str!("../data/packages.toml")),
+    ("headers.toml", include_str!("../data/headers.toml")),
+    ("files.toml", include_str!("../data/files.toml")),
 ];
 
 /// A CUDA version `major.minor` (e.g. `12.8`), ordered numerically.
@@ -353,6 +417,10 @@ pub struct Catalog {
     pub archs: Vec<Arch>,
     pub components: Vec<Component>,
     pub packages: Vec<Package>,
+    /// Header rules (paths below `include/`), tried in order.
+    pub headers: Vec<PathRule>,
+    /// File rules (paths below a CUDA root), tried in order.
+    pub files: Vec<PathRule>,
     /// SONAME → every (library index, major index) that lists it.
     by_soname: BTreeMap<String, Vec<(usize, usize)>>,
     /// Where the data came from: `builtin:<file>` or the user file's path.
@@ -360,6 +428,23 @@ pub struct Catalog {
 }
 
 impl Catalog {
+    /// The component of a file of a CUDA root by its path (`include/cublas_v2.h`,
+    /// `bin/nvcc`), from the header and file rules; `None` when no rule places it.
+    pub fn component_of_path(&self, path: &str, major: Option<u32>) -> Option<&str> {
+        let applies =
+            |r: &&PathRule| major.is_none_or(|m| r.majors.is_empty() || r.majors.contains(&m));
+        let first = |rules: &'_ [PathRule], p: &str| -> Option<usize> {
+            rules
+                .iter()
+                .position(|r| applies(&r) && r.patterns.iter().any(|pat| path_matches(pat, p)))
+        };
+        if let Some(i) = first(&self.files, path) {
+            return Some(&self.files[i].component);
+        }
+        let rel = path.strip_prefix("include/")?;
+        first(&self.headers, rel).map(|i| self.headers[i].component.as_str())
+    }
+
     /// The catalog compiled into this binary.
     pub fn builtin() -> Catalog {
         let mut cat = Catalog::empty();
@@ -390,6 +475,8 @@ impl Catalog {
             archs: Vec::new(),
             components: Vec::new(),
             packages: Vec::new(),
+            headers: Vec::new(),
+            files: Vec::new(),
             by_soname: BTreeMap::new(),
             origins: Vec::new(),
         }
@@ -462,6 +549,22 @@ impl Catalog {
         replace_by(&mut self.archs, file.arch, |a| a.sm);
         replace_by(&mut self.components, file.component, |c| c.pip.clone());
         replace_by(&mut self.packages, file.package, |p| p.pip.clone());
+        for r in file.header.iter().chain(&file.file) {
+            if r.component.is_empty() || r.patterns.is_empty() {
+                return Err(invalid("a path rule needs a component and patterns".into()));
+            }
+            if let Some(p) = r.patterns.iter().find(|p| {
+                p.trim_end_matches("/**").contains("**") || p.starts_with('/') || p.is_empty()
+            }) {
+                return Err(invalid(format!(
+                    "rule for {}: pattern {p:?} (`**` only as a trailing `/**`, no leading `/`)",
+                    r.component
+                )));
+            }
+        }
+        // A user's rules come first, so they win over the built-in ones.
+        self.headers.splice(0..0, file.header);
+        self.files.splice(0..0, file.file);
         self.origins.push(origin.to_string());
         self.reindex();
         Ok(())
@@ -741,6 +844,52 @@ pub fn strip_graft_hash(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn path_patterns_and_rules() {
+        assert!(path_matches("cublas*.h", "cublas_v2.h"));
+        assert!(!path_matches("cublas*.h", "sub/cublas_v2.h"));
+        assert!(path_matches("crt/**", "crt/host_config.h"));
+        assert!(path_matches("crt/**", "crt/a/b.h"));
+        assert!(!path_matches("crt/**", "crt"));
+        assert!(path_matches(
+            "lib64/libnpp*_static.a",
+            "lib64/libnppc_static.a"
+        ));
+        assert!(!path_matches("lib64/libnpp*_static.a", "lib64/libnppc.so"));
+        assert!(path_matches("a*b*c", "axxbyyc") && !path_matches("a*b*c", "axxc"));
+        let cat = Catalog::builtin();
+        let c = |p: &str, m: u32| cat.component_of_path(p, Some(m));
+        assert_eq!(c("include/crt/host_config.h", 13), Some("cuda_crt"));
+        assert_eq!(c("include/crt/host_config.h", 12), Some("cuda_nvcc"));
+        assert_eq!(c("include/cublas_v2.h", 13), Some("libcublas"));
+        assert_eq!(c("include/cuda_runtime.h", 13), Some("cuda_cudart"));
+        assert_eq!(c("include/cccl/cub/cub.cuh", 13), Some("cuda_cccl"));
+        assert_eq!(c("bin/nvcc", 12), Some("cuda_nvcc"));
+        assert_eq!(c("nvvm/bin/cicc", 13), Some("libnvvm"));
+        assert_eq!(c("nvvm/bin/cicc", 12), Some("cuda_nvcc"));
+        assert_eq!(c("lib64/libcudart_static.a", 13), Some("cuda_cudart"));
+        assert_eq!(c("include/my_own.h", 13), None);
+        assert_eq!(c("version.json", 13), None);
+        // A user's rules win over the built-in ones; a bad pattern is refused.
+        let mut cat = Catalog::builtin();
+        cat.merge_str(
+            "user",
+            "schema = 1\n[[header]]\ncomponent = \"mine\"\nmatch = [\"cuda_runtime.h\"]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            cat.component_of_path("include/cuda_runtime.h", Some(13)),
+            Some("mine")
+        );
+        let e = cat
+            .merge_str(
+                "bad",
+                "schema = 1\n[[file]]\ncomponent = \"x\"\nmatch = [\"a/**/b\"]\n",
+            )
+            .unwrap_err();
+        assert!(e.to_string().contains("a/**/b"), "{e}");
+    }
 
     #[test]
     fn builtin_loads_and_indexes() {

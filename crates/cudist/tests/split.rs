@@ -784,3 +784,148 @@ fn redistributable_archives_are_verified_split_and_their_chains_repaired() {
     assert!(stderr(&o).contains(".tar.xz"), "{}", stderr(&o));
     assert!(!bad.exists());
 }
+
+/// The (path, component, output) rows of a split.
+fn rows(m: &Value) -> std::collections::BTreeSet<(String, String, String)> {
+    m["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["path"].as_str().unwrap().to_string(),
+                f["component"].as_str().unwrap().to_string(),
+                f["output"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_toolkit_tree_is_placed_by_the_catalog_as_its_wheels_place_it() {
+    // A root `cudist toolkit` makes has no RECORD: its files are placed by the catalog's header,
+    // file and SONAME rules. Every file the wheels' own split places must land in the same
+    // component and output.
+    for var in ["CUDIST_TK_CU13", "CUDIST_TK_CU12"] {
+        let Some(venv) = tool_from_env(var) else {
+            return;
+        };
+        let work = tempfile::tempdir().unwrap();
+        let root = work.path().join("root");
+        let o = cudist(&[
+            "toolkit",
+            "--python",
+            venv.join("bin/python").to_str().unwrap(),
+            "--out",
+            root.to_str().unwrap(),
+            "-q",
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let split = |input: &Path, out: &str| -> Value {
+            let o = cudist(&[
+                "split",
+                input.to_str().unwrap(),
+                "-o",
+                work.path().join(out).to_str().unwrap(),
+                "--json",
+            ]);
+            assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+            serde_json::from_slice(&o.stdout).unwrap()
+        };
+        let tree = split(&root, "tree");
+        let wheels = split(&site_of(&venv), "wheels");
+        assert_eq!(tree["input_kind"], "tree");
+        assert_eq!(tree["cuda_major"], wheels["cuda_major"]);
+        let (t, w) = (rows(&tree), rows(&wheels));
+        let lost: Vec<_> = w.difference(&t).collect();
+        assert!(
+            lost.is_empty(),
+            "{var}: placed differently in the tree: {lost:?}"
+        );
+        // What the tree has beyond the wheels is what `cudist toolkit` generates: pkg-config
+        // files (placed by their library), the driver stub, version files (reported).
+        for extra in t.difference(&w) {
+            let (path, component, _) = extra;
+            let ok = (path.starts_with("lib64/pkgconfig/") && component != "cuda_other")
+                || (path.as_str() == "lib64/stubs/libcuda.so" && component == "cuda_cudart")
+                || path.starts_with("share/licenses/")
+                || (["version.json", "version.txt"].contains(&path.as_str())
+                    && component == "cuda_other");
+            assert!(ok, "{var}: unexpected {extra:?}");
+        }
+        assert_eq!(
+            tree["unassigned"],
+            serde_json::json!(["version.json", "version.txt"])
+        );
+        // Versions come from the root's version.json.
+        assert_eq!(
+            component(&tree, "cuda_cudart")["version"],
+            component(&wheels, "cuda_cudart")["version"]
+        );
+    }
+}
+
+#[test]
+fn an_installer_layout_tree_reads_targets_and_skips_directory_links() {
+    // NVIDIA's runfile layout: files under targets/x86_64-linux/{lib,include}, lib64 and include
+    // as links to them, library chains as links (here with the SONAME link missing).
+    let Some(venv) = tool_from_env("CUDIST_TK_CU12") else {
+        return;
+    };
+    let site = site_of(&venv);
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path().join("cuda-12.9");
+    let t = root.join("targets/x86_64-linux");
+    std::fs::create_dir_all(t.join("lib")).unwrap();
+    std::fs::create_dir_all(t.join("include")).unwrap();
+    std::fs::copy(
+        site.join("nvidia/cuda_runtime/lib/libcudart.so.12"),
+        t.join("lib/libcudart.so.12.9.79"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("libcudart.so.12.9.79", t.join("lib/libcudart.so")).unwrap();
+    std::fs::copy(
+        site.join("nvidia/cuda_runtime/include/cuda_runtime_api.h"),
+        t.join("include/cuda_runtime_api.h"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("bin")).unwrap();
+    std::fs::copy(
+        site.join("nvidia/cuda_nvcc/bin/ptxas"),
+        root.join("bin/ptxas"),
+    )
+    .unwrap();
+    std::fs::write(root.join("bin/my-script"), "#!/bin/sh\n").unwrap();
+    std::os::unix::fs::symlink("targets/x86_64-linux/lib", root.join("lib64")).unwrap();
+    std::os::unix::fs::symlink("targets/x86_64-linux/include", root.join("include")).unwrap();
+    let out = work.path().join("out");
+    let o = cudist(&[
+        "split",
+        root.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--format",
+        "dirs",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let m: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(m["cuda_major"], 12);
+    for (path, want) in [
+        ("lib64/libcudart.so.12.9.79", ("cuda_cudart", "lib")),
+        ("lib64/libcudart.so.12", ("cuda_cudart", "lib")),
+        ("lib64/libcudart.so", ("cuda_cudart", "dev")),
+        ("include/cuda_runtime_api.h", ("cuda_cudart", "dev")),
+        ("bin/ptxas", ("cuda_nvcc", "bin")),
+        ("bin/my-script", ("cuda_other", "bin")),
+    ] {
+        assert_eq!(placed(&m, path), vec![want], "{path}");
+    }
+    // Read once, through targets/ (not again through the lib64 and include links).
+    assert_eq!(m["files"].as_array().unwrap().len(), 6);
+    assert_eq!(m["unassigned"], serde_json::json!(["bin/my-script"]));
+    assert_eq!(
+        std::fs::read_link(out.join("cuda_cudart-lib/lib64/libcudart.so.12")).unwrap(),
+        Path::new("libcudart.so.12.9.79")
+    );
+}

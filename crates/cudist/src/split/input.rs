@@ -1,6 +1,11 @@
-//! What `cudist split` reads: the CUDA wheels of a site-packages directory, or NVIDIA's
+//! What `cudist split` reads: the CUDA wheels of a site-packages directory, NVIDIA's
 //! redistributable archives (`cuda_cudart-linux-x86_64-13.0.96-archive`, unpacked or as
-//! `.tar.xz`), optionally named and verified by a `redistrib_<ver>.json` manifest.
+//! `.tar.xz`), optionally named and verified by a `redistrib_<ver>.json` manifest, or a CUDA
+//! toolkit tree (a `CUDA_HOME`: `/usr/local/cuda-X.Y`, a root `cudist toolkit` wrote).
+//!
+//! Wheels name each file's component through their RECORD, archives through their name; a
+//! toolkit tree has no such record, so its files are placed by the catalog: the header and file
+//! rules (`headers.toml`, `files.toml`), then each library's SONAME (`libraries.toml`).
 //!
 //! Every reader gives the same thing: components, each with its files under the paths they have in
 //! a CUDA root (`lib64/libcudart.so.13`, `include/cuda.h`, `bin/nvcc`), and its license files
@@ -37,12 +42,14 @@ pub struct InputComponent {
 /// The input of a split.
 #[derive(Debug)]
 pub struct Input {
-    /// `site-packages` or `redist`.
+    /// `site-packages`, `redist` or `tree`.
     pub kind: &'static str,
     pub cuda_major: Option<u32>,
     pub components: Vec<InputComponent>,
     /// Archives given by `--manifest` whose platform entry is missing from the directory.
     pub missing: Vec<String>,
+    /// Files of a toolkit tree no catalog rule gives a component (placed in [`OTHER`]).
+    pub unplaced: Vec<String>,
     /// Where `.tar.xz` archives were unpacked; removed when the input is dropped.
     pub _unpacked: Option<TempDir>,
 }
@@ -90,9 +97,16 @@ pub fn read(
     {
         return redist(input, manifest, scratch);
     }
+    if ["include", "lib64", "bin", "targets", "version.json"]
+        .iter()
+        .any(|n| input.join(n).exists())
+    {
+        return tree(input, catalog);
+    }
     bail!(
-        "{}: neither a site-packages directory (no .dist-info) nor NVIDIA redistributable archives \
-         (no <component>-{}-<version>-archive[.tar.xz]); split reads one of those",
+        "{}: neither a site-packages directory (no .dist-info), NVIDIA redistributable archives \
+         (no <component>-{}-<version>-archive[.tar.xz]) nor a CUDA toolkit tree (no include/, lib64/, \
+         bin/, targets/ or version.json); split reads one of those",
         input.display(),
         redist_platform()
     )
@@ -139,6 +153,7 @@ fn site_packages(input: &Path, catalog: &Catalog) -> Result<Input> {
         cuda_major: Some(cuda_major),
         components,
         missing: Vec::new(),
+        unplaced: Vec::new(),
         _unpacked: None,
     })
 }
@@ -413,6 +428,7 @@ fn redist(input: &Path, manifest: Option<&Path>, scratch: &Path) -> Result<Input
         cuda_major,
         components,
         missing,
+        unplaced: Vec::new(),
         _unpacked: unpacked,
     })
 }
@@ -461,6 +477,183 @@ fn archive_files(dir: &Path, component: &str) -> Result<Vec<(String, PathBuf)>> 
         }
     }
     out.sort();
+    Ok(out)
+}
+
+/// The component of the files of a toolkit tree that no catalog rule places.
+pub const OTHER: &str = "cuda_other";
+
+/// A CUDA toolkit tree: every file placed by the catalog's rules.
+fn tree(input: &Path, catalog: &Catalog) -> Result<Input> {
+    let root = std::fs::canonicalize(input)
+        .with_context(|| format!("{}: cannot resolve", input.display()))?;
+    // version.json: the toolkit's release and each component's version.
+    let mut versions: BTreeMap<String, String> = BTreeMap::new();
+    if let Ok(text) = std::fs::read(root.join("version.json")) {
+        let v: serde_json::Value = serde_json::from_slice(&text)
+            .with_context(|| format!("{}: not JSON", root.join("version.json").display()))?;
+        for (k, e) in v.as_object().into_iter().flatten() {
+            if let Some(ver) = e.get("version").and_then(|x| x.as_str()) {
+                versions.insert(k.clone(), ver.to_string());
+            }
+        }
+    }
+    let files = walk_tree(&root)?;
+    // The CUDA major: version.json's, else the runtime's SONAME.
+    let cuda_major = versions
+        .get("cuda")
+        .and_then(|v| v.split('.').next()?.parse().ok())
+        .or_else(|| {
+            files.iter().find_map(|(dest, _)| {
+                dest.strip_prefix("lib64/libcudart.so.")?
+                    .split('.')
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+        });
+    let mut by_component: BTreeMap<String, Vec<(String, PathBuf)>> = BTreeMap::new();
+    let mut unplaced = Vec::new();
+    for (dest, abs) in files {
+        let component = place(&dest, &abs, cuda_major, catalog).unwrap_or_else(|| {
+            unplaced.push(dest.clone());
+            OTHER.to_string()
+        });
+        by_component.entry(component).or_default().push((dest, abs));
+    }
+    if by_component.is_empty() {
+        bail!("{}: no files in this toolkit tree", input.display());
+    }
+    let release = versions.get("cuda").cloned();
+    let components = by_component
+        .into_iter()
+        .map(|(component, files)| InputComponent {
+            version: versions
+                .get(&component)
+                .or(release.as_ref())
+                .cloned()
+                .unwrap_or_else(|| "0".into()),
+            package: component.clone(),
+            pip: None,
+            license: None,
+            component,
+            files,
+        })
+        .collect();
+    Ok(Input {
+        kind: "tree",
+        cuda_major,
+        components,
+        missing: Vec::new(),
+        unplaced,
+        _unpacked: None,
+    })
+}
+
+/// The component of one file of a toolkit tree: the path rules, else the SONAME (shared
+/// libraries) or the archive name (static libraries) in the libraries table, else the wheel
+/// named by a `share/licenses/<wheel>/` directory.
+fn place(dest: &str, abs: &Path, major: Option<u32>, catalog: &Catalog) -> Option<String> {
+    if let Some(c) = catalog.component_of_path(dest, major) {
+        return Some(c.to_string());
+    }
+    let name = dest.rsplit('/').next().unwrap_or(dest);
+    // A pkg-config file is named after its library (`cublasLt-13.5.pc`, `cublasLt.pc`).
+    if let Some(pc) = dest
+        .strip_prefix("lib64/pkgconfig/")
+        .and_then(|n| n.strip_suffix(".pc"))
+    {
+        let stem = match pc.rsplit_once('-') {
+            Some((s, v)) if v.starts_with(|c: char| c.is_ascii_digit()) => s,
+            _ => pc,
+        };
+        let lib = format!("lib{stem}");
+        return catalog
+            .libraries
+            .iter()
+            .find(|l| l.stem == lib)?
+            .component
+            .clone();
+    }
+    if name.contains(".so") && crate::elf_files::is_loadable_elf(abs) {
+        let data = cudist_elf::map_file(abs).ok()?;
+        let elf = cudist_elf::ElfFile::parse(&data).ok()?;
+        let soname = elf.soname.unwrap_or_else(|| name.to_string());
+        return catalog
+            .library_by_soname(&soname)?
+            .library
+            .component
+            .clone();
+    }
+    if name.ends_with(".a") {
+        return catalog
+            .libraries
+            .iter()
+            .find(|l| l.static_archives.iter().any(|a| a == name))?
+            .component
+            .clone();
+    }
+    if let Some(rest) = dest.strip_prefix("share/licenses/") {
+        let wheel = rest.split('/').next()?;
+        return Some(catalog.component_by_pip(wheel)?.0.redist.clone());
+    }
+    None
+}
+
+/// The files of a toolkit tree under their CUDA-root paths. `targets/<triple>/{lib,include}`
+/// (where NVIDIA's installers keep them) read as `lib64/` and `include/`, and `lib/` as `lib64/`.
+/// Links to directories are not followed (`lib64 -> targets/x86_64-linux/lib`, `lib -> lib64`);
+/// links to files outside the tree are its files (a root of links `cudist toolkit` made); links
+/// between the tree's own libraries are chains, made again from the SONAMEs.
+fn walk_tree(root: &Path) -> Result<Vec<(String, PathBuf)>> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).with_context(|| format!("cannot read {}", d.display()))? {
+            let e = e?;
+            let path = e.path();
+            let ft = e.file_type()?;
+            let rel = path
+                .strip_prefix(root)
+                .expect("under root")
+                .to_string_lossy()
+                .into_owned();
+            if ft.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            if rel == crate::toolkit::write::MARKER {
+                continue; // cudist's own bookkeeping
+            }
+            let source = if ft.is_symlink() {
+                let Ok(target) = std::fs::canonicalize(&path) else {
+                    continue; // dangling
+                };
+                if !target.is_file() || (target.starts_with(root) && rel.contains(".so")) {
+                    continue; // a link to a directory, or a library chain
+                }
+                target
+            } else if ft.is_file() {
+                path.clone()
+            } else {
+                continue;
+            };
+            let dest = match rel.strip_prefix("targets/").and_then(|t| t.split_once('/')) {
+                Some((_triple, inner)) => match inner.split_once('/') {
+                    Some(("lib" | "lib64", below)) => format!("lib64/{below}"),
+                    Some((top, below)) => format!("{top}/{below}"),
+                    None => inner.to_string(),
+                },
+                None => match rel.strip_prefix("lib/") {
+                    Some(below) => format!("lib64/{below}"),
+                    None => rel,
+                },
+            };
+            out.push((dest, source));
+        }
+    }
+    out.sort();
+    out.dedup_by(|a, b| a.0 == b.0);
     Ok(out)
 }
 

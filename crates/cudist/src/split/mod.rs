@@ -140,13 +140,14 @@ pub struct Metapackage {
 pub struct Manifest {
     pub schema: &'static str,
     pub input: String,
-    /// `site-packages` or `redist`.
+    /// `site-packages`, `redist` or `tree`.
     pub input_kind: &'static str,
     pub cuda_major: Option<u32>,
     pub components: Vec<ComponentRow>,
     pub metapackage: Option<Metapackage>,
     pub files: Vec<FileRow>,
-    /// Files that no rule placed (reported; placed in `doc`).
+    /// Files no rule placed: a toolkit tree's files no catalog rule gives a component (in the
+    /// component `cuda_other`), and files no path rule gives an output (in `doc`).
     pub unassigned: Vec<String>,
     /// Components `--manifest` lists for this platform whose archive is not in the input.
     pub missing: Vec<String>,
@@ -255,7 +256,7 @@ pub fn manifest(input: &Path, what: &Input, catalog: &Catalog) -> Result<Manifes
         components: Vec::new(),
         metapackage: None,
         files: Vec::new(),
-        unassigned: Vec::new(),
+        unassigned: what.unplaced.clone(),
         missing: what.missing.clone(),
     };
     for p in &what.components {
@@ -297,7 +298,9 @@ pub fn manifest(input: &Path, what: &Input, catalog: &Catalog) -> Result<Manifes
             let output = match output_of(dest, is_so) {
                 Some(o) => o,
                 None => {
-                    m.unassigned.push(dest.clone());
+                    if !m.unassigned.contains(dest) {
+                        m.unassigned.push(dest.clone());
+                    }
                     "doc"
                 }
             };
