@@ -370,7 +370,7 @@ fn conda_packages_read_back_install_and_link() {
         ("cuda-nvrtc-dev", "include/nvrtc.h"),
         ("libcurand", "lib/libcurand.so.10"),
         ("cuda-nvcc", "bin/nvcc"),
-        ("libnvvm-bin", "nvvm/bin/cicc"),
+        ("cuda-nvvm-impl-bin", "nvvm/bin/cicc"),
     ] {
         let pkg = cudist_conda::read(&package_file(&channel, name)).unwrap();
         assert!(
@@ -390,6 +390,22 @@ fn conda_packages_read_back_install_and_link() {
             dev.index.depends.iter().any(|x| x == d),
             "{d}: {:?}",
             dev.index.depends
+        );
+    }
+    // cuRAND's library links the runtime: its package depends on it, pinned to the major.
+    let curand = cudist_conda::read(&package_file(&channel, "libcurand")).unwrap();
+    assert_eq!(curand.index.depends, vec!["cuda-cudart >=13.5.37,<14.0a0"]);
+    // cudist inspect reads the packages back and finds no overlinking in any of them.
+    let o = cudist(&["inspect", channel.to_str().unwrap(), "--json"]);
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let arts = report["artifacts"].as_array().unwrap();
+    assert_eq!(arts.len(), names.len() + 1);
+    for a in arts {
+        assert_eq!(a["kind"], "conda");
+        assert_eq!(
+            a["verdict"]["status"], "ok",
+            "{}: {}",
+            a["path"], a["verdict"]
         );
     }
     // The metapackage depends on every package, exactly.
@@ -927,5 +943,93 @@ fn an_installer_layout_tree_reads_targets_and_skips_directory_links() {
     assert_eq!(
         std::fs::read_link(out.join("cuda_cudart-lib/lib64/libcudart.so.12")).unwrap(),
         Path::new("libcudart.so.12.9.79")
+    );
+}
+
+#[test]
+fn inspect_finds_overlinking_in_a_conda_package() {
+    // A package whose library links cuBLAS and the runtime but whose depends name only the
+    // runtime (and cuRAND, which nothing links).
+    let work = tempfile::tempdir().unwrap();
+    let libs = work.path().join("libs");
+    fake_lib(&libs, "libcublas.so", "libcublas.so.13", "cublasCreate_v2");
+    fake_lib(&libs, "libcudart.so", "libcudart.so.13", "cudaMalloc");
+    let ext = gcc_shared(
+        &libs,
+        "libmyext.so",
+        Some("libmyext.so"),
+        "int cublasCreate_v2(void *); int cudaMalloc(void *);\nint f(void) { return cublasCreate_v2(0) + cudaMalloc(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.display()),
+            "-lcublas",
+            "-lcudart",
+        ],
+    );
+    let pkg = cudist_conda::NewPackage {
+        name: "myext".into(),
+        version: "1.0".into(),
+        build: "h0_0".into(),
+        build_number: 0,
+        subdir: cudist_conda::host_subdir().0.into(),
+        depends: vec![
+            "cuda-cudart >=13.0,<14.0a0".into(),
+            "libcurand >=10.4,<11.0a0".into(),
+            "python >=3.11".into(),
+        ],
+        constrains: vec![],
+        license: Some("MIT".into()),
+        run_exports: None,
+        files: vec![cudist_conda::Entry {
+            path: "lib/libmyext.so".into(),
+            content: cudist_conda::Content::File(ext),
+        }],
+        licenses: vec![],
+    };
+    let opts = cudist_conda::WriteOptions {
+        zstd_level: 1,
+        timestamp: 1_700_000_000,
+        threads: 1,
+    };
+    let path = cudist_conda::write_conda(&pkg, work.path(), &opts).unwrap();
+    let o = cudist(&["inspect", path.to_str().unwrap(), "--json"]);
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let a = &report["artifacts"][0];
+    assert_eq!(a["kind"], "conda");
+    assert_eq!(a["conda"]["name"], "myext");
+    assert_eq!(a["verdict"]["status"], "unresolved", "{}", a["verdict"]);
+    let links = a["conda"]["cuda_links"].as_array().unwrap();
+    let by = |so: &str| {
+        links
+            .iter()
+            .find(|l| l["soname"] == so)
+            .unwrap_or_else(|| panic!("{so} not in {links:?}"))
+    };
+    assert_eq!(
+        by("libcudart.so.13")["declared_by"],
+        "cuda-cudart >=13.0,<14.0a0"
+    );
+    assert_eq!(by("libcublas.so.13")["package"], "libcublas");
+    assert_eq!(by("libcublas.so.13")["declared_by"], Value::Null);
+    assert_eq!(
+        a["conda"]["unlinked_depends"],
+        serde_json::json!(["libcurand >=10.4,<11.0a0"])
+    );
+    let lines = a["verdict"]["lines"].to_string();
+    assert!(
+        lines.contains("links libcublas.so.13 but its depends name no libcublas"),
+        "{lines}"
+    );
+    // The human report says the same.
+    let o = cudist(&["inspect", path.to_str().unwrap()]);
+    assert!(stdout(&o).contains("overlinking"), "{}", stdout(&o));
+    // A damaged package is reported with its name.
+    let bad = work.path().join("broken-1.0-h0_0.conda");
+    std::fs::write(&bad, b"PK\x03\x04 not really").unwrap();
+    let o = cudist(&["inspect", bad.to_str().unwrap()]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        stdout(&o).contains("broken-1.0-h0_0.conda")
+            || stderr(&o).contains("broken-1.0-h0_0.conda")
     );
 }

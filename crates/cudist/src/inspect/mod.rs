@@ -348,6 +348,8 @@ pub struct Scanned {
     pub size: u64,
     pub installed_size: u64,
     pub wheel: Option<WheelInfo>,
+    /// A conda package's metadata (`info/index.json`, `info/run_exports.json`).
+    pub conda: Option<source::CondaMeta>,
     pub elfs: Vec<Analysed>,
     /// Files that look like ELF but could not be read or analysed.
     pub problems: Vec<InputError>,
@@ -362,6 +364,7 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         size,
         installed_size,
         wheel,
+        conda,
         mut elfs,
         problems,
         files,
@@ -395,6 +398,12 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
                 .and_then(|l| l.pip.as_deref())
                 .map(normalise_dist);
             if provider.is_some() && provider == this_dist {
+                continue;
+            }
+            // A conda package named as the library's conda package is its provider.
+            let conda_provider = v.library.as_ref().and_then(|l| l.conda.as_deref());
+            if conda_provider.is_some() && conda_provider == conda.as_ref().map(|c| c.name.as_str())
+            {
                 continue;
             }
             let base = a.report.path.rsplit('/').next().unwrap_or_default();
@@ -491,7 +500,7 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
     let device = device_summary(&elfs, &cuda_needed, catalog);
     let breakdown = breakdown(&elfs, &vendored, installed_size);
     let platform = platform::evaluate(elfs.iter().map(|a| &a.report), &|_| false);
-    let verdict = verdict(
+    let mut verdict = verdict(
         kind,
         &cuda_needed,
         &driver_needed,
@@ -499,6 +508,7 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         &elfs,
         &device,
     );
+    let conda = conda.map(|c| conda_check(c, &cuda_needed, catalog, &mut verdict));
 
     Artifact {
         path: input.path().display().to_string(),
@@ -506,6 +516,7 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         size,
         installed_size,
         wheel,
+        conda,
         elf_files: elfs.into_iter().map(|a| a.report).collect(),
         problems,
         cuda_needed,
@@ -515,6 +526,84 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         breakdown,
         platform,
         verdict,
+    }
+}
+
+/// The name a conda match spec is about (`libcublas >=13,<14.0a0` → `libcublas`).
+fn spec_name(spec: &str) -> &str {
+    let end = spec
+        .find(|c: char| c.is_whitespace() || "=<>!~[".contains(c))
+        .unwrap_or(spec.len());
+    &spec[..end]
+}
+
+/// The overlinking check of a conda package: every CUDA library its ELF files link must come from
+/// a package its `depends` names (or ship in the package); and, the reverse, a declared CUDA
+/// library package that nothing links is reported.
+fn conda_check(
+    c: source::CondaMeta,
+    cuda_needed: &[NeededLibrary],
+    catalog: &Catalog,
+    verdict: &mut Verdict,
+) -> CondaInfo {
+    let declared: BTreeMap<&str, &String> = c.depends.iter().map(|d| (spec_name(d), d)).collect();
+    let mut links = Vec::new();
+    let mut linked_packages = BTreeSet::new();
+    for n in cuda_needed {
+        let package = n.library.as_ref().and_then(|l| l.conda.clone());
+        let declared_by = package
+            .as_deref()
+            .and_then(|p| declared.get(p))
+            .map(|d| d.to_string());
+        if let Some(p) = &package {
+            linked_packages.insert(p.clone());
+        }
+        if declared_by.is_none() && !n.vendored {
+            if verdict.status < VerdictStatus::Unresolved {
+                verdict.status = VerdictStatus::Unresolved;
+            }
+            verdict.lines.push(format!(
+                "links {} but its depends name no {}: conda will not install it with this package (overlinking)",
+                n.soname,
+                package.as_deref().unwrap_or("package that provides it")
+            ));
+        }
+        links.push(CondaLink {
+            soname: n.soname.clone(),
+            package,
+            declared_by,
+            shipped: n.vendored,
+        });
+    }
+    let cuda_packages: BTreeSet<&str> = catalog
+        .libraries
+        .iter()
+        .filter_map(|l| l.conda.as_deref())
+        .collect();
+    let unlinked: Vec<String> = c
+        .depends
+        .iter()
+        .filter(|d| {
+            let n = spec_name(d);
+            cuda_packages.contains(n) && !linked_packages.contains(n)
+        })
+        .cloned()
+        .collect();
+    if !unlinked.is_empty() {
+        verdict.lines.push(format!(
+            "declares {} but no ELF file of the package links it",
+            unlinked.join(", ")
+        ));
+    }
+    CondaInfo {
+        name: c.name,
+        version: c.version,
+        build: c.build,
+        subdir: c.subdir,
+        depends: c.depends,
+        run_exports: c.run_exports,
+        cuda_links: links,
+        unlinked_depends: unlinked,
     }
 }
 

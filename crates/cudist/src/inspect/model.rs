@@ -49,6 +49,8 @@ pub enum ArtifactKind {
     Wheel,
     Directory,
     Elf,
+    /// A conda package (`.conda` or `.tar.bz2`).
+    Conda,
 }
 
 #[derive(Debug, Serialize)]
@@ -60,6 +62,8 @@ pub struct Artifact {
     /// Size once installed (sum of uncompressed members for a wheel; equals `size` otherwise).
     pub installed_size: u64,
     pub wheel: Option<WheelInfo>,
+    /// For a conda package: its metadata and whether its `depends` cover the CUDA it links.
+    pub conda: Option<CondaInfo>,
     pub elf_files: Vec<ElfReport>,
     /// Files of the artifact that look like ELF but could not be read or analysed (`path` is the
     /// file's path inside the artifact). The exit code is non-zero when any exist.
@@ -93,6 +97,34 @@ pub struct PolicyBlock {
     pub policy: String,
     pub file: String,
     pub reason: String,
+}
+
+/// A conda package's metadata and the CUDA overlinking check.
+#[derive(Debug, Serialize)]
+pub struct CondaInfo {
+    pub name: String,
+    pub version: String,
+    pub build: String,
+    pub subdir: Option<String>,
+    pub depends: Vec<String>,
+    /// `run_exports` (weak and strong).
+    pub run_exports: Vec<String>,
+    /// Every CUDA library the package's ELF files link, and whether `depends` covers it.
+    pub cuda_links: Vec<CondaLink>,
+    /// Declared dependencies on CUDA library packages that no ELF file of the package links.
+    pub unlinked_depends: Vec<String>,
+}
+
+/// One CUDA library a conda package links.
+#[derive(Debug, Serialize)]
+pub struct CondaLink {
+    pub soname: String,
+    /// The conda package that provides it (conda-forge's name).
+    pub package: Option<String>,
+    /// The `depends` entry that covers it.
+    pub declared_by: Option<String>,
+    /// The package ships the library itself.
+    pub shipped: bool,
 }
 
 #[derive(Debug, Serialize)]

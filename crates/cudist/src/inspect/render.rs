@@ -43,6 +43,7 @@ fn render_artifact(out: &mut String, a: &Artifact, opts: RenderOptions, style: S
         ArtifactKind::Wheel => "wheel",
         ArtifactKind::Directory => "directory",
         ArtifactKind::Elf => "ELF file",
+        ArtifactKind::Conda => "conda package",
     };
     let sizes = if a.installed_size != a.size {
         format!(

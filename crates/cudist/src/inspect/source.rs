@@ -1,4 +1,4 @@
-//! Where artifacts come from: wheels, directories, single ELF files.
+//! Where artifacts come from: wheels, conda packages, directories, single ELF files.
 //!
 //! Each source lists its files, picks the ELF ones without reading the rest (wheels: by name, else
 //! by a 4-byte prefix; directories: by a 4-byte read), and hands each ELF's bytes to the analyser on
@@ -24,12 +24,25 @@ pub enum Input {
     Wheel(PathBuf),
     Directory(PathBuf),
     Elf(PathBuf),
+    /// A conda package, `.conda` or `.tar.bz2`.
+    Conda(PathBuf),
+}
+
+/// What a conda package says of itself.
+#[derive(Debug, Clone)]
+pub struct CondaMeta {
+    pub name: String,
+    pub version: String,
+    pub build: String,
+    pub subdir: Option<String>,
+    pub depends: Vec<String>,
+    pub run_exports: Vec<String>,
 }
 
 impl Input {
     pub fn path(&self) -> &Path {
         match self {
-            Input::Wheel(p) | Input::Directory(p) | Input::Elf(p) => p,
+            Input::Wheel(p) | Input::Directory(p) | Input::Elf(p) | Input::Conda(p) => p,
         }
     }
 }
@@ -55,16 +68,29 @@ pub fn expand_inputs(paths: &[PathBuf]) -> (Vec<Input>, Vec<InputError>) {
 fn classify(p: &Path) -> Result<Vec<Input>> {
     let meta = std::fs::metadata(p).with_context(|| "cannot read it".to_string())?;
     if meta.is_dir() {
-        let mut wheels: Vec<PathBuf> = std::fs::read_dir(p)
+        // A wheelhouse or a conda channel directory: each package is one artifact.
+        let mut packages: Vec<Input> = std::fs::read_dir(p)
             .context("cannot list the directory")?
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|q| q.extension().is_some_and(|x| x == "whl") && q.is_file())
+            .filter(|q| q.is_file())
+            .filter_map(|q| {
+                if q.extension().is_some_and(|x| x == "whl") {
+                    Some(Input::Wheel(q))
+                } else if cudist_conda::is_package_path(&q) {
+                    Some(Input::Conda(q))
+                } else {
+                    None
+                }
+            })
             .collect();
-        if wheels.is_empty() {
+        if packages.is_empty() {
             return Ok(vec![Input::Directory(p.to_path_buf())]);
         }
-        wheels.sort();
-        return Ok(wheels.into_iter().map(Input::Wheel).collect());
+        packages.sort_by(|a, b| a.path().cmp(b.path()));
+        return Ok(packages);
+    }
+    if cudist_conda::is_package_path(p) {
+        return Ok(vec![Input::Conda(p.to_path_buf())]);
     }
     let mut head = [0u8; 4];
     let n = File::open(p)
@@ -76,7 +102,7 @@ fn classify(p: &Path) -> Result<Vec<Input>> {
     } else if is_elf(head) {
         Ok(vec![Input::Elf(p.to_path_buf())])
     } else {
-        bail!("neither a wheel (zip archive), an ELF file nor a directory")
+        bail!("neither a wheel (zip archive), a conda package (.conda, .tar.bz2), an ELF file nor a directory")
     }
 }
 
@@ -88,6 +114,7 @@ pub fn scan(input: &Input, analyse: &Analyse<'_>) -> Result<Scanned> {
     match input {
         Input::Wheel(p) => scan_wheel(p, analyse),
         Input::Directory(p) => scan_dir(p, analyse),
+        Input::Conda(p) => scan_conda(p, analyse),
         Input::Elf(p) => {
             let map = map_file(p)?;
             let name = p
@@ -100,12 +127,50 @@ pub fn scan(input: &Input, analyse: &Analyse<'_>) -> Result<Scanned> {
                 size: map.len() as u64,
                 installed_size: map.len() as u64,
                 wheel: None,
+                conda: None,
                 elfs: vec![a],
                 problems: Vec::new(),
                 files: BTreeSet::from([name]),
             })
         }
     }
+}
+
+/// Unpacks a conda package into a scratch directory (removed afterwards) and scans its files.
+fn scan_conda(path: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
+    let pkg = cudist_conda::read(path)?;
+    let size = std::fs::metadata(path)?.len();
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let scratch = std::env::temp_dir().join(format!(
+        "cudist-conda-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    struct Remove<'a>(&'a Path);
+    impl Drop for Remove<'_> {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(self.0);
+        }
+    }
+    let _remove = Remove(&scratch);
+    cudist_conda::extract(path, &scratch)?;
+    let mut scanned = scan_dir(&scratch, analyse)?;
+    let run_exports = pkg
+        .run_exports
+        .as_ref()
+        .map(|r| r.weak.iter().chain(&r.strong).cloned().collect())
+        .unwrap_or_default();
+    scanned.kind = ArtifactKind::Conda;
+    scanned.size = size;
+    scanned.conda = Some(CondaMeta {
+        name: pkg.name().to_string(),
+        version: pkg.version(),
+        build: pkg.index.build.to_string(),
+        subdir: pkg.index.subdir.clone(),
+        depends: pkg.index.depends.clone(),
+        run_exports,
+    });
+    Ok(scanned)
 }
 
 /// File extensions that are never ELF: skip them without reading a byte.
@@ -205,6 +270,7 @@ fn scan_wheel(path: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
         size: wheel.file_size(),
         installed_size,
         wheel: wheel_info,
+        conda: None,
         elfs,
         problems,
         files,
@@ -240,6 +306,7 @@ fn scan_dir(root: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
         size,
         installed_size: size,
         wheel: None,
+        conda: None,
         elfs,
         problems,
         files: files.into_iter().map(|(rel, _, _)| rel).collect(),

@@ -224,9 +224,16 @@ pub fn pin_from_soname(soname: &str, conda: &str, pip: Option<&str>, version: &s
     }
 }
 
-/// conda-forge's name for a component: `cuda_cudart` → `cuda-cudart`, `libcublas` → `libcublas`.
-fn conda_name(component: &str) -> String {
-    component.replace('_', "-")
+/// conda-forge's name for a component's runtime package: the catalog's conda name of the
+/// component's first library (`libnvvm` → `cuda-nvvm-impl`), else the key with `-` for `_`
+/// (`cuda_cudart` → `cuda-cudart`, `libcublas` → `libcublas`).
+fn conda_name(component: &str, catalog: &Catalog) -> String {
+    catalog
+        .libraries
+        .iter()
+        .find(|l| l.component.as_deref() == Some(component))
+        .and_then(|l| l.conda.clone())
+        .unwrap_or_else(|| component.replace('_', "-"))
 }
 
 fn sha256_file(path: &Path) -> Result<(u64, String)> {
@@ -262,7 +269,7 @@ pub fn manifest(input: &Path, what: &Input, catalog: &Catalog) -> Result<Manifes
     for p in &what.components {
         let component = p.component.clone();
         let pip_base = p.pip.clone();
-        let conda = conda_name(&component);
+        let conda = conda_name(&component, catalog);
         let mut row = ComponentRow {
             component: component.clone(),
             package: p.package.clone(),
@@ -397,9 +404,47 @@ pub fn manifest(input: &Path, what: &Input, catalog: &Catalog) -> Result<Manifes
         m.files.extend(files);
         m.components.push(row);
     }
+    needed_depends(&mut m);
     header_depends(&mut m)?;
     m.metapackage = metapackage(&m);
     Ok(m)
+}
+
+/// Adds to each `lib` and `bin` output the runtime packages of the other components whose
+/// libraries its files link (NEEDED), pinned as those libraries' SONAMEs say: cuRAND's library
+/// links the CUDA runtime, so `libcurand` depends on `cuda-cudart >=V,<M+1`.
+fn needed_depends(m: &mut Manifest) {
+    let mut provider: BTreeMap<&str, (&str, String)> = BTreeMap::new();
+    for f in m.files.iter().filter(|f| f.output == "lib") {
+        let Some(so) = &f.soname else { continue };
+        let Some(c) = m.components.iter().find(|c| c.component == f.component) else {
+            continue;
+        };
+        let pin = pin_from_soname(so, &c.conda, None, &c.version).conda;
+        provider.insert(so.as_str(), (f.component.as_str(), pin));
+    }
+    let mut add: Vec<(String, String, String)> = Vec::new();
+    for f in m
+        .files
+        .iter()
+        .filter(|f| f.output == "lib" || f.output == "bin")
+    {
+        for n in &f.needed {
+            if let Some((c, pin)) = provider.get(n.as_str()) {
+                if *c != f.component {
+                    add.push((f.component.clone(), f.output.clone(), pin.clone()));
+                }
+            }
+        }
+    }
+    for (component, output, pin) in add {
+        if let Some(c) = m.components.iter_mut().find(|c| c.component == component) {
+            let deps = c.depends.entry(output).or_default();
+            if !deps.contains(&pin) {
+                deps.push(pin);
+            }
+        }
+    }
 }
 
 /// Adds to each `dev` output the `dev` outputs of the other components whose headers its
