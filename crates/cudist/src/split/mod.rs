@@ -8,7 +8,8 @@
 //! - `static`: archives;
 //! - `stubs`: link-time stubs;
 //! - `bin`: executables;
-//! - `doc`.
+//! - `doc`;
+//! - `sample`.
 //!
 //! Licenses go with every output. **Pins** are derived from the SONAMEs, not written by hand:
 //! - a SONAME that carries only the major (`libcublas.so.13`) makes dependents pin the major;
@@ -18,10 +19,11 @@
 //!
 //! `dev` pins its `lib` exactly, and `static` pins its `dev`.
 //!
-//! This first part reads the CUDA wheels of a site-packages directory and writes `manifest` (one
-//! JSON with every file, plus a Nixpkgs-style features file) or `dirs` (one directory per
-//! component-output, with SONAME and linker-name links). The `conda` format and other inputs
-//! (toolkit trees, redistributable archives) come next.
+//! Inputs ([`input`]): the CUDA wheels of a site-packages directory, NVIDIA's redistributable
+//! archives (verified against `redistrib_<ver>.json` when given), or a toolkit tree. Formats:
+//! `manifest` (one JSON with every file, plus a Nixpkgs-style features file), `dirs` (one directory
+//! per component-output, with SONAME and linker-name links) and `conda` (`.conda` packages,
+//! [`conda`]).
 
 mod conda;
 mod input;
@@ -72,7 +74,7 @@ pub struct SplitArgs {
 }
 
 /// The outputs, in the order conda-forge and Nixpkgs list them.
-pub const OUTPUTS: &[&str] = &["lib", "dev", "static", "stubs", "bin", "doc"];
+pub const OUTPUTS: &[&str] = &["lib", "dev", "static", "stubs", "bin", "doc", "sample"];
 
 /// One file of the split.
 #[derive(Debug, Clone, Serialize)]
@@ -158,6 +160,9 @@ pub fn output_of(path: &str, is_shared_object: bool) -> Option<&'static str> {
     let name = path.rsplit('/').next().unwrap_or(path);
     if path.contains("/stubs/") {
         return Some("stubs");
+    }
+    if path.starts_with("samples/") || path.starts_with("extras/demo_suite/") {
+        return Some("sample");
     }
     if name.ends_with(".a") {
         return Some("static");
@@ -830,6 +835,7 @@ mod tests {
             Some("dev")
         );
         assert_eq!(output_of("bin/crt/link.stub", false), Some("bin"));
+        assert_eq!(output_of("samples/0_Simple/x.cu", false), Some("sample"));
         assert_eq!(output_of("weird/thing", false), None);
     }
 }
