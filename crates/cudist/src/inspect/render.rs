@@ -92,10 +92,14 @@ fn render_artifact(out: &mut String, a: &Artifact, opts: RenderOptions, style: S
                 l.and_then(|l| l.conda.clone()).unwrap_or_else(dash),
                 l.and_then(|l| l.toolkit_extra.clone()).unwrap_or_else(dash),
                 yes_no(n.rpath_covers),
-                if a.kind == ArtifactKind::Wheel {
-                    yes_no(n.declared)
-                } else {
-                    "-".into()
+                match (&a.kind, &a.conda) {
+                    (ArtifactKind::Wheel, _) => yes_no(n.declared),
+                    (ArtifactKind::Conda, Some(c)) => {
+                        yes_no(c.cuda_links.iter().any(|l| {
+                            l.soname == n.soname && (l.declared_by.is_some() || l.shipped)
+                        }))
+                    }
+                    _ => "-".into(),
                 },
                 used_by(&n.needed_by),
             ]);
