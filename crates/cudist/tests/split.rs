@@ -6,7 +6,7 @@
 mod common;
 use common::*;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
@@ -33,6 +33,46 @@ fn component<'a>(m: &'a Value, name: &str) -> &'a Value {
         .iter()
         .find(|c| c["component"] == name)
         .unwrap_or_else(|| panic!("no component {name}"))
+}
+
+/// Copies the given component-output directories of a `dirs` split into one prefix, as a package
+/// manager merges the outputs a build needs.
+fn merge(out: &Path, outputs: &[&str], prefix: &Path) {
+    std::fs::create_dir_all(prefix).unwrap();
+    for o in outputs {
+        let st = Command::new("cp")
+            .arg("-a")
+            .arg(format!("{}/.", out.join(o).display()))
+            .arg(prefix)
+            .status()
+            .unwrap();
+        assert!(st.success(), "cp {o}");
+    }
+}
+
+/// Compiles `source` against `prefix` (`include/`, `-lcudart` from `prefix/libdir`, RPATH there)
+/// and checks that `ldd` resolves `soname` to that directory and finds everything.
+fn link_cudart(dir: &Path, prefix: &Path, libdir: &str, soname: &str, source: &str) -> PathBuf {
+    let lib = prefix.join(libdir);
+    let exe = gcc(
+        dir,
+        "rt",
+        source,
+        &[
+            &format!("-I{}", prefix.join("include").display()),
+            &format!("-L{}", lib.display()),
+            "-lcudart",
+            &format!("-Wl,-rpath,{}", lib.display()),
+        ],
+    );
+    let ldd = Command::new("ldd").arg(&exe).output().unwrap();
+    let ldd = String::from_utf8_lossy(&ldd.stdout);
+    assert!(
+        ldd.contains(&format!("{soname} => {}", lib.join(soname).display())),
+        "{ldd}"
+    );
+    assert!(!ldd.contains("not found"), "{ldd}");
+    exe
 }
 
 #[test]
@@ -184,39 +224,18 @@ fn dirs_outputs_merge_into_a_prefix_that_links() {
     // Installed together (as a package manager merges the outputs a build needs into one prefix),
     // they link. CUDA 12's runtime headers include crt/ headers that ship with nvcc.
     let prefix = work.path().join("prefix");
-    std::fs::create_dir_all(&prefix).unwrap();
-    for o in ["cuda_cudart-lib", "cuda_cudart-dev", "cuda_nvcc-dev"] {
-        let st = Command::new("cp")
-            .arg("-a")
-            .arg(format!("{}/.", out.join(o).display()))
-            .arg(&prefix)
-            .status()
-            .unwrap();
-        assert!(st.success(), "cp {o}");
-    }
-    std::fs::write(work.path().join("m.c"), "#include <cuda_runtime_api.h>\nint main(void) { int n; return cudaGetDeviceCount(&n) == cudaSuccess; }\n").unwrap();
-    let exe = work.path().join("m");
-    let o = Command::new("gcc")
-        .arg(work.path().join("m.c"))
-        .arg(format!("-I{}", prefix.join("include").display()))
-        .arg(format!("-L{}", prefix.join("lib64").display()))
-        .arg("-lcudart")
-        .arg(format!("-Wl,-rpath,{}", prefix.join("lib64").display()))
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let ldd = Command::new("ldd").arg(&exe).output().unwrap();
-    let ldd = String::from_utf8_lossy(&ldd.stdout);
-    assert!(
-        ldd.contains(&format!(
-            "libcudart.so.12 => {}",
-            prefix.join("lib64/libcudart.so.12").display()
-        )),
-        "{ldd}"
+    merge(
+        &out,
+        &["cuda_cudart-lib", "cuda_cudart-dev", "cuda_nvcc-dev"],
+        &prefix,
     );
-    assert!(!ldd.contains("not found"), "{ldd}");
+    link_cudart(
+        work.path(),
+        &prefix,
+        "lib64",
+        "libcudart.so.12",
+        "#include <cuda_runtime_api.h>\nint main(void) { int n; return cudaGetDeviceCount(&n) == cudaSuccess; }\n",
+    );
 }
 
 #[test]
@@ -445,27 +464,13 @@ fn conda_packages_read_back_install_and_link() {
     );
     assert!(prefix.join("conda-meta").read_dir().unwrap().count() > names.len());
     // ... where a C program links -lcudart and ldd resolves it to the prefix ...
-    let exe = gcc(
+    let exe = link_cudart(
         work.path(),
-        "rt",
+        &prefix,
+        "lib",
+        "libcudart.so.13",
         "#include <cuda_runtime.h>\n#include <stdio.h>\nint main(void) { int v = 0; cudaRuntimeGetVersion(&v); printf(\"%d\\n\", v); return 0; }\n",
-        &[
-            &format!("-I{}", prefix.join("include").display()),
-            &format!("-L{}", prefix.join("lib").display()),
-            "-lcudart",
-            &format!("-Wl,-rpath,{}", prefix.join("lib").display()),
-        ],
     );
-    let ldd = Command::new("ldd").arg(&exe).output().unwrap();
-    let ldd = String::from_utf8_lossy(&ldd.stdout);
-    assert!(
-        ldd.contains(&format!(
-            "libcudart.so.13 => {}",
-            prefix.join("lib/libcudart.so.13").display()
-        )),
-        "{ldd}"
-    );
-    assert!(!ldd.contains("not found"), "{ldd}");
     let run = Command::new(&exe).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&run.stdout).trim(), "13050");
     // ... and the installed nvcc compiles CUDA against it, linking the shared runtime.
@@ -726,35 +731,14 @@ fn redistributable_archives_are_verified_split_and_their_chains_repaired() {
         .is_file());
     // lib + dev merged into a prefix: a program links -lcudart and ld.so finds it there.
     let prefix = work.path().join("prefix");
-    for o in ["cuda_cudart-lib", "cuda_cudart-dev"] {
-        let st = Command::new("cp")
-            .arg("-a")
-            .arg(format!("{}/.", out.join(o).display()))
-            .arg(&prefix)
-            .status()
-            .unwrap();
-        assert!(st.success());
-    }
-    let exe = gcc(
+    merge(&out, &["cuda_cudart-lib", "cuda_cudart-dev"], &prefix);
+    let exe = link_cudart(
         work.path(),
-        "rt",
+        &prefix,
+        "lib64",
+        "libcudart.so.13",
         // The prototype (cuda_runtime_api.h needs crt/ headers from another archive).
         "int cudaRuntimeGetVersion(int *);\nint main(void) { int v = 0; cudaRuntimeGetVersion(&v); return v != 13050; }\n",
-        &[
-            &format!("-I{}", prefix.join("include").display()),
-            &format!("-L{}", prefix.join("lib64").display()),
-            "-lcudart",
-            &format!("-Wl,-rpath,{}", prefix.join("lib64").display()),
-        ],
-    );
-    let ldd = Command::new("ldd").arg(&exe).output().unwrap();
-    let ldd = String::from_utf8_lossy(&ldd.stdout);
-    assert!(
-        ldd.contains(&format!(
-            "libcudart.so.13 => {}",
-            prefix.join("lib64/libcudart.so.13").display()
-        )),
-        "{ldd}"
     );
     assert!(Command::new(&exe).status().unwrap().success());
     // Nothing is left beside the output (the unpacked archives are removed).

@@ -14,13 +14,11 @@
 //! missing chain in the input is repaired in the output.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use cudist_catalog::Catalog;
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
 
 use crate::toolkit::source::{Source, SourceArgs};
 
@@ -260,23 +258,6 @@ fn read_manifest(path: &Path) -> Result<(Option<String>, Vec<Expected>)> {
     Ok((label, out))
 }
 
-fn sha256_of(path: &Path) -> Result<(u64, String)> {
-    let mut f =
-        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut n = 0u64;
-    loop {
-        let k = f.read(&mut buf)?;
-        if k == 0 {
-            break;
-        }
-        n += k as u64;
-        h.update(&buf[..k]);
-    }
-    Ok((n, format!("{:x}", h.finalize())))
-}
-
 /// Unpacks a `.tar.xz` archive into `dest`, refusing members that would land outside it.
 fn unpack(archive: &Path, dest: &Path) -> Result<()> {
     let f = std::fs::File::open(archive)
@@ -336,7 +317,7 @@ fn redist(input: &Path, manifest: Option<&Path>, scratch: &Path) -> Result<Input
                 missing.push(e.component.clone());
                 continue;
             };
-            let (size, sha) = sha256_of(path)?;
+            let (size, sha) = super::sha256_file(path)?;
             if sha != e.archive.sha256.to_ascii_lowercase() {
                 bail!(
                     "{}: sha256 {sha} does not match the manifest's {} for {} ({}); the archive is damaged or not the one released",

@@ -241,7 +241,8 @@ fn conda_name(component: &str, catalog: &Catalog) -> String {
         .unwrap_or_else(|| component.replace('_', "-"))
 }
 
-fn sha256_file(path: &Path) -> Result<(u64, String)> {
+/// The size and sha256 of a file, read once.
+pub(crate) fn sha256_file(path: &Path) -> Result<(u64, String)> {
     let mut f =
         std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut h = Sha256::new();
