@@ -63,6 +63,9 @@ pub enum Content {
 pub struct Entry {
     pub path: String,
     pub content: Content,
+    /// A file's sha256 (hex) and size when the caller already has them; else they are computed
+    /// from the file, streaming.
+    pub known: Option<(String, u64)>,
 }
 
 /// The `run_exports` of a package: what a package built against it must depend on.
@@ -159,9 +162,21 @@ fn stage_and_pack(
                 if std::fs::hard_link(src, &dest).is_err() {
                     std::fs::copy(src, &dest).map_err(io(src))?;
                 }
-                let bytes = std::fs::read(&dest).map_err(io(src))?;
-                let digest = rattler_digest::compute_bytes_digest::<rattler_digest::Sha256>(&bytes);
-                (PathType::HardLink, Some(digest), Some(bytes.len() as u64))
+                let known = e.known.as_ref().and_then(|(hex, size)| {
+                    Some((
+                        rattler_digest::parse_digest_from_hex::<rattler_digest::Sha256>(hex)?,
+                        *size,
+                    ))
+                });
+                let (digest, size) = match known {
+                    Some(k) => k,
+                    None => (
+                        rattler_digest::compute_file_digest::<rattler_digest::Sha256>(&dest)
+                            .map_err(io(src))?,
+                        std::fs::metadata(&dest).map_err(io(src))?.len(),
+                    ),
+                };
+                (PathType::HardLink, Some(digest), Some(size))
             }
         };
         entries.push(PathsEntry {
@@ -369,10 +384,12 @@ mod tests {
                 Entry {
                     path: "lib/libfoo.so.1.2.3".into(),
                     content: Content::File(src),
+                    known: None,
                 },
                 Entry {
                     path: "lib/libfoo.so.1".into(),
                     content: Content::Link("libfoo.so.1.2.3".into()),
+                    known: None,
                 },
             ],
         };

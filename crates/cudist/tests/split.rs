@@ -967,6 +967,7 @@ fn inspect_finds_overlinking_in_a_conda_package() {
         files: vec![cudist_conda::Entry {
             path: "lib/libmyext.so".into(),
             content: cudist_conda::Content::File(ext),
+            known: None,
         }],
         licenses: vec![],
     };
@@ -1007,6 +1008,28 @@ fn inspect_finds_overlinking_in_a_conda_package() {
     // The human report says the same.
     let o = cudist(&["inspect", path.to_str().unwrap()]);
     assert!(stdout(&o).contains("overlinking"), "{}", stdout(&o));
+    // The same package in the older .tar.bz2 format (packed by GNU tar from the unpacked
+    // .conda) gives the same answer.
+    let unpacked = work.path().join("unpacked");
+    cudist_conda::extract(&path, &unpacked).unwrap();
+    let bz2 = work.path().join("myext-1.0-h0_0.tar.bz2");
+    let st = Command::new("tar")
+        .arg("-cjf")
+        .arg(&bz2)
+        .arg("-C")
+        .arg(&unpacked)
+        .args(["info", "lib"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let o = cudist(&["inspect", bz2.to_str().unwrap(), "--json"]);
+    let again: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(again["artifacts"][0]["kind"], "conda");
+    assert_eq!(
+        again["artifacts"][0]["conda"]["cuda_links"],
+        a["conda"]["cuda_links"]
+    );
+    assert_eq!(again["artifacts"][0]["verdict"]["status"], "unresolved");
     // A damaged package is reported with its name.
     let bad = work.path().join("broken-1.0-h0_0.conda");
     std::fs::write(&bad, b"PK\x03\x04 not really").unwrap();

@@ -94,7 +94,12 @@ pub fn write(
             let path = prefix_path(&f.path);
             let what = f.sha256.as_deref().or(f.target.as_deref()).unwrap_or("");
             fingerprint.push(format!("{path} {what}"));
-            entries.push(Entry { path, content });
+            let known = f.sha256.clone().map(|h| (h, f.size));
+            entries.push(Entry {
+                path,
+                content,
+                known,
+            });
         }
         for (output, (files, fingerprint)) in by_output {
             let name = c.packages.get(output).cloned().unwrap_or_default();
