@@ -272,6 +272,19 @@ pub fn manifest(input: &Path, what: &Input, catalog: &Catalog) -> Result<Manifes
         unassigned: what.unplaced.clone(),
         missing: what.missing.clone(),
     };
+    // Every file's size and sha256, on all cores (hashing is what a split spends its time on).
+    let digests: BTreeMap<&Path, (u64, String)> = {
+        use rayon::prelude::*;
+        let all: Vec<&Path> = what
+            .components
+            .iter()
+            .flat_map(|c| c.files.iter().map(|(_, abs)| abs.as_path()))
+            .collect();
+        all.par_iter()
+            .with_max_len(1)
+            .map(|abs| sha256_file(abs).map(|d| (*abs, d)))
+            .collect::<Result<_>>()?
+    };
     for p in &what.components {
         let component = p.component.clone();
         let pip_base = p.pip.clone();
@@ -317,7 +330,7 @@ pub fn manifest(input: &Path, what: &Input, catalog: &Catalog) -> Result<Manifes
                     "doc"
                 }
             };
-            let (size, sha) = sha256_file(abs)?;
+            let (size, sha) = digests[abs.as_path()].clone();
             files.push(FileRow {
                 path: dest.clone(),
                 component: component.clone(),
@@ -361,7 +374,7 @@ pub fn manifest(input: &Path, what: &Input, catalog: &Catalog) -> Result<Manifes
         let outputs: std::collections::BTreeSet<String> =
             files.iter().map(|f| f.output.clone()).collect();
         for (lic_dest, lic_abs) in &licenses {
-            let (size, sha) = sha256_file(lic_abs)?;
+            let (size, sha) = digests[lic_abs.as_path()].clone();
             for o in &outputs {
                 files.push(FileRow {
                     path: lic_dest.to_string(),
