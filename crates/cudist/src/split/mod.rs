@@ -164,6 +164,16 @@ pub fn output_of(path: &str, is_shared_object: bool) -> Option<&'static str> {
     if path.starts_with("samples/") || path.starts_with("extras/demo_suite/") {
         return Some("sample");
     }
+    // The sanitizer keeps a tree of its own: tools and their libraries, headers, documents.
+    if let Some(rest) = path.strip_prefix("compute-sanitizer/") {
+        return Some(if rest.starts_with("docs/") {
+            "doc"
+        } else if rest.starts_with("include/") {
+            "dev"
+        } else {
+            "bin"
+        });
+    }
     if name.ends_with(".a") {
         return Some("static");
     }
@@ -850,6 +860,18 @@ mod tests {
         );
         assert_eq!(output_of("bin/crt/link.stub", false), Some("bin"));
         assert_eq!(output_of("samples/0_Simple/x.cu", false), Some("sample"));
+        assert_eq!(
+            output_of("compute-sanitizer/compute-sanitizer", false),
+            Some("bin")
+        );
+        assert_eq!(
+            output_of("compute-sanitizer/include/sanitizer.h", false),
+            Some("dev")
+        );
+        assert_eq!(
+            output_of("compute-sanitizer/docs/ComputeSanitizer/index.html", false),
+            Some("doc")
+        );
         assert_eq!(output_of("weird/thing", false), None);
     }
 }
