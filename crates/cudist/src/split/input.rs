@@ -21,6 +21,7 @@ use cudist_catalog::Catalog;
 use serde::Deserialize;
 
 use crate::toolkit::source::{Source, SourceArgs};
+use crate::util::ScratchDir;
 
 /// One component of the input.
 #[derive(Debug)]
@@ -49,17 +50,7 @@ pub struct Input {
     /// Files of a toolkit tree no catalog rule gives a component (placed in [`OTHER`]).
     pub unplaced: Vec<String>,
     /// Where `.tar.xz` archives were unpacked; removed when the input is dropped.
-    pub _unpacked: Option<TempDir>,
-}
-
-/// A directory removed on drop.
-#[derive(Debug)]
-pub struct TempDir(pub PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    pub _unpacked: Option<ScratchDir>,
 }
 
 /// NVIDIA's platform name for this machine in redistrib manifests and archive names.
@@ -294,7 +285,7 @@ fn redist(input: &Path, manifest: Option<&Path>, scratch: &Path) -> Result<Input
     let mut label = None;
     let work = scratch.to_path_buf();
     let mut unpack_to = |archive: &Path, name: &str| -> Result<PathBuf> {
-        unpacked.get_or_insert_with(|| TempDir(work.clone()));
+        unpacked.get_or_insert_with(|| ScratchDir(work.clone()));
         let dest = work.join(name);
         unpack(archive, &dest)?;
         // An archive holds one directory named as the archive.
