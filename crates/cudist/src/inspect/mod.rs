@@ -349,7 +349,7 @@ pub struct Scanned {
     pub installed_size: u64,
     pub wheel: Option<WheelInfo>,
     /// A conda package's metadata (`info/index.json`, `info/run_exports.json`).
-    pub conda: Option<source::CondaMeta>,
+    pub conda: Option<CondaMeta>,
     pub elfs: Vec<Analysed>,
     /// Files that look like ELF but could not be read or analysed.
     pub problems: Vec<InputError>,
@@ -541,7 +541,7 @@ fn spec_name(spec: &str) -> &str {
 /// a package its `depends` names (or ship in the package); and, the reverse, a declared CUDA
 /// library package that nothing links is reported.
 fn conda_check(
-    c: source::CondaMeta,
+    c: CondaMeta,
     cuda_needed: &[NeededLibrary],
     catalog: &Catalog,
     verdict: &mut Verdict,
@@ -596,12 +596,7 @@ fn conda_check(
         ));
     }
     CondaInfo {
-        name: c.name,
-        version: c.version,
-        build: c.build,
-        subdir: c.subdir,
-        depends: c.depends,
-        run_exports: c.run_exports,
+        meta: c,
         cuda_links: links,
         unlinked_depends: unlinked,
     }

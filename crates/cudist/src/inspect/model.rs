@@ -102,6 +102,18 @@ pub struct PolicyBlock {
 /// A conda package's metadata and the CUDA overlinking check.
 #[derive(Debug, Serialize)]
 pub struct CondaInfo {
+    /// What the package says of itself (its fields appear inline).
+    #[serde(flatten)]
+    pub meta: CondaMeta,
+    /// Every CUDA library the package's ELF files link, and whether `depends` covers it.
+    pub cuda_links: Vec<CondaLink>,
+    /// Declared dependencies on CUDA library packages that no ELF file of the package links.
+    pub unlinked_depends: Vec<String>,
+}
+
+/// What a conda package says of itself (`info/index.json`, `info/run_exports.json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct CondaMeta {
     pub name: String,
     pub version: String,
     pub build: String,
@@ -109,10 +121,6 @@ pub struct CondaInfo {
     pub depends: Vec<String>,
     /// `run_exports` (weak and strong).
     pub run_exports: Vec<String>,
-    /// Every CUDA library the package's ELF files link, and whether `depends` covers it.
-    pub cuda_links: Vec<CondaLink>,
-    /// Declared dependencies on CUDA library packages that no ELF file of the package links.
-    pub unlinked_depends: Vec<String>,
 }
 
 /// One CUDA library a conda package links.

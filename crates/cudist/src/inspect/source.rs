@@ -15,7 +15,7 @@ use cudist_elf::is_elf;
 use cudist_wheel::Wheel;
 use rayon::prelude::*;
 
-use super::model::{ArtifactKind, InputError, WheelInfo};
+use super::model::{ArtifactKind, CondaMeta, InputError, WheelInfo};
 use super::{Analysed, Scanned};
 
 /// One artifact to inspect.
@@ -26,17 +26,6 @@ pub enum Input {
     Elf(PathBuf),
     /// A conda package, `.conda` or `.tar.bz2`.
     Conda(PathBuf),
-}
-
-/// What a conda package says of itself.
-#[derive(Debug, Clone)]
-pub struct CondaMeta {
-    pub name: String,
-    pub version: String,
-    pub build: String,
-    pub subdir: Option<String>,
-    pub depends: Vec<String>,
-    pub run_exports: Vec<String>,
 }
 
 impl Input {
@@ -146,15 +135,9 @@ fn scan_conda(path: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
         std::process::id(),
         N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
-    struct Remove<'a>(&'a Path);
-    impl Drop for Remove<'_> {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(self.0);
-        }
-    }
-    let _remove = Remove(&scratch);
-    cudist_conda::extract(path, &scratch)?;
-    let mut scanned = scan_dir(&scratch, analyse)?;
+    let scratch = crate::util::ScratchDir(scratch);
+    cudist_conda::extract(path, &scratch.0)?;
+    let mut scanned = scan_dir(&scratch.0, analyse)?;
     let run_exports = pkg
         .run_exports
         .as_ref()
