@@ -35,6 +35,21 @@ fn component<'a>(m: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no component {name}"))
 }
 
+/// Runs `cudist split INPUT -o OUT ARGS… --json`, requires success, and returns the manifest.
+fn split_json(input: &Path, out: &Path, args: &[&str]) -> Value {
+    let mut all = vec![
+        "split",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    all.push("--json");
+    let o = cudist(&all);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
 /// Copies the given component-output directories of a `dirs` split into one prefix, as a package
 /// manager merges the outputs a build needs.
 fn merge(out: &Path, outputs: &[&str], prefix: &Path) {
@@ -83,15 +98,7 @@ fn cuda13_wheels_split_like_conda_forge() {
     let work = tempfile::tempdir().unwrap();
     let out = work.path().join("split");
     let site = site_of(&venv);
-    let o = cudist(&[
-        "split",
-        site.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--json",
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let m: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let m = split_json(&site, &out, &[]);
     assert_eq!(m["schema"], "cudist.split/1");
     assert_eq!(m["cuda_major"], 13);
     assert_eq!(m["unassigned"], serde_json::json!([]));
@@ -531,16 +538,7 @@ fn a_cublas_wheel_splits_into_libcublas_and_its_dev() {
         "import sys, zipfile\nzipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])",
         &[wheel.to_str().unwrap(), site.to_str().unwrap()],
     );
-    let out = work.path().join("out");
-    let o = cudist(&[
-        "split",
-        site.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--json",
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let m: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let m = split_json(&site, &work.path().join("out"), &[]);
     for (path, want) in [
         ("lib64/libcublas.so.13", ("libcublas", "lib")),
         ("lib64/libcublasLt.so.13", ("libcublas", "lib")),
@@ -687,19 +685,11 @@ fn redistributable_archives_are_verified_split_and_their_chains_repaired() {
     std::fs::write(&manifest, redistrib_manifest(&tarball, &sha)).unwrap();
 
     let out = work.path().join("dirs");
-    let o = cudist(&[
-        "split",
-        archives.to_str().unwrap(),
-        "--manifest",
-        manifest.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--format",
-        "dirs",
-        "--json",
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let m: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let m = split_json(
+        &archives,
+        &out,
+        &["--manifest", manifest.to_str().unwrap(), "--format", "dirs"],
+    );
     assert_eq!(m["input_kind"], "redist");
     assert_eq!(m["cuda_major"], 13);
     assert_eq!(m["missing"], serde_json::json!(["libcublas"]));
@@ -821,19 +811,8 @@ fn a_toolkit_tree_is_placed_by_the_catalog_as_its_wheels_place_it() {
             "-q",
         ]);
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-        let split = |input: &Path, out: &str| -> Value {
-            let o = cudist(&[
-                "split",
-                input.to_str().unwrap(),
-                "-o",
-                work.path().join(out).to_str().unwrap(),
-                "--json",
-            ]);
-            assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-            serde_json::from_slice(&o.stdout).unwrap()
-        };
-        let tree = split(&root, "tree");
-        let wheels = split(&site_of(&venv), "wheels");
+        let tree = split_json(&root, &work.path().join("tree"), &[]);
+        let wheels = split_json(&site_of(&venv), &work.path().join("wheels"), &[]);
         assert_eq!(tree["input_kind"], "tree");
         assert_eq!(tree["cuda_major"], wheels["cuda_major"]);
         let (t, w) = (rows(&tree), rows(&wheels));
@@ -899,17 +878,7 @@ fn an_installer_layout_tree_reads_targets_and_skips_directory_links() {
     std::os::unix::fs::symlink("targets/x86_64-linux/lib", root.join("lib64")).unwrap();
     std::os::unix::fs::symlink("targets/x86_64-linux/include", root.join("include")).unwrap();
     let out = work.path().join("out");
-    let o = cudist(&[
-        "split",
-        root.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "--format",
-        "dirs",
-        "--json",
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let m: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let m = split_json(&root, &out, &["--format", "dirs"]);
     assert_eq!(m["cuda_major"], 12);
     for (path, want) in [
         ("lib64/libcudart.so.12.9.79", ("cuda_cudart", "lib")),
