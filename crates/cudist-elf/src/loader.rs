@@ -62,25 +62,41 @@ impl LoadEnv {
     /// `ld.so --list-diagnostics` (glibc 2.33 and later; it reports its settings and loads
     /// nothing); without it, the usual values for the architecture.
     pub fn this_machine() -> LoadEnv {
-        let mut env = LoadEnv {
-            cache: LdCache::system(),
-            ld_library_path: std::env::var("LD_LIBRARY_PATH")
+        let mut env = LoadEnv::bare(
+            LdCache::system(),
+            std::env::var("LD_LIBRARY_PATH")
                 .map(|v| split_path_list(&v))
                 .unwrap_or_default(),
+            default_lib(),
+            std::env::consts::ARCH.to_string(),
+        );
+        if let Some(text) = ld_so_diagnostics() {
+            env.apply_diagnostics(&text);
+        }
+        env
+    }
+
+    /// An environment with these settings and nothing else: no system directories, hwcaps,
+    /// `ld.so` or preloads, empty caches.
+    fn bare(
+        cache: LdCache,
+        ld_library_path: Vec<String>,
+        lib: String,
+        platform: String,
+    ) -> LoadEnv {
+        LoadEnv {
+            cache,
+            ld_library_path,
             system_dirs: Vec::new(),
-            lib: default_lib(),
-            platform: std::env::consts::ARCH.to_string(),
+            lib,
+            platform,
             hwcaps: Vec::new(),
             rtld: None,
             parsed: Arc::default(),
             preload: Vec::new(),
             before_main: Arc::default(),
             listings: Arc::default(),
-        };
-        if let Some(text) = ld_so_diagnostics() {
-            env.apply_diagnostics(&text);
         }
-        env
     }
 
     /// Sets the libraries loaded before the main object (in this order), for the simulations to
@@ -792,19 +808,7 @@ mod tests {
 
     #[test]
     fn tokens_expand_only_as_whole_words() {
-        let env = LoadEnv {
-            cache: LdCache::default(),
-            ld_library_path: vec![],
-            system_dirs: vec![],
-            lib: "lib64".into(),
-            platform: "x86_64".into(),
-            hwcaps: vec![],
-            rtld: None,
-            parsed: Arc::default(),
-            preload: Vec::new(),
-            before_main: Arc::default(),
-            listings: Arc::default(),
-        };
+        let env = LoadEnv::bare(LdCache::default(), vec![], "lib64".into(), "x86_64".into());
         let owner = Path::new("/opt/pkg/sub/mod.so");
         assert_eq!(expand("$ORIGIN/../lib", owner, &env), "/opt/pkg/sub/../lib");
         assert_eq!(
@@ -817,19 +821,7 @@ mod tests {
 
     #[test]
     fn loader_settings_come_from_list_diagnostics() {
-        let mut env = LoadEnv {
-            cache: LdCache::default(),
-            ld_library_path: vec![],
-            system_dirs: vec![],
-            lib: "x".into(),
-            platform: "x".into(),
-            hwcaps: vec![],
-            rtld: None,
-            parsed: Arc::default(),
-            preload: Vec::new(),
-            before_main: Arc::default(),
-            listings: Arc::default(),
-        };
+        let mut env = LoadEnv::bare(LdCache::default(), vec![], "x".into(), "x".into());
         env.apply_diagnostics(
             "dl_dst_lib=\"lib/x86_64-linux-gnu\"\ndl_hwcaps_subdirs=\"x86-64-v4:x86-64-v3:x86-64-v2\"\n\
              dl_hwcaps_subdirs_active=0x6\ndl_platform=\"x86_64\"\n\
