@@ -109,46 +109,40 @@ pub fn write_stub(soname: &str, functions: &[String], machine: u16) -> Result<Ve
     })
     .map_err(|e| ElfError::Invalid(format!("writing the stub header: {e}")))?;
     w.write_align_program_headers();
-    w.write_program_header(&ProgramHeader {
-        p_type: elf::PT_LOAD,
-        p_flags: elf::PF_R | elf::PF_X,
-        p_offset: 0,
-        p_vaddr: 0,
-        p_paddr: 0,
-        p_filesz: text_end,
-        p_memsz: text_end,
-        p_align: PAGE,
-    });
-    w.write_program_header(&ProgramHeader {
-        p_type: elf::PT_LOAD,
-        p_flags: elf::PF_R | elf::PF_W,
-        p_offset: dynamic_off,
-        p_vaddr: dynamic_off,
-        p_paddr: dynamic_off,
-        p_filesz: dynamic_size,
-        p_memsz: dynamic_size,
-        p_align: PAGE,
-    });
-    w.write_program_header(&ProgramHeader {
-        p_type: elf::PT_DYNAMIC,
-        p_flags: elf::PF_R | elf::PF_W,
-        p_offset: dynamic_off,
-        p_vaddr: dynamic_off,
-        p_paddr: dynamic_off,
-        p_filesz: dynamic_size,
-        p_memsz: dynamic_size,
-        p_align: 8,
-    });
-    w.write_program_header(&ProgramHeader {
-        p_type: elf::PT_GNU_STACK,
-        p_flags: elf::PF_R | elf::PF_W,
-        p_offset: 0,
-        p_vaddr: 0,
-        p_paddr: 0,
-        p_filesz: 0,
-        p_memsz: 0,
-        p_align: 16,
-    });
+    // The stub is mapped at its file offsets: every segment has vaddr = paddr = offset and
+    // memsz = filesz.
+    let segment = |p_type, p_flags, offset: u64, size: u64, p_align| ProgramHeader {
+        p_type,
+        p_flags,
+        p_offset: offset,
+        p_vaddr: offset,
+        p_paddr: offset,
+        p_filesz: size,
+        p_memsz: size,
+        p_align,
+    };
+    w.write_program_header(&segment(
+        elf::PT_LOAD,
+        elf::PF_R | elf::PF_X,
+        0,
+        text_end,
+        PAGE,
+    ));
+    w.write_program_header(&segment(
+        elf::PT_LOAD,
+        elf::PF_R | elf::PF_W,
+        dynamic_off,
+        dynamic_size,
+        PAGE,
+    ));
+    w.write_program_header(&segment(
+        elf::PT_DYNAMIC,
+        elf::PF_R | elf::PF_W,
+        dynamic_off,
+        dynamic_size,
+        8,
+    ));
+    w.write_program_header(&segment(elf::PT_GNU_STACK, elf::PF_R | elf::PF_W, 0, 0, 16));
 
     let hashes: Vec<u32> = names.iter().map(|n| elf::hash(n)).collect();
     let gnu_hashes: Vec<u32> = names.iter().map(|n| elf::gnu_hash(n)).collect();
