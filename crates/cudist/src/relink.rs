@@ -102,21 +102,6 @@ fn origin_relative(from_dir: &Path, target: &Path) -> String {
     s
 }
 
-/// Removes `.` and `..` lexically.
-fn normalise(p: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in p.components() {
-        match c {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::CurDir => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// Runs `cudist relink`.
 pub fn run(args: RelinkArgs, catalog: &Catalog) -> Result<ExitCode> {
     let tree = std::fs::canonicalize(&args.tree)
@@ -160,7 +145,9 @@ pub fn run(args: RelinkArgs, catalog: &Catalog) -> Result<ExitCode> {
         if args.check {
             let mut outside: Vec<String> = before
                 .iter()
-                .filter(|e| e.starts_with('/') && !normalise(Path::new(e)).starts_with(&tree))
+                .filter(|e| {
+                    e.starts_with('/') && !crate::util::lexical(Path::new(e)).starts_with(&tree)
+                })
                 .filter(|e| {
                     !args
                         .allow
@@ -190,7 +177,7 @@ pub fn run(args: RelinkArgs, catalog: &Catalog) -> Result<ExitCode> {
         for e in &before {
             let expanded = e.replace("${ORIGIN}", "$ORIGIN");
             if args.origin && expanded.starts_with('/') {
-                let p = normalise(Path::new(&expanded));
+                let p = crate::util::lexical(Path::new(&expanded));
                 if p.starts_with(&tree) {
                     after.push(origin_relative(dir, &p));
                 }
@@ -303,7 +290,7 @@ mod tests {
             "$ORIGIN/../../lib/x"
         );
         assert_eq!(
-            normalise(Path::new("/t/bin/../lib/./x")),
+            crate::util::lexical(Path::new("/t/bin/../lib/./x")),
             PathBuf::from("/t/lib/x")
         );
     }

@@ -47,7 +47,26 @@ fn split_json(input: &Path, out: &Path, args: &[&str]) -> Value {
     all.push("--json");
     let o = cudist(&all);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    serde_json::from_slice(&o.stdout).unwrap()
+    let m: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_unique_destinations(&m);
+    m
+}
+
+/// The property every split holds, whatever its input: no two rows install the same path. A
+/// license goes with every output of its component (once per output); every other path is placed
+/// once in the whole split.
+fn assert_unique_destinations(m: &Value) {
+    let mut seen = std::collections::BTreeSet::new();
+    for f in m["files"].as_array().unwrap() {
+        let path = f["path"].as_str().unwrap();
+        let key = if path.starts_with("share/licenses/") {
+            format!("{path} in {}-{}", f["component"], f["output"])
+        } else {
+            path.to_string()
+        };
+        assert!(seen.insert(key.clone()), "{key} is placed twice");
+    }
+    assert!(!seen.is_empty());
 }
 
 /// Copies the given component-output directories of a `dirs` split into one prefix, as a package
@@ -68,24 +87,35 @@ fn merge(out: &Path, outputs: &[&str], prefix: &Path) {
 /// Compiles `source` against `prefix` (`include/`, `-lcudart` from `prefix/libdir`, RPATH there)
 /// and checks that `ldd` resolves `soname` to that directory and finds everything.
 fn link_cudart(dir: &Path, prefix: &Path, libdir: &str, soname: &str, source: &str) -> PathBuf {
+    link_in_prefix(dir, prefix, libdir, &[("cudart", soname)], source)
+}
+
+/// Compiles `source` against `prefix` (`include/`, each `-lNAME` from `prefix/libdir`, RPATH
+/// there) and checks that `ldd` resolves each SONAME to that directory and finds everything.
+fn link_in_prefix(
+    dir: &Path,
+    prefix: &Path,
+    libdir: &str,
+    libs: &[(&str, &str)],
+    source: &str,
+) -> PathBuf {
     let lib = prefix.join(libdir);
-    let exe = gcc(
-        dir,
-        "rt",
-        source,
-        &[
-            &format!("-I{}", prefix.join("include").display()),
-            &format!("-L{}", lib.display()),
-            "-lcudart",
-            &format!("-Wl,-rpath,{}", lib.display()),
-        ],
-    );
+    let mut args = vec![
+        format!("-I{}", prefix.join("include").display()),
+        format!("-L{}", lib.display()),
+    ];
+    args.extend(libs.iter().map(|(name, _)| format!("-l{name}")));
+    args.push(format!("-Wl,-rpath,{}", lib.display()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let exe = gcc(dir, "rt", source, &args);
     let ldd = Command::new("ldd").arg(&exe).output().unwrap();
     let ldd = String::from_utf8_lossy(&ldd.stdout);
-    assert!(
-        ldd.contains(&format!("{soname} => {}", lib.join(soname).display())),
-        "{ldd}"
-    );
+    for (_, soname) in libs {
+        assert!(
+            ldd.contains(&format!("{soname} => {}", lib.join(soname).display())),
+            "{ldd}"
+        );
+    }
     assert!(!ldd.contains("not found"), "{ldd}");
     exe
 }
@@ -215,6 +245,9 @@ fn dirs_outputs_merge_into_a_prefix_that_links() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stdout(&o).contains("cuda_cudart"), "{}", stdout(&o));
+    assert_unique_destinations(
+        &serde_json::from_slice(&std::fs::read(out.join("split.json")).unwrap()).unwrap(),
+    );
     // lib holds the SONAME file only; dev the linker-name link and headers.
     assert!(out.join("cuda_cudart-lib/lib64/libcudart.so.12").is_file());
     assert!(!out.join("cuda_cudart-lib/lib64/libcudart.so").exists());
@@ -315,6 +348,7 @@ fn conda_packages_read_back_install_and_link() {
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let m: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_unique_destinations(&m);
     let channel = out.join(cudist_conda::host_subdir().0);
 
     // Every package reads back with the rattler crates, and holds exactly the manifest's files
@@ -842,6 +876,169 @@ fn a_toolkit_tree_is_placed_by_the_catalog_as_its_wheels_place_it() {
             component(&wheels, "cuda_cudart")["version"]
         );
     }
+}
+
+/// Makes a CUDA root with `cudist toolkit` from the CUDA 13 test venv (`--copy` when `copy`).
+fn toolkit_root(venv: &Path, root: &Path, copy: bool) {
+    let python = venv.join("bin/python");
+    let mut args = vec![
+        "toolkit",
+        "--python",
+        python.to_str().unwrap(),
+        "--out",
+        root.to_str().unwrap(),
+        "-q",
+    ];
+    if copy {
+        args.push("--copy");
+    }
+    let o = cudist(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+/// A copy of `root` (links kept as links) where `lib` is the real directory and `lib64` the link
+/// to it, as some distributions lay CUDA out.
+fn flipped_root(root: &Path, to: &Path) {
+    let st = Command::new("cp")
+        .arg("-a")
+        .arg(root)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::remove_file(to.join("lib")).unwrap();
+    std::fs::rename(to.join("lib64"), to.join("lib")).unwrap();
+    std::os::unix::fs::symlink("lib", to.join("lib64")).unwrap();
+}
+
+#[test]
+fn toolkit_roots_of_every_shape_split_in_every_format_and_link() {
+    // Issue 11: a root `cudist toolkit` makes by default is a tree of links into the environment,
+    // whose linker-name links were read as files and made again from the SONAMEs: one path given
+    // twice. Every shape of root must split in every format, the same way, and its conda packages
+    // must install together and link.
+    let Some(venv) = tool_from_env("CUDIST_TK_CU13") else {
+        return;
+    };
+    let Some(py) = tool_from_env("CUDIST_RATTLER_PYTHON") else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    toolkit_root(&venv, &w.join("linked"), false);
+    toolkit_root(&venv, &w.join("copied"), true);
+    flipped_root(&w.join("linked"), &w.join("linked-flipped"));
+    flipped_root(&w.join("copied"), &w.join("copied-flipped"));
+    assert!(
+        std::fs::symlink_metadata(w.join("linked/lib64/libcudart.so.13"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    let program = "#include <cuda_runtime.h>\n#include <curand.h>\n#include <stdio.h>\n\
+        int main(void) { int v = 0, r = 0; cudaRuntimeGetVersion(&v); curandGetVersion(&r); \
+        printf(\"%d %d\\n\", v, r); return 0; }\n";
+    let mut first: Option<std::collections::BTreeSet<(String, String, String)>> = None;
+    for shape in ["linked", "copied", "linked-flipped", "copied-flipped"] {
+        let root = w.join(shape);
+        // manifest: every path once (split_json checks), nothing given twice, and the same rows
+        // whatever the shape.
+        let m = split_json(&root, &w.join(format!("{shape}-manifest")), &[]);
+        assert_eq!(m["collisions"], serde_json::json!([]), "{shape}");
+        let r = rows(&m);
+        assert!(r.contains(&(
+            "lib64/libcudart.so".into(),
+            "cuda_cudart".into(),
+            "dev".into()
+        )));
+        match &first {
+            None => first = Some(r),
+            Some(f) => assert_eq!(&r, f, "{shape} splits unlike the linked root"),
+        }
+        // dirs: the linker name is a link to the SONAME; the library a real copy.
+        let dirs = w.join(format!("{shape}-dirs"));
+        split_json(&root, &dirs, &["--format", "dirs"]);
+        assert_eq!(
+            std::fs::read_link(dirs.join("cuda_cudart-dev/lib64/libcudart.so")).unwrap(),
+            Path::new("libcudart.so.13")
+        );
+        let lib = dirs.join("cuda_cudart-lib/lib64/libcudart.so.13");
+        assert!(std::fs::symlink_metadata(&lib)
+            .unwrap()
+            .file_type()
+            .is_file());
+        // conda: every package installs into one prefix with py-rattler, where a program links
+        // -lcudart -lcurand and runs.
+        let out = w.join(format!("{shape}-conda"));
+        let o = Command::new(env!("CARGO_BIN_EXE_cudist"))
+            .args(["split", root.to_str().unwrap(), "-o", out.to_str().unwrap()])
+            .args(["--format", "conda", "--zstd-level", "1", "--json"])
+            .env("SOURCE_DATE_EPOCH", "1700000000")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{shape}: {}", stderr(&o));
+        assert_unique_destinations(&serde_json::from_slice(&o.stdout).unwrap());
+        let channel = out.join(cudist_conda::host_subdir().0);
+        let pkgs: Vec<PathBuf> = std::fs::read_dir(&channel)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        let refs: Vec<&Path> = pkgs.iter().map(|p| p.as_path()).collect();
+        let prefix = w.join(format!("{shape}-prefix"));
+        let o = conda_install(&py, &prefix, &refs);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{shape}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let exe = link_in_prefix(
+            &w.join(format!("{shape}-build")),
+            &prefix,
+            "lib",
+            &[("cudart", "libcudart.so.13"), ("curand", "libcurand.so.10")],
+            program,
+        );
+        let run = Command::new(&exe).output().unwrap();
+        let out = String::from_utf8_lossy(&run.stdout).into_owned();
+        let mut v = out.split_whitespace();
+        assert_eq!(v.next(), Some("13050"), "{shape}: {out}");
+        assert!(
+            v.next()
+                .and_then(|r| r.parse::<u32>().ok())
+                .is_some_and(|r| r >= 10000),
+            "{shape}: {out}"
+        );
+    }
+    // A root whose linker name is a copy of the library (not a link): the split places the link
+    // made from the SONAME, once, and says which one it placed and why.
+    let root = w.join("copied");
+    let so = root.join("lib64/libcudart.so");
+    std::fs::remove_file(&so).unwrap();
+    std::fs::copy(root.join("lib64/libcudart.so.13"), &so).unwrap();
+    let m = split_json(&root, &w.join("copy-of-linker-name"), &[]);
+    let c = m["collisions"].as_array().unwrap();
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert_eq!(c[0]["path"], "lib64/libcudart.so");
+    assert_eq!(c[0]["kept"], "link -> libcudart.so.13 (cuda_cudart)");
+    assert!(c[0]["dropped"][0]
+        .as_str()
+        .unwrap()
+        .ends_with("lib64/libcudart.so (cuda_cudart)"));
+    assert_eq!(rows(&m), first.unwrap());
+    // The human report says it too.
+    let o = cudist(&[
+        "split",
+        root.to_str().unwrap(),
+        "-o",
+        w.join("human").to_str().unwrap(),
+    ]);
+    assert!(
+        stdout(&o).contains("lib64/libcudart.so given more than once: placed the link"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]

@@ -601,7 +601,15 @@ fn walk_tree(root: &Path) -> Result<Vec<(String, PathBuf)>> {
                 let Ok(target) = std::fs::canonicalize(&path) else {
                     continue; // dangling
                 };
-                if !target.is_file() || (target.starts_with(root) && rel.contains(".so")) {
+                // A library chain is a link whose own target is in the tree
+                // (`libcudart.so -> libcudart.so.13`), even where that target is in turn a link
+                // out of it (a root of links `cudist toolkit` made).
+                let first_hop = std::fs::read_link(&path)
+                    .map(|t| crate::util::lexical(&path.parent().unwrap_or(root).join(t)))
+                    .unwrap_or_default();
+                let chain = rel.contains(".so")
+                    && (target.starts_with(root) || first_hop.starts_with(root));
+                if !target.is_file() || chain {
                     continue; // a link to a directory, or a library chain
                 }
                 target
@@ -624,8 +632,9 @@ fn walk_tree(root: &Path) -> Result<Vec<(String, PathBuf)>> {
             out.push((dest, source));
         }
     }
+    // Two files can land on one path (`lib/x` and `lib64/x` as real directories): the manifest
+    // decides which is placed (`settle`), and says so.
     out.sort();
-    out.dedup_by(|a, b| a.0 == b.0);
     Ok(out)
 }
 

@@ -148,6 +148,8 @@ pub struct Manifest {
     pub components: Vec<ComponentRow>,
     pub metapackage: Option<Metapackage>,
     pub files: Vec<FileRow>,
+    /// Destinations the input gave more than once, and which row the split placed there.
+    pub collisions: Vec<Collision>,
     /// Files no rule placed: a toolkit tree's files no catalog rule gives a component (in the
     /// component `cuda_other`), and files no path rule gives an output (in `doc`).
     pub unassigned: Vec<String>,
@@ -269,7 +271,7 @@ pub(crate) fn sha256_file(path: &Path) -> Result<(u64, String)> {
     Ok((n, format!("{:x}", h.finalize())))
 }
 
-/// Builds the manifest of a site-packages directory.
+/// Builds the manifest of an input.
 pub fn manifest(input: &Path, what: &Input, catalog: &Catalog) -> Result<Manifest> {
     let mut m = Manifest {
         schema: "cudist.split/1",
@@ -279,6 +281,7 @@ pub fn manifest(input: &Path, what: &Input, catalog: &Catalog) -> Result<Manifes
         components: Vec::new(),
         metapackage: None,
         files: Vec::new(),
+        collisions: Vec::new(),
         unassigned: what.unplaced.clone(),
         missing: what.missing.clone(),
     };
@@ -295,9 +298,25 @@ pub fn manifest(input: &Path, what: &Input, catalog: &Catalog) -> Result<Manifes
             .map(|abs| sha256_file(abs).map(|d| (*abs, d)))
             .collect::<Result<_>>()?
     };
+    // 1. The files found and the links made again from the SONAMEs, of every component.
+    let mut files = Vec::new();
+    for p in &what.components {
+        for (dest, abs) in p.files.iter().filter(|(d, _)| !is_license(d)) {
+            placed_rows(
+                dest,
+                abs,
+                &p.component,
+                &digests,
+                &mut files,
+                &mut m.unassigned,
+            );
+        }
+    }
+    // 2. One row per destination.
+    m.collisions = settle(&mut files)?;
+    // 3. Per component: licenses with every output, pins, package names, depends.
     for p in &what.components {
         let component = p.component.clone();
-        let pip_base = p.pip.clone();
         let conda = conda_name(&component, catalog);
         let mut row = ComponentRow {
             component: component.clone(),
@@ -310,66 +329,14 @@ pub fn manifest(input: &Path, what: &Input, catalog: &Catalog) -> Result<Manifes
             run_exports: Vec::new(),
             depends: BTreeMap::new(),
         };
-        let mut licenses = Vec::new();
-        let mut files = Vec::new();
-        let mut lib_sonames: Vec<String> = Vec::new();
-        for (dest, abs) in &p.files {
-            if dest.starts_with("share/licenses/") {
-                licenses.push((dest, abs));
-                continue;
-            }
-            let is_so = dest.contains(".so") && crate::elf_files::is_loadable_elf(abs);
-            let (soname, needed) = if is_so {
-                let data = cudist_elf::map_file(abs).ok();
-                let elf = data
-                    .as_ref()
-                    .and_then(|d| cudist_elf::ElfFile::parse(d).ok());
-                (
-                    elf.as_ref().and_then(|e| e.soname.clone()),
-                    elf.map(|e| e.needed).unwrap_or_default(),
-                )
-            } else {
-                (None, Vec::new())
-            };
-            let output = match output_of(dest, is_so) {
-                Some(o) => o,
-                None => {
-                    if !m.unassigned.contains(dest) {
-                        m.unassigned.push(dest.clone());
-                    }
-                    "doc"
-                }
-            };
-            let (size, sha) = digests[abs.as_path()].clone();
-            files.push(FileRow {
-                path: dest.clone(),
-                component: component.clone(),
-                output: output.into(),
-                kind: "file",
-                target: None,
-                size,
-                sha256: Some(sha),
-                soname: soname.clone(),
-                needed,
-                source: Some(abs.clone()),
-            });
-            // The links a split tree carries: the SONAME link (lib) where the file has another
-            // name, the linker name (dev).
-            if output == "lib" {
-                let file = dest.rsplit('/').next().unwrap_or(dest);
-                let dir = &dest[..dest.len() - file.len()];
-                if let Some(so) = soname.as_deref().filter(|s| *s != file) {
-                    files.push(link_row(format!("{dir}{so}"), file, &component, "lib"));
-                }
-                if let Some(l) = linker_name(file).filter(|l| l != file) {
-                    let target = soname.clone().unwrap_or(file.to_string());
-                    files.push(link_row(format!("{dir}{l}"), &target, &component, "dev"));
-                }
-                if let Some(so) = &soname {
-                    lib_sonames.push(so.clone());
-                }
-            }
-        }
+        let (mut mine, rest): (Vec<FileRow>, Vec<FileRow>) =
+            files.into_iter().partition(|f| f.component == component);
+        files = rest;
+        let lib_sonames: Vec<String> = mine
+            .iter()
+            .filter(|f| f.output == "lib" && f.kind == "file")
+            .filter_map(|f| f.soname.clone())
+            .collect();
         // A library another library of this component loads with dlopen (NVRTC's builtins) is
         // private to it: dependents never link it, so it sets no pin.
         let private: Vec<&String> = lib_sonames
@@ -378,15 +345,14 @@ pub fn manifest(input: &Path, what: &Input, catalog: &Catalog) -> Result<Manifes
             .collect();
         for so in lib_sonames.iter().filter(|s| !private.contains(s)) {
             row.run_exports
-                .push(pin_from_soname(so, &conda, pip_base.as_deref(), &p.version));
+                .push(pin_from_soname(so, &conda, p.pip.as_deref(), &p.version));
         }
         // Licenses go with every output the component has.
-        let outputs: std::collections::BTreeSet<String> =
-            files.iter().map(|f| f.output.clone()).collect();
-        for (lic_dest, lic_abs) in &licenses {
+        let outputs: BTreeSet<String> = mine.iter().map(|f| f.output.clone()).collect();
+        for (lic_dest, lic_abs) in p.files.iter().filter(|(d, _)| is_license(d)) {
             let (size, sha) = digests[lic_abs.as_path()].clone();
             for o in &outputs {
-                files.push(FileRow {
+                mine.push(FileRow {
                     path: lic_dest.to_string(),
                     component: component.clone(),
                     output: o.clone(),
@@ -400,7 +366,7 @@ pub fn manifest(input: &Path, what: &Input, catalog: &Catalog) -> Result<Manifes
                 });
             }
         }
-        for f in &files {
+        for f in &mine {
             *row.outputs.entry(f.output.clone()).or_default() += 1;
         }
         // The runtime library takes the bare name; a component without one (nvcc) gives it to
@@ -430,13 +396,230 @@ pub fn manifest(input: &Path, what: &Input, catalog: &Catalog) -> Result<Manifes
             );
         }
         row.run_exports.dedup_by(|a, b| a.conda == b.conda);
-        m.files.extend(files);
+        m.files.extend(mine);
         m.components.push(row);
     }
     needed_depends(&mut m);
     header_depends(&mut m)?;
     m.metapackage = metapackage(&m);
     Ok(m)
+}
+
+/// Whether a CUDA-root path is a license file (these go with every output of their component).
+fn is_license(dest: &str) -> bool {
+    dest.starts_with("share/licenses/")
+}
+
+/// The rows of one file found in the input: the file itself and, for a shared library, the links a
+/// split tree carries: its SONAME link (`lib`) where the file has another name, and its linker name
+/// (`dev`).
+fn placed_rows(
+    dest: &str,
+    abs: &Path,
+    component: &str,
+    digests: &BTreeMap<&Path, (u64, String)>,
+    rows: &mut Vec<FileRow>,
+    unassigned: &mut Vec<String>,
+) {
+    let is_so = dest.contains(".so") && crate::elf_files::is_loadable_elf(abs);
+    let (soname, needed) = if is_so {
+        let data = cudist_elf::map_file(abs).ok();
+        let elf = data
+            .as_ref()
+            .and_then(|d| cudist_elf::ElfFile::parse(d).ok());
+        (
+            elf.as_ref().and_then(|e| e.soname.clone()),
+            elf.map(|e| e.needed).unwrap_or_default(),
+        )
+    } else {
+        (None, Vec::new())
+    };
+    let output = output_of(dest, is_so).unwrap_or_else(|| {
+        if !unassigned.iter().any(|u| u == dest) {
+            unassigned.push(dest.to_string());
+        }
+        "doc"
+    });
+    let (size, sha) = digests[abs].clone();
+    rows.push(FileRow {
+        path: dest.to_string(),
+        component: component.to_string(),
+        output: output.into(),
+        kind: "file",
+        target: None,
+        size,
+        sha256: Some(sha),
+        soname: soname.clone(),
+        needed,
+        source: Some(abs.to_path_buf()),
+    });
+    if output != "lib" {
+        return;
+    }
+    let file = dest.rsplit('/').next().unwrap_or(dest);
+    let dir = &dest[..dest.len() - file.len()];
+    if let Some(so) = soname.as_deref().filter(|s| *s != file) {
+        rows.push(link_row(format!("{dir}{so}"), file, component, "lib"));
+    }
+    if let Some(l) = linker_name(file).filter(|l| l != file) {
+        let target = soname.unwrap_or(file.to_string());
+        rows.push(link_row(format!("{dir}{l}"), &target, component, "dev"));
+    }
+}
+
+/// A destination that more than one row of the input claimed, and which one the split placed.
+#[derive(Debug, Clone, Serialize)]
+pub struct Collision {
+    pub path: String,
+    /// What the split placed there: `link -> TARGET (component)` or `file SOURCE (component)`.
+    pub kept: String,
+    /// What it did not place there, in the same form.
+    pub dropped: Vec<String>,
+    pub reason: String,
+}
+
+/// How a row reads in a [`Collision`].
+fn describe(f: &FileRow) -> String {
+    match f.kind {
+        "link" => format!(
+            "link -> {} ({})",
+            f.target.as_deref().unwrap_or(""),
+            f.component
+        ),
+        _ => format!(
+            "file {} ({})",
+            f.source
+                .as_deref()
+                .map_or(String::new(), |s| s.display().to_string()),
+            f.component
+        ),
+    }
+}
+
+/// Decides, once per destination, which of the rows that claim it the split places, and reports
+/// each decision. An input can give one destination twice: a toolkit root whose linker-name link
+/// resolves outside the tree is read as a file, and the same link is made again from the SONAME;
+/// a tree can hold a library in both `lib/` and `lib64/`; two libraries can share a SONAME.
+///
+/// - Links made again from the SONAMEs win over a file found at the same path when that file is a
+///   copy of the library the link names (same sha256): the file was the input's own link.
+/// - A found file wins over a made link when it holds something else (a linker script named
+///   `libX.so`, say): that is what the input means.
+/// - Two files with the same content: the first (in component order) is placed.
+/// - Two files with different content: the input is ambiguous, and the split is refused.
+/// - Two links: the one naming the newest file (by version order of the target name).
+pub fn settle(rows: &mut Vec<FileRow>) -> Result<Vec<Collision>> {
+    let mut at: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, f) in rows.iter().enumerate() {
+        at.entry(f.path.clone()).or_default().push(i);
+    }
+    // The sha256 of the file a link finally names, following links among the rows of its directory.
+    let sha_of_path = |path: &str| -> Option<String> {
+        let mut path = path.to_string();
+        for _ in 0..8 {
+            let i = *at.get(&path)?.first()?;
+            let f = &rows[i];
+            match (f.kind, &f.target) {
+                ("link", Some(t)) => {
+                    let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+                    path = if dir.is_empty() {
+                        t.clone()
+                    } else {
+                        format!("{dir}/{t}")
+                    };
+                }
+                _ => return f.sha256.clone(),
+            }
+        }
+        None
+    };
+    let mut drop = vec![false; rows.len()];
+    let mut collisions = Vec::new();
+    for (path, idx) in at.iter().filter(|(_, v)| v.len() > 1) {
+        let (links, found): (Vec<usize>, Vec<usize>) =
+            idx.iter().partition(|&&i| rows[i].kind == "link");
+        // Files: one content, or refuse.
+        if let Some(&first) = found.first() {
+            if let Some(&other) = found
+                .iter()
+                .find(|&&i| rows[i].sha256 != rows[first].sha256)
+            {
+                bail!(
+                    "{path} is given twice with different content: {} and {}; a split places one \
+                     file per path (remove one from the input)",
+                    describe(&rows[first]),
+                    describe(&rows[other])
+                );
+            }
+        }
+        // Links: the one to the newest library.
+        let best_link = links.iter().copied().max_by(|&a, &b| {
+            version_order(
+                rows[a].target.as_deref().unwrap_or(""),
+                rows[b].target.as_deref().unwrap_or(""),
+            )
+        });
+        let (kept, reason) = match (found.first().copied(), best_link) {
+            (Some(file), Some(link)) => {
+                let named = rows[link].target.as_deref().and_then(|t| {
+                    let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+                    sha_of_path(&if dir.is_empty() {
+                        t.to_string()
+                    } else {
+                        format!("{dir}/{t}")
+                    })
+                });
+                if named.is_some() && named == rows[file].sha256 {
+                    (
+                        link,
+                        "the file found here is a copy of the library the link names (the \
+                         input's own link, resolved): made again as a link",
+                    )
+                } else {
+                    (
+                        file,
+                        "the file found here is not the library the link would name: kept as \
+                         the input has it",
+                    )
+                }
+            }
+            (Some(file), None) => (file, "the same content given more than once: placed once"),
+            (None, Some(link)) => (
+                link,
+                "more than one library gives this name: linked to the newest",
+            ),
+            (None, None) => continue,
+        };
+        for &i in idx.iter().filter(|&&i| i != kept) {
+            drop[i] = true;
+        }
+        collisions.push(Collision {
+            path: path.clone(),
+            kept: describe(&rows[kept]),
+            dropped: idx
+                .iter()
+                .filter(|&&i| i != kept)
+                .map(|&i| describe(&rows[i]))
+                .collect(),
+            reason: reason.to_string(),
+        });
+    }
+    let mut i = 0;
+    rows.retain(|_| {
+        i += 1;
+        !drop[i - 1]
+    });
+    Ok(collisions)
+}
+
+/// Orders file names by their numeric parts (`libx.so.12.9` < `libx.so.12.10`).
+fn version_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let key = |s: &str| -> Vec<(u64, String)> {
+        s.split('.')
+            .map(|p| (p.parse::<u64>().unwrap_or(0), p.to_string()))
+            .collect()
+    };
+    key(a).cmp(&key(b))
 }
 
 /// Adds to each `lib` and `bin` output the runtime packages of the other components whose
@@ -716,6 +899,15 @@ pub fn run(args: SplitArgs, catalog: &Catalog) -> Result<ExitCode> {
                 input::redist_platform()
             ));
         }
+        for c in &m.collisions {
+            s.push_str(&format!(
+                "  {} given more than once: placed the {}, not the {} ({})\n",
+                c.path,
+                c.kept,
+                c.dropped.join(", the "),
+                c.reason
+            ));
+        }
         for u in &m.unassigned {
             s.push_str(&format!("  unassigned (placed in doc): {u}\n"));
         }
@@ -838,6 +1030,114 @@ mod tests {
             seen.contains("major") && seen.contains("major.minor"),
             "{seen:?}"
         );
+    }
+
+    fn file(path: &str, component: &str, sha: &str) -> FileRow {
+        FileRow {
+            path: path.into(),
+            component: component.into(),
+            output: output_of(path, true).unwrap_or("doc").into(),
+            kind: "file",
+            target: None,
+            size: 1,
+            sha256: Some(sha.into()),
+            soname: None,
+            needed: Vec::new(),
+            source: Some(PathBuf::from(format!("/in/{path}"))),
+        }
+    }
+
+    fn paths(rows: &[FileRow]) -> Vec<(String, &'static str, Option<String>)> {
+        rows.iter()
+            .map(|f| (f.path.clone(), f.kind, f.target.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn each_destination_is_placed_once_and_the_choice_reported() {
+        // The input's own linker-name link, resolved to a copy of the library: the made link wins.
+        let mut rows = vec![
+            file("lib64/libcudart.so.13", "cuda_cudart", "aa"),
+            link_row(
+                "lib64/libcudart.so".into(),
+                "libcudart.so.13",
+                "cuda_cudart",
+                "dev",
+            ),
+            file("lib64/libcudart.so", "cuda_cudart", "aa"),
+        ];
+        let c = settle(&mut rows).unwrap();
+        assert_eq!(
+            paths(&rows),
+            vec![
+                ("lib64/libcudart.so.13".into(), "file", None),
+                (
+                    "lib64/libcudart.so".into(),
+                    "link",
+                    Some("libcudart.so.13".into())
+                ),
+            ]
+        );
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].path, "lib64/libcudart.so");
+        assert_eq!(c[0].kept, "link -> libcudart.so.13 (cuda_cudart)");
+        assert_eq!(
+            c[0].dropped,
+            vec!["file /in/lib64/libcudart.so (cuda_cudart)"]
+        );
+        // Through a chain: linker name -> SONAME link -> file.
+        let mut rows = vec![
+            file("lib64/libx.so.1.2", "c", "bb"),
+            link_row("lib64/libx.so.1".into(), "libx.so.1.2", "c", "lib"),
+            link_row("lib64/libx.so".into(), "libx.so.1", "c", "dev"),
+            file("lib64/libx.so", "c", "bb"),
+        ];
+        settle(&mut rows).unwrap();
+        assert_eq!(rows.len(), 3);
+        assert!(rows
+            .iter()
+            .all(|f| f.path != "lib64/libx.so" || f.kind == "link"));
+        // A found file that is something else (a linker script) is kept as the input has it.
+        let mut rows = vec![
+            file("lib64/liby.so.1", "c", "cc"),
+            link_row("lib64/liby.so".into(), "liby.so.1", "c", "dev"),
+            file("lib64/liby.so", "c", "script"),
+        ];
+        let c = settle(&mut rows).unwrap();
+        assert_eq!(c[0].kept, "file /in/lib64/liby.so (c)");
+        assert_eq!(rows.len(), 2);
+        // The same content twice (lib/ and lib64/ as real directories): placed once.
+        let mut rows = vec![
+            file("include/a.h", "c", "dd"),
+            file("include/a.h", "d", "dd"),
+        ];
+        let c = settle(&mut rows).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].component, "c");
+        assert!(c[0].reason.contains("same content"));
+        // Different content at one path: refused, both named.
+        let mut rows = vec![
+            file("include/a.h", "c", "dd"),
+            file("include/a.h", "d", "ee"),
+        ];
+        let e = settle(&mut rows).unwrap_err().to_string();
+        assert!(
+            e.contains("include/a.h is given twice with different content"),
+            "{e}"
+        );
+        assert!(e.contains("(c)") && e.contains("(d)"), "{e}");
+        // Two libraries with one SONAME: the link names the newest.
+        let mut rows = vec![
+            link_row("lib64/libz.so.1".into(), "libz.so.1.9", "c", "lib"),
+            link_row("lib64/libz.so.1".into(), "libz.so.1.10", "c", "lib"),
+        ];
+        let c = settle(&mut rows).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].target.as_deref(), Some("libz.so.1.10"));
+        assert!(c[0].reason.contains("newest"));
+        // Nothing to decide: nothing reported.
+        let mut rows = vec![file("a", "c", "1"), file("b", "c", "2")];
+        assert!(settle(&mut rows).unwrap().is_empty());
     }
 
     #[test]
