@@ -146,7 +146,8 @@ pub fn run(args: RelinkArgs, catalog: &Catalog) -> Result<ExitCode> {
             let mut outside: Vec<String> = before
                 .iter()
                 .filter(|e| {
-                    e.starts_with('/') && !crate::util::lexical(Path::new(e)).starts_with(&tree)
+                    e.starts_with('/')
+                        && !cudist_fs::inner::lexical(Path::new(e)).starts_with(&tree)
                 })
                 .filter(|e| {
                     !args
@@ -177,7 +178,7 @@ pub fn run(args: RelinkArgs, catalog: &Catalog) -> Result<ExitCode> {
         for e in &before {
             let expanded = e.replace("${ORIGIN}", "$ORIGIN");
             if args.origin && expanded.starts_with('/') {
-                let p = crate::util::lexical(Path::new(&expanded));
+                let p = cudist_fs::inner::lexical(Path::new(&expanded));
                 if p.starts_with(&tree) {
                     after.push(origin_relative(dir, &p));
                 }
@@ -290,7 +291,7 @@ mod tests {
             "$ORIGIN/../../lib/x"
         );
         assert_eq!(
-            crate::util::lexical(Path::new("/t/bin/../lib/./x")),
+            cudist_fs::inner::lexical(Path::new("/t/bin/../lib/./x")),
             PathBuf::from("/t/lib/x")
         );
     }

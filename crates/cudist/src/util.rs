@@ -13,21 +13,6 @@ impl Drop for ScratchDir {
     }
 }
 
-/// `path` with `.` and `..` removed without touching the file system (`/t/bin/../lib` → `/t/lib`).
-pub fn lexical(path: &std::path::Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::CurDir => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// Writes to stdout. A closed pipe (`cudist inspect … | head`) ends the program quietly with
 /// success instead of panicking, as command-line tools do.
 pub fn emit(s: &str) {

@@ -605,7 +605,7 @@ fn walk_tree(root: &Path) -> Result<Vec<(String, PathBuf)>> {
                 // (`libcudart.so -> libcudart.so.13`), even where that target is in turn a link
                 // out of it (a root of links `cudist toolkit` made).
                 let first_hop = std::fs::read_link(&path)
-                    .map(|t| crate::util::lexical(&path.parent().unwrap_or(root).join(t)))
+                    .map(|t| cudist_fs::inner::lexical(&path.parent().unwrap_or(root).join(t)))
                     .unwrap_or_default();
                 let chain = rel.contains(".so")
                     && (target.starts_with(root) || first_hop.starts_with(root));

@@ -1,0 +1,136 @@
+//! Reading files named on the command line or found in an input: only regular files, and small
+//! files only up to a bound.
+//!
+//! A FIFO opened for reading blocks until something writes to it, and `/dev/zero` never ends; both
+//! have been given to tools as "the catalog" or "the wheel". Files are therefore opened with
+//! `O_NONBLOCK` (which makes opening a FIFO return at once and changes nothing for a regular file)
+//! and judged by `fstat` on the descriptor before a byte is read.
+
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+/// The bound for small metadata files: catalogs, host profiles, redistrib manifests, `METADATA`,
+/// `RECORD`, conda `info/` files. The largest real ones are a few MiB (the `RECORD` of a CUDA
+/// toolkit wheel is under 1 MiB; NVIDIA's redistrib manifests under 100 KiB).
+pub const SMALL_FILE: u64 = 16 << 20;
+
+/// Why a file was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("cannot read {path}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is {kind}, not a regular file")]
+    NotAFile { path: String, kind: &'static str },
+    #[error("{path} is {size} bytes, over the {limit}-byte limit for this kind of file")]
+    TooLarge { path: String, size: u64, limit: u64 },
+}
+
+/// What a file type is, in words, for messages.
+pub fn kind_of(ft: std::fs::FileType) -> &'static str {
+    if ft.is_dir() {
+        "a directory"
+    } else if ft.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if ft.is_char_device() {
+        "a character device"
+    } else if ft.is_block_device() {
+        "a block device"
+    } else if ft.is_socket() {
+        "a socket"
+    } else if ft.is_symlink() {
+        "a symbolic link"
+    } else if ft.is_file() {
+        "a regular file"
+    } else {
+        "not a file"
+    }
+}
+
+/// Opens `path` for reading only if it is a regular file (following links, as `open` does),
+/// without ever blocking on a FIFO.
+pub fn open_regular(path: &Path) -> Result<File, ReadError> {
+    let err = |source| ReadError::Io {
+        path: path.display().to_string(),
+        source,
+    };
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(err)?;
+    let ft = f.metadata().map_err(err)?.file_type();
+    if !ft.is_file() {
+        return Err(ReadError::NotAFile {
+            path: path.display().to_string(),
+            kind: kind_of(ft),
+        });
+    }
+    Ok(f)
+}
+
+/// Reads a whole regular file of at most `limit` bytes.
+pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    let f = open_regular(path)?;
+    let too_large = |size| ReadError::TooLarge {
+        path: path.display().to_string(),
+        size,
+        limit,
+    };
+    let size = f
+        .metadata()
+        .map_err(|source| ReadError::Io {
+            path: path.display().to_string(),
+            source,
+        })?
+        .len();
+    if size > limit {
+        return Err(too_large(size));
+    }
+    let mut out = Vec::with_capacity(size as usize);
+    // One byte more than the limit tells a file that grew while it was read.
+    f.take(limit + 1)
+        .read_to_end(&mut out)
+        .map_err(|source| ReadError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+    if out.len() as u64 > limit {
+        return Err(too_large(out.len() as u64));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_regular_files_of_bounded_size() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("small.toml");
+        std::fs::write(&f, b"schema = 1\n").unwrap();
+        assert_eq!(read_bounded(&f, 100).unwrap(), b"schema = 1\n");
+        let e = read_bounded(&f, 4).unwrap_err().to_string();
+        assert!(e.contains("11 bytes, over the 4-byte limit"), "{e}");
+        let e = read_bounded(d.path(), 100).unwrap_err().to_string();
+        assert!(e.ends_with("is a directory, not a regular file"), "{e}");
+        // A FIFO is refused at once instead of blocking.
+        let fifo = d.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = read_bounded(&fifo, 100).unwrap_err().to_string();
+        assert!(e.contains("a FIFO (named pipe), not a regular file"), "{e}");
+        let e = read_bounded(Path::new("/dev/zero"), 100)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a character device"), "{e}");
+        let e = read_bounded(&d.path().join("missing"), 100).unwrap_err();
+        assert!(e.to_string().starts_with("cannot read "), "{e}");
+    }
+}
