@@ -212,6 +212,53 @@ pub fn resolve_beneath(root: &Path, rel: &str) -> Result<PathBuf, PathError> {
     Ok(at)
 }
 
+/// [`resolve_beneath`] for many paths below one root: each directory is resolved once, and only
+/// the last component of each path is looked at again (a package lists thousands of files in a
+/// few dozen directories).
+pub struct Resolver {
+    root: PathBuf,
+    dirs: std::collections::HashMap<String, PathBuf>,
+}
+
+impl Resolver {
+    /// A resolver for paths below `root` (canonicalised).
+    pub fn new(root: &Path) -> Result<Resolver, PathError> {
+        let root = std::fs::canonicalize(root).map_err(|source| PathError::Io {
+            path: root.display().to_string(),
+            source,
+        })?;
+        Ok(Resolver {
+            root,
+            dirs: Default::default(),
+        })
+    }
+
+    /// The root, canonicalised.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// What [`resolve_beneath`] gives for `rel` (a path already normalised by [`within_root`]).
+    pub fn resolve(&mut self, rel: &str) -> Result<PathBuf, PathError> {
+        let Some((dir, name)) = rel.rsplit_once('/') else {
+            return resolve_beneath(&self.root, rel);
+        };
+        let base = match self.dirs.get(dir) {
+            Some(b) => b.clone(),
+            None => {
+                let b = resolve_beneath(&self.root, dir)?;
+                self.dirs.insert(dir.to_string(), b.clone());
+                b
+            }
+        };
+        let at = base.join(name);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => resolve_beneath(&self.root, rel),
+            _ => Ok(at),
+        }
+    }
+}
+
 /// `path` with `.` and `..` removed without touching the file system (`/t/bin/../lib` → `/t/lib`).
 pub fn lexical(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();

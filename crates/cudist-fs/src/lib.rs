@@ -22,9 +22,13 @@
 pub mod inner;
 pub mod limits;
 pub mod read;
+pub mod unpack;
 pub mod write;
 
 pub use inner::{member_name, resolve_beneath, within_root, PathError};
 pub use limits::{limits, set_limits, Limits};
-pub use read::{open_regular, read_bounded, ReadError, SMALL_FILE};
+pub use read::{
+    open_regular, read_bounded, unpack_exact, ReadError, UnpackError, Unpacked, SMALL_FILE,
+};
+pub use unpack::{ExtractError, Unpacker};
 pub use write::{scratch_dir, write_atomic, AtomicFile, Batch, ReplaceError};

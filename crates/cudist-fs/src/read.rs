@@ -31,6 +31,17 @@ pub enum ReadError {
     TooLarge { path: String, size: u64, limit: u64 },
 }
 
+impl ReadError {
+    /// The error as an `io::Error`: the operating system's own error where there is one (so a
+    /// caller that names the file itself does not name it twice), else this error.
+    pub fn into_io(self) -> std::io::Error {
+        match self {
+            ReadError::Io { source, .. } => source,
+            other => std::io::Error::new(std::io::ErrorKind::InvalidInput, other),
+        }
+    }
+}
+
 /// What a file type is, in words, for messages.
 pub fn kind_of(ft: std::fs::FileType) -> &'static str {
     if ft.is_dir() {
@@ -106,6 +117,70 @@ pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
     Ok(out)
 }
 
+/// Bytes unpacked from an archive: in memory, or — when larger than their share of the memory
+/// budget — in an unlinked temporary file, mapped.
+#[derive(Debug)]
+pub enum Unpacked {
+    Heap(Vec<u8>),
+    Mapped(memmap2::Mmap),
+}
+
+impl std::ops::Deref for Unpacked {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Unpacked::Heap(v) => v,
+            Unpacked::Mapped(m) => m,
+        }
+    }
+}
+
+/// Why unpacked bytes were not what their archive said.
+#[derive(Debug, thiserror::Error)]
+pub enum UnpackError {
+    #[error("cannot unpack: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("inflates beyond its declared size of {declared} bytes")]
+    Longer { declared: u64 },
+    #[error("ends after {got} of its declared {declared} bytes")]
+    Shorter { got: u64, declared: u64 },
+}
+
+/// Reads exactly `declared` bytes from `r` (an archive member being inflated), holding them in
+/// memory when they fit `in_memory`, else in an unlinked temporary file (in `TMPDIR`) that is
+/// mapped. One byte more than declared is an error, so a member that inflates beyond its header
+/// never costs more than the header said.
+pub fn unpack_exact(
+    r: &mut dyn Read,
+    declared: u64,
+    in_memory: u64,
+) -> Result<Unpacked, UnpackError> {
+    let check = |got: u64| {
+        if got > declared {
+            Err(UnpackError::Longer { declared })
+        } else if got < declared {
+            Err(UnpackError::Shorter { got, declared })
+        } else {
+            Ok(())
+        }
+    };
+    let mut limited = r.take(declared + 1);
+    if declared <= in_memory {
+        let mut v = Vec::with_capacity(declared as usize);
+        let got = limited.read_to_end(&mut v)? as u64;
+        check(got)?;
+        return Ok(Unpacked::Heap(v));
+    }
+    let mut spill = std::io::BufWriter::with_capacity(1 << 20, tempfile::tempfile()?);
+    let got = std::io::copy(&mut limited, &mut spill)?;
+    check(got)?;
+    let file = spill.into_inner().map_err(|e| e.into_error())?;
+    // SAFETY: a private read-only mapping of an unlinked temporary file that only this process
+    // holds; nothing else can truncate it.
+    let map = unsafe { memmap2::Mmap::map(&file)? };
+    Ok(Unpacked::Mapped(map))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,5 +207,25 @@ mod tests {
         assert!(e.contains("a character device"), "{e}");
         let e = read_bounded(&d.path().join("missing"), 100).unwrap_err();
         assert!(e.to_string().starts_with("cannot read "), "{e}");
+    }
+
+    #[test]
+    fn unpacked_bytes_are_exactly_the_declared_size_in_memory_or_mapped() {
+        let data = vec![7u8; 1000];
+        let small = unpack_exact(&mut &data[..], 1000, 4096).unwrap();
+        assert!(matches!(small, Unpacked::Heap(_)));
+        assert_eq!(&small[..], &data[..]);
+        let big = unpack_exact(&mut &data[..], 1000, 10).unwrap();
+        assert!(matches!(big, Unpacked::Mapped(_)));
+        assert_eq!(&big[..], &data[..]);
+        for in_memory in [10, 4096] {
+            let e = unpack_exact(&mut &data[..], 999, in_memory).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                "inflates beyond its declared size of 999 bytes"
+            );
+            let e = unpack_exact(&mut &data[..], 1001, in_memory).unwrap_err();
+            assert_eq!(e.to_string(), "ends after 1000 of its declared 1001 bytes");
+        }
     }
 }

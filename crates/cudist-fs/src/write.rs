@@ -83,6 +83,12 @@ impl AtomicFile {
     }
 }
 
+impl io::Seek for AtomicFile {
+    fn seek(&mut self, to: io::SeekFrom) -> io::Result<u64> {
+        self.tmp.seek(to)
+    }
+}
+
 impl Write for AtomicFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.tmp.write(buf)
