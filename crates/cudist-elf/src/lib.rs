@@ -199,7 +199,8 @@ pub fn host_machine() -> u16 {
 /// Maps a file read-only, for the parsers here: only the pages they touch are read, so a 500 MB
 /// library costs its headers and tables, not its size.
 pub fn map_file(path: &std::path::Path) -> std::io::Result<memmap2::Mmap> {
-    let f = std::fs::File::open(path)?;
+    // Only a regular file: a FIFO would block the open, a device never end.
+    let f = cudist_fs::open_regular(path).map_err(cudist_fs::ReadError::into_io)?;
     // SAFETY: a private read-only mapping of a file cudist never writes. A file truncated by
     // another process while mapped can raise SIGBUS, the risk every mmap-based reader (ld.so
     // included) accepts.

@@ -75,7 +75,25 @@ pub enum PatchError {
     Rewrite(String),
     #[error("the patched file does not hold what was asked: {0}")]
     Verify(String),
+    /// The file's own tables contradict it (a segment or section beyond its end, an alignment
+    /// no loader uses): the input is damaged or hostile, and nothing is rewritten from it.
+    #[error("{0}")]
+    Layout(String),
+    #[error(
+        "the patched file would be {got} bytes, more than the {bound} the input ({input} bytes) \
+         and this edit can need; refused rather than written"
+    )]
+    TooLarge { got: u64, bound: u64, input: u64 },
 }
+
+/// The largest `PT_LOAD` alignment the layout-change path accepts: 2 MiB, the largest page size
+/// linkers have used by default (x86-64 binutils before 2.31). A new segment is padded to this
+/// alignment, so a hostile value would make the output as large as it says.
+const MAX_LOAD_ALIGN: u64 = 2 << 20;
+
+/// Room for what the layout change adds besides the strings: a new `PT_LOAD` (padded to the
+/// alignment on both sides), the moved dynamic table with spare entries, headers.
+const LAYOUT_SLACK: u64 = 64 << 10;
 
 /// Applies `edits` to an ELF image.
 pub fn apply(data: &[u8], edits: &Edits) -> Result<Patched, PatchError> {
@@ -83,6 +101,10 @@ pub fn apply(data: &[u8], edits: &Edits) -> Result<Patched, PatchError> {
     if !before.has_dynamic {
         return Err(PatchError::NoDynamic);
     }
+    let load_align = match data.get(4) {
+        Some(&elf::ELFCLASS64) => check_layout::<elf::FileHeader64<Endianness>>(data)?,
+        _ => check_layout::<elf::FileHeader32<Endianness>>(data)?,
+    };
     for (old, _) in &edits.replace_needed {
         if !before.needed.iter().any(|n| n == old) {
             return Err(PatchError::NeededNotFound(old.clone()));
@@ -106,11 +128,95 @@ pub fn apply(data: &[u8], edits: &Edits) -> Result<Patched, PatchError> {
             _ => rename_verneed_files::<elf::FileHeader32<Endianness>>(&mut out, edits),
         }
     }
+    // The output can exceed the input by the new strings, the moved tables and one new segment's
+    // padding; anything more means the rewriter was misled by the input.
+    let strings: u64 = edits
+        .search_path
+        .iter()
+        .map(|(p, _)| joined(p).len() as u64 + 1)
+        .chain(edits.replace_needed.iter().map(|(_, n)| n.len() as u64 + 1))
+        .chain(edits.soname.iter().map(|s| s.len() as u64 + 1))
+        .sum();
+    let bound = data.len() as u64 + 2 * strings + 4 * load_align + LAYOUT_SLACK;
+    if out.len() as u64 > bound {
+        return Err(PatchError::TooLarge {
+            got: out.len() as u64,
+            bound,
+            input: data.len() as u64,
+        });
+    }
     verify(&out, &before, edits)?;
     Ok(Patched {
         data: out,
         in_place,
     })
+}
+
+/// Checks that every segment and section the headers describe lies inside the file, and that no
+/// `PT_LOAD` asks for an alignment beyond [`MAX_LOAD_ALIGN`]. Returns the largest `PT_LOAD`
+/// alignment (what a new segment is padded to).
+fn check_layout<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<u64, PatchError> {
+    let layout = |m: String| PatchError::Layout(m);
+    let len = data.len() as u64;
+    let h = E::parse(data).map_err(|e| layout(format!("unreadable ELF header: {e}")))?;
+    let endian = h
+        .endian()
+        .map_err(|e| layout(format!("unreadable ELF header: {e}")))?;
+    let phdrs = h
+        .program_headers(endian, data)
+        .map_err(|_| layout("the program header table lies outside the file".into()))?;
+    let mut align = 1u64;
+    for (i, ph) in phdrs.iter().enumerate() {
+        let off: u64 = ph.p_offset(endian).into();
+        let size: u64 = ph.p_filesz(endian).into();
+        let kind = match ph.p_type(endian) {
+            elf::PT_LOAD => "PT_LOAD".to_string(),
+            elf::PT_DYNAMIC => "PT_DYNAMIC".to_string(),
+            elf::PT_NOTE => "PT_NOTE".to_string(),
+            elf::PT_INTERP => "PT_INTERP".to_string(),
+            elf::PT_PHDR => "PT_PHDR".to_string(),
+            elf::PT_GNU_EH_FRAME => "PT_GNU_EH_FRAME".to_string(),
+            elf::PT_TLS => "PT_TLS".to_string(),
+            t => format!("type {t:#x}"),
+        };
+        if off.checked_add(size).is_none_or(|end| end > len) {
+            return Err(layout(format!(
+                "program header {i} ({kind}) lies outside the file: offset {off:#x} + size \
+                 {size:#x} is past its {len} bytes"
+            )));
+        }
+        if ph.p_type(endian) == elf::PT_LOAD {
+            let a: u64 = ph.p_align(endian).into();
+            if a > MAX_LOAD_ALIGN {
+                return Err(layout(format!(
+                    "program header {i} (PT_LOAD) asks for {a:#x}-byte alignment; no loader uses \
+                     more than {MAX_LOAD_ALIGN:#x}"
+                )));
+            }
+            align = align.max(a);
+        }
+    }
+    let sections = h
+        .sections(endian, data)
+        .map_err(|_| layout("the section header table lies outside the file".into()))?;
+    for (i, sh) in sections.iter().enumerate() {
+        if matches!(sh.sh_type(endian), elf::SHT_NOBITS | elf::SHT_NULL) {
+            continue;
+        }
+        let off: u64 = sh.sh_offset(endian).into();
+        let size: u64 = sh.sh_size(endian).into();
+        if off.checked_add(size).is_none_or(|end| end > len) {
+            let name = sections
+                .section_name(endian, sh)
+                .map(|n| String::from_utf8_lossy(n).into_owned())
+                .unwrap_or_default();
+            return Err(layout(format!(
+                "section {i} ({name}) lies outside the file: offset {off:#x} + size {size:#x} is \
+                 past its {len} bytes"
+            )));
+        }
+    }
+    Ok(align)
 }
 
 /// The value the search path will have.
@@ -334,6 +440,13 @@ fn dyn_layout<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Option<DynLayo
 
 fn rewrite(data: &[u8], edits: &Edits) -> Result<Vec<u8>, PatchError> {
     let err = |e: object_rewrite::Error| PatchError::Rewrite(e.to_string());
+    // Sections of types the rewriter does not know are carried byte for byte under a type it
+    // does, and given their own type back afterwards.
+    let (input, retyped) = match data.get(4) {
+        Some(&elf::ELFCLASS64) => retype_unknown::<elf::FileHeader64<Endianness>>(data),
+        _ => retype_unknown::<elf::FileHeader32<Endianness>>(data),
+    };
+    let data: &[u8] = input.as_deref().unwrap_or(data);
     let mut r = object_rewrite::Rewriter::read(data).map_err(err)?;
     if let Some((paths, tag)) = &edits.search_path {
         r.elf_delete_runpath().map_err(err)?;
@@ -356,10 +469,138 @@ fn rewrite(data: &[u8], edits: &Edits) -> Result<Vec<u8>, PatchError> {
     let mut out = Vec::with_capacity(data.len() + 65536);
     r.write(&mut out).map_err(err)?;
     match out.get(4) {
-        Some(&elf::ELFCLASS64) => mend::<elf::FileHeader64<Endianness>>(&mut out),
-        _ => mend::<elf::FileHeader32<Endianness>>(&mut out),
+        Some(&elf::ELFCLASS64) => {
+            mend::<elf::FileHeader64<Endianness>>(&mut out);
+            restore_types::<elf::FileHeader64<Endianness>>(&mut out, &retyped);
+        }
+        _ => {
+            mend::<elf::FileHeader32<Endianness>>(&mut out);
+            restore_types::<elf::FileHeader32<Endianness>>(&mut out, &retyped);
+        }
     }
     Ok(out)
+}
+
+/// Section types the rewriter (object 0.35's ELF builder, which object-rewrite pins) reads.
+/// Others, such as LLVM's `.deplibs` (`SHT_LLVM_DEPENDENT_LIBRARIES`, 0x6fff4c04) or `SHT_RELR`,
+/// make it refuse the whole file.
+fn rewriter_knows(sh_type: u32, machine: u16) -> bool {
+    matches!(
+        sh_type,
+        elf::SHT_NULL
+            | elf::SHT_PROGBITS
+            | elf::SHT_NOBITS
+            | elf::SHT_INIT_ARRAY
+            | elf::SHT_FINI_ARRAY
+            | elf::SHT_PREINIT_ARRAY
+            | elf::SHT_REL
+            | elf::SHT_RELA
+            | elf::SHT_SYMTAB
+            | elf::SHT_SYMTAB_SHNDX
+            | elf::SHT_DYNSYM
+            | elf::SHT_STRTAB
+            | elf::SHT_NOTE
+            | elf::SHT_DYNAMIC
+            | elf::SHT_GNU_ATTRIBUTES
+            | elf::SHT_HASH
+            | elf::SHT_GNU_HASH
+            | elf::SHT_GNU_VERSYM
+            | elf::SHT_GNU_VERDEF
+            | elf::SHT_GNU_VERNEED
+    ) || matches!(
+        (machine, sh_type),
+        (elf::EM_ARM, elf::SHT_ARM_ATTRIBUTES | elf::SHT_ARM_EXIDX)
+            | (elf::EM_AARCH64, elf::SHT_AARCH64_ATTRIBUTES)
+            | (elf::EM_CSKY, elf::SHT_CSKY_ATTRIBUTES)
+            | (elf::EM_RISCV, elf::SHT_RISCV_ATTRIBUTES)
+            | (elf::EM_IA_64, elf::SHT_IA_64_UNWIND)
+            | (elf::EM_MIPS, elf::SHT_MIPS_REGINFO | elf::SHT_MIPS_DWARF)
+            | (elf::EM_X86_64, elf::SHT_X86_64_UNWIND)
+    )
+}
+
+/// A section given another type for the rewriter: its name, which of the sections of that name it
+/// is, and its own type.
+type Retyped = Vec<(Vec<u8>, usize, u32)>;
+
+/// A copy of `data` in which every section of a type the rewriter does not know is `SHT_PROGBITS`
+/// (opaque bytes, kept as they are), and the list of those sections. `None` when there are none.
+fn retype_unknown<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> (Option<Vec<u8>>, Retyped) {
+    let mut retyped = Vec::new();
+    let mut out = None;
+    let Ok(h) = E::parse(data) else {
+        return (None, retyped);
+    };
+    let Ok(endian) = h.endian() else {
+        return (None, retyped);
+    };
+    let Ok(sections) = h.sections(endian, data) else {
+        return (None, retyped);
+    };
+    let shoff: u64 = h.e_shoff(endian).into();
+    let shentsize = h.e_shentsize(endian) as u64;
+    let machine = h.e_machine(endian);
+    let mut seen: HashMap<Vec<u8>, usize> = HashMap::new();
+    for (i, sh) in sections.iter().enumerate() {
+        let name = sections
+            .section_name(endian, sh)
+            .unwrap_or_default()
+            .to_vec();
+        let nth = seen.entry(name.clone()).or_default();
+        *nth += 1;
+        let t = sh.sh_type(endian);
+        if rewriter_knows(t, machine) {
+            continue;
+        }
+        let bytes = out.get_or_insert_with(|| data.to_vec());
+        let at = (shoff + i as u64 * shentsize + 4) as usize;
+        write_u32(bytes, at, elf::SHT_PROGBITS, endian == Endianness::Big);
+        retyped.push((name, *nth, t));
+    }
+    (out, retyped)
+}
+
+/// Gives the sections [`retype_unknown`] changed their own types back, found by name.
+fn restore_types<E: FileHeader<Endian = Endianness>>(out: &mut [u8], retyped: &Retyped) {
+    if retyped.is_empty() {
+        return;
+    }
+    let mut writes = Vec::new();
+    let big;
+    {
+        let data: &[u8] = out;
+        let Ok(h) = E::parse(data) else { return };
+        let Ok(endian) = h.endian() else { return };
+        big = endian == Endianness::Big;
+        let Ok(sections) = h.sections(endian, data) else {
+            return;
+        };
+        let shoff: u64 = h.e_shoff(endian).into();
+        let shentsize = h.e_shentsize(endian) as u64;
+        let mut seen: HashMap<&[u8], usize> = HashMap::new();
+        for (i, sh) in sections.iter().enumerate() {
+            let name = sections.section_name(endian, sh).unwrap_or_default();
+            let nth = seen.entry(name).or_default();
+            *nth += 1;
+            if let Some((_, _, t)) = retyped.iter().find(|(n, k, _)| n == name && k == nth) {
+                writes.push(((shoff + i as u64 * shentsize + 4) as usize, *t));
+            }
+        }
+    }
+    for (at, t) in writes {
+        write_u32(out, at, t, big);
+    }
+}
+
+fn write_u32(out: &mut [u8], at: usize, v: u32, big: bool) {
+    let b = if big {
+        v.to_be_bytes()
+    } else {
+        v.to_le_bytes()
+    };
+    if let Some(slot) = out.get_mut(at..at + 4) {
+        slot.copy_from_slice(&b);
+    }
 }
 
 /// Fixes what the rewriter leaves inconsistent: `PT_DYNAMIC`'s size, and `.symtab` section

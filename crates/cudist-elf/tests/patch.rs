@@ -338,3 +338,175 @@ fn files_over_one_gigabyte() {
         1
     );
 }
+
+/// The offset in the file of the program header of type `p_type` (64-bit little-endian files).
+fn phdr_of(data: &[u8], p_type: u32) -> usize {
+    let phoff = u64::from_le_bytes(data[0x20..0x28].try_into().unwrap()) as usize;
+    let size = u16::from_le_bytes([data[0x36], data[0x37]]) as usize;
+    let n = u16::from_le_bytes([data[0x38], data[0x39]]) as usize;
+    (0..n)
+        .map(|i| phoff + i * size)
+        .find(|&at| u32::from_le_bytes(data[at..at + 4].try_into().unwrap()) == p_type)
+        .expect("program header")
+}
+
+fn add_u64(data: &mut [u8], at: usize, add: u64) {
+    let v = u64::from_le_bytes(data[at..at + 8].try_into().unwrap());
+    data[at..at + 8].copy_from_slice(&v.wrapping_add(add).to_le_bytes());
+}
+
+#[test]
+fn headers_that_lie_about_the_file_are_refused_before_anything_is_written() {
+    // Issue 18: PT_NOTE's p_offset moved 2 GiB out made a 15 KB library a 2 GiB output; one
+    // byte of PT_DYNAMIC's p_filesz drove the rewriter to 23 GB of memory.
+    let t = Tree::new(&[]);
+    let data = std::fs::read(t.main()).unwrap();
+    let grow = rpath(
+        &["$ORIGIN/lib", "$ORIGIN/../../nvidia/cu13/lib"],
+        SearchPathTag::Rpath,
+    );
+    let shrink = rpath(&[], SearchPathTag::Runpath);
+    const PT_NOTE: u32 = 4;
+    const PT_DYNAMIC: u32 = 2;
+    const PT_LOAD: u32 = 1;
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "PT_NOTE offset + 2 GiB",
+            {
+                let mut d = data.clone();
+                let at = phdr_of(&d, PT_NOTE) + 8;
+                add_u64(&mut d, at, 2 << 30);
+                d
+            },
+            "(PT_NOTE) lies outside the file",
+        ),
+        (
+            "PT_DYNAMIC p_filesz + 4 GiB",
+            {
+                let mut d = data.clone();
+                let at = phdr_of(&d, PT_DYNAMIC) + 0x20;
+                add_u64(&mut d, at, 1 << 32);
+                d
+            },
+            "(PT_DYNAMIC) lies outside the file",
+        ),
+        (
+            "PT_LOAD aligned to 1 TiB",
+            {
+                let mut d = data.clone();
+                let at = phdr_of(&d, PT_LOAD) + 0x30;
+                d[at..at + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+                d
+            },
+            "(PT_LOAD) asks for 0x10000000000-byte alignment",
+        ),
+        (
+            "a section past the end",
+            {
+                let mut d = data.clone();
+                let shoff = u64::from_le_bytes(d[0x28..0x30].try_into().unwrap()) as usize;
+                // Section 1's sh_offset (at 0x18 of its 64-byte header).
+                add_u64(&mut d, shoff + 64 + 0x18, 1 << 31);
+                d
+            },
+            "lies outside the file",
+        ),
+    ];
+    for (what, d, want) in cases {
+        for edits in [&grow, &shrink] {
+            match apply(&d, edits) {
+                Err(PatchError::Layout(m)) => assert!(m.contains(want), "{what}: {m}"),
+                Err(e) => panic!("{what}: another error: {e}"),
+                Ok(p) => panic!("{what}: patched into {} bytes", p.data.len()),
+            }
+        }
+    }
+    // The untouched file still patches.
+    assert!(apply(&data, &grow).is_ok());
+}
+
+#[test]
+fn mutated_files_never_patch_into_more_than_the_edit_needs() {
+    // Random changes to the headers (ELF, program and section headers): every result is an error
+    // or a file no larger than the input, the new strings and one new segment's padding.
+    let t = Tree::new(&[]);
+    let data = std::fs::read(t.main()).unwrap();
+    let edits = rpath(
+        &["$ORIGIN/lib", "$ORIGIN/../../nvidia/cu13/lib"],
+        SearchPathTag::Rpath,
+    );
+    let phoff = u64::from_le_bytes(data[0x20..0x28].try_into().unwrap()) as usize;
+    let shoff = u64::from_le_bytes(data[0x28..0x30].try_into().unwrap()) as usize;
+    let regions = [(0, 64), (phoff, phoff + 13 * 56), (shoff, data.len())];
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let (mut ok, mut refused) = (0, 0);
+    for _ in 0..1500 {
+        let mut d = data.clone();
+        for _ in 0..4 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let (a, b) = regions[(x % 3) as usize];
+            let b = b.min(d.len());
+            let i = a + (x >> 8) as usize % (b - a).max(1);
+            d[i] = (x >> 40) as u8;
+        }
+        match apply(&d, &edits) {
+            Ok(p) => {
+                ok += 1;
+                assert!(
+                    p.data.len() <= d.len() + 4 * (2 << 20) + (64 << 10) + 128,
+                    "{} bytes from {}",
+                    p.data.len(),
+                    d.len()
+                );
+                ElfFile::parse(&p.data).expect("the result reads again");
+            }
+            Err(_) => refused += 1,
+        }
+    }
+    assert!(ok > 0 && refused > 0, "ok {ok}, refused {refused}");
+}
+
+#[test]
+fn sections_of_types_the_rewriter_does_not_know_are_carried_byte_for_byte() {
+    // LLVM's .deplibs (SHT_LLVM_DEPENDENT_LIBRARIES, 0x6fff4c04), assembled by gas.
+    let t = Tree::new(&[]);
+    let dir = t.dir.path();
+    let so = gcc(
+        dir,
+        "deplibs.so",
+        "__asm__(\".section .deplibs,\\\"\\\",@0x6fff4c04\\n.asciz \\\"libm.so\\\"\\n.previous\\n\");\nint f(void) { return 1; }\n",
+        &["-shared", "-fPIC"],
+    );
+    let data = std::fs::read(&so).unwrap();
+    let p = apply(
+        &data,
+        &rpath(
+            &["$ORIGIN/a/long/enough/path/to/move/the/strings"],
+            SearchPathTag::Runpath,
+        ),
+    )
+    .expect("a file with .deplibs patches");
+    assert!(!p.in_place);
+    let out = dir.join("deplibs-patched.so");
+    std::fs::write(&out, &p.data).unwrap();
+    let o = Command::new("readelf")
+        .arg("-SW")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let sections = String::from_utf8_lossy(&o.stdout);
+    let line = sections
+        .lines()
+        .find(|l| l.contains(".deplibs"))
+        .unwrap_or_else(|| panic!("{sections}"));
+    assert!(line.contains("LOOS+0xfff4c04"), "{line}");
+    let o = Command::new("readelf")
+        .args(["-p", ".deplibs"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("libm.so"));
+    dlopen(&out).expect("loads");
+}
