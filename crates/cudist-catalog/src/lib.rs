@@ -485,14 +485,23 @@ impl Catalog {
     /// Merges one catalog file from disk.
     pub fn merge_file(&mut self, path: &Path) -> Result<(), CatalogError> {
         let display = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| CatalogError::Read {
+        // A regular file of at most 16 MiB: a FIFO or /dev/zero given as the catalog is refused
+        // at once instead of hanging or filling memory.
+        let bytes = cudist_fs::read_bounded(path, cudist_fs::SMALL_FILE).map_err(|e| {
+            CatalogError::Read {
+                path: display.clone(),
+                source: e.into_io(),
+            }
+        })?;
+        let text = String::from_utf8(bytes).map_err(|_| CatalogError::Invalid {
             path: display.clone(),
-            source,
+            problem: "not UTF-8 text".into(),
         })?;
         self.merge_str(&display, &text)
     }
 
-    /// Merges catalog TOML text; `origin` names it in errors.
+    /// Merges catalog TOML text; `origin` names it in errors. Values that end up in wheels
+    /// (`pip` in `Requires-Dist`, `pip_dir` in RPATHs) are checked to be what they claim.
     pub fn merge_str(&mut self, origin: &str, text: &str) -> Result<(), CatalogError> {
         let file: CatalogFile = toml::from_str(text).map_err(|e| CatalogError::Parse {
             path: origin.to_string(),
@@ -512,6 +521,16 @@ impl Catalog {
             if lib.id.is_empty() || lib.stem.is_empty() {
                 return Err(invalid("a [[library]] has an empty id or stem".into()));
             }
+            if let Some(x) = lib
+                .toolkit_extra
+                .as_deref()
+                .filter(|x| !is_distribution_name(x))
+            {
+                return Err(invalid(format!(
+                    "library {}: toolkit_extra {x:?} is not an extra name",
+                    lib.id
+                )));
+            }
             for m in &lib.cuda {
                 if m.sonames.is_empty() {
                     return Err(invalid(format!(
@@ -524,6 +543,34 @@ impl Catalog {
                         "library {} CUDA {}: pip and pip_dir go together",
                         lib.id, m.major
                     )));
+                }
+                // pip goes into METADATA as a Requires-Dist name: a PEP 508 name, nothing else.
+                if let Some(p) = &m.pip {
+                    if !is_distribution_name(p) {
+                        return Err(invalid(format!(
+                            "library {} CUDA {}: pip {p:?} is not a distribution name (letters, \
+                             digits, `.`, `_`, `-`, starting and ending with a letter or digit)",
+                            lib.id, m.major
+                        )));
+                    }
+                }
+                // pip_dir becomes an RPATH entry ($ORIGIN/../…/pip_dir) and a path the loader
+                // module looks in: a plain directory inside site-packages.
+                if let Some(d) = &m.pip_dir {
+                    if let Err(e) = cudist_fs::member_name(d) {
+                        return Err(invalid(format!(
+                            "library {} CUDA {}: pip_dir {e}; it names a directory inside \
+                             site-packages",
+                            lib.id, m.major
+                        )));
+                    }
+                    if d.contains(':') || d.contains('$') {
+                        return Err(invalid(format!(
+                            "library {} CUDA {}: pip_dir {d:?} holds `:` or `$`, which an RPATH \
+                             reads as a separator or a variable",
+                            lib.id, m.major
+                        )));
+                    }
                 }
             }
         }
@@ -841,6 +888,17 @@ pub fn strip_graft_hash(name: &str) -> String {
     name.to_string()
 }
 
+/// Whether `s` is a PEP 508 distribution name: ASCII letters and digits, with `.`, `_` or `-`
+/// inside.
+pub fn is_distribution_name(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -981,6 +1039,42 @@ mod tests {
         );
         assert!(archs.iter().any(|a| a.sm == 90));
         assert!(driver_version_key("580.65.06") > driver_version_key("580.9"));
+    }
+
+    #[test]
+    fn values_that_end_up_in_wheels_are_checked() {
+        let lib = |field: &str| {
+            format!(
+                "schema = 1\n[[library]]\nid = \"x\"\nstem = \"libx\"\nkind = \"external\"\n\
+                 [[library.cuda]]\nmajor = 12\nsonames = [\"libx.so.1\"]\npolicy = \"major\"\n{field}\n"
+            )
+        };
+        let ok = lib("pip = \"x-cu12\"\npip_dir = \"x/lib\"");
+        Catalog::builtin().merge_str("ok.toml", &ok).unwrap();
+        for (field, want) in [
+            (
+                "pip = \"x\"\npip_dir = \"../../../../tmp/x\"",
+                "has a `..` component",
+            ),
+            ("pip = \"x\"\npip_dir = \"/abs/lib\"", "is an absolute path"),
+            ("pip = \"x\"\npip_dir = \"a:b\"", "holds `:` or `$`"),
+            (
+                "pip = \"x\\nRequires-Dist: evil\"\npip_dir = \"x/lib\"",
+                "is not a distribution name",
+            ),
+        ] {
+            let e = Catalog::builtin()
+                .merge_str("bad.toml", &lib(field))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{field}: {e}");
+        }
+        // Only a regular file of bounded size is read.
+        let e = Catalog::builtin()
+            .merge_file(Path::new("/dev/zero"))
+            .unwrap_err();
+        let chain = format!("{e}: {}", std::error::Error::source(&e).unwrap());
+        assert!(chain.contains("a character device"), "{chain}");
     }
 
     #[test]

@@ -4,11 +4,16 @@
 //!
 //! The archive formats are the rattler crates' work; this crate adds what cudist needs around them:
 //! the `info/` files written from a typed [`NewPackage`] (and checked by parsing them back with
-//! rattler's own types, so a package cudist writes is one rattler reads), a staging directory that
-//! is removed whatever happens, and a file written under a temporary name and renamed, so a failed
-//! write leaves nothing behind.
+//! rattler's own types, so a package cudist writes is one rattler reads), a staging directory with
+//! an unpredictable name that is removed whatever happens, and a package written to an exclusive
+//! temporary and renamed, so a failed write leaves nothing behind.
+//!
+//! Packages are read by streaming their tar members ([`scan`]), never by unpacking them to disk:
+//! every member name must be a plain path inside the prefix, the members together must unpack to
+//! no more than the limit in force ([`cudist_fs::limits`]), `info/` files are read only up to
+//! [`cudist_fs::SMALL_FILE`], and the same path twice is refused.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use rattler_conda_types::compression_level::CompressionLevel;
@@ -40,6 +45,19 @@ pub enum Error {
     },
     #[error("package {package}: {path} is given twice")]
     Duplicate { package: String, path: String },
+    #[error("{path} is {kind}, not a regular file")]
+    NotAFile { path: PathBuf, kind: &'static str },
+    #[error("{path}: member {source}")]
+    Unsafe {
+        path: PathBuf,
+        #[source]
+        source: cudist_fs::PathError,
+    },
+    #[error(
+        "{path}: its members unpack to more than the {limit}-byte limit (raise it with \
+         --max-unpacked)"
+    )]
+    TooLarge { path: PathBuf, limit: u64 },
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
@@ -127,11 +145,39 @@ pub struct WriteOptions {
 /// else copied) with the `info/` files, packed, and the stage removed. The package is written
 /// under a temporary name and renamed when complete.
 pub fn write_conda(pkg: &NewPackage, dir: &Path, opts: &WriteOptions) -> Result<PathBuf, Error> {
-    let stage = dir.join(format!(".{}.stage", pkg.stem()));
-    let _ = std::fs::remove_dir_all(&stage);
-    let result = stage_and_pack(pkg, dir, &stage, opts);
-    let _ = std::fs::remove_dir_all(&stage);
-    result
+    // Every path the package will install is a plain path inside the prefix.
+    for p in pkg
+        .files
+        .iter()
+        .map(|e| e.path.as_str())
+        .chain(pkg.licenses.iter().map(|(n, _)| n.as_str()))
+    {
+        cudist_fs::member_name(p).map_err(|source| Error::Unsafe {
+            path: dir.join(format!("{}.conda", pkg.stem())),
+            source,
+        })?;
+    }
+    // Links point inside the prefix, relative to their own directory.
+    for e in &pkg.files {
+        if let Content::Link(target) = &e.content {
+            let from = Path::new(&e.path).parent().unwrap_or(Path::new(""));
+            if target.starts_with('/')
+                || cudist_fs::within_root(&from.join(target).to_string_lossy()).is_err()
+            {
+                return Err(Error::Unsafe {
+                    path: dir.join(format!("{}.conda", pkg.stem())),
+                    source: cudist_fs::PathError::LinkEscapes {
+                        path: e.path.clone(),
+                        link: e.path.clone(),
+                        target: target.clone(),
+                        root: "the prefix".into(),
+                    },
+                });
+            }
+        }
+    }
+    let stage = cudist_fs::scratch_dir(dir, &pkg.stem()).map_err(io(dir))?;
+    stage_and_pack(pkg, dir, stage.path(), opts)
 }
 
 fn stage_and_pack(
@@ -252,8 +298,7 @@ fn stage_and_pack(
     }
 
     let out = dir.join(format!("{}.conda", pkg.stem()));
-    let tmp = dir.join(format!(".{}.conda.part", pkg.stem()));
-    let file = std::fs::File::create(&tmp).map_err(io(&tmp))?;
+    let file = cudist_fs::AtomicFile::new(&out).map_err(io(&out))?;
     let mut w = std::io::BufWriter::new(file);
     let ts = jiff::Timestamp::from_second(opts.timestamp).map_err(|e| Error::Invalid {
         path: out.clone(),
@@ -271,15 +316,14 @@ fn stage_and_pack(
         None,
     )
     .and_then(|()| w.flush());
-    drop(w);
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(Error::Io {
-            path: out,
-            source: e,
-        });
-    }
-    std::fs::rename(&tmp, &out).map_err(io(&out))?;
+    written.map_err(io(&out))?;
+    w.into_inner()
+        .map_err(|e| Error::Io {
+            path: out.clone(),
+            source: e.into_error(),
+        })?
+        .commit()
+        .map_err(io(&out))?;
     Ok(out)
 }
 
@@ -311,15 +355,51 @@ pub fn is_package_path(path: &Path) -> bool {
     n.ends_with(".conda") || n.ends_with(".tar.bz2")
 }
 
-fn read_member<P: PackageFile>(path: &Path) -> Result<P, Error> {
-    rattler_package_streaming::seek::read_package_file::<P>(path).map_err(|source| Error::Read {
-        path: path.to_path_buf(),
-        source: Box::new(source),
-    })
+/// What a member of a package is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemberKind {
+    /// A regular file of this many bytes.
+    File(u64),
+    /// A symbolic link with this target.
+    Link(String),
+    /// A hard link to another member.
+    HardLink(String),
+    Dir,
+    Other,
 }
 
-/// Reads a package's metadata (without unpacking its files).
-pub fn read(path: &Path) -> Result<Package, Error> {
+/// One member of a package, as [`scan`] hands it over: its path relative to the prefix
+/// (`lib/libcudart.so.13`, `info/index.json`), what it is, and a reader of its bytes.
+pub struct Member<'a> {
+    pub path: &'a str,
+    pub kind: MemberKind,
+    pub reader: &'a mut dyn Read,
+}
+
+/// What the visitor of [`scan`] wants next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    Continue,
+    Stop,
+}
+
+/// Which parts of a package [`scan`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parts {
+    /// `info/` only (for a `.tar.bz2`, which has one tar, up to the first member after `info/`).
+    Info,
+    /// Everything.
+    All,
+}
+
+/// Streams the members of a package (`.conda` or `.tar.bz2`) to `visit`, without writing
+/// anything. Refuses member names that are not plain paths inside the prefix, the same path twice,
+/// and members that together unpack to more than [`cudist_fs::limits`]'s `unpacked`.
+pub fn scan(
+    path: &Path,
+    parts: Parts,
+    mut visit: impl FnMut(Member<'_>) -> Result<Next, Error>,
+) -> Result<(), Error> {
     if !is_package_path(path) {
         return Err(Error::Invalid {
             path: path.to_path_buf(),
@@ -327,26 +407,228 @@ pub fn read(path: &Path) -> Result<Package, Error> {
             message: "a conda package ends in .conda or .tar.bz2".into(),
         });
     }
-    std::fs::metadata(path).map_err(io(path))?;
-    let index = read_member::<IndexJson>(path)?;
-    let paths = read_member::<PathsJson>(path).ok();
-    let run_exports = read_member::<RunExportsJson>(path).ok();
+    let file = cudist_fs::open_regular(path).map_err(|e| match e {
+        cudist_fs::ReadError::NotAFile { kind, .. } => Error::NotAFile {
+            path: path.to_path_buf(),
+            kind,
+        },
+        other => Error::Io {
+            path: path.to_path_buf(),
+            source: other.into_io(),
+        },
+    })?;
+    let read_err = |source| Error::Read {
+        path: path.to_path_buf(),
+        source: Box::new(source),
+    };
+    let mut walk = Walk {
+        path,
+        unpacked: 0,
+        limit: cudist_fs::limits().unpacked,
+        seen: std::collections::HashSet::new(),
+    };
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    if name.ends_with(".tar.bz2") {
+        let mut tar =
+            rattler_package_streaming::read::stream_tar_bz2(std::io::BufReader::new(&file));
+        walk.tar(&mut tar, parts, &mut visit)?;
+        return Ok(());
+    }
+    // A .conda is a zip of two zstd tars; say which one is missing rather than "a component".
+    let missing = |part: &str| Error::Invalid {
+        path: path.to_path_buf(),
+        what: "package",
+        message: format!(
+            "no {part}-*.tar.zst member (a .conda holds info-*.tar.zst and pkg-*.tar.zst)"
+        ),
+    };
+    let part_err = |part: &'static str| {
+        move |e| match e {
+            rattler_package_streaming::ExtractError::MissingComponent => missing(part),
+            other => read_err(other),
+        }
+    };
+    let mut info =
+        rattler_package_streaming::seek::stream_conda_info(&file).map_err(part_err("info"))?;
+    if walk.tar(&mut info, Parts::All, &mut visit)? == Next::Stop || parts == Parts::Info {
+        return Ok(());
+    }
+    let mut content =
+        rattler_package_streaming::seek::stream_conda_content(&file).map_err(part_err("pkg"))?;
+    walk.tar(&mut content, Parts::All, &mut visit)?;
+    Ok(())
+}
+
+/// The state of one [`scan`].
+struct Walk<'p> {
+    path: &'p Path,
+    unpacked: u64,
+    limit: u64,
+    seen: std::collections::HashSet<String>,
+}
+
+impl Walk<'_> {
+    fn tar<R: Read>(
+        &mut self,
+        tar: &mut tar::Archive<R>,
+        parts: Parts,
+        visit: &mut impl FnMut(Member<'_>) -> Result<Next, Error>,
+    ) -> Result<Next, Error> {
+        let damaged = |e: std::io::Error| Error::Invalid {
+            path: self.path.to_path_buf(),
+            what: "tar stream",
+            message: e.to_string(),
+        };
+        let mut in_info = false;
+        for entry in tar.entries().map_err(damaged)? {
+            let mut entry = entry.map_err(damaged)?;
+            let raw = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+            let name = raw.strip_prefix("./").unwrap_or(&raw).to_string();
+            cudist_fs::member_name(&name).map_err(|source| Error::Unsafe {
+                path: self.path.to_path_buf(),
+                source,
+            })?;
+            let name = name.trim_end_matches('/').to_string();
+            if parts == Parts::Info {
+                if name.starts_with("info/") {
+                    in_info = true;
+                } else if in_info {
+                    return Ok(Next::Stop);
+                }
+            }
+            let header = entry.header();
+            let kind = match header.entry_type() {
+                tar::EntryType::Regular | tar::EntryType::Continuous => {
+                    MemberKind::File(header.size().map_err(damaged)?)
+                }
+                tar::EntryType::Symlink | tar::EntryType::Link => {
+                    let target = entry
+                        .link_name_bytes()
+                        .map(|t| String::from_utf8_lossy(&t).into_owned())
+                        .unwrap_or_default();
+                    if header.entry_type() == tar::EntryType::Link {
+                        MemberKind::HardLink(target)
+                    } else {
+                        MemberKind::Link(target)
+                    }
+                }
+                tar::EntryType::Directory => MemberKind::Dir,
+                _ => MemberKind::Other,
+            };
+            if kind != MemberKind::Dir && !self.seen.insert(name.clone()) {
+                return Err(Error::Duplicate {
+                    package: self.path.display().to_string(),
+                    path: name,
+                });
+            }
+            if let MemberKind::File(size) = kind {
+                self.unpacked = self.unpacked.saturating_add(size);
+                if self.unpacked > self.limit {
+                    return Err(Error::TooLarge {
+                        path: self.path.to_path_buf(),
+                        limit: self.limit,
+                    });
+                }
+            }
+            let next = visit(Member {
+                path: &name,
+                kind,
+                reader: &mut entry,
+            })?;
+            if next == Next::Stop {
+                return Ok(Next::Stop);
+            }
+        }
+        Ok(Next::Continue)
+    }
+}
+
+/// Reads a package's metadata (without unpacking its files): `info/index.json`,
+/// `info/paths.json` and `info/run_exports.json`, each at most [`cudist_fs::SMALL_FILE`].
+pub fn read(path: &Path) -> Result<Package, Error> {
+    let mut files: std::collections::HashMap<&'static str, Vec<u8>> = Default::default();
+    scan(path, Parts::Info, |m| {
+        let want = [
+            "info/index.json",
+            "info/paths.json",
+            "info/run_exports.json",
+        ]
+        .into_iter()
+        .find(|w| *w == m.path);
+        if let (Some(w), MemberKind::File(size)) = (want, &m.kind) {
+            if *size > cudist_fs::SMALL_FILE {
+                return Err(Error::Invalid {
+                    path: path.to_path_buf(),
+                    what: "info file",
+                    message: format!(
+                        "{w} is {size} bytes, over the {}-byte limit for metadata files",
+                        cudist_fs::SMALL_FILE
+                    ),
+                });
+            }
+            let bytes =
+                cudist_fs::unpack_exact(m.reader, *size, cudist_fs::SMALL_FILE).map_err(|e| {
+                    Error::Invalid {
+                        path: path.to_path_buf(),
+                        what: "info file",
+                        message: format!("{w} {e}"),
+                    }
+                })?;
+            files.insert(w, bytes.to_vec());
+        }
+        Ok(Next::Continue)
+    })?;
+    fn parse<P: PackageFile>(
+        path: &Path,
+        files: &std::collections::HashMap<&'static str, Vec<u8>>,
+        name: &'static str,
+    ) -> Result<Option<P>, Error> {
+        files
+            .get(name)
+            .map(|b| {
+                P::from_slice(b).map_err(|e| Error::Invalid {
+                    path: path.to_path_buf(),
+                    what: "info file",
+                    message: format!("{name}: {e}"),
+                })
+            })
+            .transpose()
+    }
+    let index =
+        parse::<IndexJson>(path, &files, "info/index.json")?.ok_or_else(|| Error::Invalid {
+            path: path.to_path_buf(),
+            what: "package",
+            message: "no info/index.json".into(),
+        })?;
     Ok(Package {
         path: path.to_path_buf(),
         index,
-        paths,
-        run_exports,
+        paths: parse::<PathsJson>(path, &files, "info/paths.json")?,
+        run_exports: parse::<RunExportsJson>(path, &files, "info/run_exports.json")?,
     })
 }
 
-/// Unpacks a package's files (and `info/`) into `dest`.
+/// Unpacks a package's files (and `info/`) into `dest`, which must not exist, through
+/// [`cudist_fs::Unpacker`]: nothing is written outside `dest`, links may only point inside it, and
+/// no file is written through a link the package made.
 pub fn extract(path: &Path, dest: &Path) -> Result<(), Error> {
-    rattler_package_streaming::fs::extract(path, dest)
-        .map(drop)
-        .map_err(|source| Error::Read {
-            path: path.to_path_buf(),
-            source: Box::new(source),
-        })
+    std::fs::create_dir(dest).map_err(io(dest))?;
+    let mut u = cudist_fs::Unpacker::new(dest, u64::MAX).map_err(io(dest))?;
+    let bad = |e: cudist_fs::ExtractError| Error::Invalid {
+        path: path.to_path_buf(),
+        what: "member",
+        message: e.to_string(),
+    };
+    scan(path, Parts::All, |m| {
+        match &m.kind {
+            MemberKind::Dir => u.dir(m.path).map_err(bad)?,
+            MemberKind::File(size) => drop(u.file(m.path, *size, None, m.reader).map_err(bad)?),
+            MemberKind::Link(target) => u.symlink(m.path, target).map_err(bad)?,
+            MemberKind::HardLink(target) => u.hard_link(m.path, target).map_err(bad)?,
+            MemberKind::Other => {}
+        }
+        Ok(Next::Continue)
+    })
 }
 
 #[cfg(test)]

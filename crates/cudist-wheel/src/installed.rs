@@ -21,60 +21,11 @@ pub struct Installed {
     pub record: Vec<RecordRow>,
 }
 
-/// One row of a `RECORD` file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecordRow {
-    pub path: String,
-    /// `sha256=<urlsafe base64>`, or empty (RECORD itself, `.pyc` files).
-    pub hash: String,
-    pub size: Option<u64>,
-}
+pub use crate::record::RecordRow;
 
-/// Splits one CSV line of a `RECORD` into its fields (quoted fields may hold commas and `""`).
-fn csv_fields(line: &str) -> Vec<String> {
-    // RECORD is the only CSV cudist reads: three fields, rarely quoted; a small splitter is
-    // clearer than a CSV crate's reader for this.
-    let mut fields = vec![String::new()];
-    let mut quoted = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                chars.next();
-                fields.last_mut().unwrap().push('"');
-            }
-            ('"', _) => quoted = !quoted,
-            (',', false) => fields.push(String::new()),
-            (c, _) => fields.last_mut().unwrap().push(c),
-        }
-    }
-    fields
-}
-
-/// Parses a `RECORD` file.
+/// Parses a `RECORD` file (a row that is not CSV ends the rows read).
 pub fn parse_record(text: &str) -> Vec<RecordRow> {
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let f = csv_fields(l.trim_end_matches('\r'));
-            RecordRow {
-                path: f.first().cloned().unwrap_or_default(),
-                hash: f.get(1).cloned().unwrap_or_default(),
-                size: f.get(2).and_then(|s| s.parse().ok()),
-            }
-        })
-        .collect()
-}
-
-/// Formats one `RECORD` row, quoting the path when it needs it.
-pub fn record_line(row: &RecordRow) -> String {
-    let path = if row.path.contains([',', '"', '\n']) {
-        format!("\"{}\"", row.path.replace('"', "\"\""))
-    } else {
-        row.path.clone()
-    };
-    let size = row.size.map(|s| s.to_string()).unwrap_or_default();
-    format!("{path},{},{size}", row.hash)
+    crate::record::parse(text.as_bytes()).unwrap_or_default()
 }
 
 /// Every distribution installed in `site` (sorted by name). Unreadable or incomplete `.dist-info`
@@ -98,9 +49,11 @@ fn scan_with(site: &Path, read_record: bool) -> io::Result<Vec<Installed>> {
             continue;
         }
         let dist_info = e.path();
-        let Ok(meta) = std::fs::read_to_string(dist_info.join("METADATA")) else {
+        let Ok(meta) = cudist_fs::read_bounded(&dist_info.join("METADATA"), cudist_fs::SMALL_FILE)
+        else {
             continue;
         };
+        let meta = String::from_utf8_lossy(&meta);
         let mut name = None;
         let mut version = None;
         for (k, v) in header_fields(&meta) {
@@ -114,8 +67,9 @@ fn scan_with(site: &Path, read_record: bool) -> io::Result<Vec<Installed>> {
             continue;
         };
         let record = if read_record {
-            std::fs::read_to_string(dist_info.join("RECORD"))
-                .map(|t| parse_record(&t))
+            cudist_fs::read_bounded(&dist_info.join("RECORD"), cudist_fs::SMALL_FILE)
+                .ok()
+                .and_then(|t| crate::record::parse(&t).ok())
                 .unwrap_or_default()
         } else {
             Vec::new()
@@ -155,42 +109,32 @@ pub fn normalise(name: &str) -> String {
 /// whose path is already listed are skipped. Written to a temporary file and renamed.
 pub fn append_record(dist_info: &Path, rows: &[RecordRow]) -> io::Result<usize> {
     let path = dist_info.join("RECORD");
-    let text = std::fs::read_to_string(&path)?;
-    let have: std::collections::HashSet<String> =
-        parse_record(&text).into_iter().map(|r| r.path).collect();
-    let mut new = text.clone();
-    if !new.is_empty() && !new.ends_with('\n') {
-        new.push('\n');
+    let mut bytes = cudist_fs::read_bounded(&path, cudist_fs::SMALL_FILE)
+        .map_err(cudist_fs::ReadError::into_io)?;
+    let have: std::collections::HashSet<String> = crate::record::parse(&bytes)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?
+        .into_iter()
+        .map(|r| r.path)
+        .collect();
+    let new: Vec<RecordRow> = rows
+        .iter()
+        .filter(|r| !have.contains(&r.path))
+        .cloned()
+        .collect();
+    if !new.is_empty() {
+        if !bytes.is_empty() && !bytes.ends_with(b"\n") {
+            bytes.push(b'\n');
+        }
+        bytes.extend(crate::record::write(&new));
+        // An exclusive temporary beside RECORD, renamed over it: never written through a link.
+        cudist_fs::write_atomic(&path, &bytes, Some(0o644))?;
     }
-    let mut added = 0;
-    for r in rows.iter().filter(|r| !have.contains(&r.path)) {
-        new.push_str(&record_line(r));
-        new.push('\n');
-        added += 1;
-    }
-    if added > 0 {
-        let tmp = dist_info.join(".RECORD.cudist-tmp");
-        std::fs::write(&tmp, new)?;
-        std::fs::rename(&tmp, &path)?;
-    }
-    Ok(added)
+    Ok(new.len())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn record_rows_round_trip_with_quotes() {
-        let text = "nvidia/cu13/lib/libcudart.so.13,sha256=abc,123\n\"odd,name \"\"x\"\".h\",sha256=d,4\nx.dist-info/RECORD,,\n";
-        let rows = parse_record(text);
-        assert_eq!(rows.len(), 3);
-        assert_eq!(rows[1].path, "odd,name \"x\".h");
-        assert_eq!(rows[0].size, Some(123));
-        assert_eq!(rows[2].size, None);
-        let again: String = rows.iter().map(|r| record_line(r) + "\n").collect();
-        assert_eq!(again, text);
-    }
 
     #[test]
     fn scan_reads_names_versions_records_and_appends() {

@@ -6,7 +6,6 @@
 //! keep their timestamps, added ones take `SOURCE_DATE_EPOCH` (or the `WHEEL` file's time).
 
 use std::collections::{BTreeMap, HashMap};
-use std::fs::File;
 use std::io::{BufWriter, Cursor, Write};
 use std::path::{Path, PathBuf};
 
@@ -16,7 +15,9 @@ use sha2::{Digest, Sha256};
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, DateTime, ZipArchive, ZipWriter};
 
+use crate::record::RecordRow;
 use crate::{Wheel, WheelError};
+use std::io::Read;
 
 /// How hard to compress changed and added members.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -51,6 +52,9 @@ pub struct Rewrite {
     /// Extras appended to METADATA as `Provides-Extra:` lines (when not already there).
     pub provides_extra: Vec<String>,
     pub compression: Compression,
+    /// Inflate every member copied raw once, to refuse one whose CRC is wrong (on by default in
+    /// `cudist repair`; its cost is in BENCHMARKS.md).
+    pub check_copied: bool,
 }
 
 /// What was written.
@@ -79,37 +83,61 @@ fn zip_err(e: zip::result::ZipError) -> WheelError {
 }
 
 /// Adds requirement and extra lines to METADATA's header, after its last header line of the same
-/// kind (or at the end of the header).
-pub fn edit_metadata(text: &str, requires: &[String], extras: &[String]) -> String {
-    let (head, body) = match text.find("\n\n") {
-        Some(i) => (&text[..i + 1], &text[i + 1..]),
-        None => (text, ""),
-    };
-    let mut lines: Vec<String> = head.lines().map(str::to_string).collect();
-    let has = |lines: &[String], key: &str, v: &str| {
-        lines.iter().any(|l| {
-            l.split_once(':')
-                .is_some_and(|(k, val)| k.eq_ignore_ascii_case(key) && val.trim() == v)
+/// kind (or at the end of the header). Every other byte is kept as it is: a METADATA that is not
+/// UTF-8, or has `\r\n` line ends, keeps them.
+pub fn edit_metadata(text: &[u8], requires: &[String], extras: &[String]) -> Vec<u8> {
+    let head_end = text
+        .windows(2)
+        .position(|w| w == b"\n\n")
+        .map(|i| i + 1)
+        .or_else(|| {
+            text.windows(4)
+                .position(|w| w == b"\r\n\r\n")
+                .map(|i| i + 2)
         })
+        .unwrap_or(text.len());
+    let (head, body) = text.split_at(head_end);
+    let crlf = head.windows(2).any(|w| w == b"\r\n");
+    let eol: &[u8] = if crlf { b"\r\n" } else { b"\n" };
+    // Header lines without their line ends, as bytes.
+    let mut lines: Vec<Vec<u8>> = head
+        .split(|b| *b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l).to_vec())
+        .collect();
+    if lines.last().is_some_and(|l| l.is_empty()) {
+        lines.pop();
+    }
+    let key_of = |l: &[u8]| -> Option<String> {
+        let colon = l.iter().position(|b| *b == b':')?;
+        Some(
+            String::from_utf8_lossy(&l[..colon])
+                .trim()
+                .to_ascii_lowercase(),
+        )
+    };
+    let value_of = |l: &[u8]| -> Vec<u8> {
+        let colon = l.iter().position(|b| *b == b':').unwrap_or(l.len());
+        l.get(colon + 1..).unwrap_or_default().trim_ascii().to_vec()
     };
     for (key, values) in [("Provides-Extra", extras), ("Requires-Dist", requires)] {
+        let lower = key.to_ascii_lowercase();
         for v in values {
-            if has(&lines, key, v) {
+            if lines
+                .iter()
+                .any(|l| key_of(l).as_deref() == Some(&lower) && value_of(l) == v.as_bytes())
+            {
                 continue;
             }
             let at = lines
                 .iter()
-                .rposition(|l| {
-                    l.split_once(':')
-                        .is_some_and(|(k, _)| k.eq_ignore_ascii_case(key))
-                })
+                .rposition(|l| key_of(l).as_deref() == Some(&lower))
                 .map_or(lines.len(), |i| i + 1);
-            lines.insert(at, format!("{key}: {v}"));
+            lines.insert(at, format!("{key}: {v}").into_bytes());
         }
     }
-    let mut out = lines.join("\n");
-    out.push('\n');
-    out.push_str(body);
+    let mut out = lines.join(eol);
+    out.extend_from_slice(eol);
+    out.extend_from_slice(body);
     out
 }
 
@@ -144,82 +172,68 @@ fn added_time(fallback: DateTime) -> DateTime {
     .unwrap_or(fallback)
 }
 
-/// Writes `wheel` with `rewrite` applied to `out` (a file path; its directory must exist).
+/// Writes `wheel` with `rewrite` applied to `out` (a file path; its directory must exist),
+/// through an exclusive temporary beside it that is renamed into place only when complete.
 pub fn rewrite(wheel: &Wheel, rw: &Rewrite, out: &Path) -> Result<Written, WheelError> {
-    let md = wheel.metadata()?;
-    let record_name = format!("{}/RECORD", md.dist_info);
-    let metadata_name = format!("{}/METADATA", md.dist_info);
-    let wheel_name = format!("{}/WHEEL", md.dist_info);
-    let dir = out.parent().unwrap_or(Path::new("."));
-    let tmp = tempfile_in(dir, out)?;
-    let result = write_into(wheel, rw, &tmp.1, &record_name, &metadata_name, &wheel_name);
-    match result {
-        Ok(members) => {
-            std::fs::rename(&tmp.0, out).map_err(io)?;
-            let bytes = std::fs::metadata(out).map_err(io)?.len();
-            Ok(Written {
-                path: out.to_path_buf(),
-                bytes,
-                members,
-            })
-        }
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp.0);
-            Err(e)
+    let dist_info = wheel.dist_info()?;
+    let record_name = format!("{dist_info}/RECORD");
+    let metadata_name = format!("{dist_info}/METADATA");
+    let wheel_name = format!("{dist_info}/WHEEL");
+    for name in rw.add.keys() {
+        cudist_fs::member_name(name).map_err(WheelError::UnsafeName)?;
+        if wheel.members().iter().any(|m| &m.name == name) && !rw.remove.contains(name) {
+            return Err(WheelError::Duplicate { name: name.clone() });
         }
     }
-}
-
-/// A new temporary file beside `out`.
-fn tempfile_in(dir: &Path, out: &Path) -> Result<(PathBuf, File), WheelError> {
-    let base = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    for i in 0..1000u32 {
-        let p = dir.join(format!(".{base}.{}.{i}.tmp", std::process::id()));
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&p)
-        {
-            Ok(f) => return Ok((p, f)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(io(e)),
-        }
-    }
-    Err(io(std::io::Error::other("no temporary file name is free")))
+    let mut tmp = cudist_fs::AtomicFile::new(out).map_err(io)?;
+    let members = write_into(
+        wheel,
+        rw,
+        &mut tmp,
+        &record_name,
+        &metadata_name,
+        &wheel_name,
+    )?;
+    tmp.commit().map_err(io)?;
+    let bytes = std::fs::metadata(out).map_err(io)?.len();
+    Ok(Written {
+        path: out.to_path_buf(),
+        bytes,
+        members,
+    })
 }
 
 fn write_into(
     wheel: &Wheel,
     rw: &Rewrite,
-    file: &File,
+    file: &mut cudist_fs::AtomicFile,
     record_name: &str,
     metadata_name: &str,
     wheel_name: &str,
 ) -> Result<usize, WheelError> {
-    let mut zw = ZipWriter::new(BufWriter::with_capacity(
-        1 << 20,
-        file.try_clone().map_err(io)?,
-    ));
-    let mut records: Vec<String> = Vec::new();
-    let old_record: HashMap<String, String> = wheel
-        .members()
-        .iter()
-        .find(|m| m.name == record_name)
-        .map(|m| wheel.read_member(m.index))
-        .transpose()?
-        .map(|bytes| {
-            String::from_utf8_lossy(&bytes)
-                .lines()
-                .filter_map(|l| {
-                    l.split_once(',')
-                        .map(|(n, _)| (n.to_string(), l.to_string()))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut zw = ZipWriter::new(BufWriter::with_capacity(1 << 20, file));
+    let mut records: Vec<RecordRow> = Vec::new();
+    let old_record: HashMap<String, RecordRow> =
+        match wheel.members().iter().find(|m| m.name == record_name) {
+            Some(m) if m.size > cudist_fs::SMALL_FILE => {
+                return Err(WheelError::Layout(format!(
+                    "{record_name} is {} bytes, over the {}-byte limit for metadata files",
+                    m.size,
+                    cudist_fs::SMALL_FILE
+                )))
+            }
+            Some(m) => crate::record::parse(&wheel.read_member(m.index)?)
+                .map_err(WheelError::Record)?
+                .into_iter()
+                .map(|r| (r.path.clone(), r))
+                .collect(),
+            None => HashMap::new(),
+        };
+    let row = |name: &str, bytes: &[u8]| RecordRow {
+        path: name.to_string(),
+        hash: record_hash(bytes),
+        size: Some(bytes.len() as u64),
+    };
     let mut archive = wheel.archive.clone();
     // Changed members are compressed in parallel, each into a one-entry zip in memory that is then
     // raw-copied into the output: the writer itself only copies bytes.
@@ -261,14 +275,19 @@ fn write_into(
             let mut one = ZipArchive::new(Cursor::new(zipped.as_slice())).map_err(zip_err)?;
             zw.raw_copy_file(one.by_index_raw(0).map_err(zip_err)?)
                 .map_err(zip_err)?;
-            records.push(format!("{},{},{}", m.name, record_hash(bytes), bytes.len()));
+            records.push(row(&m.name, bytes));
             continue;
         }
         let new_bytes = if m.name == metadata_name
             && !(rw.requires_dist.is_empty() && rw.provides_extra.is_empty())
         {
-            let text = String::from_utf8_lossy(&wheel.read_member(m.index)?).into_owned();
-            Some(edit_metadata(&text, &rw.requires_dist, &rw.provides_extra).into_bytes())
+            let bytes = wheel
+                .dist_info_file(
+                    metadata_name.rsplit_once('/').map_or("", |p| p.0),
+                    "METADATA",
+                )?
+                .unwrap_or_default();
+            Some(edit_metadata(&bytes, &rw.requires_dist, &rw.provides_extra))
         } else {
             None
         };
@@ -282,24 +301,23 @@ fn write_into(
                     .large_file(bytes.len() as u64 >= u32::MAX as u64);
                 zw.start_file(m.name.as_str(), opts).map_err(zip_err)?;
                 zw.write_all(&bytes).map_err(io)?;
-                records.push(format!(
-                    "{},{},{}",
-                    m.name,
-                    record_hash(&bytes),
-                    bytes.len()
-                ));
+                records.push(row(&m.name, &bytes));
             }
             None => {
+                // Copied raw (never recompressed), but inflated once first so that a member whose
+                // CRC or size is wrong (pip would refuse to install it) is not passed on.
+                if rw.check_copied && !m.is_dir {
+                    check_member(wheel, m.index)?;
+                }
                 let f = archive.by_index_raw(m.index).map_err(zip_err)?;
                 zw.raw_copy_file(f).map_err(zip_err)?;
+                if m.is_dir {
+                    continue;
+                }
                 records.push(match old_record.get(&m.name) {
-                    Some(line) if !m.is_dir => line.clone(),
-                    _ if m.is_dir => continue,
-                    // No RECORD line to carry over: hash the member now.
-                    _ => {
-                        let bytes = wheel.read_member(m.index)?;
-                        format!("{},{},{}", m.name, record_hash(&bytes), bytes.len())
-                    }
+                    Some(r) => r.clone(),
+                    // No RECORD row to carry over: hash the member now.
+                    None => row(&m.name, &wheel.read_member_mapped(m.index)?),
                 });
             }
         }
@@ -314,25 +332,50 @@ fn write_into(
             .unix_permissions(*mode);
         zw.start_file(name.as_str(), opts).map_err(zip_err)?;
         zw.write_all(bytes).map_err(io)?;
-        records.push(format!("{name},{},{}", record_hash(bytes), bytes.len()));
+        records.push(row(name, bytes));
     }
-    records.push(format!("{record_name},,"));
-    let record = records.join("\n") + "\n";
+    records.push(RecordRow {
+        path: record_name.to_string(),
+        hash: String::new(),
+        size: None,
+    });
+    let record = crate::record::write(&records);
     let opts = SimpleFileOptions::default()
         .compression_method(CompressionMethod::Deflated)
         .compression_level(Some(rw.compression.level()))
         .last_modified_time(fallback_time)
         .unix_permissions(0o644);
     zw.start_file(record_name, opts).map_err(zip_err)?;
-    zw.write_all(record.as_bytes()).map_err(io)?;
+    zw.write_all(&record).map_err(io)?;
     count += 1;
     let mut w = zw.finish().map_err(zip_err)?;
     w.flush().map_err(io)?;
-    w.into_inner()
-        .map_err(|e| io(e.into_error()))?
-        .sync_all()
-        .map_err(io)?;
     Ok(count)
+}
+
+/// Inflates a member to nowhere: its CRC and size are checked as it is read.
+fn check_member(wheel: &Wheel, index: usize) -> Result<(), WheelError> {
+    let m = &wheel.members()[index];
+    let mut archive = wheel.archive.clone();
+    let f = archive
+        .by_index(index)
+        .map_err(|source| WheelError::Member {
+            name: m.name.clone(),
+            source,
+        })?;
+    let got = std::io::copy(&mut f.take(m.size + 1), &mut std::io::sink()).map_err(|e| {
+        WheelError::Damaged {
+            name: m.name.clone(),
+            problem: crate::describe_io(&e),
+        }
+    })?;
+    if got != m.size {
+        return Err(WheelError::Damaged {
+            name: m.name.clone(),
+            problem: format!("holds {got} bytes, its header says {}", m.size),
+        });
+    }
+    Ok(())
 }
 
 /// `bytes` deflated as the only member of an in-memory zip (compressed on the calling thread).
@@ -358,20 +401,21 @@ fn single_entry_zip(
 /// Checks every member against the wheel's RECORD (hash and size): the `--verify` of repair.
 /// Returns the mismatches as `(member, problem)`.
 pub fn verify_record(wheel: &Wheel) -> Result<Vec<(String, String)>, WheelError> {
-    let md = wheel.metadata()?;
-    let record_name = format!("{}/RECORD", md.dist_info);
-    let Some(rec) = wheel.members().iter().find(|m| m.name == record_name) else {
+    let dist_info = wheel.dist_info()?;
+    let record_name = format!("{dist_info}/RECORD");
+    let Some(bytes) = wheel.dist_info_file(&dist_info, "RECORD")? else {
         return Ok(vec![(record_name, "missing".into())]);
     };
-    let text = String::from_utf8_lossy(&wheel.read_member(rec.index)?).into_owned();
-    let mut expected: HashMap<String, (String, String)> = HashMap::new();
-    for line in text.lines().filter(|l| !l.is_empty()) {
-        let mut parts = line.rsplitn(3, ',');
-        let size = parts.next().unwrap_or_default().to_string();
-        let hash = parts.next().unwrap_or_default().to_string();
-        let name = parts.next().unwrap_or_default().to_string();
-        expected.insert(name, (hash, size));
-    }
+    let expected: HashMap<String, (String, String)> = crate::record::parse(&bytes)
+        .map_err(WheelError::Record)?
+        .into_iter()
+        .map(|r| {
+            (
+                r.path,
+                (r.hash, r.size.map(|s| s.to_string()).unwrap_or_default()),
+            )
+        })
+        .collect();
     let mut problems = Vec::new();
     for m in wheel
         .members()
@@ -382,7 +426,7 @@ pub fn verify_record(wheel: &Wheel) -> Result<Vec<(String, String)>, WheelError>
             problems.push((m.name.clone(), "not listed in RECORD".into()));
             continue;
         };
-        let bytes = wheel.read_member(m.index)?;
+        let bytes = wheel.read_member_mapped(m.index)?;
         let got = record_hash(&bytes);
         if &got != hash {
             problems.push((
@@ -416,14 +460,28 @@ mod tests {
     fn metadata_lines_go_after_their_kind() {
         let md = "Metadata-Version: 2.1\nName: x\nRequires-Dist: numpy\nProvides-Extra: test\n\nLong description.\nRequires-Dist: not a header\n";
         let out = edit_metadata(
-            md,
+            md.as_bytes(),
             &["nvidia-cublas-cu12<13,>=12".into(), "numpy".into()],
             &["cuda".into()],
         );
         assert_eq!(
-            out,
+            String::from_utf8(out).unwrap(),
             "Metadata-Version: 2.1\nName: x\nRequires-Dist: numpy\nRequires-Dist: nvidia-cublas-cu12<13,>=12\nProvides-Extra: test\nProvides-Extra: cuda\n\nLong description.\nRequires-Dist: not a header\n"
         );
+    }
+
+    #[test]
+    fn metadata_bytes_that_are_not_utf8_are_kept() {
+        // Latin-1 in the header and the body, CRLF line ends: only the new line is added.
+        let md = b"Metadata-Version: 2.1\r\nName: x\r\nAuthor: Jos\xe9\r\n\r\nBody \xff\r\n";
+        let out = edit_metadata(md, &["numpy".into()], &[]);
+        assert_eq!(
+            out,
+            b"Metadata-Version: 2.1\r\nName: x\r\nAuthor: Jos\xe9\r\nRequires-Dist: numpy\r\n\r\nBody \xff\r\n"
+        );
+        // No body at all.
+        let out = edit_metadata(b"Name: x\n", &["numpy".into()], &[]);
+        assert_eq!(out, b"Name: x\nRequires-Dist: numpy\n");
     }
 
     #[test]

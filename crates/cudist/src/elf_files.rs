@@ -14,21 +14,34 @@ const NOT_ELF: &[&str] = &[
 ];
 
 /// The executables and shared objects below `p` (or `p` itself), sorted; symbolic links are not
-/// followed.
+/// followed. Files that cannot be opened are left out.
 pub fn loadable(p: &Path) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
+    Ok(loadable_or_unreadable(p)?.0)
+}
+
+/// [`loadable`], with the regular files that could not be opened to tell (a command that
+/// changes a tree must not skip those silently).
+pub fn loadable_or_unreadable(p: &Path) -> Result<Found> {
+    let mut out = (Vec::new(), Vec::new());
     let meta =
         std::fs::symlink_metadata(p).with_context(|| format!("cannot read {}", p.display()))?;
     if meta.is_dir() {
         walk(p, &mut out)?;
-        out.sort();
-    } else if meta.is_file() && is_loadable_elf(p) {
-        out.push(p.to_path_buf());
+        out.0.sort();
+    } else if meta.is_file() {
+        match loadable_elf(p) {
+            Ok(true) => out.0.push(p.to_path_buf()),
+            Ok(false) => {}
+            Err(e) => out.1.push((p.to_path_buf(), e)),
+        }
     }
     Ok(out)
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+/// The ELF files found, and the files that could not be opened to tell, with why.
+pub type Found = (Vec<PathBuf>, Vec<(PathBuf, std::io::Error)>);
+
+fn walk(dir: &Path, out: &mut Found) -> Result<()> {
     for e in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
         let e = e.with_context(|| format!("cannot list {}", dir.display()))?;
         // The entry's type comes with the directory listing: no stat per file.
@@ -39,20 +52,35 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
         } else if ft.is_file() {
             let name = e.file_name();
             let name = name.to_string_lossy();
-            if !NOT_ELF.iter().any(|x| name.ends_with(x)) && is_loadable_elf(&path) {
-                out.push(path);
+            if NOT_ELF.iter().any(|x| name.ends_with(x)) {
+                continue;
+            }
+            match loadable_elf(&path) {
+                Ok(true) => out.0.push(path),
+                Ok(false) => {}
+                Err(e) => out.1.push((path, e)),
             }
         }
     }
     Ok(())
 }
 
-/// Whether a file is an ELF executable or shared object (from its first 18 bytes).
+/// Whether a file is an ELF executable or shared object (from its first 18 bytes); a file that
+/// cannot be opened is not one.
 pub fn is_loadable_elf(p: &Path) -> bool {
+    loadable_elf(p).unwrap_or(false)
+}
+
+/// Whether a file is an ELF executable or shared object, or why it could not be opened to tell.
+/// Only regular files are opened (a FIFO would block).
+fn loadable_elf(p: &Path) -> std::io::Result<bool> {
+    let mut f = cudist_fs::open_regular(p).map_err(cudist_fs::ReadError::into_io)?;
     let mut head = [0u8; 18];
-    let read = std::fs::File::open(p)
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
-        .is_ok();
+    match std::io::Read::read_exact(&mut f, &mut head) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
+        Err(e) => return Err(e),
+    }
     let e_type = u16::from_le_bytes([head[16], head[17]]);
-    read && cudist_elf::is_elf(&head) && head[5] == 1 && matches!(e_type, 2 | 3)
+    Ok(cudist_elf::is_elf(&head) && head[5] == 1 && matches!(e_type, 2 | 3))
 }

@@ -1,4 +1,47 @@
-//! The hints the reporting layer adds to well-known failures.
+//! What the one reporting layer needs to know of an error: whether it is the input's fault
+//! (exit code 3) and a hint for well-known failures.
+
+/// An input that cannot be read or is malformed, said in one sentence that names the file.
+#[derive(Debug)]
+pub struct BadInput(pub String);
+
+impl std::fmt::Display for BadInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadInput {}
+
+/// An error that says the input is bad (exit code 3).
+pub fn input(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(BadInput(message.into()))
+}
+
+/// Whether an error comes from a bad input (exit code 3) rather than from cudist or the machine
+/// (exit code 1): anywhere in its cause chain, a [`BadInput`] or an error of the readers of
+/// wheels, ELF files, device code, catalogs, conda packages, or a path from inside an input.
+pub fn is_bad_input(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.is::<BadInput>()
+            || c.is::<cudist_wheel::WheelError>()
+            || c.is::<cudist_elf::ElfError>()
+            || c.is::<cudist_fatbin::FatbinError>()
+            || c.is::<cudist_catalog::CatalogError>()
+            || c.is::<cudist_fs::PathError>()
+            || c.is::<cudist_fs::ReadError>()
+            || c.is::<cudist_fs::ExtractError>()
+            || c.downcast_ref::<cudist_conda::Error>()
+                .is_some_and(|e| !matches!(e, cudist_conda::Error::Io { .. }))
+            || matches!(
+                c.downcast_ref::<cudist_elf::patch::PatchError>(),
+                Some(
+                    cudist_elf::patch::PatchError::Read(_)
+                        | cudist_elf::patch::PatchError::Layout(_)
+                )
+            )
+    })
+}
 
 /// A hint for well-known failure kinds, found anywhere in the cause chain.
 pub fn hint(e: &anyhow::Error) -> Option<&'static str> {

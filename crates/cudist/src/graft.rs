@@ -56,9 +56,15 @@ pub fn hashed_name(soname: &str, data: &[u8]) -> String {
 }
 
 /// Whether a NEEDED entry is one to graft: not a system, CUDA, driver or catalog library, not the
-/// loader, and not carried by the artifact.
+/// loader, and not carried by the artifact. A NEEDED entry with a `/` names a file by its path
+/// (`../../tmp/x.so`, `/proc/self/exe`): ld.so opens exactly that path on the user's machine, and
+/// copying what sits at that path on this machine into the wheel would carry a host file into it
+/// (under a member name that climbs out of the wheel), so such entries are never grafted.
 pub fn wants_graft(class: NeededClass, soname: &str, in_artifact: bool) -> bool {
-    class == NeededClass::Other && !in_artifact && !crate::inspect::platform::is_loader(soname)
+    class == NeededClass::Other
+        && !in_artifact
+        && !soname.contains('/')
+        && !crate::inspect::platform::is_loader(soname)
 }
 
 /// Finds and copies the libraries `needers` need, and theirs, into `libs_dir`. Returns the grafts
@@ -104,8 +110,9 @@ pub fn collect<'a>(
             missing.push(soname);
             continue;
         };
-        let data =
-            std::fs::read(&source).with_context(|| format!("cannot read {}", source.display()))?;
+        // Only a regular file of this machine's library directories is copied.
+        let data = cudist_fs::read_bounded(&source, cudist_fs::limits().unpacked)
+            .with_context(|| format!("cannot graft {soname}"))?;
         let path = format!("{libs_dir}/{}", hashed_name(&soname, &data));
         let analysed = analyse_elf(&path, &data, catalog, &markers)?;
         let report = analysed.report;

@@ -39,6 +39,16 @@ struct Cli {
     #[arg(long = "catalog", value_name = "FILE", global = true)]
     catalogs: Vec<PathBuf>,
 
+    /// The most bytes one input (a wheel, a conda package, an archive) may unpack to: 16G by
+    /// default, above any real package; larger inputs are refused before anything is unpacked.
+    #[arg(long, value_name = "SIZE", global = true, value_parser = parse_size)]
+    max_unpacked: Option<u64>,
+
+    /// The most bytes of unpacked members held in memory at once, over all threads (1G by
+    /// default); a larger member is unpacked to an unlinked temporary file in TMPDIR and mapped.
+    #[arg(long, value_name = "SIZE", global = true, value_parser = parse_size)]
+    max_memory: Option<u64>,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -148,8 +158,21 @@ struct InspectArgs {
     cuobjdump: bool,
 }
 
+/// `--max-unpacked` and `--max-memory` values: `4096`, `512M`, `16G`.
+fn parse_size(s: &str) -> Result<u64, String> {
+    cudist_fs::limits::parse_size(s)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let mut limits = cudist_fs::limits();
+    if let Some(n) = cli.max_unpacked {
+        limits.unpacked = n;
+    }
+    if let Some(n) = cli.max_memory {
+        limits.memory = n;
+    }
+    cudist_fs::set_limits(limits);
     let catalog = match Catalog::with_user_files(&cli.catalogs) {
         Ok(c) => c,
         Err(e) => {
@@ -173,7 +196,11 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             report_error(&e);
-            ExitCode::from(1)
+            ExitCode::from(if errors::is_bad_input(&e) {
+                EXIT_INPUT
+            } else {
+                1
+            })
         }
     }
 }

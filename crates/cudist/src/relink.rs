@@ -9,8 +9,11 @@
 //! - `--check` changes nothing and fails with the list of references outside TREE (`--allow DIR`
 //!   for the ones that are meant, such as the driver directory).
 //!
-//! Files are patched with [`cudist_elf::patch`] (verified after each edit) and replaced
-//! atomically, keeping their permissions.
+//! Files are patched with [`cudist_elf::patch`] (verified after each edit) and replaced all or
+//! nothing ([`cudist_fs::Batch`]): every new file is written beside its original first, then all
+//! are renamed into place, and a failure puts back what was replaced. Each keeps its owner, group
+//! and mode; a file whose owner cannot be kept (another user's, when cudist is not root) stops the
+//! run before anything changes, as does a file that cannot be read or parsed.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -112,7 +115,18 @@ pub fn run(args: RelinkArgs, catalog: &Catalog) -> Result<ExitCode> {
     if !args.check && args.driver_runpath.is_none() && !args.origin {
         bail!("nothing to do: give --driver-runpath DIR, --origin or --check");
     }
-    let files = crate::elf_files::loadable(&tree)?;
+    let (files, unreadable) = crate::elf_files::loadable_or_unreadable(&tree)?;
+    if let Some((f, e)) = unreadable.first() {
+        return Err(crate::errors::input(format!(
+            "{}: cannot be read ({e}){}; relink reads every file of the tree before it changes \
+             any, and changed nothing",
+            f.display(),
+            match unreadable.len() {
+                1 => String::new(),
+                n => format!(", nor {} other files", n - 1),
+            }
+        )));
+    }
     let mut report = Report {
         schema: "cudist.relink/1",
         tree: tree.display().to_string(),
@@ -121,11 +135,17 @@ pub fn run(args: RelinkArgs, catalog: &Catalog) -> Result<ExitCode> {
         changed: Vec::new(),
         problems: Vec::new(),
     };
+    // Every replacement is written beside its file first; they are renamed into place together
+    // once all are written, or none is.
+    let mut batch = cudist_fs::Batch::new();
     for f in &files {
         let data = std::fs::read(f).with_context(|| format!("cannot read {}", f.display()))?;
-        let Ok(elf) = ElfFile::parse(&data) else {
-            continue;
-        };
+        let elf = ElfFile::parse(&data).map_err(|e| {
+            crate::errors::input(format!(
+                "{}: a damaged ELF file ({e}); relink changed nothing in the tree",
+                f.display()
+            ))
+        })?;
         if !elf.has_dynamic {
             continue;
         }
@@ -201,17 +221,15 @@ pub fn run(args: RelinkArgs, catalog: &Catalog) -> Result<ExitCode> {
                 search_path: Some((after.clone(), tag)),
                 ..Edits::default()
             };
-            let patched =
-                apply(&data, &edits).with_context(|| format!("cannot patch {}", f.display()))?;
-            let perms = std::fs::metadata(f)?.permissions();
-            let tmp = f.with_file_name(format!(
-                ".{}.cudist-tmp",
-                f.file_name().unwrap_or_default().to_string_lossy()
-            ));
-            std::fs::write(&tmp, &patched.data)
-                .with_context(|| format!("cannot write {}", tmp.display()))?;
-            std::fs::set_permissions(&tmp, perms)?;
-            std::fs::rename(&tmp, f).with_context(|| format!("cannot replace {}", f.display()))?;
+            let patched = apply(&data, &edits).with_context(|| {
+                format!(
+                    "{}: cannot patch; relink changed nothing in the tree",
+                    f.display()
+                )
+            })?;
+            batch
+                .stage(f, &patched.data)
+                .map_err(|e| anyhow::anyhow!("{e}; relink changed nothing in the tree"))?;
         }
         report.changed.push(FileChange {
             path: f.display().to_string(),
@@ -221,6 +239,7 @@ pub fn run(args: RelinkArgs, catalog: &Catalog) -> Result<ExitCode> {
             outside: Vec::new(),
         });
     }
+    batch.commit()?;
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -248,23 +248,21 @@ fn repair_one(
     opts: &Options,
     installed: &BTreeMap<String, String>,
 ) -> Result<WheelRepair> {
-    let wheel = Wheel::open(path).with_context(|| format!("{}", path.display()))?;
-    let md = wheel
-        .metadata()
-        .with_context(|| format!("{}: not a wheel", path.display()))?;
+    // Errors name the problem; the report names the wheel (once).
+    let wheel = Wheel::open(path)?;
+    let md = wheel.metadata()?;
     if opts.verify {
         let problems = cudist_wheel::write::verify_record(&wheel)?;
         if let Some((m, p)) = problems.first() {
-            bail!(
-                "{}: RECORD does not match the content ({} problem(s)); first: {m}: {p}",
-                path.display(),
+            return Err(crate::errors::input(format!(
+                "RECORD does not match the content ({} problem(s)); first: {m}: {p}",
                 problems.len()
-            );
+            )));
         }
     }
     let artifact = inspect::inspect_one(&Input::Wheel(path.to_path_buf()), catalog)?;
     if let Some(p) = artifact.problems.first() {
-        bail!("{}: {}: {}", path.display(), p.path, p.error);
+        return Err(crate::errors::input(format!("{}: {}", p.path, p.error)));
     }
     let file_name = path
         .file_name()
@@ -320,14 +318,11 @@ fn repair_one(
         .iter()
         .map(|g| (g.path.as_str(), g.data.as_slice()))
         .collect();
-    let tags = choose_tags(&platform, opts.plat.as_deref(), path)?;
+    let tags = choose_tags(&platform, opts.plat.as_deref())?;
     let file_name = retag_file_name(&file_name, &tags);
     let out = opts.out_dir.join(&file_name);
     if out.canonicalize().ok() == path.canonicalize().ok() && out.exists() {
-        bail!(
-            "{}: the output would overwrite the input; choose another -w directory",
-            path.display()
-        );
+        bail!("the output would overwrite the input; choose another -w directory");
     }
 
     // Patch the ELF files in parallel (each read again from the wheel).
@@ -351,7 +346,7 @@ fn repair_one(
                     }
                 };
                 let p = cudist_elf::patch::apply(&data, edits)
-                    .with_context(|| format!("{}: cannot patch {elf_path}", path.display()))?;
+                    .with_context(|| format!("cannot patch {elf_path}"))?;
                 Ok((
                     member,
                     p.data,
@@ -404,13 +399,28 @@ fn repair_one(
         requires_dist: plan.requires,
         provides_extra: plan.extras,
         compression: opts.compression,
+        check_copied: true,
         ..Rewrite::default()
     };
     if opts.loader && !plan.loads.is_empty() {
         let (loader, source) =
             loader_module(&artifact, &md.name.clone().unwrap_or_default(), &plan.loads);
-        rw.add
-            .insert(loader.path.clone(), (source.into_bytes(), 0o644));
+        // A module already at that path: one an earlier `repair --loader` wrote is replaced;
+        // anything else is the package's own code and is not overwritten.
+        if let Some(m) = wheel.members().iter().find(|m| m.name == loader.path) {
+            let old = wheel.read_prefix(m.index, LOADER_MARK.len())?;
+            if old != LOADER_MARK.as_bytes() {
+                bail!(
+                    "--loader would write {}, but the wheel already has a file there that cudist \
+                     did not write; rename that module in the package, or repair without --loader",
+                    loader.path
+                );
+            }
+            rw.replace.insert(loader.path.clone(), source.into_bytes());
+        } else {
+            rw.add
+                .insert(loader.path.clone(), (source.into_bytes(), 0o644));
+        }
         report.loader = Some(loader);
     }
     if retagged {
@@ -742,8 +752,13 @@ fn loader_module(a: &Artifact, dist: &str, loads: &BTreeMap<String, String>) -> 
         .iter()
         .find(|e| e.needed.iter().any(|n| loads.contains_key(&n.soname)))
         .and_then(|e| e.path.split_once('/').map(|(t, _)| t.to_string()))
-        .filter(|t| !t.ends_with(".libs") && !t.contains('.'));
-    let norm = inspect::normalise_dist(dist).replace('-', "_");
+        .filter(|t| is_identifier(t));
+    // Names that go into Python source and an environment variable: letters, digits and `_`
+    // only, whatever METADATA's Name holds.
+    let norm: String = inspect::normalise_dist(dist)
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
     let (path, module) = match &top {
         Some(t) => (format!("{t}/_cudist_cuda.py"), format!("{t}._cudist_cuda")),
         None => (
@@ -754,11 +769,12 @@ fn loader_module(a: &Artifact, dist: &str, loads: &BTreeMap<String, String>) -> 
     let env = format!("{}_CUDA_PREFER_SYSTEM", norm.to_ascii_uppercase());
     let libs: Vec<String> = loads
         .iter()
-        .map(|(soname, dir)| format!("    ({soname:?}, {dir:?}),"))
+        .map(|(soname, dir)| format!("    ({}, {}),", py_str(soname), py_str(dir)))
         .collect();
     let libs = libs.join("\n");
+    let prefer = py_str(&env);
     let source = format!(
-        r#""""Preload the CUDA libraries {dist} needs, from NVIDIA's wheels on any sys.path entry.
+        r#""""Preload the CUDA libraries {norm} needs, from NVIDIA's wheels on any sys.path entry.
 
 Generated by `cudist repair --loader`. The extension modules find these libraries through their
 RPATH ($ORIGIN/../nvidia/...) when the CUDA wheels are installed next to this package; this module
@@ -776,7 +792,7 @@ import sys
 LIBRARIES = [
 {libs}
 ]
-PREFER_SYSTEM = "{env}"
+PREFER_SYSTEM = {prefer}
 
 loaded = {{}}
 missing = []
@@ -826,13 +842,39 @@ _load()
     )
 }
 
+/// The first line of every loader module cudist writes (how a re-repair knows its own).
+const LOADER_MARK: &str = "\"\"\"Preload the CUDA libraries ";
+
+/// Whether `s` is a Python identifier of ASCII letters, digits and `_` (a package directory a
+/// module path can name).
+fn is_identifier(s: &str) -> bool {
+    let mut c = s.chars();
+    c.next()
+        .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+        && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
+}
+
+/// `s` as a Python string literal: printable ASCII as it is (quotes and backslashes escaped),
+/// everything else as `\xNN`, `\uNNNN` or `\UNNNNNNNN`, so no content can end the literal.
+fn py_str(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            ' '..='~' => out.push(c),
+            c if (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push_str(&format!("\\U{:08x}", c as u32)),
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// The platform tags to write: `--plat`'s if the wheel satisfies that policy, else the most
 /// compatible satisfied one.
-fn choose_tags(
-    p: &crate::inspect::model::Platform,
-    plat: Option<&str>,
-    path: &Path,
-) -> Result<Vec<String>> {
+fn choose_tags(p: &crate::inspect::model::Platform, plat: Option<&str>) -> Result<Vec<String>> {
     let arch = p.arch.clone().unwrap_or_else(|| "x86_64".into());
     let Some(want) = plat else {
         return Ok(p.tags.clone());
@@ -843,8 +885,7 @@ fn choose_tags(
     };
     if let Some(b) = p.blocked.iter().find(|b| b.policy == policy.name) {
         bail!(
-            "{}: cannot be tagged {}: {} {}",
-            path.display(),
+            "cannot be tagged {}: {} {}",
             policy.tags(&arch).join("/"),
             b.file,
             b.reason
@@ -983,11 +1024,12 @@ pub fn render(r: &Report, style: crate::util::Style) -> String {
             );
         }
         for u in &w.unhandled {
-            let _ = writeln!(
-                out,
-                "  {} needs {u}, which is neither a system, CUDA nor catalog library: not grafted (grafting non-CUDA libraries is not implemented yet)",
-                style.yellow("warning:")
-            );
+            let why = if u.contains('/') {
+                "a NEEDED entry that names a path: ld.so opens exactly that path on the user's machine, so it is never grafted"
+            } else {
+                "neither a system, CUDA nor catalog library, and not found on this machine to graft"
+            };
+            let _ = writeln!(out, "  {} needs {u}: {why}", style.yellow("warning:"));
         }
         let freed: u64 = w.removed.iter().map(|r| r.bytes).sum();
         if freed > 0 {

@@ -1,17 +1,6 @@
-//! Small helpers shared by the commands: output, sizes, tables, colour, scratch directories.
+//! Small helpers shared by the commands: output, sizes, tables, colour.
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
-
-/// A scratch directory, removed with everything in it when dropped (on errors too).
-#[derive(Debug)]
-pub struct ScratchDir(pub PathBuf);
-
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Writes to stdout. A closed pipe (`cudist inspect … | head`) ends the program quietly with
 /// success instead of panicking, as command-line tools do.

@@ -59,8 +59,8 @@ pub struct Gpu {
 impl Host {
     /// Reads a profile.
     pub fn load(path: &Path) -> Result<Host> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read host profile {}", path.display()))?;
+        let text = cudist_fs::read_bounded(path, cudist_fs::SMALL_FILE)?;
+        let text = String::from_utf8_lossy(&text);
         let host: Host = serde_json::from_str(&text).with_context(|| {
             format!(
                 "{}: not a host profile (the format `cudist doctor --write-host` writes; docs/doctor.md)",

@@ -15,6 +15,7 @@
 pub mod device;
 pub mod host;
 pub mod machine;
+pub mod pyfind;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -433,22 +434,6 @@ fn device_code(path: &Path) -> Vec<crate::inspect::model::DeviceEntry> {
         .unwrap_or_default()
 }
 
-/// Starts locating an importable package with `importlib.util.find_spec` (which locates a
-/// top-level package without running its code); [`located`] collects the answer. Started early,
-/// the interpreter runs while doctor reads the machine.
-fn locate_import(python: &Path, name: &str) -> Result<std::process::Child> {
-    let script = "import importlib.util, sys\n\
-        s = importlib.util.find_spec(sys.argv[1])\n\
-        if s is None: sys.exit(3)\n\
-        print(list(s.submodule_search_locations)[0] if s.submodule_search_locations else s.origin)";
-    std::process::Command::new(python)
-        .args(["-c", script, name])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .with_context(|| format!("cannot run {} to locate {name}", python.display()))
-}
-
 /// A regular package of a virtual environment, found without starting its interpreter: for a
 /// venv's `bin/python` (PEP 405: `pyvenv.cfg` one level up, user site off) with no `PYTHONPATH`,
 /// `find_spec` answers `lib/python3.X/site-packages/NAME` when that holds `NAME/__init__.py`.
@@ -458,7 +443,8 @@ fn venv_package(python: &Path, name: &str) -> Option<PathBuf> {
         return None;
     }
     let venv = python.parent()?.parent()?;
-    let cfg = std::fs::read_to_string(venv.join("pyvenv.cfg")).ok()?;
+    let cfg = cudist_fs::read_bounded(&venv.join("pyvenv.cfg"), cudist_fs::SMALL_FILE).ok()?;
+    let cfg = String::from_utf8_lossy(&cfg);
     // A venv that also sees the system site-packages could find the name there first.
     if cfg.lines().any(|l| {
         l.replace(' ', "")
@@ -474,23 +460,6 @@ fn venv_package(python: &Path, name: &str) -> Option<PathBuf> {
     let first = found.next()?;
     // Two Python versions in one venv: let the interpreter say which it uses.
     found.next().is_none().then_some(first)
-}
-
-fn located(child: std::process::Child, python: &Path, name: &str) -> Result<PathBuf> {
-    let out = child
-        .wait_with_output()
-        .with_context(|| format!("cannot run {} to locate {name}", python.display()))?;
-    if out.status.code() == Some(3) {
-        anyhow::bail!("{name} is not installed for {}", python.display());
-    }
-    if !out.status.success() {
-        anyhow::bail!(
-            "{} could not locate {name}: {}",
-            python.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
 }
 
 /// The exact name a library passes to dlopen for a catalog entry: the entry itself when it is a
@@ -668,19 +637,28 @@ fn check_file(
 /// Runs `cudist doctor`.
 pub fn run(mut args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
     let python = args.python.clone().unwrap_or_else(|| "python3".into());
-    let mut children: Vec<(String, std::process::Child)> = Vec::new();
+    // Packages are located without running any of their code (`pyfind`): the interpreter is
+    // asked only for its search path, started now so it runs while the machine is read.
+    let mut pending: Vec<String> = Vec::new();
     let mut imports: Vec<(String, PathBuf)> = Vec::new();
     for n in &args.import {
         match venv_package(&python, n) {
             Some(p) => imports.push((n.clone(), p)),
-            None => children.push((n.clone(), locate_import(&python, n)?)),
+            None => pending.push(n.clone()),
         }
     }
+    let path_child = if pending.is_empty() {
+        None
+    } else {
+        Some(pyfind::start(&python)?)
+    };
     if let Some(out) = &args.write_host {
         let h = host::Host::detect();
         let mut text = serde_json::to_string_pretty(&h)?;
         text.push('\n');
-        std::fs::write(out, text).with_context(|| format!("cannot write {}", out.display()))?;
+        // Renamed into place: a link planted at the path is replaced, never written through.
+        cudist_fs::write_atomic(out, text.as_bytes(), Some(0o644))
+            .with_context(|| format!("cannot write {}", out.display()))?;
         if !args.json {
             outln!("wrote this machine's profile to {}", out.display());
         }
@@ -710,9 +688,18 @@ pub fn run(mut args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
     if report.host.driver.is_some() && report.host.gpus.is_empty() {
         report.host.notes.push("no GPU known: the device code is not checked (`--host FILE` checks it for a described machine)".into());
     }
-    for (name, child) in children {
-        let dir = located(child, &python, &name)?;
-        imports.push((name, dir));
+    if let Some(child) = path_child {
+        let path = pyfind::search_path(child, &python)?;
+        for name in pending {
+            let Some(found) = pyfind::find(&path, &name) else {
+                anyhow::bail!(
+                    "{name} is not installed for {} (looked in its search path, as import \
+                     would, without running any package code)",
+                    python.display()
+                );
+            };
+            imports.push((name, found));
+        }
     }
     args.paths.extend(imports.iter().map(|(_, d)| d.clone()));
     // Known packages load CUDA libraries themselves before importing the modules that link

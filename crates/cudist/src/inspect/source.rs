@@ -1,9 +1,10 @@
 //! Where artifacts come from: wheels, conda packages, directories, single ELF files.
 //!
-//! Each source lists its files, picks the ELF ones without reading the rest (wheels: by name, else
-//! by a 4-byte prefix; directories: by a 4-byte read), and hands each ELF's bytes to the analyser on
-//! the rayon pool. Disk files are memory-mapped; wheel members are inflated one per worker, so
-//! memory is bounded by the members in flight.
+//! Each source lists its files, picks the ELF ones without reading the rest (wheels: by name, then
+//! by the member's first 4 bytes, inflated alone; directories: by a 4-byte read), and hands each
+//! ELF's bytes to the analyser on the rayon pool. Disk files are memory-mapped; wheel members are
+//! inflated one per worker, and one larger than its share of the memory budget goes to an unlinked
+//! temporary file that is mapped, so memory is bounded whatever the core count.
 
 use std::collections::BTreeSet;
 use std::fs::File;
@@ -81,9 +82,11 @@ fn classify(p: &Path) -> Result<Vec<Input>> {
     if cudist_conda::is_package_path(p) {
         return Ok(vec![Input::Conda(p.to_path_buf())]);
     }
+    // Only a regular file is opened (a FIFO would block, a device never end).
     let mut head = [0u8; 4];
-    let n = File::open(p)
-        .and_then(|mut f| f.read(&mut head))
+    let n = cudist_fs::open_regular(p)
+        .map_err(|e| anyhow::Error::new(e.into_io()))
+        .and_then(|mut f| Ok(f.read(&mut head)?))
         .context("cannot read it")?;
     let head = &head[..n];
     if head == b"PK\x03\x04" || head == b"PK\x05\x06" || p.extension().is_some_and(|x| x == "whl") {
@@ -125,35 +128,94 @@ pub fn scan(input: &Input, analyse: &Analyse<'_>) -> Result<Scanned> {
     }
 }
 
-/// Unpacks a conda package into a scratch directory (removed afterwards) and scans its files.
+/// Streams a conda package's members (nothing is unpacked to disk): ELF files, told by their
+/// first bytes, are read whole (large ones through an unlinked temporary file) and analysed in
+/// parallel batches that together stay within the memory budget.
 fn scan_conda(path: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
+    use cudist_conda::{MemberKind, Next, Parts};
     let pkg = cudist_conda::read(path)?;
     let size = std::fs::metadata(path)?.len();
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let scratch = std::env::temp_dir().join(format!(
-        "cudist-conda-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    ));
-    let scratch = crate::util::ScratchDir(scratch);
-    cudist_conda::extract(path, &scratch.0)?;
-    let mut scanned = scan_dir(&scratch.0, analyse)?;
+    let limits = cudist_fs::limits();
+    let share = limits.in_memory_member(rayon::current_num_threads());
+    let mut files = BTreeSet::new();
+    let mut installed_size = 0u64;
+    let mut batch: Vec<(String, cudist_fs::Unpacked)> = Vec::new();
+    let mut batch_bytes = 0u64;
+    let mut results: Vec<(String, Result<Option<Analysed>>)> = Vec::new();
+    let analyse_batch =
+        |batch: &mut Vec<(String, cudist_fs::Unpacked)>,
+         results: &mut Vec<(String, Result<Option<Analysed>>)>| {
+            results.par_extend(
+                batch
+                    .par_iter()
+                    .with_max_len(1)
+                    .map(|(name, data)| (name.clone(), analyse(name, data).map(Some))),
+            );
+            batch.clear();
+        };
+    cudist_conda::scan(path, Parts::All, |m| {
+        let MemberKind::File(size) = m.kind else {
+            return Ok(Next::Continue);
+        };
+        if m.path.starts_with("info/") {
+            return Ok(Next::Continue);
+        }
+        files.insert(m.path.to_string());
+        installed_size += size;
+        if size < 52 || surely_not_elf(m.path) {
+            return Ok(Next::Continue);
+        }
+        let mut head = [0u8; 4];
+        m.reader
+            .read_exact(&mut head)
+            .map_err(|_| cudist_conda::Error::Invalid {
+                path: path.to_path_buf(),
+                what: "member",
+                message: format!("{} ends before its declared {size} bytes", m.path),
+            })?;
+        if !is_elf(&head) {
+            return Ok(Next::Continue);
+        }
+        let mut whole = (&head[..]).chain(m.reader);
+        match cudist_fs::unpack_exact(&mut whole, size, share) {
+            Ok(data) => {
+                batch_bytes += size;
+                batch.push((m.path.to_string(), data));
+                if batch_bytes >= limits.memory / 2 {
+                    analyse_batch(&mut batch, &mut results);
+                    batch_bytes = 0;
+                }
+            }
+            Err(e) => results.push((m.path.to_string(), Err(anyhow::Error::new(e)))),
+        }
+        Ok(Next::Continue)
+    })?;
+    analyse_batch(&mut batch, &mut results);
+    // In path order, as a directory scan reports them.
+    results.sort_by(|a, b| a.0.cmp(&b.0));
+    let (elfs, problems) = split_results(results);
     let run_exports = pkg
         .run_exports
         .as_ref()
         .map(|r| r.weak.iter().chain(&r.strong).cloned().collect())
         .unwrap_or_default();
-    scanned.kind = ArtifactKind::Conda;
-    scanned.size = size;
-    scanned.conda = Some(CondaMeta {
-        name: pkg.name().to_string(),
-        version: pkg.version(),
-        build: pkg.index.build.to_string(),
-        subdir: pkg.index.subdir.clone(),
-        depends: pkg.index.depends.clone(),
-        run_exports,
-    });
-    Ok(scanned)
+    Ok(Scanned {
+        kind: ArtifactKind::Conda,
+        size,
+        installed_size,
+        wheel: None,
+        conda: Some(CondaMeta {
+            name: pkg.name().to_string(),
+            version: pkg.version(),
+            build: pkg.index.build.to_string(),
+            subdir: pkg.index.subdir.clone(),
+            depends: pkg.index.depends.clone(),
+            run_exports,
+        }),
+        elfs,
+        problems,
+        files,
+    })
 }
 
 /// File extensions that are never ELF: skip them without reading a byte.
@@ -177,12 +239,6 @@ fn surely_not_elf(name: &str) -> bool {
     }
 }
 
-/// Names that are ELF more often than not: read them whole at once instead of probing first.
-fn likely_elf(name: &str) -> bool {
-    let base = name.rsplit('/').next().unwrap_or(name);
-    base.ends_with(".so") || base.contains(".so.") || base.ends_with(".o")
-}
-
 /// Where a wheel member lands once installed, relative to site-packages: `.data/purelib/` and
 /// `.data/platlib/` members go to the root; everything else stays where it is.
 pub fn install_path(member: &str) -> String {
@@ -201,7 +257,9 @@ pub fn install_path(member: &str) -> String {
 
 fn scan_wheel(path: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
     let wheel = Wheel::open(path)?;
-    let md = wheel.metadata().ok();
+    // pip installs only a wheel with one .dist-info holding METADATA, WHEEL and RECORD; one that
+    // has none or two is not a wheel to judge.
+    let md = Some(wheel.metadata()?);
     let members = wheel.members();
     let installed_size = members.iter().filter(|m| !m.is_dir).map(|m| m.size).sum();
     let files: BTreeSet<String> = members
@@ -224,14 +282,12 @@ fn scan_wheel(path: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
         .map(|&i| {
             let m = &members[i];
             let one = || -> Result<Option<Analysed>> {
-                let data = if likely_elf(&m.name) {
-                    wheel.read_member(i)?
-                } else {
-                    if !is_elf(&wheel.read_prefix(i, 4)?) {
-                        return Ok(None);
-                    }
-                    wheel.read_member(i)?
-                };
+                // Judged by its first bytes before it is inflated: only ELF files are read whole
+                // (and large ones through a temporary file, not memory).
+                if !is_elf(&wheel.read_prefix(i, 4)?) {
+                    return Ok(None);
+                }
+                let data = wheel.read_member_mapped(i)?;
                 if !is_elf(&data) {
                     return Ok(None);
                 }
@@ -273,7 +329,7 @@ fn scan_dir(root: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
                 let mut head = [0u8; 4];
                 let n = File::open(abs)
                     .and_then(|mut f| f.read(&mut head))
-                    .with_context(|| format!("{rel}: cannot read"))?;
+                    .context("cannot read")?;
                 if !is_elf(&head[..n]) {
                     return Ok(None);
                 }
@@ -371,7 +427,5 @@ mod tests {
             "cupy/_core/core.cpython-311-x86_64-linux-gnu.so"
         ));
         assert!(!surely_not_elf("bin/nvcc"));
-        assert!(likely_elf("libcudart.so.12"));
-        assert!(!likely_elf("bin/nvcc"));
     }
 }

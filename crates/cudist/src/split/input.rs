@@ -21,7 +21,6 @@ use cudist_catalog::Catalog;
 use serde::Deserialize;
 
 use crate::toolkit::source::{Source, SourceArgs};
-use crate::util::ScratchDir;
 
 /// One component of the input.
 #[derive(Debug)]
@@ -49,8 +48,10 @@ pub struct Input {
     pub missing: Vec<String>,
     /// Files of a toolkit tree no catalog rule gives a component (placed in [`OTHER`]).
     pub unplaced: Vec<String>,
+    /// Links of the input that were not followed, and why (a link out of a toolkit tree).
+    pub skipped: Vec<super::Skipped>,
     /// Where `.tar.xz` archives were unpacked; removed when the input is dropped.
-    pub _unpacked: Option<ScratchDir>,
+    pub _unpacked: Option<tempfile::TempDir>,
 }
 
 /// NVIDIA's platform name for this machine in redistrib manifests and archive names.
@@ -70,6 +71,8 @@ pub fn read(
     scratch: &Path,
     catalog: &Catalog,
 ) -> Result<Input> {
+    // `scratch` is the directory unpacked archives go to (in a directory of its own with an
+    // unpredictable name, removed with the input).
     let entries: Vec<std::fs::DirEntry> = std::fs::read_dir(input)
         .with_context(|| format!("{}: not a directory", input.display()))?
         .flatten()
@@ -143,13 +146,15 @@ fn site_packages(input: &Path, catalog: &Catalog) -> Result<Input> {
         components,
         missing: Vec::new(),
         unplaced: Vec::new(),
+        skipped: Vec::new(),
         _unpacked: None,
     })
 }
 
 /// The license a wheel's METADATA states (`License-Expression`, else `License`).
 fn license_of(dist_info: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(dist_info.join("METADATA")).ok()?;
+    let bytes = cudist_fs::read_bounded(&dist_info.join("METADATA"), cudist_fs::SMALL_FILE).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
     let header = text.split("\n\n").next().unwrap_or("");
     let field = |key: &str| {
         header.lines().find_map(|l| {
@@ -202,7 +207,7 @@ struct Expected {
 }
 
 fn read_manifest(path: &Path) -> Result<(Option<String>, Vec<Expected>)> {
-    let text = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = cudist_fs::read_bounded(path, cudist_fs::SMALL_FILE)?;
     let top: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(&text)
         .with_context(|| {
             format!(
@@ -232,6 +237,14 @@ fn read_manifest(path: &Path) -> Result<(Option<String>, Vec<Expected>)> {
                 redist_platform()
             )
         })?;
+        // Archives are looked for below the input directory only.
+        cudist_fs::within_root(&archive.relative_path).map_err(|e| {
+            crate::errors::input(format!(
+                "{}: {key}.{}.relative_path: {e}",
+                path.display(),
+                redist_platform()
+            ))
+        })?;
         out.push(Expected {
             component: key.clone(),
             version: entry.version,
@@ -249,29 +262,40 @@ fn read_manifest(path: &Path) -> Result<(Option<String>, Vec<Expected>)> {
     Ok((label, out))
 }
 
-/// Unpacks a `.tar.xz` archive into `dest`, refusing members that would land outside it.
+/// Unpacks a `.tar.xz` archive into `dest` through [`cudist_fs::Unpacker`]: members land under
+/// `dest` and nowhere else (no `..`, no absolute names, no file written through a link member, no
+/// link member pointing out), and the archive unpacks to at most the limit in force.
 fn unpack(archive: &Path, dest: &Path) -> Result<()> {
-    let f = std::fs::File::open(archive)
-        .with_context(|| format!("cannot read {}", archive.display()))?;
+    let f = cudist_fs::open_regular(archive)?;
     let mut tar = tar::Archive::new(liblzma::read::XzDecoder::new(std::io::BufReader::new(f)));
-    tar.set_preserve_permissions(true);
     std::fs::create_dir_all(dest)?;
+    let mut u = cudist_fs::Unpacker::new(dest, cudist_fs::limits().unpacked)?;
+    let named =
+        |e: cudist_fs::ExtractError| crate::errors::input(format!("{}: {e}", archive.display()));
     for entry in tar
         .entries()
         .with_context(|| format!("{}: not a tar.xz archive", archive.display()))?
     {
         let mut entry = entry.with_context(|| format!("{}: damaged archive", archive.display()))?;
-        // unpack_in refuses absolute paths and `..`; it returns false for such a member.
-        let path = entry.path()?.into_owned();
-        if !entry
-            .unpack_in(dest)
-            .with_context(|| format!("{}: cannot unpack {}", archive.display(), path.display()))?
-        {
-            bail!(
-                "{}: member {} points outside the archive",
-                archive.display(),
-                path.display()
-            );
+        let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        let header = entry.header();
+        let link = || {
+            entry
+                .link_name_bytes()
+                .map(|t| String::from_utf8_lossy(&t).into_owned())
+                .unwrap_or_default()
+        };
+        match header.entry_type() {
+            tar::EntryType::Directory => u.dir(&name).map_err(named)?,
+            tar::EntryType::Symlink => u.symlink(&name, &link()).map_err(named)?,
+            tar::EntryType::Link => u.hard_link(&name, &link()).map_err(named)?,
+            tar::EntryType::Regular | tar::EntryType::Continuous => {
+                let size = header.size()?;
+                let mode = header.mode().ok();
+                u.file(&name, size, mode, &mut entry).map_err(named)?;
+            }
+            // Devices, FIFOs, PAX and GNU extension headers carry no file of a toolkit.
+            _ => {}
         }
     }
     Ok(())
@@ -281,11 +305,16 @@ fn redist(input: &Path, manifest: Option<&Path>, scratch: &Path) -> Result<Input
     // The archives to read: (component, version, license, unpacked directory).
     let mut dirs: Vec<(String, String, Option<String>, PathBuf)> = Vec::new();
     let mut missing = Vec::new();
-    let mut unpacked = None;
+    let mut unpacked: Option<tempfile::TempDir> = None;
     let mut label = None;
-    let work = scratch.to_path_buf();
     let mut unpack_to = |archive: &Path, name: &str| -> Result<PathBuf> {
-        unpacked.get_or_insert_with(|| ScratchDir(work.clone()));
+        let work = match &unpacked {
+            Some(d) => d.path().to_path_buf(),
+            None => unpacked
+                .insert(cudist_fs::scratch_dir(scratch, "unpack")?)
+                .path()
+                .to_path_buf(),
+        };
         let dest = work.join(name);
         unpack(archive, &dest)?;
         // An archive holds one directory named as the archive.
@@ -378,9 +407,10 @@ fn redist(input: &Path, manifest: Option<&Path>, scratch: &Path) -> Result<Input
         }
     }
     let mut components = Vec::new();
+    let mut skipped = Vec::new();
     for (component, version, license, dir) in dirs {
         components.push(InputComponent {
-            files: archive_files(&dir, &component)?,
+            files: archive_files(&dir, &component, &mut skipped)?,
             package: format!("{component}-{}-{version}-archive", redist_platform()),
             pip: None,
             component,
@@ -401,6 +431,7 @@ fn redist(input: &Path, manifest: Option<&Path>, scratch: &Path) -> Result<Input
         components,
         missing,
         unplaced: Vec::new(),
+        skipped,
         _unpacked: unpacked,
     })
 }
@@ -408,34 +439,54 @@ fn redist(input: &Path, manifest: Option<&Path>, scratch: &Path) -> Result<Input
 /// The files of one unpacked archive, under their CUDA-root paths: `lib/` → `lib64/`,
 /// `pkg-config/` → `lib64/pkgconfig/`, `LICENSE` → `share/licenses/<component>/LICENSE`. Links
 /// are left out (made again from the SONAMEs).
-fn archive_files(dir: &Path, component: &str) -> Result<Vec<(String, PathBuf)>> {
+fn archive_files(
+    dir: &Path,
+    component: &str,
+    skipped: &mut Vec<super::Skipped>,
+) -> Result<Vec<(String, PathBuf)>> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).with_context(|| format!("cannot read {}", d.display()))? {
             let e = e?;
             let ft = e.file_type()?;
-            let path = e.path();
+            let mut path = e.path();
             if ft.is_dir() {
                 stack.push(path);
                 continue;
             }
+            let rel_of = |p: &Path| {
+                p.strip_prefix(dir)
+                    .expect("under dir")
+                    .to_string_lossy()
+                    .into_owned()
+            };
             if ft.is_symlink() {
-                // A link to a file of the archive that is not a library chain is kept as a copy.
-                let target = std::fs::canonicalize(&path).ok();
+                // A library chain is made again from the SONAMEs.
                 let is_chain = path
                     .file_name()
                     .map(|n| n.to_string_lossy().contains(".so"))
                     .unwrap_or(false);
-                if is_chain || target.as_ref().is_none_or(|t| !t.is_file()) {
+                if is_chain {
                     continue;
                 }
+                // Any other link to a file of the archive is kept as a copy of that file; a link
+                // that leads out of the archive is never followed.
+                match cudist_fs::resolve_beneath(dir, &rel_of(&path)) {
+                    Ok(t) if t.is_file() => path = t,
+                    Ok(_) => continue,
+                    Err(e) => {
+                        skipped.push(super::Skipped {
+                            path: rel_of(&path),
+                            reason: e.to_string(),
+                        });
+                        continue;
+                    }
+                }
+            } else if !ft.is_file() {
+                continue; // a FIFO, socket or device is no file of a toolkit
             }
-            let rel = path
-                .strip_prefix(dir)
-                .expect("under dir")
-                .to_string_lossy()
-                .into_owned();
+            let rel = rel_of(&e.path());
             let dest = if let Some(rest) = rel.strip_prefix("lib/") {
                 format!("lib64/{rest}")
             } else if let Some(rest) = rel.strip_prefix("pkg-config/") {
@@ -461,7 +512,7 @@ fn tree(input: &Path, catalog: &Catalog) -> Result<Input> {
         .with_context(|| format!("{}: cannot resolve", input.display()))?;
     // version.json: the toolkit's release and each component's version.
     let mut versions: BTreeMap<String, String> = BTreeMap::new();
-    if let Ok(text) = std::fs::read(root.join("version.json")) {
+    if let Ok(text) = cudist_fs::read_bounded(&root.join("version.json"), cudist_fs::SMALL_FILE) {
         let v: serde_json::Value = serde_json::from_slice(&text)
             .with_context(|| format!("{}: not JSON", root.join("version.json").display()))?;
         for (k, e) in v.as_object().into_iter().flatten() {
@@ -470,7 +521,8 @@ fn tree(input: &Path, catalog: &Catalog) -> Result<Input> {
             }
         }
     }
-    let files = walk_tree(&root)?;
+    let mut skipped = Vec::new();
+    let files = walk_tree(&root, &trusted_targets(&root, catalog), &mut skipped)?;
     // The CUDA major: version.json's, else the runtime's SONAME.
     let cuda_major = versions
         .get("cuda")
@@ -518,8 +570,48 @@ fn tree(input: &Path, catalog: &Catalog) -> Result<Input> {
         components,
         missing: Vec::new(),
         unplaced,
+        skipped,
         _unpacked: None,
     })
+}
+
+/// The files outside a toolkit tree that its links may lead to. Links that leave the input are
+/// never followed, with one exception: a root `cudist toolkit` made by linking names the
+/// environment it links into in its marker file, and its links may lead to the files that the
+/// CUDA packages of that environment list in their `RECORD` (or conda-meta) — read with the same
+/// containment rules as any environment. The marker alone vouches for nothing: a forged one can
+/// only name files that CUDA packages installed.
+fn trusted_targets(root: &Path, catalog: &Catalog) -> std::collections::BTreeSet<PathBuf> {
+    let Ok(text) = cudist_fs::read_bounded(
+        &root.join(crate::toolkit::write::MARKER),
+        cudist_fs::SMALL_FILE,
+    ) else {
+        return Default::default();
+    };
+    let text = String::from_utf8_lossy(&text);
+    let mut args = SourceArgs::default();
+    for line in text.lines() {
+        if let Some(p) = line.strip_prefix(crate::toolkit::write::MARKER_SITE) {
+            args.site_packages.push(PathBuf::from(p));
+        } else if let Some(p) = line.strip_prefix(crate::toolkit::write::MARKER_CONDA) {
+            args.conda_prefix = Some(PathBuf::from(p));
+        }
+    }
+    if args.site_packages.is_empty() && args.conda_prefix.is_none() {
+        return Default::default();
+    }
+    if args.conda_prefix.is_some() {
+        args.site_packages.clear();
+    }
+    let Ok(source) = Source::read(&args, catalog) else {
+        return Default::default();
+    };
+    source
+        .packages
+        .iter()
+        .flat_map(|p| &p.files)
+        .filter_map(|f| std::fs::canonicalize(&f.abs).ok())
+        .collect()
 }
 
 /// The component of one file of a toolkit tree: the path rules, else the SONAME (shared
@@ -575,9 +667,14 @@ fn place(dest: &str, abs: &Path, major: Option<u32>, catalog: &Catalog) -> Optio
 /// The files of a toolkit tree under their CUDA-root paths. `targets/<triple>/{lib,include}`
 /// (where NVIDIA's installers keep them) read as `lib64/` and `include/`, and `lib/` as `lib64/`.
 /// Links to directories are not followed (`lib64 -> targets/x86_64-linux/lib`, `lib -> lib64`);
-/// links to files outside the tree are its files (a root of links `cudist toolkit` made); links
-/// between the tree's own libraries are chains, made again from the SONAMEs.
-fn walk_tree(root: &Path) -> Result<Vec<(String, PathBuf)>> {
+/// links between the tree's own libraries are chains, made again from the SONAMEs; other links to
+/// files of the tree are read as those files. A link that leaves the tree is followed only to one
+/// of `trusted` (see [`trusted_targets`]); any other is listed in `skipped`, never read.
+fn walk_tree(
+    root: &Path,
+    trusted: &std::collections::BTreeSet<PathBuf>,
+    skipped: &mut Vec<super::Skipped>,
+) -> Result<Vec<(String, PathBuf)>> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -612,11 +709,21 @@ fn walk_tree(root: &Path) -> Result<Vec<(String, PathBuf)>> {
                 if !target.is_file() || chain {
                     continue; // a link to a directory, or a library chain
                 }
+                if !target.starts_with(root) && !trusted.contains(&target) {
+                    skipped.push(super::Skipped {
+                        path: rel,
+                        reason: format!(
+                            "a link to {}, outside the tree: not followed",
+                            target.display()
+                        ),
+                    });
+                    continue;
+                }
                 target
             } else if ft.is_file() {
                 path.clone()
             } else {
-                continue;
+                continue; // a FIFO, socket or device is no file of a toolkit
             };
             let dest = match rel.strip_prefix("targets/").and_then(|t| t.split_once('/')) {
                 Some((_triple, inner)) => match inner.split_once('/') {

@@ -150,6 +150,8 @@ pub struct Manifest {
     pub files: Vec<FileRow>,
     /// Destinations the input gave more than once, and which row the split placed there.
     pub collisions: Vec<Collision>,
+    /// Links of the input that were not followed (they lead out of it), and why.
+    pub skipped: Vec<Skipped>,
     /// Files no rule placed: a toolkit tree's files no catalog rule gives a component (in the
     /// component `cuda_other`), and files no path rule gives an output (in `doc`).
     pub unassigned: Vec<String>,
@@ -282,6 +284,7 @@ pub fn manifest(input: &Path, what: &Input, catalog: &Catalog) -> Result<Manifes
         metapackage: None,
         files: Vec::new(),
         collisions: Vec::new(),
+        skipped: what.skipped.clone(),
         unassigned: what.unplaced.clone(),
         missing: what.missing.clone(),
     };
@@ -428,7 +431,11 @@ fn placed_rows(
             .as_ref()
             .and_then(|d| cudist_elf::ElfFile::parse(d).ok());
         (
-            elf.as_ref().and_then(|e| e.soname.clone()),
+            // A SONAME names a file in the same directory; one with a `/` is no such name, and
+            // no link is made from it.
+            elf.as_ref()
+                .and_then(|e| e.soname.clone())
+                .filter(|s| !s.contains('/') && cudist_fs::member_name(s).is_ok()),
             elf.map(|e| e.needed).unwrap_or_default(),
         )
     } else {
@@ -465,6 +472,14 @@ fn placed_rows(
         let target = soname.unwrap_or(file.to_string());
         rows.push(link_row(format!("{dir}{l}"), &target, component, "dev"));
     }
+}
+
+/// A file of the input that was not read, and why (a link that leads out of a toolkit tree or an
+/// archive).
+#[derive(Debug, Clone, Serialize)]
+pub struct Skipped {
+    pub path: String,
+    pub reason: String,
 }
 
 /// A destination that more than one row of the input claimed, and which one the split placed.
@@ -827,34 +842,34 @@ pub fn run(args: SplitArgs, catalog: &Catalog) -> Result<ExitCode> {
     if args.out.exists() {
         bail!("{} exists; give another --out", args.out.display());
     }
-    // Written beside --out, then renamed: nothing half-written.
+    // Written in a scratch directory with an unpredictable name beside --out (removed on every
+    // error), then renamed: nothing half-written, nothing written through a planted link.
     let out = std::path::absolute(&args.out)?;
     let parent = out
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| ".".into());
     std::fs::create_dir_all(&parent)?;
-    let stem = format!(
-        ".{}.cudist-{}",
-        out.file_name().unwrap_or_default().to_string_lossy(),
-        std::process::id()
-    );
-    let tmp = parent.join(format!("{stem}-tmp"));
-    // Archives are unpacked here; removed when `what` is dropped.
+    let name = out
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let scratch = cudist_fs::scratch_dir(&parent, &name)
+        .with_context(|| format!("cannot create a directory in {}", parent.display()))?;
+    // Archives are unpacked below the scratch directory; removed when `what` is dropped.
     let what = input::read(
         &args.input,
         args.manifest.as_deref(),
-        &parent.join(format!("{stem}-unpack")),
+        scratch.path(),
         catalog,
     )?;
     let m = manifest(&args.input, &what, catalog)?;
-    let _ = std::fs::remove_dir_all(&tmp);
-    let written = write(&m, &args, &tmp);
-    if let Err(e) = written {
-        let _ = std::fs::remove_dir_all(&tmp);
-        return Err(e);
-    }
+    let tmp = scratch.path().join("out");
+    write(&m, &args, &tmp)?;
     std::fs::rename(&tmp, &out).with_context(|| format!("cannot rename into {}", out.display()))?;
+    drop(what);
+    drop(scratch);
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&m)?);
     } else {
@@ -908,6 +923,9 @@ pub fn run(args: SplitArgs, catalog: &Catalog) -> Result<ExitCode> {
                 c.reason
             ));
         }
+        for k in &m.skipped {
+            s.push_str(&format!("  not read: {}: {}\n", k.path, k.reason));
+        }
         for u in &m.unassigned {
             s.push_str(&format!("  unassigned (placed in doc): {u}\n"));
         }
@@ -944,6 +962,8 @@ fn write(m: &Manifest, args: &SplitArgs, dir: &Path) -> Result<()> {
     }
     if args.format == "dirs" {
         for f in &m.files {
+            // Every path comes from the input: a plain path inside its output directory.
+            cudist_fs::member_name(&f.path)?;
             let out_dir = dir.join(format!("{}-{}", f.component, f.output));
             let path = out_dir.join(&f.path);
             std::fs::create_dir_all(path.parent().unwrap())?;

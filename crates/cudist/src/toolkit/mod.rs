@@ -223,7 +223,7 @@ pub fn run(args: BuildArgs, catalog: &Catalog) -> Result<ExitCode> {
             } else {
                 write::Mode::Link
             };
-            report.stats = write::write_root(&plan, &out, mode, args.force, &source.description)?;
+            report.stats = write::write_root(&plan, &out, mode, args.force, &source)?;
         }
     }
     report.seconds = started.elapsed().as_secs_f64();

@@ -209,20 +209,29 @@ fn read_pip(description: String, roots: Vec<PathBuf>, catalog: &Catalog) -> Resu
             if let Some(m) = cuda_files.iter().find_map(|r| merged_major(&r.path)) {
                 major = major.or(Some(m));
             }
-            let files = d
-                .record
-                .iter()
-                .filter(|r| !r.path.starts_with(".."))
-                .filter_map(|r| {
-                    let dest = wheel_dest(&r.path, &norm)?;
-                    Some(PkgFile {
-                        rel: r.path.clone(),
-                        abs: root.join(&r.path),
-                        dest: Some(dest),
-                        hash: r.hash.clone(),
-                    })
-                })
-                .collect();
+            let mut files = Vec::new();
+            let mut resolver = cudist_fs::inner::Resolver::new(root)?;
+            for r in &d.record {
+                // A package's files stay inside site-packages, through every link on the way;
+                // rows that climb out of it (scripts in ../../bin) are no CUDA files.
+                let rel = match cudist_fs::within_root(&r.path) {
+                    Ok(rel) => rel,
+                    Err(_) if !r.path.starts_with("nvidia/") => continue,
+                    Err(e) => return Err(hostile_row(&d.dist_info.join("RECORD"), e)),
+                };
+                let Some(dest) = wheel_dest(&rel, &norm) else {
+                    continue;
+                };
+                let abs = resolver
+                    .resolve(&rel)
+                    .map_err(|e| hostile_row(&d.dist_info.join("RECORD"), e))?;
+                files.push(PkgFile {
+                    rel,
+                    abs,
+                    dest: Some(dest),
+                    hash: r.hash.clone(),
+                });
+            }
             packages.push(Package {
                 name: d.name.clone(),
                 version: d.version.clone(),
@@ -241,6 +250,14 @@ fn read_pip(description: String, roots: Vec<PathBuf>, catalog: &Catalog) -> Resu
         packages,
         release,
     })
+}
+
+/// The error for a row of an installed package's file list that leads out of its root.
+fn hostile_row(record: &Path, e: cudist_fs::PathError) -> anyhow::Error {
+    crate::errors::input(format!(
+        "{}: a file it lists, {e}; cudist reads only files inside the environment",
+        record.display()
+    ))
 }
 
 /// The place of a conda package file (path relative to the prefix) in a CUDA root: conda's CUDA
@@ -292,11 +309,15 @@ fn read_conda(prefix: &Path, catalog: &Catalog) -> Result<Source> {
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     names.sort();
+    let mut resolver = cudist_fs::inner::Resolver::new(prefix)?;
     for p in names {
-        let text =
-            std::fs::read_to_string(&p).with_context(|| format!("cannot read {}", p.display()))?;
-        let v: serde_json::Value = serde_json::from_str(&text)
-            .with_context(|| format!("{}: not a conda package record (bad JSON)", p.display()))?;
+        let text = cudist_fs::read_bounded(&p, cudist_fs::SMALL_FILE)?;
+        let v: serde_json::Value = serde_json::from_slice(&text).map_err(|e| {
+            crate::errors::input(format!(
+                "{}: not a conda package record (bad JSON: {e})",
+                p.display()
+            ))
+        })?;
         let name = v["name"].as_str().unwrap_or_default().to_string();
         let version = v["version"].as_str().unwrap_or_default().to_string();
         if name.is_empty() {
@@ -309,25 +330,29 @@ fn read_conda(prefix: &Path, catalog: &Catalog) -> Result<Source> {
         if !is_cuda_conda(&name, catalog) {
             continue;
         }
-        let files: Vec<PkgFile> = v["files"]
+        let mut files: Vec<PkgFile> = Vec::new();
+        for raw in v["files"]
             .as_array()
             .map(|a| a.iter().filter_map(|f| f.as_str()).collect::<Vec<_>>())
             .unwrap_or_default()
-            .into_iter()
-            .filter_map(|rel| {
-                let abs = prefix.join(rel);
-                // conda's lib/ links point into targets/, which is placed already.
-                if rel.starts_with("lib/") && abs.is_symlink() {
-                    return None;
-                }
-                Some(PkgFile {
-                    rel: rel.to_string(),
-                    dest: Some(conda_dest(rel)?),
-                    abs,
-                    hash: String::new(),
-                })
-            })
-            .collect();
+        {
+            // A package's files stay inside the prefix, through every link on the way.
+            let rel = cudist_fs::within_root(raw).map_err(|e| hostile_row(&p, e))?;
+            // conda's lib/ links point into targets/, which is placed already.
+            if rel.starts_with("lib/") && prefix.join(&rel).is_symlink() {
+                continue;
+            }
+            let Some(dest) = conda_dest(&rel) else {
+                continue;
+            };
+            let abs = resolver.resolve(&rel).map_err(|e| hostile_row(&p, e))?;
+            files.push(PkgFile {
+                rel,
+                dest: Some(dest),
+                abs,
+                hash: String::new(),
+            });
+        }
         if files.is_empty() {
             continue;
         }

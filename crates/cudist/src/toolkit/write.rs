@@ -13,8 +13,14 @@ use super::generate::{driver_stub, linker_name, soname_of};
 use super::plan::{Item, Plan};
 use super::source::Source;
 
-/// The file that marks a directory as a root cudist wrote (`--force` replaces only those).
+/// The file that marks a directory as a root cudist wrote (`--force` replaces only those). Its
+/// lines after the first name the environment the root was made from (`site-packages: DIR` or
+/// `conda-prefix: DIR`), which `cudist split` reads to follow the root's links into it.
 pub const MARKER: &str = ".cudist-toolkit";
+/// The marker's line for one site-packages directory the root was made from.
+pub const MARKER_SITE: &str = "site-packages: ";
+/// The marker's line for the conda prefix the root was made from.
+pub const MARKER_CONDA: &str = "conda-prefix: ";
 
 /// How environment files enter the root.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -36,7 +42,13 @@ pub struct Stats {
 }
 
 /// Writes `plan` as a CUDA root at `out`.
-pub fn write_root(plan: &Plan, out: &Path, mode: Mode, force: bool, about: &str) -> Result<Stats> {
+pub fn write_root(
+    plan: &Plan,
+    out: &Path,
+    mode: Mode,
+    force: bool,
+    source: &Source,
+) -> Result<Stats> {
     if let Ok(meta) = std::fs::symlink_metadata(out) {
         if !force {
             bail!(
@@ -63,38 +75,35 @@ pub fn write_root(plan: &Plan, out: &Path, mode: Mode, force: bool, about: &str)
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "cuda".into());
-    let tmp = parent.join(format!(".{name}.cudist-tmp-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    let result = fill(plan, &tmp, mode, about);
-    let stats = match result {
-        Ok(s) => s,
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(&tmp);
-            return Err(e);
-        }
-    };
+    // Assembled in a scratch directory with an unpredictable name beside --out (removed on every
+    // error), then renamed into place.
+    let scratch = cudist_fs::scratch_dir(&parent, &name)
+        .with_context(|| format!("cannot create a directory in {}", parent.display()))?;
+    let tmp = scratch.path().join("root");
+    let stats = fill(plan, &tmp, mode, source)?;
     if out.exists() {
-        let old = parent.join(format!(".{name}.cudist-old-{}", std::process::id()));
+        // The old root moves into the scratch directory, and goes with it.
+        let old = scratch.path().join("old");
         std::fs::rename(out, &old)
             .with_context(|| format!("cannot move {} aside", out.display()))?;
         if let Err(e) = std::fs::rename(&tmp, out) {
             let _ = std::fs::rename(&old, out);
-            let _ = std::fs::remove_dir_all(&tmp);
             return Err(e).with_context(|| format!("cannot rename into {}", out.display()));
         }
-        std::fs::remove_dir_all(&old)
-            .with_context(|| format!("cannot remove the old root at {}", old.display()))?;
-    } else if let Err(e) = std::fs::rename(&tmp, out) {
-        let _ = std::fs::remove_dir_all(&tmp);
-        return Err(e).with_context(|| format!("cannot rename into {}", out.display()));
+    } else {
+        std::fs::rename(&tmp, out)
+            .with_context(|| format!("cannot rename into {}", out.display()))?;
     }
+    drop(scratch);
     Ok(stats)
 }
 
-fn fill(plan: &Plan, root: &Path, mode: Mode, about: &str) -> Result<Stats> {
+fn fill(plan: &Plan, root: &Path, mode: Mode, source: &Source) -> Result<Stats> {
     let mut stats = Stats::default();
     std::fs::create_dir_all(root).with_context(|| format!("cannot create {}", root.display()))?;
     for (dest, e) in &plan.entries {
+        // Every path comes from an environment's file lists: a plain path inside the root.
+        cudist_fs::member_name(dest)?;
         let path = root.join(dest);
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)
@@ -135,13 +144,18 @@ fn fill(plan: &Plan, root: &Path, mode: Mode, about: &str) -> Result<Stats> {
         symlink("lib64", root.join("lib"))?;
         stats.links += 1;
     }
-    std::fs::write(
-        root.join(MARKER),
-        format!(
-            "CUDA {} root written by cudist toolkit from {about}\n",
-            plan.version
-        ),
-    )?;
+    let mut marker = format!(
+        "CUDA {} root written by cudist toolkit from {}\n",
+        plan.version, source.description
+    );
+    for r in &source.roots {
+        let key = match source.kind {
+            super::source::SourceKind::Pip => MARKER_SITE,
+            super::source::SourceKind::Conda => MARKER_CONDA,
+        };
+        marker.push_str(&format!("{key}{}\n", r.display()));
+    }
+    std::fs::write(root.join(MARKER), marker)?;
     Ok(stats)
 }
 
@@ -184,9 +198,12 @@ pub fn in_place(source: &Source, dry_run: bool) -> Result<Vec<Added>> {
                     .unwrap_or(file.to_string());
                 want.push((linker.clone(), target));
             }
+            // The library's own directory, as resolved inside the environment (never through a
+            // link that leaves it).
+            let real_dir = f.abs.parent().unwrap_or(&p.root).to_path_buf();
             for (name, target) in want {
                 let rel = format!("{dir}/{name}");
-                let path = p.root.join(&rel);
+                let path = real_dir.join(&name);
                 if std::fs::symlink_metadata(&path).is_ok() {
                     continue;
                 }
@@ -208,16 +225,25 @@ pub fn in_place(source: &Source, dry_run: bool) -> Result<Vec<Added>> {
             // The driver stub goes beside the runtime library.
             if file.starts_with("libcudart.so") {
                 let rel = format!("{dir}/stubs/libcuda.so");
-                let path = p.root.join(&rel);
-                let header = p
-                    .root
-                    .join(dir.rsplit_once('/').map(|(d, _)| d).unwrap_or(dir))
-                    .join("include/cuda.h");
+                let path = real_dir.join("stubs/libcuda.so");
+                let header_rel = format!(
+                    "{}/include/cuda.h",
+                    dir.rsplit_once('/').map(|(d, _)| d).unwrap_or(dir)
+                );
+                let header = cudist_fs::resolve_beneath(&p.root, &header_rel)?;
+                let stubs = cudist_fs::resolve_beneath(&p.root, &format!("{dir}/stubs"))?;
+                if stubs != real_dir.join("stubs") {
+                    bail!(
+                        "{}: a link in the environment; cudist adds no file through it",
+                        p.root.join(format!("{dir}/stubs")).display()
+                    );
+                }
                 if std::fs::symlink_metadata(&path).is_err() && header.is_file() {
-                    let (data, _) = driver_stub(&std::fs::read_to_string(&header)?)?;
+                    let text = cudist_fs::read_bounded(&header, cudist_fs::SMALL_FILE)?;
+                    let (data, _) = driver_stub(&String::from_utf8_lossy(&text))?;
                     if !dry_run {
                         std::fs::create_dir_all(path.parent().unwrap())?;
-                        std::fs::write(&path, &data)
+                        cudist_fs::write_atomic(&path, &data, Some(0o644))
                             .with_context(|| format!("cannot write {}", path.display()))?;
                     }
                     rows.push(RecordRow {
