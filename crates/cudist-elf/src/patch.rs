@@ -101,7 +101,7 @@ pub fn apply(data: &[u8], edits: &Edits) -> Result<Patched, PatchError> {
     if !before.has_dynamic {
         return Err(PatchError::NoDynamic);
     }
-    let load_align = match data.get(4) {
+    let room = match data.get(4) {
         Some(&elf::ELFCLASS64) => check_layout::<elf::FileHeader64<Endianness>>(data)?,
         _ => check_layout::<elf::FileHeader32<Endianness>>(data)?,
     };
@@ -118,7 +118,7 @@ pub fn apply(data: &[u8], edits: &Edits) -> Result<Patched, PatchError> {
     }
     let (mut out, in_place) = match in_place(data, edits)? {
         Some(out) => (out, true),
-        None => (rewrite(data, edits)?, false),
+        None => (guarded_rewrite(data, edits)?, false),
     };
     if !edits.replace_needed.is_empty() {
         match out.get(4) {
@@ -128,7 +128,8 @@ pub fn apply(data: &[u8], edits: &Edits) -> Result<Patched, PatchError> {
             _ => rename_verneed_files::<elf::FileHeader32<Endianness>>(&mut out, edits),
         }
     }
-    // The output can exceed the input by the new strings, the moved tables and one new segment's
+    // The output can exceed the input by the new strings, the tables the rewriter moves (at most
+    // the segments holding the dynamic strings and the dynamic section) and the new segments'
     // padding; anything more means the rewriter was misled by the input.
     let strings: u64 = edits
         .search_path
@@ -137,7 +138,7 @@ pub fn apply(data: &[u8], edits: &Edits) -> Result<Patched, PatchError> {
         .chain(edits.replace_needed.iter().map(|(_, n)| n.len() as u64 + 1))
         .chain(edits.soname.iter().map(|s| s.len() as u64 + 1))
         .sum();
-    let bound = data.len() as u64 + 2 * strings + 4 * load_align + LAYOUT_SLACK;
+    let bound = data.len() as u64 + room.movable + 2 * strings + 4 * room.align + LAYOUT_SLACK;
     if out.len() as u64 > bound {
         return Err(PatchError::TooLarge {
             got: out.len() as u64,
@@ -152,10 +153,19 @@ pub fn apply(data: &[u8], edits: &Edits) -> Result<Patched, PatchError> {
     })
 }
 
-/// Checks that every segment and section the headers describe lies inside the file, and that no
-/// `PT_LOAD` asks for an alignment beyond [`MAX_LOAD_ALIGN`]. Returns the largest `PT_LOAD`
-/// alignment (what a new segment is padded to).
-fn check_layout<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<u64, PatchError> {
+/// How much a layout change may add to a file: what it may move, and the padding of a new segment.
+struct Room {
+    /// The largest `PT_LOAD` alignment (what a new segment is padded to).
+    align: u64,
+    /// The file bytes of the `PT_LOAD` segments that hold the dynamic string table and the
+    /// dynamic section: the rewriter moves sections of those segments into new ones.
+    movable: u64,
+}
+
+/// Checks that every segment and section the headers describe lies inside the file, that no
+/// `PT_LOAD` asks for an alignment beyond [`MAX_LOAD_ALIGN`], and that hash tables fit their
+/// sections. Returns the room a layout change may take.
+fn check_layout<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Room, PatchError> {
     let layout = |m: String| PatchError::Layout(m);
     let len = data.len() as u64;
     let h = E::parse(data).map_err(|e| layout(format!("unreadable ELF header: {e}")))?;
@@ -166,6 +176,11 @@ fn check_layout<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<u64, 
         .program_headers(endian, data)
         .map_err(|_| layout("the program header table lies outside the file".into()))?;
     let mut align = 1u64;
+    // The highest address a process can have (x86-64 and AArch64 use 48 bits, 57 with 5-level
+    // paging); a segment or section beyond it is no real file's.
+    let top: u64 = if h.is_type_64() { 1 << 57 } else { 1 << 32 };
+    let mut load_end = 0u64;
+    let mut load_aligns: Vec<u64> = Vec::new();
     for (i, ph) in phdrs.iter().enumerate() {
         let off: u64 = ph.p_offset(endian).into();
         let size: u64 = ph.p_filesz(endian).into();
@@ -185,38 +200,221 @@ fn check_layout<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<u64, 
                  {size:#x} is past its {len} bytes"
             )));
         }
+        // In memory a segment is at least its file bytes, and only PT_LOAD (.bss), PT_TLS (.tbss)
+        // and PT_GNU_RELRO (lld rounds it to a page) are more; no segment of a real file spans a
+        // terabyte.
+        let mem: u64 = ph.p_memsz(endian).into();
+        let vaddr: u64 = ph.p_vaddr(endian).into();
+        if vaddr.checked_add(mem).is_none_or(|end| end > top) {
+            return Err(layout(format!(
+                "program header {i} ({kind}) maps {vaddr:#x} + {mem:#x}, past the address space"
+            )));
+        }
+        let grows = matches!(
+            ph.p_type(endian),
+            elf::PT_LOAD | elf::PT_TLS | elf::PT_GNU_RELRO
+        );
+        if mem < size || (mem != size && !grows) || mem > 1 << 40 {
+            return Err(layout(format!(
+                "program header {i} ({kind}) says {mem:#x} bytes in memory for {size:#x} in the file"
+            )));
+        }
         if ph.p_type(endian) == elf::PT_LOAD {
             let a: u64 = ph.p_align(endian).into();
-            if a > MAX_LOAD_ALIGN {
+            if a > MAX_LOAD_ALIGN || (a > 1 && !a.is_power_of_two()) {
                 return Err(layout(format!(
-                    "program header {i} (PT_LOAD) asks for {a:#x}-byte alignment; no loader uses \
-                     more than {MAX_LOAD_ALIGN:#x}"
+                    "program header {i} (PT_LOAD) asks for {a:#x}-byte alignment; loaders take \
+                     powers of two up to {MAX_LOAD_ALIGN:#x}"
                 )));
             }
+            // Linkers give every loadable segment the same alignment (the maximum page size).
+            if load_aligns.iter().any(|b| *b != a) {
+                return Err(layout(format!(
+                    "program header {i} (PT_LOAD) is aligned to {a:#x}, another loadable segment \
+                     to {:#x}",
+                    load_aligns[0]
+                )));
+            }
+            load_aligns.push(a);
             align = align.max(a);
+            // Loadable segments come in ascending address order and do not overlap in memory
+            // (the ELF specification; the kernel would map one over the other).
+            if vaddr < load_end {
+                return Err(layout(format!(
+                    "program header {i} (PT_LOAD) starts at {vaddr:#x}, inside the segment \
+                     before it (which ends at {load_end:#x})"
+                )));
+            }
+            load_end = vaddr + mem;
         }
     }
     let sections = h
         .sections(endian, data)
         .map_err(|_| layout("the section header table lies outside the file".into()))?;
+    // File offsets of the dynamic section and its string table.
+    let mut dynamic: Vec<u64> = Vec::new();
+    // (p_offset, p_filesz, p_vaddr, p_memsz, p_align) of every PT_LOAD.
+    let loads: Vec<(u64, u64, u64, u64, u64)> = phdrs
+        .iter()
+        .filter(|ph| ph.p_type(endian) == elf::PT_LOAD)
+        .map(|ph| {
+            (
+                ph.p_offset(endian).into(),
+                ph.p_filesz(endian).into(),
+                ph.p_vaddr(endian).into(),
+                ph.p_memsz(endian).into(),
+                ph.p_align(endian).into(),
+            )
+        })
+        .collect();
     for (i, sh) in sections.iter().enumerate() {
+        // Every section, file bytes or not, occupies addresses below the top.
+        let (addr, msize): (u64, u64) = (sh.sh_addr(endian).into(), sh.sh_size(endian).into());
+        if addr.checked_add(msize).is_none_or(|end| end > top) {
+            return Err(layout(format!(
+                "section {i} is at {addr:#x} + {msize:#x}, past the address space"
+            )));
+        }
         if matches!(sh.sh_type(endian), elf::SHT_NOBITS | elf::SHT_NULL) {
             continue;
         }
         let off: u64 = sh.sh_offset(endian).into();
         let size: u64 = sh.sh_size(endian).into();
-        if off.checked_add(size).is_none_or(|end| end > len) {
-            let name = sections
+        let name = || {
+            sections
                 .section_name(endian, sh)
                 .map(|n| String::from_utf8_lossy(n).into_owned())
-                .unwrap_or_default();
+                .unwrap_or_default()
+        };
+        if off.checked_add(size).is_none_or(|end| end > len) {
             return Err(layout(format!(
-                "section {i} ({name}) lies outside the file: offset {off:#x} + size {size:#x} is \
-                 past its {len} bytes"
+                "section {i} ({}) lies outside the file: offset {off:#x} + size {size:#x} is \
+                 past its {len} bytes",
+                name()
             )));
         }
+        // A loaded section lies inside a loadable segment, at the same distance from the
+        // segment's start in memory as in the file (what a linker writes; the rewriter moves
+        // sections on that assumption).
+        let flags: u64 = sh.sh_flags(endian).into();
+        if flags & u64::from(elf::SHF_ALLOC) != 0 && size > 0 && !loads.is_empty() {
+            let home = loads.iter().find(|(p_off, _, vaddr, mem, _)| {
+                addr >= *vaddr
+                    && addr + size <= vaddr + mem
+                    && off.checked_sub(*p_off) == Some(addr - vaddr)
+            });
+            let Some(&(.., seg_align)) = home else {
+                return Err(layout(format!(
+                    "section {i} ({}) at {addr:#x} (file offset {off:#x}) lies in no loadable \
+                     segment",
+                    name()
+                )));
+            };
+            // The tables a layout change moves (symbols, strings, hashes, versions, relocations,
+            // the dynamic section) are word-aligned in every linker's output; one aligned past
+            // its segment would be padded differently in the file and in memory once moved.
+            let a: u64 = sh.sh_addralign(endian).into();
+            let moved = matches!(
+                sh.sh_type(endian),
+                elf::SHT_DYNSYM
+                    | elf::SHT_STRTAB
+                    | elf::SHT_HASH
+                    | elf::SHT_GNU_HASH
+                    | elf::SHT_GNU_VERSYM
+                    | elf::SHT_GNU_VERDEF
+                    | elf::SHT_GNU_VERNEED
+                    | elf::SHT_DYNAMIC
+                    | elf::SHT_REL
+                    | elf::SHT_RELA
+                    | elf::SHT_NOTE
+            );
+            if moved && a > seg_align.clamp(1, 64) {
+                return Err(layout(format!(
+                    "section {i} ({}) asks for {a:#x}-byte alignment; the dynamic tables are \
+                     aligned to at most 64 bytes, and to no more than their segment ({seg_align:#x})",
+                    name()
+                )));
+            }
+        }
+        // Section alignment: 0 or 1 (none) or a power of two no loader exceeds; the rewriter
+        // pads moved sections to it.
+        if matches!(sh.sh_type(endian), elf::SHT_DYNAMIC) {
+            dynamic.push(off);
+            if let Ok(link) = sections.section(object::SectionIndex(sh.sh_link(endian) as usize)) {
+                dynamic.push(link.sh_offset(endian).into());
+            }
+        }
+        let a: u64 = sh.sh_addralign(endian).into();
+        if a > 1 && (!a.is_power_of_two() || a > MAX_LOAD_ALIGN) {
+            return Err(layout(format!(
+                "section {i} ({}) asks for {a:#x}-byte alignment",
+                name()
+            )));
+        }
+        // The hash tables' headers size the tables the rewriter rebuilds: they must describe
+        // tables that fit their sections (a hostile bloom count is a 32 GiB allocation, a bloom
+        // shift of 32 or more an overflow).
+        let words = |n: usize| -> Vec<u64> {
+            let big = endian == Endianness::Big;
+            (0..n)
+                .map(|k| {
+                    let at = off as usize + 4 * k;
+                    let b: [u8; 4] = data[at..at + 4].try_into().unwrap_or_default();
+                    u64::from(if big {
+                        u32::from_be_bytes(b)
+                    } else {
+                        u32::from_le_bytes(b)
+                    })
+                })
+                .collect()
+        };
+        let word = if h.is_type_64() { 8 } else { 4 };
+        let bad_table = |what: &str| {
+            layout(format!(
+                "section {i} ({}): its {what} header describes tables larger than the section",
+                name()
+            ))
+        };
+        match sh.sh_type(endian) {
+            elf::SHT_GNU_HASH => {
+                if size < 16 {
+                    return Err(bad_table("GNU hash"));
+                }
+                let w = words(4);
+                let (buckets, bloom, shift) = (w[0], w[2], w[3]);
+                if shift >= 32
+                    || bloom == 0
+                    || !bloom.is_power_of_two()
+                    || 16 + bloom * word + buckets * 4 > size
+                {
+                    return Err(bad_table("GNU hash"));
+                }
+            }
+            elf::SHT_HASH => {
+                if size < 8 {
+                    return Err(bad_table("hash"));
+                }
+                let w = words(2);
+                if 8 + (w[0] + w[1]) * 4 > size {
+                    return Err(bad_table("hash"));
+                }
+            }
+            _ => {}
+        }
     }
-    Ok(align)
+    let movable = phdrs
+        .iter()
+        .filter(|ph| ph.p_type(endian) == elf::PT_LOAD)
+        .filter_map(|ph| {
+            let off: u64 = ph.p_offset(endian).into();
+            let size: u64 = ph.p_filesz(endian).into();
+            dynamic
+                .iter()
+                .any(|d| (off..off + size).contains(d))
+                .then_some(size)
+        })
+        .sum();
+    Ok(Room { align, movable })
 }
 
 /// The value the search path will have.
@@ -438,6 +636,47 @@ fn dyn_layout<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Option<DynLayo
 // ---------------------------------------------------------------------------------------------
 // Layout change
 
+/// [`rewrite`], with a panic inside the rewriter (a third-party crate fed a hostile file that
+/// passed [`check_layout`]) turned into an error instead of ending the process, and kept off
+/// stderr. Fuzz builds (`--cfg fuzzing`) let such panics through, so the fuzzer reports them.
+fn guarded_rewrite(data: &[u8], edits: &Edits) -> Result<Vec<u8>, PatchError> {
+    #[cfg(fuzzing)]
+    {
+        rewrite(data, edits)
+    }
+    #[cfg(not(fuzzing))]
+    {
+        use std::cell::Cell;
+        thread_local! {
+            static QUIET: Cell<bool> = const { Cell::new(false) };
+        }
+        static HOOK: std::sync::Once = std::sync::Once::new();
+        HOOK.call_once(|| {
+            let previous = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                if !QUIET.with(Cell::get) {
+                    previous(info)
+                }
+            }));
+        });
+        QUIET.with(|q| q.set(true));
+        let result =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rewrite(data, edits)));
+        QUIET.with(|q| q.set(false));
+        result.unwrap_or_else(|panic| {
+            let why = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err(PatchError::Rewrite(format!(
+                "the ELF rewriter failed on this file ({why}); the file's layout is one it cannot \
+                 rewrite"
+            )))
+        })
+    }
+}
+
 fn rewrite(data: &[u8], edits: &Edits) -> Result<Vec<u8>, PatchError> {
     let err = |e: object_rewrite::Error| PatchError::Rewrite(e.to_string());
     // Sections of types the rewriter does not know are carried byte for byte under a type it
@@ -524,7 +763,8 @@ fn rewriter_knows(sh_type: u32, machine: u16) -> bool {
 type Retyped = Vec<(Vec<u8>, usize, u32)>;
 
 /// A copy of `data` in which every section of a type the rewriter does not know is `SHT_PROGBITS`
-/// (opaque bytes, kept as they are), and the list of those sections. `None` when there are none.
+/// (opaque bytes, kept as they are) and every alignment of 0 is 1 (the same meaning), and the
+/// list of the retyped sections. `None` when nothing needed changing.
 fn retype_unknown<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> (Option<Vec<u8>>, Retyped) {
     let mut retyped = Vec::new();
     let mut out = None;
@@ -548,13 +788,36 @@ fn retype_unknown<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> (Option<Ve
             .to_vec();
         let nth = seen.entry(name.clone()).or_default();
         *nth += 1;
+        // An alignment of 0 means none, as 1 does; the rewriter computes `align - 1`.
+        let base = (shoff + i as u64 * shentsize) as usize;
+        if i > 0 && Into::<u64>::into(sh.sh_addralign(endian)) == 0 {
+            let bytes = out.get_or_insert_with(|| data.to_vec());
+            let (at, width) = if h.is_type_64() {
+                (base + 0x30, 8)
+            } else {
+                (base + 0x20, 4)
+            };
+            let one: &[u8] = match (width, endian == Endianness::Big) {
+                (8, false) => &[1, 0, 0, 0, 0, 0, 0, 0],
+                (8, true) => &[0, 0, 0, 0, 0, 0, 0, 1],
+                (_, false) => &[1, 0, 0, 0],
+                (_, true) => &[0, 0, 0, 1],
+            };
+            if let Some(slot) = bytes.get_mut(at..at + width) {
+                slot.copy_from_slice(one);
+            }
+        }
         let t = sh.sh_type(endian);
         if rewriter_knows(t, machine) {
             continue;
         }
         let bytes = out.get_or_insert_with(|| data.to_vec());
-        let at = (shoff + i as u64 * shentsize + 4) as usize;
-        write_u32(bytes, at, elf::SHT_PROGBITS, endian == Endianness::Big);
+        write_u32(
+            bytes,
+            base + 4,
+            elf::SHT_PROGBITS,
+            endian == Endianness::Big,
+        );
         retyped.push((name, *nth, t));
     }
     (out, retyped)

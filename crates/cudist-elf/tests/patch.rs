@@ -412,6 +412,53 @@ fn headers_that_lie_about_the_file_are_refused_before_anything_is_written() {
             "lies outside the file",
         ),
     ];
+    // Found by the elf_patch fuzz target: a GNU hash table whose header sizes a 32 GiB bloom
+    // filter with a shift past 31, and section alignments of 3 and 2^40, made object's writer
+    // overflow or allocate without bound.
+    let sh = |d: &[u8], name: &str| -> usize {
+        let shoff = u64::from_le_bytes(d[0x28..0x30].try_into().unwrap()) as usize;
+        let n = u16::from_le_bytes([d[0x3c], d[0x3d]]) as usize;
+        let strndx = u16::from_le_bytes([d[0x3e], d[0x3f]]) as usize;
+        let str_off = u64::from_le_bytes(
+            d[shoff + strndx * 64 + 0x18..shoff + strndx * 64 + 0x20]
+                .try_into()
+                .unwrap(),
+        ) as usize;
+        (0..n)
+            .map(|i| shoff + i * 64)
+            .find(|&h| {
+                let at = str_off + u32::from_le_bytes(d[h..h + 4].try_into().unwrap()) as usize;
+                d[at..].starts_with(name.as_bytes()) && d[at + name.len()] == 0
+            })
+            .unwrap()
+    };
+    let mut cases = cases;
+    for (what, patch, want) in [
+        (
+            "GNU hash bloom shift 40",
+            0usize,
+            "GNU hash header describes tables larger",
+        ),
+        ("alignment 3", 1, "asks for 0x3-byte alignment"),
+        ("alignment 2^40", 2, "asks for 0x10000000000-byte alignment"),
+    ] {
+        let mut d = data.clone();
+        let h = sh(&d, if patch == 0 { ".gnu.hash" } else { ".dynstr" });
+        if patch == 0 {
+            let off = u64::from_le_bytes(d[h + 0x18..h + 0x20].try_into().unwrap()) as usize;
+            d[off + 12..off + 16].copy_from_slice(&40u32.to_le_bytes());
+            d[off + 8..off + 12].copy_from_slice(&u32::MAX.to_le_bytes());
+        } else {
+            let a: u64 = if patch == 1 { 3 } else { 1 << 40 };
+            d[h + 0x30..h + 0x38].copy_from_slice(&a.to_le_bytes());
+        }
+        cases.push((what, d, want));
+    }
+    // An alignment of 0 (none) is read as 1 and patches.
+    let mut d = data.clone();
+    let h = sh(&d, ".dynstr");
+    d[h + 0x30..h + 0x38].copy_from_slice(&0u64.to_le_bytes());
+    apply(&d, &grow).expect("alignment 0 patches");
     for (what, d, want) in cases {
         for edits in [&grow, &shrink] {
             match apply(&d, edits) {
@@ -455,7 +502,7 @@ fn mutated_files_never_patch_into_more_than_the_edit_needs() {
             Ok(p) => {
                 ok += 1;
                 assert!(
-                    p.data.len() <= d.len() + 4 * (2 << 20) + (64 << 10) + 128,
+                    p.data.len() <= 2 * d.len() + 4 * (2 << 20) + (64 << 10) + 128,
                     "{} bytes from {}",
                     p.data.len(),
                     d.len()
@@ -509,4 +556,58 @@ fn sections_of_types_the_rewriter_does_not_know_are_carried_byte_for_byte() {
         .unwrap();
     assert!(String::from_utf8_lossy(&o.stdout).contains("libm.so"));
     dlopen(&out).expect("loads");
+}
+
+#[test]
+fn real_files_pass_the_layout_checks() {
+    // The checks that refuse hostile headers must never refuse a real file: every shared library
+    // of this machine's /usr/lib and of the CUDA test wheels (CUDIST_TK_CU13) is patched with a
+    // layout change. The rewriter may still decline a layout it cannot rewrite (object-rewrite's
+    // "Unaligned sh_offset" on a few large libraries), but never a Layout or TooLarge refusal.
+    let mut dirs = vec![
+        PathBuf::from("/usr/lib/x86_64-linux-gnu"),
+        PathBuf::from("/usr/lib64"),
+    ];
+    if let Some(v) = std::env::var_os("CUDIST_TK_CU13") {
+        dirs.push(PathBuf::from(v));
+    }
+    let mut files = Vec::new();
+    let mut stack = dirs;
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let Ok(ft) = e.file_type() else { continue };
+            let p = e.path();
+            if ft.is_dir() {
+                stack.push(p);
+            } else if ft.is_file() && p.to_string_lossy().contains(".so") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    let edits = rpath(
+        &[
+            "$ORIGIN/../../nvidia/cu13/lib",
+            "$ORIGIN/a/path/long/enough/to/move/the/strings",
+        ],
+        SearchPathTag::Rpath,
+    );
+    let mut patched = 0;
+    for f in files.iter().take(600) {
+        let Ok(data) = std::fs::read(f) else { continue };
+        if !data.starts_with(b"\x7fELF") {
+            continue;
+        }
+        match apply(&data, &edits) {
+            Ok(_) => patched += 1,
+            Err(e @ (PatchError::Layout(_) | PatchError::TooLarge { .. })) => {
+                panic!("{}: {e}", f.display())
+            }
+            Err(_) => {}
+        }
+    }
+    assert!(patched > 20, "only {patched} real libraries patched");
 }
