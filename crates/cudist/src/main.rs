@@ -118,6 +118,10 @@ struct RepairArgs {
     /// Refuse wheels whose RECORD does not match their content.
     #[arg(long)]
     verify: bool,
+    /// Copy unchanged members without inflating them once to check their CRC (faster; a damaged
+    /// member is then passed on, and pip refuses the repaired wheel instead).
+    #[arg(long)]
+    no_crc_check: bool,
     /// Tag with this platform policy (manylinux_2_28, manylinux2014, …) or fail saying what
     /// blocks it; default: the most compatible policy the repaired wheel satisfies.
     #[arg(long, value_name = "POLICY")]
@@ -278,6 +282,7 @@ fn run_repair(args: RepairArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
             _ => cudist_wheel::write::Compression::Default,
         },
         verify: args.verify,
+        crc_check: !args.no_crc_check,
         plat: args.plat.clone(),
         loader: args.loader,
         build_env: args.build_env.clone(),

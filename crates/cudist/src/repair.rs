@@ -73,6 +73,8 @@ pub struct Options {
     pub tag: SearchPathTag,
     pub compression: Compression,
     pub verify: bool,
+    /// Inflate every member copied raw once to check its CRC (the default).
+    pub crc_check: bool,
     /// Also write a module that preloads the CUDA libraries from every `sys.path` entry.
     pub loader: bool,
     /// The site-packages the wheel was built against: the CUDA wheels installed there give the
@@ -399,7 +401,7 @@ fn repair_one(
         requires_dist: plan.requires,
         provides_extra: plan.extras,
         compression: opts.compression,
-        check_copied: true,
+        check_copied: opts.crc_check,
         ..Rewrite::default()
     };
     if opts.loader && !plan.loads.is_empty() {
