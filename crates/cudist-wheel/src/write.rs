@@ -55,6 +55,9 @@ pub struct Rewrite {
     /// Inflate every member copied raw once, to refuse one whose CRC is wrong (on by default in
     /// `cudist repair`; its cost is in BENCHMARKS.md).
     pub check_copied: bool,
+    /// Members the caller has already read whole through this crate (whose CRC was checked as
+    /// they were read): not inflated again.
+    pub already_checked: std::collections::HashSet<String>,
 }
 
 /// What was written.
@@ -257,6 +260,18 @@ fn write_into(
             single_entry_zip(&name, bytes, time, mode, level).map(|z| (name, z))
         })
         .collect::<Result<_, WheelError>>()?;
+    // Members copied raw (never recompressed) are inflated once first, on all cores, so that one
+    // whose CRC or size is wrong (pip would refuse to install it) is not passed on.
+    if rw.check_copied {
+        wheel
+            .members()
+            .par_iter()
+            .with_max_len(1)
+            .filter(|m| !m.is_dir && m.name != record_name && !rw.remove.contains(&m.name))
+            .filter(|m| !rw.replace.contains_key(&m.name) && m.name != metadata_name)
+            .filter(|m| !rw.already_checked.contains(&m.name))
+            .try_for_each(|m| check_member(wheel, m.index))?;
+    }
     let mut fallback_time = DateTime::default();
     let mut count = 0;
     for m in wheel.members() {
@@ -304,11 +319,6 @@ fn write_into(
                 records.push(row(&m.name, &bytes));
             }
             None => {
-                // Copied raw (never recompressed), but inflated once first so that a member whose
-                // CRC or size is wrong (pip would refuse to install it) is not passed on.
-                if rw.check_copied && !m.is_dir {
-                    check_member(wheel, m.index)?;
-                }
                 let f = archive.by_index_raw(m.index).map_err(zip_err)?;
                 zw.raw_copy_file(f).map_err(zip_err)?;
                 if m.is_dir {

@@ -402,6 +402,12 @@ fn repair_one(
         provides_extra: plan.extras,
         compression: opts.compression,
         check_copied: opts.crc_check,
+        // The ELF members were inflated whole (their CRC checked) by the inspection above.
+        already_checked: artifact
+            .elf_files
+            .iter()
+            .filter_map(|e| member_of.get(&e.path).cloned())
+            .collect(),
         ..Rewrite::default()
     };
     if opts.loader && !plan.loads.is_empty() {
