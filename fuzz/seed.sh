@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Seeds the fuzz corpora from the device-code fixtures.
-#   fuzz/corpus/fatbin/  raw bytes of every .nv_fatbin and __nv_relfatbin section
-#   fuzz/corpus/elf/     the fixture files themselves
+#   fuzz/corpus/fatbin/     raw bytes of every .nv_fatbin and __nv_relfatbin section
+#   fuzz/corpus/elf/        the fixture files themselves
+#   fuzz/corpus/elf_patch/  the fixture shared libraries, and a gcc-built one with a RUNPATH
+#   fuzz/corpus/wheel/      small wheels (Python's zipfile): pure, with an ELF member, zip64
+#   fuzz/corpus/conda/      small packages: the first byte picks .conda (0) or .tar.bz2 (1)
 # Needs objcopy (binutils). Safe to re-run: existing seeds are overwritten.
 set -euo pipefail
 
@@ -28,5 +31,76 @@ for f in "$fixtures"/*; do
     done
 done
 
+patch="$here/corpus/elf_patch"
+mkdir -p "$patch"
+cp "$fixtures"/*.so "$patch/"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+echo 'int f(void) { return 1; }' > "$tmp/f.c"
+gcc -shared -fPIC -Wl,-soname,libf.so.1 -Wl,-rpath,'$ORIGIN/lib' -o "$patch/libf-runpath.so" "$tmp/f.c"
+
+python3 - "$here/corpus" "$fixtures/multi.so" <<'PY'
+import base64, bz2, hashlib, io, json, os, sys, tarfile, zipfile
+out, so_path = sys.argv[1], sys.argv[2]
+so = open(so_path, 'rb').read()
+os.makedirs(out + '/wheel', exist_ok=True)
+os.makedirs(out + '/conda', exist_ok=True)
+def h(b):
+    return 'sha256=' + base64.urlsafe_b64encode(hashlib.sha256(b).digest()).rstrip(b'=').decode()
+def wheel(name, members, **kw):
+    buf = io.BytesIO()
+    z = zipfile.ZipFile(buf, 'w', zipfile.ZIP_DEFLATED)
+    rows = []
+    for n, d in members:
+        z.writestr(n, d, **kw)
+        rows.append('%s,%s,%d' % (n, h(d), len(d)))
+    di = 'w-1.0.dist-info/'
+    for n, d in (('METADATA', b'Metadata-Version: 2.1\nName: w\nVersion: 1.0\nRequires-Dist: numpy\n'),
+                 ('WHEEL', b'Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_x86_64\n')):
+        z.writestr(di + n, d)
+        rows.append('%s,%s,%d' % (di + n, h(d), len(d)))
+    z.writestr(di + 'RECORD', '\n'.join(rows + [di + 'RECORD,,']) + '\n')
+    z.close()
+    open(out + '/wheel/' + name, 'wb').write(buf.getvalue())
+wheel('pure', [('w/__init__.py', b'print(1)\n')])
+wheel('elf', [('w/_ext.so', so), ('w/a,b.txt', b'x')])
+wheel('stored', [('w/_ext.so', so)], compress_type=zipfile.ZIP_STORED)
+def conda():
+    buf = io.BytesIO()
+    t = tarfile.open(fileobj=buf, mode='w:bz2')
+    def add(name, data):
+        i = tarfile.TarInfo(name); i.size = len(data); t.addfile(i, io.BytesIO(data))
+    add('info/index.json', json.dumps({'name': 'w', 'version': '1.0', 'build': 'h0_0', 'build_number': 0, 'depends': ['cuda-cudart >=12'], 'subdir': 'linux-64'}).encode())
+    add('info/paths.json', json.dumps({'paths': [], 'paths_version': 1}).encode())
+    add('lib/libw.so', so)
+    i = tarfile.TarInfo('lib/libw.so.1'); i.type = tarfile.SYMTYPE; i.linkname = 'libw.so'; t.addfile(i)
+    t.close()
+    open(out + '/conda/tarbz2', 'wb').write(b'\x01' + buf.getvalue())
+conda()
+PY
+# A .conda: a stored zip of info-*.tar.zst and pkg-*.tar.zst (zstd from Debian's zstd, when
+# present).
+if command -v zstd >/dev/null 2>&1; then
+    mkdir -p "$tmp/c/info" "$tmp/c/lib"
+    echo '{"name": "w", "version": "1.0", "build": "h0_0", "build_number": 0, "depends": [], "subdir": "linux-64"}' > "$tmp/c/info/index.json"
+    cp "$fixtures/multi.so" "$tmp/c/lib/libw.so"
+    tar -C "$tmp/c" -cf - info | zstd -q -o "$tmp/info-w-1.0-h0_0.tar.zst"
+    tar -C "$tmp/c" -cf - lib | zstd -q -o "$tmp/pkg-w-1.0-h0_0.tar.zst"
+    python3 - "$tmp" "$here/corpus/conda/conda" <<'PY'
+import sys, zipfile, io
+d, out = sys.argv[1], sys.argv[2]
+buf = io.BytesIO()
+z = zipfile.ZipFile(buf, 'w', zipfile.ZIP_STORED)
+z.writestr('metadata.json', '{"conda_pkg_format_version": 2}')
+for part in ('info', 'pkg'):
+    z.write('%s/%s-w-1.0-h0_0.tar.zst' % (d, part), '%s-w-1.0-h0_0.tar.zst' % part)
+z.close()
+open(out, 'wb').write(b'\x00' + buf.getvalue())
+PY
+fi
+
 echo "seeded $(ls "$fat" | wc -l) fatbin section(s) into $fat"
 echo "seeded $(ls "$elf" | wc -l) ELF file(s) into $elf"
+for t in elf_patch wheel conda; do
+    echo "seeded $(ls "$here/corpus/$t" | wc -l) input(s) into $here/corpus/$t"
+done

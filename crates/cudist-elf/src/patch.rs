@@ -539,29 +539,51 @@ fn in_place(data: &[u8], edits: &Edits) -> Result<Option<Vec<u8>>, PatchError> {
         out[start + new.len()..start + old.len()].fill(0);
         if let Some(t) = tag {
             let at = l.entries[*i].0;
-            write_word(&mut out, at, *t, l.is64, l.big);
+            put(&mut out, at, *t, if l.is64 { 8 } else { 4 }, l.big);
         }
     }
     let _ = l.entry_size;
     Ok(Some(out))
 }
 
-fn write_word(out: &mut [u8], at: usize, v: u64, is64: bool, big: bool) {
-    if is64 {
-        let b = if big {
-            v.to_be_bytes()
-        } else {
-            v.to_le_bytes()
+/// Writes `v` as a `width`-byte word (4 or 8) at `at`, in the file's byte order; nothing when the
+/// word would not fit.
+fn put(out: &mut [u8], at: usize, v: u64, width: usize, big: bool) {
+    let bytes = match (width, big) {
+        (8, false) => v.to_le_bytes().to_vec(),
+        (8, true) => v.to_be_bytes().to_vec(),
+        (_, false) => (v as u32).to_le_bytes().to_vec(),
+        (_, true) => (v as u32).to_be_bytes().to_vec(),
+    };
+    if let Some(slot) = out.get_mut(at..at + bytes.len()) {
+        slot.copy_from_slice(&bytes);
+    }
+}
+
+/// A word to change in an ELF image: where, what, and how wide (4 or 8 bytes).
+struct Word {
+    at: usize,
+    value: u64,
+    width: usize,
+}
+
+/// Reads `out` as ELF, lets `plan` list the words to change, then writes them in the file's byte
+/// order. Nothing changes when the image does not parse or `plan` has nothing.
+fn rewrite_words<E: FileHeader<Endian = Endianness>>(
+    out: &mut [u8],
+    plan: impl FnOnce(&[u8], &E, Endianness) -> Option<Vec<Word>>,
+) {
+    let (words, big) = {
+        let data: &[u8] = out;
+        let Ok(h) = E::parse(data) else { return };
+        let Ok(endian) = h.endian() else { return };
+        let Some(words) = plan(data, h, endian) else {
+            return;
         };
-        out[at..at + 8].copy_from_slice(&b);
-    } else {
-        let v = v as u32;
-        let b = if big {
-            v.to_be_bytes()
-        } else {
-            v.to_le_bytes()
-        };
-        out[at..at + 4].copy_from_slice(&b);
+        (words, endian == Endianness::Big)
+    };
+    for w in words {
+        put(out, w.at, w.value, w.width, big);
     }
 }
 
@@ -790,6 +812,7 @@ fn retype_unknown<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> (Option<Ve
         *nth += 1;
         // An alignment of 0 means none, as 1 does; the rewriter computes `align - 1`.
         let base = (shoff + i as u64 * shentsize) as usize;
+        let big = endian == Endianness::Big;
         if i > 0 && Into::<u64>::into(sh.sh_addralign(endian)) == 0 {
             let bytes = out.get_or_insert_with(|| data.to_vec());
             let (at, width) = if h.is_type_64() {
@@ -797,27 +820,14 @@ fn retype_unknown<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> (Option<Ve
             } else {
                 (base + 0x20, 4)
             };
-            let one: &[u8] = match (width, endian == Endianness::Big) {
-                (8, false) => &[1, 0, 0, 0, 0, 0, 0, 0],
-                (8, true) => &[0, 0, 0, 0, 0, 0, 0, 1],
-                (_, false) => &[1, 0, 0, 0],
-                (_, true) => &[0, 0, 0, 1],
-            };
-            if let Some(slot) = bytes.get_mut(at..at + width) {
-                slot.copy_from_slice(one);
-            }
+            put(bytes, at, 1, width, big);
         }
         let t = sh.sh_type(endian);
         if rewriter_knows(t, machine) {
             continue;
         }
         let bytes = out.get_or_insert_with(|| data.to_vec());
-        write_u32(
-            bytes,
-            base + 4,
-            elf::SHT_PROGBITS,
-            endian == Endianness::Big,
-        );
+        put(bytes, base + 4, elf::SHT_PROGBITS.into(), 4, big);
         retyped.push((name, *nth, t));
     }
     (out, retyped)
@@ -828,58 +838,36 @@ fn restore_types<E: FileHeader<Endian = Endianness>>(out: &mut [u8], retyped: &R
     if retyped.is_empty() {
         return;
     }
-    let mut writes = Vec::new();
-    let big;
-    {
-        let data: &[u8] = out;
-        let Ok(h) = E::parse(data) else { return };
-        let Ok(endian) = h.endian() else { return };
-        big = endian == Endianness::Big;
-        let Ok(sections) = h.sections(endian, data) else {
-            return;
-        };
+    rewrite_words::<E>(out, |data, h, endian| {
+        let sections = h.sections(endian, data).ok()?;
         let shoff: u64 = h.e_shoff(endian).into();
         let shentsize = h.e_shentsize(endian) as u64;
         let mut seen: HashMap<&[u8], usize> = HashMap::new();
+        let mut words = Vec::new();
         for (i, sh) in sections.iter().enumerate() {
             let name = sections.section_name(endian, sh).unwrap_or_default();
             let nth = seen.entry(name).or_default();
             *nth += 1;
             if let Some((_, _, t)) = retyped.iter().find(|(n, k, _)| n == name && k == nth) {
-                writes.push(((shoff + i as u64 * shentsize + 4) as usize, *t));
+                words.push(Word {
+                    at: (shoff + i as u64 * shentsize + 4) as usize,
+                    value: (*t).into(),
+                    width: 4,
+                });
             }
         }
-    }
-    for (at, t) in writes {
-        write_u32(out, at, t, big);
-    }
-}
-
-fn write_u32(out: &mut [u8], at: usize, v: u32, big: bool) {
-    let b = if big {
-        v.to_be_bytes()
-    } else {
-        v.to_le_bytes()
-    };
-    if let Some(slot) = out.get_mut(at..at + 4) {
-        slot.copy_from_slice(&b);
-    }
+        Some(words)
+    });
 }
 
 /// Fixes what the rewriter leaves inconsistent: `PT_DYNAMIC`'s size, and `.symtab` section
 /// symbols of sections that moved.
 fn mend<E: FileHeader<Endian = Endianness>>(out: &mut [u8]) {
-    let mut writes: Vec<(usize, u64)> = Vec::new(); // (offset, value) of words to write
-    let (is64, big);
-    {
-        let data: &[u8] = out;
-        let Ok(h) = E::parse(data) else { return };
-        let Ok(endian) = h.endian() else { return };
-        is64 = h.is_type_64();
-        big = endian == Endianness::Big;
-        let Ok(sections) = h.sections(endian, data) else {
-            return;
-        };
+    rewrite_words::<E>(out, |data, h, endian| {
+        let mut words = Vec::new();
+        let is64 = h.is_type_64();
+        let width = if is64 { 8 } else { 4 };
+        let sections = h.sections(endian, data).ok()?;
         let dynamic = sections
             .iter()
             .find(|s| s.sh_type(endian) == elf::SHT_DYNAMIC);
@@ -894,17 +882,20 @@ fn mend<E: FileHeader<Endian = Endianness>>(out: &mut [u8]) {
                     let base = (phoff + k as u64 * phentsize) as usize;
                     // p_filesz and p_memsz: 64-bit at 0x20/0x28, 32-bit at 0x10/0x14.
                     let (fs, ms) = if is64 { (0x20, 0x28) } else { (0x10, 0x14) };
-                    writes.push((base + fs, size));
-                    writes.push((base + ms, size));
+                    for at in [base + fs, base + ms] {
+                        words.push(Word {
+                            at,
+                            value: size,
+                            width,
+                        });
+                    }
                 }
             }
         }
-        if let Some((idx, symtab)) = sections
+        if let Some(symtab) = sections
             .iter()
-            .enumerate()
-            .find(|(_, s)| s.sh_type(endian) == elf::SHT_SYMTAB)
+            .find(|s| s.sh_type(endian) == elf::SHT_SYMTAB)
         {
-            let _ = idx;
             let off: u64 = symtab.sh_offset(endian).into();
             let entsize = std::mem::size_of::<E::Sym>() as u64;
             if let Ok(table) = sections.symbols(endian, data, elf::SHT_SYMTAB) {
@@ -921,35 +912,25 @@ fn mend<E: FileHeader<Endian = Endianness>>(out: &mut [u8]) {
                     if addr != value {
                         // st_value: 64-bit at 8, 32-bit at 4.
                         let at = off + k as u64 * entsize + if is64 { 8 } else { 4 };
-                        writes.push((at as usize, addr));
+                        words.push(Word {
+                            at: at as usize,
+                            value: addr,
+                            width,
+                        });
                     }
                 }
             }
         }
-    }
-    for (at, v) in writes {
-        write_word(out, at, v, is64, big);
-    }
+        Some(words)
+    });
 }
 
 /// Points every `vn_file` that names a replaced library at the new NEEDED string.
 fn rename_verneed_files<E: FileHeader<Endian = Endianness>>(out: &mut [u8], edits: &Edits) {
-    let mut writes: Vec<(usize, u32)> = Vec::new();
-    let big;
-    {
-        let data: &[u8] = out;
-        let Ok(h) = E::parse(data) else { return };
-        let Ok(endian) = h.endian() else { return };
-        big = endian == Endianness::Big;
-        let Ok(sections) = h.sections(endian, data) else {
-            return;
-        };
-        let Ok(Some((dyns, link))) = sections.dynamic(endian, data) else {
-            return;
-        };
-        let Ok(strings) = sections.strings(endian, data, link) else {
-            return;
-        };
+    rewrite_words::<E>(out, |data, h, endian| {
+        let sections = h.sections(endian, data).ok()?;
+        let (dyns, link) = sections.dynamic(endian, data).ok()??;
+        let strings = sections.strings(endian, data, link).ok()?;
         // New name → its string offset, from the DT_NEEDED entries.
         let mut offset_of: HashMap<Vec<u8>, u32> = HashMap::new();
         for d in dyns {
@@ -960,12 +941,11 @@ fn rename_verneed_files<E: FileHeader<Endian = Endianness>>(out: &mut [u8], edit
                 }
             }
         }
-        let Ok(Some((mut needs, vlink))) = sections.gnu_verneed(endian, data) else {
-            return;
-        };
+        let (mut needs, vlink) = sections.gnu_verneed(endian, data).ok()??;
         if vlink != link {
-            return;
+            return None;
         }
+        let mut words = Vec::new();
         while let Ok(Some((need, _))) = needs.next() {
             let Ok(file) = need.file(endian, strings) else {
                 continue;
@@ -979,19 +959,15 @@ fn rename_verneed_files<E: FileHeader<Endian = Endianness>>(out: &mut [u8], edit
             };
             if let Some(&off) = offset_of.get(new.as_bytes()) {
                 // vn_file is the u32 at offset 4 of the Verneed record.
-                let at = (need as *const _ as usize) - (data.as_ptr() as usize) + 4;
-                writes.push((at, off));
+                words.push(Word {
+                    at: (need as *const _ as usize) - (data.as_ptr() as usize) + 4,
+                    value: off.into(),
+                    width: 4,
+                });
             }
         }
-    }
-    for (at, v) in writes {
-        let b = if big {
-            v.to_be_bytes()
-        } else {
-            v.to_le_bytes()
-        };
-        out[at..at + 4].copy_from_slice(&b);
-    }
+        Some(words)
+    });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -28,7 +28,8 @@ pub mod write;
 pub use inner::{member_name, resolve_beneath, within_root, PathError};
 pub use limits::{limits, set_limits, Limits};
 pub use read::{
-    open_regular, read_bounded, unpack_exact, ReadError, UnpackError, Unpacked, SMALL_FILE,
+    copy_exact, open_regular, read_bounded, unpack_exact, ReadError, UnpackError, Unpacked,
+    SMALL_FILE,
 };
 pub use unpack::{ExtractError, Unpacker};
 pub use write::{scratch_dir, write_atomic, AtomicFile, Batch, ReplaceError};

@@ -146,6 +146,23 @@ pub enum UnpackError {
     Shorter { got: u64, declared: u64 },
 }
 
+/// Copies exactly `declared` bytes from `r` (an archive member being inflated) to `w`: reading
+/// one byte more than declared is an error, and so is ending early.
+pub fn copy_exact(
+    r: &mut dyn Read,
+    declared: u64,
+    w: &mut dyn std::io::Write,
+) -> Result<(), UnpackError> {
+    let got = std::io::copy(&mut r.take(declared + 1), w)?;
+    if got > declared {
+        Err(UnpackError::Longer { declared })
+    } else if got < declared {
+        Err(UnpackError::Shorter { got, declared })
+    } else {
+        Ok(())
+    }
+}
+
 /// Reads exactly `declared` bytes from `r` (an archive member being inflated), holding them in
 /// memory when they fit `in_memory`, else in an unlinked temporary file (in `TMPDIR`) that is
 /// mapped. One byte more than declared is an error, so a member that inflates beyond its header
@@ -155,25 +172,13 @@ pub fn unpack_exact(
     declared: u64,
     in_memory: u64,
 ) -> Result<Unpacked, UnpackError> {
-    let check = |got: u64| {
-        if got > declared {
-            Err(UnpackError::Longer { declared })
-        } else if got < declared {
-            Err(UnpackError::Shorter { got, declared })
-        } else {
-            Ok(())
-        }
-    };
-    let mut limited = r.take(declared + 1);
     if declared <= in_memory {
         let mut v = Vec::with_capacity(declared as usize);
-        let got = limited.read_to_end(&mut v)? as u64;
-        check(got)?;
+        copy_exact(r, declared, &mut v)?;
         return Ok(Unpacked::Heap(v));
     }
     let mut spill = std::io::BufWriter::with_capacity(1 << 20, tempfile::tempfile()?);
-    let got = std::io::copy(&mut limited, &mut spill)?;
-    check(got)?;
+    copy_exact(r, declared, &mut spill)?;
     let file = spill.into_inner().map_err(|e| e.into_error())?;
     // SAFETY: a private read-only mapping of an unlinked temporary file that only this process
     // holds; nothing else can truncate it.

@@ -165,10 +165,10 @@ struct Staged {
 
 /// Replaces several files at once, all or nothing. [`Batch::stage`] writes each new content to a
 /// temporary beside its file, with the owner, group and mode of the file it replaces (refusing
-/// where the owner cannot be kept, as for a file of another user when cudist is not root);
-/// [`Batch::commit`] then keeps a hard link to each original while the temporaries are renamed
-/// into place, and on any failure renames the originals back. Dropping a batch removes its
-/// temporaries: nothing in the tree changes.
+/// where the owner cannot be kept, as for a file of another user when cudist is not root), and
+/// gives the original a second name (a hard link); [`Batch::commit`] renames the temporaries into
+/// place and, on any failure, renames the originals back from their second names. Dropping a
+/// batch removes its temporaries and second names: nothing in the tree changes.
 #[derive(Default)]
 pub struct Batch {
     staged: Vec<Staged>,

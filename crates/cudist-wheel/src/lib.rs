@@ -311,69 +311,76 @@ impl Wheel {
         &self.members
     }
 
-    /// Reads and decompresses a whole member. Safe to call from several threads on clones.
-    pub fn read_member(&self, index: usize) -> Result<Vec<u8>> {
-        let m = &self.members[index];
-        let mut out = Vec::with_capacity(m.size.min(1 << 30) as usize);
-        self.read_member_into(index, &mut out, None)?;
-        Ok(out)
-    }
-
-    /// Reads the first `n` bytes of a member (fewer if it is shorter): enough to tell an ELF file.
-    pub fn read_prefix(&self, index: usize, n: usize) -> Result<Vec<u8>> {
-        let mut out = Vec::with_capacity(n);
-        self.read_member_into(index, &mut out, Some(n as u64))?;
-        Ok(out)
-    }
-
-    fn read_member_into(&self, index: usize, out: &mut Vec<u8>, limit: Option<u64>) -> Result<()> {
+    /// Opens member `index` for reading (inflating as it goes) and hands it to `f`. Safe to call
+    /// from several threads: each call reads through its own clone of the archive.
+    fn with_member<T>(
+        &self,
+        index: usize,
+        f: impl FnOnce(&mut dyn Read) -> Result<T>,
+    ) -> Result<T> {
         let m = &self.members[index];
         let mut archive = self.archive.clone();
-        let f = archive
+        let mut z = archive
             .by_index(index)
             .map_err(|source| WheelError::Member {
                 name: m.name.clone(),
                 source,
             })?;
-        let want = limit.map_or(m.size, |l| l.min(m.size));
-        // Read one byte past the declared size to catch members that inflate beyond it.
-        let cap = if limit.is_some() { want } else { want + 1 };
-        let got = f
-            .take(cap)
-            .read_to_end(out)
-            .map_err(|e| WheelError::Damaged {
-                name: m.name.clone(),
-                problem: crate::describe_io(&e),
-            })? as u64;
-        if got != want {
-            return Err(WheelError::Damaged {
-                name: m.name.clone(),
-                problem: if got > want {
-                    format!("inflates beyond its declared size of {} bytes", m.size)
-                } else {
-                    format!("ends after {got} of {want} bytes")
-                },
-            });
+        f(&mut z)
+    }
+
+    /// The error for a member whose bytes are not what its header says.
+    fn damaged(&self, index: usize, e: impl std::fmt::Display) -> WheelError {
+        WheelError::Damaged {
+            name: self.members[index].name.clone(),
+            problem: crate::describe_io(&e),
         }
-        Ok(())
+    }
+
+    /// Reads and decompresses a whole member, exactly its declared size.
+    pub fn read_member(&self, index: usize) -> Result<Vec<u8>> {
+        let size = self.members[index].size;
+        self.with_member(index, |r| {
+            let mut out = Vec::with_capacity(size.min(1 << 30) as usize);
+            cudist_fs::copy_exact(r, size, &mut out).map_err(|e| self.damaged(index, e))?;
+            Ok(out)
+        })
+    }
+
+    /// Reads the first `n` bytes of a member (fewer if it is shorter): enough to tell an ELF file.
+    pub fn read_prefix(&self, index: usize, n: usize) -> Result<Vec<u8>> {
+        let size = self.members[index].size;
+        let want = (n as u64).min(size);
+        self.with_member(index, |r| {
+            let mut out = Vec::with_capacity(want as usize);
+            let got = r
+                .take(want)
+                .read_to_end(&mut out)
+                .map_err(|e| self.damaged(index, e))? as u64;
+            if got != want {
+                let why = format!("ends after {got} of its declared {size} bytes");
+                return Err(self.damaged(index, why));
+            }
+            Ok(out)
+        })
+    }
+
+    /// Inflates a member to nowhere: its CRC and size are checked as it is read.
+    pub fn check_member(&self, index: usize) -> Result<()> {
+        let size = self.members[index].size;
+        self.with_member(index, |r| {
+            cudist_fs::copy_exact(r, size, &mut std::io::sink()).map_err(|e| self.damaged(index, e))
+        })
     }
 
     /// Reads a member like [`Wheel::read_member`], but one larger than its share of the memory
     /// budget ([`cudist_fs::Limits::in_memory_member`] over the worker threads) is inflated to an
     /// unlinked temporary file and mapped, so peak memory does not grow with the core count.
     pub fn read_member_mapped(&self, index: usize) -> Result<cudist_fs::Unpacked> {
-        let m = &self.members[index];
+        let size = self.members[index].size;
         let share = cudist_fs::limits().in_memory_member(rayon::current_num_threads());
-        let mut archive = self.archive.clone();
-        let mut f = archive
-            .by_index(index)
-            .map_err(|source| WheelError::Member {
-                name: m.name.clone(),
-                source,
-            })?;
-        cudist_fs::unpack_exact(&mut f, m.size, share).map_err(|e| WheelError::Damaged {
-            name: m.name.clone(),
-            problem: crate::describe_io(&e),
+        self.with_member(index, |r| {
+            cudist_fs::unpack_exact(r, size, share).map_err(|e| self.damaged(index, e))
         })
     }
 

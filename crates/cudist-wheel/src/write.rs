@@ -17,7 +17,6 @@ use zip::{CompressionMethod, DateTime, ZipArchive, ZipWriter};
 
 use crate::record::RecordRow;
 use crate::{Wheel, WheelError};
-use std::io::Read;
 
 /// How hard to compress changed and added members.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -270,7 +269,7 @@ fn write_into(
             .filter(|m| !m.is_dir && m.name != record_name && !rw.remove.contains(&m.name))
             .filter(|m| !rw.replace.contains_key(&m.name) && m.name != metadata_name)
             .filter(|m| !rw.already_checked.contains(&m.name))
-            .try_for_each(|m| check_member(wheel, m.index))?;
+            .try_for_each(|m| wheel.check_member(m.index))?;
     }
     let mut fallback_time = DateTime::default();
     let mut count = 0;
@@ -361,31 +360,6 @@ fn write_into(
     let mut w = zw.finish().map_err(zip_err)?;
     w.flush().map_err(io)?;
     Ok(count)
-}
-
-/// Inflates a member to nowhere: its CRC and size are checked as it is read.
-fn check_member(wheel: &Wheel, index: usize) -> Result<(), WheelError> {
-    let m = &wheel.members()[index];
-    let mut archive = wheel.archive.clone();
-    let f = archive
-        .by_index(index)
-        .map_err(|source| WheelError::Member {
-            name: m.name.clone(),
-            source,
-        })?;
-    let got = std::io::copy(&mut f.take(m.size + 1), &mut std::io::sink()).map_err(|e| {
-        WheelError::Damaged {
-            name: m.name.clone(),
-            problem: crate::describe_io(&e),
-        }
-    })?;
-    if got != m.size {
-        return Err(WheelError::Damaged {
-            name: m.name.clone(),
-            problem: format!("holds {got} bytes, its header says {}", m.size),
-        });
-    }
-    Ok(())
 }
 
 /// `bytes` deflated as the only member of an in-memory zip (compressed on the calling thread).

@@ -53,7 +53,35 @@ pub fn hint(e: &anyhow::Error) -> Option<&'static str> {
                 W::UnsafeName { .. } | W::Symlink { .. } | W::Duplicate { .. } => {
                     "this archive could write outside its install directory or is ambiguous; cudist refuses such wheels, and pip should too"
                 }
-                W::Damaged { .. } | W::Member { .. } => "a member does not decompress to its recorded size; the archive is damaged or hostile",
+                W::CentralDirectory(_) => "the zip directory hides or invents members: readers would disagree on what the wheel holds; rebuild it",
+                W::Layout(_) => "build the wheel with a standard backend (pip wheel, python -m build); pip would refuse this one too",
+                W::Damaged { .. } | W::Member { .. } => "a member does not decompress to its recorded size or checksum; the archive is damaged or hostile",
+                W::TooLarge { .. } => "a real package never unpacks this large; if this one does, raise the limit with --max-unpacked",
+                W::NotAFile(_) => "give the path of a regular file",
+                _ => continue,
+            });
+        }
+        if let Some(r) = cause.downcast_ref::<cudist_fs::ReadError>() {
+            return Some(match r {
+                cudist_fs::ReadError::NotAFile { .. } => "give the path of a regular file",
+                cudist_fs::ReadError::TooLarge { .. } => {
+                    "no real file of this kind is this large; check the path"
+                }
+                cudist_fs::ReadError::Io { .. } => continue,
+            });
+        }
+        if cause.is::<cudist_fs::PathError>() || cause.is::<cudist_fs::ExtractError>() {
+            return Some("the input names a path outside itself, or writes through a link; cudist reads and writes only inside an input's own root (docs/security.md)");
+        }
+        if let Some(cudist_elf::patch::PatchError::Layout(_)) =
+            cause.downcast_ref::<cudist_elf::patch::PatchError>()
+        {
+            return Some("the file's headers describe what no linker writes; rebuild it, or check it with `readelf -lS`");
+        }
+        if let Some(c) = cause.downcast_ref::<cudist_conda::Error>() {
+            return Some(match c {
+                cudist_conda::Error::Unsafe { .. } => "the package names a path outside its prefix; conda installers refuse such packages too",
+                cudist_conda::Error::TooLarge { .. } => "a real package never unpacks this large; if this one does, raise the limit with --max-unpacked",
                 _ => continue,
             });
         }
