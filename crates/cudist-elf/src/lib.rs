@@ -89,6 +89,8 @@ pub struct DynSymbol {
     /// Defined in this file (not `SHN_UNDEF`).
     pub defined: bool,
     pub weak: bool,
+    /// `st_type`: `STT_NOTYPE` 0, `STT_OBJECT` 1, `STT_FUNC` 2, …
+    pub kind: u8,
     /// GNU symbol version (`GLIBC_2.17`, `libcudart.so.12`), if any.
     pub version: Option<String>,
 }
@@ -100,7 +102,14 @@ pub struct ElfFile {
     pub class: u8,
     pub big_endian: bool,
     pub machine: u16,
+    /// `e_flags` (the ARM EABI version and float ABI live here).
+    pub flags: u32,
     pub kind: ElfKind,
+    /// The program interpreter (`PT_INTERP`: `/lib64/ld-linux-x86-64.so.2`, `/lib/ld-musl-x86_64.so.1`).
+    pub interpreter: Option<String>,
+    /// The x86 ISA level the file needs (`GNU_PROPERTY_X86_ISA_1_NEEDED` in `.note.gnu.property`):
+    /// bit 1 x86-64-v2, bit 2 v3, bit 3 v4.
+    pub x86_isa_needed: Option<u32>,
     pub soname: Option<String>,
     pub needed: Vec<String>,
     /// DT_RPATH split on `:` (empty when absent).
@@ -111,6 +120,8 @@ pub struct ElfFile {
     /// Libraries named by symbol-version requirements (`.gnu.version_r`): ld.so requires each
     /// to be among the NEEDED entries.
     pub verneed_files: Vec<String>,
+    /// Every version each of those libraries is required at: (`libc.so.6`, `GLIBC_2.17`).
+    pub verneed: Vec<(String, String)>,
     pub sections: Vec<Section>,
     pub dynamic_symbols: Vec<DynSymbol>,
 }
@@ -131,6 +142,78 @@ impl ElfFile {
     /// The machine name (`x86_64`, `aarch64`, …) for reports.
     pub fn machine_name(&self) -> String {
         machine_name(self.machine)
+    }
+
+    /// The architecture as platform tags name it (PEP 600 and 656: `x86_64`, `i686`, `aarch64`,
+    /// `armv7l`, `ppc64le`, `ppc64`, `s390x`, `riscv64`, `loongarch64`), from the machine, class,
+    /// byte order and (for ARM) the EABI flags, as auditwheel reads them. 32-bit ARM is `armv7l`
+    /// only with EABI 5 and the hard-float ABI; an error says why a file has no such name (no
+    /// manylinux or musllinux policy covers it).
+    pub fn platform_arch(&self) -> std::result::Result<&'static str, String> {
+        const EF_ARM_EABIMASK: u32 = 0xff00_0000;
+        const EF_ARM_EABI_VER5: u32 = 0x0500_0000;
+        const EF_ARM_ABI_FLOAT_HARD: u32 = 0x400;
+        Ok(match (self.machine, self.class, self.big_endian) {
+            (elf::EM_386, 32, false) => "i686",
+            (elf::EM_X86_64, 64, false) => "x86_64",
+            (elf::EM_PPC64, 64, false) => "ppc64le",
+            (elf::EM_PPC64, 64, true) => "ppc64",
+            (elf::EM_RISCV, 64, false) => "riscv64",
+            (elf::EM_AARCH64, 64, false) => "aarch64",
+            (elf::EM_S390, 64, true) => "s390x",
+            (elf::EM_LOONGARCH, 64, false) => "loongarch64",
+            (elf::EM_ARM, 32, false) => {
+                if self.flags & EF_ARM_EABIMASK != EF_ARM_EABI_VER5 {
+                    return Err(format!(
+                        "32-bit ARM with EABI version {} (armv7l needs EABI 5)",
+                        self.flags >> 24
+                    ));
+                }
+                if self.flags & EF_ARM_ABI_FLOAT_HARD == 0 {
+                    return Err(
+                        "32-bit ARM with the soft-float ABI (armv5l, armv6l soft-float): armv7l \
+                         needs hard-float"
+                            .into(),
+                    );
+                }
+                "armv7l"
+            }
+            _ => {
+                let name = match self.machine {
+                    elf::EM_MIPS => "MIPS".to_string(),
+                    elf::EM_PPC => "32-bit PowerPC".to_string(),
+                    elf::EM_SPARCV9 => "SPARC V9".to_string(),
+                    elf::EM_SPARC => "SPARC".to_string(),
+                    _ => self.machine_name(),
+                };
+                return Err(format!(
+                    "{name} ({}-bit, {}-endian)",
+                    self.class,
+                    if self.big_endian { "big" } else { "little" }
+                ));
+            }
+        })
+    }
+
+    /// The x86-64 micro-architecture level beyond the baseline that the file says it needs
+    /// (`x86_64_v2`, `_v3`, `_v4`, from `GNU_PROPERTY_X86_ISA_1_NEEDED`); `Ok(None)` for the
+    /// baseline or no note, an error for bits no level defines.
+    pub fn x86_level(&self) -> std::result::Result<Option<&'static str>, String> {
+        let Some(bits) = self.x86_isa_needed else {
+            return Ok(None);
+        };
+        let above = bits & !1;
+        Ok(if above & 8 != 0 {
+            Some("x86_64_v4")
+        } else if above & 4 != 0 {
+            Some("x86_64_v3")
+        } else if above & 2 != 0 {
+            Some("x86_64_v2")
+        } else if above != 0 {
+            return Err(format!("unknown x86-64 ISA level bits {bits:#x}"));
+        } else {
+            None
+        })
     }
 
     /// The section with this name.
@@ -298,13 +381,17 @@ fn parse_generic<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfF
         class: if header.is_type_64() { 64 } else { 32 },
         big_endian: endian == Endianness::Big,
         machine: header.e_machine(endian),
+        flags: header.e_flags(endian),
         kind,
+        interpreter: None,
+        x86_isa_needed: None,
         soname: None,
         needed: Vec::new(),
         rpath: Vec::new(),
         runpath: Vec::new(),
         has_dynamic: false,
         verneed_files: Vec::new(),
+        verneed: Vec::new(),
         sections,
         dynamic_symbols: Vec::new(),
     };
@@ -330,13 +417,34 @@ fn parse_generic<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfF
 
     if let Ok(Some((mut needs, link))) = table.gnu_verneed(endian, data) {
         if let Ok(strings) = table.strings(endian, data, link) {
-            while let Ok(Some((need, _))) = needs.next() {
+            while let Ok(Some((need, mut aux))) = needs.next() {
                 if let Ok(name) = need.file(endian, strings) {
-                    out.verneed_files
-                        .push(String::from_utf8_lossy(name).into_owned());
+                    let file = String::from_utf8_lossy(name).into_owned();
+                    while let Ok(Some(a)) = aux.next() {
+                        if let Ok(v) = a.name(endian, strings) {
+                            out.verneed
+                                .push((file.clone(), String::from_utf8_lossy(v).into_owned()));
+                        }
+                    }
+                    out.verneed_files.push(file);
                 }
             }
         }
+    }
+
+    // The interpreter and the x86 ISA level, from the program headers and the property note.
+    if let Ok(phdrs) = header.program_headers(endian, data) {
+        for ph in phdrs {
+            if ph.p_type(endian) == elf::PT_INTERP {
+                if let Ok(bytes) = ph.data(endian, data) {
+                    let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
+                    out.interpreter = Some(String::from_utf8_lossy(&bytes[..end]).into_owned());
+                }
+            }
+        }
+    }
+    if out.machine == elf::EM_X86_64 {
+        out.x86_isa_needed = x86_isa_needed::<E>(&table, endian, data, header.is_type_64());
     }
 
     // Dynamic symbols with versions.
@@ -366,10 +474,55 @@ fn parse_generic<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfF
             name,
             defined: sym.st_shndx(endian) != elf::SHN_UNDEF,
             weak: sym.st_bind() == elf::STB_WEAK,
+            kind: sym.st_type(),
             version,
         });
     }
     Ok(out)
+}
+
+/// `GNU_PROPERTY_X86_ISA_1_NEEDED` from the `NT_GNU_PROPERTY_TYPE_0` notes: the ISA levels the
+/// code needs (what `-march=x86-64-v3` records). Hand-written: object's note reader stops at the
+/// note; the property array inside it is GNU's format (type, size, data padded to the word).
+fn x86_isa_needed<'d, E: FileHeader<Endian = Endianness>>(
+    table: &object::read::elf::SectionTable<'d, E, &'d [u8]>,
+    endian: Endianness,
+    data: &'d [u8],
+    is64: bool,
+) -> Option<u32> {
+    const GNU_PROPERTY_X86_ISA_1_NEEDED: u32 = 0xc000_8002;
+    let align = if is64 { 8 } else { 4 };
+    for s in table.iter() {
+        if s.sh_type(endian) != elf::SHT_NOTE {
+            continue;
+        }
+        let Ok(Some(mut notes)) = s.notes(endian, data) else {
+            continue;
+        };
+        while let Ok(Some(note)) = notes.next() {
+            if note.name() != b"GNU" || note.n_type(endian) != elf::NT_GNU_PROPERTY_TYPE_0 {
+                continue;
+            }
+            let desc = note.desc();
+            let mut at = 0usize;
+            while at + 8 <= desc.len() {
+                let word = |i: usize| {
+                    let b: [u8; 4] = desc[i..i + 4].try_into().unwrap_or_default();
+                    if endian == Endianness::Big {
+                        u32::from_be_bytes(b)
+                    } else {
+                        u32::from_le_bytes(b)
+                    }
+                };
+                let (kind, size) = (word(at), word(at + 4) as usize);
+                if kind == GNU_PROPERTY_X86_ISA_1_NEEDED && size == 4 && at + 12 <= desc.len() {
+                    return Some(word(at + 8));
+                }
+                at += 8 + size.div_ceil(align) * align;
+            }
+        }
+    }
+    None
 }
 
 fn read_dynamic<E: FileHeader<Endian = Endianness>>(

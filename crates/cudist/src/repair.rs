@@ -315,7 +315,12 @@ fn repair_one(
             .filter(|e| !removed.contains(e.path.as_str()))
             .chain(grafts.iter().map(|g| &g.report)),
         &|n| plan.renamed.contains(&n.soname) || grafting.names.contains_key(&n.soname),
+        &inspect::platform::FileTag::of(&file_name),
     );
+    // A wheel auditwheel would not tag is not repaired either: say why.
+    if let Some(why) = &platform.error {
+        return Err(crate::errors::input(format!("cannot be tagged: {why}")));
+    }
     let graft_data: HashMap<&str, &[u8]> = grafts
         .iter()
         .map(|g| (g.path.as_str(), g.data.as_slice()))
@@ -889,9 +894,39 @@ fn choose_tags(p: &crate::inspect::model::Platform, plat: Option<&str>) -> Resul
     };
     let name = want.strip_suffix(&format!("_{arch}")).unwrap_or(want);
     let Some(policy) = cudist_catalog::manylinux::policy(name) else {
-        bail!("--plat {want}: not a known platform policy (e.g. manylinux_2_28, manylinux2014)");
+        bail!(
+            "--plat {want}: not a known platform policy (e.g. manylinux_2_28, manylinux2014, \
+             musllinux_1_2)"
+        );
     };
-    if let Some(b) = p.blocked.iter().find(|b| b.policy == policy.name) {
+    if !policy.covers(&arch) {
+        let first = p
+            .libc
+            .as_deref()
+            .and_then(|l| {
+                cudist_catalog::manylinux::policies_for(l, &arch)
+                    .first()
+                    .copied()
+            })
+            .map_or(String::new(), |f| format!(" ({arch} starts at {})", f.name));
+        bail!("--plat {want}: {} has no {arch} policy{first}", policy.name);
+    }
+    if policy.priority > 0 && policy.libc != p.libc {
+        bail!(
+            "--plat {want}: a {} policy, but the wheel is built for {}",
+            policy.libc.as_deref().unwrap_or("?"),
+            p.libc.as_deref().unwrap_or("an unknown C library")
+        );
+    }
+    // musl has no symbol versions: every musllinux policy allows what the evaluated one allows.
+    let judged = if policy.libc.as_deref() == Some("musl") {
+        p.blocked
+            .iter()
+            .find(|b| b.policy.starts_with("musllinux_"))
+    } else {
+        p.blocked.iter().find(|b| b.policy == policy.name)
+    };
+    if let Some(b) = judged {
         bail!(
             "cannot be tagged {}: {} {}",
             policy.tags(&arch).join("/"),

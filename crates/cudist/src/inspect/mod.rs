@@ -210,17 +210,24 @@ pub fn analyse_elf(
             rpath: elf.rpath.iter().map(|r| raw_entry(r)).collect(),
             runpath: elf.runpath.iter().map(|r| raw_entry(r)).collect(),
             static_cuda: Vec::new(),
+            // A weak reference is optional (Rust's std and much C++ probe for
+            // __cxa_thread_atexit_impl at run time): auditwheel checks only strong imports.
             blacklisted_imports: elf
                 .undefined_dynamic()
-                .filter(|s| markers.blacklisted.contains(s.name.as_str()))
+                .filter(|s| !s.weak && markers.blacklisted.contains(s.name.as_str()))
                 .map(|s| s.name.clone())
                 .collect(),
+            // The versions the file requires, from its version-requirement table, leaving out the
+            // dynamic loader's (as auditwheel does).
             symbol_versions: elf
-                .undefined_dynamic()
-                .filter_map(|s| s.version.clone())
+                .verneed
+                .iter()
+                .filter(|(file, _)| !platform::is_loader(file))
+                .map(|(_, v)| v.clone())
                 .collect::<BTreeSet<_>>()
                 .into_iter()
                 .collect(),
+            abi: platform::elf_abi(path, &elf),
             device_code,
             sizes,
             vendored: None,
@@ -499,7 +506,16 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
     // 5. Device code and sizes.
     let device = device_summary(&elfs, &cuda_needed, catalog);
     let breakdown = breakdown(&elfs, &vendored, installed_size);
-    let platform = platform::evaluate(elfs.iter().map(|a| &a.report), &|_| false);
+    let file_name = input
+        .path()
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let platform = platform::evaluate(
+        elfs.iter().map(|a| &a.report),
+        &|_| false,
+        &platform::FileTag::of(&file_name),
+    );
     let mut verdict = verdict(
         kind,
         &cuda_needed,

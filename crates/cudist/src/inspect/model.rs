@@ -82,8 +82,17 @@ pub struct Artifact {
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Platform {
-    /// Machine of the ELF files (`x86_64`); null when there are none.
+    /// The architecture as platform tags name it (`x86_64`, `armv7l`); null when no ELF file
+    /// has one.
     pub arch: Option<String>,
+    /// `glibc` (manylinux) or `musl` (musllinux).
+    pub libc: Option<String>,
+    /// Why the artifact gets no platform tag at all (its ELF files are for no architecture a
+    /// policy covers; it mixes C libraries; a Python extension says no C library), as auditwheel
+    /// refuses such wheels.
+    pub error: Option<String>,
+    /// ELF files left out of the judgement, and why (another architecture, another C library).
+    pub ignored: Vec<String>,
     /// The most compatible policy satisfied (`manylinux_2_17`), or `linux` when none is.
     pub policy: Option<String>,
     /// Its platform tags (`manylinux2014_x86_64`, `manylinux_2_17_x86_64`).
@@ -160,12 +169,37 @@ pub struct ElfReport {
     /// Symbol versions the file requires from other libraries (`GLIBC_2.17`, `GLIBCXX_3.4.21`),
     /// sorted: what decides its manylinux policy.
     pub symbol_versions: Vec<String>,
-    /// Imported symbols that some manylinux policy forbids importing from their library.
+    /// Imported symbols (not weak: a weak reference is optional) that some manylinux policy
+    /// forbids importing from their library.
     pub blacklisted_imports: Vec<String>,
+    /// What else decides the file's platform tag.
+    pub abi: ElfAbi,
     pub device_code: Vec<DeviceEntry>,
     pub sizes: ElfSizes,
     /// Set when this file is itself a CUDA toolkit or driver library carried by the artifact.
     pub vendored: Option<String>,
+}
+
+/// What decides an ELF file's platform tag besides its libraries and symbol versions.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ElfAbi {
+    /// The architecture as platform tags name it (PEP 600/656: `x86_64`, `armv7l`, …).
+    pub arch: Option<String>,
+    /// Why the file has no such architecture.
+    pub arch_error: Option<String>,
+    /// `glibc` or `musl`: from the interpreter, else NEEDED (`libc.so.6`, `libc.musl-*`), else the
+    /// file name (`*-linux-musl.so`); null when none says.
+    pub libc: Option<String>,
+    /// The interpreter and NEEDED disagree on the C library.
+    pub libc_error: Option<String>,
+    /// The x86-64 level beyond the baseline the file needs (`x86_64_v3`), from its property note.
+    pub isa_level: Option<String>,
+    /// A Python extension module: 2 or 3, by the init function it defines.
+    pub python_extension: Option<u8>,
+    /// Imports `PyFPE_jbuf` (a Python built with --with-fpectl): no manylinux or musllinux tag.
+    pub pyfpe: bool,
+    /// A Python 2 extension for a narrow-unicode (UCS2) Python: no manylinux or musllinux tag.
+    pub ucs2: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

@@ -1,29 +1,218 @@
-//! Which manylinux policy an artifact satisfies, and what blocks the more compatible ones.
+//! Which manylinux or musllinux policy an artifact satisfies, and what blocks the more compatible
+//! ones.
 //!
-//! The rules are auditwheel's (PEP 600): every symbol version an ELF file requires must be in the
-//! policy's set for its family and architecture; every NEEDED library must be one the policy lets a
-//! wheel expect from the system; no blacklisted symbol may be imported. cudist adds what auditwheel
-//! cannot know: CUDA libraries that come from NVIDIA's wheels (or catalog-declared wheels), driver
-//! libraries, and libraries carried by the artifact itself are not system libraries and do not
-//! count against a policy.
+//! The rules are auditwheel's (PEP 600, PEP 656), so that a tag cudist writes is one auditwheel
+//! agrees with (a test runs `auditwheel show` on auditwheel's own test wheels and compares):
+//! - **the architecture** comes from the ELF header (machine, class, byte order, ARM EABI and
+//!   float ABI) or the wheel's file name; ELF files of another architecture, or of none a policy
+//!   covers (mips64, soft-float ARM), are left out, and a wheel with no file left is no platform
+//!   wheel;
+//! - **the C library** comes from the interpreter, else NEEDED (`libc.so.6` / `libc.musl-*`),
+//!   else the file name; glibc wheels are judged against the manylinux policies that cover the
+//!   architecture, musl wheels against the newest musllinux policy;
+//! - every symbol version an ELF file requires must be in the policy's set for its family and
+//!   architecture; every NEEDED library must be one the policy lets a wheel expect from the system;
+//!   no strong (non-weak) import of a blacklisted symbol; no `PyFPE_jbuf`, no UCS2 Python 2
+//!   extension, and no x86-64 level beyond the baseline (those only `linux` allows).
+//!
+//! cudist adds what auditwheel cannot know: CUDA libraries that come from NVIDIA's wheels (or
+//! catalog-declared wheels), driver libraries, and libraries carried by the artifact itself are not
+//! system libraries and do not count against a policy.
 
-use cudist_catalog::manylinux::{policies, Policy};
+use cudist_catalog::manylinux::{policies_for, Policy};
+use cudist_elf::ElfFile;
 
-use super::model::{ElfReport, Needed, NeededClass, Platform, PolicyBlock};
+use super::model::{ElfAbi, ElfReport, Needed, NeededClass, Platform, PolicyBlock};
 
-/// The glibc dynamic loader: named in NEEDED by some files, always present, never grafted.
+/// The dynamic loader: named in NEEDED by some files, always present, never grafted.
 pub fn is_loader(soname: &str) -> bool {
     soname.starts_with("ld-linux-") || soname.starts_with("ld64.so.") || soname == "ld.so.1"
 }
 
+/// What a wheel's file name says of its platform (`…-manylinux2014_aarch64.whl`,
+/// `…-musllinux_1_2_x86_64.whl`, `…-linux_armv6l.whl`): the architecture, when it is one a policy
+/// covers, and the C library, when the tag names one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileTag {
+    pub arch: Option<String>,
+    pub libc: Option<String>,
+}
+
+/// The architectures platform tags name (PEP 600, 656).
+const ARCHES: &[&str] = &[
+    "x86_64",
+    "i686",
+    "aarch64",
+    "armv7l",
+    "ppc64le",
+    "ppc64",
+    "s390x",
+    "riscv64",
+    "loongarch64",
+];
+
+impl FileTag {
+    /// Reads a wheel file name's platform tags; anything else (an ELF file's name) says nothing.
+    pub fn of(file_name: &str) -> FileTag {
+        let Some(w) = cudist_wheel::WheelName::parse(file_name) else {
+            return FileTag::default();
+        };
+        let mut arches = Vec::new();
+        let mut libcs = Vec::new();
+        for tag in w.platform.split('.') {
+            let (libc, arch) = if let Some(rest) = tag.strip_prefix("musllinux_") {
+                (Some("musl"), rest.splitn(3, '_').nth(2))
+            } else if let Some(rest) = tag.strip_prefix("manylinux_") {
+                (Some("glibc"), rest.splitn(3, '_').nth(2))
+            } else if let Some((_, arch)) = ["manylinux1_", "manylinux2010_", "manylinux2014_"]
+                .iter()
+                .find_map(|p| tag.strip_prefix(p).map(|a| (p, a)))
+            {
+                (Some("glibc"), Some(arch))
+            } else if let Some(rest) = tag.strip_prefix("android_") {
+                (Some("android"), rest.split_once('_').map(|(_, a)| a))
+            } else if let Some(arch) = tag.strip_prefix("linux_") {
+                (None, Some(arch))
+            } else {
+                (None, None)
+            };
+            libcs.extend(libc);
+            arches.extend(arch.map(|a| if a == "arm64_v8a" { "aarch64" } else { a }));
+        }
+        arches.dedup();
+        libcs.dedup();
+        FileTag {
+            arch: match arches.as_slice() {
+                [one] if ARCHES.contains(one) => Some(one.to_string()),
+                _ => None,
+            },
+            libc: match libcs.as_slice() {
+                [one] => Some(one.to_string()),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// What decides one ELF file's platform tag besides its libraries and versions (auditwheel's
+/// per-file readings). `path` is the file's path in the artifact (its name matters: module names
+/// and the libc suffixes of extension modules).
+pub fn elf_abi(path: &str, elf: &ElfFile) -> ElfAbi {
+    let (arch, arch_error) = match elf.platform_arch() {
+        Ok(a) => (Some(a.to_string()), None),
+        Err(e) => (None, Some(e)),
+    };
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let (libc, libc_error) = libc_of(elf, name);
+    // `init<mod>` (2), `PyInit_<mod>` (3), `_cffi_pypyinit_<mod>` (2), defined as functions.
+    let module = name.split('.').next().unwrap_or(name);
+    let defines_func = |n: &str| {
+        elf.dynamic_symbols
+            .iter()
+            .any(|s| s.defined && s.kind == 2 && s.name == n)
+    };
+    let python_extension = if defines_func(&format!("PyInit_{module}")) {
+        Some(3)
+    } else if defines_func(&format!("init{module}"))
+        || defines_func(&format!("_cffi_pypyinit_{module}"))
+    {
+        Some(2)
+    } else {
+        None
+    };
+    let undefined = |pred: &dyn Fn(&cudist_elf::DynSymbol) -> bool| {
+        elf.dynamic_symbols.iter().any(|s| !s.defined && pred(s))
+    };
+    let pyfpe = undefined(&|s| {
+        matches!(
+            s.name.as_str(),
+            "PyFPE_jbuf" | "PyFPE_dummy" | "PyFPE_counter"
+        ) && matches!(s.kind, 0 | 2)
+    });
+    let ucs2 = python_extension == Some(2)
+        && undefined(&|s| s.kind == 2 && s.name.contains("PyUnicodeUCS2_"));
+    let isa_level = match elf.x86_level() {
+        Ok(l) => l.map(str::to_string),
+        Err(e) => Some(e),
+    };
+    ElfAbi {
+        arch,
+        arch_error,
+        libc,
+        libc_error,
+        isa_level,
+        python_extension,
+        pyfpe,
+        ucs2,
+    }
+}
+
+/// The C library a file is for, as auditwheel reads it: the interpreter (`ld-musl-*` is musl,
+/// any other glibc), then NEEDED (`libc.musl-*`/`ld-musl-*`, `libc.so.6`/`ld-linux-*`/`ld64.so.*`),
+/// then the extension-module suffix (`-linux-musl.so`; `-linux-gnu.so` only for CPython 3.11+,
+/// since musl builds of older CPythons used the gnu suffix too).
+fn libc_of(elf: &ElfFile, name: &str) -> (Option<String>, Option<String>) {
+    let mut libc: Option<&str> = elf.interpreter.as_deref().map(|i| {
+        let base = i.rsplit('/').next().unwrap_or(i);
+        if base.starts_with("ld-musl-") {
+            "musl"
+        } else {
+            "glibc"
+        }
+    });
+    for n in &elf.needed {
+        let this = if n.starts_with("libc.musl-") || n.starts_with("ld-musl-") {
+            "musl"
+        } else if n == "libc.so.6" || n.starts_with("ld-linux-") || n.starts_with("ld64.so.") {
+            "glibc"
+        } else {
+            continue;
+        };
+        match libc {
+            None => libc = Some(this),
+            Some(l) if l != this => {
+                return (
+                    None,
+                    Some(format!(
+                        "it needs {n} ({this}) but its interpreter or other libraries are {l}'s"
+                    )),
+                )
+            }
+            _ => {}
+        }
+    }
+    if libc.is_none() {
+        if name.ends_with("-arm-linux-musleabihf.so") || name.ends_with("-linux-musl.so") {
+            libc = Some("musl");
+        } else if name.ends_with("-arm-linux-gnueabihf.so") || name.ends_with("-linux-gnu.so") {
+            let stem = name.strip_suffix(".so").unwrap_or(name);
+            let soabi = stem.rsplit('.').next().unwrap_or("");
+            let mut parts = soabi.split('-');
+            let cpython_311_plus = parts.next() == Some("cpython")
+                && parts
+                    .next()
+                    .and_then(|v| v.strip_prefix('3'))
+                    .and_then(|m| m.parse::<u32>().ok())
+                    .is_some_and(|m| m >= 11);
+            if cpython_311_plus {
+                libc = Some("glibc");
+            }
+        }
+    }
+    (libc.map(str::to_string), None)
+}
+
 /// The first reason `policy` rejects `e`, if any. `extra_ok` accepts NEEDED entries the caller
-/// knows are taken care of (repair: libraries it un-vendors).
+/// knows are taken care of (repair: libraries it un-vendors or grafts).
 fn reject(
     policy: &Policy,
     e: &ElfReport,
     arch: &str,
     extra_ok: &dyn Fn(&Needed) -> bool,
 ) -> Option<String> {
+    if policy.priority == 0 {
+        return None; // `linux`: no constraints
+    }
     if let Some(v) = e
         .symbol_versions
         .iter()
@@ -31,8 +220,25 @@ fn reject(
     {
         return Some(format!("requires symbol version {v}"));
     }
-    if policy.priority == 0 {
-        return None; // `linux`: no constraints
+    if e.abi.pyfpe {
+        return Some(
+            "imports PyFPE_jbuf: built for a Python configured --with-fpectl (PEP 513), which no \
+             manylinux or musllinux policy allows"
+                .into(),
+        );
+    }
+    if e.abi.ucs2 {
+        return Some(
+            "is a Python 2 extension for a narrow-unicode (UCS2) Python, which no manylinux or \
+             musllinux policy allows"
+                .into(),
+        );
+    }
+    if let Some(level) = &e.abi.isa_level {
+        return Some(format!(
+            "needs {level} instructions (its GNU property note), beyond the {arch} baseline every \
+             manylinux and musllinux policy assumes"
+        ));
     }
     for n in e.needed.iter().filter(|n| !is_loader(&n.soname)) {
         let from_elsewhere = matches!(
@@ -40,7 +246,7 @@ fn reject(
             NeededClass::Toolkit | NeededClass::External | NeededClass::Driver
         ) || n.provided_in_artifact.is_some()
             || extra_ok(n);
-        if !from_elsewhere && !policy.libraries.contains(&n.soname) {
+        if !from_elsewhere && !policy.allows_library(arch, &n.soname) {
             return Some(format!(
                 "needs {}, which {} does not allow a wheel to expect from the system (it would have to be grafted)",
                 n.soname, policy.name
@@ -58,19 +264,94 @@ fn reject(
     None
 }
 
-/// Evaluates the ELF files (those `skip` does not exclude) against every policy.
+/// Evaluates the ELF files against the policies of their architecture and C library. `extra_ok`
+/// accepts NEEDED entries the caller takes care of; `tag` is what the wheel's file name says.
 pub fn evaluate<'a>(
-    elfs: impl Iterator<Item = &'a ElfReport> + Clone,
+    elfs: impl Iterator<Item = &'a ElfReport>,
     extra_ok: &dyn Fn(&Needed) -> bool,
+    tag: &FileTag,
 ) -> Platform {
-    let arch = elfs.clone().next().map(|e| e.machine.clone());
-    let Some(arch) = arch else {
+    let elfs: Vec<&ElfReport> = elfs.collect();
+    if elfs.is_empty() {
         return Platform::default();
+    }
+    let mut arch = tag.arch.clone();
+    let mut libc = tag.libc.clone();
+    let mut ignored = Vec::new();
+    let mut judged: Vec<&ElfReport> = Vec::new();
+    let mut error = None;
+    for e in &elfs {
+        let Some(a) = &e.abi.arch else {
+            ignored.push(format!(
+                "{}: {}",
+                e.path,
+                e.abi
+                    .arch_error
+                    .as_deref()
+                    .unwrap_or("unknown architecture")
+            ));
+            continue;
+        };
+        match &arch {
+            None => arch = Some(a.clone()),
+            Some(w) if w != a => {
+                ignored.push(format!("{}: {a}, not {w}", e.path));
+                continue;
+            }
+            _ => {}
+        }
+        if let Some(why) = &e.abi.libc_error {
+            error.get_or_insert_with(|| format!("{}: {why}", e.path));
+            continue;
+        }
+        if let Some(l) = &e.abi.libc {
+            match &libc {
+                None => libc = Some(l.clone()),
+                Some(w) if w != l => {
+                    ignored.push(format!("{}: built for {l}, not {w}", e.path));
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        if e.abi.python_extension.is_some() && libc.is_none() {
+            error.get_or_insert_with(|| {
+                format!(
+                    "{}: a Python extension that names no C library (no interpreter, no libc in \
+                     NEEDED, no -linux-gnu/-linux-musl suffix): glibc or musl cannot be told",
+                    e.path
+                )
+            });
+        }
+        judged.push(e);
+    }
+    let Some(arch) = arch.filter(|_| !judged.is_empty()) else {
+        return Platform {
+            error: Some(format!(
+                "not a platform wheel: no ELF file is for an architecture a manylinux or \
+                 musllinux policy covers ({})",
+                ignored.join("; ")
+            )),
+            ignored,
+            ..Platform::default()
+        };
     };
+    if error.is_some() {
+        return Platform {
+            arch: Some(arch),
+            libc,
+            error,
+            ignored,
+            ..Platform::default()
+        };
+    }
+    // Without any file saying (no interpreter, no libc in NEEDED), the C library of the machine
+    // that builds CUDA wheels: glibc.
+    let libc = libc.unwrap_or_else(|| "glibc".into());
     let mut blocked = Vec::new();
-    for p in policies() {
-        let failure = elfs
-            .clone()
+    for p in policies_for(&libc, &arch) {
+        let failure = judged
+            .iter()
             .find_map(|e| reject(p, e, &arch, extra_ok).map(|r| (e.path.clone(), r)));
         match failure {
             None => {
@@ -78,6 +359,9 @@ pub fn evaluate<'a>(
                     tags: p.tags(&arch),
                     policy: Some(p.name.clone()),
                     arch: Some(arch),
+                    libc: Some(libc),
+                    error: None,
+                    ignored,
                     blocked,
                 }
             }
@@ -93,6 +377,57 @@ pub fn evaluate<'a>(
         tags: vec![format!("linux_{arch}")],
         policy: Some("linux".into()),
         arch: Some(arch),
+        libc: Some(libc),
+        error: None,
+        ignored,
         blocked,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_say_arch_and_libc() {
+        let t = |n: &str| FileTag::of(n);
+        assert_eq!(
+            t("x-1.0-cp313-cp313-manylinux2014_aarch64.whl"),
+            FileTag {
+                arch: Some("aarch64".into()),
+                libc: Some("glibc".into())
+            }
+        );
+        assert_eq!(
+            t("x-1.0-cp312-cp312-musllinux_1_2_x86_64.whl")
+                .libc
+                .as_deref(),
+            Some("musl")
+        );
+        assert_eq!(
+            t("x-1.0-cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"),
+            FileTag {
+                arch: Some("x86_64".into()),
+                libc: Some("glibc".into())
+            }
+        );
+        // linux_ says the architecture only; one no policy covers says nothing.
+        assert_eq!(
+            t("x-1.0-cp313-cp313-linux_ppc64le.whl"),
+            FileTag {
+                arch: Some("ppc64le".into()),
+                libc: None
+            }
+        );
+        assert_eq!(t("x-1.0-cp312-cp312-linux_armv6l.whl").arch, None);
+        assert_eq!(t("x-1.0-cp313-cp313-linux_mips64.whl").arch, None);
+        assert_eq!(
+            t("spam-0.1.0-cp313-cp313-android_24_arm64_v8a.whl"),
+            FileTag {
+                arch: Some("aarch64".into()),
+                libc: Some("android".into())
+            }
+        );
+        assert_eq!(t("libfoo.so"), FileTag::default());
     }
 }

@@ -421,8 +421,20 @@ fn render_summary(out: &mut String, report: &Report, style: Style) {
 
 fn render_platform(out: &mut String, a: &Artifact) {
     let p = &a.platform;
+    if let Some(e) = &p.error {
+        let _ = writeln!(out, "\nPlatform: none ({e})");
+        return;
+    }
     let Some(policy) = &p.policy else { return };
-    let _ = writeln!(out, "\nPlatform: {} ({})", p.tags.join(", "), policy);
+    let _ = writeln!(
+        out,
+        "\nPlatform: {} ({policy}, {})",
+        p.tags.join(", "),
+        p.libc.as_deref().unwrap_or("glibc")
+    );
+    for i in &p.ignored {
+        let _ = writeln!(out, "  left out: {i}");
+    }
     // The most compatible policies that fail, and why: at most three lines.
     for b in p.blocked.iter().take(3) {
         let _ = writeln!(out, "  not {}: {} {}", b.policy, b.file, b.reason);
