@@ -49,9 +49,8 @@ pub enum PathError {
     },
 }
 
-/// Checks a name an archive gives one of its members: relative, `/`-separated, no empty, `.` or
-/// `..` component, no NUL, no backslash. A trailing `/` (a directory entry) is allowed.
-pub fn member_name(raw: &str) -> Result<&str, PathError> {
+/// The checks every path from inside an input starts with: not empty, no NUL, not absolute.
+fn relative(raw: &str) -> Result<(), PathError> {
     if raw.is_empty() {
         return Err(PathError::Empty);
     }
@@ -61,6 +60,13 @@ pub fn member_name(raw: &str) -> Result<&str, PathError> {
     if raw.starts_with('/') {
         return Err(PathError::Absolute(raw.into()));
     }
+    Ok(())
+}
+
+/// Checks a name an archive gives one of its members: relative, `/`-separated, no empty, `.` or
+/// `..` component, no NUL, no backslash. A trailing `/` (a directory entry) is allowed.
+pub fn member_name(raw: &str) -> Result<&str, PathError> {
+    relative(raw)?;
     if raw.contains('\\') {
         return Err(PathError::Backslash(raw.into()));
     }
@@ -79,15 +85,7 @@ pub fn member_name(raw: &str) -> Result<&str, PathError> {
 /// that it stays inside its root. Refuses absolute paths, NUL bytes and any `..` that climbs above
 /// the start.
 pub fn within_root(raw: &str) -> Result<String, PathError> {
-    if raw.is_empty() {
-        return Err(PathError::Empty);
-    }
-    if raw.contains('\0') {
-        return Err(PathError::Nul(raw.into()));
-    }
-    if raw.starts_with('/') {
-        return Err(PathError::Absolute(raw.into()));
-    }
+    relative(raw)?;
     let mut parts: Vec<&str> = Vec::new();
     for part in raw.split('/') {
         match part {
@@ -119,15 +117,7 @@ pub fn resolve_beneath(root: &Path, rel: &str) -> Result<PathBuf, PathError> {
         source,
     };
     let root = std::fs::canonicalize(root).map_err(|e| io(&root.display().to_string(), e))?;
-    if rel.is_empty() {
-        return Err(PathError::Empty);
-    }
-    if rel.contains('\0') {
-        return Err(PathError::Nul(rel.into()));
-    }
-    if rel.starts_with('/') {
-        return Err(PathError::Absolute(rel.into()));
-    }
+    relative(rel)?;
     // Components still to walk, last first. `..` is taken as the kernel takes it: from where the
     // walk is, after the links before it.
     let mut todo: Vec<String> = rel.rsplit('/').map(str::to_string).collect();

@@ -84,10 +84,14 @@ fn classify(p: &Path) -> Result<Vec<Input>> {
     }
     // Only a regular file is opened (a FIFO would block, a device never end).
     let mut head = [0u8; 4];
-    let n = cudist_fs::open_regular(p)
-        .map_err(|e| anyhow::Error::new(e.into_io()))
-        .and_then(|mut f| Ok(f.read(&mut head)?))
-        .context("cannot read it")?;
+    let mut f = match cudist_fs::open_regular(p) {
+        Ok(f) => f,
+        Err(cudist_fs::ReadError::NotAFile { kind, .. }) => {
+            bail!("is {kind}, not a regular file")
+        }
+        Err(e) => return Err(anyhow::Error::new(e.into_io()).context("cannot read it")),
+    };
+    let n = f.read(&mut head).context("cannot read it")?;
     let head = &head[..n];
     if head == b"PK\x03\x04" || head == b"PK\x05\x06" || p.extension().is_some_and(|x| x == "whl") {
         Ok(vec![Input::Wheel(p.to_path_buf())])
