@@ -102,14 +102,29 @@ pub struct Library {
     pub static_archives: Vec<String>,
     #[serde(default)]
     pub static_markers: Vec<String>,
-    /// Strings only this library's code contains; found in a file that does not need the library,
-    /// they show it was linked in statically (survives `strip`, unlike symbols).
+    /// Strings this library's code contains; found in a file that does not need the library,
+    /// together with `static_name_table`, they show it was linked in statically (they survive
+    /// `strip`, unlike symbols). Alone they prove nothing: any program may quote a message.
     #[serde(default)]
     pub static_strings: Vec<String>,
+    /// The table of names the library's code resolves at run time and keeps as C strings in its
+    /// read-only data (cudart: the driver API's entry points, `cuInit`, `cuMemAlloc_v2`, …).
+    /// `static_strings` count as evidence only in a file that also holds this table.
+    #[serde(default)]
+    pub static_name_table: Option<NameTable>,
     #[serde(default)]
     pub sources: Vec<String>,
     #[serde(default)]
     pub cuda: Vec<LibraryMajor>,
+}
+
+/// A table of C-string names in read-only data: at least `min_names` distinct NUL-terminated
+/// strings that are `prefix` followed by an ASCII capital letter and identifier characters.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NameTable {
+    pub prefix: String,
+    pub min_names: usize,
 }
 
 /// A library as shipped for one CUDA major.
@@ -531,6 +546,22 @@ impl Catalog {
                     lib.id
                 )));
             }
+            // Strings alone prove nothing (any program may quote them): they need the table.
+            if !lib.static_strings.is_empty() && lib.static_name_table.is_none() {
+                return Err(invalid(format!(
+                    "library {}: static_strings need a static_name_table (strings alone are no \
+                     evidence of static linking)",
+                    lib.id
+                )));
+            }
+            if let Some(t) = &lib.static_name_table {
+                if t.prefix.is_empty() || t.min_names < 2 {
+                    return Err(invalid(format!(
+                        "library {}: static_name_table needs a prefix and min_names of 2 or more",
+                        lib.id
+                    )));
+                }
+            }
             for m in &lib.cuda {
                 if m.sonames.is_empty() {
                     return Err(invalid(format!(
@@ -813,6 +844,18 @@ impl Catalog {
         })
     }
 
+    /// The newest CUDA release the catalog knows of: over its toolkit driver rows, PTX ISA rows
+    /// and the first toolkit of each compute capability.
+    pub fn newest_cuda(&self) -> Option<CudaVersion> {
+        self.toolkits
+            .iter()
+            .map(|t| t.version.as_str())
+            .chain(self.ptx_isa.iter().map(|p| p.cuda.as_str()))
+            .chain(self.archs.iter().map(|a| a.first_cuda.as_str()))
+            .filter_map(CudaVersion::parse)
+            .max()
+    }
+
     /// Minimum Linux driver of a toolkit version (exact `major.minor`, else the newest older one).
     pub fn min_driver(&self, cuda: CudaVersion) -> Option<&ToolkitDriver> {
         self.toolkits
@@ -1078,6 +1121,13 @@ mod tests {
     }
 
     #[test]
+    fn newest_cuda_is_the_newest_row() {
+        // The newest PTX ISA row (9.5) is CUDA 13.5, newer than any driver row.
+        let newest = Catalog::builtin().newest_cuda().unwrap();
+        assert_eq!(newest.to_string(), "13.5");
+    }
+
+    #[test]
     fn user_file_overrides_and_extends() {
         let mut cat = Catalog::builtin();
         cat.merge_str(
@@ -1122,5 +1172,12 @@ pip_dir = "librmm/lib64"
             )
             .unwrap_err();
         assert!(e.to_string().contains("no sonames"), "{e}");
+        let e = cat
+            .merge_str(
+                "u.toml",
+                "schema = 1\n[[library]]\nid='x'\nstem='libx'\nkind='toolkit'\nstatic_strings=['x failed']",
+            )
+            .unwrap_err();
+        assert!(e.to_string().contains("need a static_name_table"), "{e}");
     }
 }

@@ -12,6 +12,7 @@ mod graft;
 mod inspect;
 mod relink;
 mod repair;
+mod self_check;
 mod split;
 mod toolkit;
 mod util;
@@ -72,6 +73,9 @@ enum Command {
     /// Answer questions from the CUDA catalog.
     #[command(subcommand)]
     Catalog(catalog_cmd::CatalogCmd),
+    /// This cudist's version and catalog, and which tools its results are checked against
+    /// (readelf, cuobjdump, ldd, nvcc, …) it can reach here.
+    SelfCheck(self_check::SelfCheckArgs),
 }
 
 #[derive(clap::Args)]
@@ -168,7 +172,15 @@ fn parse_size(s: &str) -> Result<u64, String> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // `--version` also names the CUDA releases the built-in catalog covers.
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayVersion => {
+            outln!("{}", self_check::version_line());
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => e.exit(),
+    };
     let mut limits = cudist_fs::limits();
     if let Some(n) = cli.max_unpacked {
         limits.unpacked = n;
@@ -195,6 +207,7 @@ fn main() -> ExitCode {
         Command::Relink(args) => relink::run(args, &catalog),
         Command::Split(args) => split::run(args, &catalog),
         Command::Catalog(cmd) => catalog_cmd::run(cmd, &catalog),
+        Command::SelfCheck(args) => self_check::run(args, &catalog),
     };
     match result {
         Ok(code) => code,

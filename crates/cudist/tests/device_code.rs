@@ -287,3 +287,66 @@ fn host_only_file_lists_nothing() {
     let r = report(&dir.join("hostonly.so"));
     assert!(entries(&r).is_empty());
 }
+
+/// The static-cudart file's entry, if cudist reports one.
+fn static_cudart_of(path: &Path) -> Option<Value> {
+    let r = report(path);
+    let statics = r["artifacts"][0]["elf_files"][0]["static_cuda"].clone();
+    statics
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["library"] == "cudart")
+        .cloned()
+}
+
+/// A program that only quotes the runtime's messages has not linked the runtime in: the strings
+/// count only with the runtime's table of driver entry-point names (400+ in every libcudart
+/// from 11.7 to 13.5, catalog `static_name_table`), and the table's threshold is exact.
+#[test]
+fn quoted_runtime_strings_are_not_static_cudart() {
+    let dir = tempfile::tempdir().unwrap();
+    let quoting = r#"#include <stdio.h>
+int main(void) {
+    puts("CUDA driver version is insufficient for CUDA runtime version");
+    puts("/cudart.shm.");
+    return 0;
+}
+"#;
+    let p = gcc(dir.path(), "quotes", quoting, &[]);
+    assert!(std::fs::read(&p)
+        .unwrap()
+        .windows(12)
+        .any(|w| w == b"/cudart.shm."));
+    assert_eq!(
+        static_cudart_of(&p),
+        None,
+        "a program that prints the messages"
+    );
+
+    // The same program with a table of `n` distinct driver-like names, kept as C strings.
+    let with_table = |n: usize| {
+        let names: Vec<String> = (0..n).map(|i| format!("\"cuFake{i}_v2\"")).collect();
+        let src = format!(
+            "#include <stdio.h>\nconst char *const table[] = {{{}}};\n\
+             int main(int argc, char **argv) {{\n{}\n  puts(table[argc]);\n  return 0;\n}}\n",
+            names.join(", "),
+            &quoting[quoting.find("    puts").unwrap()..quoting.find("    return").unwrap()]
+        );
+        gcc(dir.path(), &format!("table{n}"), &src, &[])
+    };
+    assert_eq!(static_cudart_of(&with_table(199)), None, "199 names");
+    let s = static_cudart_of(&with_table(200)).expect("200 names: the runtime's pattern");
+    assert_eq!(s["confidence"], "certain");
+    assert!(
+        s["evidence"].to_string().contains("200 entry-point names"),
+        "{s:#}"
+    );
+
+    // cudist's own binary holds the messages in its catalog, not the runtime.
+    let own = Path::new(env!("CARGO_BIN_EXE_cudist"));
+    let bytes = std::fs::read(own).unwrap();
+    let msg = b"CUDA driver version is insufficient for CUDA runtime version";
+    assert!(bytes.windows(msg.len()).any(|w| w == msg));
+    assert_eq!(static_cudart_of(own), None, "cudist itself");
+}

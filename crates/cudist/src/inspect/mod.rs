@@ -58,12 +58,20 @@ pub struct Analysed {
     pub report: ElfReport,
     /// Catalog library ids whose marker symbols the file defines.
     defined_markers: BTreeMap<String, Vec<String>>,
-    /// Catalog library ids whose characteristic strings the file contains.
-    strings_found: BTreeMap<String, Vec<String>>,
+    /// Catalog library ids whose characteristic strings the file contains, together with their
+    /// name table (the number of its names found).
+    strings_found: BTreeMap<String, QuotedStrings>,
     /// The CUDA major assumed for SONAMEs several majors share.
     hint: Option<u32>,
     /// The catalog library this file is itself (vendored or, in its provider's wheel, shipped).
     own_library: Option<String>,
+}
+
+/// A library's characteristic strings found in a file, with its table of names.
+struct QuotedStrings {
+    strings: Vec<String>,
+    table_prefix: String,
+    table_names: usize,
 }
 
 /// Inspects one artifact.
@@ -81,6 +89,8 @@ pub struct MarkerIndex {
     owner: HashMap<String, String>,
     /// (library id, string) pairs.
     strings: Vec<(String, String)>,
+    /// The name table each library with `strings` keeps (without one, its strings are no evidence).
+    name_tables: HashMap<String, cudist_catalog::NameTable>,
     /// Every symbol any manylinux policy blacklists.
     blacklisted: std::collections::HashSet<&'static str>,
 }
@@ -90,7 +100,11 @@ impl MarkerIndex {
         let mut names = Vec::new();
         let mut owner = HashMap::new();
         let mut strings = Vec::new();
+        let mut name_tables = HashMap::new();
         for lib in &catalog.libraries {
+            if let Some(t) = &lib.static_name_table {
+                name_tables.insert(lib.id.clone(), t.clone());
+            }
             for m in &lib.static_markers {
                 names.push(m.clone());
                 owner.insert(m.clone(), lib.id.clone());
@@ -107,9 +121,33 @@ impl MarkerIndex {
             names,
             owner,
             strings,
+            name_tables,
             blacklisted,
         }
     }
+}
+
+/// The number of distinct NUL-terminated C strings in `sections` that are `prefix`, an ASCII
+/// capital letter, then identifier characters (`cuMemAlloc_v2` for prefix `cu`): the shape of a
+/// table of entry-point names a library resolves with dlsym or cuGetProcAddress.
+fn count_c_names(sections: &[&[u8]], prefix: &[u8]) -> usize {
+    let mut names: std::collections::HashSet<&[u8]> = std::collections::HashSet::new();
+    for bytes in sections {
+        // The last piece has no terminating NUL inside the section: not a C string.
+        let mut pieces = bytes.split(|b| *b == 0);
+        let _ = pieces.next_back();
+        for s in pieces {
+            if s.len() > prefix.len()
+                && s.len() <= 128
+                && s.starts_with(prefix)
+                && s[prefix.len()].is_ascii_uppercase()
+                && s.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_')
+            {
+                names.insert(s);
+            }
+        }
+    }
+    names.len()
 }
 
 /// Analyses one ELF file. `path` is its path inside the artifact.
@@ -171,8 +209,10 @@ pub fn analyse_elf(
             defined_markers.entry(lib.clone()).or_default().push(sym);
         }
     }
-    // Characteristic strings in read-only data: these survive `strip`.
-    let mut strings_found: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    // Characteristic strings in read-only data: these survive `strip`. Any program may quote a
+    // library's messages (cudist's own catalog does), so they count only together with the table
+    // of names that library's code resolves at run time (cudart: 400+ driver entry points).
+    let mut rodata = Vec::new();
     for s in elf
         .sections
         .iter()
@@ -181,13 +221,32 @@ pub fn analyse_elf(
         let bytes = elf
             .section_data(data, s)
             .with_context(|| format!("{path}: section {}", s.name))?;
-        for (lib, needle) in &markers.strings {
-            if memchr::memmem::find(bytes, needle.as_bytes()).is_some() {
-                let v = strings_found.entry(lib.clone()).or_default();
-                if !v.contains(needle) {
-                    v.push(needle.clone());
-                }
-            }
+        rodata.push(bytes);
+    }
+    let mut quoted: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for (lib, needle) in &markers.strings {
+        if rodata
+            .iter()
+            .any(|b| memchr::memmem::find(b, needle.as_bytes()).is_some())
+        {
+            quoted.entry(lib).or_default().push(needle.clone());
+        }
+    }
+    let mut strings_found = BTreeMap::new();
+    for (lib, strs) in quoted {
+        let Some(table) = markers.name_tables.get(lib) else {
+            continue;
+        };
+        let names = count_c_names(&rodata, table.prefix.as_bytes());
+        if names >= table.min_names {
+            strings_found.insert(
+                lib.to_string(),
+                QuotedStrings {
+                    strings: strs,
+                    table_prefix: table.prefix.clone(),
+                    table_names: names,
+                },
+            );
         }
     }
 
@@ -697,9 +756,14 @@ fn static_cuda(a: &Analysed) -> Vec<StaticCuda> {
         if let Some(syms) = a.defined_markers.get(lib) {
             evidence.push(format!("defines {}", syms.join(", ")));
         }
-        if let Some(strs) = a.strings_found.get(lib) {
-            let quoted: Vec<String> = strs.iter().map(|s| format!("{s:?}")).collect();
-            evidence.push(format!("contains {}", quoted.join(", ")));
+        if let Some(q) = a.strings_found.get(lib) {
+            let quoted: Vec<String> = q.strings.iter().map(|s| format!("{s:?}")).collect();
+            evidence.push(format!(
+                "contains {} and a table of {} entry-point names ({}…) resolved at run time",
+                quoted.join(", "),
+                q.table_names,
+                q.table_prefix
+            ));
         }
         out.push(StaticCuda {
             library: lib.clone(),

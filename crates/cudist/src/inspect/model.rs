@@ -273,8 +273,9 @@ pub struct SearchPathEntry {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Confidence {
-    /// The library's own API entry points are defined in the file, or it contains strings only
-    /// that library's code holds (catalog `static_strings`).
+    /// The library's own API entry points are defined in the file, or it contains the library's
+    /// characteristic strings (catalog `static_strings`) together with the table of names its
+    /// code resolves at run time (`static_name_table`). Strings alone are never evidence.
     Certain,
     /// Indirect evidence only (device code without any CUDA runtime in NEEDED).
     Likely,
