@@ -16,6 +16,8 @@
 #   - for `cudist toolkit`: CMake and pkg-config from Debian, and two venvs of CUDA wheels
 #     (CUDA 13.5: nvcc, nvvm, crt, runtime, cccl, curand, nvrtc; CUDA 12.9: runtime, curand, nvcc-cu12).
 # The tests read their locations from CUDIST_* variables; with CI=true a missing one fails the run.
+# CUDIST_WHEEL (cudist's own wheel, for tests/own_wheel.rs and the cibuildwheel recipe) comes from
+# scripts/wheel.sh, which .ci/run runs first; without it those tests skip outside CI.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -8,27 +8,6 @@ use std::process::Command;
 
 use common::*;
 
-/// The tag `auditwheel show` reports: "consistent with" when no external library is missing,
-/// else the tag the symbol versions "constrain" it to.
-fn auditwheel_tag(auditwheel: &Path, wheel: &Path) -> (String, Option<String>) {
-    let o = Command::new(auditwheel)
-        .arg("show")
-        .arg(wheel)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&o.stdout).replace('\n', " ");
-    let grab = |after: &str| {
-        text.split(after)
-            .nth(1)
-            .and_then(|r| r.split('"').nth(1))
-            .map(str::to_string)
-    };
-    (
-        grab("consistent with the following platform tag:").unwrap_or_else(|| panic!("{text}")),
-        grab("constrains the platform tag to"),
-    )
-}
-
 fn our_policy(wheel: &Path) -> (String, serde_json::Value) {
     let v = inspect_json(&[wheel.to_str().unwrap()], 0);
     let p = v["artifacts"][0]["platform"].clone();

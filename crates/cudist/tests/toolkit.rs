@@ -1095,19 +1095,6 @@ fn env_prints_sh_fish_and_json_for_a_root_and_for_wheel_directories() {
     );
 }
 
-/// The fenced code block of `lang` that starts with `first_line` in docs/toolkit.md.
-fn doc_block(lang: &str, first_line: &str) -> String {
-    let doc = std::fs::read_to_string(repo_root().join("docs/toolkit.md")).unwrap();
-    let fence = format!("```{lang}\n{first_line}\n");
-    let start = doc
-        .find(&fence)
-        .unwrap_or_else(|| panic!("no {fence:?} block in docs/toolkit.md"))
-        + lang.len()
-        + 4;
-    let len = doc[start..].find("```").unwrap();
-    doc[start..start + len].to_string()
-}
-
 /// The scikit-build-core recipe of docs/toolkit.md, as written there: the wheel it builds needs
 /// the CUDA wheels' libraries, and after `cudist repair` it loads from them.
 #[test]
@@ -1124,12 +1111,12 @@ fn the_scikit_build_core_recipe_in_the_docs_builds_a_wheel_that_loads() {
     std::fs::create_dir(&proj).unwrap();
     std::fs::write(
         proj.join("pyproject.toml"),
-        doc_block("toml", "# pyproject.toml"),
+        doc_block("docs/toolkit.md", "toml", "# pyproject.toml"),
     )
     .unwrap();
     std::fs::write(
         proj.join("CMakeLists.txt"),
-        doc_block("cmake", "# CMakeLists.txt"),
+        doc_block("docs/toolkit.md", "cmake", "# CMakeLists.txt"),
     )
     .unwrap();
     std::fs::write(proj.join("kern.cu"), KERNEL_CU).unwrap();
@@ -1179,6 +1166,7 @@ fn the_scikit_build_core_recipe_in_the_docs_builds_a_wheel_that_loads() {
     ok(&o, "cudist repair");
     let rep: Value = serde_json::from_slice(&o.stdout).unwrap();
     let w = &rep["wheels"][0];
+    cibuildwheel_recipe(work.path(), &whl, Path::new(w["output"].as_str().unwrap()));
     let requires: Vec<&str> = w["requires_added"]
         .as_array()
         .unwrap()
@@ -1227,4 +1215,91 @@ fn the_scikit_build_core_recipe_in_the_docs_builds_a_wheel_that_loads() {
         .arg(&lib)
         .env_remove("LD_LIBRARY_PATH"));
     ok(&o, "ctypes load of the scikit-build-core library");
+}
+
+/// The cibuildwheel recipe of docs/recipes.md, run as cibuildwheel 4.x runs it on Linux
+/// (`cibuildwheel/platforms/linux.py`): `before-build` with `sh -c` in the build's virtual
+/// environment, then the repair command with `{wheel}` and `{dest_dir}` substituted as they are
+/// (cibuildwheel's `prepare_command` does no quoting), with `sh -c` in the same environment. The
+/// cudist it installs is the wheel `.ci/run` built (`CUDIST_WHEEL`); the repaired wheel must be
+/// the one `cudist repair` made directly (`expected`), byte for byte.
+fn cibuildwheel_recipe(work: &Path, built: &Path, expected: &Path) {
+    let block = doc_block(
+        "docs/recipes.md",
+        "sh",
+        "# cibuildwheel, as environment variables",
+    );
+    let var = |name: &str| -> String {
+        block
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("export {name}=\"")))
+            .and_then(|v| v.strip_suffix('"'))
+            .unwrap_or_else(|| panic!("no {name} in {block}"))
+            .to_string()
+    };
+    let before_build = var("CIBW_BEFORE_BUILD_LINUX");
+    let repair = var("CIBW_REPAIR_WHEEL_COMMAND_LINUX");
+    // The pyproject.toml form says the same.
+    let toml = doc_block("docs/recipes.md", "toml", "[tool.cibuildwheel.linux]");
+    assert!(
+        toml.contains(&format!("before-build = \"{before_build}\"")),
+        "{toml}"
+    );
+    assert!(
+        toml.contains(&format!("repair-wheel-command = \"{repair}\"")),
+        "{toml}"
+    );
+
+    let venv = work.join("cibw-venv");
+    let path = match std::env::var_os("CUDIST_WHEEL").filter(|w| !w.is_empty()) {
+        Some(wheel) => {
+            let wheel = PathBuf::from(wheel);
+            let o = run(Command::new("python3").args(["-m", "venv"]).arg(&venv));
+            ok(&o, "python3 -m venv");
+            let path = format!("{}:/usr/bin:/bin", venv.join("bin").display());
+            // `pip install cudist`, with pip pointed at the wheel .ci/run built.
+            let o = run(Command::new("sh")
+                .args(["-c", &before_build])
+                .env("PATH", &path)
+                .env("VIRTUAL_ENV", &venv)
+                .env("PIP_NO_INDEX", "1")
+                .env("PIP_FIND_LINKS", wheel.parent().unwrap())
+                .env("PIP_DISABLE_PIP_VERSION_CHECK", "1"));
+            ok(&o, "cibuildwheel before-build");
+            assert!(
+                venv.join("bin/cudist").is_file(),
+                "before-build installed no cudist"
+            );
+            path
+        }
+        None => {
+            assert!(!in_ci(), "CUDIST_WHEEL must be set in CI (.ci/run sets it)");
+            eprintln!(
+                "CUDIST_WHEEL is not set: running the repair command with the cudist under test"
+            );
+            let dir = Path::new(env!("CARGO_BIN_EXE_cudist")).parent().unwrap();
+            format!("{}:/usr/bin:/bin", dir.display())
+        }
+    };
+    let dest = work.join("cibw/repaired_wheel");
+    std::fs::create_dir_all(&dest).unwrap();
+    let command = repair
+        .replace("{wheel}", built.to_str().unwrap())
+        .replace("{dest_dir}", dest.to_str().unwrap());
+    let o = run(Command::new("sh")
+        .args(["-c", &command])
+        .env("PATH", &path)
+        .env("VIRTUAL_ENV", &venv));
+    ok(&o, "cibuildwheel repair-wheel-command");
+    let out: Vec<PathBuf> = std::fs::read_dir(&dest)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0].file_name(), expected.file_name());
+    assert!(
+        std::fs::read(&out[0]).unwrap() == std::fs::read(expected).unwrap(),
+        "the recipe's wheel differs from cudist repair's"
+    );
 }

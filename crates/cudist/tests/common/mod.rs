@@ -247,3 +247,38 @@ pub fn site_of(venv: &Path) -> PathBuf {
         .expect("a python3.X directory in the venv");
     py.path().join("site-packages")
 }
+
+/// The fenced code block of `lang` in the repo's `doc` (`docs/recipes.md`) whose first line is
+/// `first_line`: the tests run the recipes of the docs as they are written there.
+pub fn doc_block(doc: &str, lang: &str, first_line: &str) -> String {
+    let text = std::fs::read_to_string(repo_root().join(doc)).unwrap();
+    let fence = format!("```{lang}\n{first_line}\n");
+    let start = text
+        .find(&fence)
+        .unwrap_or_else(|| panic!("no {fence:?} block in {doc}"))
+        + lang.len()
+        + 4;
+    let len = text[start..].find("```").unwrap();
+    text[start..start + len].to_string()
+}
+
+/// The tag `auditwheel show` reports: "consistent with" when no external library is missing,
+/// else the tag the symbol versions "constrain" it to.
+pub fn auditwheel_tag(auditwheel: &Path, wheel: &Path) -> (String, Option<String>) {
+    let o = Command::new(auditwheel)
+        .arg("show")
+        .arg(wheel)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).replace('\n', " ");
+    let grab = |after: &str| {
+        text.split(after)
+            .nth(1)
+            .and_then(|r| r.split('"').nth(1))
+            .map(str::to_string)
+    };
+    (
+        grab("consistent with the following platform tag:").unwrap_or_else(|| panic!("{text}")),
+        grab("constrains the platform tag to"),
+    )
+}

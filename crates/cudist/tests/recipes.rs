@@ -1,0 +1,208 @@
+//! The recipes of docs/recipes.md, run as written there: the conda-forge / rattler-build overlinking
+//! gate and the Nix fixup phase. (The cibuildwheel recipe is run by tests/toolkit.rs, on the wheel
+//! its scikit-build-core test builds.)
+
+mod common;
+use common::*;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const RECIPES: &str = "docs/recipes.md";
+
+/// `PATH` with the cudist under test first, as a build image that installed it has.
+fn path_with_cudist() -> String {
+    let dir = Path::new(env!("CARGO_BIN_EXE_cudist")).parent().unwrap();
+    format!("{}:/usr/local/bin:/usr/bin:/bin", dir.display())
+}
+
+/// Runs `script` as `sh -c` does in a build step, in `cwd`, with `env` added.
+fn sh(script: &str, cwd: &Path, env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(script)
+        .current_dir(cwd)
+        .env("PATH", path_with_cudist())
+        .env("NO_COLOR", "1");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run sh")
+}
+
+/// A conda package `myext` whose library links cuBLAS and the CUDA runtime, with `depends`.
+fn package(work: &Path, out: &Path, depends: &[&str]) -> PathBuf {
+    let libs = work.join("libs");
+    fake_lib(&libs, "libcublas.so", "libcublas.so.13", "cublasCreate_v2");
+    fake_lib(&libs, "libcudart.so", "libcudart.so.13", "cudaMalloc");
+    let ext = gcc_shared(
+        &libs,
+        "libmyext.so",
+        Some("libmyext.so"),
+        "int cublasCreate_v2(void *); int cudaMalloc(void *);\nint f(void) { return cublasCreate_v2(0) + cudaMalloc(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.display()),
+            "-lcublas",
+            "-lcudart",
+        ],
+    );
+    let (subdir, _) = cudist_conda::host_subdir();
+    let dir = out.join(subdir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let pkg = cudist_conda::NewPackage {
+        name: "myext".into(),
+        version: "1.0".into(),
+        build: "h0_0".into(),
+        build_number: 0,
+        subdir: subdir.into(),
+        depends: depends.iter().map(|d| d.to_string()).collect(),
+        constrains: vec![],
+        license: Some("MIT".into()),
+        run_exports: None,
+        files: vec![cudist_conda::Entry {
+            path: "lib/libmyext.so".into(),
+            content: cudist_conda::Content::File(ext),
+            known: None,
+        }],
+        licenses: vec![],
+    };
+    let opts = cudist_conda::WriteOptions {
+        zstd_level: 1,
+        timestamp: 1_700_000_000,
+        threads: 1,
+    };
+    cudist_conda::write_conda(&pkg, &dir, &opts).unwrap()
+}
+
+#[test]
+fn the_rattler_build_gate_fails_on_overlinking_only() {
+    let gate = doc_block(
+        RECIPES,
+        "sh",
+        "# after `rattler-build build --recipe recipe --output-dir output` (conda-build: its output folder)",
+    );
+    // Overlinking: the library links cuBLAS, the depends name only the runtime.
+    let work = tempfile::tempdir().unwrap();
+    let build = work.path().join("build");
+    let pkg = package(
+        work.path(),
+        &build.join("output"),
+        &["cuda-cudart >=13.0,<14.0a0", "python >=3.11"],
+    );
+    let o = sh(&gate, &build, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    let text = stdout(&o);
+    let (subdir, _) = cudist_conda::host_subdir();
+    assert!(
+        text.contains(&format!(
+            "output/{subdir}/myext-1.0-h0_0.conda: links libcublas.so.13 but depends on no libcublas"
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("libcudart.so.13"), "{text}");
+
+    // Declared: the same package with libcublas in its depends passes.
+    std::fs::remove_file(&pkg).unwrap();
+    package(
+        work.path(),
+        &build.join("output"),
+        &[
+            "cuda-cudart >=13.0,<14.0a0",
+            "libcublas >=13.0,<14.0a0",
+            "python >=3.11",
+        ],
+    );
+    let o = sh(&gate, &build, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(stdout(&o).trim(), "no CUDA overlinking");
+
+    // A package cudist cannot read fails the step too: listed by the script, and with `set -e`
+    // (as CI runners' shells have) the step stops at inspect's exit code 3.
+    std::fs::write(
+        build
+            .join("output")
+            .join(subdir)
+            .join("broken-1.0-h0_0.conda"),
+        b"not a zip",
+    )
+    .unwrap();
+    let o = sh(&gate, &build, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("broken-1.0-h0_0.conda: "),
+        "{}",
+        stdout(&o)
+    );
+    let o = sh(&format!("set -e\n{gate}"), &build, &[]);
+    assert_eq!(o.status.code(), Some(3), "{}{}", stdout(&o), stderr(&o));
+}
+
+fn readelf_d(p: &Path) -> String {
+    let o = Command::new("readelf").arg("-dW").arg(p).output().unwrap();
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn the_nix_fixup_adds_the_driver_runpath() {
+    let block = doc_block(
+        RECIPES,
+        "nix",
+        "# in the derivation (cudist in nativeBuildInputs)",
+    );
+    // The shell text between `postFixup = ''` and `'';`, as Nix hands it to the builder's bash.
+    let script = block
+        .split("postFixup = ''\n")
+        .nth(1)
+        .and_then(|r| r.split("'';").next())
+        .expect("a postFixup phase in the Nix recipe")
+        .to_string();
+    assert!(script.contains("$out"), "{script}");
+
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("nix/store/aaaa-myapp-1.0");
+    let stubs = work.path().join("stubs");
+    fake_lib(&stubs, "libcuda.so.1", "libcuda.so.1", "cuInit");
+    std::os::unix::fs::symlink("libcuda.so.1", stubs.join("libcuda.so")).unwrap();
+    fake_lib(
+        &out.join("lib"),
+        "libcudart.so.13",
+        "libcudart.so.13",
+        "cudaMalloc",
+    );
+    let other = fake_lib(&out.join("lib"), "libother.so.1", "libother.so.1", "other");
+    let app = gcc(
+        &out.join("bin"),
+        "myapp",
+        "int cuInit(void *); int main(void) { return cuInit(0); }\n",
+        &[
+            &format!("-L{}", stubs.display()),
+            "-Wl,--no-as-needed",
+            "-lcuda",
+        ],
+    );
+    let other_before = std::fs::read(&other).unwrap();
+    let o = sh(&script, work.path(), &[("out", out.to_str().unwrap())]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    for elf in [app.clone(), out.join("lib/libcudart.so.13")] {
+        let d = readelf_d(&elf);
+        assert!(
+            d.contains("Library runpath: [/run/opengl-driver/lib]"),
+            "{}: {d}",
+            elf.display()
+        );
+    }
+    assert_eq!(std::fs::read(&other).unwrap(), other_before);
+    // The program's only way to the driver is that directory: ld.so looks there.
+    let o = Command::new(&app)
+        .env_remove("LD_LIBRARY_PATH")
+        .env("LD_DEBUG", "libs")
+        .output()
+        .unwrap();
+    let trace = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        trace.contains("trying file=/run/opengl-driver/lib/libcuda.so.1")
+            || trace.contains("search path=/run/opengl-driver/lib"),
+        "{trace}"
+    );
+}
