@@ -2,11 +2,12 @@
 //! `.conda` / `.tar.bz2` packages back (their `index.json`, `paths.json`, `run_exports.json`, and
 //! their files).
 //!
-//! The archive formats are the rattler crates' work; this crate adds what cudist needs around them:
-//! the `info/` files written from a typed [`NewPackage`] (and checked by parsing them back with
-//! rattler's own types, so a package cudist writes is one rattler reads), a staging directory with
-//! an unpredictable name that is removed whatever happens, and a package written to an exclusive
-//! temporary and renamed, so a failed write leaves nothing behind.
+//! The `info/` files are written from a typed [`NewPackage`] and checked by parsing them back with
+//! rattler's own types (rattler_conda_types), so a package cudist writes is one rattler reads. The
+//! archives themselves (`archive`) are written and read with the zip, zstd, bzip2 and tar crates.
+//! Files are staged in a directory with an unpredictable name that is removed whatever happens,
+//! and a package is written to an exclusive temporary and renamed, so a failed write leaves
+//! nothing behind.
 //!
 //! Packages are read by streaming their tar members ([`scan`]), never by unpacking them to disk:
 //! every member name must be a plain path inside the prefix, the members together must unpack to
@@ -16,7 +17,8 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use rattler_conda_types::compression_level::CompressionLevel;
+mod archive;
+
 use rattler_conda_types::package::{
     IndexJson, PackageFile, PathType, PathsEntry, PathsJson, RunExportsJson,
 };
@@ -41,7 +43,7 @@ pub enum Error {
     Read {
         path: PathBuf,
         #[source]
-        source: Box<rattler_package_streaming::ExtractError>,
+        source: std::io::Error,
     },
     #[error("package {package}: {path} is given twice")]
     Duplicate { package: String, path: String },
@@ -300,22 +302,13 @@ fn stage_and_pack(
     let out = dir.join(format!("{}.conda", pkg.stem()));
     let file = cudist_fs::AtomicFile::new(&out).map_err(io(&out))?;
     let mut w = std::io::BufWriter::new(file);
-    let ts = jiff::Timestamp::from_second(opts.timestamp).map_err(|e| Error::Invalid {
+    jiff::Timestamp::from_second(opts.timestamp).map_err(|e| Error::Invalid {
         path: out.clone(),
         what: "timestamp",
         message: e.to_string(),
     })?;
-    let written = rattler_package_streaming::write::write_conda_package(
-        &mut w,
-        stage,
-        &paths,
-        CompressionLevel::Numeric(opts.zstd_level),
-        Some(opts.threads.max(1)),
-        &pkg.stem(),
-        Some(&ts),
-        None,
-    )
-    .and_then(|()| w.flush());
+    let written =
+        archive::write_conda(&mut w, stage, &paths, &pkg.stem(), opts, dir).and_then(|w| w.flush());
     written.map_err(io(&out))?;
     w.into_inner()
         .map_err(|e| Error::Io {
@@ -419,7 +412,7 @@ pub fn scan(
     })?;
     let read_err = |source| Error::Read {
         path: path.to_path_buf(),
-        source: Box::new(source),
+        source,
     };
     let mut walk = Walk {
         path,
@@ -429,8 +422,7 @@ pub fn scan(
     };
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     if name.ends_with(".tar.bz2") {
-        let mut tar =
-            rattler_package_streaming::read::stream_tar_bz2(std::io::BufReader::new(&file));
+        let mut tar = archive::tar_bz2(&file);
         walk.tar(&mut tar, parts, &mut visit)?;
         return Ok(());
     }
@@ -442,19 +434,17 @@ pub fn scan(
             "no {part}-*.tar.zst member (a .conda holds info-*.tar.zst and pkg-*.tar.zst)"
         ),
     };
-    let part_err = |part: &'static str| {
-        move |e| match e {
-            rattler_package_streaming::ExtractError::MissingComponent => missing(part),
-            other => read_err(other),
-        }
+    let part_err = |e| match e {
+        archive::OpenError::Missing(part) => missing(part),
+        archive::OpenError::Io(e) => read_err(e),
     };
-    let mut info =
-        rattler_package_streaming::seek::stream_conda_info(&file).map_err(part_err("info"))?;
+    let mut conda = archive::Conda::open(std::io::BufReader::new(&file)).map_err(read_err)?;
+    let mut info = conda.part("info").map_err(part_err)?;
     if walk.tar(&mut info, Parts::All, &mut visit)? == Next::Stop || parts == Parts::Info {
         return Ok(());
     }
-    let mut content =
-        rattler_package_streaming::seek::stream_conda_content(&file).map_err(part_err("pkg"))?;
+    drop(info);
+    let mut content = conda.part("pkg").map_err(part_err)?;
     walk.tar(&mut content, Parts::All, &mut visit)?;
     Ok(())
 }
@@ -716,6 +706,133 @@ mod tests {
             b"not really an ELF"
         );
         assert!(x.join("info/licenses/LICENSE.txt").is_file());
+    }
+
+    fn small_package(src: &Path) -> NewPackage {
+        NewPackage {
+            name: "libfoo".into(),
+            version: "1.0".into(),
+            build: "h0_0".into(),
+            build_number: 0,
+            subdir: host_subdir().0.into(),
+            depends: vec![],
+            constrains: vec![],
+            license: None,
+            run_exports: None,
+            licenses: vec![],
+            files: vec![
+                Entry {
+                    path: "lib/libfoo.so.1".into(),
+                    content: Content::File(src.to_path_buf()),
+                    known: None,
+                },
+                Entry {
+                    path: "lib/libfoo.so".into(),
+                    content: Content::Link("libfoo.so.1".into()),
+                    known: None,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn a_package_is_written_byte_for_byte_again_in_the_conda_v2_layout() {
+        let t = tempfile::tempdir().unwrap();
+        let src = t.path().join("libfoo.so.1");
+        std::fs::write(&src, vec![7u8; 100_000]).unwrap();
+        let mut written = Vec::new();
+        for out in ["a", "b"] {
+            let out = t.path().join(out);
+            std::fs::create_dir(&out).unwrap();
+            written.push(
+                std::fs::read(write_conda(&small_package(&src), &out, &opts()).unwrap()).unwrap(),
+            );
+        }
+        assert!(written[0] == written[1], "two writes differ");
+        let mut z = zip::ZipArchive::new(std::io::Cursor::new(&written[0])).unwrap();
+        let names: Vec<String> = z.file_names().map(str::to_string).collect();
+        assert_eq!(
+            names,
+            [
+                "metadata.json",
+                "pkg-libfoo-1.0-h0_0.tar.zst",
+                "info-libfoo-1.0-h0_0.tar.zst"
+            ]
+        );
+        for i in 0..z.len() {
+            assert_eq!(
+                z.by_index(i).unwrap().compression(),
+                zip::CompressionMethod::Stored
+            );
+        }
+        let mut meta = String::new();
+        z.by_name("metadata.json")
+            .unwrap()
+            .read_to_string(&mut meta)
+            .unwrap();
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&meta).unwrap(),
+            json!({ "conda_pkg_format_version": 2 })
+        );
+        // Members sorted, stamped with the timestamp, owned by 0.
+        let pkg = z.by_name("pkg-libfoo-1.0-h0_0.tar.zst").unwrap();
+        let mut tar = tar::Archive::new(zstd::stream::read::Decoder::new(pkg).unwrap());
+        let members: Vec<(String, u64, u64)> = tar
+            .entries()
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let h = e.header();
+                (
+                    e.path().unwrap().display().to_string(),
+                    h.mtime().unwrap(),
+                    h.uid().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            members,
+            [
+                ("lib/libfoo.so".to_string(), 1_700_000_000, 0),
+                ("lib/libfoo.so.1".to_string(), 1_700_000_000, 0)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_tar_bz2_of_several_bzip2_streams_reads_as_one_tar() {
+        // Parallel compressors (pbzip2, lbzip2) write one bzip2 stream per block.
+        let t = tempfile::tempdir().unwrap();
+        let mut b = tar::Builder::new(Vec::new());
+        for (name, body) in [
+            (
+                "info/index.json",
+                &br#"{"name":"x","version":"1","build":"0","build_number":0}"#[..],
+            ),
+            ("lib/libx.so", &b"\x7fELF"[..]),
+        ] {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(body.len() as u64);
+            h.set_mode(0o644);
+            b.append_data(&mut h, name, body).unwrap();
+        }
+        let raw = b.into_inner().unwrap();
+        let mut bz = Vec::new();
+        for half in [&raw[..1024], &raw[1024..]] {
+            let mut e = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
+            e.write_all(half).unwrap();
+            bz.extend(e.finish().unwrap());
+        }
+        let p = t.path().join("x-1-0.tar.bz2");
+        std::fs::write(&p, bz).unwrap();
+        let mut seen = Vec::new();
+        scan(&p, Parts::All, |m| {
+            seen.push(m.path.to_string());
+            Ok(Next::Continue)
+        })
+        .unwrap();
+        assert_eq!(seen, ["info/index.json", "lib/libx.so"]);
+        assert_eq!(read(&p).unwrap().name(), "x");
     }
 
     #[test]
