@@ -32,6 +32,19 @@ fn member(wheel: &Path, name: &str) -> Vec<u8> {
     v
 }
 
+/// `VENV/bin/pip install WHEEL` from the file alone, with `extra` arguments.
+fn pip_install(venv: &Path, wheel: &Path, extra: &[&std::ffi::OsStr]) -> Output {
+    run(Command::new(venv.join("bin/pip"))
+        .args([
+            "install",
+            "--quiet",
+            "--no-index",
+            "--disable-pip-version-check",
+        ])
+        .args(extra)
+        .arg(wheel))
+}
+
 fn own_wheel() -> Option<PathBuf> {
     tool_from_env("CUDIST_WHEEL")
 }
@@ -156,15 +169,7 @@ fn the_installed_wheel_runs_as_cudist_and_as_python_m_cudist() {
         &run(Command::new("python3").args(["-m", "venv"]).arg(&venv)),
         "python3 -m venv",
     );
-    let o = run(Command::new(venv.join("bin/pip"))
-        .args([
-            "install",
-            "--quiet",
-            "--no-index",
-            "--disable-pip-version-check",
-        ])
-        .arg(&wheel));
-    ok(&o, "pip install the wheel");
+    ok(&pip_install(&venv, &wheel, &[]), "pip install the wheel");
     // The console binary, in the venv's bin.
     let o = run(Command::new(venv.join("bin/cudist"))
         .arg("--version")
@@ -212,16 +217,7 @@ fn the_installed_wheel_runs_as_cudist_and_as_python_m_cudist() {
 
     // `pip install --target DIR`: the binary is DIR/bin/cudist, and python -m cudist finds it.
     let target = work.path().join("target");
-    let o = run(Command::new(venv.join("bin/pip"))
-        .args([
-            "install",
-            "--quiet",
-            "--no-index",
-            "--disable-pip-version-check",
-            "--target",
-        ])
-        .arg(&target)
-        .arg(&wheel));
+    let o = pip_install(&venv, &wheel, &["--target".as_ref(), target.as_os_str()]);
     ok(&o, "pip install --target");
     let o = run(Command::new("python3")
         .args(["-m", "cudist", "--version"])

@@ -30,49 +30,11 @@ fn sh(script: &str, cwd: &Path, env: &[(&str, &str)]) -> Output {
     cmd.output().expect("run sh")
 }
 
-/// A conda package `myext` whose library links cuBLAS and the CUDA runtime, with `depends`.
+/// The `myext` package of [`conda_package_linking_cublas`], in `out/<subdir>/` as rattler-build
+/// writes it.
 fn package(work: &Path, out: &Path, depends: &[&str]) -> PathBuf {
-    let libs = work.join("libs");
-    fake_lib(&libs, "libcublas.so", "libcublas.so.13", "cublasCreate_v2");
-    fake_lib(&libs, "libcudart.so", "libcudart.so.13", "cudaMalloc");
-    let ext = gcc_shared(
-        &libs,
-        "libmyext.so",
-        Some("libmyext.so"),
-        "int cublasCreate_v2(void *); int cudaMalloc(void *);\nint f(void) { return cublasCreate_v2(0) + cudaMalloc(0); }\n",
-        &[
-            "-Wl,--no-as-needed",
-            &format!("-L{}", libs.display()),
-            "-lcublas",
-            "-lcudart",
-        ],
-    );
     let (subdir, _) = cudist_conda::host_subdir();
-    let dir = out.join(subdir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let pkg = cudist_conda::NewPackage {
-        name: "myext".into(),
-        version: "1.0".into(),
-        build: "h0_0".into(),
-        build_number: 0,
-        subdir: subdir.into(),
-        depends: depends.iter().map(|d| d.to_string()).collect(),
-        constrains: vec![],
-        license: Some("MIT".into()),
-        run_exports: None,
-        files: vec![cudist_conda::Entry {
-            path: "lib/libmyext.so".into(),
-            content: cudist_conda::Content::File(ext),
-            known: None,
-        }],
-        licenses: vec![],
-    };
-    let opts = cudist_conda::WriteOptions {
-        zstd_level: 1,
-        timestamp: 1_700_000_000,
-        threads: 1,
-    };
-    cudist_conda::write_conda(&pkg, &dir, &opts).unwrap()
+    conda_package_linking_cublas(work, &out.join(subdir), depends)
 }
 
 #[test]

@@ -1101,48 +1101,15 @@ fn inspect_finds_overlinking_in_a_conda_package() {
     // A package whose library links cuBLAS and the runtime but whose depends name only the
     // runtime (and cuRAND, which nothing links).
     let work = tempfile::tempdir().unwrap();
-    let libs = work.path().join("libs");
-    fake_lib(&libs, "libcublas.so", "libcublas.so.13", "cublasCreate_v2");
-    fake_lib(&libs, "libcudart.so", "libcudart.so.13", "cudaMalloc");
-    let ext = gcc_shared(
-        &libs,
-        "libmyext.so",
-        Some("libmyext.so"),
-        "int cublasCreate_v2(void *); int cudaMalloc(void *);\nint f(void) { return cublasCreate_v2(0) + cudaMalloc(0); }\n",
+    let path = conda_package_linking_cublas(
+        work.path(),
+        work.path(),
         &[
-            "-Wl,--no-as-needed",
-            &format!("-L{}", libs.display()),
-            "-lcublas",
-            "-lcudart",
+            "cuda-cudart >=13.0,<14.0a0",
+            "libcurand >=10.4,<11.0a0",
+            "python >=3.11",
         ],
     );
-    let pkg = cudist_conda::NewPackage {
-        name: "myext".into(),
-        version: "1.0".into(),
-        build: "h0_0".into(),
-        build_number: 0,
-        subdir: cudist_conda::host_subdir().0.into(),
-        depends: vec![
-            "cuda-cudart >=13.0,<14.0a0".into(),
-            "libcurand >=10.4,<11.0a0".into(),
-            "python >=3.11".into(),
-        ],
-        constrains: vec![],
-        license: Some("MIT".into()),
-        run_exports: None,
-        files: vec![cudist_conda::Entry {
-            path: "lib/libmyext.so".into(),
-            content: cudist_conda::Content::File(ext),
-            known: None,
-        }],
-        licenses: vec![],
-    };
-    let opts = cudist_conda::WriteOptions {
-        zstd_level: 1,
-        timestamp: 1_700_000_000,
-        threads: 1,
-    };
-    let path = cudist_conda::write_conda(&pkg, work.path(), &opts).unwrap();
     let o = cudist(&["inspect", path.to_str().unwrap(), "--json"]);
     let report: Value = serde_json::from_slice(&o.stdout).unwrap();
     let a = &report["artifacts"][0];

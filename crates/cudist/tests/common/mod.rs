@@ -282,3 +282,47 @@ pub fn auditwheel_tag(auditwheel: &Path, wheel: &Path) -> (String, Option<String
         grab("constrains the platform tag to"),
     )
 }
+
+/// A conda package `myext-1.0-h0_0` written into `dir`, whose `lib/libmyext.so` links cuBLAS and
+/// the CUDA runtime (gcc stand-ins built under `work/libs`), with these `depends`.
+pub fn conda_package_linking_cublas(work: &Path, dir: &Path, depends: &[&str]) -> PathBuf {
+    let libs = work.join("libs");
+    fake_lib(&libs, "libcublas.so", "libcublas.so.13", "cublasCreate_v2");
+    fake_lib(&libs, "libcudart.so", "libcudart.so.13", "cudaMalloc");
+    let ext = gcc_shared(
+        &libs,
+        "libmyext.so",
+        Some("libmyext.so"),
+        "int cublasCreate_v2(void *); int cudaMalloc(void *);\nint f(void) { return cublasCreate_v2(0) + cudaMalloc(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.display()),
+            "-lcublas",
+            "-lcudart",
+        ],
+    );
+    let pkg = cudist_conda::NewPackage {
+        name: "myext".into(),
+        version: "1.0".into(),
+        build: "h0_0".into(),
+        build_number: 0,
+        subdir: cudist_conda::host_subdir().0.into(),
+        depends: depends.iter().map(|d| d.to_string()).collect(),
+        constrains: vec![],
+        license: Some("MIT".into()),
+        run_exports: None,
+        files: vec![cudist_conda::Entry {
+            path: "lib/libmyext.so".into(),
+            content: cudist_conda::Content::File(ext),
+            known: None,
+        }],
+        licenses: vec![],
+    };
+    let opts = cudist_conda::WriteOptions {
+        zstd_level: 1,
+        timestamp: 1_700_000_000,
+        threads: 1,
+    };
+    std::fs::create_dir_all(dir).unwrap();
+    cudist_conda::write_conda(&pkg, dir, &opts).unwrap()
+}
