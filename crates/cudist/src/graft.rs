@@ -16,8 +16,8 @@ use cudist_elf::ldso::{self, LdCache};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::inspect::model::{ElfReport, NeededClass};
 use crate::inspect::{analyse_elf, MarkerIndex};
+use cudist_analysis::model::{ElfReport, NeededClass};
 
 /// One grafted library.
 #[derive(Debug, Serialize)]
@@ -64,7 +64,7 @@ pub fn wants_graft(class: NeededClass, soname: &str, in_artifact: bool) -> bool 
     class == NeededClass::Other
         && !in_artifact
         && !soname.contains('/')
-        && !crate::inspect::platform::is_loader(soname)
+        && !cudist_analysis::platform::is_loader(soname)
 }
 
 /// Finds and copies the libraries `needers` need, and theirs, into `libs_dir`. Returns the grafts
@@ -151,7 +151,7 @@ struct Wanted {
 
 impl Wanted {
     fn new(soname: &str, machine: u16, needer: &ElfReport) -> Wanted {
-        let raw = |v: &[crate::inspect::model::SearchPathEntry]| {
+        let raw = |v: &[cudist_analysis::model::SearchPathEntry]| {
             v.iter().map(|p| p.raw.clone()).collect()
         };
         Wanted {

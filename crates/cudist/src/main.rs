@@ -236,7 +236,7 @@ fn report_error(e: &anyhow::Error) {
 /// Prints unreadable inputs (and, with the artifact's path, unreadable files inside artifacts) to
 /// stderr with their hints.
 fn print_input_errors<'a>(
-    errors: impl Iterator<Item = (Option<&'a str>, &'a inspect::model::InputError)>,
+    errors: impl Iterator<Item = (Option<&'a str>, &'a cudist_analysis::model::InputError)>,
 ) {
     for (artifact, e) in errors {
         match artifact {
@@ -269,7 +269,7 @@ fn run_repair(args: RepairArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
                 .collect();
             found.sort();
             if found.is_empty() {
-                errors.push(inspect::model::InputError {
+                errors.push(cudist_analysis::model::InputError {
                     path: p.display().to_string(),
                     error: "the directory holds no .whl files".into(),
                     hint: None,
@@ -367,9 +367,9 @@ fn run_inspect(args: InspectArgs, catalog: &Catalog) -> anyhow::Result<ExitCode>
 /// cuobjdump-format listings: a lone ELF prints exactly what `cuobjdump --list-elf --list-ptx PATH`
 /// prints to stdout; for several files, a `== path` line precedes each listing (the stem is taken
 /// from the member's file name, as if cuobjdump ran on the extracted file).
-fn cuobjdump_listings(report: &inspect::model::Report, args: &[PathBuf]) -> String {
+fn cuobjdump_listings(report: &cudist_analysis::model::Report, args: &[PathBuf]) -> String {
     let single = report.artifacts.len() == 1
-        && report.artifacts[0].kind == inspect::model::ArtifactKind::Elf;
+        && report.artifacts[0].kind == cudist_analysis::model::ArtifactKind::Elf;
     let mut out = String::new();
     for a in &report.artifacts {
         for e in a.elf_files.iter().filter(|e| !e.device_code.is_empty()) {

@@ -23,8 +23,8 @@ use cudist_wheel::Wheel;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::inspect::model::{Artifact, ElfReport, NeededClass, PathLocation};
 use crate::inspect::{self, parent, Input};
+use cudist_analysis::model::{Artifact, ElfReport, NeededClass, PathLocation};
 
 /// The schema identifier of `cudist repair --json`.
 pub const SCHEMA: &str = "cudist.repair/1";
@@ -93,7 +93,7 @@ pub struct Report {
     pub cudist_version: &'static str,
     pub dry_run: bool,
     pub wheels: Vec<WheelRepair>,
-    pub errors: Vec<crate::inspect::model::InputError>,
+    pub errors: Vec<cudist_analysis::model::InputError>,
 }
 
 #[derive(Debug, Serialize)]
@@ -117,7 +117,7 @@ pub struct WheelRepair {
     pub unchanged: bool,
     /// Platform tags of the repaired wheel, and the policies more compatible than its own that it
     /// does not satisfy (with the reason).
-    pub platform: crate::inspect::model::Platform,
+    pub platform: cudist_analysis::model::Platform,
 }
 
 #[derive(Debug, Serialize)]
@@ -170,7 +170,7 @@ pub fn repair(inputs: &[PathBuf], catalog: &Catalog, opts: &Options) -> Report {
         }
         match result {
             Ok(w) => wheels.push(w),
-            Err(e) => errors.push(crate::inspect::model::InputError {
+            Err(e) => errors.push(cudist_analysis::model::InputError {
                 path: p.display().to_string(),
                 error: format!("{e:#}"),
                 hint: crate::errors::hint(&e).map(str::to_string),
@@ -308,14 +308,14 @@ fn repair_one(
         }
     }
     let removed: BTreeSet<&str> = plan.removed.iter().map(|r| r.path.as_str()).collect();
-    let platform = inspect::platform::evaluate(
+    let platform = cudist_analysis::platform::evaluate(
         artifact
             .elf_files
             .iter()
             .filter(|e| !removed.contains(e.path.as_str()))
             .chain(grafts.iter().map(|g| &g.report)),
         &|n| plan.renamed.contains(&n.soname) || grafting.names.contains_key(&n.soname),
-        &inspect::platform::FileTag::of(&file_name),
+        &cudist_analysis::platform::FileTag::of(&file_name),
     );
     // A wheel auditwheel would not tag is not repaired either: say why.
     if let Some(why) = &platform.error {
@@ -387,7 +387,7 @@ fn repair_one(
         grafted: Vec::new(),
         unhandled: plan.unhandled,
         unchanged,
-        platform: crate::inspect::model::Platform {
+        platform: cudist_analysis::model::Platform {
             tags: tags.clone(),
             ..platform
         },
@@ -887,7 +887,7 @@ fn py_str(s: &str) -> String {
 
 /// The platform tags to write: `--plat`'s if the wheel satisfies that policy, else the most
 /// compatible satisfied one.
-fn choose_tags(p: &crate::inspect::model::Platform, plat: Option<&str>) -> Result<Vec<String>> {
+fn choose_tags(p: &cudist_analysis::model::Platform, plat: Option<&str>) -> Result<Vec<String>> {
     let arch = p.arch.clone().unwrap_or_else(|| "x86_64".into());
     let Some(want) = plat else {
         return Ok(p.tags.clone());

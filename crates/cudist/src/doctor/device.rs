@@ -15,7 +15,7 @@ use cudist_catalog::{driver_version_key, Catalog, CudaVersion};
 use cudist_fatbin::EntryKind;
 use serde::Serialize;
 
-use crate::inspect::model::DeviceEntry;
+use cudist_analysis::model::DeviceEntry;
 
 use super::host::Host;
 

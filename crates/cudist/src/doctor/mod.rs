@@ -422,7 +422,7 @@ fn cudart_majors(sim: &loader::Simulation, catalog: &Catalog) -> Vec<u32> {
 }
 
 /// The device code of an ELF file (empty when it has none or cannot be read).
-fn device_code(path: &Path) -> Vec<crate::inspect::model::DeviceEntry> {
+fn device_code(path: &Path) -> Vec<cudist_analysis::model::DeviceEntry> {
     let Ok(map) = cudist_elf::map_file(path) else {
         return Vec::new();
     };

@@ -4,8 +4,6 @@
 //! ELF files are found (wheels: by name, then by magic, reading only those members), analysed in
 //! parallel, and the per-file facts are folded into one [`model::Artifact`] with a verdict.
 
-pub mod model;
-pub mod platform;
 pub mod render;
 mod source;
 
@@ -17,7 +15,8 @@ use cudist_catalog::{Catalog, CudaVersion, LibraryMatch, SonameClass};
 use cudist_elf::ElfFile;
 use cudist_fatbin::{EntryKind, SectionKind};
 
-use model::*;
+use cudist_analysis::model::*;
+use cudist_analysis::platform;
 pub use source::{expand_inputs, install_path, Input};
 
 /// Inspects every input; unreadable inputs become [`InputError`]s in the report.

@@ -5,8 +5,8 @@ use std::fmt::Write;
 
 use cudist_fatbin::EntryKind;
 
-use super::model::*;
 use crate::util::{human_bytes, Style, Table};
+use cudist_analysis::model::*;
 
 /// What to print beyond the default report.
 #[derive(Debug, Clone, Copy, Default)]

@@ -16,8 +16,8 @@ use cudist_elf::is_elf;
 use cudist_wheel::Wheel;
 use rayon::prelude::*;
 
-use super::model::{ArtifactKind, CondaMeta, InputError, WheelInfo};
 use super::{Analysed, Scanned};
+use cudist_analysis::model::{ArtifactKind, CondaMeta, InputError, WheelInfo};
 
 /// One artifact to inspect.
 #[derive(Debug, Clone)]

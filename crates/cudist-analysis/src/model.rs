@@ -12,18 +12,29 @@ use serde::Serialize;
 pub const SCHEMA: &str = "cudist.inspect/1";
 
 #[derive(Debug, Serialize)]
+/// The whole report of one `cudist inspect` run (schema `cudist.inspect/1`).
 pub struct Report {
+    /// always `"cudist.inspect/1"` for this version
     pub schema: &'static str,
+    /// version of the cudist that wrote the report, e.g. `"0.1.0"`
     pub cudist_version: &'static str,
+    /// one per inspected input (wheel, directory or ELF file)
     pub artifacts: Vec<Artifact>,
     /// Inputs that could not be read at all, with the reason; the exit code is non-zero when any
     /// exist (or when an artifact has `problems`).
     pub errors: Vec<InputError>,
+    /// totals over the whole run
     pub summary: Summary,
 }
 
 #[derive(Debug, Serialize)]
+/// An input, or a file inside one, that could not be read: where, what went wrong, and what to do.
 pub struct InputError {
+    /// in `errors[]`: the input as given on the command line (for a wheelhouse, the wheel's path).
+    /// In `problems[]`: the file's path inside the artifact. For a wheel, this is the member's name
+    /// as stored in the archive, **not** mapped to its installed path
+    /// (`pkg-1.0.data/platlib/pkg/x.so`, where `elf_files` would say `pkg/x.so`). For a directory,
+    /// it is the path relative to the directory
     pub path: String,
     /// The error and its causes, outermost first, joined with `: `.
     pub error: String,
@@ -32,10 +43,14 @@ pub struct InputError {
 }
 
 #[derive(Debug, Default, Serialize)]
+/// Totals over all artifacts of a report.
 pub struct Summary {
+    /// `artifacts.length`
     pub artifacts: usize,
     /// Unreadable inputs plus unreadable files inside artifacts.
     pub errors: usize,
+    /// ELF files over all artifacts (the sum of `elf_files.length`). Files in `problems` are not
+    /// counted
     pub elf_files: usize,
     /// Bytes of vendored CUDA toolkit and driver libraries over all artifacts.
     pub vendored_cuda_bytes: u64,
@@ -45,25 +60,39 @@ pub struct Summary {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
+/// What kind of input an artifact is.
 pub enum ArtifactKind {
+    /// A wheel (`.whl`).
     Wheel,
+    /// A directory: an unpacked wheel, an install prefix, a toolkit tree.
     Directory,
+    /// A single ELF file.
     Elf,
     /// A conda package (`.conda` or `.tar.bz2`).
     Conda,
 }
 
 #[derive(Debug, Serialize)]
+/// One input (or one package of a wheelhouse or channel) and everything found in it.
 pub struct Artifact {
+    /// the input path as given (wheelhouse members: the directory joined with the wheel's file
+    /// name)
     pub path: String,
+    /// what the input is. A file is a wheel if it starts with a zip signature or is named `*.whl`;
+    /// a conda package if it is named `*.conda` or `*.tar.bz2`. `"conda"` appears only for conda
+    /// packages, which releases before it reported as input errors, so a consumer that gives cudist
+    /// only wheels, directories and ELF files never sees it
     pub kind: ArtifactKind,
     /// Size on disk: the wheel file, the ELF file, or the sum of regular files in a directory.
     pub size: u64,
     /// Size once installed (sum of uncompressed members for a wheel; equals `size` otherwise).
     pub installed_size: u64,
+    /// wheel metadata. `null` for directories and ELF files, and for a wheel whose `.dist-info`
+    /// could not be read
     pub wheel: Option<WheelInfo>,
     /// For a conda package: its metadata and whether its `depends` cover the CUDA it links.
     pub conda: Option<CondaInfo>,
+    /// every ELF file found and analysed. Other files are counted only in sizes
     pub elf_files: Vec<ElfReport>,
     /// Files of the artifact that look like ELF but could not be read or analysed (`path` is the
     /// file's path inside the artifact). The exit code is non-zero when any exist.
@@ -72,15 +101,20 @@ pub struct Artifact {
     pub cuda_needed: Vec<NeededLibrary>,
     /// Driver libraries needed (never to be bundled).
     pub driver_needed: Vec<NeededLibrary>,
+    /// CUDA toolkit or driver libraries that the artifact carries itself, in `elf_files` order
     pub vendored: Vec<Vendored>,
+    /// what GPUs the device code runs on
     pub device: DeviceSummary,
+    /// where the installed bytes go
     pub breakdown: Breakdown,
     /// The most compatible manylinux policy the artifact satisfies, and what blocks better ones.
     pub platform: Platform,
+    /// the overall judgement
     pub verdict: Verdict,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
+/// The most compatible manylinux or musllinux tag an artifact satisfies, and what blocks better ones.
 pub struct Platform {
     /// The architecture as platform tags name it (`x86_64`, `armv7l`); null when no ELF file
     /// has one.
@@ -102,9 +136,13 @@ pub struct Platform {
 }
 
 #[derive(Debug, Clone, Serialize)]
+/// Why one policy is not satisfied: the first file that breaks it and how.
 pub struct PolicyBlock {
+    /// The policy (`manylinux_2_17`).
     pub policy: String,
+    /// The ELF file that breaks it (path inside the artifact).
     pub file: String,
+    /// How: the symbol version, library or import that is not allowed.
     pub reason: String,
 }
 
@@ -123,10 +161,15 @@ pub struct CondaInfo {
 /// What a conda package says of itself (`info/index.json`, `info/run_exports.json`).
 #[derive(Debug, Clone, Serialize)]
 pub struct CondaMeta {
+    /// From `info/index.json`.
     pub name: String,
+    /// From `info/index.json`, as written.
     pub version: String,
+    /// From `info/index.json`.
     pub build: String,
+    /// From `info/index.json` (`linux-64`), when it has one.
     pub subdir: Option<String>,
+    /// From `info/index.json`, verbatim.
     pub depends: Vec<String>,
     /// `run_exports` (weak and strong).
     pub run_exports: Vec<String>,
@@ -135,6 +178,7 @@ pub struct CondaMeta {
 /// One CUDA library a conda package links.
 #[derive(Debug, Serialize)]
 pub struct CondaLink {
+    /// The linked library's SONAME.
     pub soname: String,
     /// The conda package that provides it (conda-forge's name).
     pub package: Option<String>,
@@ -145,26 +189,45 @@ pub struct CondaLink {
 }
 
 #[derive(Debug, Serialize)]
+/// What a wheel's file name and metadata say.
 pub struct WheelInfo {
+    /// `Name:` from `METADATA`, as written (not normalised). `null` if missing
     pub name: Option<String>,
+    /// `Version:` from `METADATA`. `null` if missing
     pub version: Option<String>,
+    /// the `Tag:` lines of the `WHEEL` file, as written. They can differ from the file name:
+    /// `cupy_cuda12x-14.2.0-…-manylinux2014_x86_64.whl` says `cp311-cp311-linux_x86_64`
     pub tags: Vec<String>,
+    /// the `Requires-Dist:` lines, verbatim, environment markers included
     pub requires_dist: Vec<String>,
+    /// entries in the zip's central directory, directories included
     pub members: usize,
 }
 
 #[derive(Debug, Serialize)]
+/// One ELF file of an artifact: what it needs, where it looks, what CUDA it carries, its device code.
 pub struct ElfReport {
     /// Path inside the artifact (`/`-separated), or the file name for a single ELF.
     pub path: String,
+    /// file size (uncompressed, for wheel members)
     pub size: u64,
+    /// `32` or `64` (ELFCLASS)
     pub class: u8,
+    /// `"x86_64"`, `"aarch64"`, `"ppc64le"`, `"i686"`, `"arm"`, `"s390x"`, `"riscv64"`, `"cuda"`,
+    /// or `"machine N"` for any other `e_machine` value N (*open*)
     pub machine: String,
+    /// `ET_EXEC`, `ET_DYN`, `ET_REL`, anything else. PIE executables are `ET_DYN`, so they show as
+    /// `"shared"`
     pub elf_type: cudist_elf::ElfKind,
+    /// `DT_SONAME`. `null` when absent
     pub soname: Option<String>,
+    /// the `DT_NEEDED` entries, in file order
     pub needed: Vec<Needed>,
+    /// `DT_RPATH`, split at `:`
     pub rpath: Vec<SearchPathEntry>,
+    /// `DT_RUNPATH`, split at `:`
     pub runpath: Vec<SearchPathEntry>,
+    /// CUDA libraries linked into this file statically
     pub static_cuda: Vec<StaticCuda>,
     /// Symbol versions the file requires from other libraries (`GLIBC_2.17`, `GLIBCXX_3.4.21`),
     /// sorted: what decides its manylinux policy.
@@ -174,7 +237,10 @@ pub struct ElfReport {
     pub blacklisted_imports: Vec<String>,
     /// What else decides the file's platform tag.
     pub abi: ElfAbi,
+    /// every fatbin entry, in file order: both sections, ordered by file offset. (The artifact's
+    /// `device` summary counts only one section per file; see [`DeviceSummary`](#devicesummary))
     pub device_code: Vec<DeviceEntry>,
+    /// this file's bytes by kind
     pub sizes: ElfSizes,
     /// Set when this file is itself a CUDA toolkit or driver library carried by the artifact.
     pub vendored: Option<String>,
@@ -204,6 +270,7 @@ pub struct ElfAbi {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
+/// What a needed library is, by the catalog.
 pub enum NeededClass {
     /// A CUDA toolkit library (or NVIDIA library shipped as a wheel).
     Toolkit,
@@ -213,13 +280,20 @@ pub enum NeededClass {
     Driver,
     /// A base-system library (glibc family, libstdc++, …).
     System,
+    /// Anything else.
     Other,
 }
 
 #[derive(Debug, Clone, Serialize)]
+/// One `DT_NEEDED` entry of an ELF file, classified.
 pub struct Needed {
+    /// the `DT_NEEDED` string
     pub soname: String,
+    /// a CUDA toolkit (or NVIDIA wheel) library · a library that a user catalog assigns to another
+    /// wheel · an NVIDIA driver library · a base-system library (glibc family, libstdc++, …) ·
+    /// unknown
     pub class: NeededClass,
+    /// the catalog match, for `toolkit` and `external`. `null` for other classes
     pub library: Option<LibraryRef>,
     /// Where the artifact itself carries a file with this SONAME, if it does.
     pub provided_in_artifact: Option<String>,
@@ -228,17 +302,22 @@ pub struct Needed {
 /// A catalog library as matched for one SONAME.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, PartialOrd, Ord)]
 pub struct LibraryRef {
+    /// catalog id (`"cublas"`)
     pub id: String,
+    /// NVIDIA redistributable component (`"libcublas"`)
     pub component: Option<String>,
+    /// the CUDA major that this SONAME was matched to
     pub cuda_major: u32,
     /// The SONAME exists in several CUDA majors and nothing in the artifact told which one:
     /// `cuda_major` is then the newest.
     pub cuda_major_ambiguous: bool,
+    /// what the SONAME pins
     pub soname_policy: String,
     /// PyPI distribution that ships it for this CUDA major.
     pub pip: Option<String>,
     /// Directory (relative to site-packages) that distribution installs it into.
     pub pip_dir: Option<String>,
+    /// conda-forge package
     pub conda: Option<String>,
     /// Extra of the `cuda-toolkit` metapackage.
     pub toolkit_extra: Option<String>,
@@ -246,6 +325,7 @@ pub struct LibraryRef {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
+/// Where a search-path entry points.
 pub enum PathLocation {
     /// A CUDA wheel's library directory (`nvidia/cublas/lib`, `nvidia/cu13/lib`).
     CudaWheel,
@@ -260,11 +340,14 @@ pub enum PathLocation {
 }
 
 #[derive(Debug, Clone, Serialize)]
+/// One `DT_RPATH` or `DT_RUNPATH` entry, as written and as resolved.
 pub struct SearchPathEntry {
+    /// the entry as stored in the file (`"$ORIGIN/../lib"`)
     pub raw: String,
     /// `$ORIGIN` expanded and `..` folded: relative to the artifact root (site-packages for a
     /// wheel), or absolute.
     pub expanded: String,
+    /// where the entry points
     pub location: PathLocation,
     /// For a CUDA wheel directory: the distributions that install libraries there.
     pub provided_by: Vec<String>,
@@ -272,6 +355,7 @@ pub struct SearchPathEntry {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
+/// How sure a static-linking finding is.
 pub enum Confidence {
     /// The library's own API entry points are defined in the file, or it contains the library's
     /// characteristic strings (catalog `static_strings`) together with the table of names its
@@ -282,36 +366,67 @@ pub enum Confidence {
 }
 
 #[derive(Debug, Clone, Serialize)]
+/// A CUDA library linked statically into an ELF file, with the evidence.
 pub struct StaticCuda {
     /// Catalog library id (`cudart`, `cublas`, `culibos`, …).
     pub library: String,
+    /// `certain`: the file defines the library's marker API symbols (catalog `static_markers`), or
+    /// contains the library's characteristic strings (catalog `static_strings`) together with the
+    /// table of names its code resolves at run time (catalog `static_name_table`: for cudart, at
+    /// least 200 distinct `cu…` driver entry-point names as C strings in `.rodata`; every libcudart
+    /// from 11.7 to 13.5 holds 414 to 522). Either one is enough; strings alone are not evidence,
+    /// as any program may quote a message (cudist's own catalog does). `likely`: inferred only.
+    /// This is used for one case: the file has device code in `.nv_fatbin` but no `libcudart` in
+    /// `needed` and no evidence of a static `cudart`, so a runtime must be linked in (or the driver
+    /// API is used directly)
     pub confidence: Confidence,
+    /// what was found, for people
     pub evidence: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
+/// One fatbin entry: a cubin, PTX or LTO-IR for one architecture.
 pub struct DeviceEntry {
+    /// which section it came from: device code that the runtime loads, or relocatable device code
+    /// (`-rdc`) kept for a device link
     pub section: SectionKind,
+    /// entry kind. `"concat"` appears only for a concatenated entry with an empty image table
+    /// (normally such an entry is split into `cubin` rows). Any other raw kind N appears as an
+    /// object, e.g. `{"other": 16}`. Of these, only `"cubin"` and `{"other": 16}` (kind 0x10, which
+    /// cuobjdump lists as an ELF file) count as cubins in `device` and `breakdown`. The others
+    /// (`"concat"` and every other N) count under `device.other` and `breakdown.other_device`
     pub kind: EntryKind,
     /// `sm_90`, `sm_90a`, `sm_100f`; PTX entries name their virtual architecture the same way.
     pub arch: String,
+    /// SM number from the entry header: 90 for sm_90 and compute_90
     pub sm: u32,
     /// PTX ISA version for PTX entries (`9.0`), the header version for others.
     pub version: String,
+    /// payload compression. For a concatenated image, the codec of the enclosing entry. `"unknown"`
+    /// is reserved: an entry with an unknown codec fails the file (a `problems[]` entry of its
+    /// artifact, or an `errors[]` entry for a single ELF file)
     pub codec: Codec,
     /// Bytes the entry occupies in the file (header + payload).
     pub stored_size: u64,
+    /// codec input size. `0` when `codec` is `"none"`. For a concatenated image, its proportional
+    /// share
     pub compressed_size: u64,
+    /// payload size after decompression. When uncompressed, this is the payload size as stored,
+    /// which is padded to 8, so it can exceed the real cubin or PTX by up to 7 bytes. For a
+    /// concatenated image, the image size
     pub uncompressed_size: u64,
     /// Raw flag bits of the entry header.
     pub flags: u64,
     /// The cubin is one image of a concatenated entry (`nvcc --concat`); its sizes are its share of
     /// that entry.
     pub concatenated: bool,
+    /// the identifier string that nvcc can record in the header. `null` when absent, which is the
+    /// case in every file seen so far
     pub identifier: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
+/// An ELF file's bytes by kind.
 pub struct ElfSizes {
     /// Executable sections (`.text`, `.plt`, …).
     pub host_code: u64,
@@ -322,8 +437,11 @@ pub struct ElfSizes {
 }
 
 #[derive(Debug, Clone, Serialize)]
+/// A CUDA library some ELF file of the artifact needs: who provides it and how it is found.
 pub struct NeededLibrary {
+    /// The SONAME needed.
     pub soname: String,
+    /// catalog match. Always `null` in `driver_needed`
     pub library: Option<LibraryRef>,
     /// ELF files (paths in the artifact) that need it.
     pub needed_by: Vec<String>,
@@ -340,12 +458,17 @@ pub struct NeededLibrary {
 }
 
 #[derive(Debug, Clone, Serialize)]
+/// A CUDA toolkit or driver library that the artifact carries itself.
 pub struct Vendored {
+    /// its path in the artifact
     pub path: String,
+    /// its `DT_SONAME`
     pub soname: Option<String>,
+    /// the catalog library. `null` for driver libraries
     pub library: Option<LibraryRef>,
     /// `toolkit` or `driver`.
     pub class: NeededClass,
+    /// its file size
     pub bytes: u64,
     /// How it was recognised.
     pub evidence: Vec<String>,
@@ -355,8 +478,12 @@ pub struct Vendored {
 /// Counts cover the device code the runtime loads: per file, `.nv_fatbin` when present, else
 /// `__nv_relfatbin` (object files). `ElfReport.device_code` lists both sections.
 pub struct DeviceSummary {
+    /// cubin entries (kind `"cubin"`, concatenated images included) and entries of kind 0x10
+    /// (`{"other": 16}`)
     pub cubins: usize,
+    /// PTX entries
     pub ptx: usize,
+    /// LTO-IR entries
     pub lto_ir: usize,
     /// Entries of kinds cuobjdump does not list.
     pub other: usize,
@@ -375,30 +502,44 @@ pub struct DeviceSummary {
 }
 
 #[derive(Debug, Clone, Serialize)]
+/// The newest PTX of an artifact.
 pub struct PtxInfo {
+    /// as in `DeviceEntry.arch` (`"sm_90"` for compute_90)
     pub arch: String,
+    /// PTX ISA version (`"9.5"`)
     pub isa: String,
     /// The toolkit that introduced this PTX ISA version.
     pub cuda: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
+/// The oldest driver that runs an artifact's device code, and why.
 pub struct DriverFloor {
+    /// Linux driver version (`"580.65.06"`)
     pub driver: String,
+    /// why, for people
     pub reason: String,
 }
 
 #[derive(Debug, Default, Serialize)]
+/// An artifact's installed bytes by kind.
 pub struct Breakdown {
+    /// sum of `sizes.host_code` over non-vendored ELF files
     pub host_code: u64,
     /// Cubin bytes per architecture (`sm_80` → bytes), as stored.
     pub device_code: BTreeMap<String, u64>,
+    /// `stored_size` of PTX entries
     pub ptx: u64,
+    /// `stored_size` of LTO-IR entries
     pub lto_ir: u64,
     /// Fatbin entries of other kinds.
     pub other_device: u64,
+    /// sum of `vendored[].bytes`
     pub vendored_cuda: u64,
+    /// `total` minus all of the above (never negative): Python code, data, non-code parts of ELF
+    /// files, fatbin container headers and padding, and files listed in `problems`
     pub other: u64,
+    /// `installed_size`
     pub total: u64,
 }
 
@@ -418,7 +559,10 @@ pub enum VerdictStatus {
 }
 
 #[derive(Debug, Serialize)]
+/// The one-word judgement of an artifact and the lines that explain it.
 pub struct Verdict {
+    /// the most severe finding, in this order of severity
     pub status: VerdictStatus,
+    /// the findings, one sentence each, for people
     pub lines: Vec<String>,
 }

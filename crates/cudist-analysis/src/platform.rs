@@ -22,7 +22,7 @@
 use cudist_catalog::manylinux::{policies_for, Policy};
 use cudist_elf::ElfFile;
 
-use super::model::{ElfAbi, ElfReport, Needed, NeededClass, Platform, PolicyBlock};
+use crate::model::{ElfAbi, ElfReport, Needed, NeededClass, Platform, PolicyBlock};
 
 /// The dynamic loader: named in NEEDED by some files, always present, never grafted.
 pub fn is_loader(soname: &str) -> bool {
@@ -34,7 +34,9 @@ pub fn is_loader(soname: &str) -> bool {
 /// covers, and the C library, when the tag names one.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FileTag {
+    /// The architecture as tags name it (`aarch64`, `armv7l`), when a policy covers it.
     pub arch: Option<String>,
+    /// `glibc` or `musl`, when the tag names a policy of one.
     pub libc: Option<String>,
 }
 
