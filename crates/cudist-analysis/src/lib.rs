@@ -6,6 +6,7 @@
 //!   search paths, their device code, their sizes, the platform tag they can have, and a verdict.
 //!   Its JSON form is the stable schema `cudist.inspect/1` (docs/json-schema.md); `repair`,
 //!   `doctor`, `slim` and `select` read the same structures.
+//! - [`device`]: an ELF file's fatbin entries as the model lists them, and cuobjdump's listing.
 //! - [`platform`]: which manylinux or musllinux policy an artifact satisfies, by auditwheel's
 //!   rules, with the CUDA libraries of NVIDIA's wheels not counted as system libraries.
 //!
@@ -22,5 +23,6 @@
 
 #![deny(missing_docs)]
 
+pub mod device;
 pub mod model;
 pub mod platform;

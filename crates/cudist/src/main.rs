@@ -384,7 +384,7 @@ fn cuobjdump_listings(report: &cudist_analysis::model::Report, args: &[PathBuf])
             };
             out.push_str(&cudist_fatbin::cuobjdump_listing(
                 &as_given,
-                inspect::cuobjdump_items(&e.device_code),
+                cudist_analysis::device::cuobjdump_items(&e.device_code),
             ));
         }
     }

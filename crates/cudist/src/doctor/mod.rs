@@ -429,7 +429,7 @@ fn device_code(path: &Path) -> Vec<cudist_analysis::model::DeviceEntry> {
     let Ok(elf) = cudist_elf::ElfFile::parse(&map) else {
         return Vec::new();
     };
-    crate::inspect::device_entries(&path.display().to_string(), &elf, &map)
+    cudist_analysis::device::entries(&path.display().to_string(), &elf, &map)
         .map(|(e, _)| e)
         .unwrap_or_default()
 }

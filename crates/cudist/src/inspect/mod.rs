@@ -150,31 +150,6 @@ fn count_c_names(sections: &[&[u8]], prefix: &[u8]) -> usize {
 }
 
 /// Analyses one ELF file. `path` is its path inside the artifact.
-/// The device code of an ELF file, in file order across both fatbin sections, and the bytes of
-/// those sections.
-pub fn device_entries(path: &str, elf: &ElfFile, data: &[u8]) -> Result<(Vec<DeviceEntry>, u64)> {
-    let mut fat_sections: Vec<_> = elf
-        .sections
-        .iter()
-        .filter_map(|s| SectionKind::from_section_name(&s.name).map(|k| (k, s)))
-        .collect();
-    fat_sections.sort_by_key(|(_, s)| s.offset);
-    let mut device_code = Vec::new();
-    let mut fat_bytes = 0u64;
-    for (kind, section) in fat_sections {
-        let bytes = elf
-            .section_data(data, section)
-            .with_context(|| format!("{path}: section {}", section.name))?;
-        fat_bytes += bytes.len() as u64;
-        let entries = cudist_fatbin::parse_section(bytes, kind)
-            .with_context(|| format!("{path}: section {}", section.name))?;
-        for e in entries {
-            push_device_entries(&e, &mut device_code);
-        }
-    }
-    Ok((device_code, fat_bytes))
-}
-
 pub fn analyse_elf(
     path: &str,
     data: &[u8],
@@ -183,7 +158,7 @@ pub fn analyse_elf(
 ) -> Result<Analysed> {
     let elf = ElfFile::parse(data).with_context(|| format!("{path}: cannot read ELF"))?;
 
-    let (device_code, fat_bytes) = device_entries(path, &elf, data)?;
+    let (device_code, fat_bytes) = cudist_analysis::device::entries(path, &elf, data)?;
 
     let host_code: u64 = elf
         .sections
@@ -295,77 +270,6 @@ pub fn analyse_elf(
         hint: None,
         own_library: None,
     })
-}
-
-/// Adds one fatbin entry to the report; a concatenated entry becomes one cubin row per image, each
-/// with its share of the stored bytes, as cuobjdump lists them.
-fn push_device_entries(e: &cudist_fatbin::Entry, out: &mut Vec<DeviceEntry>) {
-    let row =
-        |kind, arch: String, sm, version: String, share: f64, uncompressed, flags, concatenated| {
-            DeviceEntry {
-                section: e.section,
-                kind,
-                arch,
-                sm,
-                version,
-                codec: e.codec,
-                stored_size: (e.stored_size() as f64 * share).round() as u64,
-                compressed_size: (e.compressed_size as f64 * share).round() as u64,
-                uncompressed_size: uncompressed,
-                flags,
-                concatenated,
-                identifier: e.identifier.clone(),
-            }
-        };
-    if e.kind == EntryKind::Concat && !e.images.is_empty() {
-        let total: u64 = e.images.iter().map(|i| i.size).sum::<u64>().max(1);
-        for i in &e.images {
-            let share = i.size as f64 / total as f64;
-            let version = format!("{}.{}", i.version_major, i.version_minor);
-            // The image header has no codec bits: keep the entry's, which `codec` reports.
-            let flags = i.flags | (e.flags & cudist_fatbin::flags::ANY_COMPRESSION);
-            out.push(row(
-                EntryKind::Cubin,
-                i.arch_name(),
-                i.sm,
-                version,
-                share,
-                i.size,
-                flags,
-                true,
-            ));
-        }
-    } else {
-        let version = format!("{}.{}", e.version_major, e.version_minor);
-        out.push(row(
-            e.kind,
-            e.arch_name(),
-            e.sm,
-            version,
-            1.0,
-            e.uncompressed_size,
-            e.flags,
-            false,
-        ));
-    }
-}
-
-/// What `cuobjdump --list-elf --list-ptx` lists for these entries: `(is_elf, arch)` in file order,
-/// from the section it reads by default.
-pub fn cuobjdump_items(entries: &[DeviceEntry]) -> Vec<(bool, &str)> {
-    let present: Vec<SectionKind> = entries.iter().map(|e| e.section).collect();
-    let Some(section) = cudist_fatbin::cuobjdump_default_section(&present) else {
-        return Vec::new();
-    };
-    entries
-        .iter()
-        .filter(|e| e.section == section)
-        .filter_map(|e| match e.kind {
-            EntryKind::Ptx => Some((false, e.arch.as_str())),
-            EntryKind::Cubin | EntryKind::Other(0x10) => Some((true, e.arch.as_str())),
-            _ => None,
-        })
-        .collect()
 }
 
 fn raw_entry(raw: &str) -> SearchPathEntry {
