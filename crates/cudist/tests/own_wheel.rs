@@ -14,16 +14,6 @@ fn run(cmd: &mut Command) -> Output {
     cmd.env("NO_COLOR", "1").output().expect("run")
 }
 
-fn ok(o: &Output, what: &str) {
-    assert!(
-        o.status.success(),
-        "{what}: {:?}\n{}{}",
-        o.status,
-        stdout(o),
-        stderr(o)
-    );
-}
-
 fn member(wheel: &Path, name: &str) -> Vec<u8> {
     let mut z = zip::ZipArchive::new(std::fs::File::open(wheel).unwrap()).unwrap();
     let mut m = z.by_name(name).unwrap_or_else(|_| panic!("no {name}"));

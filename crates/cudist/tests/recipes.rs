@@ -12,8 +12,7 @@ const RECIPES: &str = "docs/recipes.md";
 
 /// `PATH` with the cudist under test first, as a build image that installed it has.
 fn path_with_cudist() -> String {
-    let dir = Path::new(env!("CARGO_BIN_EXE_cudist")).parent().unwrap();
-    format!("{}:/usr/local/bin:/usr/bin:/bin", dir.display())
+    format!("{}:/usr/local/bin:/usr/bin:/bin", cudist_dir().display())
 }
 
 /// Runs `script` as `sh -c` does in a build step, in `cwd`, with `env` added.
@@ -98,11 +97,6 @@ fn the_rattler_build_gate_fails_on_overlinking_only() {
     );
     let o = sh(&format!("set -e\n{gate}"), &build, &[]);
     assert_eq!(o.status.code(), Some(3), "{}{}", stdout(&o), stderr(&o));
-}
-
-fn readelf_d(p: &Path) -> String {
-    let o = Command::new("readelf").arg("-dW").arg(p).output().unwrap();
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 #[test]

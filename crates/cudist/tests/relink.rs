@@ -8,11 +8,6 @@ use common::*;
 use std::path::Path;
 use std::process::Command;
 
-fn readelf_d(p: &Path) -> String {
-    let o = Command::new("readelf").arg("-dW").arg(p).output().unwrap();
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
 /// An executable built with gcc (link flags as owned strings, as the tests format them).
 fn exe(dir: &Path, name: &str, src: &str, args: &[String]) -> std::path::PathBuf {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();

@@ -36,15 +36,6 @@ fn run(cmd: &mut Command) -> Output {
         .unwrap()
 }
 
-fn ok(o: &Output, what: &str) {
-    assert!(
-        o.status.success(),
-        "{what} failed:\n{}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
 /// Extracts one member of `wheel` into `dir` and returns its path.
 fn extract_one(wheel: &Path, member: &str, dir: &Path) -> PathBuf {
     extract(wheel, &[member], dir);

@@ -17,16 +17,6 @@ fn run(cmd: &mut Command) -> Output {
         .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
 }
 
-fn ok(o: &Output, what: &str) {
-    assert!(
-        o.status.success(),
-        "{what} failed ({}):\n{}\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
 /// `cudist toolkit ARGS --json`, expected to succeed.
 fn toolkit(args: &[&str]) -> Value {
     let mut all = vec!["toolkit"];
@@ -1121,13 +1111,9 @@ fn the_scikit_build_core_recipe_in_the_docs_builds_a_wheel_that_loads() {
     .unwrap();
     std::fs::write(proj.join("kern.cu"), KERNEL_CU).unwrap();
     // cudist, CMake and the venv's Python on PATH, as in a build image.
-    let cudist_dir = Path::new(env!("CARGO_BIN_EXE_cudist"))
-        .parent()
-        .unwrap()
-        .to_path_buf();
     let path = format!(
         "{}:{}:{}:/usr/bin:/bin",
-        cudist_dir.display(),
+        cudist_dir().display(),
         cmake.parent().unwrap().display(),
         venv.join("bin").display()
     );
@@ -1277,8 +1263,7 @@ fn cibuildwheel_recipe(work: &Path, built: &Path, expected: &Path) {
             eprintln!(
                 "CUDIST_WHEEL is not set: running the repair command with the cudist under test"
             );
-            let dir = Path::new(env!("CARGO_BIN_EXE_cudist")).parent().unwrap();
-            format!("{}:/usr/bin:/bin", dir.display())
+            format!("{}:/usr/bin:/bin", cudist_dir().display())
         }
     };
     let dest = work.join("cibw/repaired_wheel");

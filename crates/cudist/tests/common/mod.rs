@@ -326,3 +326,25 @@ pub fn conda_package_linking_cublas(work: &Path, dir: &Path, depends: &[&str]) -
     std::fs::create_dir_all(dir).unwrap();
     cudist_conda::write_conda(&pkg, dir, &opts).unwrap()
 }
+
+/// Asserts that a command `o` of what it ran (`what`) succeeded, showing its output if not.
+pub fn ok(o: &Output, what: &str) {
+    assert!(
+        o.status.success(),
+        "{what} failed ({}):\n{}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// `readelf -dW FILE`: the dynamic section as binutils prints it.
+pub fn readelf_d(p: &Path) -> String {
+    let o = Command::new("readelf").arg("-dW").arg(p).output().unwrap();
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The directory of the cudist binary under test, to put on `PATH` as a build image would.
+pub fn cudist_dir() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_cudist")).parent().unwrap()
+}
