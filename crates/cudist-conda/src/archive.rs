@@ -49,7 +49,7 @@ pub(crate) fn write_conda<W: Write + Seek>(
         dest.push((name.to_string(), p.clone()));
     }
     let mtime = u64::try_from(opts.timestamp).unwrap_or(0);
-    let date = zip_date(opts.timestamp);
+    let date = cudist_wheel::write::zip_time(opts.timestamp).unwrap_or_default();
     let mut zip = zip::ZipWriter::new(out);
     let stored = zip::write::SimpleFileOptions::default()
         .compression_method(zip::CompressionMethod::Stored)
@@ -119,27 +119,6 @@ fn append<W: Write>(
             path.display()
         )))
     }
-}
-
-/// The zip time stamp (local time without a zone; written as UTC) of `timestamp`, clamped to the
-/// range zip can hold (1980–2107).
-fn zip_date(timestamp: i64) -> zip::DateTime {
-    let civil = jiff::Timestamp::from_second(timestamp)
-        .map(|t| t.to_zoned(jiff::tz::TimeZone::UTC).datetime())
-        .ok();
-    civil
-        .and_then(|d| {
-            zip::DateTime::from_date_and_time(
-                u16::try_from(d.year()).ok()?,
-                d.month() as u8,
-                d.day() as u8,
-                d.hour() as u8,
-                d.minute() as u8,
-                d.second() as u8,
-            )
-            .ok()
-        })
-        .unwrap_or_default()
 }
 
 /// Why a `.conda` could not be opened as one.

@@ -760,9 +760,20 @@ mod tests {
             ]
         );
         for i in 0..z.len() {
+            let m = z.by_index(i).unwrap();
+            assert_eq!(m.compression(), zip::CompressionMethod::Stored);
+            // Stamped with the timestamp: 1_700_000_000 is 2023-11-14 22:13:20 UTC.
+            let t = m.last_modified().unwrap();
             assert_eq!(
-                z.by_index(i).unwrap().compression(),
-                zip::CompressionMethod::Stored
+                (
+                    t.year(),
+                    t.month(),
+                    t.day(),
+                    t.hour(),
+                    t.minute(),
+                    t.second()
+                ),
+                (2023, 11, 14, 22, 13, 20)
             );
         }
         let mut meta = String::new();

@@ -145,12 +145,16 @@ pub fn edit_metadata(text: &[u8], requires: &[String], extras: &[String]) -> Vec
 
 /// The time stamp for added members: `SOURCE_DATE_EPOCH` if set, else `fallback`.
 fn added_time(fallback: DateTime) -> DateTime {
-    let Some(epoch) = std::env::var("SOURCE_DATE_EPOCH")
+    std::env::var("SOURCE_DATE_EPOCH")
         .ok()
         .and_then(|v| v.trim().parse::<i64>().ok())
-    else {
-        return fallback;
-    };
+        .and_then(zip_time)
+        .unwrap_or(fallback)
+}
+
+/// The zip time stamp (a civil time, written as UTC) of `epoch` seconds since 1970, clamped to
+/// the years zip can hold (1980–2107). Shared with the conda writer, whose `.conda` is a zip too.
+pub fn zip_time(epoch: i64) -> Option<DateTime> {
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm); zip needs >= 1980.
     let secs = epoch.max(315_532_800);
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
@@ -171,7 +175,7 @@ fn added_time(fallback: DateTime) -> DateTime {
         (rem % 3600 / 60) as u8,
         (rem % 60) as u8,
     )
-    .unwrap_or(fallback)
+    .ok()
 }
 
 /// Writes `wheel` with `rewrite` applied to `out` (a file path; its directory must exist),
