@@ -31,7 +31,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("CUDIST_CACHE", REPO / ".cache")).resolve()
-PEER = (REPO.parent / "shared/peer-suites/auditwheel-bundled-wheels").resolve()
+PEER = (Path(os.environ.get("CUDIST_SHARED") or REPO.parent / "shared") / "peer-suites/auditwheel-bundled-wheels").resolve()
 TIMING_KEYS = {"seconds"}
 
 

@@ -26,6 +26,20 @@ export CUDIST_CACHE="$CACHE"
 mkdir -p "$CACHE/wheels"
 log() { printf '[test.sh] %s\n' "$*" >&2; }
 
+# 0. The project's shared facts (../shared beside the checkout: auditwheel's test wheels for
+# tests/peer_suite.rs). A clone made elsewhere (`git clone . "$(mktemp -d)"`) finds them beside the
+# checkout it was cloned from.
+if [[ -z "${CUDIST_SHARED:-}" ]]; then
+    ORIGIN="$(git -C "$ROOT" remote get-url origin 2>/dev/null || true)"
+    for cand in "$ROOT/../shared" "$ROOT/shared" ${ORIGIN:+"$ORIGIN/../shared"}; do
+        if [[ -d "$cand/peer-suites" ]]; then
+            CUDIST_SHARED="$(cd "$cand" && pwd)"
+            break
+        fi
+    done
+fi
+export CUDIST_SHARED="${CUDIST_SHARED:-}"
+
 # 1. nvcc + cuobjdump, and a fixture set built now by real nvcc.
 FRESH="$CACHE/fixtures-fresh"
 log "building fresh device-code fixtures with nvcc into $FRESH"

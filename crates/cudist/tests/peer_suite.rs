@@ -1,6 +1,7 @@
 //! Platform tags against auditwheel, on auditwheel's own test wheels.
 //!
-//! `../shared/peer-suites/auditwheel-bundled-wheels/` holds the wheels auditwheel keeps for its
+//! `shared/peer-suites/auditwheel-bundled-wheels/` (the project's shared facts, `../shared` beside
+//! the checkout, or `CUDIST_SHARED`) holds the wheels auditwheel keeps for its
 //! tests: one tiny extension built for glibc on nine architectures (two of which no policy
 //! covers), for musl on eight, an Android wheel, a pure wheel, and older real wheels (fpectl,
 //! UCS2, zlib internals, an aarch64 wheel needing newer glibc). Each test runs `auditwheel`
@@ -16,9 +17,14 @@ use std::process::Command;
 
 use serde_json::Value;
 
-/// The suite, beside the repository (`shared/` is there in CI).
+/// The suite, in the project's shared facts: `CUDIST_SHARED` (scripts/test.sh sets it; in CI it
+/// is always found), else `../shared` beside the repository.
 fn suite() -> Option<PathBuf> {
-    let p = repo_root().join("../shared/peer-suites/auditwheel-bundled-wheels");
+    let shared = std::env::var_os("CUDIST_SHARED")
+        .filter(|s| !s.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("../shared"));
+    let p = shared.join("peer-suites/auditwheel-bundled-wheels");
     if p.is_dir() {
         return Some(p);
     }
