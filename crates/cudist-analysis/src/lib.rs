@@ -1,12 +1,19 @@
 //! cudist's analysis layer: the artifact model every command reads and writes, and the analyses
 //! on it that do not depend on how the artifact was opened.
 //!
+//! - [`open`]: opening an input (a wheel, a conda package, a directory, one ELF file) and finding
+//!   its ELF files without unpacking the rest; [`analyse`]: one ELF file analysed;
+//!   [`artifact`]: the analyses folded into one [`model::Artifact`] with a verdict
+//!   ([`artifact::inspect`] does all three).
 //! - [`model`]: what `cudist inspect` reports about an artifact (a wheel, a conda package, a
 //!   directory, an ELF file) and its ELF files: the CUDA libraries they need and carry, their
 //!   search paths, their device code, their sizes, the platform tag they can have, and a verdict.
 //!   Its JSON form is the stable schema `cudist.inspect/1` (docs/json-schema.md); `repair`,
 //!   `doctor`, `slim` and `select` read the same structures.
 //! - [`device`]: an ELF file's fatbin entries as the model lists them, and cuobjdump's listing.
+//! - [`environment`]: the CUDA packages of a Python environment or a conda prefix, each file with
+//!   its place in a CUDA root (what `toolkit` assembles, `split` packages, `doctor` reports).
+//! - [`error`]: why an input could not be read, and whether an error is the input's fault.
 //! - [`platform`]: which manylinux or musllinux policy an artifact satisfies, by auditwheel's
 //!   rules, with the CUDA libraries of NVIDIA's wheels not counted as system libraries.
 //!
@@ -23,6 +30,35 @@
 
 #![deny(missing_docs)]
 
+pub mod analyse;
+pub mod artifact;
 pub mod device;
+pub mod environment;
+pub mod error;
 pub mod model;
+pub mod open;
 pub mod platform;
+
+pub use artifact::{inspect, inspect_one};
+pub use error::Error;
+pub use open::{expand_inputs, Input};
+
+/// A size for people: `512 B`, `1.5 KiB`, `80.0 MiB` (binary units, one decimal).
+///
+/// ```
+/// assert_eq!(cudist_analysis::human_bytes(80 * 1024 * 1024), "80.0 MiB");
+/// ```
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: &[&str] = &["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}

@@ -916,6 +916,19 @@ fn replace_by<T, K: PartialEq>(into: &mut Vec<T>, new: Vec<T>, key: impl Fn(&T) 
     }
 }
 
+/// The name the static linker looks for (`-lcudart` → `libcudart.so`) of a library file:
+/// `libcudart.so.13` → `libcudart.so`; none for a file that is not a shared library.
+///
+/// ```
+/// assert_eq!(cudist_catalog::linker_name("libnvrtc-builtins.so.13.5").as_deref(), Some("libnvrtc-builtins.so"));
+/// ```
+pub fn linker_name(file: &str) -> Option<String> {
+    if let Some(i) = file.find(".so.") {
+        return Some(file[..i + 3].to_string());
+    }
+    file.ends_with(".so").then(|| file.to_string())
+}
+
 /// Removes the `-<8 hex digits>` that auditwheel (and cudist) insert before `.so` when grafting a
 /// library: `libcudart-1a2b3c4d.so.12` → `libcudart.so.12`. Other names come back unchanged.
 pub fn strip_graft_hash(name: &str) -> String {
@@ -945,6 +958,20 @@ pub fn is_distribution_name(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn linker_names() {
+        assert_eq!(
+            linker_name("libcudart.so.13").as_deref(),
+            Some("libcudart.so")
+        );
+        assert_eq!(
+            linker_name("libnvrtc-builtins.so.13.5").as_deref(),
+            Some("libnvrtc-builtins.so")
+        );
+        assert_eq!(linker_name("libnvvm.so").as_deref(), Some("libnvvm.so"));
+        assert_eq!(linker_name("libcudart_static.a"), None);
+    }
 
     #[test]
     fn path_patterns_and_rules() {

@@ -21,21 +21,7 @@ macro_rules! outln {
 }
 pub(crate) use outln;
 
-/// `1536` → `1.5 KiB`; binary units, one decimal.
-pub fn human_bytes(n: u64) -> String {
-    const UNITS: &[&str] = &["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
+pub use cudist_analysis::human_bytes;
 
 /// Terminal styling: on only when stdout is a terminal and `NO_COLOR` is unset.
 #[derive(Debug, Clone, Copy)]
@@ -115,6 +101,25 @@ impl Table {
             out.push('\n');
         }
         out
+    }
+}
+
+/// Exit code for unreadable or malformed input.
+pub const EXIT_INPUT: u8 = 3;
+
+/// Prints unreadable inputs (and, with the artifact's path, unreadable files inside artifacts) to
+/// stderr with their hints.
+pub fn print_input_errors<'a>(
+    errors: impl Iterator<Item = (Option<&'a str>, &'a cudist_analysis::model::InputError)>,
+) {
+    for (artifact, e) in errors {
+        match artifact {
+            Some(a) => eprintln!("error: {a}: {}", e.error),
+            None => eprintln!("error: {}: {}", e.path, e.error),
+        }
+        if let Some(h) = &e.hint {
+            eprintln!("  hint: {h}");
+        }
     }
 }
 

@@ -166,8 +166,8 @@ pub fn installations(catalog: &Catalog) -> Vec<Installation> {
     if let Ok(prefix) = std::env::var("CONDA_PREFIX") {
         let p = PathBuf::from(&prefix);
         let mut inst = root("conda", &p, catalog);
-        if let Ok(src) = crate::toolkit::source::Source::read(
-            &crate::toolkit::source::SourceArgs {
+        if let Ok(src) = cudist_analysis::environment::Source::read(
+            &cudist_analysis::environment::Spec {
                 conda_prefix: Some(p.clone()),
                 ..Default::default()
             },
@@ -178,7 +178,7 @@ pub fn installations(catalog: &Catalog) -> Vec<Installation> {
         out.push(inst);
     }
     // The CUDA wheels of the current Python.
-    if let Ok(src) = crate::toolkit::source::Source::read(&Default::default(), catalog) {
+    if let Ok(src) = cudist_analysis::environment::Source::read(&Default::default(), catalog) {
         for root in &src.roots {
             let libraries: Vec<VisibleLib> = src
                 .packages

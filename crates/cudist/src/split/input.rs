@@ -20,7 +20,7 @@ use anyhow::{bail, Context, Result};
 use cudist_catalog::Catalog;
 use serde::Deserialize;
 
-use crate::toolkit::source::{Source, SourceArgs};
+use cudist_analysis::environment::{check_versions, Source, Spec, MARKER};
 
 /// One component of the input.
 #[derive(Debug)]
@@ -106,16 +106,16 @@ pub fn read(
 
 fn site_packages(input: &Path, catalog: &Catalog) -> Result<Input> {
     let source = Source::read(
-        &SourceArgs {
+        &Spec {
             site_packages: vec![std::path::absolute(input)?],
-            ..SourceArgs::default()
+            ..Spec::default()
         },
         catalog,
     )?;
     if source.packages.is_empty() {
         bail!("{}: no NVIDIA CUDA wheels installed there", input.display());
     }
-    let cuda_major = crate::toolkit::plan::check_versions(&source, catalog)?;
+    let cuda_major = check_versions(&source, catalog)?;
     let mut components = Vec::new();
     for p in &source.packages {
         let component = match catalog.component_by_pip(&p.name) {
@@ -582,28 +582,10 @@ fn tree(input: &Path, catalog: &Catalog) -> Result<Input> {
 /// containment rules as any environment. The marker alone vouches for nothing: a forged one can
 /// only name files that CUDA packages installed.
 fn trusted_targets(root: &Path, catalog: &Catalog) -> std::collections::BTreeSet<PathBuf> {
-    let Ok(text) = cudist_fs::read_bounded(
-        &root.join(crate::toolkit::write::MARKER),
-        cudist_fs::SMALL_FILE,
-    ) else {
+    let Some(spec) = Spec::from_marker(root) else {
         return Default::default();
     };
-    let text = String::from_utf8_lossy(&text);
-    let mut args = SourceArgs::default();
-    for line in text.lines() {
-        if let Some(p) = line.strip_prefix(crate::toolkit::write::MARKER_SITE) {
-            args.site_packages.push(PathBuf::from(p));
-        } else if let Some(p) = line.strip_prefix(crate::toolkit::write::MARKER_CONDA) {
-            args.conda_prefix = Some(PathBuf::from(p));
-        }
-    }
-    if args.site_packages.is_empty() && args.conda_prefix.is_none() {
-        return Default::default();
-    }
-    if args.conda_prefix.is_some() {
-        args.site_packages.clear();
-    }
-    let Ok(source) = Source::read(&args, catalog) else {
+    let Ok(source) = Source::read(&spec, catalog) else {
         return Default::default();
     };
     source
@@ -691,7 +673,7 @@ fn walk_tree(
                 stack.push(path);
                 continue;
             }
-            if rel == crate::toolkit::write::MARKER {
+            if rel == MARKER {
                 continue; // cudist's own bookkeeping
             }
             let source = if ft.is_symlink() {

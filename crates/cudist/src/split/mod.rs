@@ -40,8 +40,8 @@ use cudist_catalog::Catalog;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::toolkit::generate::linker_name;
 use crate::util::{self, outln};
+use cudist_catalog::linker_name;
 
 /// `cudist split` arguments.
 #[derive(clap::Args, Debug)]

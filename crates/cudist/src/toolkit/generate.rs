@@ -9,7 +9,7 @@ use cudist_catalog::Catalog;
 use serde::Serialize;
 
 use super::plan::{Entry, Item, Plan};
-use super::source::Source;
+use cudist_analysis::environment::Source;
 
 /// One shared library of `lib64/` and the links made for it.
 #[derive(Debug, Clone, Serialize)]
@@ -39,14 +39,6 @@ pub struct Generated {
     pub libraries: Vec<LibRow>,
     pub stub: Option<StubRow>,
     pub notes: Vec<String>,
-}
-
-/// The linker name of a library file: `libcudart.so.13` → `libcudart.so`.
-pub fn linker_name(file: &str) -> Option<String> {
-    if let Some(i) = file.find(".so.") {
-        return Some(file[..i + 3].to_string());
-    }
-    file.ends_with(".so").then(|| file.to_string())
 }
 
 /// The SONAME of a shared library on disk (mapped, so a 500 MB library costs only the pages read).
@@ -160,7 +152,7 @@ pub fn complete(
             continue;
         }
         let soname = soname_of(src)?;
-        if let Some(l) = linker_name(file) {
+        if let Some(l) = cudist_catalog::linker_name(file) {
             by_linker
                 .entry(l)
                 .or_default()
@@ -422,20 +414,6 @@ fn nvcc_profile(cccl: bool) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn linker_names() {
-        assert_eq!(
-            linker_name("libcudart.so.13").as_deref(),
-            Some("libcudart.so")
-        );
-        assert_eq!(
-            linker_name("libnvrtc-builtins.so.13.5").as_deref(),
-            Some("libnvrtc-builtins.so")
-        );
-        assert_eq!(linker_name("libnvvm.so").as_deref(), Some("libnvvm.so"));
-        assert_eq!(linker_name("libcudart_static.a"), None);
-    }
 
     #[test]
     fn driver_api_names_follow_the_header_macros() {

@@ -2,14 +2,13 @@
 //! environment, so nvcc, CMake's FindCUDAToolkit and pkg-config work against the same files the
 //! program will load at run time.
 //!
-//! [`source`] reads the environment, [`plan`] places every file and refuses environments that
+//! cudist-analysis's [`environment`](cudist_analysis::environment) reads the environment, [`plan`] places every file and refuses environments that
 //! cannot make one toolkit, [`generate`] adds what the wheels lack (links, the driver stub,
 //! nvcc.profile, version files, pkg-config), [`write`] writes the root or, with `--in-place`, only
 //! the missing links inside the environment. `cudist toolkit env` prints the variables to use it.
 
 pub mod generate;
 pub mod plan;
-pub mod source;
 pub mod write;
 
 use std::path::PathBuf;
@@ -21,7 +20,44 @@ use cudist_catalog::Catalog;
 use serde::Serialize;
 
 use crate::util::{self, outln, Style, Table};
-use source::{Source, SourceArgs};
+use cudist_analysis::environment::{self, check_versions, Source, SourceKind, Spec};
+
+/// Which environment to read, as given on the command line.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct SourceArgs {
+    /// Read the environment of this Python interpreter (default: `python3` on PATH).
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["site_packages", "conda_prefix"])]
+    pub python: Option<PathBuf>,
+    /// Read these site-packages directories instead of asking an interpreter (repeatable).
+    #[arg(
+        long = "site-packages",
+        value_name = "DIR",
+        conflicts_with = "conda_prefix"
+    )]
+    pub site_packages: Vec<PathBuf>,
+    /// Read the CUDA packages of this conda prefix (from its conda-meta/ records).
+    #[arg(long, value_name = "DIR")]
+    pub conda_prefix: Option<PathBuf>,
+}
+
+impl SourceArgs {
+    /// The environment these arguments name, with relative directories made absolute.
+    fn spec(&self) -> Result<Spec> {
+        Ok(Spec {
+            python: self.python.clone(),
+            site_packages: self
+                .site_packages
+                .iter()
+                .map(std::path::absolute)
+                .collect::<std::io::Result<_>>()?,
+            conda_prefix: self
+                .conda_prefix
+                .as_deref()
+                .map(std::path::absolute)
+                .transpose()?,
+        })
+    }
+}
 
 /// `cudist toolkit` arguments (assembling a root).
 #[derive(clap::Args, Debug)]
@@ -101,7 +137,7 @@ pub struct Report {
 
 #[derive(Debug, Serialize)]
 pub struct SourceRow {
-    pub kind: source::SourceKind,
+    pub kind: SourceKind,
     pub description: String,
     pub roots: Vec<String>,
 }
@@ -115,14 +151,7 @@ pub struct CudaRow {
 }
 
 fn read_source(args: &SourceArgs, catalog: &Catalog) -> Result<Source> {
-    let mut args = args.clone();
-    for p in &mut args.site_packages {
-        *p = std::path::absolute(&*p)?;
-    }
-    if let Some(p) = &mut args.conda_prefix {
-        *p = std::path::absolute(&*p)?;
-    }
-    let source = Source::read(&args, catalog)?;
+    let source = Source::read(&args.spec()?, catalog)?;
     if source.packages.is_empty() {
         let looked: Vec<String> = source
             .roots
@@ -145,7 +174,7 @@ fn read_source(args: &SourceArgs, catalog: &Catalog) -> Result<Source> {
 pub fn run(args: BuildArgs, catalog: &Catalog) -> Result<ExitCode> {
     let started = Instant::now();
     let source = read_source(&args.source, catalog)?;
-    let major = plan::check_versions(&source, catalog)?;
+    let major = check_versions(&source, catalog)?;
     let mut report = Report {
         schema: "cudist.toolkit/1",
         source: SourceRow {
@@ -210,7 +239,7 @@ pub fn run(args: BuildArgs, catalog: &Catalog) -> Result<ExitCode> {
     report.notes = generated.notes;
 
     if args.in_place {
-        if source.kind != source::SourceKind::Pip {
+        if source.kind != SourceKind::Pip {
             bail!("--in-place works on pip environments; a conda prefix gets its links from the -dev packages");
         }
         report.added = write::in_place(&source, args.dry_run)?;
@@ -399,7 +428,7 @@ pub fn run_env(args: EnvArgs, catalog: &Catalog) -> Result<ExitCode> {
     let (roots, bins, libs, incs, pcs, notes) = match &args.root {
         Some(root) => {
             let root = std::path::absolute(root)?;
-            if !root.join(write::MARKER).is_file() && !root.join("version.json").is_file() {
+            if !root.join(environment::MARKER).is_file() && !root.join("version.json").is_file() {
                 bail!(
                     "{}: not a CUDA root (no version.json); make one with `cudist toolkit --out {}`",
                     root.display(),
@@ -428,7 +457,7 @@ pub fn run_env(args: EnvArgs, catalog: &Catalog) -> Result<ExitCode> {
         }
         None => {
             let source = read_source(&args.source, catalog)?;
-            plan::check_versions(&source, catalog)?;
+            check_versions(&source, catalog)?;
             env_of_wheel_dirs(&source)
         }
     };

@@ -7,10 +7,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
-use cudist_catalog::{Catalog, VersionCheck};
+use cudist_catalog::Catalog;
 use serde::Serialize;
 
-use super::source::{Package, Source};
+use cudist_analysis::environment::{key, Package, PkgFile, Source};
 
 /// Where one path of the root gets its content.
 #[derive(Debug, Clone)]
@@ -65,100 +65,6 @@ pub struct Plan {
     pub exec_fixed: Vec<String>,
 }
 
-/// `13.5.37` → `[13, 5, 37]`.
-fn key(v: &str) -> Vec<u32> {
-    v.split(['.', '+', '-'])
-        .map_while(|p| p.parse().ok())
-        .collect()
-}
-
-fn major_minor(v: &str) -> Option<(u32, u32)> {
-    let k = key(v);
-    Some((*k.first()?, *k.get(1)?))
-}
-
-/// Refuses environments whose packages cannot make one toolkit: several CUDA majors, or
-/// components whose versions disagree beyond what CUDA allows (the catalog's `check`).
-pub fn check_versions(source: &Source, catalog: &Catalog) -> Result<u32> {
-    let mut by_major: BTreeMap<u32, Vec<String>> = BTreeMap::new();
-    for p in &source.packages {
-        if let Some(m) = p.major {
-            by_major
-                .entry(m)
-                .or_default()
-                .push(format!("{} {}", p.name, p.version));
-        }
-    }
-    if by_major.len() > 1 {
-        let list: Vec<String> = by_major
-            .iter()
-            .map(|(m, ps)| format!("CUDA {m}: {}", ps.join(", ")))
-            .collect();
-        bail!(
-            "the environment mixes CUDA majors ({}); headers of one toolkit with libraries of another break builds silently. \
-             Uninstall the packages of one major (`pip uninstall …`)",
-            list.join("; ")
-        );
-    }
-    let Some((&major, _)) = by_major.iter().next() else {
-        bail!(
-            "no installed package says which CUDA major it is for ({}); cannot assemble a toolkit",
-            source
-                .packages
-                .iter()
-                .map(|p| format!("{} {}", p.name, p.version))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    };
-    // Core components (runtime, nvcc, nvvm, crt) must be one CUDA major.minor.
-    let mut core: BTreeMap<(u32, u32), Vec<String>> = BTreeMap::new();
-    let mut newer: Vec<(&Package, (u32, u32))> = Vec::new();
-    for p in &source.packages {
-        let Some((c, _)) = catalog.component_by_pip(&p.name) else {
-            continue;
-        };
-        let Some(mm) = major_minor(&p.version) else {
-            continue;
-        };
-        match c.check {
-            VersionCheck::Core => core
-                .entry(mm)
-                .or_default()
-                .push(format!("{} {}", p.name, p.version)),
-            VersionCheck::Newer => newer.push((p, mm)),
-            VersionCheck::Major => {}
-        }
-    }
-    if core.len() > 1 {
-        let list: Vec<String> = core
-            .iter()
-            .map(|((a, b), ps)| format!("{a}.{b}: {}", ps.join(", ")))
-            .collect();
-        bail!(
-            "the compiler and runtime components disagree on the CUDA release ({}); nvcc, its crt headers, NVVM and the \
-             runtime must come from one release. Install matching versions (e.g. `pip install cuda-toolkit[cudart,nvcc]==X.Y.*`)",
-            list.join("; ")
-        );
-    }
-    if let Some((&core_mm, core_pkgs)) = core.iter().next() {
-        for (p, mm) in newer {
-            if mm < core_mm {
-                bail!(
-                    "{} {} is older than the toolkit ({} is CUDA {}.{}); it must be at least as new to link the code \
-                     this compiler makes. Upgrade it",
-                    p.name,
-                    p.version,
-                    core_pkgs.join(", "),
-                    core_mm.0,
-                    core_mm.1
-                );
-            }
-        }
-    }
-    Ok(major)
-}
-
 /// The toolkit version: the runtime's, else nvcc's, else the newest toolkit-versioned package's.
 fn toolkit_version(source: &Source, catalog: &Catalog) -> String {
     let of = |pip: &str| {
@@ -198,7 +104,7 @@ pub fn plan(source: &Source, catalog: &Catalog, major: u32) -> Result<Plan> {
         ..Plan::default()
     };
     // dest → (package, file) candidates in package order.
-    let mut cands: BTreeMap<String, Vec<(&Package, &super::source::PkgFile)>> = BTreeMap::new();
+    let mut cands: BTreeMap<String, Vec<(&Package, &PkgFile)>> = BTreeMap::new();
     let mut missing: Vec<String> = Vec::new();
     for p in &source.packages {
         let mut n = 0;
@@ -287,7 +193,7 @@ pub fn plan(source: &Source, catalog: &Catalog, major: u32) -> Result<Plan> {
 
 /// Whether two package files hold the same bytes: the same path, equal RECORD hashes, or (when a
 /// hash is missing) equal content.
-fn same_content(a: &super::source::PkgFile, b: &super::source::PkgFile) -> bool {
+fn same_content(a: &PkgFile, b: &PkgFile) -> bool {
     if a.abs == b.abs {
         // One file on disk listed by two packages: equal unless their RECORDs disagree (then
         // one overwrote the other when it was installed).
@@ -299,18 +205,5 @@ fn same_content(a: &super::source::PkgFile, b: &super::source::PkgFile) -> bool 
     match (std::fs::read(&a.abs), std::fs::read(&b.abs)) {
         (Ok(x), Ok(y)) => x == y,
         _ => false,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn version_keys() {
-        assert_eq!(key("13.5.37"), vec![13, 5, 37]);
-        assert_eq!(major_minor("12.9.79"), Some((12, 9)));
-        assert_eq!(major_minor("13"), None);
-        assert!(key("13.10.0.20") > key("13.5.37"));
     }
 }

@@ -9,18 +9,11 @@ use anyhow::{bail, Context, Result};
 use cudist_wheel::installed::{self, RecordRow};
 use serde::Serialize;
 
-use super::generate::{driver_stub, linker_name, soname_of};
-use super::plan::{Item, Plan};
-use super::source::Source;
+use cudist_analysis::environment::{marker_text, Source, MARKER};
+use cudist_catalog::linker_name;
 
-/// The file that marks a directory as a root cudist wrote (`--force` replaces only those). Its
-/// lines after the first name the environment the root was made from (`site-packages: DIR` or
-/// `conda-prefix: DIR`), which `cudist split` reads to follow the root's links into it.
-pub const MARKER: &str = ".cudist-toolkit";
-/// The marker's line for one site-packages directory the root was made from.
-pub const MARKER_SITE: &str = "site-packages: ";
-/// The marker's line for the conda prefix the root was made from.
-pub const MARKER_CONDA: &str = "conda-prefix: ";
+use super::generate::{driver_stub, soname_of};
+use super::plan::{Item, Plan};
 
 /// How environment files enter the root.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -144,18 +137,7 @@ fn fill(plan: &Plan, root: &Path, mode: Mode, source: &Source) -> Result<Stats> 
         symlink("lib64", root.join("lib"))?;
         stats.links += 1;
     }
-    let mut marker = format!(
-        "CUDA {} root written by cudist toolkit from {}\n",
-        plan.version, source.description
-    );
-    for r in &source.roots {
-        let key = match source.kind {
-            super::source::SourceKind::Pip => MARKER_SITE,
-            super::source::SourceKind::Conda => MARKER_CONDA,
-        };
-        marker.push_str(&format!("{key}{}\n", r.display()));
-    }
-    std::fs::write(root.join(MARKER), marker)?;
+    std::fs::write(root.join(MARKER), marker_text(source, &plan.version))?;
     Ok(stats)
 }
 

@@ -16,7 +16,7 @@ use cudist_elf::ldso::{self, LdCache};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::inspect::{analyse_elf, MarkerIndex};
+use cudist_analysis::analyse::{analyse_elf, MarkerIndex};
 use cudist_analysis::model::{ElfReport, NeededClass};
 
 /// One grafted library.

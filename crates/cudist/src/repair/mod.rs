@@ -13,7 +13,9 @@
 //! policy, platform-tag selection, and the optional loader module.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use cudist_catalog::{Catalog, SonamePolicy};
@@ -23,8 +25,151 @@ use cudist_wheel::Wheel;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::inspect::{self, parent, Input};
+use cudist_analysis::artifact::{normalise_dist, parent, ReqName};
 use cudist_analysis::model::{Artifact, ElfReport, NeededClass, PathLocation};
+use cudist_analysis::open::install_path;
+use cudist_analysis::Input;
+
+use crate::util::{self, outln};
+
+mod graft;
+
+#[derive(clap::Args)]
+pub struct RepairArgs {
+    /// Wheels, or directories of wheels.
+    #[arg(required = true, value_name = "WHEEL")]
+    pub wheels: Vec<PathBuf>,
+    /// Where the repaired wheels go (created if missing; inputs are never modified).
+    #[arg(
+        short = 'w',
+        long = "wheel-dir",
+        value_name = "OUTDIR",
+        default_value = "wheelhouse"
+    )]
+    pub wheel_dir: PathBuf,
+    /// Print the plan without writing anything.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// How to declare the CUDA wheels: per-component, toolkit (cuda-toolkit[extras]==X.*) or
+    /// extra:NAME (per component, under an optional extra).
+    #[arg(long, value_name = "STYLE", default_value = "per-component")]
+    pub cuda_deps: CudaDeps,
+    /// Write DT_RUNPATH instead of DT_RPATH (DT_RPATH, the default, is what auditwheel and torch use).
+    #[arg(long)]
+    pub runpath: bool,
+    /// Compression of changed members: fast, default or best.
+    #[arg(long, value_name = "LEVEL", default_value = "default", value_parser = ["fast", "default", "best"])]
+    pub compression: String,
+    /// Refuse wheels whose RECORD does not match their content.
+    #[arg(long)]
+    pub verify: bool,
+    /// Copy unchanged members without inflating them once to check their CRC (faster; a damaged
+    /// member is then passed on, and pip refuses the repaired wheel instead).
+    #[arg(long)]
+    pub no_crc_check: bool,
+    /// Tag with this platform policy (manylinux_2_28, manylinux2014, …) or fail saying what
+    /// blocks it; default: the most compatible policy the repaired wheel satisfies.
+    #[arg(long, value_name = "POLICY")]
+    pub plat: Option<String>,
+    /// Also add a module that preloads the CUDA libraries from every sys.path entry's CUDA wheel
+    /// directories (for installs where $ORIGIN/../.. does not reach them). Your code must import
+    /// it; cudist never edits your code.
+    #[arg(long)]
+    pub loader: bool,
+    /// The site-packages the wheel was built against (e.g. the build venv's): the CUDA wheels
+    /// installed there give the lower bounds of the requirements.
+    #[arg(long, value_name = "SITE_PACKAGES")]
+    pub build_env: Option<PathBuf>,
+    /// Print the report as JSON (schema cudist.repair/1).
+    #[arg(long)]
+    pub json: bool,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+pub fn run(args: RepairArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
+    if let Some(b) = &args.build_env {
+        if !b.is_dir() {
+            anyhow::bail!(
+                "--build-env {}: not a directory (give the build environment's site-packages)",
+                b.display()
+            );
+        }
+    }
+    // Directories stand for the wheels in them.
+    let mut wheels = Vec::new();
+    let mut errors = Vec::new();
+    for p in &args.wheels {
+        if p.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(p)?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|q| q.extension().is_some_and(|x| x == "whl"))
+                .collect();
+            found.sort();
+            if found.is_empty() {
+                errors.push(cudist_analysis::model::InputError {
+                    path: p.display().to_string(),
+                    error: "the directory holds no .whl files".into(),
+                    hint: None,
+                });
+            }
+            wheels.extend(found);
+        } else {
+            wheels.push(p.clone());
+        }
+    }
+    let opts = Options {
+        out_dir: args.wheel_dir.clone(),
+        dry_run: args.dry_run,
+        cuda_deps: args.cuda_deps.clone(),
+        tag: if args.runpath {
+            cudist_elf::patch::SearchPathTag::Runpath
+        } else {
+            cudist_elf::patch::SearchPathTag::Rpath
+        },
+        compression: match args.compression.as_str() {
+            "fast" => cudist_wheel::write::Compression::Fast,
+            "best" => cudist_wheel::write::Compression::Best,
+            _ => cudist_wheel::write::Compression::Default,
+        },
+        verify: args.verify,
+        crc_check: !args.no_crc_check,
+        plat: args.plat.clone(),
+        loader: args.loader,
+        build_env: args.build_env.clone(),
+        progress: (!args.quiet && !args.json && std::io::stderr().is_terminal()).then(|| {
+            let bar = indicatif::ProgressBar::new(wheels.len() as u64);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} repairing {pos}/{len} {wide_msg}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar.enable_steady_tick(std::time::Duration::from_millis(120));
+            bar
+        }),
+    };
+    let mut report = repair(&wheels, catalog, &opts);
+    if let Some(bar) = &opts.progress {
+        bar.finish_and_clear();
+    }
+    errors.append(&mut report.errors);
+    report.errors = errors;
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&report)?);
+    } else if !args.quiet {
+        util::emit(&render(&report, util::Style::detect()));
+    }
+    if !args.json {
+        util::print_input_errors(report.errors.iter().map(|e| (None, e)));
+    }
+    Ok(if report.errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(util::EXIT_INPUT)
+    })
+}
 
 /// The schema identifier of `cudist repair --json`.
 pub const SCHEMA: &str = "cudist.repair/1";
@@ -54,7 +199,7 @@ impl std::str::FromStr for CudaDeps {
                             .chars()
                             .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) =>
                 {
-                    Ok(CudaDeps::Extra(inspect::normalise_dist(name)))
+                    Ok(CudaDeps::Extra(normalise_dist(name)))
                 }
                 _ => Err(format!(
                     "{s:?}: expected per-component, toolkit or extra:NAME"
@@ -108,7 +253,7 @@ pub struct WheelRepair {
     pub patched: Vec<Patched>,
     pub requires_added: Vec<String>,
     /// Non-system libraries copied into the wheel (`<dist>.libs/`).
-    pub grafted: Vec<crate::graft::Graft>,
+    pub grafted: Vec<graft::Graft>,
     /// The generated loader module (`pkg/_cudist_cuda.py`) and how to use it, with `--loader`.
     pub loader: Option<Loader>,
     /// Libraries needed that repair does not handle yet (neither system, CUDA, nor in the wheel).
@@ -226,7 +371,7 @@ pub fn installed_versions(site: &Path) -> BTreeMap<String, String> {
     cudist_wheel::installed::scan_names(site)
         .unwrap_or_default()
         .into_iter()
-        .map(|d| (inspect::normalise_dist(&d.name), d.version))
+        .map(|d| (normalise_dist(&d.name), d.version))
         .collect()
 }
 
@@ -262,7 +407,7 @@ fn repair_one(
             )));
         }
     }
-    let artifact = inspect::inspect_one(&Input::Wheel(path.to_path_buf()), catalog)?;
+    let artifact = cudist_analysis::inspect_one(&Input::Wheel(path.to_path_buf()), catalog)?;
     if let Some(p) = artifact.problems.first() {
         return Err(crate::errors::input(format!("{}: {}", p.path, p.error)));
     }
@@ -274,12 +419,12 @@ fn repair_one(
     let member_of: HashMap<String, String> = wheel
         .members()
         .iter()
-        .map(|m| (inspect::install_path(&m.name), m.name.clone()))
+        .map(|m| (install_path(&m.name), m.name.clone()))
         .collect();
     // Non-system, non-CUDA libraries the wheel needs are grafted into `<dist>.libs/`.
     let dist = file_name.split('-').next().unwrap_or("wheel").to_string();
     let libs_dir = format!("{dist}.libs");
-    let (grafts, missing) = crate::graft::collect(
+    let (grafts, missing) = graft::collect(
         artifact.elf_files.iter().filter(|e| e.vendored.is_none()),
         &|_| false,
         &libs_dir,
@@ -608,7 +753,7 @@ fn plan(
                         loads.insert(soname.clone(), dir.clone());
                         let mut range = version_range(&soname, m.major.policy, &m.major.sonames)
                             .unwrap_or_default();
-                        if let Some(v) = installed.get(&inspect::normalise_dist(pip)) {
+                        if let Some(v) = installed.get(&normalise_dist(pip)) {
                             range = with_build_version(&range, v);
                         }
                         needs.entry(pip.clone()).or_insert((
@@ -707,7 +852,7 @@ fn plan(
     // Names declared unconditionally (not only under an optional extra).
     let declared_names: BTreeSet<String> = declared
         .iter()
-        .filter_map(|r| inspect::ReqName::parse(r))
+        .filter_map(|r| ReqName::parse(r))
         .filter(|r| r.in_extra.is_none())
         .map(|r| r.name)
         .collect();
@@ -723,7 +868,7 @@ fn plan(
     };
     let mut toolkit: BTreeMap<u32, BTreeSet<String>> = BTreeMap::new();
     for (pip, (range, extra, id, major)) in &needs {
-        if declared_names.contains(&inspect::normalise_dist(pip)) {
+        if declared_names.contains(&normalise_dist(pip)) {
             continue;
         }
         let lib = catalog.library(id);
@@ -768,7 +913,7 @@ fn loader_module(a: &Artifact, dist: &str, loads: &BTreeMap<String, String>) -> 
         .filter(|t| is_identifier(t));
     // Names that go into Python source and an environment variable: letters, digits and `_`
     // only, whatever METADATA's Name holds.
-    let norm: String = inspect::normalise_dist(dist)
+    let norm: String = normalise_dist(dist)
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();

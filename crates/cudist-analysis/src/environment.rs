@@ -1,38 +1,84 @@
 //! Where the CUDA files come from: the CUDA wheels of a Python environment (found through the
 //! interpreter or given as site-packages directories) or the CUDA packages of a conda prefix, each
-//! file with the package that installed it and the place it takes in a CUDA root.
+//! file with the package that installed it and the place it takes in a CUDA root; whether those
+//! packages can make one toolkit ([`check_versions`]); and the marker file a CUDA root written by
+//! `cudist toolkit` keeps, naming the environment its links lead into ([`MARKER`]).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{bail, Context, Result};
-use cudist_catalog::Catalog;
+use cudist_catalog::{Catalog, VersionCheck};
 use cudist_wheel::installed;
 
-/// Which environment to read, as given on the command line.
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct SourceArgs {
-    /// Read the environment of this Python interpreter (default: `python3` on PATH).
-    #[arg(long, value_name = "PATH", conflicts_with_all = ["site_packages", "conda_prefix"])]
+use crate::error::{BadInput, Error};
+
+type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The file a CUDA root written by `cudist toolkit` keeps at its top.
+pub const MARKER: &str = ".cudist-toolkit";
+/// The marker's line prefix naming a site-packages directory the root links into.
+pub const MARKER_SITE: &str = "site-packages: ";
+/// The marker's line prefix naming a conda prefix the root links into.
+pub const MARKER_CONDA: &str = "conda-prefix: ";
+
+/// Which environment to read.
+#[derive(Debug, Clone, Default)]
+pub struct Spec {
+    /// Ask this Python interpreter for its site-packages (`python3` on PATH when nothing is given).
     pub python: Option<PathBuf>,
-    /// Read these site-packages directories instead of asking an interpreter (repeatable).
-    #[arg(
-        long = "site-packages",
-        value_name = "DIR",
-        conflicts_with = "conda_prefix"
-    )]
+    /// Read these site-packages directories instead of asking an interpreter.
     pub site_packages: Vec<PathBuf>,
     /// Read the CUDA packages of this conda prefix (from its conda-meta/ records).
-    #[arg(long, value_name = "DIR")]
     pub conda_prefix: Option<PathBuf>,
+}
+
+/// The marker a CUDA root written from `source` keeps ([`MARKER`]): a line for people, then one
+/// line per directory of the environment its links lead into, which [`Spec::from_marker`] reads.
+pub fn marker_text(source: &Source, version: &str) -> String {
+    let mut marker = format!(
+        "CUDA {version} root written by cudist toolkit from {}\n",
+        source.description
+    );
+    for r in &source.roots {
+        let key = match source.kind {
+            SourceKind::Pip => MARKER_SITE,
+            SourceKind::Conda => MARKER_CONDA,
+        };
+        marker.push_str(&format!("{key}{}\n", r.display()));
+    }
+    marker
+}
+
+impl Spec {
+    /// The environment a CUDA root written by `cudist toolkit` links into, from the marker at
+    /// `root` (none without one, or when it names no environment). A marker is input like any
+    /// other: it can only name an environment, which is then read with the usual containment.
+    pub fn from_marker(root: &Path) -> Option<Spec> {
+        let text = cudist_fs::read_bounded(&root.join(MARKER), cudist_fs::SMALL_FILE).ok()?;
+        let text = String::from_utf8_lossy(&text);
+        let mut spec = Spec::default();
+        for line in text.lines() {
+            if let Some(p) = line.strip_prefix(MARKER_SITE) {
+                spec.site_packages.push(PathBuf::from(p));
+            } else if let Some(p) = line.strip_prefix(MARKER_CONDA) {
+                spec.conda_prefix = Some(PathBuf::from(p));
+            }
+        }
+        if spec.conda_prefix.is_some() {
+            spec.site_packages.clear();
+        }
+        (!spec.site_packages.is_empty() || spec.conda_prefix.is_some()).then_some(spec)
+    }
 }
 
 /// The kind of environment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SourceKind {
+    /// A Python environment: CUDA wheels in site-packages.
     Pip,
+    /// A conda prefix: CUDA packages recorded in conda-meta/.
     Conda,
 }
 
@@ -52,7 +98,9 @@ pub struct PkgFile {
 /// One installed CUDA package.
 #[derive(Debug, Clone)]
 pub struct Package {
+    /// The distribution or package name as installed.
     pub name: String,
+    /// Its version.
     pub version: String,
     /// The CUDA major, from the name's `-cuNN` suffix, the `nvidia/cuNN` directory, or the
     /// version of a toolkit-versioned component; none when nothing says.
@@ -61,12 +109,14 @@ pub struct Package {
     pub root: PathBuf,
     /// The `.dist-info` directory (pip) — where `--in-place` records what it adds.
     pub dist_info: Option<PathBuf>,
+    /// The files it installed that have a place in a CUDA root.
     pub files: Vec<PkgFile>,
 }
 
 /// A read environment.
 #[derive(Debug, Clone)]
 pub struct Source {
+    /// Python environment or conda prefix.
     pub kind: SourceKind,
     /// What was read, in words (`python3 (/venv/bin/python3)`).
     pub description: String,
@@ -79,15 +129,18 @@ pub struct Source {
 }
 
 impl Source {
-    /// Reads the environment the arguments name.
-    pub fn read(args: &SourceArgs, catalog: &Catalog) -> Result<Source> {
+    /// Reads the environment `args` names.
+    pub fn read(args: &Spec, catalog: &Catalog) -> Result<Source> {
         if let Some(prefix) = &args.conda_prefix {
             return read_conda(prefix, catalog);
         }
         let (description, roots) = if !args.site_packages.is_empty() {
             for d in &args.site_packages {
                 if !d.is_dir() {
-                    bail!("--site-packages {}: not a directory", d.display());
+                    return Err(Error::Message(format!(
+                        "--site-packages {}: not a directory",
+                        d.display()
+                    )));
                 }
             }
             ("site-packages".to_string(), args.site_packages.clone())
@@ -100,6 +153,101 @@ impl Source {
     }
 }
 
+/// A version's numeric parts, for ordering: `13.5.37` → `[13, 5, 37]` (stops at the first part
+/// that is not a number).
+pub fn key(v: &str) -> Vec<u32> {
+    v.split(['.', '+', '-'])
+        .map_while(|p| p.parse().ok())
+        .collect()
+}
+
+fn major_minor(v: &str) -> Option<(u32, u32)> {
+    let k = key(v);
+    Some((*k.first()?, *k.get(1)?))
+}
+
+/// Refuses environments whose packages cannot make one toolkit: several CUDA majors, or
+/// components whose versions disagree beyond what CUDA allows (the catalog's `check`).
+pub fn check_versions(source: &Source, catalog: &Catalog) -> Result<u32> {
+    let mut by_major: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+    for p in &source.packages {
+        if let Some(m) = p.major {
+            by_major
+                .entry(m)
+                .or_default()
+                .push(format!("{} {}", p.name, p.version));
+        }
+    }
+    if by_major.len() > 1 {
+        let list: Vec<String> = by_major
+            .iter()
+            .map(|(m, ps)| format!("CUDA {m}: {}", ps.join(", ")))
+            .collect();
+        return Err(Error::Message(format!(
+            "the environment mixes CUDA majors ({}); headers of one toolkit with libraries of another break builds silently. \
+             Uninstall the packages of one major (`pip uninstall …`)",
+            list.join("; ")
+        )));
+    }
+    let Some((&major, _)) = by_major.iter().next() else {
+        return Err(Error::Message(format!(
+            "no installed package says which CUDA major it is for ({}); cannot assemble a toolkit",
+            source
+                .packages
+                .iter()
+                .map(|p| format!("{} {}", p.name, p.version))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    };
+    // Core components (runtime, nvcc, nvvm, crt) must be one CUDA major.minor.
+    let mut core: BTreeMap<(u32, u32), Vec<String>> = BTreeMap::new();
+    let mut newer: Vec<(&Package, (u32, u32))> = Vec::new();
+    for p in &source.packages {
+        let Some((c, _)) = catalog.component_by_pip(&p.name) else {
+            continue;
+        };
+        let Some(mm) = major_minor(&p.version) else {
+            continue;
+        };
+        match c.check {
+            VersionCheck::Core => core
+                .entry(mm)
+                .or_default()
+                .push(format!("{} {}", p.name, p.version)),
+            VersionCheck::Newer => newer.push((p, mm)),
+            VersionCheck::Major => {}
+        }
+    }
+    if core.len() > 1 {
+        let list: Vec<String> = core
+            .iter()
+            .map(|((a, b), ps)| format!("{a}.{b}: {}", ps.join(", ")))
+            .collect();
+        return Err(Error::Message(format!(
+            "the compiler and runtime components disagree on the CUDA release ({}); nvcc, its crt headers, NVVM and the \
+             runtime must come from one release. Install matching versions (e.g. `pip install cuda-toolkit[cudart,nvcc]==X.Y.*`)",
+            list.join("; ")
+        )));
+    }
+    if let Some((&core_mm, core_pkgs)) = core.iter().next() {
+        for (p, mm) in newer {
+            if mm < core_mm {
+                return Err(Error::Message(format!(
+                    "{} {} is older than the toolkit ({} is CUDA {}.{}); it must be at least as new to link the code \
+                     this compiler makes. Upgrade it",
+                    p.name,
+                    p.version,
+                    core_pkgs.join(", "),
+                    core_mm.0,
+                    core_mm.1
+                )));
+            }
+        }
+    }
+    Ok(major)
+}
+
 /// The purelib and platlib directories of an interpreter.
 fn python_site_dirs(python: &Path) -> Result<Vec<PathBuf>> {
     let script =
@@ -107,18 +255,19 @@ fn python_site_dirs(python: &Path) -> Result<Vec<PathBuf>> {
     let out = Command::new(python)
         .args(["-c", script])
         .output()
-        .with_context(|| {
-            format!(
+        .map_err(|source| Error::Io {
+            context: format!(
                 "cannot run {} to find its site-packages (give --python PATH or --site-packages DIR)",
                 python.display()
-            )
+            ),
+            source,
         })?;
     if !out.status.success() {
-        bail!(
+        return Err(Error::Message(format!(
             "{} failed while asked for its site-packages: {}",
             python.display(),
             String::from_utf8_lossy(&out.stderr).trim()
-        );
+        )));
     }
     let mut dirs: Vec<PathBuf> = Vec::new();
     for l in String::from_utf8_lossy(&out.stdout).lines() {
@@ -180,8 +329,10 @@ fn read_pip(description: String, roots: Vec<PathBuf>, catalog: &Catalog) -> Resu
     let mut release = None;
     let mut seen = BTreeSet::new();
     for root in &roots {
-        let dists = installed::scan(root)
-            .with_context(|| format!("cannot read site-packages {}", root.display()))?;
+        let dists = installed::scan(root).map_err(|source| Error::Io {
+            context: format!("cannot read site-packages {}", root.display()),
+            source,
+        })?;
         for d in dists {
             let norm = installed::normalise(&d.name);
             if norm == "cuda-toolkit" {
@@ -253,11 +404,11 @@ fn read_pip(description: String, roots: Vec<PathBuf>, catalog: &Catalog) -> Resu
 }
 
 /// The error for a row of an installed package's file list that leads out of its root.
-fn hostile_row(record: &Path, e: cudist_fs::PathError) -> anyhow::Error {
-    crate::errors::input(format!(
+fn hostile_row(record: &Path, e: cudist_fs::PathError) -> Error {
+    Error::Bad(BadInput(format!(
         "{}: a file it lists, {e}; cudist reads only files inside the environment",
         record.display()
-    ))
+    )))
 }
 
 /// The place of a conda package file (path relative to the prefix) in a CUDA root: conda's CUDA
@@ -295,11 +446,12 @@ fn is_cuda_conda(name: &str, catalog: &Catalog) -> bool {
 
 fn read_conda(prefix: &Path, catalog: &Catalog) -> Result<Source> {
     let meta = prefix.join("conda-meta");
-    let entries = std::fs::read_dir(&meta).with_context(|| {
-        format!(
+    let entries = std::fs::read_dir(&meta).map_err(|source| Error::Io {
+        context: format!(
             "{}: not a conda prefix (no conda-meta/ directory)",
             prefix.display()
-        )
+        ),
+        source,
     })?;
     let mut packages = Vec::new();
     let mut release = None;
@@ -313,15 +465,18 @@ fn read_conda(prefix: &Path, catalog: &Catalog) -> Result<Source> {
     for p in names {
         let text = cudist_fs::read_bounded(&p, cudist_fs::SMALL_FILE)?;
         let v: serde_json::Value = serde_json::from_slice(&text).map_err(|e| {
-            crate::errors::input(format!(
+            Error::Bad(BadInput(format!(
                 "{}: not a conda package record (bad JSON: {e})",
                 p.display()
-            ))
+            )))
         })?;
         let name = v["name"].as_str().unwrap_or_default().to_string();
         let version = v["version"].as_str().unwrap_or_default().to_string();
         if name.is_empty() {
-            bail!("{}: conda package record without a name", p.display());
+            return Err(Error::Message(format!(
+                "{}: conda package record without a name",
+                p.display()
+            )));
         }
         if name == "cuda-version" {
             release = Some(version);
@@ -390,6 +545,14 @@ fn read_conda(prefix: &Path, catalog: &Catalog) -> Result<Source> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn version_keys() {
+        assert_eq!(key("13.5.37"), vec![13, 5, 37]);
+        assert_eq!(major_minor("12.9.79"), Some((12, 9)));
+        assert_eq!(major_minor("13"), None);
+        assert!(key("13.10.0.20") > key("13.5.37"));
+    }
 
     #[test]
     fn wheel_layouts_map_onto_a_cuda_root() {

@@ -11,25 +11,31 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
 use cudist_elf::is_elf;
 use cudist_wheel::Wheel;
 use rayon::prelude::*;
 
-use super::{Analysed, Scanned};
-use cudist_analysis::model::{ArtifactKind, CondaMeta, InputError, WheelInfo};
+use crate::analyse::Analysed;
+use crate::error::{input_error, Error};
+use crate::model::{ArtifactKind, CondaMeta, InputError, WheelInfo};
+
+type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// One artifact to inspect.
 #[derive(Debug, Clone)]
 pub enum Input {
+    /// A wheel (`.whl`, a zip archive).
     Wheel(PathBuf),
+    /// A directory: an unpacked wheel, an install prefix, a toolkit root.
     Directory(PathBuf),
+    /// One ELF file.
     Elf(PathBuf),
     /// A conda package, `.conda` or `.tar.bz2`.
     Conda(PathBuf),
 }
 
 impl Input {
+    /// The path the artifact was given by.
     pub fn path(&self) -> &Path {
         match self {
             Input::Wheel(p) | Input::Directory(p) | Input::Elf(p) | Input::Conda(p) => p,
@@ -45,22 +51,18 @@ pub fn expand_inputs(paths: &[PathBuf]) -> (Vec<Input>, Vec<InputError>) {
     for p in paths {
         match classify(p) {
             Ok(mut v) => inputs.append(&mut v),
-            Err(e) => errors.push(InputError {
-                path: p.display().to_string(),
-                error: format!("{e:#}"),
-                hint: crate::errors::hint(&e).map(str::to_string),
-            }),
+            Err(e) => errors.push(input_error(p.display().to_string(), &e)),
         }
     }
     (inputs, errors)
 }
 
 fn classify(p: &Path) -> Result<Vec<Input>> {
-    let meta = std::fs::metadata(p).with_context(|| "cannot read it".to_string())?;
+    let meta = std::fs::metadata(p).map_err(io("cannot read it"))?;
     if meta.is_dir() {
         // A wheelhouse or a conda channel directory: each package is one artifact.
         let mut packages: Vec<Input> = std::fs::read_dir(p)
-            .context("cannot list the directory")?
+            .map_err(io("cannot list the directory"))?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|q| q.is_file())
             .filter_map(|q| {
@@ -87,19 +89,39 @@ fn classify(p: &Path) -> Result<Vec<Input>> {
     let mut f = match cudist_fs::open_regular(p) {
         Ok(f) => f,
         Err(cudist_fs::ReadError::NotAFile { kind, .. }) => {
-            bail!("is {kind}, not a regular file")
+            return Err(Error::Message(format!("is {kind}, not a regular file")))
         }
-        Err(e) => return Err(anyhow::Error::new(e.into_io()).context("cannot read it")),
+        Err(e) => return Err(io("cannot read it")(e.into_io())),
     };
-    let n = f.read(&mut head).context("cannot read it")?;
+    let n = f.read(&mut head).map_err(io("cannot read it"))?;
     let head = &head[..n];
     if head == b"PK\x03\x04" || head == b"PK\x05\x06" || p.extension().is_some_and(|x| x == "whl") {
         Ok(vec![Input::Wheel(p.to_path_buf())])
     } else if is_elf(head) {
         Ok(vec![Input::Elf(p.to_path_buf())])
     } else {
-        bail!("neither a wheel (zip archive), a conda package (.conda, .tar.bz2), an ELF file nor a directory")
+        Err(Error::Message("neither a wheel (zip archive), a conda package (.conda, .tar.bz2), an ELF file nor a directory".into()))
     }
+}
+
+/// The result of scanning an artifact: its ELF files and size totals.
+pub struct Scanned {
+    /// What the artifact is.
+    pub kind: ArtifactKind,
+    /// Its size on disk (a package's file size; a directory's files).
+    pub size: u64,
+    /// The bytes its files take once installed.
+    pub installed_size: u64,
+    /// A wheel's metadata.
+    pub wheel: Option<WheelInfo>,
+    /// A conda package's metadata (`info/index.json`, `info/run_exports.json`).
+    pub conda: Option<CondaMeta>,
+    /// Its ELF files, analysed.
+    pub elfs: Vec<Analysed>,
+    /// Files that look like ELF but could not be read or analysed.
+    pub problems: Vec<InputError>,
+    /// Every regular file's install path (used to tell whether a search path lies inside).
+    pub files: BTreeSet<String>,
 }
 
 /// The analyser each ELF's bytes go to.
@@ -190,7 +212,7 @@ fn scan_conda(path: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
                     batch_bytes = 0;
                 }
             }
-            Err(e) => results.push((m.path.to_string(), Err(anyhow::Error::new(e)))),
+            Err(e) => results.push((m.path.to_string(), Err(Error::from(e)))),
         }
         Ok(Next::Continue)
     })?;
@@ -333,7 +355,7 @@ fn scan_dir(root: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
                 let mut head = [0u8; 4];
                 let n = File::open(abs)
                     .and_then(|mut f| f.read(&mut head))
-                    .context("cannot read")?;
+                    .map_err(io("cannot read"))?;
                 if !is_elf(&head[..n]) {
                     return Ok(None);
                 }
@@ -367,11 +389,7 @@ fn split_results(
         match r {
             Ok(Some(a)) => elfs.push(a),
             Ok(None) => {}
-            Err(e) => problems.push(InputError {
-                path,
-                error: format!("{e:#}"),
-                hint: crate::errors::hint(&e).map(str::to_string),
-            }),
+            Err(e) => problems.push(input_error(path, &e)),
         }
     }
     (elfs, problems)
@@ -381,9 +399,9 @@ fn split_results(
 /// where they live, so nothing is counted twice).
 fn walk(dir: &Path, rel: &str, out: &mut Vec<(String, PathBuf, u64)>) -> Result<()> {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .with_context(|| format!("cannot list {}", dir.display()))?
+        .map_err(io(format!("cannot list {}", dir.display())))?
         .collect::<std::io::Result<_>>()
-        .with_context(|| format!("cannot list {}", dir.display()))?;
+        .map_err(io(format!("cannot list {}", dir.display())))?;
     entries.sort_by_key(|e| e.file_name());
     for e in entries {
         let name = e.file_name().to_string_lossy().into_owned();
@@ -403,9 +421,15 @@ fn walk(dir: &Path, rel: &str, out: &mut Vec<(String, PathBuf, u64)>) -> Result<
     Ok(())
 }
 
+/// A closure turning an I/O error into [`Error::Io`] with the given context.
+fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
+    let context = context.into();
+    move |source| Error::Io { context, source }
+}
+
 /// Maps a file read-only. Empty files map to an empty slice.
 fn map_file(p: &Path) -> Result<memmap2::Mmap> {
-    cudist_elf::map_file(p).with_context(|| format!("cannot open {}", p.display()))
+    cudist_elf::map_file(p).map_err(io(format!("cannot open {}", p.display())))
 }
 
 #[cfg(test)]

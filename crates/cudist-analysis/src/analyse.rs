@@ -1,0 +1,270 @@
+//! One ELF file analysed: what it needs (classified against the catalog), its search paths, its
+//! device code and sizes, and the evidence of CUDA libraries linked into it statically.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use cudist_catalog::{Catalog, LibraryMatch, SonameClass};
+use cudist_elf::ElfFile;
+
+use crate::error::Error;
+use crate::model::*;
+use crate::platform;
+
+/// One ELF file found in an artifact, analysed.
+pub struct Analysed {
+    /// What the model reports of the file.
+    pub report: ElfReport,
+    /// Catalog library ids whose marker symbols the file defines.
+    pub(crate) defined_markers: BTreeMap<String, Vec<String>>,
+    /// Catalog library ids whose characteristic strings the file contains, together with their
+    /// name table (the number of its names found).
+    pub(crate) strings_found: BTreeMap<String, QuotedStrings>,
+    /// The CUDA major assumed for SONAMEs several majors share.
+    pub(crate) hint: Option<u32>,
+    /// The catalog library this file is itself (vendored or, in its provider's wheel, shipped).
+    pub(crate) own_library: Option<String>,
+}
+
+/// A library's characteristic strings found in a file, with its table of names.
+pub(crate) struct QuotedStrings {
+    pub(crate) strings: Vec<String>,
+    pub(crate) table_prefix: String,
+    pub(crate) table_names: usize,
+}
+
+/// Catalog marker symbols, indexed for the static-linking check.
+pub struct MarkerIndex {
+    names: Vec<String>,
+    owner: HashMap<String, String>,
+    /// (library id, string) pairs.
+    strings: Vec<(String, String)>,
+    /// The name table each library with `strings` keeps (without one, its strings are no evidence).
+    name_tables: HashMap<String, cudist_catalog::NameTable>,
+    /// Every symbol any manylinux policy blacklists.
+    blacklisted: std::collections::HashSet<&'static str>,
+}
+
+impl MarkerIndex {
+    /// Indexes the marker symbols and strings of every catalog library.
+    pub fn new(catalog: &Catalog) -> MarkerIndex {
+        let mut names = Vec::new();
+        let mut owner = HashMap::new();
+        let mut strings = Vec::new();
+        let mut name_tables = HashMap::new();
+        for lib in &catalog.libraries {
+            if let Some(t) = &lib.static_name_table {
+                name_tables.insert(lib.id.clone(), t.clone());
+            }
+            for m in &lib.static_markers {
+                names.push(m.clone());
+                owner.insert(m.clone(), lib.id.clone());
+            }
+            for s in &lib.static_strings {
+                strings.push((lib.id.clone(), s.clone()));
+            }
+        }
+        let blacklisted = cudist_catalog::manylinux::policies()
+            .iter()
+            .flat_map(|p| p.blacklist.values().flatten().map(String::as_str))
+            .collect();
+        MarkerIndex {
+            names,
+            owner,
+            strings,
+            name_tables,
+            blacklisted,
+        }
+    }
+}
+
+/// The number of distinct NUL-terminated C strings in `sections` that are `prefix`, an ASCII
+/// capital letter, then identifier characters (`cuMemAlloc_v2` for prefix `cu`): the shape of a
+/// table of entry-point names a library resolves with dlsym or cuGetProcAddress.
+fn count_c_names(sections: &[&[u8]], prefix: &[u8]) -> usize {
+    let mut names: std::collections::HashSet<&[u8]> = std::collections::HashSet::new();
+    for bytes in sections {
+        // The last piece has no terminating NUL inside the section: not a C string.
+        let mut pieces = bytes.split(|b| *b == 0);
+        let _ = pieces.next_back();
+        for s in pieces {
+            if s.len() > prefix.len()
+                && s.len() <= 128
+                && s.starts_with(prefix)
+                && s[prefix.len()].is_ascii_uppercase()
+                && s.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_')
+            {
+                names.insert(s);
+            }
+        }
+    }
+    names.len()
+}
+
+/// Analyses one ELF file. `path` is its path inside the artifact.
+pub fn analyse_elf(
+    path: &str,
+    data: &[u8],
+    catalog: &Catalog,
+    markers: &MarkerIndex,
+) -> Result<Analysed, Error> {
+    let elf = ElfFile::parse(data).map_err(|source| Error::Elf {
+        context: format!("{path}: cannot read ELF"),
+        source,
+    })?;
+
+    let (device_code, fat_bytes) = crate::device::entries(path, &elf, data)?;
+
+    let host_code: u64 = elf
+        .sections
+        .iter()
+        .filter(|s| s.is_code() && s.in_file())
+        .map(|s| s.size)
+        .sum();
+    let size = data.len() as u64;
+    let sizes = ElfSizes {
+        host_code,
+        device_code: fat_bytes,
+        other: size.saturating_sub(host_code + fat_bytes),
+    };
+
+    // Which catalog libraries' API entry points does this file define?
+    let names: Vec<&str> = markers.names.iter().map(String::as_str).collect();
+    let found = cudist_elf::defined_symbols_among(data, &names).map_err(|source| Error::Elf {
+        context: format!("{path}: cannot read symbol tables"),
+        source,
+    })?;
+    let mut defined_markers: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for sym in found {
+        if let Some(lib) = markers.owner.get(&sym) {
+            defined_markers.entry(lib.clone()).or_default().push(sym);
+        }
+    }
+    // Characteristic strings in read-only data: these survive `strip`. Any program may quote a
+    // library's messages (cudist's own catalog does), so they count only together with the table
+    // of names that library's code resolves at run time (cudart: 400+ driver entry points).
+    let mut rodata = Vec::new();
+    for s in elf
+        .sections
+        .iter()
+        .filter(|s| s.name.starts_with(".rodata"))
+    {
+        let bytes = elf.section_data(data, s).map_err(|source| Error::Elf {
+            context: format!("{path}: section {}", s.name),
+            source,
+        })?;
+        rodata.push(bytes);
+    }
+    let mut quoted: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for (lib, needle) in &markers.strings {
+        if rodata
+            .iter()
+            .any(|b| memchr::memmem::find(b, needle.as_bytes()).is_some())
+        {
+            quoted.entry(lib).or_default().push(needle.clone());
+        }
+    }
+    let mut strings_found = BTreeMap::new();
+    for (lib, strs) in quoted {
+        let Some(table) = markers.name_tables.get(lib) else {
+            continue;
+        };
+        let names = count_c_names(&rodata, table.prefix.as_bytes());
+        if names >= table.min_names {
+            strings_found.insert(
+                lib.to_string(),
+                QuotedStrings {
+                    strings: strs,
+                    table_prefix: table.prefix.clone(),
+                    table_names: names,
+                },
+            );
+        }
+    }
+
+    // Classified without a CUDA-major hint here; `assemble` refines it with the artifact's context.
+    let needed = elf
+        .needed
+        .iter()
+        .map(|n| classify_needed(n, catalog, None))
+        .collect();
+
+    Ok(Analysed {
+        report: ElfReport {
+            path: path.to_string(),
+            size,
+            class: elf.class,
+            machine: elf.machine_name(),
+            elf_type: elf.kind,
+            soname: elf.soname.clone(),
+            needed,
+            rpath: elf.rpath.iter().map(|r| raw_entry(r)).collect(),
+            runpath: elf.runpath.iter().map(|r| raw_entry(r)).collect(),
+            static_cuda: Vec::new(),
+            // A weak reference is optional (Rust's std and much C++ probe for
+            // __cxa_thread_atexit_impl at run time): auditwheel checks only strong imports.
+            blacklisted_imports: elf
+                .undefined_dynamic()
+                .filter(|s| !s.weak && markers.blacklisted.contains(s.name.as_str()))
+                .map(|s| s.name.clone())
+                .collect(),
+            // The versions the file requires, from its version-requirement table, leaving out the
+            // dynamic loader's (as auditwheel does).
+            symbol_versions: elf
+                .verneed
+                .iter()
+                .filter(|(file, _)| !platform::is_loader(file))
+                .map(|(_, v)| v.clone())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect(),
+            abi: platform::elf_abi(path, &elf),
+            device_code,
+            sizes,
+            vendored: None,
+        },
+        defined_markers,
+        strings_found,
+        hint: None,
+        own_library: None,
+    })
+}
+
+fn raw_entry(raw: &str) -> SearchPathEntry {
+    SearchPathEntry {
+        raw: raw.to_string(),
+        expanded: String::new(),
+        location: PathLocation::Unresolved,
+        provided_by: Vec::new(),
+    }
+}
+
+/// The model's reference to a catalog library matched by SONAME.
+pub fn library_ref(m: &LibraryMatch<'_>) -> LibraryRef {
+    LibraryRef {
+        id: m.library.id.clone(),
+        component: m.library.component.clone(),
+        cuda_major: m.major.major,
+        cuda_major_ambiguous: m.ambiguous,
+        soname_policy: m.major.policy.to_string(),
+        pip: m.major.pip.clone(),
+        pip_dir: m.major.pip_dir.clone(),
+        conda: m.library.conda.clone(),
+        toolkit_extra: m.library.toolkit_extra.clone(),
+    }
+}
+
+pub(crate) fn classify_needed(soname: &str, catalog: &Catalog, hint: Option<u32>) -> Needed {
+    let (class, library) = match catalog.classify_hinted(soname, hint) {
+        SonameClass::Toolkit(m) => (NeededClass::Toolkit, Some(library_ref(&m))),
+        SonameClass::External(m) => (NeededClass::External, Some(library_ref(&m))),
+        SonameClass::Driver(_) => (NeededClass::Driver, None),
+        SonameClass::System(_) => (NeededClass::System, None),
+        SonameClass::Other => (NeededClass::Other, None),
+    };
+    Needed {
+        soname: soname.to_string(),
+        class,
+        library,
+        provided_in_artifact: None,
+    }
+}

@@ -1,0 +1,1030 @@
+//! An artifact judged whole: its ELF files' analyses folded into one [`Artifact`] with what it
+//! needs from outside, what it vendors or links statically, where its search paths lead, its
+//! device code per GPU, its size breakdown, its platform tag and a verdict.
+//!
+//! An artifact is a wheel, a conda package, a directory (an unpacked wheel, an install prefix) or
+//! one ELF file ([`crate::open::Input`]). Its ELF files are found (wheels: by name, then by magic,
+//! reading only those members), analysed in parallel ([`crate::analyse`]), and folded here.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use cudist_catalog::{Catalog, CudaVersion};
+use cudist_fatbin::{EntryKind, SectionKind};
+
+use crate::analyse::{analyse_elf, classify_needed, library_ref, Analysed, MarkerIndex};
+use crate::error::{input_error, Error};
+use crate::model::*;
+use crate::open::{scan, Input, Scanned};
+use crate::platform;
+
+/// Inspects every input; unreadable inputs become [`InputError`]s in the report.
+pub fn inspect(inputs: &[Input], catalog: &Catalog) -> Report {
+    let mut artifacts = Vec::new();
+    let mut errors = Vec::new();
+    for input in inputs {
+        match inspect_one(input, catalog) {
+            Ok(a) => artifacts.push(a),
+            Err(e) => errors.push(input_error(input.path().display().to_string(), &e)),
+        }
+    }
+    let summary = Summary {
+        artifacts: artifacts.len(),
+        errors: errors.len() + artifacts.iter().map(|a| a.problems.len()).sum::<usize>(),
+        elf_files: artifacts.iter().map(|a| a.elf_files.len()).sum(),
+        vendored_cuda_bytes: artifacts.iter().map(|a| a.breakdown.vendored_cuda).sum(),
+        needs_attention: artifacts
+            .iter()
+            .filter(|a| a.verdict.status != VerdictStatus::Ok)
+            .count(),
+    };
+    Report {
+        schema: SCHEMA,
+        cudist_version: env!("CARGO_PKG_VERSION"),
+        artifacts,
+        errors,
+        summary,
+    }
+}
+
+/// Inspects one artifact.
+pub fn inspect_one(input: &Input, catalog: &Catalog) -> Result<Artifact, Error> {
+    let markers = MarkerIndex::new(catalog);
+    let scanned = scan(input, &|path, data| {
+        analyse_elf(path, data, catalog, &markers)
+    })?;
+    Ok(assemble(input, scanned, catalog))
+}
+
+/// Folds per-file analyses into the artifact report.
+fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
+    let Scanned {
+        kind,
+        size,
+        installed_size,
+        wheel,
+        conda,
+        mut elfs,
+        problems,
+        files,
+    } = scanned;
+    elfs.sort_by(|a, b| a.report.path.cmp(&b.report.path));
+
+    // 0. Classify NEEDED entries with the CUDA major the file or the artifact pins down.
+    let wheel_dirs = wheel_dir_index(catalog);
+    let artifact_hint = artifact_major_hint(&elfs, wheel.as_ref(), catalog, &wheel_dirs);
+    for a in &mut elfs {
+        let hint = elf_major_hint(&a.report, catalog, &wheel_dirs).or(artifact_hint);
+        a.hint = hint;
+        for n in &mut a.report.needed {
+            *n = classify_needed(&n.soname, catalog, hint);
+        }
+    }
+
+    // 1. Vendored CUDA libraries: by SONAME (hashed grafts too), confirmed by content. A wheel
+    // that is itself the library's provider (NVIDIA's own wheels) carries it by design.
+    let this_dist = wheel
+        .as_ref()
+        .and_then(|w| w.name.as_deref())
+        .map(normalise_dist);
+    let mut vendored = Vec::new();
+    for a in &mut elfs {
+        if let Some(v) = recognise_vendored(a, catalog) {
+            a.own_library = v.library.as_ref().map(|l| l.id.clone());
+            let provider = v
+                .library
+                .as_ref()
+                .and_then(|l| l.pip.as_deref())
+                .map(normalise_dist);
+            if provider.is_some() && provider == this_dist {
+                continue;
+            }
+            // A conda package named as the library's conda package is its provider.
+            let conda_provider = v.library.as_ref().and_then(|l| l.conda.as_deref());
+            if conda_provider.is_some() && conda_provider == conda.as_ref().map(|c| c.name.as_str())
+            {
+                continue;
+            }
+            let base = a.report.path.rsplit('/').next().unwrap_or_default();
+            a.report.vendored = Some(match &v.library {
+                Some(l) => l.id.clone(),
+                None => v.soname.clone().unwrap_or_else(|| base.to_string()),
+            });
+            vendored.push(v);
+        }
+    }
+
+    // 2. Static CUDA: marker definitions in files that are not that library themselves.
+    for a in &mut elfs {
+        a.report.static_cuda = static_cuda(a);
+    }
+
+    // 3. Where each SONAME lives inside the artifact.
+    let mut provided: HashMap<String, String> = HashMap::new();
+    for a in &elfs {
+        if let Some(s) = &a.report.soname {
+            provided.entry(s.clone()).or_insert(a.report.path.clone());
+        }
+        let base = a.report.path.rsplit('/').next().unwrap_or_default();
+        provided
+            .entry(base.to_string())
+            .or_insert(a.report.path.clone());
+    }
+    for a in &mut elfs {
+        for n in &mut a.report.needed {
+            n.provided_in_artifact = provided.get(&n.soname).cloned();
+        }
+        let dir = parent(&a.report.path);
+        for e in a.report.rpath.iter_mut().chain(a.report.runpath.iter_mut()) {
+            resolve_search_path(e, &dir, input, &files, &wheel_dirs, a.hint);
+        }
+    }
+
+    // 4. Aggregate needs.
+    let requires: Vec<ReqName> = wheel
+        .as_ref()
+        .map(|w| {
+            w.requires_dist
+                .iter()
+                .filter_map(|r| ReqName::parse(r))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut cuda_needed: BTreeMap<String, NeededLibrary> = BTreeMap::new();
+    let mut driver_needed: BTreeMap<String, NeededLibrary> = BTreeMap::new();
+    for a in elfs.iter().filter(|a| a.report.vendored.is_none()) {
+        for n in &a.report.needed {
+            let table = match n.class {
+                NeededClass::Toolkit | NeededClass::External => &mut cuda_needed,
+                NeededClass::Driver => &mut driver_needed,
+                _ => continue,
+            };
+            let row = table
+                .entry(n.soname.clone())
+                .or_insert_with(|| NeededLibrary {
+                    soname: n.soname.clone(),
+                    library: n.library.clone(),
+                    needed_by: Vec::new(),
+                    rpath_covers: true,
+                    declared: n
+                        .library
+                        .as_ref()
+                        .is_some_and(|l| requires.iter().any(|r| r.provides(l))),
+                    declared_by: n.library.as_ref().and_then(|l| {
+                        let r = requires.iter().find(|r| r.provides(l))?;
+                        Some(if r.name == "cuda-toolkit" {
+                            format!(
+                                "cuda-toolkit[{}]",
+                                l.toolkit_extra.as_deref().unwrap_or_default()
+                            )
+                        } else {
+                            r.name.clone()
+                        })
+                    }),
+                    declared_extra: n
+                        .library
+                        .as_ref()
+                        .and_then(|l| declared_extra(&requires, l)),
+                    vendored: n.provided_in_artifact.is_some(),
+                });
+            row.needed_by.push(a.report.path.clone());
+            let covered = search_path_covers(&a.report, n, &files);
+            row.rpath_covers &= covered;
+        }
+    }
+    let cuda_needed: Vec<NeededLibrary> = cuda_needed.into_values().collect();
+    let driver_needed: Vec<NeededLibrary> = driver_needed.into_values().collect();
+
+    // 5. Device code and sizes.
+    let device = device_summary(&elfs, &cuda_needed, catalog);
+    let breakdown = breakdown(&elfs, &vendored, installed_size);
+    let file_name = input
+        .path()
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let platform = platform::evaluate(
+        elfs.iter().map(|a| &a.report),
+        &|_| false,
+        &platform::FileTag::of(&file_name),
+    );
+    let mut verdict = verdict(
+        kind,
+        &cuda_needed,
+        &driver_needed,
+        &vendored,
+        &elfs,
+        &device,
+    );
+    let conda = conda.map(|c| conda_check(c, &cuda_needed, catalog, &mut verdict));
+
+    Artifact {
+        path: input.path().display().to_string(),
+        kind,
+        size,
+        installed_size,
+        wheel,
+        conda,
+        elf_files: elfs.into_iter().map(|a| a.report).collect(),
+        problems,
+        cuda_needed,
+        driver_needed,
+        vendored,
+        device,
+        breakdown,
+        platform,
+        verdict,
+    }
+}
+
+/// The name a conda match spec is about (`libcublas >=13,<14.0a0` → `libcublas`).
+fn spec_name(spec: &str) -> &str {
+    let end = spec
+        .find(|c: char| c.is_whitespace() || "=<>!~[".contains(c))
+        .unwrap_or(spec.len());
+    &spec[..end]
+}
+
+/// The overlinking check of a conda package: every CUDA library its ELF files link must come from
+/// a package its `depends` names (or ship in the package); and, the reverse, a declared CUDA
+/// library package that nothing links is reported.
+fn conda_check(
+    c: CondaMeta,
+    cuda_needed: &[NeededLibrary],
+    catalog: &Catalog,
+    verdict: &mut Verdict,
+) -> CondaInfo {
+    let declared: BTreeMap<&str, &String> = c.depends.iter().map(|d| (spec_name(d), d)).collect();
+    let mut links = Vec::new();
+    let mut linked_packages = BTreeSet::new();
+    for n in cuda_needed {
+        let package = n.library.as_ref().and_then(|l| l.conda.clone());
+        let declared_by = package
+            .as_deref()
+            .and_then(|p| declared.get(p))
+            .map(|d| d.to_string());
+        if let Some(p) = &package {
+            linked_packages.insert(p.clone());
+        }
+        if declared_by.is_none() && !n.vendored {
+            if verdict.status < VerdictStatus::Unresolved {
+                verdict.status = VerdictStatus::Unresolved;
+            }
+            verdict.lines.push(format!(
+                "links {} but its depends name no {}: conda will not install it with this package (overlinking)",
+                n.soname,
+                package.as_deref().unwrap_or("package that provides it")
+            ));
+        }
+        links.push(CondaLink {
+            soname: n.soname.clone(),
+            package,
+            declared_by,
+            shipped: n.vendored,
+        });
+    }
+    let cuda_packages: BTreeSet<&str> = catalog
+        .libraries
+        .iter()
+        .filter_map(|l| l.conda.as_deref())
+        .collect();
+    let unlinked: Vec<String> = c
+        .depends
+        .iter()
+        .filter(|d| {
+            let n = spec_name(d);
+            cuda_packages.contains(n) && !linked_packages.contains(n)
+        })
+        .cloned()
+        .collect();
+    if !unlinked.is_empty() {
+        verdict.lines.push(format!(
+            "declares {} but no ELF file of the package links it",
+            unlinked.join(", ")
+        ));
+    }
+    CondaInfo {
+        meta: c,
+        cuda_links: links,
+        unlinked_depends: unlinked,
+    }
+}
+
+fn recognise_vendored(a: &Analysed, catalog: &Catalog) -> Option<Vendored> {
+    let r = &a.report;
+    let base = r.path.rsplit('/').next().unwrap_or_default();
+    let mut evidence = Vec::new();
+    // SONAME first; a naive graft rewrites it to the hashed file name, which still names the library.
+    let by_soname = r.soname.as_deref().and_then(|s| {
+        catalog.library_by_name_hinted(s, a.hint).map(|(m, exact)| {
+            evidence.push(if exact {
+                format!("SONAME {s}")
+            } else {
+                format!("SONAME {s} (a renamed copy of {})", m.major.sonames[0])
+            });
+            m
+        })
+    });
+    let named_by_soname = by_soname.is_some();
+    let matched = by_soname.or_else(|| {
+        // No usable SONAME: the file name may still tell, but only content can confirm it.
+        let (m, _) = catalog.library_by_name_hinted(base, a.hint)?;
+        evidence.push(format!("file name {base}"));
+        Some(m)
+    });
+    if let Some(m) = matched {
+        let own = a.defined_markers.get(&m.library.id);
+        match own {
+            Some(syms) => evidence.push(format!("defines {}", syms.join(", "))),
+            None if m.library.static_markers.is_empty() || named_by_soname => {}
+            // Named like the library but defines none of its entry points: not that library.
+            None => return None,
+        }
+        return Some(Vendored {
+            path: r.path.clone(),
+            soname: r.soname.clone(),
+            library: Some(library_ref(&m)),
+            class: NeededClass::Toolkit,
+            bytes: r.size,
+            evidence,
+        });
+    }
+    let driver = r
+        .soname
+        .as_deref()
+        .and_then(|s| catalog.driver_lib(s))
+        .or_else(|| catalog.driver_lib(base))?;
+    Some(Vendored {
+        path: r.path.clone(),
+        soname: r.soname.clone(),
+        library: None,
+        class: NeededClass::Driver,
+        bytes: r.size,
+        evidence: vec![format!(
+            "{} is the NVIDIA driver's {}",
+            r.soname.as_deref().unwrap_or(base),
+            driver.description
+        )],
+    })
+}
+
+fn static_cuda(a: &Analysed) -> Vec<StaticCuda> {
+    let own = a.own_library.as_deref().or(a.report.vendored.as_deref());
+    let needs = |id: &str| {
+        a.report
+            .needed
+            .iter()
+            .any(|n| n.library.as_ref().is_some_and(|l| l.id == id))
+    };
+    let mut libs: BTreeSet<&String> = a.defined_markers.keys().collect();
+    libs.extend(a.strings_found.keys());
+    let mut out: Vec<StaticCuda> = Vec::new();
+    for lib in libs {
+        // A library's own file, or a file that links it dynamically (and so may quote its
+        // messages), is no evidence of static linking.
+        if Some(lib.as_str()) == own || needs(lib) {
+            continue;
+        }
+        let mut evidence = Vec::new();
+        if let Some(syms) = a.defined_markers.get(lib) {
+            evidence.push(format!("defines {}", syms.join(", ")));
+        }
+        if let Some(q) = a.strings_found.get(lib) {
+            let quoted: Vec<String> = q.strings.iter().map(|s| format!("{s:?}")).collect();
+            evidence.push(format!(
+                "contains {} and a table of {} entry-point names ({}…) resolved at run time",
+                quoted.join(", "),
+                q.table_names,
+                q.table_prefix
+            ));
+        }
+        out.push(StaticCuda {
+            library: lib.clone(),
+            confidence: Confidence::Certain,
+            evidence,
+        });
+    }
+    // Device code needs a runtime to register it. With no CUDA runtime in NEEDED and no evidence
+    // of a linked-in one, say what is likely rather than nothing.
+    let has_device = a
+        .report
+        .device_code
+        .iter()
+        .any(|e| e.section == SectionKind::NvFatbin);
+    if has_device && !needs("cudart") && own.is_none() && !out.iter().any(|s| s.library == "cudart")
+    {
+        out.push(StaticCuda {
+            library: "cudart".into(),
+            confidence: Confidence::Likely,
+            evidence: vec![
+                "has device code in .nv_fatbin but no libcudart in NEEDED: the runtime that registers it is linked in (or the driver API is used directly)".into(),
+            ],
+        });
+    }
+    out
+}
+
+/// The CUDA major of the artifact, for SONAMEs several majors share: the majors its ELF files'
+/// unambiguous SONAMEs point to (most common first), else the wheel's name (`cu12`, `cuda12x`).
+fn artifact_major_hint(
+    elfs: &[Analysed],
+    wheel: Option<&WheelInfo>,
+    catalog: &Catalog,
+    wheel_dirs: &WheelDirs,
+) -> Option<u32> {
+    let mut votes: BTreeMap<u32, usize> = BTreeMap::new();
+    for a in elfs {
+        if let Some(m) = elf_major_hint(&a.report, catalog, wheel_dirs) {
+            *votes.entry(m).or_default() += 1;
+        }
+    }
+    if let Some((m, _)) = votes.iter().max_by_key(|(m, n)| (**n, **m)) {
+        return Some(*m);
+    }
+    let name = wheel.and_then(|w| w.name.as_deref())?.to_ascii_lowercase();
+    for pat in ["cuda", "cu"] {
+        for (i, _) in name.match_indices(pat) {
+            let digits: String = name[i + pat.len()..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            if let Ok(m) = digits.parse::<u32>() {
+                if (10..=20).contains(&m) {
+                    return Some(m);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The CUDA major one ELF file's own SONAME or NEEDED entries pin down, if they agree.
+/// The file's own directory counts too: a library in `nvidia/cu13/lib` is CUDA 13.
+fn elf_major_hint(r: &ElfReport, catalog: &Catalog, wheel_dirs: &WheelDirs) -> Option<u32> {
+    let mut majors = BTreeSet::new();
+    for s in r.soname.iter().chain(r.needed.iter().map(|n| &n.soname)) {
+        if let [m] = catalog.majors_of(s)[..] {
+            majors.insert(m);
+        }
+    }
+    if majors.is_empty() {
+        let dir_majors: BTreeSet<u32> = wheel_dirs
+            .get(&parent(&r.path))
+            .map(|pips| pips.iter().map(|(m, _)| *m).collect())
+            .unwrap_or_default();
+        majors = dir_majors;
+    }
+    (majors.len() == 1).then(|| *majors.iter().next().unwrap())
+}
+
+/// pip_dir → (CUDA major, distribution) pairs installing there, from the catalog.
+type WheelDirs = BTreeMap<String, BTreeSet<(u32, String)>>;
+
+fn wheel_dir_index(catalog: &Catalog) -> WheelDirs {
+    let mut idx = WheelDirs::new();
+    for lib in &catalog.libraries {
+        for m in &lib.cuda {
+            if let (Some(dir), Some(pip)) = (&m.pip_dir, &m.pip) {
+                idx.entry(dir.trim_end_matches('/').to_string())
+                    .or_default()
+                    .insert((m.major, pip.clone()));
+            }
+        }
+    }
+    idx
+}
+
+/// The distributions installing into a wheel directory, narrowed to CUDA major `hint` when that
+/// leaves any (`nvidia/cublas/lib` is both `nvidia-cublas-cu11` and `-cu12`).
+fn providers(pips: &BTreeSet<(u32, String)>, hint: Option<u32>) -> Vec<String> {
+    let of_hint: Vec<String> = pips
+        .iter()
+        .filter(|(m, _)| Some(*m) == hint)
+        .map(|(_, p)| p.clone())
+        .collect();
+    if !of_hint.is_empty() {
+        return of_hint;
+    }
+    let all: BTreeSet<String> = pips.iter().map(|(_, p)| p.clone()).collect();
+    all.into_iter().collect()
+}
+
+/// The directory part of a `/`-separated path inside an artifact (`""` at the root).
+pub fn parent(path: &str) -> String {
+    match path.rfind('/') {
+        Some(p) => path[..p].to_string(),
+        None => String::new(),
+    }
+}
+
+/// Joins `rel` onto `base` (both `/`-separated, relative to the artifact root) and folds `.` and
+/// `..`. Returns the path and how many levels it climbs above the root.
+pub fn fold_path(base: &str, rel: &str) -> (String, usize) {
+    let mut stack: Vec<&str> = Vec::new();
+    let mut above = 0usize;
+    for part in base.split('/').chain(rel.split('/')) {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if stack.pop().is_none() {
+                    above += 1;
+                }
+            }
+            p => stack.push(p),
+        }
+    }
+    let mut s = "../".repeat(above);
+    s.push_str(&stack.join("/"));
+    if s.ends_with('/') {
+        s.pop();
+    }
+    (s, above)
+}
+
+fn resolve_search_path(
+    e: &mut SearchPathEntry,
+    elf_dir: &str,
+    input: &Input,
+    files: &BTreeSet<String>,
+    wheel_dirs: &WheelDirs,
+    hint: Option<u32>,
+) {
+    let raw = e.raw.as_str();
+    let origin_rel = raw
+        .strip_prefix("$ORIGIN")
+        .or_else(|| raw.strip_prefix("${ORIGIN}"));
+    let after_origin = origin_rel.unwrap_or(raw);
+    if raw.is_empty()
+        || raw.contains("$LIB")
+        || raw.contains("$PLATFORM")
+        || raw.contains("${LIB}")
+        || raw.contains("${PLATFORM}")
+        || after_origin.contains('$')
+    {
+        e.expanded = raw.to_string();
+        e.location = PathLocation::Unresolved;
+        return;
+    }
+    if raw.starts_with('/') {
+        e.expanded = raw.to_string();
+        e.location = PathLocation::Absolute;
+        if let Some((_, pips)) = wheel_dirs
+            .iter()
+            .find(|(d, _)| raw.trim_end_matches('/').ends_with(&format!("/{d}")))
+        {
+            e.provided_by = providers(pips, hint);
+        }
+        return;
+    }
+    let Some(rel) = origin_rel else {
+        // Relative without $ORIGIN: ld.so reads it relative to the working directory.
+        e.expanded = raw.to_string();
+        e.location = PathLocation::Unresolved;
+        return;
+    };
+    let (folded, above) = fold_path(elf_dir, rel);
+    e.expanded = match input {
+        // A lone ELF: show the real directory, since there is no artifact root to be relative to.
+        Input::Elf(p) => {
+            let dir = p.parent().map(Path::to_path_buf).unwrap_or_default();
+            let abs = std::fs::canonicalize(&dir).unwrap_or(dir);
+            fold_abs(&abs, &folded)
+        }
+        _ => folded.clone(),
+    };
+    if above == 0 {
+        if let Some(pips) = wheel_dirs.get(&folded) {
+            e.location = PathLocation::CudaWheel;
+            e.provided_by = providers(pips, hint);
+            return;
+        }
+        let prefix = format!("{folded}/");
+        let inside = folded.is_empty() || files.iter().any(|f| f.starts_with(&prefix));
+        e.location = if inside {
+            PathLocation::Inside
+        } else {
+            PathLocation::Outside
+        };
+    } else {
+        e.location = PathLocation::Outside;
+    }
+}
+
+fn fold_abs(dir: &Path, rel: &str) -> String {
+    let mut p = PathBuf::from(dir);
+    for part in rel.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                p.pop();
+            }
+            x => p.push(x),
+        }
+    }
+    p.display().to_string()
+}
+
+/// Whether a search path of the file points at a directory that provides `n`.
+fn search_path_covers(r: &ElfReport, n: &Needed, files: &BTreeSet<String>) -> bool {
+    let want_dir = n.library.as_ref().and_then(|l| l.pip_dir.as_deref());
+    r.rpath.iter().chain(r.runpath.iter()).any(|e| {
+        let d = e.expanded.trim_end_matches('/');
+        match e.location {
+            PathLocation::CudaWheel => want_dir == Some(d),
+            PathLocation::Absolute => want_dir.is_some_and(|w| d.ends_with(&format!("/{w}"))),
+            PathLocation::Inside => {
+                let name = format!("{}{}{}", d, if d.is_empty() { "" } else { "/" }, n.soname);
+                files.contains(&name)
+            }
+            _ => false,
+        }
+    })
+}
+
+/// The optional extra that declares the dependency providing `l`, when only extras declare it.
+fn declared_extra(requires: &[ReqName], l: &LibraryRef) -> Option<String> {
+    let mut by = requires.iter().filter(|r| r.provides(l)).peekable();
+    by.peek()?;
+    let extras: Vec<&ReqName> = by.collect();
+    if extras.iter().all(|r| r.in_extra.is_some()) {
+        extras[0].in_extra.clone()
+    } else {
+        None
+    }
+}
+
+/// A requirement's distribution name (normalised), extras, and the extra of the package that
+/// pulls it in (`; extra == "ctk"`), if any.
+pub struct ReqName {
+    /// The distribution name, normalised (`nvidia-cublas-cu12`).
+    pub name: String,
+    /// The extras it asks for, normalised (`cuda-toolkit[cublas]` → `cublas`).
+    pub extras: Vec<String>,
+    /// The extra of the requiring package under which it is required (`; extra == "ctk"`).
+    pub in_extra: Option<String>,
+}
+
+impl ReqName {
+    /// Reads a `Requires-Dist` value; none when it names no distribution.
+    ///
+    /// ```
+    /// let r = cudist_analysis::artifact::ReqName::parse("cuda-toolkit[cuBLAS]==12.*; extra == 'gpu'").unwrap();
+    /// assert_eq!((r.name.as_str(), r.extras[0].as_str(), r.in_extra.as_deref()), ("cuda-toolkit", "cublas", Some("gpu")));
+    /// ```
+    pub fn parse(req: &str) -> Option<ReqName> {
+        let req = req.trim();
+        let end = req
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.'))
+            .unwrap_or(req.len());
+        let name = normalise_dist(&req[..end]);
+        if name.is_empty() {
+            return None;
+        }
+        let rest = req[end..].trim_start();
+        let extras = match rest.strip_prefix('[') {
+            Some(r) => r
+                .split(']')
+                .next()
+                .unwrap_or_default()
+                .split(',')
+                .map(|e| normalise_dist(e.trim()))
+                .collect(),
+            None => Vec::new(),
+        };
+        let in_extra = req.split_once(';').and_then(|(_, marker)| {
+            let at = marker.find("extra")?;
+            let rest = marker[at + 5..]
+                .trim_start()
+                .strip_prefix("==")?
+                .trim_start();
+            let q = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+            let value = rest[1..].split(q).next()?;
+            Some(normalise_dist(value))
+        });
+        Some(ReqName {
+            name,
+            extras,
+            in_extra,
+        })
+    }
+
+    fn provides(&self, l: &LibraryRef) -> bool {
+        if l.pip.as_deref().map(normalise_dist).as_deref() == Some(self.name.as_str()) {
+            return true;
+        }
+        self.name == "cuda-toolkit"
+            && l.toolkit_extra
+                .as_deref()
+                .is_some_and(|x| self.extras.iter().any(|e| *e == normalise_dist(x)))
+    }
+}
+
+/// A distribution name normalised as PEP 503 says (`Nvidia_CUBLAS.cu12` → `nvidia-cublas-cu12`).
+pub use cudist_wheel::installed::normalise as normalise_dist;
+
+fn device_summary(
+    elfs: &[Analysed],
+    cuda_needed: &[NeededLibrary],
+    catalog: &Catalog,
+) -> DeviceSummary {
+    let mut d = DeviceSummary::default();
+    let mut native = BTreeSet::new();
+    let mut newest_ptx: Option<(u32, CudaVersion, String)> = None;
+    for a in elfs.iter().filter(|a| a.report.vendored.is_none()) {
+        // What runs is what the runtime loads: `.nv_fatbin` when present (the relocatable copies in
+        // `__nv_relfatbin` are inputs to a device link), else `__nv_relfatbin` of an object file.
+        let present: Vec<SectionKind> = a.report.device_code.iter().map(|e| e.section).collect();
+        let loaded = cudist_fatbin::cuobjdump_default_section(&present);
+        for e in a
+            .report
+            .device_code
+            .iter()
+            .filter(|e| Some(e.section) == loaded)
+        {
+            *d.codecs.entry(e.codec.to_string()).or_default() += 1;
+            match e.kind {
+                EntryKind::Ptx => {
+                    d.ptx += 1;
+                    let isa = CudaVersion::parse(&e.version)
+                        .unwrap_or(CudaVersion { major: 0, minor: 0 });
+                    if newest_ptx
+                        .as_ref()
+                        .is_none_or(|(sm, v, _)| (e.sm, isa) > (*sm, *v))
+                    {
+                        newest_ptx = Some((e.sm, isa, e.arch.clone()));
+                    }
+                }
+                EntryKind::LtoIr => d.lto_ir += 1,
+                EntryKind::Cubin | EntryKind::Other(0x10) => {
+                    d.cubins += 1;
+                    native.insert((e.sm, e.arch.clone()));
+                }
+                _ => d.other += 1,
+            }
+        }
+    }
+    d.native_sms = native.into_iter().map(|(_, a)| a).collect();
+    // The CUDA major the code was built with: from the toolkit libraries it links, else the PTX.
+    let mut major = cuda_needed
+        .iter()
+        .filter_map(|n| n.library.as_ref())
+        .filter(|l| l.id == "cudart")
+        .map(|l| l.cuda_major)
+        .max();
+    if let Some((_, isa, arch)) = newest_ptx {
+        let cuda = catalog.cuda_for_ptx_isa(isa);
+        if let Some(c) = cuda {
+            major = major.or(Some(c.major));
+            if let Some(t) = catalog.min_driver(c) {
+                let floor_note = if CudaVersion::parse(&t.version) == Some(c) {
+                    format!("that toolkit's minimum driver is {}", t.min_driver)
+                } else {
+                    format!(
+                        "the catalog has no minimum driver for {c}; {} (the newest release it knows) needs {}, so {c} needs at least that",
+                        t.version, t.min_driver
+                    )
+                };
+                d.ptx_jit_min_driver = Some(DriverFloor {
+                    driver: t.min_driver.clone(),
+                    reason: format!("PTX ISA {isa} was introduced by CUDA {c}; {floor_note}"),
+                });
+            }
+        }
+        d.newest_ptx = Some(PtxInfo {
+            arch,
+            isa: isa.to_string(),
+            cuda: cuda.map(|c| c.to_string()),
+        });
+    }
+    if let Some(m) = major {
+        if let Some(f) = catalog.minor_compat_floor(m) {
+            d.min_driver = Some(DriverFloor {
+                driver: f.min_driver.clone(),
+                reason: format!(
+                    "built with CUDA {m}; minor-version compatibility floor of CUDA {m}"
+                ),
+            });
+        }
+    }
+    d
+}
+
+fn breakdown(elfs: &[Analysed], vendored: &[Vendored], installed: u64) -> Breakdown {
+    let mut b = Breakdown {
+        total: installed,
+        vendored_cuda: vendored.iter().map(|v| v.bytes).sum(),
+        ..Breakdown::default()
+    };
+    for a in elfs.iter().filter(|a| a.report.vendored.is_none()) {
+        b.host_code += a.report.sizes.host_code;
+        for e in &a.report.device_code {
+            match e.kind {
+                EntryKind::Ptx => b.ptx += e.stored_size,
+                EntryKind::LtoIr => b.lto_ir += e.stored_size,
+                EntryKind::Cubin | EntryKind::Other(0x10) => {
+                    *b.device_code.entry(e.arch.clone()).or_default() += e.stored_size
+                }
+                _ => b.other_device += e.stored_size,
+            }
+        }
+    }
+    let counted = b.host_code
+        + b.ptx
+        + b.lto_ir
+        + b.other_device
+        + b.vendored_cuda
+        + b.device_code.values().sum::<u64>();
+    b.other = installed.saturating_sub(counted);
+    b
+}
+
+fn verdict(
+    kind: ArtifactKind,
+    cuda_needed: &[NeededLibrary],
+    driver_needed: &[NeededLibrary],
+    vendored: &[Vendored],
+    elfs: &[Analysed],
+    device: &DeviceSummary,
+) -> Verdict {
+    let mut status = VerdictStatus::Ok;
+    let mut lines = Vec::new();
+    let raise = |s: VerdictStatus, st: &mut VerdictStatus| {
+        if s > *st {
+            *st = s;
+        }
+    };
+
+    let drivers: Vec<&Vendored> = vendored
+        .iter()
+        .filter(|v| v.class == NeededClass::Driver)
+        .collect();
+    if !drivers.is_empty() {
+        raise(VerdictStatus::BundlesDriver, &mut status);
+        lines.push(format!(
+            "bundles the NVIDIA driver library {}: it must come from the machine's driver, never from the package",
+            drivers.iter().map(|v| v.path.as_str()).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let toolkit: Vec<&Vendored> = vendored
+        .iter()
+        .filter(|v| v.class == NeededClass::Toolkit)
+        .collect();
+    if !toolkit.is_empty() {
+        raise(VerdictStatus::Bloated, &mut status);
+        let bytes: u64 = toolkit.iter().map(|v| v.bytes).sum();
+        let pips: BTreeSet<String> = toolkit
+            .iter()
+            .filter_map(|v| v.library.as_ref().and_then(|l| l.pip.clone()))
+            .collect();
+        lines.push(format!(
+            "carries {} of CUDA libraries{}; `cudist repair` would remove them and depend on the wheels instead",
+            crate::human_bytes(bytes),
+            if pips.is_empty() {
+                String::new()
+            } else {
+                format!(" provided by {}", pips.into_iter().collect::<Vec<_>>().join(", "))
+            }
+        ));
+    }
+    for n in cuda_needed.iter().filter(|n| !n.vendored) {
+        let Some(l) = &n.library else { continue };
+        let dir = l.pip_dir.as_deref().unwrap_or("(no wheel directory known)");
+        let pip = l.pip.as_deref().unwrap_or("(no wheel known)");
+        match kind {
+            ArtifactKind::Wheel => match (n.rpath_covers, n.declared) {
+                (true, true) => {}
+                (false, false) => {
+                    raise(VerdictStatus::Unresolved, &mut status);
+                    lines.push(format!(
+                        "needs {} but has no RPATH to {dir} and no dependency on {pip}",
+                        n.soname
+                    ));
+                }
+                (true, false) => {
+                    raise(VerdictStatus::Unresolved, &mut status);
+                    lines.push(format!(
+                        "needs {} and has an RPATH to {dir}, but does not declare {pip}",
+                        n.soname
+                    ));
+                }
+                (false, true) => {
+                    raise(VerdictStatus::Unresolved, &mut status);
+                    let by = n.declared_by.as_deref().unwrap_or(pip);
+                    let how = match &n.declared_extra {
+                        Some(x) => format!("declares {by} only in the optional extra [{x}]"),
+                        None => format!("declares {by}"),
+                    };
+                    lines.push(format!(
+                        "needs {} and {how}, but no RPATH points at {dir}: the loader will not look there",
+                        n.soname
+                    ));
+                }
+            },
+            _ => {
+                if !n.rpath_covers {
+                    lines.push(format!(
+                        "needs {} (pip: {pip} in {dir}; conda: {}) from the system or the environment: no RPATH points at it",
+                        n.soname,
+                        l.conda.as_deref().unwrap_or("-")
+                    ));
+                }
+            }
+        }
+    }
+    let statics: BTreeMap<&str, usize> = elfs
+        .iter()
+        .flat_map(|a| a.report.static_cuda.iter())
+        .fold(BTreeMap::new(), |mut m, s| {
+            *m.entry(s.library.as_str()).or_default() += 1;
+            m
+        });
+    if !statics.is_empty() {
+        let parts: Vec<String> = statics
+            .iter()
+            .map(|(l, n)| format!("{l} in {n} file(s)"))
+            .collect();
+        lines.push(format!("links CUDA statically: {}", parts.join(", ")));
+    }
+    if !driver_needed.is_empty() {
+        let names: Vec<&str> = driver_needed.iter().map(|d| d.soname.as_str()).collect();
+        lines.push(format!(
+            "uses the driver through {} (provided by the NVIDIA driver)",
+            names.join(", ")
+        ));
+    }
+    if device.cubins + device.ptx + device.lto_ir > 0 {
+        let mut s = format!(
+            "device code: {} cubin(s) for {}",
+            device.cubins,
+            if device.native_sms.is_empty() {
+                "no SM".into()
+            } else {
+                device.native_sms.join(" ")
+            }
+        );
+        if let Some(p) = &device.newest_ptx {
+            s.push_str(&format!(
+                "; PTX up to {} (ISA {}) for JIT on newer GPUs",
+                p.arch.replace("sm_", "compute_"),
+                p.isa
+            ));
+        }
+        lines.push(s);
+    }
+    if status == VerdictStatus::Ok {
+        let needs: Vec<&str> = cuda_needed.iter().map(|n| n.soname.as_str()).collect();
+        let head = if needs.is_empty() {
+            "OK: carries no CUDA libraries and needs none".to_string()
+        } else {
+            format!("OK: carries no CUDA libraries; needs {}", needs.join(", "))
+        };
+        lines.insert(0, head);
+    }
+    Verdict { status, lines }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folding_paths() {
+        assert_eq!(
+            fold_path("cupy/_core", "/../../nvidia/cublas/lib"),
+            ("nvidia/cublas/lib".into(), 0)
+        );
+        assert_eq!(fold_path("pkg", "/../../../x"), ("../../x".into(), 2));
+        assert_eq!(fold_path("pkg", ""), ("pkg".into(), 0));
+        assert_eq!(fold_path("", "/."), ("".into(), 0));
+    }
+
+    #[test]
+    fn requirement_names() {
+        let r = ReqName::parse("cuda-toolkit[cublas,CURAND]==12.*; extra == 'ctk'").unwrap();
+        assert_eq!(r.name, "cuda-toolkit");
+        assert_eq!(r.extras, vec!["cublas", "curand"]);
+        assert_eq!(r.in_extra.as_deref(), Some("ctk"));
+        assert_eq!(
+            ReqName::parse("a; python_version >= \"3.9\"")
+                .unwrap()
+                .in_extra,
+            None
+        );
+        let r = ReqName::parse("nvidia_cublas_cu12>=12.1").unwrap();
+        assert_eq!(r.name, "nvidia-cublas-cu12");
+        let l = LibraryRef {
+            id: "cublas".into(),
+            component: None,
+            cuda_major: 12,
+            cuda_major_ambiguous: false,
+            soname_policy: "major".into(),
+            pip: Some("nvidia-cublas-cu12".into()),
+            pip_dir: None,
+            conda: None,
+            toolkit_extra: Some("cublas".into()),
+        };
+        assert!(r.provides(&l));
+        assert!(ReqName::parse("cuda-toolkit[cublas]").unwrap().provides(&l));
+        assert!(!ReqName::parse("cuda-toolkit[cufft]").unwrap().provides(&l));
+    }
+}
