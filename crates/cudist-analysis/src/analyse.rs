@@ -253,7 +253,9 @@ pub fn library_ref(m: &LibraryMatch<'_>) -> LibraryRef {
     }
 }
 
-pub(crate) fn classify_needed(soname: &str, catalog: &Catalog, hint: Option<u32>) -> Needed {
+/// One `DT_NEEDED` entry classified by the catalog (toolkit, external, driver, system, other);
+/// `hint` is the CUDA major assumed for SONAMEs several majors share.
+pub fn classify_needed(soname: &str, catalog: &Catalog, hint: Option<u32>) -> Needed {
     let (class, library) = match catalog.classify_hinted(soname, hint) {
         SonameClass::Toolkit(m) => (NeededClass::Toolkit, Some(library_ref(&m))),
         SonameClass::External(m) => (NeededClass::External, Some(library_ref(&m))),

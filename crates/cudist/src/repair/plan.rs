@@ -1,0 +1,792 @@
+//! The repair plan of one wheel, from cudist-analysis's [`Artifact`] of it, in four parts:
+//!
+//! - [`exclude`]: the vendored CUDA toolkit and driver libraries that leave the wheel, and the real
+//!   SONAME behind each renamed copy (auditwheel's `libcudart-1a2b3c4d.so.12`);
+//! - [`file_needs`]: per remaining (or grafted) file, the NEEDED entries to restore or point at a
+//!   graft, and the CUDA wheel directories and distributions that provide the rest;
+//! - [`search_path`]: the file's new RPATH or RUNPATH (entries to grafts and CUDA wheel
+//!   directories added after its own, entries into directories the repair empties dropped);
+//! - [`requirements`]: the `Requires-Dist` lines the wheel does not declare yet.
+//!
+//! Grafting (what non-CUDA libraries are copied in) is [`super::graft`]'s; [`plan`] puts the parts
+//! together.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::Path;
+
+use cudist_analysis::artifact::{normalise_dist, parent, ReqName};
+use cudist_analysis::model::{Artifact, ElfReport, NeededClass, PathLocation};
+use cudist_catalog::{Catalog, SonamePolicy};
+use cudist_elf::patch::{Edits, SearchPathTag};
+
+use super::{CudaDeps, Removed};
+
+/// One file's edits, and what the report says of them: entries added to and removed from its
+/// search path, NEEDED entries replaced (old → new).
+pub type FileEdits = (Edits, Vec<String>, Vec<String>, Vec<(String, String)>);
+
+/// Everything a repair changes in one wheel.
+pub struct Plan {
+    /// Per file (install path): its edits.
+    pub edits: BTreeMap<String, FileEdits>,
+    /// CUDA libraries needed (SONAME → wheel directory), for the loader.
+    pub loads: BTreeMap<String, String>,
+    /// NEEDED names of renamed copies that the repair restores.
+    pub renamed: BTreeSet<String>,
+    /// Files that leave the wheel.
+    pub removed: Vec<Removed>,
+    /// `Requires-Dist` lines to add.
+    pub requires: Vec<String>,
+    /// `Provides-Extra` lines to add.
+    pub extras: Vec<String>,
+    /// Libraries needed that are neither system, CUDA, grafted nor in the wheel.
+    pub unhandled: Vec<String>,
+}
+
+/// What grafting contributes to the plan: grafted SONAME → new name, the directory they go to, and
+/// the grafted files' own reports (planned like the wheel's files).
+pub struct Grafting<'a> {
+    pub names: BTreeMap<String, String>,
+    pub libs_dir: String,
+    pub reports: Vec<&'a ElfReport>,
+}
+
+/// The files that leave the wheel, and the real SONAME (with its CUDA major) behind each name a
+/// renamed copy went by.
+pub struct Exclusions {
+    pub removed: Vec<Removed>,
+    /// A renamed copy's SONAME or file name → (real SONAME, CUDA major).
+    pub renamed: HashMap<String, (String, Option<u32>)>,
+}
+
+/// A CUDA distribution a file needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Need {
+    /// `>=12,<13`, raised to the build environment's version when one is known.
+    pub range: String,
+    /// The `cuda-toolkit` extra that installs it (`cublas`).
+    pub extra: Option<String>,
+    /// The catalog library id.
+    pub id: String,
+    pub major: u32,
+}
+
+/// What one file needs from outside the wheel, and the NEEDED entries to rewrite.
+#[derive(Debug, Default, PartialEq)]
+pub struct FileNeeds {
+    /// NEEDED entries replaced (a renamed copy's name → the real SONAME; a grafted library's
+    /// SONAME → its new name).
+    pub replaced: Vec<(String, String)>,
+    /// Directories inside the wheel to search (where grafts go).
+    pub inside: Vec<String>,
+    /// CUDA wheel directories to search (`nvidia/cublas/lib`).
+    pub dirs: Vec<String>,
+    /// (SONAME, CUDA wheel directory) of each CUDA library it needs, for the loader.
+    pub loads: Vec<(String, String)>,
+    /// (distribution, need) of each CUDA library it needs.
+    pub needs: Vec<(String, Need)>,
+    /// Libraries no rule provides.
+    pub unhandled: Vec<String>,
+}
+
+/// The whole plan of one wheel. `declared` is its `Requires-Dist`; `installed` the distribution
+/// versions of the build environment (normalised name → version), for lower bounds.
+pub fn plan(
+    a: &Artifact,
+    catalog: &Catalog,
+    cuda_deps: &CudaDeps,
+    tag: SearchPathTag,
+    declared: &[String],
+    grafting: &Grafting<'_>,
+    installed: &BTreeMap<String, String>,
+) -> Plan {
+    let Exclusions { removed, renamed } = exclude(a, catalog);
+    let removed_paths: BTreeSet<&str> = removed.iter().map(|r| r.path.as_str()).collect();
+    let emptied = emptied_dirs(a, &removed_paths);
+
+    let mut edits = BTreeMap::new();
+    let mut loads = BTreeMap::new();
+    let mut needs: BTreeMap<String, Need> = BTreeMap::new();
+    let mut unhandled = BTreeSet::new();
+    let grafted_paths: BTreeSet<&str> = grafting.reports.iter().map(|r| r.path.as_str()).collect();
+    for e in a
+        .elf_files
+        .iter()
+        .filter(|e| !removed_paths.contains(e.path.as_str()))
+        .chain(grafting.reports.iter().copied())
+    {
+        let n = file_needs(e, catalog, grafting, &renamed, &removed_paths, installed);
+        loads.extend(n.loads);
+        for (pip, need) in n.needs {
+            needs.entry(pip).or_insert(need);
+        }
+        unhandled.extend(n.unhandled);
+        let is_graft = grafted_paths.contains(e.path.as_str());
+        if let Some(edit) = search_path(e, n.inside, n.dirs, n.replaced, &emptied, is_graft, tag) {
+            edits.insert(e.path.clone(), edit);
+        }
+    }
+    let (requires, extras) = requirements(&needs, declared, cuda_deps, catalog);
+    Plan {
+        edits,
+        loads,
+        renamed: renamed.keys().cloned().collect(),
+        removed,
+        requires,
+        extras,
+        unhandled: unhandled.into_iter().collect(),
+    }
+}
+
+/// The vendored CUDA toolkit and driver libraries leave the wheel (the wheels of NVIDIA, or the
+/// machine's driver, provide them); the NEEDED entries naming a renamed copy get the real SONAME.
+pub fn exclude(a: &Artifact, catalog: &Catalog) -> Exclusions {
+    let mut removed = Vec::new();
+    let mut renamed = HashMap::new();
+    for v in &a.vendored {
+        let base = v.path.rsplit('/').next().unwrap_or(&v.path).to_string();
+        let (library, reason, real) = match &v.library {
+            Some(l) => {
+                let m = catalog
+                    .library(&l.id)
+                    .and_then(|lib| lib.cuda.iter().find(|m| m.major == l.cuda_major));
+                let real = m.map(|m| {
+                    let own = v.soname.clone().unwrap_or_else(|| base.clone());
+                    let stripped = cudist_catalog::strip_graft_hash(&own);
+                    if m.sonames.contains(&stripped) {
+                        stripped
+                    } else {
+                        m.sonames[0].clone()
+                    }
+                });
+                (
+                    l.id.clone(),
+                    format!("provided by {}", l.pip.as_deref().unwrap_or("a CUDA wheel")),
+                    real,
+                )
+            }
+            None => {
+                let soname = v.soname.clone().unwrap_or_else(|| base.clone());
+                (
+                    soname.clone(),
+                    "part of the NVIDIA driver: never bundle it".into(),
+                    Some(cudist_catalog::strip_graft_hash(&soname)),
+                )
+            }
+        };
+        if let Some(real) = real {
+            let major = v.library.as_ref().map(|l| l.cuda_major);
+            for name in v.soname.iter().chain(std::iter::once(&base)) {
+                if *name != real {
+                    renamed.insert(name.clone(), (real.clone(), major));
+                }
+            }
+        }
+        removed.push(Removed {
+            path: v.path.clone(),
+            library,
+            bytes: v.bytes,
+            reason,
+        });
+    }
+    Exclusions { removed, renamed }
+}
+
+/// Directories that lose all their ELF files: they no longer need a search-path entry.
+fn emptied_dirs(a: &Artifact, removed_paths: &BTreeSet<&str>) -> BTreeSet<String> {
+    let dirs: BTreeSet<String> = removed_paths.iter().map(|p| parent(p)).collect();
+    dirs.into_iter()
+        .filter(|d| {
+            !a.elf_files
+                .iter()
+                .any(|e| parent(&e.path) == *d && !removed_paths.contains(e.path.as_str()))
+        })
+        .collect()
+}
+
+/// What one file needs from outside the wheel: each NEEDED entry is a grafted library (searched
+/// in the grafts' directory, under its new name), a renamed copy (restored to the real SONAME), a
+/// library the wheel keeps (nothing to do), the driver's (nothing: the machine has it), a CUDA
+/// library (its wheel directory searched, its distribution required), or none of these.
+pub fn file_needs(
+    e: &ElfReport,
+    catalog: &Catalog,
+    grafting: &Grafting<'_>,
+    renamed: &HashMap<String, (String, Option<u32>)>,
+    removed_paths: &BTreeSet<&str>,
+    installed: &BTreeMap<String, String>,
+) -> FileNeeds {
+    let mut out = FileNeeds::default();
+    for n in &e.needed {
+        if let Some(new) = grafting.names.get(&n.soname) {
+            out.replaced.push((n.soname.clone(), new.clone()));
+            out.inside.push(grafting.libs_dir.clone());
+            continue;
+        }
+        let real = renamed.get(&n.soname).cloned();
+        if let Some((r, _)) = &real {
+            out.replaced.push((n.soname.clone(), r.clone()));
+        }
+        // A library the wheel carries, and keeps, needs nothing.
+        let kept = n
+            .provided_in_artifact
+            .as_deref()
+            .is_some_and(|p| !removed_paths.contains(p));
+        if kept && real.is_none() {
+            continue;
+        }
+        let (soname, hint) = match real {
+            Some((r, major)) => (r, major),
+            None => (n.soname.clone(), n.library.as_ref().map(|l| l.cuda_major)),
+        };
+        if catalog.driver_lib(&soname).is_some() {
+            continue; // from the machine's driver: no dependency, no search path
+        }
+        match catalog.library_by_soname_hinted(&soname, hint) {
+            Some(m) => {
+                if let (Some(dir), Some(pip)) = (&m.major.pip_dir, &m.major.pip) {
+                    out.dirs.push(dir.clone());
+                    out.loads.push((soname.clone(), dir.clone()));
+                    let mut range = version_range(&soname, m.major.policy, &m.major.sonames)
+                        .unwrap_or_default();
+                    if let Some(v) = installed.get(&normalise_dist(pip)) {
+                        range = with_build_version(&range, v);
+                    }
+                    out.needs.push((
+                        pip.clone(),
+                        Need {
+                            range,
+                            extra: m.library.toolkit_extra.clone(),
+                            id: m.library.id.clone(),
+                            major: m.major.major,
+                        },
+                    ));
+                }
+            }
+            None if n.class == NeededClass::Other => out.unhandled.push(soname),
+            None => {}
+        }
+    }
+    out
+}
+
+/// The file's new search path, or none when nothing about it changes. Its own entries stay first
+/// (RPATH and RUNPATH merged into the one tag written), then the grafts' directory and the CUDA
+/// wheel directories it does not reach yet; entries into directories the repair empties go.
+pub fn search_path(
+    e: &ElfReport,
+    inside: Vec<String>,
+    dirs: Vec<String>,
+    replaced: Vec<(String, String)>,
+    emptied: &BTreeSet<String>,
+    is_graft: bool,
+    tag: SearchPathTag,
+) -> Option<FileEdits> {
+    let (existing, other) = if !e.rpath.is_empty() {
+        (&e.rpath, &e.runpath)
+    } else {
+        (&e.runpath, &e.rpath)
+    };
+    let mut entries: Vec<String> = Vec::new();
+    let mut dropped = Vec::new();
+    for p in existing.iter().chain(other.iter()) {
+        let into_emptied = p.location == PathLocation::Inside && emptied.contains(&p.expanded);
+        if into_emptied {
+            dropped.push(p.raw.clone());
+        } else if !entries.contains(&p.raw) {
+            entries.push(p.raw.clone());
+        }
+    }
+    let reached = |location: PathLocation| -> BTreeSet<String> {
+        existing
+            .iter()
+            .chain(other.iter())
+            .filter(|p| p.location == location)
+            .map(|p| p.expanded.clone())
+            .collect()
+    };
+    let have = reached(PathLocation::CudaWheel);
+    let have_inside = reached(PathLocation::Inside);
+    let mut added = Vec::new();
+    let mut add = |entry: String| {
+        if !entries.contains(&entry) {
+            entries.push(entry.clone());
+            added.push(entry);
+        }
+    };
+    for d in inside {
+        if have_inside.contains(&d) {
+            continue;
+        }
+        add(if parent(&e.path) == d {
+            "$ORIGIN".to_string()
+        } else {
+            origin_path(&e.path, &d)
+        });
+    }
+    for d in dirs {
+        if !have.contains(&d) {
+            add(origin_path(&e.path, &d));
+        }
+    }
+    let current = current_tag(e);
+    let tag_changes = !other.is_empty() && !existing.is_empty()
+        || (!existing.is_empty() && current != Some(tag) && !added.is_empty());
+    if added.is_empty() && dropped.is_empty() && replaced.is_empty() && !tag_changes && !is_graft {
+        return None;
+    }
+    let tag = if added.is_empty() && dropped.is_empty() {
+        current.unwrap_or(tag)
+    } else {
+        tag
+    };
+    let edit = Edits {
+        search_path: (!added.is_empty() || !dropped.is_empty() || tag_changes)
+            .then(|| (entries.clone(), tag)),
+        replace_needed: replaced.clone(),
+        // A grafted library takes its (hashed) file name as SONAME.
+        soname: is_graft.then(|| e.path.rsplit('/').next().unwrap_or(&e.path).to_string()),
+    };
+    Some((edit, added, dropped, replaced))
+}
+
+/// The `Requires-Dist` and `Provides-Extra` lines to add: one per needed distribution the wheel
+/// does not declare unconditionally, written as `cuda_deps` says.
+pub fn requirements(
+    needs: &BTreeMap<String, Need>,
+    declared: &[String],
+    cuda_deps: &CudaDeps,
+    catalog: &Catalog,
+) -> (Vec<String>, Vec<String>) {
+    // Names declared unconditionally (not only under an optional extra).
+    let declared_names: BTreeSet<String> = declared
+        .iter()
+        .filter_map(|r| ReqName::parse(r))
+        .filter(|r| r.in_extra.is_none())
+        .map(|r| r.name)
+        .collect();
+    let declared_toolkit = declared_names.contains("cuda-toolkit");
+    let mut requires = Vec::new();
+    let mut extras = Vec::new();
+    let marker = match cuda_deps {
+        CudaDeps::Extra(x) => {
+            extras.push(x.clone());
+            format!("; extra == \"{x}\"")
+        }
+        _ => String::new(),
+    };
+    let mut toolkit: BTreeMap<u32, BTreeSet<String>> = BTreeMap::new();
+    for (pip, need) in needs {
+        if declared_names.contains(&normalise_dist(pip)) {
+            continue;
+        }
+        let is_toolkit = catalog
+            .library(&need.id)
+            .is_some_and(|l| l.kind == cudist_catalog::LibraryKind::Toolkit);
+        match (cuda_deps, &need.extra) {
+            (CudaDeps::Toolkit, Some(x)) if is_toolkit => {
+                if !declared_toolkit {
+                    toolkit.entry(need.major).or_default().insert(x.clone());
+                }
+            }
+            _ => requires.push(format!("{pip}{}{marker}", need.range)),
+        }
+    }
+    for (major, xs) in toolkit {
+        requires.push(format!(
+            "cuda-toolkit[{}]=={major}.*",
+            xs.into_iter().collect::<Vec<_>>().join(",")
+        ));
+    }
+    if requires.is_empty() {
+        extras.clear();
+    }
+    (requires, extras)
+}
+
+/// The search-path tag a file has now, if any.
+fn current_tag(e: &ElfReport) -> Option<SearchPathTag> {
+    if !e.rpath.is_empty() {
+        Some(SearchPathTag::Rpath)
+    } else if !e.runpath.is_empty() {
+        Some(SearchPathTag::Runpath)
+    } else {
+        None
+    }
+}
+
+/// The `Requires-Dist` range for a library's wheel: the package's version major follows the
+/// SONAME's (`libcublas.so.12` ↔ `nvidia-cublas-cu12 12.*`, `libcurand.so.10` ↔ `10.*`). Where
+/// the SONAME carries a minor, the bound follows it: a minor that later releases keep (the last
+/// one the catalog lists for that major: `libnvrtc.so.11.2`, `libcudart.so.11.0`) allows the rest
+/// of the major, an earlier one only itself.
+pub fn version_range(soname: &str, policy: SonamePolicy, listed: &[String]) -> Option<String> {
+    let version = soname.split_once(".so.")?.1;
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().ok());
+    let major = parts.next()??;
+    match policy {
+        SonamePolicy::None => None,
+        SonamePolicy::Major => Some(format!(">={major},<{}", major + 1)),
+        SonamePolicy::MajorMinor => {
+            let minor = parts.next().flatten().unwrap_or(0);
+            let last = listed.last().map(String::as_str) == Some(soname);
+            Some(if last {
+                format!(">={major}.{minor},<{}", major + 1)
+            } else {
+                format!(">={major}.{minor},<{major}.{}", minor + 1)
+            })
+        }
+    }
+}
+
+/// `$ORIGIN`-relative path from a file's directory to `target` (both relative to the install root).
+pub fn origin_path(elf_path: &str, target: &str) -> String {
+    let depth = elf_path.matches('/').count();
+    format!(
+        "$ORIGIN/{}{}",
+        "../".repeat(depth),
+        target.trim_end_matches('/')
+    )
+}
+
+/// Distribution versions installed in a site-packages (normalised name → version), from the
+/// `.dist-info/METADATA` files.
+pub fn installed_versions(site: &Path) -> BTreeMap<String, String> {
+    cudist_wheel::installed::scan_names(site)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|d| (normalise_dist(&d.name), d.version))
+        .collect()
+}
+
+/// Raises the lower bound of a `>=L,<U` range to the version the binary was built against, when
+/// that version lies inside the range.
+pub fn with_build_version(range: &str, built: &str) -> String {
+    let key = |v: &str| -> Vec<u64> { v.split('.').map(|p| p.parse().unwrap_or(0)).collect() };
+    let Some((lower, upper)) = range.strip_prefix(">=").and_then(|r| r.split_once(",<")) else {
+        return range.to_string();
+    };
+    if key(built) >= key(lower) && key(built) < key(upper) {
+        format!(">={built},<{upper}")
+    } else {
+        range.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cudist_analysis::model::{ElfAbi, ElfSizes, SearchPathEntry};
+
+    /// An ELF report of a shared library at `path` with these NEEDED entries and RPATH entries
+    /// (raw, folded, where it points).
+    fn elf(
+        path: &str,
+        needed: &[&str],
+        rpath: &[(&str, &str, PathLocation)],
+        catalog: &Catalog,
+    ) -> ElfReport {
+        ElfReport {
+            path: path.into(),
+            size: 0,
+            class: 64,
+            machine: "x86_64".into(),
+            elf_type: cudist_elf::ElfKind::Shared,
+            soname: None,
+            needed: needed
+                .iter()
+                .map(|n| cudist_analysis::analyse::classify_needed(n, catalog, None))
+                .collect(),
+            rpath: rpath
+                .iter()
+                .map(|(raw, expanded, location)| SearchPathEntry {
+                    raw: raw.to_string(),
+                    expanded: expanded.to_string(),
+                    location: *location,
+                    provided_by: Vec::new(),
+                })
+                .collect(),
+            runpath: Vec::new(),
+            static_cuda: Vec::new(),
+            symbol_versions: Vec::new(),
+            blacklisted_imports: Vec::new(),
+            abi: ElfAbi::default(),
+            device_code: Vec::new(),
+            sizes: ElfSizes {
+                host_code: 0,
+                device_code: 0,
+                other: 0,
+            },
+            vendored: None,
+        }
+    }
+
+    fn no_grafts() -> Grafting<'static> {
+        Grafting {
+            names: BTreeMap::new(),
+            libs_dir: "pkg.libs".into(),
+            reports: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn each_needed_entry_finds_its_provider() {
+        let catalog = Catalog::builtin();
+        let e = elf(
+            "pkg/ext.so",
+            &[
+                "libcublas.so.12",
+                "libcuda.so.1",
+                "libc.so.6",
+                "libfoo.so.1",
+                "libbar.so.2",
+                "libcudart-1a2b3c4d.so.12",
+            ],
+            &[],
+            &catalog,
+        );
+        let grafting = Grafting {
+            names: BTreeMap::from([("libbar.so.2".into(), "libbar-0badf00d.so.2".into())]),
+            ..no_grafts()
+        };
+        let renamed = HashMap::from([(
+            "libcudart-1a2b3c4d.so.12".to_string(),
+            ("libcudart.so.12".to_string(), Some(12)),
+        )]);
+        let installed = BTreeMap::from([("nvidia-cublas-cu12".into(), "12.9.1.4".into())]);
+        let n = file_needs(
+            &e,
+            &catalog,
+            &grafting,
+            &renamed,
+            &BTreeSet::new(),
+            &installed,
+        );
+        // The driver's library and the system's need nothing; an unknown one is reported.
+        assert_eq!(n.unhandled, vec!["libfoo.so.1"]);
+        assert_eq!(
+            n.replaced,
+            vec![
+                ("libbar.so.2".into(), "libbar-0badf00d.so.2".into()),
+                ("libcudart-1a2b3c4d.so.12".into(), "libcudart.so.12".into())
+            ]
+        );
+        assert_eq!(n.inside, vec!["pkg.libs"]);
+        assert_eq!(n.dirs, vec!["nvidia/cublas/lib", "nvidia/cuda_runtime/lib"]);
+        let needs: Vec<(&str, &str)> = n
+            .needs
+            .iter()
+            .map(|(pip, need)| (pip.as_str(), need.range.as_str()))
+            .collect();
+        // The build environment's cuBLAS raises its lower bound; the runtime keeps the SONAME's.
+        assert_eq!(
+            needs,
+            vec![
+                ("nvidia-cublas-cu12", ">=12.9.1.4,<13"),
+                ("nvidia-cuda-runtime-cu12", ">=12,<13")
+            ]
+        );
+        assert_eq!(
+            n.loads[0],
+            ("libcublas.so.12".into(), "nvidia/cublas/lib".into())
+        );
+    }
+
+    #[test]
+    fn a_library_the_wheel_keeps_needs_nothing() {
+        let catalog = Catalog::builtin();
+        let mut e = elf("pkg/ext.so", &["libcublas.so.12"], &[], &catalog);
+        e.needed[0].provided_in_artifact = Some("pkg/libcublas.so.12".into());
+        let kept = file_needs(
+            &e,
+            &catalog,
+            &no_grafts(),
+            &HashMap::new(),
+            &BTreeSet::new(),
+            &BTreeMap::new(),
+        );
+        assert_eq!(kept, FileNeeds::default());
+        // Unless the repair removes that copy.
+        let removed = BTreeSet::from(["pkg/libcublas.so.12"]);
+        let n = file_needs(
+            &e,
+            &catalog,
+            &no_grafts(),
+            &HashMap::new(),
+            &removed,
+            &BTreeMap::new(),
+        );
+        assert_eq!(n.dirs, vec!["nvidia/cublas/lib"]);
+    }
+
+    #[test]
+    fn search_paths_keep_their_own_entries_first() {
+        let catalog = Catalog::builtin();
+        let e = elf(
+            "pkg/sub/ext.so",
+            &[],
+            &[
+                ("$ORIGIN/../../pkg.libs", "pkg.libs", PathLocation::Inside),
+                ("$ORIGIN/../vendored", "pkg/vendored", PathLocation::Inside),
+                ("/opt/x", "/opt/x", PathLocation::Absolute),
+            ],
+            &catalog,
+        );
+        let emptied = BTreeSet::from(["pkg/vendored".to_string()]);
+        let (edits, added, dropped, _) = search_path(
+            &e,
+            vec!["pkg.libs".into()],
+            vec!["nvidia/cublas/lib".into(), "nvidia/cublas/lib".into()],
+            Vec::new(),
+            &emptied,
+            false,
+            SearchPathTag::Runpath,
+        )
+        .unwrap();
+        // The grafts' directory is reached already; the emptied one goes; cuBLAS's is added once.
+        assert_eq!(added, vec!["$ORIGIN/../../nvidia/cublas/lib"]);
+        assert_eq!(dropped, vec!["$ORIGIN/../vendored"]);
+        let (entries, tag) = edits.search_path.unwrap();
+        assert_eq!(
+            entries,
+            vec![
+                "$ORIGIN/../../pkg.libs",
+                "/opt/x",
+                "$ORIGIN/../../nvidia/cublas/lib"
+            ]
+        );
+        // An RPATH given more entries becomes the tag asked for.
+        assert_eq!(tag, SearchPathTag::Runpath);
+        assert_eq!(edits.soname, None);
+
+        // Nothing to add, drop or replace: no edit at all.
+        let plain = elf("pkg/ext.so", &[], &[], &catalog);
+        let none = search_path(
+            &plain,
+            vec![],
+            vec![],
+            vec![],
+            &BTreeSet::new(),
+            false,
+            SearchPathTag::Rpath,
+        );
+        assert!(none.is_none());
+        // A grafted library is always edited: it takes its new file name as SONAME.
+        let graft = elf("pkg.libs/libbar-0badf00d.so.2", &[], &[], &catalog);
+        let (edits, ..) = search_path(
+            &graft,
+            vec![],
+            vec![],
+            vec![],
+            &BTreeSet::new(),
+            true,
+            SearchPathTag::Rpath,
+        )
+        .unwrap();
+        assert_eq!(edits.soname.as_deref(), Some("libbar-0badf00d.so.2"));
+        assert!(edits.search_path.is_none());
+    }
+
+    #[test]
+    fn requirements_follow_the_style_and_skip_what_is_declared() {
+        let catalog = Catalog::builtin();
+        let need = |soname: &str| {
+            let m = catalog.library_by_soname_hinted(soname, None).unwrap();
+            (
+                m.major.pip.clone().unwrap(),
+                Need {
+                    range: version_range(soname, m.major.policy, &m.major.sonames).unwrap(),
+                    extra: m.library.toolkit_extra.clone(),
+                    id: m.library.id.clone(),
+                    major: m.major.major,
+                },
+            )
+        };
+        let needs = BTreeMap::from([need("libcublas.so.12"), need("libcudart.so.12")]);
+        // Declared unconditionally: not added again. Declared only under an extra: added.
+        let declared = vec![
+            "nvidia-cublas-cu12>=12.1".to_string(),
+            "nvidia-cuda-runtime-cu12; extra == 'gpu'".to_string(),
+        ];
+        let (requires, extras) = requirements(&needs, &declared, &CudaDeps::PerComponent, &catalog);
+        assert_eq!(requires, vec!["nvidia-cuda-runtime-cu12>=12,<13"]);
+        assert!(extras.is_empty());
+
+        let (requires, _) = requirements(&needs, &[], &CudaDeps::Toolkit, &catalog);
+        assert_eq!(requires, vec!["cuda-toolkit[cublas,cudart]==12.*"]);
+
+        let (requires, extras) =
+            requirements(&needs, &[], &CudaDeps::Extra("cuda".into()), &catalog);
+        assert_eq!(
+            requires,
+            vec![
+                "nvidia-cublas-cu12>=12,<13; extra == \"cuda\"",
+                "nvidia-cuda-runtime-cu12>=12,<13; extra == \"cuda\""
+            ]
+        );
+        assert_eq!(extras, vec!["cuda"]);
+        // Nothing to require: no extra either.
+        let (requires, extras) = requirements(
+            &BTreeMap::new(),
+            &[],
+            &CudaDeps::Extra("cuda".into()),
+            &catalog,
+        );
+        assert!(requires.is_empty() && extras.is_empty());
+    }
+
+    #[test]
+    fn ranges_follow_the_soname() {
+        let one = |s: &str, p, l: &[&str]| {
+            version_range(s, p, &l.iter().map(|x| x.to_string()).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            one("libcublas.so.12", SonamePolicy::Major, &["libcublas.so.12"]).unwrap(),
+            ">=12,<13"
+        );
+        assert_eq!(
+            one("libcurand.so.10", SonamePolicy::Major, &["libcurand.so.10"]).unwrap(),
+            ">=10,<11"
+        );
+        let nvrtc = ["libnvrtc.so.11.0", "libnvrtc.so.11.1", "libnvrtc.so.11.2"];
+        assert_eq!(
+            one("libnvrtc.so.11.1", SonamePolicy::MajorMinor, &nvrtc).unwrap(),
+            ">=11.1,<11.2"
+        );
+        assert_eq!(
+            one("libnvrtc.so.11.2", SonamePolicy::MajorMinor, &nvrtc).unwrap(),
+            ">=11.2,<12"
+        );
+        assert_eq!(
+            one(
+                "libcudart.so.11.0",
+                SonamePolicy::MajorMinor,
+                &["libcudart.so.11.0"]
+            )
+            .unwrap(),
+            ">=11.0,<12"
+        );
+        assert_eq!(one("librmm.so", SonamePolicy::None, &[]), None);
+    }
+
+    #[test]
+    fn origin_paths_climb_to_the_root() {
+        assert_eq!(
+            origin_path("torch/lib/libtorch_cuda.so", "nvidia/cublas/lib"),
+            "$ORIGIN/../../nvidia/cublas/lib"
+        );
+        assert_eq!(
+            origin_path("ext.so", "nvidia/cu13/lib/"),
+            "$ORIGIN/nvidia/cu13/lib"
+        );
+    }
+
+    #[test]
+    fn build_versions_raise_the_lower_bound() {
+        assert_eq!(with_build_version(">=12,<13", "12.9.79"), ">=12.9.79,<13");
+        assert_eq!(with_build_version(">=11.2,<12", "11.8.89"), ">=11.8.89,<12");
+        // A version outside the SONAME's range says nothing about this library.
+        assert_eq!(with_build_version(">=12,<13", "13.0.1"), ">=12,<13");
+        assert_eq!(with_build_version("", "1.0"), "");
+    }
+}
