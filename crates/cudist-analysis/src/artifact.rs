@@ -70,77 +70,19 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
     } = scanned;
     elfs.sort_by(|a, b| a.report.path.cmp(&b.report.path));
 
-    // 0. Classify NEEDED entries with the CUDA major the file or the artifact pins down.
     let wheel_dirs = wheel_dir_index(catalog);
-    let artifact_hint = artifact_major_hint(&elfs, wheel.as_ref(), catalog, &wheel_dirs);
-    for a in &mut elfs {
-        let hint = elf_major_hint(&a.report, catalog, &wheel_dirs).or(artifact_hint);
-        a.hint = hint;
-        for n in &mut a.report.needed {
-            *n = classify_needed(&n.soname, catalog, hint);
-        }
-    }
-
-    // 1. Vendored CUDA libraries: by SONAME (hashed grafts too), confirmed by content. A wheel
-    // that is itself the library's provider (NVIDIA's own wheels) carries it by design.
+    classify_with_majors(&mut elfs, wheel.as_ref(), catalog, &wheel_dirs);
     let this_dist = wheel
         .as_ref()
         .and_then(|w| w.name.as_deref())
         .map(normalise_dist);
-    let mut vendored = Vec::new();
-    for a in &mut elfs {
-        if let Some(v) = recognise_vendored(a, catalog) {
-            a.own_library = v.library.as_ref().map(|l| l.id.clone());
-            let provider = v
-                .library
-                .as_ref()
-                .and_then(|l| l.pip.as_deref())
-                .map(normalise_dist);
-            if provider.is_some() && provider == this_dist {
-                continue;
-            }
-            // A conda package named as the library's conda package is its provider.
-            let conda_provider = v.library.as_ref().and_then(|l| l.conda.as_deref());
-            if conda_provider.is_some() && conda_provider == conda.as_ref().map(|c| c.name.as_str())
-            {
-                continue;
-            }
-            let base = a.report.path.rsplit('/').next().unwrap_or_default();
-            a.report.vendored = Some(match &v.library {
-                Some(l) => l.id.clone(),
-                None => v.soname.clone().unwrap_or_else(|| base.to_string()),
-            });
-            vendored.push(v);
-        }
-    }
-
-    // 2. Static CUDA: marker definitions in files that are not that library themselves.
+    let conda_name = conda.as_ref().map(|c| c.name.as_str());
+    let vendored = mark_vendored(&mut elfs, this_dist.as_deref(), conda_name, catalog);
+    // Static CUDA: marker definitions in files that are not that library themselves.
     for a in &mut elfs {
         a.report.static_cuda = static_cuda(a);
     }
-
-    // 3. Where each SONAME lives inside the artifact.
-    let mut provided: HashMap<String, String> = HashMap::new();
-    for a in &elfs {
-        if let Some(s) = &a.report.soname {
-            provided.entry(s.clone()).or_insert(a.report.path.clone());
-        }
-        let base = a.report.path.rsplit('/').next().unwrap_or_default();
-        provided
-            .entry(base.to_string())
-            .or_insert(a.report.path.clone());
-    }
-    for a in &mut elfs {
-        for n in &mut a.report.needed {
-            n.provided_in_artifact = provided.get(&n.soname).cloned();
-        }
-        let dir = parent(&a.report.path);
-        for e in a.report.rpath.iter_mut().chain(a.report.runpath.iter_mut()) {
-            resolve_search_path(e, &dir, input, &files, &wheel_dirs, a.hint);
-        }
-    }
-
-    // 4. Aggregate needs.
+    locate(&mut elfs, input, &files, &wheel_dirs);
     let requires: Vec<ReqName> = wheel
         .as_ref()
         .map(|w| {
@@ -150,50 +92,7 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
                 .collect()
         })
         .unwrap_or_default();
-    let mut cuda_needed: BTreeMap<String, NeededLibrary> = BTreeMap::new();
-    let mut driver_needed: BTreeMap<String, NeededLibrary> = BTreeMap::new();
-    for a in elfs.iter().filter(|a| a.report.vendored.is_none()) {
-        for n in &a.report.needed {
-            let table = match n.class {
-                NeededClass::Toolkit | NeededClass::External => &mut cuda_needed,
-                NeededClass::Driver => &mut driver_needed,
-                _ => continue,
-            };
-            let row = table
-                .entry(n.soname.clone())
-                .or_insert_with(|| NeededLibrary {
-                    soname: n.soname.clone(),
-                    library: n.library.clone(),
-                    needed_by: Vec::new(),
-                    rpath_covers: true,
-                    declared: n
-                        .library
-                        .as_ref()
-                        .is_some_and(|l| requires.iter().any(|r| r.provides(l))),
-                    declared_by: n.library.as_ref().and_then(|l| {
-                        let r = requires.iter().find(|r| r.provides(l))?;
-                        Some(if r.name == "cuda-toolkit" {
-                            format!(
-                                "cuda-toolkit[{}]",
-                                l.toolkit_extra.as_deref().unwrap_or_default()
-                            )
-                        } else {
-                            r.name.clone()
-                        })
-                    }),
-                    declared_extra: n
-                        .library
-                        .as_ref()
-                        .and_then(|l| declared_extra(&requires, l)),
-                    vendored: n.provided_in_artifact.is_some(),
-                });
-            row.needed_by.push(a.report.path.clone());
-            let covered = search_path_covers(&a.report, n, &files);
-            row.rpath_covers &= covered;
-        }
-    }
-    let cuda_needed: Vec<NeededLibrary> = cuda_needed.into_values().collect();
-    let driver_needed: Vec<NeededLibrary> = driver_needed.into_values().collect();
+    let (cuda_needed, driver_needed) = aggregate_needs(&elfs, &requires, &files);
 
     // 5. Device code and sizes.
     let device = device_summary(&elfs, &cuda_needed, catalog);
@@ -235,6 +134,140 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         platform,
         verdict,
     }
+}
+
+/// Classifies every NEEDED entry again with the CUDA major the file (or else the artifact) pins
+/// down, for SONAMEs several majors share.
+fn classify_with_majors(
+    elfs: &mut [Analysed],
+    wheel: Option<&WheelInfo>,
+    catalog: &Catalog,
+    wheel_dirs: &WheelDirs,
+) {
+    let artifact_hint = artifact_major_hint(elfs, wheel, catalog, wheel_dirs);
+    for a in elfs.iter_mut() {
+        let hint = elf_major_hint(&a.report, catalog, wheel_dirs).or(artifact_hint);
+        a.hint = hint;
+        for n in &mut a.report.needed {
+            *n = classify_needed(&n.soname, catalog, hint);
+        }
+    }
+}
+
+/// The vendored CUDA libraries: by SONAME (hashed grafts too), confirmed by content. A package
+/// that is itself the library's provider (NVIDIA's own wheels, the library's conda package)
+/// carries it by design.
+fn mark_vendored(
+    elfs: &mut [Analysed],
+    this_dist: Option<&str>,
+    conda_name: Option<&str>,
+    catalog: &Catalog,
+) -> Vec<Vendored> {
+    let mut vendored = Vec::new();
+    for a in elfs.iter_mut() {
+        if let Some(v) = recognise_vendored(a, catalog) {
+            a.own_library = v.library.as_ref().map(|l| l.id.clone());
+            let provider = v
+                .library
+                .as_ref()
+                .and_then(|l| l.pip.as_deref())
+                .map(normalise_dist);
+            if provider.is_some() && provider.as_deref() == this_dist {
+                continue;
+            }
+            // A conda package named as the library's conda package is its provider.
+            let conda_provider = v.library.as_ref().and_then(|l| l.conda.as_deref());
+            if conda_provider.is_some() && conda_provider == conda_name {
+                continue;
+            }
+            let base = a.report.path.rsplit('/').next().unwrap_or_default();
+            a.report.vendored = Some(match &v.library {
+                Some(l) => l.id.clone(),
+                None => v.soname.clone().unwrap_or_else(|| base.to_string()),
+            });
+            vendored.push(v);
+        }
+    }
+    vendored
+}
+
+/// Where each NEEDED entry is provided inside the artifact (by SONAME or file name), and where
+/// each search-path entry leads.
+fn locate(elfs: &mut [Analysed], input: &Input, files: &BTreeSet<String>, wheel_dirs: &WheelDirs) {
+    let mut provided: HashMap<String, String> = HashMap::new();
+    for a in elfs.iter() {
+        if let Some(s) = &a.report.soname {
+            provided.entry(s.clone()).or_insert(a.report.path.clone());
+        }
+        let base = a.report.path.rsplit('/').next().unwrap_or_default();
+        provided
+            .entry(base.to_string())
+            .or_insert(a.report.path.clone());
+    }
+    for a in elfs.iter_mut() {
+        for n in &mut a.report.needed {
+            n.provided_in_artifact = provided.get(&n.soname).cloned();
+        }
+        let dir = parent(&a.report.path);
+        for e in a.report.rpath.iter_mut().chain(a.report.runpath.iter_mut()) {
+            resolve_search_path(e, &dir, input, files, wheel_dirs, a.hint);
+        }
+    }
+}
+
+/// The CUDA and driver libraries the artifact's files (not those it vendors) need, each with the
+/// files that need it, whether their search paths reach it and whether the package declares it.
+fn aggregate_needs(
+    elfs: &[Analysed],
+    requires: &[ReqName],
+    files: &BTreeSet<String>,
+) -> (Vec<NeededLibrary>, Vec<NeededLibrary>) {
+    let mut cuda_needed: BTreeMap<String, NeededLibrary> = BTreeMap::new();
+    let mut driver_needed: BTreeMap<String, NeededLibrary> = BTreeMap::new();
+    for a in elfs.iter().filter(|a| a.report.vendored.is_none()) {
+        for n in &a.report.needed {
+            let table = match n.class {
+                NeededClass::Toolkit | NeededClass::External => &mut cuda_needed,
+                NeededClass::Driver => &mut driver_needed,
+                _ => continue,
+            };
+            let row = table
+                .entry(n.soname.clone())
+                .or_insert_with(|| NeededLibrary {
+                    soname: n.soname.clone(),
+                    library: n.library.clone(),
+                    needed_by: Vec::new(),
+                    rpath_covers: true,
+                    declared: n
+                        .library
+                        .as_ref()
+                        .is_some_and(|l| requires.iter().any(|r| r.provides(l))),
+                    declared_by: n.library.as_ref().and_then(|l| {
+                        let r = requires.iter().find(|r| r.provides(l))?;
+                        Some(if r.name == "cuda-toolkit" {
+                            format!(
+                                "cuda-toolkit[{}]",
+                                l.toolkit_extra.as_deref().unwrap_or_default()
+                            )
+                        } else {
+                            r.name.clone()
+                        })
+                    }),
+                    declared_extra: n
+                        .library
+                        .as_ref()
+                        .and_then(|l| declared_extra(requires, l)),
+                    vendored: n.provided_in_artifact.is_some(),
+                });
+            row.needed_by.push(a.report.path.clone());
+            let covered = search_path_covers(&a.report, n, files);
+            row.rpath_covers &= covered;
+        }
+    }
+    (
+        cuda_needed.into_values().collect(),
+        driver_needed.into_values().collect(),
+    )
 }
 
 /// The name a conda match spec is about (`libcublas >=13,<14.0a0` → `libcublas`).

@@ -20,12 +20,31 @@
 //! The command-line tool (crate `cudist`) renders these; a build tool written in Rust can call them
 //! without it.
 //!
+//! Inspecting an artifact as `cudist inspect --json` does, here the device-code fixtures the
+//! repository ships:
+//!
 //! ```
-//! use cudist_analysis::platform::is_loader;
+//! use cudist_analysis::model::VerdictStatus;
+//!
+//! let catalog = cudist_catalog::Catalog::builtin();
+//! let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/device");
+//! let (inputs, errors) = cudist_analysis::expand_inputs(&[dir]);
+//! assert!(errors.is_empty());
+//! let report = cudist_analysis::inspect(&inputs, &catalog);
+//! let artifact = &report.artifacts[0];
+//!
+//! // Its files need the CUDA runtime of CUDA 13, which NVIDIA's wheel provides…
+//! let cudart = &artifact.cuda_needed[0];
+//! assert_eq!(cudart.soname, "libcudart.so.13");
+//! let provider = cudart.library.as_ref().unwrap();
+//! assert_eq!(provider.pip.as_deref(), Some("nvidia-cuda-runtime"));
+//! assert_eq!(provider.pip_dir.as_deref(), Some("nvidia/cu13/lib"));
+//! // …and carry device code that runs natively on these GPUs.
+//! assert!(artifact.device.native_sms.iter().any(|sm| sm == "sm_90"));
+//! assert_eq!(artifact.verdict.status, VerdictStatus::Ok);
 //!
 //! // The dynamic loader is never a library to graft or to look for.
-//! assert!(is_loader("ld-linux-x86-64.so.2"));
-//! assert!(!is_loader("libcudart.so.13"));
+//! assert!(cudist_analysis::platform::is_loader("ld-linux-x86-64.so.2"));
 //! ```
 
 #![deny(missing_docs)]
