@@ -253,10 +253,7 @@ fn aggregate_needs(
                             r.name.clone()
                         })
                     }),
-                    declared_extra: n
-                        .library
-                        .as_ref()
-                        .and_then(|l| declared_extra(requires, l)),
+                    declared_extra: n.library.as_ref().and_then(|l| declared_extra(requires, l)),
                     vendored: n.provided_in_artifact.is_some(),
                 });
             row.needed_by.push(a.report.path.clone());

@@ -138,8 +138,125 @@ pub struct LibraryMajor {
     pub pip: Option<String>,
     #[serde(default)]
     pub pip_dir: Option<String>,
+    /// The releases of `pip` for this CUDA major (a PEP 440 range, `>=1,<2`), where its version
+    /// does not follow the SONAME (nvidia-cufile 1.x ships `libcufile.so.0`; nvidia-nvtx-cu12 12.x
+    /// ships `libnvToolsExt.so.1`). Without it, the SONAME gives the range
+    /// ([`LibraryMajor::pip_requirement`]).
+    #[serde(default)]
+    pub pip_versions: Option<String>,
+    /// The library file names that releases of `pip` install, where not every one of `sonames`
+    /// (CUDA 11.0's `libnvrtc.so.11.0` is in no wheel on the index; nvidia-cuda-nvcc-cu12 names
+    /// its NVVM `libnvvm.so`): ld.so finds a NEEDED entry only as a file of that name, so a binary
+    /// needing another one cannot load it from the wheel. Empty: all of `sonames`.
+    #[serde(default)]
+    pub pip_files: Vec<String>,
+    /// SONAMEs that releases of `pip` ship only from some version on (SONAME → first version:
+    /// `libnvrtc.alt.so.12` from 12.8): the requirement for such a SONAME starts there.
+    #[serde(default)]
+    pub pip_since: BTreeMap<String, String>,
     #[serde(default)]
     pub verified: Option<String>,
+}
+
+/// What a `Requires-Dist` on a library's wheel says for a binary that needs one of its SONAMEs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PipRequirement {
+    /// The releases that ship that SONAME (`>=12,<13`).
+    Range(String),
+    /// Any release: the SONAME pins nothing (`librmm.so`).
+    Any,
+    /// No release of the wheel ships that SONAME.
+    NotShipped,
+}
+
+impl LibraryMajor {
+    /// The requirement on this major's wheel for a binary that needs `soname`; none when no
+    /// wheel provides the library.
+    ///
+    /// ```
+    /// use cudist_catalog::{Catalog, PipRequirement};
+    ///
+    /// let catalog = Catalog::builtin();
+    /// let of = |soname: &str| {
+    ///     let m = catalog.library_by_soname_hinted(soname, None).unwrap();
+    ///     m.major.pip_requirement(soname).unwrap()
+    /// };
+    /// assert_eq!(of("libcublas.so.12"), PipRequirement::Range(">=12,<13".into()));
+    /// // nvidia-cufile's versions do not follow its SONAME.
+    /// assert_eq!(of("libcufile.so.0"), PipRequirement::Range(">=1,<2".into()));
+    /// ```
+    pub fn pip_requirement(&self, soname: &str) -> Option<PipRequirement> {
+        self.pip.as_ref()?;
+        if !self.pip_files.is_empty() && !self.pip_files.iter().any(|s| s == soname) {
+            return Some(PipRequirement::NotShipped);
+        }
+        let range = match &self.pip_versions {
+            Some(v) => Some(v.clone()),
+            None => soname_range(soname, self.policy, &self.sonames),
+        };
+        Some(match (range, self.pip_since.get(soname)) {
+            (Some(r), Some(since)) => PipRequirement::Range(raise_lower_bound(&r, since)),
+            (Some(r), None) => PipRequirement::Range(r),
+            (None, Some(since)) => PipRequirement::Range(format!(">={since}")),
+            (None, None) => PipRequirement::Any,
+        })
+    }
+}
+
+/// Raises the lower bound of a `>=L,<U` range to `version` when `version` lies inside it.
+///
+/// ```
+/// assert_eq!(cudist_catalog::raise_lower_bound(">=12,<13", "12.8"), ">=12.8,<13");
+/// assert_eq!(cudist_catalog::raise_lower_bound(">=12,<13", "13.0.1"), ">=12,<13");
+/// ```
+pub fn raise_lower_bound(range: &str, version: &str) -> String {
+    match range.strip_prefix(">=").and_then(|r| r.split_once(",<")) {
+        Some((_, upper)) if in_simple_range(version, range) => format!(">={version},<{upper}"),
+        _ => range.to_string(),
+    }
+}
+
+/// Whether `range` is `>=A,<B` with dotted numbers A < B: the shape of every range cudist writes.
+fn is_simple_range(range: &str) -> bool {
+    let Some((lo, hi)) = range.strip_prefix(">=").and_then(|r| r.split_once(",<")) else {
+        return false;
+    };
+    let key = |v: &str| -> Option<Vec<u64>> { v.split('.').map(|p| p.parse().ok()).collect() };
+    matches!((key(lo), key(hi)), (Some(a), Some(b)) if a < b)
+}
+
+/// Whether `version` lies in a `>=A,<B` range (numeric parts compared; a part that is not a
+/// number, as in a pre-release, ends the comparison key).
+pub fn in_simple_range(version: &str, range: &str) -> bool {
+    let key = |v: &str| -> Vec<u64> { v.split('.').map_while(|p| p.parse().ok()).collect() };
+    match range.strip_prefix(">=").and_then(|r| r.split_once(",<")) {
+        Some((lo, hi)) => key(version) >= key(lo) && key(version) < key(hi),
+        None => false,
+    }
+}
+
+/// The range of releases a SONAME implies where the package's version follows it: the version's
+/// major follows the SONAME's (`libcublas.so.12` ↔ `12.*`, `libcurand.so.10` ↔ `10.*`); where the
+/// SONAME carries a minor, the bound follows it too: a minor that later releases keep (the last
+/// one `listed` for that major: `libnvrtc.so.11.2`, `libcudart.so.11.0`) allows the rest of the
+/// major, an earlier one only itself.
+pub fn soname_range(soname: &str, policy: SonamePolicy, listed: &[String]) -> Option<String> {
+    let version = soname.split_once(".so.")?.1;
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().ok());
+    let major = parts.next()??;
+    match policy {
+        SonamePolicy::None => None,
+        SonamePolicy::Major => Some(format!(">={major},<{}", major + 1)),
+        SonamePolicy::MajorMinor => {
+            let minor = parts.next().flatten().unwrap_or(0);
+            let last = listed.last().map(String::as_str) == Some(soname);
+            Some(if last {
+                format!(">={major}.{minor},<{}", major + 1)
+            } else {
+                format!(">={major}.{minor},<{major}.{}", minor + 1)
+            })
+        }
+    }
 }
 
 /// How a component's version number relates to the CUDA release it belongs to.
@@ -575,6 +692,28 @@ impl Catalog {
                         lib.id, m.major
                     )));
                 }
+                // pip_versions goes into METADATA too, and repair raises its lower bound: the one
+                // shape it writes.
+                if let Some(v) = &m.pip_versions {
+                    if !is_simple_range(v) || m.pip.is_none() {
+                        return Err(invalid(format!(
+                            "library {} CUDA {}: pip_versions {v:?} must be `>=A,<B` (A and B \
+                             dotted numbers) beside a pip name",
+                            lib.id, m.major
+                        )));
+                    }
+                }
+                for (soname, since) in &m.pip_since {
+                    if !m.sonames.contains(soname)
+                        || !is_simple_range(&format!(">={since},<{since}.1"))
+                    {
+                        return Err(invalid(format!(
+                            "library {} CUDA {}: pip_since {soname:?} = {since:?} needs one of its \
+                             sonames and a dotted version",
+                            lib.id, m.major
+                        )));
+                    }
+                }
                 // pip goes into METADATA as a Requires-Dist name: a PEP 508 name, nothing else.
                 if let Some(p) = &m.pip {
                     if !is_distribution_name(p) {
@@ -959,6 +1098,148 @@ pub fn is_distribution_name(s: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// Every `Requires-Dist` range repair can write names releases pip can install: checked
+    /// against the release lists in data/pip-index.json (scripts/pip-index.py refreshes them).
+    #[test]
+    fn pip_ranges_have_releases() {
+        #[derive(Deserialize)]
+        struct Index {
+            packages: BTreeMap<String, Vec<String>>,
+        }
+        let index: Index = serde_json::from_str(include_str!("../data/pip-index.json")).unwrap();
+        let catalog = Catalog::builtin();
+        let mut bad = Vec::new();
+        let mut checked = 0;
+        for lib in &catalog.libraries {
+            for m in &lib.cuda {
+                let Some(pip) = &m.pip else { continue };
+                let Some(releases) = index.packages.get(pip) else {
+                    bad.push(format!(
+                        "{pip}: not in data/pip-index.json (run scripts/pip-index.py)"
+                    ));
+                    continue;
+                };
+                for soname in &m.sonames {
+                    if let Some(PipRequirement::Range(r)) = m.pip_requirement(soname) {
+                        checked += 1;
+                        if !releases.iter().any(|v| in_simple_range(v, &r)) {
+                            bad.push(format!(
+                                "{} CUDA {}: {soname} -> {pip}{r}, but its releases are {}",
+                                lib.id,
+                                m.major,
+                                releases.join(", ")
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 100, "only {checked} ranges checked");
+        assert!(
+            bad.is_empty(),
+            "ranges no release satisfies:\n{}",
+            bad.join("\n")
+        );
+    }
+
+    /// Every release a range admits installs the SONAME in the catalog's wheel directory (so the
+    /// RPATH repair writes reaches it whichever release pip picks): checked against the wheel file
+    /// lists in data/pip-wheels.json. The only releases allowed to lack it are listed here, each a
+    /// gap NVIDIA left in one release.
+    #[test]
+    fn every_release_in_a_range_installs_the_library_where_the_rpath_points() {
+        const GAPS: &[(&str, &str, &str)] = &[
+            // cutensor 2.8.0 left libcutensorMg out; 2.8.1 has it again.
+            ("cutensor-cu12", "2.8.0", "libcutensorMg.so.2"),
+            ("cutensor-cu13", "2.8.0", "libcutensorMg.so.2"),
+        ];
+        #[derive(Deserialize)]
+        struct Index {
+            packages: BTreeMap<String, Vec<String>>,
+        }
+        let index: Index = serde_json::from_str(include_str!("../data/pip-index.json")).unwrap();
+        let wheels: BTreeMap<String, BTreeMap<String, Vec<String>>> =
+            serde_json::from_str(include_str!("../data/pip-wheels.json")).unwrap();
+        let catalog = Catalog::builtin();
+        let (mut bad, mut checked) = (Vec::new(), 0);
+        for lib in &catalog.libraries {
+            for m in &lib.cuda {
+                let (Some(pip), Some(dir)) = (&m.pip, &m.pip_dir) else {
+                    continue;
+                };
+                let Some(files) = wheels.get(pip) else {
+                    bad.push(format!("{pip}: not in data/pip-wheels.json"));
+                    continue;
+                };
+                for soname in &m.sonames {
+                    let Some(PipRequirement::Range(r)) = m.pip_requirement(soname) else {
+                        continue;
+                    };
+                    let path = format!("{dir}/{soname}");
+                    for v in index.packages[pip]
+                        .iter()
+                        .filter(|v| in_simple_range(v, &r))
+                    {
+                        let Some(f) = files.get(v) else { continue };
+                        checked += 1;
+                        if !f.contains(&path)
+                            && !GAPS.contains(&(pip.as_str(), v.as_str(), soname.as_str()))
+                        {
+                            bad.push(format!("{pip} {v} (admitted by {r}) has no {path}: {f:?}"));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 500, "only {checked} releases checked");
+        assert!(bad.is_empty(), "{}", bad.join("\n"));
+    }
+
+    #[test]
+    fn simple_ranges() {
+        assert!(is_simple_range(">=1,<2") && is_simple_range(">=11.2,<12"));
+        assert!(
+            !is_simple_range(">=2,<1") && !is_simple_range("==12.*") && !is_simple_range(">=1")
+        );
+        assert!(in_simple_range("1.14.1.1", ">=1,<2"));
+        assert!(in_simple_range("12.0.76", ">=12,<13") && !in_simple_range("13.0.1", ">=12,<13"));
+        assert!(!in_simple_range("11.1.9", ">=11.2,<12"));
+    }
+
+    #[test]
+    fn ranges_follow_the_soname() {
+        let one = |s: &str, p, l: &[&str]| {
+            soname_range(s, p, &l.iter().map(|x| x.to_string()).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            one("libcublas.so.12", SonamePolicy::Major, &["libcublas.so.12"]).unwrap(),
+            ">=12,<13"
+        );
+        assert_eq!(
+            one("libcurand.so.10", SonamePolicy::Major, &["libcurand.so.10"]).unwrap(),
+            ">=10,<11"
+        );
+        let nvrtc = ["libnvrtc.so.11.0", "libnvrtc.so.11.1", "libnvrtc.so.11.2"];
+        assert_eq!(
+            one("libnvrtc.so.11.1", SonamePolicy::MajorMinor, &nvrtc).unwrap(),
+            ">=11.1,<11.2"
+        );
+        assert_eq!(
+            one("libnvrtc.so.11.2", SonamePolicy::MajorMinor, &nvrtc).unwrap(),
+            ">=11.2,<12"
+        );
+        assert_eq!(
+            one(
+                "libcudart.so.11.0",
+                SonamePolicy::MajorMinor,
+                &["libcudart.so.11.0"]
+            )
+            .unwrap(),
+            ">=11.0,<12"
+        );
+        assert_eq!(one("librmm.so", SonamePolicy::None, &[]), None);
+    }
+
     #[test]
     fn linker_names() {
         assert_eq!(
@@ -1131,6 +1412,22 @@ mod tests {
             (
                 "pip = \"x\\nRequires-Dist: evil\"\npip_dir = \"x/lib\"",
                 "is not a distribution name",
+            ),
+            (
+                "pip = \"x\"\npip_dir = \"x/lib\"\npip_versions = \">=1; extra == 'a'\"",
+                "must be `>=A,<B`",
+            ),
+            (
+                "pip = \"x\"\npip_dir = \"x/lib\"\npip_versions = \">=2,<1\"",
+                "must be `>=A,<B`",
+            ),
+            (
+                "pip = \"x\"\npip_dir = \"x/lib\"\npip_since = { \"libx.so.1\" = \"1,<0\" }",
+                "needs one of its sonames and a dotted version",
+            ),
+            (
+                "pip = \"x\"\npip_dir = \"x/lib\"\npip_since = { \"liby.so.1\" = \"1.2\" }",
+                "needs one of its sonames and a dotted version",
             ),
         ] {
             let e = Catalog::builtin()

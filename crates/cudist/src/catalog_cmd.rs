@@ -105,15 +105,35 @@ pub fn run(cmd: CatalogCmd, catalog: &Catalog) -> Result<ExitCode> {
                 "SONAME",
                 "PINS",
                 "PIP PACKAGE",
+                "REQUIRES (repair)",
                 "WHEEL DIR",
                 "VERIFIED",
             ]);
             for m in &lib.cuda {
+                // What `repair` requires for each SONAME: the releases that ship it.
+                let requires: Vec<String> = m
+                    .sonames
+                    .iter()
+                    .filter_map(|s| {
+                        Some(match m.pip_requirement(s)? {
+                            cudist_catalog::PipRequirement::Range(r) => r,
+                            cudist_catalog::PipRequirement::Any => "any".into(),
+                            cudist_catalog::PipRequirement::NotShipped => {
+                                format!("{s}: in no wheel")
+                            }
+                        })
+                    })
+                    .collect();
                 t.row(vec![
                     m.major.to_string(),
                     m.sonames.join(" "),
                     m.policy.to_string(),
                     m.pip.clone().unwrap_or("-".into()),
+                    if requires.is_empty() {
+                        "-".into()
+                    } else {
+                        requires.join(" ")
+                    },
                     m.pip_dir.clone().unwrap_or("-".into()),
                     m.verified.as_deref().map_or("-".into(), |_| "yes".into()),
                 ]);

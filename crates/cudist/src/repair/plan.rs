@@ -16,7 +16,7 @@ use std::path::Path;
 
 use cudist_analysis::artifact::{normalise_dist, parent, ReqName};
 use cudist_analysis::model::{Artifact, ElfReport, NeededClass, PathLocation};
-use cudist_catalog::{Catalog, SonamePolicy};
+use cudist_catalog::{raise_lower_bound, Catalog, PipRequirement};
 use cudist_elf::patch::{Edits, SearchPathTag};
 
 use super::{CudaDeps, Removed};
@@ -245,12 +245,19 @@ pub fn file_needs(
         match catalog.library_by_soname_hinted(&soname, hint) {
             Some(m) => {
                 if let (Some(dir), Some(pip)) = (&m.major.pip_dir, &m.major.pip) {
+                    let mut range = match m.major.pip_requirement(&soname) {
+                        Some(PipRequirement::Range(r)) => r,
+                        // No wheel ships this SONAME: nothing to require or search.
+                        Some(PipRequirement::NotShipped) => {
+                            out.unhandled.push(soname);
+                            continue;
+                        }
+                        _ => String::new(),
+                    };
                     out.dirs.push(dir.clone());
                     out.loads.push((soname.clone(), dir.clone()));
-                    let mut range = version_range(&soname, m.major.policy, &m.major.sonames)
-                        .unwrap_or_default();
                     if let Some(v) = installed.get(&normalise_dist(pip)) {
-                        range = with_build_version(&range, v);
+                        range = raise_lower_bound(&range, v);
                     }
                     out.needs.push((
                         pip.clone(),
@@ -358,14 +365,23 @@ pub fn requirements(
     cuda_deps: &CudaDeps,
     catalog: &Catalog,
 ) -> (Vec<String>, Vec<String>) {
-    // Names declared unconditionally (not only under an optional extra).
-    let declared_names: BTreeSet<String> = declared
+    // Requirements declared unconditionally (not only under an optional extra).
+    let declared: Vec<ReqName> = declared
         .iter()
         .filter_map(|r| ReqName::parse(r))
         .filter(|r| r.in_extra.is_none())
-        .map(|r| r.name)
         .collect();
-    let declared_toolkit = declared_names.contains("cuda-toolkit");
+    let declared_toolkit = declared.iter().any(|r| r.name == "cuda-toolkit");
+    // Declared by name, or through the `cuda-toolkit` extra that installs it.
+    let is_declared = |pip: &str, need: &Need| {
+        let pip = normalise_dist(pip);
+        let extra = need.extra.as_deref().map(normalise_dist);
+        declared.iter().any(|r| {
+            r.name == pip
+                || (r.name == "cuda-toolkit"
+                    && extra.as_ref().is_some_and(|x| r.extras.contains(x)))
+        })
+    };
     let mut requires = Vec::new();
     let mut extras = Vec::new();
     let marker = match cuda_deps {
@@ -377,7 +393,7 @@ pub fn requirements(
     };
     let mut toolkit: BTreeMap<u32, BTreeSet<String>> = BTreeMap::new();
     for (pip, need) in needs {
-        if declared_names.contains(&normalise_dist(pip)) {
+        if is_declared(pip, need) {
             continue;
         }
         let is_toolkit = catalog
@@ -415,30 +431,6 @@ fn current_tag(e: &ElfReport) -> Option<SearchPathTag> {
     }
 }
 
-/// The `Requires-Dist` range for a library's wheel: the package's version major follows the
-/// SONAME's (`libcublas.so.12` ↔ `nvidia-cublas-cu12 12.*`, `libcurand.so.10` ↔ `10.*`). Where
-/// the SONAME carries a minor, the bound follows it: a minor that later releases keep (the last
-/// one the catalog lists for that major: `libnvrtc.so.11.2`, `libcudart.so.11.0`) allows the rest
-/// of the major, an earlier one only itself.
-pub fn version_range(soname: &str, policy: SonamePolicy, listed: &[String]) -> Option<String> {
-    let version = soname.split_once(".so.")?.1;
-    let mut parts = version.split('.').map(|p| p.parse::<u32>().ok());
-    let major = parts.next()??;
-    match policy {
-        SonamePolicy::None => None,
-        SonamePolicy::Major => Some(format!(">={major},<{}", major + 1)),
-        SonamePolicy::MajorMinor => {
-            let minor = parts.next().flatten().unwrap_or(0);
-            let last = listed.last().map(String::as_str) == Some(soname);
-            Some(if last {
-                format!(">={major}.{minor},<{}", major + 1)
-            } else {
-                format!(">={major}.{minor},<{major}.{}", minor + 1)
-            })
-        }
-    }
-}
-
 /// `$ORIGIN`-relative path from a file's directory to `target` (both relative to the install root).
 pub fn origin_path(elf_path: &str, target: &str) -> String {
     let depth = elf_path.matches('/').count();
@@ -457,20 +449,6 @@ pub fn installed_versions(site: &Path) -> BTreeMap<String, String> {
         .into_iter()
         .map(|d| (normalise_dist(&d.name), d.version))
         .collect()
-}
-
-/// Raises the lower bound of a `>=L,<U` range to the version the binary was built against, when
-/// that version lies inside the range.
-pub fn with_build_version(range: &str, built: &str) -> String {
-    let key = |v: &str| -> Vec<u64> { v.split('.').map(|p| p.parse().unwrap_or(0)).collect() };
-    let Some((lower, upper)) = range.strip_prefix(">=").and_then(|r| r.split_once(",<")) else {
-        return range.to_string();
-    };
-    if key(built) >= key(lower) && key(built) < key(upper) {
-        format!(">={built},<{upper}")
-    } else {
-        range.to_string()
-    }
 }
 
 #[cfg(test)]
@@ -593,6 +571,40 @@ mod tests {
     }
 
     #[test]
+    fn ranges_name_releases_pip_can_install() {
+        let catalog = Catalog::builtin();
+        let e = elf(
+            "pkg/ext.so",
+            &["libcufile.so.0", "libnvToolsExt.so.1", "libnvrtc.so.11.0"],
+            &[],
+            &catalog,
+        );
+        let n = file_needs(
+            &e,
+            &catalog,
+            &no_grafts(),
+            &HashMap::new(),
+            &BTreeSet::new(),
+            &BTreeMap::new(),
+        );
+        let needs: Vec<(&str, &str)> = n
+            .needs
+            .iter()
+            .map(|(pip, need)| (pip.as_str(), need.range.as_str()))
+            .collect();
+        // nvidia-cufile 1.x ships libcufile.so.0; nvidia-nvtx-cu12 ships libnvToolsExt.so.1 up to 12.8.
+        assert_eq!(
+            needs,
+            vec![
+                ("nvidia-cufile", ">=1,<2"),
+                ("nvidia-nvtx-cu12", ">=12,<12.9")
+            ]
+        );
+        // CUDA 11.0's NVRTC is in no wheel pip can install: nothing to require, said as unhandled.
+        assert_eq!(n.unhandled, vec!["libnvrtc.so.11.0"]);
+    }
+
+    #[test]
     fn a_library_the_wheel_keeps_needs_nothing() {
         let catalog = Catalog::builtin();
         let mut e = elf("pkg/ext.so", &["libcublas.so.12"], &[], &catalog);
@@ -695,7 +707,10 @@ mod tests {
             (
                 m.major.pip.clone().unwrap(),
                 Need {
-                    range: version_range(soname, m.major.policy, &m.major.sonames).unwrap(),
+                    range: match m.major.pip_requirement(soname) {
+                        Some(PipRequirement::Range(r)) => r,
+                        other => panic!("{soname}: {other:?}"),
+                    },
                     extra: m.library.toolkit_extra.clone(),
                     id: m.library.id.clone(),
                     major: m.major.major,
@@ -711,6 +726,12 @@ mod tests {
         let (requires, extras) = requirements(&needs, &declared, &CudaDeps::PerComponent, &catalog);
         assert_eq!(requires, vec!["nvidia-cuda-runtime-cu12>=12,<13"]);
         assert!(extras.is_empty());
+        // Declared through the metapackage's extras (torch: `cuda-toolkit[cublas,cudart]==13.2.2;
+        // platform_system == "Linux"`): nothing to add.
+        let torch_like =
+            vec!["cuda-toolkit[CUBLAS,cudart]==12.9.1; platform_system == \"Linux\"".to_string()];
+        let (requires, _) = requirements(&needs, &torch_like, &CudaDeps::PerComponent, &catalog);
+        assert!(requires.is_empty(), "{requires:?}");
 
         let (requires, _) = requirements(&needs, &[], &CudaDeps::Toolkit, &catalog);
         assert_eq!(requires, vec!["cuda-toolkit[cublas,cudart]==12.*"]);
@@ -736,40 +757,6 @@ mod tests {
     }
 
     #[test]
-    fn ranges_follow_the_soname() {
-        let one = |s: &str, p, l: &[&str]| {
-            version_range(s, p, &l.iter().map(|x| x.to_string()).collect::<Vec<_>>())
-        };
-        assert_eq!(
-            one("libcublas.so.12", SonamePolicy::Major, &["libcublas.so.12"]).unwrap(),
-            ">=12,<13"
-        );
-        assert_eq!(
-            one("libcurand.so.10", SonamePolicy::Major, &["libcurand.so.10"]).unwrap(),
-            ">=10,<11"
-        );
-        let nvrtc = ["libnvrtc.so.11.0", "libnvrtc.so.11.1", "libnvrtc.so.11.2"];
-        assert_eq!(
-            one("libnvrtc.so.11.1", SonamePolicy::MajorMinor, &nvrtc).unwrap(),
-            ">=11.1,<11.2"
-        );
-        assert_eq!(
-            one("libnvrtc.so.11.2", SonamePolicy::MajorMinor, &nvrtc).unwrap(),
-            ">=11.2,<12"
-        );
-        assert_eq!(
-            one(
-                "libcudart.so.11.0",
-                SonamePolicy::MajorMinor,
-                &["libcudart.so.11.0"]
-            )
-            .unwrap(),
-            ">=11.0,<12"
-        );
-        assert_eq!(one("librmm.so", SonamePolicy::None, &[]), None);
-    }
-
-    #[test]
     fn origin_paths_climb_to_the_root() {
         assert_eq!(
             origin_path("torch/lib/libtorch_cuda.so", "nvidia/cublas/lib"),
@@ -783,10 +770,10 @@ mod tests {
 
     #[test]
     fn build_versions_raise_the_lower_bound() {
-        assert_eq!(with_build_version(">=12,<13", "12.9.79"), ">=12.9.79,<13");
-        assert_eq!(with_build_version(">=11.2,<12", "11.8.89"), ">=11.8.89,<12");
+        assert_eq!(raise_lower_bound(">=12,<13", "12.9.79"), ">=12.9.79,<13");
+        assert_eq!(raise_lower_bound(">=11.2,<12", "11.8.89"), ">=11.8.89,<12");
         // A version outside the SONAME's range says nothing about this library.
-        assert_eq!(with_build_version(">=12,<13", "13.0.1"), ">=12,<13");
-        assert_eq!(with_build_version("", "1.0"), "");
+        assert_eq!(raise_lower_bound(">=12,<13", "13.0.1"), ">=12,<13");
+        assert_eq!(raise_lower_bound("", "1.0"), "");
     }
 }
