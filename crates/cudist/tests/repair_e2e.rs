@@ -281,6 +281,28 @@ fn auditwheel_graft_is_unvendored() {
     );
     assert!(n - r_ > 100_000, "naive {n} bytes, repaired {r_} bytes");
     install_and_import(work.path(), &repaired, &rt, "libcudart.so.12", "12");
+
+    // With --exclude (as auditwheel's), the matching library is left alone: the grafted copy
+    // stays, nothing is required for it, and no file is patched.
+    let kept_dir = work.path().join("kept");
+    let o = cudist(&[
+        "repair",
+        "--json",
+        "--exclude",
+        "libcudart*",
+        "-w",
+        kept_dir.to_str().unwrap(),
+        naive.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let kept: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let wr = &kept["wheels"][0];
+    assert_eq!(wr["removed"], serde_json::json!([]), "{wr:#}");
+    assert_eq!(wr["requires_added"], serde_json::json!([]), "{wr:#}");
+    assert_eq!(wr["patched"], serde_json::json!([]), "{wr:#}");
+    // A pattern that is not a glob is a usage error.
+    let o = cudist(&["repair", "--exclude", "lib[", naive.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
 
 #[test]

@@ -76,6 +76,11 @@ pub struct RepairArgs {
     /// it; cudist never edits your code.
     #[arg(long)]
     pub loader: bool,
+    /// Leave the libraries whose SONAME matches this glob alone (repeatable; `libnccl.so.*`): not
+    /// grafted, not required, kept where the wheel carries them, not counted against the platform
+    /// tag — as auditwheel's --exclude. The package must provide them some other way.
+    #[arg(long, value_name = "PATTERN", value_parser = parse_glob)]
+    pub exclude: Vec<glob::Pattern>,
     /// The site-packages the wheel was built against (e.g. the build venv's): the CUDA wheels
     /// installed there give the lower bounds of the requirements.
     #[arg(long, value_name = "SITE_PACKAGES")]
@@ -86,6 +91,11 @@ pub struct RepairArgs {
     /// Print nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// A `--exclude` pattern.
+fn parse_glob(s: &str) -> std::result::Result<glob::Pattern, String> {
+    glob::Pattern::new(s).map_err(|e| format!("{s:?}: {e}"))
 }
 
 pub fn run(args: RepairArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
@@ -137,6 +147,7 @@ pub fn run(args: RepairArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
         crc_check: !args.no_crc_check,
         plat: args.plat.clone(),
         loader: args.loader,
+        exclude: args.exclude.clone(),
         build_env: args.build_env.clone(),
         progress: (!args.quiet && !args.json && std::io::stderr().is_terminal()).then(|| {
             let bar = indicatif::ProgressBar::new(wheels.len() as u64);
@@ -222,6 +233,8 @@ pub struct Options {
     pub crc_check: bool,
     /// Also write a module that preloads the CUDA libraries from every `sys.path` entry.
     pub loader: bool,
+    /// SONAMEs (globs) to leave alone.
+    pub exclude: Vec<glob::Pattern>,
     /// The site-packages the wheel was built against: the CUDA wheels installed there give the
     /// lower bounds of `Requires-Dist` (`nvidia-cuda-runtime-cu12>=12.9.79,<13`).
     pub build_env: Option<PathBuf>,
@@ -352,9 +365,10 @@ fn repair_one(
     // Non-system, non-CUDA libraries the wheel needs are grafted into `<dist>.libs/`.
     let dist = file_name.split('-').next().unwrap_or("wheel").to_string();
     let libs_dir = format!("{dist}.libs");
+    let excluded = |soname: &str| opts.exclude.iter().any(|p| p.matches(soname));
     let (grafts, missing) = graft::collect(
         artifact.elf_files.iter().filter(|e| e.vendored.is_none()),
-        &|_| false,
+        &excluded,
         &libs_dir,
         catalog,
     )?;
@@ -374,6 +388,7 @@ fn repair_one(
         &md.requires_dist,
         &grafting,
         installed,
+        &excluded,
     );
     plan.unhandled.retain(|u| !grafting.names.contains_key(u));
     for m in missing {
@@ -381,7 +396,7 @@ fn repair_one(
             plan.unhandled.push(m);
         }
     }
-    let platform = repaired_platform(&artifact, &plan, &grafting, &file_name)?;
+    let platform = repaired_platform(&artifact, &plan, &grafting, &file_name, &excluded)?;
     let graft_data: HashMap<&str, &[u8]> = grafts
         .iter()
         .map(|g| (g.path.as_str(), g.data.as_slice()))
@@ -510,6 +525,7 @@ fn repaired_platform(
     plan: &plan::Plan,
     grafting: &Grafting<'_>,
     file_name: &str,
+    excluded: &dyn Fn(&str) -> bool,
 ) -> Result<cudist_analysis::model::Platform> {
     let removed: BTreeSet<&str> = plan.removed.iter().map(|r| r.path.as_str()).collect();
     let platform = cudist_analysis::platform::evaluate(
@@ -518,7 +534,11 @@ fn repaired_platform(
             .iter()
             .filter(|e| !removed.contains(e.path.as_str()))
             .chain(grafting.reports.iter().copied()),
-        &|n| plan.renamed.contains(&n.soname) || grafting.names.contains_key(&n.soname),
+        &|n| {
+            plan.renamed.contains(&n.soname)
+                || grafting.names.contains_key(&n.soname)
+                || excluded(&n.soname)
+        },
         &cudist_analysis::platform::FileTag::of(file_name),
     );
     if let Some(why) = &platform.error {

@@ -99,8 +99,9 @@ pub fn plan(
     declared: &[String],
     grafting: &Grafting<'_>,
     installed: &BTreeMap<String, String>,
+    excluded: &dyn Fn(&str) -> bool,
 ) -> Plan {
-    let Exclusions { removed, renamed } = exclude(a, catalog);
+    let Exclusions { removed, renamed } = exclude(a, catalog, excluded);
     let removed_paths: BTreeSet<&str> = removed.iter().map(|r| r.path.as_str()).collect();
     let emptied = emptied_dirs(a, &removed_paths);
 
@@ -115,7 +116,15 @@ pub fn plan(
         .filter(|e| !removed_paths.contains(e.path.as_str()))
         .chain(grafting.reports.iter().copied())
     {
-        let n = file_needs(e, catalog, grafting, &renamed, &removed_paths, installed);
+        let n = file_needs(
+            e,
+            catalog,
+            grafting,
+            &renamed,
+            &removed_paths,
+            installed,
+            excluded,
+        );
         loads.extend(n.loads);
         for (pip, need) in n.needs {
             needs.entry(pip).or_insert(need);
@@ -140,11 +149,15 @@ pub fn plan(
 
 /// The vendored CUDA toolkit and driver libraries leave the wheel (the wheels of NVIDIA, or the
 /// machine's driver, provide them); the NEEDED entries naming a renamed copy get the real SONAME.
-pub fn exclude(a: &Artifact, catalog: &Catalog) -> Exclusions {
+/// A copy whose SONAME or file name is `excluded` (`--exclude`) stays.
+pub fn exclude(a: &Artifact, catalog: &Catalog, excluded: &dyn Fn(&str) -> bool) -> Exclusions {
     let mut removed = Vec::new();
     let mut renamed = HashMap::new();
     for v in &a.vendored {
         let base = v.path.rsplit('/').next().unwrap_or(&v.path).to_string();
+        if excluded(&base) || v.soname.as_deref().is_some_and(excluded) {
+            continue;
+        }
         let (library, reason, real) = match &v.library {
             Some(l) => {
                 let m = catalog
@@ -207,7 +220,8 @@ fn emptied_dirs(a: &Artifact, removed_paths: &BTreeSet<&str>) -> BTreeSet<String
 /// What one file needs from outside the wheel: each NEEDED entry is a grafted library (searched
 /// in the grafts' directory, under its new name), a renamed copy (restored to the real SONAME), a
 /// library the wheel keeps (nothing to do), the driver's (nothing: the machine has it), a CUDA
-/// library (its wheel directory searched, its distribution required), or none of these.
+/// library (its wheel directory searched, its distribution required), or none of these. An
+/// `excluded` SONAME (`--exclude`) is left alone.
 pub fn file_needs(
     e: &ElfReport,
     catalog: &Catalog,
@@ -215,9 +229,13 @@ pub fn file_needs(
     renamed: &HashMap<String, (String, Option<u32>)>,
     removed_paths: &BTreeSet<&str>,
     installed: &BTreeMap<String, String>,
+    excluded: &dyn Fn(&str) -> bool,
 ) -> FileNeeds {
     let mut out = FileNeeds::default();
     for n in &e.needed {
+        if excluded(&n.soname) {
+            continue;
+        }
         if let Some(new) = grafting.names.get(&n.soname) {
             out.replaced.push((n.soname.clone(), new.clone()));
             out.inside.push(grafting.libs_dir.clone());
@@ -365,12 +383,10 @@ pub fn requirements(
     cuda_deps: &CudaDeps,
     catalog: &Catalog,
 ) -> (Vec<String>, Vec<String>) {
-    // Requirements declared unconditionally (not only under an optional extra).
-    let declared: Vec<ReqName> = declared
-        .iter()
-        .filter_map(|r| ReqName::parse(r))
-        .filter(|r| r.in_extra.is_none())
-        .collect();
+    // Requirements declared, unconditionally or under one of the package's optional extras: an
+    // extra the package offers (onnxruntime-gpu[cuda]) stays optional, repair does not make it a
+    // hard requirement.
+    let declared: Vec<ReqName> = declared.iter().filter_map(|r| ReqName::parse(r)).collect();
     let declared_toolkit = declared.iter().any(|r| r.name == "cuda-toolkit");
     // Declared by name, or through the `cuda-toolkit` extra that installs it.
     let is_declared = |pip: &str, need: &Need| {
@@ -539,6 +555,7 @@ mod tests {
             &renamed,
             &BTreeSet::new(),
             &installed,
+            &|_| false,
         );
         // The driver's library and the system's need nothing; an unknown one is reported.
         assert_eq!(n.unhandled, vec!["libfoo.so.1"]);
@@ -586,6 +603,7 @@ mod tests {
             &HashMap::new(),
             &BTreeSet::new(),
             &BTreeMap::new(),
+            &|_| false,
         );
         let needs: Vec<(&str, &str)> = n
             .needs
@@ -616,6 +634,7 @@ mod tests {
             &HashMap::new(),
             &BTreeSet::new(),
             &BTreeMap::new(),
+            &|_| false,
         );
         assert_eq!(kept, FileNeeds::default());
         // Unless the repair removes that copy.
@@ -627,6 +646,7 @@ mod tests {
             &HashMap::new(),
             &removed,
             &BTreeMap::new(),
+            &|_| false,
         );
         assert_eq!(n.dirs, vec!["nvidia/cublas/lib"]);
     }
@@ -718,14 +738,18 @@ mod tests {
             )
         };
         let needs = BTreeMap::from([need("libcublas.so.12"), need("libcudart.so.12")]);
-        // Declared unconditionally: not added again. Declared only under an extra: added.
-        let declared = vec![
-            "nvidia-cublas-cu12>=12.1".to_string(),
-            "nvidia-cuda-runtime-cu12; extra == 'gpu'".to_string(),
-        ];
+        // Declared: not added again.
+        let declared = vec!["nvidia-cublas-cu12>=12.1".to_string()];
         let (requires, extras) = requirements(&needs, &declared, &CudaDeps::PerComponent, &catalog);
         assert_eq!(requires, vec!["nvidia-cuda-runtime-cu12>=12,<13"]);
         assert!(extras.is_empty());
+        // Declared under an optional extra of the package: it stays optional.
+        let optional = vec![
+            "nvidia-cublas-cu12>=12.1".to_string(),
+            "nvidia-cuda-runtime-cu12; extra == 'gpu'".to_string(),
+        ];
+        let (requires, _) = requirements(&needs, &optional, &CudaDeps::PerComponent, &catalog);
+        assert!(requires.is_empty(), "{requires:?}");
         // Declared through the metapackage's extras (torch: `cuda-toolkit[cublas,cudart]==13.2.2;
         // platform_system == "Linux"`): nothing to add.
         let torch_like =
