@@ -380,16 +380,13 @@ fn repair_one(
         libs_dir: libs_dir.clone(),
         reports: grafts.iter().map(|g| &g.report).collect(),
     };
-    let mut plan = plan::plan(
-        &artifact,
-        catalog,
-        &opts.cuda_deps,
-        opts.tag,
-        &md.requires_dist,
-        &grafting,
+    let rules = plan::Rules {
+        cuda_deps: &opts.cuda_deps,
+        tag: opts.tag,
         installed,
-        &excluded,
-    );
+        excluded: &excluded,
+    };
+    let mut plan = plan::plan(&artifact, catalog, &md.requires_dist, &grafting, &rules);
     plan.unhandled.retain(|u| !grafting.names.contains_key(u));
     for m in missing {
         if !plan.unhandled.contains(&m) {

@@ -89,18 +89,33 @@ pub struct FileNeeds {
     pub unhandled: Vec<String>,
 }
 
-/// The whole plan of one wheel. `declared` is its `Requires-Dist`; `installed` the distribution
-/// versions of the build environment (normalised name → version), for lower bounds.
+/// The choices of a repair run that every wheel's plan follows.
+pub struct Rules<'a> {
+    /// How requirements are written (`--cuda-deps`).
+    pub cuda_deps: &'a CudaDeps,
+    /// The search-path tag to write (`--runpath`).
+    pub tag: SearchPathTag,
+    /// The distribution versions of the build environment (normalised name → version), for
+    /// lower bounds (`--build-env`).
+    pub installed: &'a BTreeMap<String, String>,
+    /// SONAMEs to leave alone (`--exclude`).
+    pub excluded: &'a dyn Fn(&str) -> bool,
+}
+
+/// The whole plan of one wheel. `declared` is its `Requires-Dist`.
 pub fn plan(
     a: &Artifact,
     catalog: &Catalog,
-    cuda_deps: &CudaDeps,
-    tag: SearchPathTag,
     declared: &[String],
     grafting: &Grafting<'_>,
-    installed: &BTreeMap<String, String>,
-    excluded: &dyn Fn(&str) -> bool,
+    rules: &Rules<'_>,
 ) -> Plan {
+    let Rules {
+        cuda_deps,
+        tag,
+        installed,
+        excluded,
+    } = *rules;
     let Exclusions { removed, renamed } = exclude(a, catalog, excluded);
     let removed_paths: BTreeSet<&str> = removed.iter().map(|r| r.path.as_str()).collect();
     let emptied = emptied_dirs(a, &removed_paths);
