@@ -236,6 +236,29 @@ fn shared_soname_takes_the_major_of_its_neighbours() {
 }
 
 #[test]
+fn a_guessed_major_is_said_to_be_a_guess() {
+    // libcurand.so.10 alone: CUDA 11, 12 and 13 all ship it, nothing says which.
+    let libs = Libs::new();
+    let ext = libs.extension(&[("c12", "curand")], None);
+    let out = tempfile::tempdir().unwrap();
+    let w = wheel(out.path(), "alone", &[], &[(EXT, ext)]);
+    let r = inspect_json(&[&w], 0);
+    let n = needed(artifact(&r, ".whl"), "libcurand.so.10");
+    assert_eq!(n["library"]["cuda_major_ambiguous"], true, "{n:#}");
+    let major = n["library"]["cuda_major"].as_u64().unwrap();
+    let o = cudist(&["inspect", &w]);
+    let text = stdout(&o);
+    assert!(
+        text.contains(&format!("libcurand.so.10  {major}?")),
+        "the table marks the major as a guess:\n{text}"
+    );
+    assert!(
+        text.contains("? libcurand.so.10: several CUDA majors ship this SONAME"),
+        "{text}"
+    );
+}
+
+#[test]
 fn naive_graft_is_recognised_by_soname_and_content() {
     let libs = Libs::new();
     let d = libs.dir.path().join("graft");

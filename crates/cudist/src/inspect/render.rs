@@ -85,7 +85,14 @@ fn render_artifact(out: &mut String, a: &Artifact, opts: RenderOptions, style: S
             let dash = || "-".to_string();
             t.row(vec![
                 n.soname.clone(),
-                l.map_or_else(dash, |l| l.cuda_major.to_string()),
+                // A SONAME several majors share, with nothing in the artifact to decide: a guess.
+                l.map_or_else(dash, |l| {
+                    format!(
+                        "{}{}",
+                        l.cuda_major,
+                        if l.cuda_major_ambiguous { "?" } else { "" }
+                    )
+                }),
                 l.map_or_else(dash, |l| l.soname_policy.clone()),
                 l.and_then(|l| l.pip.clone()).unwrap_or_else(dash),
                 l.and_then(|l| l.pip_dir.clone()).unwrap_or_else(dash),
@@ -105,6 +112,20 @@ fn render_artifact(out: &mut String, a: &Artifact, opts: RenderOptions, style: S
             ]);
         }
         out.push_str(&t.render(2, style));
+        let guessed: Vec<&str> = a
+            .cuda_needed
+            .iter()
+            .filter(|n| n.library.as_ref().is_some_and(|l| l.cuda_major_ambiguous))
+            .map(|n| n.soname.as_str())
+            .collect();
+        if !guessed.is_empty() {
+            let _ = writeln!(
+                out,
+                "  ? {}: several CUDA majors ship this SONAME and nothing in the artifact says \
+                 which it was built for; the newest is assumed",
+                guessed.join(", ")
+            );
+        }
     }
     if !a.driver_needed.is_empty() {
         let list: Vec<String> = a
