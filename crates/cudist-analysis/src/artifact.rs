@@ -115,6 +115,19 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         &elfs,
         &device,
     );
+    // A Linux wheel (not one for Android, iOS, …) that no policy allows.
+    let linux_tagged = file_name
+        .trim_end_matches(".whl")
+        .rsplit('-')
+        .next()
+        .is_some_and(|plat| {
+            plat.split('.').any(|t| {
+                t.starts_with("linux_") || t.starts_with("manylinux") || t.starts_with("musllinux")
+            })
+        });
+    if kind == ArtifactKind::Wheel && linux_tagged && platform.policy.as_deref() == Some("linux") {
+        unportable(&platform, &mut verdict);
+    }
     let conda = conda.map(|c| conda_check(c, &cuda_needed, catalog, &mut verdict));
 
     Artifact {
@@ -866,6 +879,36 @@ fn breakdown(elfs: &[Analysed], vendored: &[Vendored], installed: u64) -> Breakd
         + b.device_code.values().sum::<u64>();
     b.other = installed.saturating_sub(counted);
     b
+}
+
+/// A wheel whose best tag is `linux_*`: the verdict says so, with the reason that decides it (why
+/// the next policy up fails; the most compatible ones often fail for a reason of their own).
+fn unportable(platform: &Platform, verdict: &mut Verdict) {
+    let lead = verdict.status < VerdictStatus::Unportable;
+    if lead {
+        verdict.status = VerdictStatus::Unportable;
+        // The line that said OK keeps what it says, without the OK.
+        if let Some(first) = verdict.lines.first_mut() {
+            if let Some(rest) = first.strip_prefix("OK: ") {
+                *first = rest.to_string();
+            }
+        }
+    }
+    let why = platform
+        .blocked
+        .last()
+        .map(|b| format!(": {} {} ({})", b.file, b.reason, b.policy))
+        .unwrap_or_default();
+    let line = format!(
+        "satisfies no manylinux or musllinux policy, so its tag is {}, which PyPI refuses{why}",
+        platform.tags.join(".")
+    );
+    // The most severe finding comes first.
+    if lead {
+        verdict.lines.insert(0, line);
+    } else {
+        verdict.lines.push(line);
+    }
 }
 
 fn verdict(

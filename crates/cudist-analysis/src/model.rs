@@ -543,12 +543,15 @@ pub struct Breakdown {
     pub total: u64,
 }
 
-/// Ordered by severity: `Ok` < `Bloated` < `Unresolved` < `BundlesDriver`.
+/// Ordered by severity: `Ok` < `Unportable` < `Bloated` < `Unresolved` < `BundlesDriver`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum VerdictStatus {
     /// Nothing to fix.
     Ok,
+    /// A wheel that satisfies no manylinux or musllinux policy: its tag would be `linux_*`, which
+    /// PyPI refuses.
+    Unportable,
     /// Carries CUDA it should take from NVIDIA's wheels.
     Bloated,
     /// Needs CUDA libraries it gives the loader no declared way to find (no RPATH to the providing

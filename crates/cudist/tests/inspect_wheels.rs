@@ -236,6 +236,43 @@ fn shared_soname_takes_the_major_of_its_neighbours() {
 }
 
 #[test]
+fn a_wheel_no_policy_allows_is_unportable_and_says_what_decides_it() {
+    // librmm.so is neither a system library of any policy nor a CUDA one: no manylinux tag.
+    let libs = Libs::new();
+    let ext = libs.extension(&[("rmm", "rmm")], None);
+    let out = tempfile::tempdir().unwrap();
+    let w = wheel(out.path(), "rmmuser", &[], &[(EXT, ext)]);
+    let r = inspect_json(&[&w], 0);
+    let a = artifact(&r, ".whl");
+    assert_eq!(a["platform"]["policy"], "linux", "{:#}", a["platform"]);
+    assert_eq!(a["verdict"]["status"], "unportable", "{:#}", a["verdict"]);
+    let line = a["verdict"]["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l.as_str())
+        .find(|l| l.contains("PyPI refuses"))
+        .unwrap_or_else(|| panic!("{:#}", a["verdict"]));
+    assert!(line.contains("librmm.so"), "{line}");
+    // The table leads with the blocker of the newest policy, the one that decides the tag.
+    let last = a["platform"]["blocked"].as_array().unwrap().last().unwrap();
+    let text = stdout(&cudist(&["inspect", &w]));
+    let first = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Platform:"))
+        .nth(1)
+        .unwrap_or_default();
+    assert!(
+        first.contains(&format!(
+            "not {} (the next more compatible policy)",
+            last["policy"].as_str().unwrap()
+        )) && first.contains("librmm.so"),
+        "{text}"
+    );
+    assert!(text.contains("Verdict: UNPORTABLE"), "{text}");
+}
+
+#[test]
 fn a_guessed_major_is_said_to_be_a_guess() {
     // libcurand.so.10 alone: CUDA 11, 12 and 13 all ship it, nothing says which.
     let libs = Libs::new();

@@ -32,6 +32,7 @@ pub fn render(report: &Report, opts: RenderOptions, style: Style) -> String {
 fn status_word(s: VerdictStatus, style: Style) -> String {
     match s {
         VerdictStatus::Ok => style.green("OK"),
+        VerdictStatus::Unportable => style.yellow("UNPORTABLE"),
         VerdictStatus::Bloated => style.yellow("BLOATED"),
         VerdictStatus::Unresolved => style.yellow("UNRESOLVED"),
         VerdictStatus::BundlesDriver => style.red("BUNDLES DRIVER"),
@@ -456,15 +457,21 @@ fn render_platform(out: &mut String, a: &Artifact) {
     for i in &p.ignored {
         let _ = writeln!(out, "  left out: {i}");
     }
-    // The most compatible policies that fail, and why: at most three lines.
-    for b in p.blocked.iter().take(3) {
+    // First the reason that decides the tag: why the next policy up fails (the most compatible
+    // ones often fail for a reason of their own, such as an old glibc); then the most compatible
+    // ones: at most three lines in all.
+    let Some((decisive, rest)) = p.blocked.split_last() else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "  not {} (the next more compatible policy): {} {}",
+        decisive.policy, decisive.file, decisive.reason
+    );
+    for b in rest.iter().take(2) {
         let _ = writeln!(out, "  not {}: {} {}", b.policy, b.file, b.reason);
     }
-    if p.blocked.len() > 3 {
-        let _ = writeln!(
-            out,
-            "  (and {} more compatible policies)",
-            p.blocked.len() - 3
-        );
+    if rest.len() > 2 {
+        let _ = writeln!(out, "  (and {} more compatible policies)", rest.len() - 2);
     }
 }
