@@ -272,7 +272,10 @@ fn repaired_cupy_resolves_every_cuda_library_once_its_dependencies_are_installed
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let repaired = r["wheels"][0]["output"].as_str().unwrap().to_string();
-    // pip installs the repaired wheel and the CUDA wheels it now declares, from the pinned set.
+    // pip installs the repaired wheel and, from the pinned set, the CUDA wheels: cuTENSOR and NCCL
+    // because repair now requires them, the rest because cupy's optional `[ctk]` extra names them
+    // (through the cuda-toolkit metapackage, whose exact pins this set does not hold; the wheels
+    // are named directly, as a user who installs CUDA separately would).
     let venv = work.path().join("venv");
     assert!(Command::new("python3")
         .args(["-m", "venv"])
@@ -290,6 +293,8 @@ fn repaired_cupy_resolves_every_cuda_library_once_its_dependencies_are_installed
         ])
         .arg(&deps)
         .arg(&repaired)
+        .arg("-r")
+        .arg(repo_root().join("tests/data/cupy-cuda12x-14.2.0-deps.txt"))
         .output()
         .unwrap();
     assert!(

@@ -254,7 +254,17 @@ fn runtime_loads(
         else {
             continue;
         };
-        let soname = row.sonames[0].clone();
+        // The current SONAME of that major: the catalog lists older ones first (libcutensor.so.1
+        // before .so.2), and NVRTC's `.alt` variant is not the one loaded by name.
+        let Some(soname) = row
+            .sonames
+            .iter()
+            .rev()
+            .find(|s| !s.contains(".alt."))
+            .cloned()
+        else {
+            continue;
+        };
         let mut dirs: Vec<(PathBuf, &str)> = Vec::new();
         dirs.push((
             site.join(format!("nvidia/cu{}/lib", pkg.cuda)),
