@@ -205,10 +205,24 @@ pub fn run(cmd: CatalogCmd, catalog: &Catalog) -> Result<ExitCode> {
                 );
             }
             if let Some(f) = floor {
-                outln!(
-                    "CUDA {}.x minor-version compatibility: driver >= {} runs {}.x builds (no JIT of newer PTX)",
-                    v.major, f.min_driver, v.major
-                );
+                // The major's floor can lie above an early release's own minimum (11.x's 450.80.02
+                // against 11.0's 450.51.05): that release then needs only its own.
+                let own = t.filter(|t| {
+                    CudaVersion::parse(&t.version) == Some(v)
+                        && cudist_catalog::driver_version_key(&t.min_driver)
+                            < cudist_catalog::driver_version_key(&f.min_driver)
+                });
+                match own {
+                    Some(t) => outln!(
+                        "CUDA {}.x minor-version compatibility: driver >= {} runs {}.x builds (no JIT of newer PTX); \
+                         {v} builds need only their own {}",
+                        v.major, f.min_driver, v.major, t.min_driver
+                    ),
+                    None => outln!(
+                        "CUDA {}.x minor-version compatibility: driver >= {} runs {}.x builds (no JIT of newer PTX)",
+                        v.major, f.min_driver, v.major
+                    ),
+                }
             }
         }
         CatalogCmd::List { json } => {

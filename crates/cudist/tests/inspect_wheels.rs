@@ -497,6 +497,18 @@ fn catalog_command_answers() {
         "{}",
         stdout(&o)
     );
+    // 11.0's own minimum lies below the 11.x compatibility floor: 11.0 builds need only their own.
+    let t = stdout(&cudist(&["catalog", "driver", "11.0"]));
+    assert!(
+        t.contains("driver >= 450.80.02 runs 11.x builds")
+            && t.contains("11.0 builds need only their own 450.51.05"),
+        "{t}"
+    );
+    // The requirement repair writes, per SONAME: the releases that ship it.
+    let t = stdout(&cudist(&["catalog", "lib", "libnvToolsExt.so.1"]));
+    assert!(t.contains("REQUIRES (repair)") && t.contains(">=12,<12.9"), "{t}");
+    let t = stdout(&cudist(&["catalog", "lib", "libnvrtc.so.11.0"]));
+    assert!(t.contains("libnvrtc.so.11.0: in no wheel"), "{t}");
     let o = cudist(&["catalog", "lib", "libnotcuda.so.3"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("not in the catalog"));
