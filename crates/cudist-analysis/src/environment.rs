@@ -137,10 +137,10 @@ impl Source {
         let (description, roots) = if !args.site_packages.is_empty() {
             for d in &args.site_packages {
                 if !d.is_dir() {
-                    return Err(Error::Message(format!(
+                    return Err(Error::Bad(BadInput(format!(
                         "--site-packages {}: not a directory",
                         d.display()
-                    )));
+                    ))));
                 }
             }
             ("site-packages".to_string(), args.site_packages.clone())
@@ -446,12 +446,11 @@ fn is_cuda_conda(name: &str, catalog: &Catalog) -> bool {
 
 fn read_conda(prefix: &Path, catalog: &Catalog) -> Result<Source> {
     let meta = prefix.join("conda-meta");
-    let entries = std::fs::read_dir(&meta).map_err(|source| Error::Io {
-        context: format!(
-            "{}: not a conda prefix (no conda-meta/ directory)",
+    let entries = std::fs::read_dir(&meta).map_err(|e| {
+        Error::Bad(BadInput(format!(
+            "{}: not a conda prefix (no conda-meta/ directory: {e})",
             prefix.display()
-        ),
-        source,
+        )))
     })?;
     let mut packages = Vec::new();
     let mut release = None;

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::errors::InputContext;
 use anyhow::{Context, Result};
 
 /// File name endings that are never ELF files (skipped without opening them: a Python package
@@ -24,7 +25,7 @@ pub fn loadable(p: &Path) -> Result<Vec<PathBuf>> {
 pub fn loadable_or_unreadable(p: &Path) -> Result<Found> {
     let mut out = (Vec::new(), Vec::new());
     let meta =
-        std::fs::symlink_metadata(p).with_context(|| format!("cannot read {}", p.display()))?;
+        std::fs::symlink_metadata(p).input_context(|| format!("cannot read {}", p.display()))?;
     if meta.is_dir() {
         walk(p, &mut out)?;
         out.0.sort();

@@ -18,6 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use crate::errors::InputContext;
 use anyhow::{bail, Context, Result};
 use cudist_catalog::{Catalog, SonameClass};
 use cudist_elf::patch::{apply, Edits, SearchPathTag};
@@ -108,9 +109,12 @@ fn origin_relative(from_dir: &Path, target: &Path) -> String {
 /// Runs `cudist relink`.
 pub fn run(args: RelinkArgs, catalog: &Catalog) -> Result<ExitCode> {
     let tree = std::fs::canonicalize(&args.tree)
-        .with_context(|| format!("{}: not a directory", args.tree.display()))?;
+        .input_context(|| format!("{}: not a directory", args.tree.display()))?;
     if !tree.is_dir() {
-        bail!("{}: not a directory", args.tree.display());
+        return Err(crate::errors::input(format!(
+            "{}: not a directory",
+            args.tree.display()
+        )));
     }
     if !args.check && args.driver_runpath.is_none() && !args.origin {
         bail!("nothing to do: give --driver-runpath DIR, --origin or --check");

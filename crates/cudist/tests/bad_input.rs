@@ -210,3 +210,40 @@ fn one_bad_file_does_not_hide_the_rest_of_a_tree() {
         stdout(&o)
     );
 }
+
+/// One exit-code contract for every command: an input given on the command line that does not exist,
+/// or is not what the command reads, exits 3 (not 1, which doctor also uses for "will fail to
+/// load"), naming the path.
+#[test]
+fn every_command_exits_3_for_a_missing_or_wrong_input() {
+    let work = tempfile::tempdir().unwrap();
+    let missing = work.path().join("missing");
+    let m = missing.to_str().unwrap();
+    let bad_profile = work.path().join("host.json");
+    std::fs::write(&bad_profile, "{not json").unwrap();
+    let b = bad_profile.to_str().unwrap();
+    let not_a_root = work.path().join("empty");
+    std::fs::create_dir_all(&not_a_root).unwrap();
+    let e = not_a_root.to_str().unwrap();
+    let out = work.path().join("out");
+    let o_ = out.to_str().unwrap();
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["inspect", m],
+        vec!["repair", m, "-w", o_],
+        vec!["doctor", m],
+        vec!["doctor", "--host", b, "/bin/sh"],
+        vec!["relink", "--check", m],
+        vec!["split", m, "-o", o_],
+        vec!["toolkit", "env", e],
+        vec!["toolkit", "--site-packages", m, "-o", o_],
+        vec!["toolkit", "--conda-prefix", m, "-o", o_],
+    ];
+    for args in cases {
+        let o = cudist(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(3), "{args:?}: {err}");
+        let named = args.iter().skip(1).any(|a| a.starts_with('/') && err.contains(a));
+        assert!(named, "{args:?}: the message names the input: {err}");
+        assert!(!out.exists(), "{args:?} wrote {o_}");
+    }
+}

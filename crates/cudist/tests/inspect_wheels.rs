@@ -506,7 +506,10 @@ fn catalog_command_answers() {
     );
     // The requirement repair writes, per SONAME: the releases that ship it.
     let t = stdout(&cudist(&["catalog", "lib", "libnvToolsExt.so.1"]));
-    assert!(t.contains("REQUIRES (repair)") && t.contains(">=12,<12.9"), "{t}");
+    assert!(
+        t.contains("REQUIRES (repair)") && t.contains(">=12,<12.9"),
+        "{t}"
+    );
     let t = stdout(&cudist(&["catalog", "lib", "libnvrtc.so.11.0"]));
     assert!(t.contains("libnvrtc.so.11.0: in no wheel"), "{t}");
     let o = cudist(&["catalog", "lib", "libnotcuda.so.3"]);

@@ -4,7 +4,8 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use crate::errors::InputContext;
+use anyhow::Result;
 use cudist_catalog::{driver_version_key, Catalog, CudaVersion};
 use serde::{Deserialize, Serialize};
 
@@ -61,7 +62,7 @@ impl Host {
     pub fn load(path: &Path) -> Result<Host> {
         let text = cudist_fs::read_bounded(path, cudist_fs::SMALL_FILE)?;
         let text = String::from_utf8_lossy(&text);
-        let host: Host = serde_json::from_str(&text).with_context(|| {
+        let host: Host = serde_json::from_str(&text).input_context(|| {
             format!(
                 "{}: not a host profile (the format `cudist doctor --write-host` writes; docs/doctor.md)",
                 path.display()
@@ -69,10 +70,10 @@ impl Host {
         })?;
         if let Some(d) = &host.driver {
             if driver_version_key(d).first().is_none_or(|m| *m == 0) {
-                anyhow::bail!(
+                return Err(crate::errors::input(format!(
                     "{}: driver {d:?} is not a driver version (e.g. 570.26)",
                     path.display()
-                );
+                )));
             }
         }
         Ok(host)

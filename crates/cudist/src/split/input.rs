@@ -16,6 +16,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::errors::InputContext;
 use anyhow::{bail, Context, Result};
 use cudist_catalog::Catalog;
 use serde::Deserialize;
@@ -74,7 +75,7 @@ pub fn read(
     // `scratch` is the directory unpacked archives go to (in a directory of its own with an
     // unpredictable name, removed with the input).
     let entries: Vec<std::fs::DirEntry> = std::fs::read_dir(input)
-        .with_context(|| format!("{}: not a directory", input.display()))?
+        .input_context(|| format!("{}: not a directory", input.display()))?
         .flatten()
         .collect();
     let name_of = |e: &std::fs::DirEntry| e.file_name().to_string_lossy().into_owned();

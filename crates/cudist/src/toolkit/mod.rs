@@ -429,11 +429,11 @@ pub fn run_env(args: EnvArgs, catalog: &Catalog) -> Result<ExitCode> {
         Some(root) => {
             let root = std::path::absolute(root)?;
             if !root.join(environment::MARKER).is_file() && !root.join("version.json").is_file() {
-                bail!(
+                return Err(crate::errors::input(format!(
                     "{}: not a CUDA root (no version.json); make one with `cudist toolkit --out {}`",
                     root.display(),
                     root.display()
-                );
+                )));
             }
             let some = |p: PathBuf| if p.is_dir() { vec![p] } else { vec![] };
             let mut incs = some(root.join("include"));
