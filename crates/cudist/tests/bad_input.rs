@@ -242,7 +242,10 @@ fn every_command_exits_3_for_a_missing_or_wrong_input() {
         let o = cudist(&args);
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(3), "{args:?}: {err}");
-        let named = args.iter().skip(1).any(|a| a.starts_with('/') && err.contains(a));
+        let named = args
+            .iter()
+            .skip(1)
+            .any(|a| a.starts_with('/') && err.contains(a));
         assert!(named, "{args:?}: the message names the input: {err}");
         assert!(!out.exists(), "{args:?} wrote {o_}");
     }

@@ -273,6 +273,36 @@ fn a_wheel_no_policy_allows_is_unportable_and_says_what_decides_it() {
 }
 
 #[test]
+fn strict_and_fail_on_turn_verdicts_into_exit_code_1() {
+    let libs = Libs::new();
+    let ext = libs.extension(&[("c12", "cublas")], None);
+    let out = tempfile::tempdir().unwrap();
+    let w = wheel(out.path(), "unres", &[], &[(EXT, ext)]);
+    assert_eq!(
+        inspect_json(&[&w], 0)["artifacts"][0]["verdict"]["status"],
+        "unresolved"
+    );
+    let code = |extra: &[&str]| {
+        let mut args = vec!["inspect", w.as_str()];
+        args.extend_from_slice(extra);
+        let o = cudist(&args);
+        (o.status.code(), stderr(&o))
+    };
+    assert_eq!(code(&[]).0, Some(0), "a verdict alone does not fail");
+    let (c, err) = code(&["--strict"]);
+    assert_eq!(c, Some(1));
+    assert!(err.contains("verdict unresolved (--strict)"), "{err}");
+    assert_eq!(code(&["--fail-on", "bloated,unresolved"]).0, Some(1));
+    assert_eq!(code(&["--fail-on", "bloated"]).0, Some(0));
+    assert_eq!(code(&["--fail-on", "sideways"]).0, Some(2));
+    // JSON output keeps its shape; the exit code says it.
+    assert_eq!(code(&["--json", "--strict"]).0, Some(1));
+    // The fixtures are OK: --strict passes.
+    let o = cudist(&["inspect", "--strict", fixtures().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+#[test]
 fn a_guessed_major_is_said_to_be_a_guess() {
     // libcurand.so.10 alone: CUDA 11, 12 and 13 all ship it, nothing says which.
     let libs = Libs::new();

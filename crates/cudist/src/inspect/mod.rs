@@ -6,6 +6,7 @@ mod render;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use cudist_analysis::model::VerdictStatus;
 use cudist_catalog::Catalog;
 
 use crate::util::{self, outln};
@@ -27,6 +28,28 @@ pub struct InspectArgs {
     /// Print only the device-code listing, in the exact format of `cuobjdump --list-elf --list-ptx`.
     #[arg(long, conflicts_with_all = ["json", "files", "entries"])]
     pub cuobjdump: bool,
+    /// Exit with code 1 when an artifact's verdict is one of these (comma-separated: unportable,
+    /// bloated, unresolved, bundles-driver), to fail a CI job on it. Unreadable inputs still exit 3.
+    #[arg(long, value_name = "KINDS", value_delimiter = ',', value_parser = parse_status)]
+    pub fail_on: Vec<VerdictStatus>,
+    /// Exit with code 1 when any artifact's verdict is not OK (--fail-on with every kind).
+    #[arg(long, conflicts_with = "fail_on")]
+    pub strict: bool,
+}
+
+/// A `--fail-on` kind: a verdict status as the JSON writes it.
+fn parse_status(s: &str) -> Result<VerdictStatus, String> {
+    Ok(match s {
+        "unportable" => VerdictStatus::Unportable,
+        "bloated" => VerdictStatus::Bloated,
+        "unresolved" => VerdictStatus::Unresolved,
+        "bundles-driver" => VerdictStatus::BundlesDriver,
+        _ => {
+            return Err(format!(
+                "{s:?}: expected unportable, bloated, unresolved or bundles-driver"
+            ))
+        }
+    })
 }
 
 pub fn run(args: InspectArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
@@ -54,10 +77,29 @@ pub fn run(args: InspectArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
             .flat_map(|a| a.problems.iter().map(move |p| (Some(a.path.as_str()), p)));
         util::print_input_errors(report.errors.iter().map(|e| (None, e)).chain(inside));
     }
-    Ok(if report.summary.errors == 0 {
+    if report.summary.errors > 0 {
+        return Ok(ExitCode::from(util::EXIT_INPUT));
+    }
+    let fails =
+        |s: VerdictStatus| s != VerdictStatus::Ok && (args.strict || args.fail_on.contains(&s));
+    let failing: Vec<&cudist_analysis::model::Artifact> = report
+        .artifacts
+        .iter()
+        .filter(|a| fails(a.verdict.status))
+        .collect();
+    for a in &failing {
+        let status = serde_json::to_value(a.verdict.status)?;
+        eprintln!(
+            "cudist inspect: {}: verdict {} ({})",
+            a.path,
+            status.as_str().unwrap_or_default(),
+            if args.strict { "--strict" } else { "--fail-on" }
+        );
+    }
+    Ok(if failing.is_empty() {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(util::EXIT_INPUT)
+        ExitCode::from(1)
     })
 }
 
