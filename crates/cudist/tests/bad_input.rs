@@ -230,6 +230,7 @@ fn every_command_exits_3_for_a_missing_or_wrong_input() {
     let cases: Vec<Vec<&str>> = vec![
         vec!["inspect", m],
         vec!["repair", m, "-w", o_],
+        vec!["repair", "--build-env", m, "-w", o_, e],
         vec!["doctor", m],
         vec!["doctor", "--host", b, "/bin/sh"],
         vec!["relink", "--check", m],

@@ -101,10 +101,10 @@ fn parse_glob(s: &str) -> std::result::Result<glob::Pattern, String> {
 pub fn run(args: RepairArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
     if let Some(b) = &args.build_env {
         if !b.is_dir() {
-            anyhow::bail!(
+            return Err(crate::errors::input(format!(
                 "--build-env {}: not a directory (give the build environment's site-packages)",
                 b.display()
-            );
+            )));
         }
     }
     // Directories stand for the wheels in them.
