@@ -102,11 +102,8 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let platform = platform::evaluate(
-        elfs.iter().map(|a| &a.report),
-        &|_| false,
-        &platform::FileTag::of(&file_name),
-    );
+    let file_tag = platform::FileTag::of(&file_name);
+    let platform = platform::evaluate(elfs.iter().map(|a| &a.report), &|_| false, &file_tag);
     let mut verdict = verdict(
         kind,
         &cuda_needed,
@@ -116,16 +113,10 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         &device,
     );
     // A Linux wheel (not one for Android, iOS, …) that no policy allows.
-    let linux_tagged = file_name
-        .trim_end_matches(".whl")
-        .rsplit('-')
-        .next()
-        .is_some_and(|plat| {
-            plat.split('.').any(|t| {
-                t.starts_with("linux_") || t.starts_with("manylinux") || t.starts_with("musllinux")
-            })
-        });
-    if kind == ArtifactKind::Wheel && linux_tagged && platform.policy.as_deref() == Some("linux") {
+    if kind == ArtifactKind::Wheel
+        && file_tag.is_linux()
+        && platform.policy.as_deref() == Some("linux")
+    {
         unportable(&platform, &mut verdict);
     }
     let conda = conda.map(|c| conda_check(c, &cuda_needed, catalog, &mut verdict));

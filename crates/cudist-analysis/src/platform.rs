@@ -96,6 +96,14 @@ impl FileTag {
     }
 }
 
+impl FileTag {
+    /// Whether the file name's tag is a Linux one (`linux_*`, `manylinux*`, `musllinux*`) for an
+    /// architecture a policy covers: not Android, iOS or macOS.
+    pub fn is_linux(&self) -> bool {
+        self.arch.is_some() && self.libc.as_deref() != Some("android")
+    }
+}
+
 /// What decides one ELF file's platform tag besides its libraries and versions (auditwheel's
 /// per-file readings). `path` is the file's path in the artifact (its name matters: module names
 /// and the libc suffixes of extension modules).

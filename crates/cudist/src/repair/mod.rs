@@ -328,11 +328,10 @@ pub fn repair(inputs: &[PathBuf], catalog: &Catalog, opts: &Options) -> Report {
         }
         match result {
             Ok(w) => wheels.push(w),
-            Err(e) => errors.push(cudist_analysis::model::InputError {
-                path: p.display().to_string(),
-                error: format!("{e:#}"),
-                hint: crate::errors::hint(&e).map(str::to_string),
-            }),
+            Err(e) => errors.push(cudist_analysis::error::input_error(
+                p.display().to_string(),
+                e.as_ref(),
+            )),
         }
     }
     Report {
