@@ -63,6 +63,93 @@ pub enum Error {
     /// An ELF file's device code could not be read.
     #[error(transparent)]
     Device(#[from] DeviceCodeError),
+    /// An ELF file could not be rewritten.
+    #[error(transparent)]
+    Patch(#[from] cudist_elf::patch::PatchError),
+    /// A JSON document could not be read or written.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// An error with what was being done when it happened ([`ResultExt::context`]).
+    #[error("{context}")]
+    Context {
+        /// What was being done (`cannot write /out/lib64/libcudart.so`).
+        context: String,
+        /// The error itself, kept in the chain.
+        #[source]
+        source: Box<dyn StdError + Send + Sync + 'static>,
+    },
+    /// An error that makes the input the culprit ([`ResultExt::input_context`]): a path given to
+    /// the library that does not exist or is not what it reads. [`is_bad_input`] says so.
+    #[error("{context}")]
+    Input {
+        /// What is wrong with the input, naming it.
+        context: String,
+        /// The error itself, kept in the chain.
+        #[source]
+        source: Box<dyn StdError + Send + Sync + 'static>,
+    },
+}
+
+/// A [`Result`](std::result::Result) with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Says what was being done when an error happened, keeping the error in the chain (as the
+/// command-line tool's `anyhow` does for its own errors).
+pub trait ResultExt<T> {
+    /// Wraps an error in `context`.
+    fn context(self, context: impl std::fmt::Display) -> Result<T>;
+    /// Wraps an error in the context `f` makes (only made when there is an error).
+    fn with_context<C: std::fmt::Display>(self, f: impl FnOnce() -> C) -> Result<T>;
+    /// Wraps an error in `f`'s context and makes the input the culprit (exit code 3).
+    fn input_context(self, f: impl FnOnce() -> String) -> Result<T>;
+}
+
+impl<T, E: StdError + Send + Sync + 'static> ResultExt<T> for std::result::Result<T, E> {
+    fn context(self, context: impl std::fmt::Display) -> Result<T> {
+        self.map_err(|e| Error::Context {
+            context: context.to_string(),
+            source: Box::new(e),
+        })
+    }
+    fn with_context<C: std::fmt::Display>(self, f: impl FnOnce() -> C) -> Result<T> {
+        self.map_err(|e| Error::Context {
+            context: f().to_string(),
+            source: Box::new(e),
+        })
+    }
+    fn input_context(self, f: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|e| Error::Input {
+            context: f(),
+            source: Box::new(e),
+        })
+    }
+}
+
+/// A missing value becomes an error said in words ([`Error::Message`]), or with
+/// `input_context`, a bad input ([`Error::Bad`]).
+impl<T> ResultExt<T> for Option<T> {
+    fn context(self, context: impl std::fmt::Display) -> Result<T> {
+        self.ok_or_else(|| Error::Message(context.to_string()))
+    }
+    fn with_context<C: std::fmt::Display>(self, f: impl FnOnce() -> C) -> Result<T> {
+        self.ok_or_else(|| Error::Message(f().to_string()))
+    }
+    fn input_context(self, f: impl FnOnce() -> String) -> Result<T> {
+        self.ok_or_else(|| bad_input(f()))
+    }
+}
+
+/// An error said in words ([`Error::Message`]), returned at once: `bail!("{x} is not a root")`.
+#[macro_export]
+macro_rules! bail {
+    ($($arg:tt)*) => {
+        return Err($crate::error::Error::Message(format!($($arg)*)))
+    };
+}
+
+/// A bad input said in words, naming it ([`Error::Bad`]): exit code 3 in the command-line tool.
+pub fn bad_input(message: impl Into<String>) -> Error {
+    Error::Bad(BadInput(message.into()))
 }
 
 /// An input that cannot be read or is malformed, said in one sentence that names the file: the
@@ -113,6 +200,8 @@ fn unwrapped<'a>(c: &'a (dyn StdError + 'static)) -> &'a (dyn StdError + 'static
         Some(Error::Bad(e)) => e,
         Some(Error::Read(e)) => e,
         Some(Error::Path(e)) => e,
+        Some(Error::Patch(e)) => e,
+        Some(Error::Json(e)) => e,
         _ => c,
     }
 }
@@ -123,6 +212,7 @@ fn unwrapped<'a>(c: &'a (dyn StdError + 'static)) -> &'a (dyn StdError + 'static
 pub fn is_bad_input<'a>(causes: impl IntoIterator<Item = &'a (dyn StdError + 'static)>) -> bool {
     causes.into_iter().map(unwrapped).any(|c| {
         c.is::<BadInput>()
+            || matches!(c.downcast_ref::<Error>(), Some(Error::Input { .. }))
             || c.is::<cudist_wheel::WheelError>()
             || c.is::<cudist_elf::ElfError>()
             || c.is::<cudist_fatbin::FatbinError>()
@@ -231,5 +321,30 @@ mod tests {
         assert!(!is_bad_input(chain(&io)));
         assert_eq!(hint(chain(&io)), None);
         assert!(is_bad_input(chain(&BadInput("x: broken".into()))));
+
+        // Context keeps the reader's error in the chain; input context makes any error the input's.
+        let missing: Result<()> = Err(std::io::Error::from(std::io::ErrorKind::NotFound).into());
+        let wrapped = missing.context("cannot read /x/version.json").unwrap_err();
+        assert_eq!(
+            message(&wrapped),
+            format!(
+                "cannot read /x/version.json: {}",
+                std::io::Error::from(std::io::ErrorKind::NotFound)
+            )
+        );
+        assert!(!is_bad_input(chain(&wrapped)));
+        let not_elf: Result<()> = Err(Error::Elf {
+            context: "lib/x.so".into(),
+            source: cudist_elf::ElfError::NotElf,
+        });
+        let e = not_elf.context("cannot relink /x").unwrap_err();
+        assert!(is_bad_input(chain(&e)));
+        assert!(hint(chain(&e)).unwrap().contains("cut short"));
+        let given: Result<()> = Err(std::io::Error::from(std::io::ErrorKind::NotFound).into());
+        let e = given
+            .input_context(|| "/x: no such root".into())
+            .unwrap_err();
+        assert!(is_bad_input(chain(&e)));
+        assert!(message(&e).starts_with("/x: no such root: "));
     }
 }

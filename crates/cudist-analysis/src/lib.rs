@@ -13,6 +13,8 @@
 //! - [`device`]: an ELF file's fatbin entries as the model lists them, and cuobjdump's listing.
 //! - [`environment`]: the CUDA packages of a Python environment or a conda prefix, each file with
 //!   its place in a CUDA root (what `toolkit` assembles, `split` packages, `doctor` reports).
+//! - [`elf_files`]: the executables and shared objects below a directory, told apart by their
+//!   first bytes (what `relink` and `doctor` work on).
 //! - [`error`]: why an input could not be read, and whether an error is the input's fault.
 //! - [`platform`]: which manylinux or musllinux policy an artifact satisfies, by auditwheel's
 //!   rules, with the CUDA libraries of NVIDIA's wheels not counted as system libraries.
@@ -52,6 +54,7 @@
 pub mod analyse;
 pub mod artifact;
 pub mod device;
+pub mod elf_files;
 pub mod environment;
 pub mod error;
 pub mod model;

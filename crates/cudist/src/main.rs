@@ -6,7 +6,6 @@
 
 mod catalog_cmd;
 mod doctor;
-mod elf_files;
 mod errors;
 mod inspect;
 mod relink;

@@ -119,7 +119,7 @@ pub fn run(args: RelinkArgs, catalog: &Catalog) -> Result<ExitCode> {
     if !args.check && args.driver_runpath.is_none() && !args.origin {
         bail!("nothing to do: give --driver-runpath DIR, --origin or --check");
     }
-    let (files, unreadable) = crate::elf_files::loadable_or_unreadable(&tree)?;
+    let (files, unreadable) = cudist_analysis::elf_files::loadable_or_unreadable(&tree)?;
     if let Some((f, e)) = unreadable.first() {
         return Err(crate::errors::input(format!(
             "{}: cannot be read ({e}){}; relink reads every file of the tree before it changes \

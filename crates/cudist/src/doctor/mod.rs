@@ -767,7 +767,7 @@ pub fn run(mut args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
     }
     let mut files = Vec::new();
     for p in &args.paths {
-        files.extend(crate::elf_files::loadable(p)?);
+        files.extend(cudist_analysis::elf_files::loadable(p)?);
     }
     if files.is_empty() {
         anyhow::bail!(

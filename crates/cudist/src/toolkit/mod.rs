@@ -1,15 +1,9 @@
 //! `cudist toolkit`: one CUDA root (a `CUDA_HOME`) assembled from the CUDA wheels of an
 //! environment, so nvcc, CMake's FindCUDAToolkit and pkg-config work against the same files the
-//! program will load at run time.
+//! program will load at run time; `cudist toolkit env`: the variables to use it.
 //!
-//! cudist-analysis's [`environment`](cudist_analysis::environment) reads the environment, [`plan`] places every file and refuses environments that
-//! cannot make one toolkit, [`generate`] adds what the wheels lack (links, the driver stub,
-//! nvcc.profile, version files, pkg-config), [`write`] writes the root or, with `--in-place`, only
-//! the missing links inside the environment. `cudist toolkit env` prints the variables to use it.
-
-pub mod generate;
-pub mod plan;
-pub mod write;
+//! The work is cudist-toolkit's ([`cudist_toolkit`]: plan, generate, write, env); this module turns
+//! arguments into its calls and renders the report.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -20,7 +14,8 @@ use cudist_catalog::Catalog;
 use serde::Serialize;
 
 use crate::util::{self, outln, Style, Table};
-use cudist_analysis::environment::{self, check_versions, Source, SourceKind, Spec};
+use cudist_analysis::environment::{check_versions, Source, SourceKind, Spec};
+use cudist_toolkit::{env, generate, plan, write};
 
 /// Which environment to read, as given on the command line.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -151,23 +146,7 @@ pub struct CudaRow {
 }
 
 fn read_source(args: &SourceArgs, catalog: &Catalog) -> Result<Source> {
-    let source = Source::read(&args.spec()?, catalog)?;
-    if source.packages.is_empty() {
-        let looked: Vec<String> = source
-            .roots
-            .iter()
-            .map(|r| r.display().to_string())
-            .collect();
-        bail!(
-            "no CUDA packages in {} (looked in: {}). Install the CUDA wheels first, e.g. \
-             `pip install nvidia-cuda-runtime nvidia-cuda-nvcc nvidia-nvvm nvidia-cuda-crt nvidia-cuda-cccl` (CUDA 13) \
-             or `pip install nvidia-cuda-runtime-cu12 nvidia-cuda-nvcc-cu12` (CUDA 12), or point --python / --site-packages / \
-             --conda-prefix at the environment that has them",
-            source.description,
-            if looked.is_empty() { "no site-packages found".to_string() } else { looked.join(", ") }
-        );
-    }
-    Ok(source)
+    Ok(cudist_toolkit::read_source(&args.spec()?, catalog)?)
 }
 
 /// Runs `cudist toolkit` (assemble, or `--in-place`).
@@ -390,104 +369,58 @@ fn render(r: &Report, style: Style) -> String {
     s
 }
 
-/// The variables that point build tools at a root: `(name, value, prepend)`.
-fn env_vars(
-    roots: &[PathBuf],
-    bins: &[PathBuf],
-    libs: &[PathBuf],
-    incs: &[PathBuf],
-    pkgconfig: &[PathBuf],
-) -> Vec<(&'static str, Vec<String>, bool)> {
-    let s = |v: &[PathBuf]| {
-        v.iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-    };
-    let mut vars = Vec::new();
-    if let Some(root) = roots.first() {
-        let r = vec![root.display().to_string()];
-        vars.push(("CUDA_HOME", r.clone(), false));
-        vars.push(("CUDA_PATH", r.clone(), false));
-        vars.push(("CUDAToolkit_ROOT", r, false));
-    }
-    for (name, v) in [
-        ("PATH", bins),
-        ("LIBRARY_PATH", libs),
-        ("CPATH", incs),
-        ("PKG_CONFIG_PATH", pkgconfig),
-    ] {
-        if !v.is_empty() {
-            vars.push((name, s(v), true));
-        }
-    }
-    vars
-}
-
 /// Runs `cudist toolkit env`.
 pub fn run_env(args: EnvArgs, catalog: &Catalog) -> Result<ExitCode> {
-    let (roots, bins, libs, incs, pcs, notes) = match &args.root {
-        Some(root) => {
-            let root = std::path::absolute(root)?;
-            if !root.join(environment::MARKER).is_file() && !root.join("version.json").is_file() {
-                return Err(crate::errors::input(format!(
-                    "{}: not a CUDA root (no version.json); make one with `cudist toolkit --out {}`",
-                    root.display(),
-                    root.display()
-                )));
-            }
-            let some = |p: PathBuf| if p.is_dir() { vec![p] } else { vec![] };
-            let mut incs = some(root.join("include"));
-            incs.extend(some(root.join("include/cccl")));
-            let mut notes = vec![];
-            if !root.join("bin/nvcc").exists() {
-                notes.push(format!(
-                    "no nvcc in this root: CMake's FindCUDAToolkit finds it only through -DCUDAToolkit_ROOT={} \
-                     (the CUDAToolkit_ROOT environment variable is not enough without nvcc)",
-                    root.display()
-                ));
-            }
-            (
-                vec![root.clone()],
-                some(root.join("bin")),
-                some(root.join("lib64")),
-                incs,
-                some(root.join("lib64/pkgconfig")),
-                notes,
-            )
-        }
+    let dirs = match &args.root {
+        Some(root) => env::of_root(root)?,
         None => {
             let source = read_source(&args.source, catalog)?;
             check_versions(&source, catalog)?;
-            env_of_wheel_dirs(&source)
+            env::of_wheel_dirs(&source)
         }
     };
-    let vars = env_vars(&roots, &bins, &libs, &incs, &pcs);
+    let vars = env::variables(&dirs);
     if args.json {
         let set: serde_json::Map<String, serde_json::Value> = vars
             .iter()
-            .filter(|v| !v.2)
-            .map(|(k, v, _)| (k.to_string(), serde_json::Value::from(v[0].clone())))
+            .filter(|v| !v.prepend)
+            .map(|v| {
+                (
+                    v.name.to_string(),
+                    serde_json::Value::from(v.values[0].clone()),
+                )
+            })
             .collect();
         let prepend: serde_json::Map<String, serde_json::Value> = vars
             .iter()
-            .filter(|v| v.2)
-            .map(|(k, v, _)| (k.to_string(), serde_json::Value::from(v.clone())))
+            .filter(|v| v.prepend)
+            .map(|v| {
+                (
+                    v.name.to_string(),
+                    serde_json::Value::from(v.values.clone()),
+                )
+            })
             .collect();
         let doc = serde_json::json!({
             "schema": "cudist.toolkit.env/1",
-            "root": roots.first().map(|r| r.display().to_string()),
+            "root": dirs.roots.first().map(|r| r.display().to_string()),
             "set": set,
             "prepend": prepend,
-            "notes": notes,
+            "notes": dirs.notes,
         });
         outln!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
     let mut s = String::new();
-    for n in &notes {
+    for n in &dirs.notes {
         s.push_str(&format!("# {n}\n"));
     }
-    for (name, values, prepend) in vars {
+    for env::Var {
+        name,
+        values,
+        prepend,
+    } in vars
+    {
         let quoted: Vec<String> = values.iter().map(|v| sh_quote(v)).collect();
         match (args.shell.as_str(), prepend) {
             ("fish", false) => s.push_str(&format!("set -gx {name} {}\n", quoted[0])),
@@ -501,70 +434,6 @@ pub fn run_env(args: EnvArgs, catalog: &Catalog) -> Result<ExitCode> {
     }
     util::emit(&s);
     Ok(ExitCode::SUCCESS)
-}
-
-type EnvDirs = (
-    Vec<PathBuf>,
-    Vec<PathBuf>,
-    Vec<PathBuf>,
-    Vec<PathBuf>,
-    Vec<PathBuf>,
-    Vec<String>,
-);
-
-/// The environment's own wheel directories: CUDA 13's merged `nvidia/cu13` is a root by itself;
-/// CUDA 11/12's per-component directories are listed one by one (there is no single root).
-fn env_of_wheel_dirs(source: &Source) -> EnvDirs {
-    let mut dirs = std::collections::BTreeSet::new();
-    for p in &source.packages {
-        for f in &p.files {
-            let mut parts = f.rel.splitn(4, '/');
-            if let (Some("nvidia"), Some(comp), Some(top)) =
-                (parts.next(), parts.next(), parts.next())
-            {
-                if parts.next().is_some() {
-                    dirs.insert((p.root.join("nvidia").join(comp), top.to_string()));
-                }
-            }
-        }
-    }
-    let pick = |top: &str| -> Vec<PathBuf> {
-        dirs.iter()
-            .filter(|(_, t)| t == top)
-            .map(|(d, _)| d.join(top))
-            .collect()
-    };
-    let merged: Vec<PathBuf> = dirs
-        .iter()
-        .map(|(d, _)| d.clone())
-        .filter(|d| {
-            d.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("cu1"))
-        })
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let mut incs = pick("include");
-    incs.extend(
-        incs.clone()
-            .iter()
-            .map(|i| i.join("cccl"))
-            .filter(|p| p.is_dir())
-            .collect::<Vec<_>>(),
-    );
-    let mut notes = Vec::new();
-    let roots = if merged.len() == 1 {
-        merged
-    } else {
-        notes.push(
-            "per-component CUDA wheels have no single CUDA root: CUDA_HOME is not set; `cudist toolkit --out DIR` makes one"
-                .to_string(),
-        );
-        vec![]
-    };
-    let mut libs = pick("lib");
-    libs.extend(pick("lib64"));
-    (roots, pick("bin"), libs, incs, vec![], notes)
 }
 
 fn sh_quote(s: &str) -> String {

@@ -3,8 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::errors::InputContext;
-use anyhow::{Context, Result};
+use crate::error::{Result, ResultExt};
 
 /// File name endings that are never ELF files (skipped without opening them: a Python package
 /// holds thousands of sources and headers).

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use cudist_analysis::error::{Result, ResultExt};
 use cudist_conda::{Content, Entry, NewPackage, RunExports, WriteOptions};
 use sha2::{Digest, Sha256};
 
@@ -88,7 +88,7 @@ pub fn write(
             let content = match (&f.target, &f.source) {
                 (Some(t), _) => Content::Link(t.clone()),
                 (None, Some(s)) => Content::File(s.clone()),
-                (None, None) => anyhow::bail!("{}: no source file", f.path),
+                (None, None) => cudist_analysis::bail!("{}: no source file", f.path),
             };
             let (entries, fingerprint) = by_output.entry(f.output.as_str()).or_default();
             let path = prefix_path(&f.path);

@@ -16,8 +16,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::errors::InputContext;
-use anyhow::{bail, Context, Result};
+use cudist_analysis::bail;
+use cudist_analysis::error::{Result, ResultExt};
 use cudist_catalog::Catalog;
 use serde::Deserialize;
 
@@ -32,7 +32,9 @@ pub struct InputComponent {
     pub package: String,
     /// The pip name, for PEP 508 pins (wheels only).
     pub pip: Option<String>,
+    /// Its version.
     pub version: String,
+    /// Its license, as its metadata states it.
     pub license: Option<String>,
     /// (path in a CUDA root, file on disk); licenses under `share/licenses/`.
     pub files: Vec<(String, PathBuf)>,
@@ -43,7 +45,9 @@ pub struct InputComponent {
 pub struct Input {
     /// `site-packages`, `redist` or `tree`.
     pub kind: &'static str,
+    /// The CUDA major, when every component agrees on one.
     pub cuda_major: Option<u32>,
+    /// The components, each with its files.
     pub components: Vec<InputComponent>,
     /// Archives given by `--manifest` whose platform entry is missing from the directory.
     pub missing: Vec<String>,
@@ -240,7 +244,7 @@ fn read_manifest(path: &Path) -> Result<(Option<String>, Vec<Expected>)> {
         })?;
         // Archives are looked for below the input directory only.
         cudist_fs::within_root(&archive.relative_path).map_err(|e| {
-            crate::errors::input(format!(
+            cudist_analysis::error::bad_input(format!(
                 "{}: {key}.{}.relative_path: {e}",
                 path.display(),
                 redist_platform()
@@ -271,8 +275,9 @@ fn unpack(archive: &Path, dest: &Path) -> Result<()> {
     let mut tar = tar::Archive::new(liblzma::read::XzDecoder::new(std::io::BufReader::new(f)));
     std::fs::create_dir_all(dest)?;
     let mut u = cudist_fs::Unpacker::new(dest, cudist_fs::limits().unpacked)?;
-    let named =
-        |e: cudist_fs::ExtractError| crate::errors::input(format!("{}: {e}", archive.display()));
+    let named = |e: cudist_fs::ExtractError| {
+        cudist_analysis::error::bad_input(format!("{}: {e}", archive.display()))
+    };
     for entry in tar
         .entries()
         .with_context(|| format!("{}: not a tar.xz archive", archive.display()))?
@@ -622,7 +627,7 @@ fn place(dest: &str, abs: &Path, major: Option<u32>, catalog: &Catalog) -> Optio
             .component
             .clone();
     }
-    if name.contains(".so") && crate::elf_files::is_loadable_elf(abs) {
+    if name.contains(".so") && cudist_analysis::elf_files::is_loadable_elf(abs) {
         let data = cudist_elf::map_file(abs).ok()?;
         let elf = cudist_elf::ElfFile::parse(&data).ok()?;
         let soname = elf.soname.unwrap_or_else(|| name.to_string());

@@ -1,5 +1,5 @@
-//! `cudist split`: a CUDA toolkit as components × outputs, the way conda-forge and Nixpkgs package
-//! it.
+//! A CUDA toolkit as components × outputs, the way conda-forge and Nixpkgs package it (what
+//! `cudist split` does: [`split`]).
 //!
 //! Every file gets a **component** (`cuda_cudart`, `libcublas`, … the key NVIDIA's manifests use,
 //! from the catalog's `components.toml` for the wheel that installed it) and an **output**:
@@ -25,52 +25,80 @@
 //! per component-output, with SONAME and linker-name links) and `conda` (`.conda` packages,
 //! [`conda`]).
 
-mod conda;
-mod input;
+pub mod conda;
+pub mod input;
 
 pub use input::Input;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use cudist_analysis::bail;
+use cudist_analysis::error::{Result, ResultExt};
+use cudist_catalog::linker_name;
 use cudist_catalog::Catalog;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::util::{self, outln};
-use cudist_catalog::linker_name;
+/// What a split writes ([`split`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `split.json` and `features.json` only.
+    Manifest,
+    /// One directory per component-output, with SONAME and linker-name links.
+    Dirs,
+    /// One `.conda` package per component-output in `<subdir>/`, and a metapackage.
+    Conda,
+}
 
-/// `cudist split` arguments.
-#[derive(clap::Args, Debug)]
-pub struct SplitArgs {
-    /// A site-packages directory holding NVIDIA CUDA wheels, or a directory of NVIDIA
-    /// redistributable archives (`<component>-linux-<arch>-<version>-archive`, unpacked or
-    /// `.tar.xz`), or one unpacked archive.
-    #[arg(value_name = "INPUT")]
-    pub input: PathBuf,
-    /// NVIDIA's `redistrib_<ver>.json`: names the components and versions, and every archive is
-    /// checked against its sha256 and size before it is read.
-    #[arg(long, value_name = "redistrib.json")]
-    pub manifest: Option<PathBuf>,
-    /// Where to write (must not exist).
-    #[arg(long, short = 'o', value_name = "DIR")]
-    pub out: PathBuf,
-    /// `manifest` (split.json + features.json), `dirs` (one directory per component-output) or
-    /// `conda` (one .conda package per component-output, in DIR/<subdir>/, and a metapackage).
-    #[arg(long, default_value = "manifest", value_parser = ["manifest", "dirs", "conda"])]
-    pub format: String,
+/// How a split is written.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// What to write.
+    pub format: Format,
     /// zstd level of the `.conda` packages (1-22).
-    #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(i32).range(1..=22))]
     pub zstd_level: i32,
     /// The build number of the `.conda` packages.
-    #[arg(long, default_value_t = 0)]
     pub build_number: u64,
-    /// Print the report as JSON (the manifest, schema cudist.split/1).
-    #[arg(long)]
-    pub json: bool,
+}
+
+/// Splits `input` (a site-packages directory, NVIDIA's redistributable archives, or a toolkit
+/// tree; `manifest`: NVIDIA's `redistrib_<ver>.json` to verify archives against) and writes the
+/// result to `out`, which must not exist.
+///
+/// Written in a scratch directory with an unpredictable name beside `out` (removed on every
+/// error), then renamed: nothing half-written, nothing written through a planted link.
+pub fn split(
+    input: &Path,
+    manifest_json: Option<&Path>,
+    out: &Path,
+    options: &Options,
+    catalog: &Catalog,
+) -> Result<Manifest> {
+    if out.exists() {
+        bail!("{} exists; give another --out", out.display());
+    }
+    let out = std::path::absolute(out)?;
+    let parent = out
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| ".".into());
+    std::fs::create_dir_all(&parent)?;
+    let name = out
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let scratch = cudist_fs::scratch_dir(&parent, &name)
+        .with_context(|| format!("cannot create a directory in {}", parent.display()))?;
+    // Archives are unpacked below the scratch directory; removed when `what` is dropped.
+    let what = input::read(input, manifest_json, scratch.path(), catalog)?;
+    let m = manifest(input, &what, catalog)?;
+    let tmp = scratch.path().join("out");
+    write(&m, options, &tmp)?;
+    std::fs::rename(&tmp, &out).with_context(|| format!("cannot rename into {}", out.display()))?;
+    Ok(m)
 }
 
 /// The outputs, in the order conda-forge and Nixpkgs list them.
@@ -81,14 +109,21 @@ pub const OUTPUTS: &[&str] = &["lib", "dev", "static", "stubs", "bin", "doc", "s
 pub struct FileRow {
     /// The path in a CUDA root (`lib64/libcudart.so.13`).
     pub path: String,
+    /// The component (`cuda_cudart`).
     pub component: String,
+    /// The output (`lib`, `dev`, …).
     pub output: String,
     /// `file`, or `link` for a link cudist makes (its target in `target`).
     pub kind: &'static str,
+    /// The target of a link.
     pub target: Option<String>,
+    /// Its size in bytes (0 for a link).
     pub size: u64,
+    /// The sha256 of its content (none for a link).
     pub sha256: Option<String>,
+    /// The SONAME of a shared library.
     pub soname: Option<String>,
+    /// The SONAMEs it needs (DT_NEEDED).
     pub needed: Vec<String>,
     /// The installed file it is copied from (`dirs`); none for links.
     #[serde(skip)]
@@ -109,8 +144,11 @@ pub struct Pin {
 /// One component and its outputs.
 #[derive(Debug, Clone, Serialize)]
 pub struct ComponentRow {
+    /// The component (`cuda_cudart`).
     pub component: String,
+    /// The package or archive it came from.
     pub package: String,
+    /// Its version.
     pub version: String,
     /// The conda-forge package name of the `lib` output (`cuda-cudart`, `libcublas`).
     pub conda: String,
@@ -131,22 +169,30 @@ pub struct ComponentRow {
 /// package of the split.
 #[derive(Debug, Clone, Serialize)]
 pub struct Metapackage {
+    /// The conda package name (`cuda-toolkit`).
     pub name: String,
     /// The CUDA release: the runtime's version (else nvcc's, else the highest).
     pub version: String,
+    /// Every package of the split, pinned exactly.
     pub depends: Vec<String>,
 }
 
 /// The manifest (`--json` and `split.json`: schema `cudist.split/1`).
 #[derive(Debug, Serialize)]
 pub struct Manifest {
+    /// `cudist.split/1`.
     pub schema: &'static str,
+    /// The input as given.
     pub input: String,
     /// `site-packages`, `redist` or `tree`.
     pub input_kind: &'static str,
+    /// The CUDA major of the input, when it has one.
     pub cuda_major: Option<u32>,
+    /// Each component and its outputs.
     pub components: Vec<ComponentRow>,
+    /// The metapackage that depends on every package, when there is a runtime or compiler.
     pub metapackage: Option<Metapackage>,
+    /// Every file, placed.
     pub files: Vec<FileRow>,
     /// Destinations the input gave more than once, and which row the split placed there.
     pub collisions: Vec<Collision>,
@@ -424,7 +470,7 @@ fn placed_rows(
     rows: &mut Vec<FileRow>,
     unassigned: &mut Vec<String>,
 ) {
-    let is_so = dest.contains(".so") && crate::elf_files::is_loadable_elf(abs);
+    let is_so = dest.contains(".so") && cudist_analysis::elf_files::is_loadable_elf(abs);
     let (soname, needed) = if is_so {
         let data = cudist_elf::map_file(abs).ok();
         let elf = data
@@ -478,18 +524,22 @@ fn placed_rows(
 /// archive).
 #[derive(Debug, Clone, Serialize)]
 pub struct Skipped {
+    /// The path in the input.
     pub path: String,
+    /// Why it was not read.
     pub reason: String,
 }
 
 /// A destination that more than one row of the input claimed, and which one the split placed.
 #[derive(Debug, Clone, Serialize)]
 pub struct Collision {
+    /// The destination in a CUDA root.
     pub path: String,
     /// What the split placed there: `link -> TARGET (component)` or `file SOURCE (component)`.
     pub kept: String,
     /// What it did not place there, in the same form.
     pub dropped: Vec<String>,
+    /// Why that row was placed.
     pub reason: String,
 }
 
@@ -837,104 +887,7 @@ fn features(m: &Manifest) -> serde_json::Value {
     serde_json::Value::Object(out)
 }
 
-/// Runs `cudist split`.
-pub fn run(args: SplitArgs, catalog: &Catalog) -> Result<ExitCode> {
-    if args.out.exists() {
-        bail!("{} exists; give another --out", args.out.display());
-    }
-    // Written in a scratch directory with an unpredictable name beside --out (removed on every
-    // error), then renamed: nothing half-written, nothing written through a planted link.
-    let out = std::path::absolute(&args.out)?;
-    let parent = out
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| ".".into());
-    std::fs::create_dir_all(&parent)?;
-    let name = out
-        .file_name()
-        .unwrap_or_default()
-        .to_string_lossy()
-        .into_owned();
-    let scratch = cudist_fs::scratch_dir(&parent, &name)
-        .with_context(|| format!("cannot create a directory in {}", parent.display()))?;
-    // Archives are unpacked below the scratch directory; removed when `what` is dropped.
-    let what = input::read(
-        &args.input,
-        args.manifest.as_deref(),
-        scratch.path(),
-        catalog,
-    )?;
-    let m = manifest(&args.input, &what, catalog)?;
-    let tmp = scratch.path().join("out");
-    write(&m, &args, &tmp)?;
-    std::fs::rename(&tmp, &out).with_context(|| format!("cannot rename into {}", out.display()))?;
-    drop(what);
-    drop(scratch);
-    if args.json {
-        outln!("{}", serde_json::to_string_pretty(&m)?);
-    } else {
-        let mut s = format!(
-            "cudist split: {} components, {} files ({} unassigned) -> {} ({})\n",
-            m.components.len(),
-            m.files.len(),
-            m.unassigned.len(),
-            out.display(),
-            args.format
-        );
-        for c in &m.components {
-            let outs: Vec<String> = c.outputs.iter().map(|(o, n)| format!("{o}:{n}")).collect();
-            s.push_str(&format!(
-                "  {:<22} {:<12} {}\n",
-                c.component,
-                c.version,
-                outs.join(" ")
-            ));
-            for p in &c.run_exports {
-                s.push_str(&format!("    run_exports {}   ({})\n", p.conda, p.reason));
-            }
-            for (o, deps) in &c.depends {
-                s.push_str(&format!(
-                    "    {} depends {}\n",
-                    c.packages.get(o).map_or(o.as_str(), String::as_str),
-                    deps.join(", ")
-                ));
-            }
-        }
-        if let Some(meta) = &m.metapackage {
-            s.push_str(&format!(
-                "  metapackage {} {}: depends on {} packages\n",
-                meta.name,
-                meta.version,
-                meta.depends.len()
-            ));
-        }
-        for c in &m.missing {
-            s.push_str(&format!(
-                "  not in the input: {c} (listed by the manifest for {})\n",
-                input::redist_platform()
-            ));
-        }
-        for c in &m.collisions {
-            s.push_str(&format!(
-                "  {} given more than once: placed the {}, not the {} ({})\n",
-                c.path,
-                c.kept,
-                c.dropped.join(", the "),
-                c.reason
-            ));
-        }
-        for k in &m.skipped {
-            s.push_str(&format!("  not read: {}: {}\n", k.path, k.reason));
-        }
-        for u in &m.unassigned {
-            s.push_str(&format!("  unassigned (placed in doc): {u}\n"));
-        }
-        util::emit(&s);
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn write(m: &Manifest, args: &SplitArgs, dir: &Path) -> Result<()> {
+fn write(m: &Manifest, options: &Options, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir)?;
     let mut text = serde_json::to_string_pretty(m)?;
     text.push('\n');
@@ -942,7 +895,7 @@ fn write(m: &Manifest, args: &SplitArgs, dir: &Path) -> Result<()> {
     let mut f = serde_json::to_string_pretty(&features(m))?;
     f.push('\n');
     std::fs::write(dir.join("features.json"), f)?;
-    if args.format == "conda" {
+    if options.format == Format::Conda {
         let channel = dir.join(cudist_conda::host_subdir().0);
         std::fs::create_dir_all(&channel)?;
         let timestamp = match std::env::var("SOURCE_DATE_EPOCH") {
@@ -950,17 +903,17 @@ fn write(m: &Manifest, args: &SplitArgs, dir: &Path) -> Result<()> {
                 .parse()
                 .with_context(|| format!("SOURCE_DATE_EPOCH={v}: not a number of seconds"))?,
             Err(_) => std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)?
-                .as_secs() as i64,
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64),
         };
         let opts = cudist_conda::WriteOptions {
-            zstd_level: args.zstd_level,
+            zstd_level: options.zstd_level,
             timestamp,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
         };
-        conda::write(m, &channel, args.build_number, &opts)?;
+        conda::write(m, &channel, options.build_number, &opts)?;
     }
-    if args.format == "dirs" {
+    if options.format == Format::Dirs {
         for f in &m.files {
             // Every path comes from the input: a plain path inside its output directory.
             cudist_fs::member_name(&f.path)?;

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{Context, Result};
+use cudist_analysis::error::{Result, ResultExt};
 use cudist_catalog::Catalog;
 use serde::Serialize;
 
@@ -14,18 +14,24 @@ use cudist_analysis::environment::Source;
 /// One shared library of `lib64/` and the links made for it.
 #[derive(Debug, Clone, Serialize)]
 pub struct LibRow {
+    /// The file in `lib64/`.
     pub file: String,
+    /// Its SONAME, when it has one.
     pub soname: Option<String>,
     /// Links made: `libcudart.so` (and the SONAME, where the file has another name).
     pub links: Vec<String>,
+    /// The pkg-config files naming it.
     pub pkg_config: Vec<String>,
 }
 
 /// The driver stub, when one was made.
 #[derive(Debug, Clone, Serialize)]
 pub struct StubRow {
+    /// Where the stub is (`lib64/stubs/libcuda.so`).
     pub path: String,
+    /// Its SONAME (`libcuda.so.1`).
     pub soname: String,
+    /// How many driver API functions it defines.
     pub symbols: usize,
     /// `generated from include/cuda.h`, or the package that shipped it.
     pub from: String,
@@ -36,8 +42,11 @@ pub struct StubRow {
 /// What [`complete`] added.
 #[derive(Debug, Default, Serialize)]
 pub struct Generated {
+    /// The shared libraries of `lib64/` and their links.
     pub libraries: Vec<LibRow>,
+    /// The driver stub, when one was made.
     pub stub: Option<StubRow>,
+    /// What a user should know about the root (what it lacks, what was guessed).
     pub notes: Vec<String>,
 }
 

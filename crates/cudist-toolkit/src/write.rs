@@ -5,7 +5,8 @@
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use cudist_analysis::bail;
+use cudist_analysis::error::{Result, ResultExt};
 use cudist_wheel::installed::{self, RecordRow};
 use serde::Serialize;
 
@@ -28,9 +29,13 @@ pub enum Mode {
 /// What was written.
 #[derive(Debug, Default, Serialize)]
 pub struct Stats {
+    /// Files linked or copied from the environment.
     pub files: usize,
+    /// Symbolic links made.
     pub links: usize,
+    /// Files cudist wrote (nvcc.profile, version.json, pkg-config, the stub).
     pub generated: usize,
+    /// Bytes copied (`--copy`, and executables made executable).
     pub bytes_copied: u64,
 }
 
@@ -144,6 +149,7 @@ fn fill(plan: &Plan, root: &Path, mode: Mode, source: &Source) -> Result<Stats> 
 /// One path `--in-place` added.
 #[derive(Debug, Clone, Serialize)]
 pub struct Added {
+    /// The path added, relative to the site-packages directory.
     pub path: String,
     /// `link` or `stub`.
     pub kind: &'static str,

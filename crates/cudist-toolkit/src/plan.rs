@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use cudist_analysis::bail;
+use cudist_analysis::error::Result;
 use cudist_catalog::Catalog;
 use serde::Serialize;
 
@@ -16,16 +17,30 @@ use cudist_analysis::environment::{key, Package, PkgFile, Source};
 #[derive(Debug, Clone)]
 pub enum Item {
     /// A file of the environment: linked (or copied with `--copy`).
-    File { src: PathBuf, exec_fix: bool },
+    File {
+        /// The file in the environment.
+        src: PathBuf,
+        /// Copy it and make it executable (it is not executable in the environment).
+        exec_fix: bool,
+    },
     /// A relative symbolic link cudist makes (`libcudart.so -> libcudart.so.13`).
-    Symlink { target: String },
+    Symlink {
+        /// The link's target, relative to its directory.
+        target: String,
+    },
     /// Content cudist writes (nvcc.profile, version.json, pkg-config files, the driver stub).
-    Bytes { data: Vec<u8>, exec: bool },
+    Bytes {
+        /// The content.
+        data: Vec<u8>,
+        /// Make it executable.
+        exec: bool,
+    },
 }
 
 /// One planned path and who provides it.
 #[derive(Debug, Clone)]
 pub struct Entry {
+    /// Where the content comes from.
     pub item: Item,
     /// The package name, or `cudist` for generated content.
     pub origin: String,
@@ -34,7 +49,9 @@ pub struct Entry {
 /// Two packages that give one path different content.
 #[derive(Debug, Clone, Serialize)]
 pub struct Conflict {
+    /// The path in the root.
     pub path: String,
+    /// The packages that give it.
     pub packages: Vec<String>,
     /// The package whose file the root holds.
     pub kept: String,
@@ -43,20 +60,28 @@ pub struct Conflict {
 /// A package as the report shows it.
 #[derive(Debug, Clone, Serialize)]
 pub struct ComponentRow {
+    /// The package name.
     pub name: String,
+    /// Its version.
     pub version: String,
+    /// The CUDA major it belongs to, when its name or version says.
     pub major: Option<u32>,
     /// The key of NVIDIA's manifests and version.json (`cuda_cudart`), when the catalog knows it.
     pub redist: Option<String>,
+    /// How many files it puts in the root.
     pub files: usize,
 }
 
 /// The whole plan.
 #[derive(Debug, Default)]
 pub struct Plan {
+    /// Every path of the root (`lib64/libcudart.so.13`) and its content.
     pub entries: BTreeMap<String, Entry>,
+    /// Paths two packages give with different content.
     pub conflicts: Vec<Conflict>,
+    /// The packages read, as the report shows them.
     pub components: Vec<ComponentRow>,
+    /// The CUDA major of the environment.
     pub major: u32,
     /// The toolkit version: the runtime's (else the compiler's, else the newest
     /// toolkit-versioned component's) version, as nvcc reports its own (`13.5.37`).
