@@ -66,6 +66,9 @@ pub enum Error {
     /// An ELF file could not be rewritten.
     #[error(transparent)]
     Patch(#[from] cudist_elf::patch::PatchError),
+    /// Files could not be replaced all or nothing.
+    #[error(transparent)]
+    Replace(#[from] cudist_fs::ReplaceError),
     /// A JSON document could not be read or written.
     #[error(transparent)]
     Json(#[from] serde_json::Error),
@@ -202,6 +205,7 @@ fn unwrapped<'a>(c: &'a (dyn StdError + 'static)) -> &'a (dyn StdError + 'static
         Some(Error::Path(e)) => e,
         Some(Error::Patch(e)) => e,
         Some(Error::Json(e)) => e,
+        Some(Error::Replace(e)) => e,
         _ => c,
     }
 }

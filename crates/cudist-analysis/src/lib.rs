@@ -16,6 +16,10 @@
 //! - [`elf_files`]: the executables and shared objects below a directory, told apart by their
 //!   first bytes (what `relink` and `doctor` work on).
 //! - [`error`]: why an input could not be read, and whether an error is the input's fault.
+//! - [`relink`]: the search-path fix-ups of an installed tree (driver directory, `$ORIGIN`),
+//!   applied all or nothing, or checked.
+//! - [`runtime`]: will it load and run here — the machine, its GPUs and CUDA installations, the
+//!   loader's view of each file, and a verdict (`doctor`).
 //! - [`platform`]: which manylinux or musllinux policy an artifact satisfies, by auditwheel's
 //!   rules, with the CUDA libraries of NVIDIA's wheels not counted as system libraries.
 //!
@@ -60,6 +64,8 @@ pub mod error;
 pub mod model;
 pub mod open;
 pub mod platform;
+pub mod relink;
+pub mod runtime;
 
 pub use artifact::{inspect, inspect_one};
 pub use error::Error;

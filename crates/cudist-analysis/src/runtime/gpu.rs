@@ -15,17 +15,20 @@ use cudist_catalog::{driver_version_key, Catalog, CudaVersion};
 use cudist_fatbin::EntryKind;
 use serde::Serialize;
 
-use cudist_analysis::model::DeviceEntry;
+use crate::model::DeviceEntry;
 
 use super::host::Host;
 
 /// What one GPU will do with one file's device code.
 #[derive(Debug, Clone, Serialize)]
 pub struct GpuResult {
+    /// The GPU, as the host names it.
     pub gpu: String,
+    /// Its compute capability as an SM number (86 for 8.6).
     pub sm: u32,
     /// `cubin`, `jit`, `ptx-too-new` or `no-kernel-image`.
     pub status: &'static str,
+    /// What happens, in words.
     pub detail: String,
 }
 

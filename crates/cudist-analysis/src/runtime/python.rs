@@ -14,7 +14,8 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use crate::bail;
+use crate::error::{Result, ResultExt};
 
 /// Asks `python -S` for `sys.path` and the site directories `site` would add, in its order, as
 /// JSON. `site.venv()` cannot be called for this (it processes the venv's `.pth` files), so its

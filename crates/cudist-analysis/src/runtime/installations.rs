@@ -13,6 +13,7 @@ pub struct Installation {
     /// `ld.so.cache`, `LD_LIBRARY_PATH`, `CUDA_HOME`, `CUDA_PATH`, `/usr/local/cuda*`,
     /// `conda`, `site-packages`.
     pub kind: String,
+    /// Where it is.
     pub path: String,
     /// The toolkit version, where the installation says (version.json, conda `cuda-version`).
     pub version: Option<String>,
@@ -20,18 +21,23 @@ pub struct Installation {
     pub libraries: Vec<VisibleLib>,
 }
 
+/// A CUDA library visible in an installation.
 #[derive(Debug, Clone, Serialize)]
 pub struct VisibleLib {
+    /// The SONAME, or the package.
     pub name: String,
     /// The catalog library id (`cublas`).
     pub library: Option<String>,
+    /// Its CUDA major, when known.
     pub major: Option<u32>,
+    /// Where it is.
     pub path: String,
 }
 
 /// Two CUDA majors of one library visible at once.
 #[derive(Debug, Clone, Serialize)]
 pub struct Conflict {
+    /// The library (its catalog id, or the SONAME).
     pub library: String,
     /// `major: where`, one per major.
     pub seen: Vec<String>,
@@ -166,8 +172,8 @@ pub fn installations(catalog: &Catalog) -> Vec<Installation> {
     if let Ok(prefix) = std::env::var("CONDA_PREFIX") {
         let p = PathBuf::from(&prefix);
         let mut inst = root("conda", &p, catalog);
-        if let Ok(src) = cudist_analysis::environment::Source::read(
-            &cudist_analysis::environment::Spec {
+        if let Ok(src) = crate::environment::Source::read(
+            &crate::environment::Spec {
                 conda_prefix: Some(p.clone()),
                 ..Default::default()
             },
@@ -178,7 +184,7 @@ pub fn installations(catalog: &Catalog) -> Vec<Installation> {
         out.push(inst);
     }
     // The CUDA wheels of the current Python.
-    if let Ok(src) = cudist_analysis::environment::Source::read(&Default::default(), catalog) {
+    if let Ok(src) = crate::environment::Source::read(&Default::default(), catalog) {
         for root in &src.roots {
             let libraries: Vec<VisibleLib> = src
                 .packages

@@ -4,8 +4,7 @@
 
 use std::path::Path;
 
-use crate::errors::InputContext;
-use anyhow::Result;
+use crate::error::{bad_input, Result, ResultExt};
 use cudist_catalog::{driver_version_key, Catalog, CudaVersion};
 use serde::{Deserialize, Serialize};
 
@@ -16,10 +15,13 @@ pub struct Host {
     /// Free text: where the profile came from.
     #[serde(default)]
     pub name: Option<String>,
+    /// The operating system (`Ubuntu 24.04`).
     #[serde(default)]
     pub os: Option<String>,
+    /// The glibc version (`2.39`).
     #[serde(default)]
     pub glibc: Option<String>,
+    /// The CPU.
     #[serde(default)]
     pub cpu: Option<Cpu>,
     /// The NVIDIA driver version (`570.26`), none when no driver is installed.
@@ -29,6 +31,7 @@ pub struct Host {
     /// version through the catalog when absent.
     #[serde(default)]
     pub driver_cuda: Option<String>,
+    /// The GPUs.
     #[serde(default)]
     pub gpus: Vec<Gpu>,
     /// How each value was found (or why it is missing).
@@ -36,9 +39,11 @@ pub struct Host {
     pub notes: Vec<String>,
 }
 
+/// A CPU, as far as wheels care.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Cpu {
+    /// Its model name.
     #[serde(default)]
     pub model: Option<String>,
     /// The x86-64 micro-architecture level (1–4), on x86-64.
@@ -46,13 +51,16 @@ pub struct Cpu {
     pub x86_64_level: Option<u8>,
 }
 
+/// A GPU.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Gpu {
+    /// Its name (`NVIDIA H100 80GB HBM3`).
     #[serde(default)]
     pub name: Option<String>,
     /// The compute capability as an SM number: 86 for 8.6, 100 for 10.0, 120 for 12.0.
     pub sm: u32,
+    /// Its memory in MiB.
     #[serde(default)]
     pub memory_mib: Option<u64>,
 }
@@ -70,7 +78,7 @@ impl Host {
         })?;
         if let Some(d) = &host.driver {
             if driver_version_key(d).first().is_none_or(|m| *m == 0) {
-                return Err(crate::errors::input(format!(
+                return Err(bad_input(format!(
                     "{}: driver {d:?} is not a driver version (e.g. 570.26)",
                     path.display()
                 )));

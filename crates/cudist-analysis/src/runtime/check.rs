@@ -1,5 +1,5 @@
-//! `cudist doctor`: will these ELF files load here, and will they run on this machine's GPUs —
-//! and exactly why not. Read-only: doctor never changes anything.
+//! Will these ELF files load here, and will they run on this machine's GPUs — and exactly why
+//! not ([`diagnose`], what `cudist doctor` reports). Read-only: nothing is changed.
 //!
 //! For every ELF file (an extension module, a library, an executable, or all of them below a
 //! directory such as an installed package):
@@ -7,70 +7,59 @@
 //!   `ldd` does: every library's path and the rule that found it; for each failure, the paths tried
 //!   and the fix the catalog knows;
 //! - the symbols it imports from CUDA libraries must be defined by the libraries that load;
-//! - its device code is checked against each GPU of the host ([`device`]), and the driver against
-//!   the CUDA runtime it links ([`host`] describes the machine: this one, or a `--host` profile).
+//! - its device code is checked against each GPU of the host ([`gpu`](super::gpu)), and the driver
+//!   against the CUDA runtime it links ([`host`](super::host) describes the machine: this one, or a
+//!   profile).
 //!
-//! Without paths, doctor reports the machine and every CUDA installation visible ([`machine`]).
-
-pub mod device;
-pub mod host;
-pub mod machine;
-pub mod pyfind;
+//! Without paths, the machine and every CUDA installation visible are reported
+//! ([`installations`](super::installations)).
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
-use anyhow::{Context, Result};
 use cudist_catalog::{Catalog, SonameClass};
 use cudist_elf::loader::{self, LoadEnv, Resolution};
 use serde::Serialize;
 
-use crate::util::{self, outln, Style};
+use super::{gpu as device, host, installations as machine, python as pyfind};
+use crate::bail;
+use crate::error::{Result, ResultExt};
 
-/// `cudist doctor` arguments.
-#[derive(clap::Args, Debug)]
-pub struct DoctorArgs {
-    /// ELF files, or directories (an installed package, a site-packages) whose ELF files to
-    /// check; none: report this machine and the CUDA installations it can see.
-    #[arg(value_name = "PATH")]
+/// What to check ([`diagnose`]).
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// ELF files, or directories whose ELF files to check; none (and no `imports`): report the
+    /// machine and the CUDA installations it can see.
     pub paths: Vec<PathBuf>,
-    /// Also check where dlopen(NAME) from each file would find this library (repeatable); the
-    /// libraries the catalog knows to be dlopened (libcuda.so.1 by the runtime, NVRTC's builtins)
-    /// are always checked.
-    #[arg(long = "dlopen", value_name = "SONAME")]
+    /// Also check where dlopen(NAME) from each file would find these libraries.
     pub dlopen: Vec<String>,
-    /// Check a Python package as installed for the interpreter (located without importing it).
-    #[arg(long = "import", value_name = "NAME")]
-    pub import: Vec<String>,
-    /// The interpreter for --import (default: python3 on PATH).
-    #[arg(long, value_name = "PATH", requires = "import")]
+    /// Python packages to check as installed for `python` (located without importing them).
+    pub imports: Vec<String>,
+    /// The interpreter for `imports` (default: `python3` on PATH).
     pub python: Option<PathBuf>,
-    /// Judge for the machine this profile describes (driver, GPUs) instead of this one.
-    #[arg(long, value_name = "FILE")]
-    pub host: Option<PathBuf>,
-    /// Write this machine's profile (for --host elsewhere) and exit.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["paths", "host", "import"])]
-    pub write_host: Option<PathBuf>,
-    /// Simulate with this LD_LIBRARY_PATH instead of the current one ("" for none).
-    #[arg(long, value_name = "DIRS")]
+    /// Judge for this machine instead of the one cudist runs on.
+    pub host: Option<host::Host>,
+    /// Simulate with this LD_LIBRARY_PATH instead of the current one (`""` for none).
     pub ld_library_path: Option<String>,
-    /// Print the report as JSON (schema cudist.doctor/1, docs/doctor.md).
-    #[arg(long)]
-    pub json: bool,
 }
 
 /// The report (`--json`: schema `cudist.doctor/1`).
 #[derive(Debug, Serialize)]
 pub struct Report {
+    /// `cudist.doctor/1`.
     pub schema: &'static str,
+    /// The verdict of the whole run, with every reason.
     pub verdict: Verdict,
+    /// The machine judged for.
     pub host: host::Host,
+    /// The LD_LIBRARY_PATH the loader was simulated with.
     pub ld_library_path: Vec<String>,
+    /// One report per ELF file checked.
     pub files: Vec<FileReport>,
     /// What known packages (`--import`) load themselves at run time, found as their loader would.
     pub runtime_loads: Vec<RuntimeLoad>,
     /// Without paths: the CUDA installations visible, and their conflicts.
     pub installations: Vec<machine::Installation>,
+    /// Libraries visible in several CUDA majors at once.
     pub conflicts: Vec<machine::Conflict>,
 }
 
@@ -79,17 +68,22 @@ pub struct Report {
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
     #[default]
+    /// Loads and runs.
     Ok,
     /// Runs, with a catch (PTX JIT at first use).
     Risky,
     /// Loads, but fails at the first kernel launch or CUDA call on this machine.
     WillFailOnThisGpu,
+    /// Fails to load: a library or a symbol is missing.
     WillFailToLoad,
 }
 
+/// A status and the reasons for it, one line each.
 #[derive(Debug, Default, Serialize)]
 pub struct Verdict {
+    /// The worst status of the reasons.
     pub status: Status,
+    /// Each reason, naming the file.
     pub reasons: Vec<String>,
 }
 
@@ -106,11 +100,14 @@ impl Verdict {
     }
 }
 
+/// Everything found about one ELF file.
 #[derive(Debug, Serialize)]
 pub struct FileReport {
+    /// The file.
     pub path: String,
     /// Every `DT_NEEDED` entry of the file and of what it loads, in load order.
     pub resolutions: Vec<Resolution>,
+    /// The libraries the loader would not find.
     pub missing: Vec<Missing>,
     /// Symbols imported from CUDA libraries that the library they resolve to does not define.
     pub missing_symbols: Vec<MissingSymbol>,
@@ -127,8 +124,11 @@ pub struct FileReport {
 /// was built against a newer release than the one that loads.
 #[derive(Debug, Serialize)]
 pub struct MissingSymbol {
+    /// The symbol.
     pub symbol: String,
+    /// Its version (`libcusparse.so.12`), for a versioned reference.
     pub version: Option<String>,
+    /// The object that imports it.
     pub needed_by: PathBuf,
     /// The CUDA library it is imported from (by symbol version, or by the library's name prefix).
     pub library: String,
@@ -136,10 +136,14 @@ pub struct MissingSymbol {
     pub resolved: PathBuf,
 }
 
+/// A library the loader would not find.
 #[derive(Debug, Serialize)]
 pub struct Missing {
+    /// Its name (the NEEDED entry).
     pub name: String,
+    /// The object that needs it.
     pub needed_by: PathBuf,
+    /// The paths the loader tried, in order.
     pub tried: Vec<PathBuf>,
     /// What would make it load, when cudist knows.
     pub fix: Option<String>,
@@ -193,7 +197,7 @@ fn symbol_prefix(soname: &str) -> String {
 
 impl MissingSymbol {
     /// `@libcusparse.so.12` for a versioned reference, else nothing.
-    fn version_suffix(&self) -> String {
+    pub fn version_suffix(&self) -> String {
         self.version
             .as_deref()
             .map(|v| format!("@{v}"))
@@ -201,7 +205,7 @@ impl MissingSymbol {
     }
 
     /// The library's name without its SONAME version (`libcusparse`).
-    fn library_stem(&self) -> &str {
+    pub fn library_stem(&self) -> &str {
         self.library.split(".so").next().unwrap_or(&self.library)
     }
 }
@@ -213,10 +217,13 @@ pub struct RuntimeLoad {
     pub package: String,
     /// Its loader (`cuda-pathfinder`).
     pub loader: String,
+    /// The SONAME it loads.
     pub soname: String,
+    /// Where it was found.
     pub path: Option<PathBuf>,
     /// `site-packages`, `conda`, `ld_library_path`, `cache`, `system_dir` or `cuda_home`.
     pub found_by: Option<String>,
+    /// The paths tried, in order.
     pub tried: Vec<PathBuf>,
     /// The wheel that provides it, for the fix.
     pub pip: Option<String>,
@@ -328,6 +335,7 @@ pub struct CudaNames<'c> {
 }
 
 impl<'c> CudaNames<'c> {
+    /// Answers for `catalog`.
     pub fn new(catalog: &'c Catalog) -> CudaNames<'c> {
         CudaNames {
             catalog,
@@ -335,6 +343,7 @@ impl<'c> CudaNames<'c> {
         }
     }
 
+    /// Whether `name` is a CUDA library (toolkit or NVIDIA).
     pub fn is_cuda(&self, name: &str) -> bool {
         if let Some(hit) = self.seen.lock().ok().and_then(|m| m.get(name).copied()) {
             return hit;
@@ -432,14 +441,14 @@ fn cudart_majors(sim: &loader::Simulation, catalog: &Catalog) -> Vec<u32> {
 }
 
 /// The device code of an ELF file (empty when it has none or cannot be read).
-fn device_code(path: &Path) -> Vec<cudist_analysis::model::DeviceEntry> {
+fn device_code(path: &Path) -> Vec<crate::model::DeviceEntry> {
     let Ok(map) = cudist_elf::map_file(path) else {
         return Vec::new();
     };
     let Ok(elf) = cudist_elf::ElfFile::parse(&map) else {
         return Vec::new();
     };
-    cudist_analysis::device::entries(&path.display().to_string(), &elf, &map)
+    crate::device::entries(&path.display().to_string(), &elf, &map)
         .map(|(e, _)| e)
         .unwrap_or_default()
 }
@@ -644,14 +653,16 @@ fn check_file(
     ))
 }
 
-/// Runs `cudist doctor`.
-pub fn run(mut args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
+/// Checks the files (and imports) `args` names on the host it names, or without paths the
+/// machine's CUDA installations, and gives the verdict.
+pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
+    let mut paths = args.paths.clone();
     let python = args.python.clone().unwrap_or_else(|| "python3".into());
     // Packages are located without running any of their code (`pyfind`): the interpreter is
     // asked only for its search path, started now so it runs while the machine is read.
     let mut pending: Vec<String> = Vec::new();
     let mut imports: Vec<(String, PathBuf)> = Vec::new();
-    for n in &args.import {
+    for n in &args.imports {
         match venv_package(&python, n) {
             Some(p) => imports.push((n.clone(), p)),
             None => pending.push(n.clone()),
@@ -662,20 +673,8 @@ pub fn run(mut args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
     } else {
         Some(pyfind::start(&python)?)
     };
-    if let Some(out) = &args.write_host {
-        let h = host::Host::detect();
-        let mut text = serde_json::to_string_pretty(&h)?;
-        text.push('\n');
-        // Renamed into place: a link planted at the path is replaced, never written through.
-        cudist_fs::write_atomic(out, text.as_bytes(), Some(0o644))
-            .with_context(|| format!("cannot write {}", out.display()))?;
-        if !args.json {
-            outln!("wrote this machine's profile to {}", out.display());
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
     let mut host = match &args.host {
-        Some(p) => host::Host::load(p)?,
+        Some(h) => h.clone(),
         None => host::Host::detect(),
     };
     if host.driver_cuda.is_none() {
@@ -702,7 +701,7 @@ pub fn run(mut args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
         let path = pyfind::search_path(child, &python)?;
         for name in pending {
             let Some(found) = pyfind::find(&path, &name) else {
-                anyhow::bail!(
+                bail!(
                     "{name} is not installed for {} (looked in its search path, as import \
                      would, without running any package code)",
                     python.display()
@@ -711,7 +710,7 @@ pub fn run(mut args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
             imports.push((name, found));
         }
     }
-    args.paths.extend(imports.iter().map(|(_, d)| d.clone()));
+    paths.extend(imports.iter().map(|(_, d)| d.clone()));
     // Known packages load CUDA libraries themselves before importing the modules that link
     // them: find those as their loader would, and treat them as loaded.
     let mut preload = Vec::new();
@@ -743,7 +742,7 @@ pub fn run(mut args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
         report.runtime_loads.extend(loads);
     }
     env.set_preload(preload);
-    if args.paths.is_empty() {
+    if paths.is_empty() {
         report.installations = machine::installations(catalog);
         report.conflicts = machine::conflicts(&report.installations);
         for c in &report.conflicts {
@@ -763,16 +762,16 @@ pub fn run(mut args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
                 },
             );
         }
-        return finish(&args, report);
+        return Ok(report);
     }
     let mut files = Vec::new();
-    for p in &args.paths {
-        files.extend(cudist_analysis::elf_files::loadable(p)?);
+    for p in &paths {
+        files.extend(crate::elf_files::loadable(p)?);
     }
     if files.is_empty() {
-        anyhow::bail!(
+        bail!(
             "no ELF files in {}",
-            args.paths
+            paths
                 .iter()
                 .map(|p| p.display().to_string())
                 .collect::<Vec<_>>()
@@ -791,211 +790,5 @@ pub fn run(mut args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
         report.verdict.merge(verdict);
         report.files.push(file);
     }
-    finish(&args, report)
-}
-
-fn finish(args: &DoctorArgs, report: Report) -> Result<ExitCode> {
-    if args.json {
-        outln!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        util::emit(&render(&report, Style::detect()));
-    }
-    Ok(match report.verdict.status {
-        Status::Ok | Status::Risky => ExitCode::SUCCESS,
-        _ => ExitCode::from(1),
-    })
-}
-
-fn rule_text(r: &Resolution) -> String {
-    use cudist_elf::loader::Rule;
-    match &r.rule {
-        Some(Rule::Rpath { owner }) if *owner == r.needed_by => "RPATH".into(),
-        Some(Rule::Rpath { owner }) => format!(
-            "RPATH of {} (inherited)",
-            owner
-                .file_name()
-                .map(|f| f.to_string_lossy())
-                .unwrap_or_default()
-        ),
-        Some(Rule::LdLibraryPath) => "LD_LIBRARY_PATH".into(),
-        Some(Rule::Runpath) => "RUNPATH".into(),
-        Some(Rule::Cache) => "ld.so.cache".into(),
-        Some(Rule::SystemDir) => "system directory".into(),
-        Some(Rule::AlreadyLoaded) => "already loaded".into(),
-        Some(Rule::Path) => "path in NEEDED".into(),
-        None => "not found".into(),
-    }
-}
-
-fn render(r: &Report, style: Style) -> String {
-    let mut s = String::new();
-    let verdict = match r.verdict.status {
-        Status::Ok => style.green("OK"),
-        Status::Risky => style.yellow("risky"),
-        Status::WillFailOnThisGpu => style.red("will load but fail on this machine"),
-        Status::WillFailToLoad => style.red("will fail to load"),
-    };
-    s.push_str(&format!("{} {verdict}\n", style.bold("cudist doctor:")));
-    for reason in &r.verdict.reasons {
-        s.push_str(&format!("  - {reason}\n"));
-    }
-    let h = &r.host;
-    s.push_str(&format!(
-        "\nhost: {}\n",
-        h.name.clone().unwrap_or_else(|| "profile".into())
-    ));
-    if let Some(os) = &h.os {
-        s.push_str(&format!(
-            "  OS        {os}, glibc {}\n",
-            h.glibc.clone().unwrap_or("?".into())
-        ));
-    }
-    if let Some(cpu) = &h.cpu {
-        s.push_str(&format!(
-            "  CPU       {}{}\n",
-            cpu.model.clone().unwrap_or("?".into()),
-            cpu.x86_64_level
-                .map(|l| format!(" (x86-64-v{l})"))
-                .unwrap_or_default()
-        ));
-    }
-    s.push_str(&format!(
-        "  driver    {}\n",
-        match (&h.driver, &h.driver_cuda) {
-            (Some(d), Some(c)) => format!("{d} (runs CUDA ≤ {c})"),
-            (Some(d), None) => d.clone(),
-            (None, _) => "none".into(),
-        }
-    ));
-    for g in &h.gpus {
-        s.push_str(&format!(
-            "  GPU       {} — compute capability {}.{}{}\n",
-            g.name.clone().unwrap_or("GPU".into()),
-            g.sm / 10,
-            g.sm % 10,
-            g.memory_mib
-                .map(|m| format!(", {}", util::human_bytes(m * 1024 * 1024)))
-                .unwrap_or_default()
-        ));
-    }
-    for n in &h.notes {
-        s.push_str(&format!("  {}\n", style.dim(n)));
-    }
-    if let Some(first) = r.runtime_loads.first() {
-        s.push_str(&format!(
-            "\nloaded by {} itself ({}), before its modules:\n",
-            first.package, first.loader
-        ));
-        for l in &r.runtime_loads {
-            match &l.path {
-                Some(p) => s.push_str(&format!(
-                    "  {:<28} {}  ({})\n",
-                    l.soname,
-                    p.display(),
-                    l.found_by.as_deref().unwrap_or("?")
-                )),
-                None => s.push_str(&format!("  {:<28} {}\n", l.soname, style.red("not found"))),
-            }
-        }
-    }
-    if !r.installations.is_empty() {
-        s.push_str("\nCUDA installations visible:\n");
-        for i in &r.installations {
-            s.push_str(&format!(
-                "  {:<16} {}{}\n",
-                i.kind,
-                i.path,
-                i.version
-                    .as_deref()
-                    .map(|v| format!(" (CUDA {v})"))
-                    .unwrap_or_default()
-            ));
-            for l in &i.libraries {
-                s.push_str(&format!(
-                    "    {:<40} {}\n",
-                    l.name,
-                    l.major.map(|m| format!("CUDA {m}")).unwrap_or_default()
-                ));
-            }
-        }
-    }
-    for c in &r.conflicts {
-        s.push_str(&format!(
-            "  {} {}: {}\n",
-            style.yellow("conflict:"),
-            c.library,
-            c.seen.join("; ")
-        ));
-    }
-    for f in &r.files {
-        s.push_str(&format!("\n{}\n", style.bold(&f.path)));
-        for res in f
-            .resolutions
-            .iter()
-            .filter(|x| x.rule != Some(cudist_elf::loader::Rule::AlreadyLoaded))
-        {
-            match &res.path {
-                Some(p) => s.push_str(&format!(
-                    "  {:<28} {}  ({})\n",
-                    res.name,
-                    p.display(),
-                    rule_text(res)
-                )),
-                None => s.push_str(&format!(
-                    "  {:<28} {}  (needed by {})\n",
-                    res.name,
-                    style.red("not found"),
-                    res.needed_by.display()
-                )),
-            }
-        }
-        for m in &f.missing_symbols {
-            s.push_str(&format!(
-                "  {} {}{} (needed by {}) is not defined by {}: built against a newer {} than the one installed\n",
-                style.red("missing symbol"),
-                m.symbol,
-                m.version_suffix(),
-                m.needed_by.file_name().map(|f| f.to_string_lossy()).unwrap_or_default(),
-                m.resolved.display(),
-                m.library_stem()
-            ));
-        }
-        for m in &f.missing {
-            if !m.tried.is_empty() {
-                let tried: Vec<String> = m.tried.iter().map(|t| t.display().to_string()).collect();
-                s.push_str(&format!("    {} tried: {}\n", m.name, tried.join(", ")));
-            }
-            if let Some(fix) = &m.fix {
-                s.push_str(&format!("    fix: {fix}\n"));
-            }
-        }
-        for g in &f.gpus {
-            let tag = match g.status {
-                "cubin" => style.green("runs"),
-                "jit" => style.yellow("JIT"),
-                _ => style.red("fails"),
-            };
-            s.push_str(&format!("  {} {tag}: {}\n", g.gpu, g.detail));
-        }
-        for r in &f.dlopen {
-            match &r.path {
-                Some(p) => s.push_str(&format!(
-                    "  dlopen {:<21} {}  ({})\n",
-                    r.name,
-                    p.display(),
-                    rule_text(r)
-                )),
-                None => s.push_str(&format!(
-                    "  dlopen {:<21} {}  (from {})\n",
-                    r.name,
-                    style.red("not found"),
-                    r.needed_by.display()
-                )),
-            }
-        }
-        for d in &f.driver_problems {
-            s.push_str(&format!("  {} {d}\n", style.red("driver:")));
-        }
-    }
-    s
+    Ok(report)
 }

@@ -1,0 +1,279 @@
+//! `cudist doctor`: will these ELF files load here, and will they run on this machine's GPUs —
+//! and exactly why not. Read-only: doctor never changes anything. The work is
+//! [`cudist_analysis::runtime`]; this module turns arguments into its calls and renders the
+//! report.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use cudist_analysis::runtime::check::{diagnose, Options, Report, Status};
+use cudist_analysis::runtime::host;
+use cudist_catalog::Catalog;
+use cudist_elf::loader::Resolution;
+
+use crate::util::{self, outln, Style};
+
+/// `cudist doctor` arguments.
+#[derive(clap::Args, Debug)]
+pub struct DoctorArgs {
+    /// ELF files, or directories (an installed package, a site-packages) whose ELF files to
+    /// check; none: report this machine and the CUDA installations it can see.
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Also check where dlopen(NAME) from each file would find this library (repeatable); the
+    /// libraries the catalog knows to be dlopened (libcuda.so.1 by the runtime, NVRTC's builtins)
+    /// are always checked.
+    #[arg(long = "dlopen", value_name = "SONAME")]
+    pub dlopen: Vec<String>,
+    /// Check a Python package as installed for the interpreter (located without importing it).
+    #[arg(long = "import", value_name = "NAME")]
+    pub import: Vec<String>,
+    /// The interpreter for --import (default: python3 on PATH).
+    #[arg(long, value_name = "PATH", requires = "import")]
+    pub python: Option<PathBuf>,
+    /// Judge for the machine this profile describes (driver, GPUs) instead of this one.
+    #[arg(long, value_name = "FILE")]
+    pub host: Option<PathBuf>,
+    /// Write this machine's profile (for --host elsewhere) and exit.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["paths", "host", "import"])]
+    pub write_host: Option<PathBuf>,
+    /// Simulate with this LD_LIBRARY_PATH instead of the current one ("" for none).
+    #[arg(long, value_name = "DIRS")]
+    pub ld_library_path: Option<String>,
+    /// Print the report as JSON (schema cudist.doctor/1, docs/doctor.md).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `cudist doctor`.
+pub fn run(args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
+    if let Some(out) = &args.write_host {
+        let h = host::Host::detect();
+        let mut text = serde_json::to_string_pretty(&h)?;
+        text.push('\n');
+        // Renamed into place: a link planted at the path is replaced, never written through.
+        cudist_fs::write_atomic(out, text.as_bytes(), Some(0o644))
+            .with_context(|| format!("cannot write {}", out.display()))?;
+        if !args.json {
+            outln!("wrote this machine's profile to {}", out.display());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let options = Options {
+        paths: args.paths.clone(),
+        dlopen: args.dlopen.clone(),
+        imports: args.import.clone(),
+        python: args.python.clone(),
+        host: args.host.as_deref().map(host::Host::load).transpose()?,
+        ld_library_path: args.ld_library_path.clone(),
+    };
+    let report = diagnose(&options, catalog)?;
+    finish(&args, report)
+}
+
+fn finish(args: &DoctorArgs, report: Report) -> Result<ExitCode> {
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        util::emit(&render(&report, Style::detect()));
+    }
+    Ok(match report.verdict.status {
+        Status::Ok | Status::Risky => ExitCode::SUCCESS,
+        _ => ExitCode::from(1),
+    })
+}
+
+fn rule_text(r: &Resolution) -> String {
+    use cudist_elf::loader::Rule;
+    match &r.rule {
+        Some(Rule::Rpath { owner }) if *owner == r.needed_by => "RPATH".into(),
+        Some(Rule::Rpath { owner }) => format!(
+            "RPATH of {} (inherited)",
+            owner
+                .file_name()
+                .map(|f| f.to_string_lossy())
+                .unwrap_or_default()
+        ),
+        Some(Rule::LdLibraryPath) => "LD_LIBRARY_PATH".into(),
+        Some(Rule::Runpath) => "RUNPATH".into(),
+        Some(Rule::Cache) => "ld.so.cache".into(),
+        Some(Rule::SystemDir) => "system directory".into(),
+        Some(Rule::AlreadyLoaded) => "already loaded".into(),
+        Some(Rule::Path) => "path in NEEDED".into(),
+        None => "not found".into(),
+    }
+}
+
+fn render(r: &Report, style: Style) -> String {
+    let mut s = String::new();
+    let verdict = match r.verdict.status {
+        Status::Ok => style.green("OK"),
+        Status::Risky => style.yellow("risky"),
+        Status::WillFailOnThisGpu => style.red("will load but fail on this machine"),
+        Status::WillFailToLoad => style.red("will fail to load"),
+    };
+    s.push_str(&format!("{} {verdict}\n", style.bold("cudist doctor:")));
+    for reason in &r.verdict.reasons {
+        s.push_str(&format!("  - {reason}\n"));
+    }
+    let h = &r.host;
+    s.push_str(&format!(
+        "\nhost: {}\n",
+        h.name.clone().unwrap_or_else(|| "profile".into())
+    ));
+    if let Some(os) = &h.os {
+        s.push_str(&format!(
+            "  OS        {os}, glibc {}\n",
+            h.glibc.clone().unwrap_or("?".into())
+        ));
+    }
+    if let Some(cpu) = &h.cpu {
+        s.push_str(&format!(
+            "  CPU       {}{}\n",
+            cpu.model.clone().unwrap_or("?".into()),
+            cpu.x86_64_level
+                .map(|l| format!(" (x86-64-v{l})"))
+                .unwrap_or_default()
+        ));
+    }
+    s.push_str(&format!(
+        "  driver    {}\n",
+        match (&h.driver, &h.driver_cuda) {
+            (Some(d), Some(c)) => format!("{d} (runs CUDA ≤ {c})"),
+            (Some(d), None) => d.clone(),
+            (None, _) => "none".into(),
+        }
+    ));
+    for g in &h.gpus {
+        s.push_str(&format!(
+            "  GPU       {} — compute capability {}.{}{}\n",
+            g.name.clone().unwrap_or("GPU".into()),
+            g.sm / 10,
+            g.sm % 10,
+            g.memory_mib
+                .map(|m| format!(", {}", util::human_bytes(m * 1024 * 1024)))
+                .unwrap_or_default()
+        ));
+    }
+    for n in &h.notes {
+        s.push_str(&format!("  {}\n", style.dim(n)));
+    }
+    if let Some(first) = r.runtime_loads.first() {
+        s.push_str(&format!(
+            "\nloaded by {} itself ({}), before its modules:\n",
+            first.package, first.loader
+        ));
+        for l in &r.runtime_loads {
+            match &l.path {
+                Some(p) => s.push_str(&format!(
+                    "  {:<28} {}  ({})\n",
+                    l.soname,
+                    p.display(),
+                    l.found_by.as_deref().unwrap_or("?")
+                )),
+                None => s.push_str(&format!("  {:<28} {}\n", l.soname, style.red("not found"))),
+            }
+        }
+    }
+    if !r.installations.is_empty() {
+        s.push_str("\nCUDA installations visible:\n");
+        for i in &r.installations {
+            s.push_str(&format!(
+                "  {:<16} {}{}\n",
+                i.kind,
+                i.path,
+                i.version
+                    .as_deref()
+                    .map(|v| format!(" (CUDA {v})"))
+                    .unwrap_or_default()
+            ));
+            for l in &i.libraries {
+                s.push_str(&format!(
+                    "    {:<40} {}\n",
+                    l.name,
+                    l.major.map(|m| format!("CUDA {m}")).unwrap_or_default()
+                ));
+            }
+        }
+    }
+    for c in &r.conflicts {
+        s.push_str(&format!(
+            "  {} {}: {}\n",
+            style.yellow("conflict:"),
+            c.library,
+            c.seen.join("; ")
+        ));
+    }
+    for f in &r.files {
+        s.push_str(&format!("\n{}\n", style.bold(&f.path)));
+        for res in f
+            .resolutions
+            .iter()
+            .filter(|x| x.rule != Some(cudist_elf::loader::Rule::AlreadyLoaded))
+        {
+            match &res.path {
+                Some(p) => s.push_str(&format!(
+                    "  {:<28} {}  ({})\n",
+                    res.name,
+                    p.display(),
+                    rule_text(res)
+                )),
+                None => s.push_str(&format!(
+                    "  {:<28} {}  (needed by {})\n",
+                    res.name,
+                    style.red("not found"),
+                    res.needed_by.display()
+                )),
+            }
+        }
+        for m in &f.missing_symbols {
+            s.push_str(&format!(
+                "  {} {}{} (needed by {}) is not defined by {}: built against a newer {} than the one installed\n",
+                style.red("missing symbol"),
+                m.symbol,
+                m.version_suffix(),
+                m.needed_by.file_name().map(|f| f.to_string_lossy()).unwrap_or_default(),
+                m.resolved.display(),
+                m.library_stem()
+            ));
+        }
+        for m in &f.missing {
+            if !m.tried.is_empty() {
+                let tried: Vec<String> = m.tried.iter().map(|t| t.display().to_string()).collect();
+                s.push_str(&format!("    {} tried: {}\n", m.name, tried.join(", ")));
+            }
+            if let Some(fix) = &m.fix {
+                s.push_str(&format!("    fix: {fix}\n"));
+            }
+        }
+        for g in &f.gpus {
+            let tag = match g.status {
+                "cubin" => style.green("runs"),
+                "jit" => style.yellow("JIT"),
+                _ => style.red("fails"),
+            };
+            s.push_str(&format!("  {} {tag}: {}\n", g.gpu, g.detail));
+        }
+        for r in &f.dlopen {
+            match &r.path {
+                Some(p) => s.push_str(&format!(
+                    "  dlopen {:<21} {}  ({})\n",
+                    r.name,
+                    p.display(),
+                    rule_text(r)
+                )),
+                None => s.push_str(&format!(
+                    "  dlopen {:<21} {}  (from {})\n",
+                    r.name,
+                    style.red("not found"),
+                    r.needed_by.display()
+                )),
+            }
+        }
+        for d in &f.driver_problems {
+            s.push_str(&format!("  {} {d}\n", style.red("driver:")));
+        }
+    }
+    s
+}
