@@ -1,17 +1,21 @@
-//! `cudist repair`: wheels that depend on NVIDIA's CUDA wheels instead of carrying CUDA.
+//! Wheels that depend on NVIDIA's CUDA wheels instead of carrying CUDA (what `cudist repair`
+//! does: [`repair`]).
 //!
 //! For each wheel: cudist-analysis's [`Artifact`](cudist_analysis::model::Artifact) of it, the
 //! non-CUDA libraries to graft ([`graft`]), the plan ([`plan`]: what to exclude, each file's new
 //! NEEDED entries and search path, the requirements to add), the platform tag it then satisfies
 //! ([`tags`]), the optional loader module ([`loader`]); then the ELF files are patched in parallel
 //! and the wheel is rewritten with its untouched members copied raw (`cudist_wheel::write`).
+//! Every output is written to a temporary file and renamed into place; a wheel that cannot be
+//! read, planned or written becomes an error entry of the report, and nothing is written for it.
+
+#![deny(missing_docs)]
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use cudist_analysis::bail;
+use cudist_analysis::error::{bad_input, Result, ResultExt};
 use cudist_catalog::Catalog;
 use cudist_elf::patch::SearchPathTag;
 use cudist_wheel::write::{Compression, Rewrite};
@@ -23,163 +27,22 @@ use cudist_analysis::artifact::normalise_dist;
 use cudist_analysis::open::install_path;
 use cudist_analysis::Input;
 
-use crate::util::{self, outln};
-
-mod graft;
-mod loader;
-mod plan;
-mod tags;
+pub mod graft;
+pub mod loader;
+pub mod plan;
+pub mod tags;
 
 use loader::{loader_module, LOADER_MARK};
 use plan::{installed_versions, Grafting};
 use tags::{choose_tags, retag_file_name, retag_lines, rewrite_wheel_tags};
 
-#[derive(clap::Args)]
-pub struct RepairArgs {
-    /// Wheels, or directories of wheels.
-    #[arg(required = true, value_name = "WHEEL")]
-    pub wheels: Vec<PathBuf>,
-    /// Where the repaired wheels go (created if missing; inputs are never modified).
-    #[arg(
-        short = 'w',
-        long = "wheel-dir",
-        value_name = "OUTDIR",
-        default_value = "wheelhouse"
-    )]
-    pub wheel_dir: PathBuf,
-    /// Print the plan without writing anything.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// How to declare the CUDA wheels: per-component, toolkit (cuda-toolkit[extras]==X.*) or
-    /// extra:NAME (per component, under an optional extra).
-    #[arg(long, value_name = "STYLE", default_value = "per-component")]
-    pub cuda_deps: CudaDeps,
-    /// Write DT_RUNPATH instead of DT_RPATH (DT_RPATH, the default, is what auditwheel and torch use).
-    #[arg(long)]
-    pub runpath: bool,
-    /// Compression of changed members: fast, default or best.
-    #[arg(long, value_name = "LEVEL", default_value = "default", value_parser = ["fast", "default", "best"])]
-    pub compression: String,
-    /// Refuse wheels whose RECORD does not match their content.
-    #[arg(long)]
-    pub verify: bool,
-    /// Copy unchanged members without inflating them once to check their CRC (faster; a damaged
-    /// member is then passed on, and pip refuses the repaired wheel instead).
-    #[arg(long)]
-    pub no_crc_check: bool,
-    /// Tag with this platform policy (manylinux_2_28, manylinux2014, …) or fail saying what
-    /// blocks it; default: the most compatible policy the repaired wheel satisfies.
-    #[arg(long, value_name = "POLICY")]
-    pub plat: Option<String>,
-    /// Also add a module that preloads the CUDA libraries from every sys.path entry's CUDA wheel
-    /// directories (for installs where $ORIGIN/../.. does not reach them). Your code must import
-    /// it; cudist never edits your code.
-    #[arg(long)]
-    pub loader: bool,
-    /// Leave the libraries whose SONAME matches this glob alone (repeatable; `libnccl.so.*`): not
-    /// grafted, not required, kept where the wheel carries them, not counted against the platform
-    /// tag — as auditwheel's --exclude. The package must provide them some other way.
-    #[arg(long, value_name = "PATTERN", value_parser = parse_glob)]
-    pub exclude: Vec<glob::Pattern>,
-    /// The site-packages the wheel was built against (e.g. the build venv's): the CUDA wheels
-    /// installed there give the lower bounds of the requirements.
-    #[arg(long, value_name = "SITE_PACKAGES")]
-    pub build_env: Option<PathBuf>,
-    /// Print the report as JSON (schema cudist.repair/1).
-    #[arg(long)]
-    pub json: bool,
-    /// Print nothing but errors.
-    #[arg(long, short)]
-    pub quiet: bool,
-}
-
-/// A `--exclude` pattern.
-fn parse_glob(s: &str) -> std::result::Result<glob::Pattern, String> {
-    glob::Pattern::new(s).map_err(|e| format!("{s:?}: {e}"))
-}
-
-pub fn run(args: RepairArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
-    if let Some(b) = &args.build_env {
-        if !b.is_dir() {
-            return Err(crate::errors::input(format!(
-                "--build-env {}: not a directory (give the build environment's site-packages)",
-                b.display()
-            )));
-        }
-    }
-    // Directories stand for the wheels in them.
-    let mut wheels = Vec::new();
-    let mut errors = Vec::new();
-    for p in &args.wheels {
-        if p.is_dir() {
-            let mut found: Vec<PathBuf> = std::fs::read_dir(p)?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|q| q.extension().is_some_and(|x| x == "whl"))
-                .collect();
-            found.sort();
-            if found.is_empty() {
-                errors.push(cudist_analysis::model::InputError {
-                    path: p.display().to_string(),
-                    error: "the directory holds no .whl files".into(),
-                    hint: None,
-                });
-            }
-            wheels.extend(found);
-        } else {
-            wheels.push(p.clone());
-        }
-    }
-    let opts = Options {
-        out_dir: args.wheel_dir.clone(),
-        dry_run: args.dry_run,
-        cuda_deps: args.cuda_deps.clone(),
-        tag: if args.runpath {
-            cudist_elf::patch::SearchPathTag::Runpath
-        } else {
-            cudist_elf::patch::SearchPathTag::Rpath
-        },
-        compression: match args.compression.as_str() {
-            "fast" => cudist_wheel::write::Compression::Fast,
-            "best" => cudist_wheel::write::Compression::Best,
-            _ => cudist_wheel::write::Compression::Default,
-        },
-        verify: args.verify,
-        crc_check: !args.no_crc_check,
-        plat: args.plat.clone(),
-        loader: args.loader,
-        exclude: args.exclude.clone(),
-        build_env: args.build_env.clone(),
-        progress: (!args.quiet && !args.json && std::io::stderr().is_terminal()).then(|| {
-            let bar = indicatif::ProgressBar::new(wheels.len() as u64);
-            bar.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{spinner} repairing {pos}/{len} {wide_msg}",
-                )
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-            );
-            bar.enable_steady_tick(std::time::Duration::from_millis(120));
-            bar
-        }),
-    };
-    let mut report = repair(&wheels, catalog, &opts);
-    if let Some(bar) = &opts.progress {
-        bar.finish_and_clear();
-    }
-    errors.append(&mut report.errors);
-    report.errors = errors;
-    if args.json {
-        outln!("{}", serde_json::to_string_pretty(&report)?);
-    } else if !args.quiet {
-        util::emit(&render(&report, util::Style::detect()));
-    }
-    if !args.json {
-        util::print_input_errors(report.errors.iter().map(|e| (None, e)));
-    }
-    Ok(if report.errors.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(util::EXIT_INPUT)
-    })
+/// How far a run has got ([`repair`] calls its `progress` with these).
+#[derive(Debug, Clone, Copy)]
+pub enum Progress<'a> {
+    /// This wheel is next.
+    Start(&'a Path),
+    /// This wheel is done (repaired, or an error entry).
+    Done(&'a Path),
 }
 
 /// The schema identifier of `cudist repair --json`.
@@ -223,11 +86,17 @@ impl std::str::FromStr for CudaDeps {
 /// Options of one repair run.
 #[derive(Debug, Clone)]
 pub struct Options {
+    /// Where the repaired wheels go.
     pub out_dir: PathBuf,
+    /// Plan and report; write nothing.
     pub dry_run: bool,
+    /// How the dependencies on CUDA wheels are declared.
     pub cuda_deps: CudaDeps,
+    /// The search-path tag to write (DT_RPATH, as auditwheel, or DT_RUNPATH).
     pub tag: SearchPathTag,
+    /// Compression of the members that change.
     pub compression: Compression,
+    /// Refuse wheels whose RECORD does not match their content.
     pub verify: bool,
     /// Inflate every member copied raw once to check its CRC (the default).
     pub crc_check: bool,
@@ -241,29 +110,39 @@ pub struct Options {
     /// The platform policy to tag with (`manylinux_2_17`, `manylinux2014`); the most compatible
     /// one the repaired wheel satisfies when unset.
     pub plat: Option<String>,
-    /// Shown on a terminal (not with `--quiet` or `--json`): one step per wheel.
-    pub progress: Option<indicatif::ProgressBar>,
 }
 
+/// What a run did (`--json`: schema `cudist.repair/1`).
 #[derive(Debug, Serialize)]
 pub struct Report {
+    /// [`SCHEMA`].
     pub schema: &'static str,
+    /// The version of cudist that wrote it.
     pub cudist_version: &'static str,
+    /// Nothing was written.
     pub dry_run: bool,
+    /// One entry per wheel repaired.
     pub wheels: Vec<WheelRepair>,
+    /// The inputs that could not be read, repaired or written (nothing was written for them).
     pub errors: Vec<cudist_analysis::model::InputError>,
 }
 
+/// What was done to one wheel.
 #[derive(Debug, Serialize)]
 pub struct WheelRepair {
+    /// The wheel given.
     pub input: String,
     /// Where the repaired wheel was (or, with `--dry-run`, would be) written.
     pub output: String,
+    /// Its size in bytes.
     pub input_size: u64,
     /// Size of the written wheel; null with `--dry-run`.
     pub output_size: Option<u64>,
+    /// The CUDA libraries taken out (the CUDA wheels provide them).
     pub removed: Vec<Removed>,
+    /// The ELF files re-linked.
     pub patched: Vec<Patched>,
+    /// The `Requires-Dist` lines added.
     pub requires_added: Vec<String>,
     /// Non-system libraries copied into the wheel (`<dist>.libs/`).
     pub grafted: Vec<graft::Graft>,
@@ -278,6 +157,7 @@ pub struct WheelRepair {
     pub platform: cudist_analysis::model::Platform,
 }
 
+/// The loader module `--loader` adds.
 #[derive(Debug, Serialize)]
 pub struct Loader {
     /// Path of the module inside the wheel.
@@ -288,25 +168,41 @@ pub struct Loader {
     pub prefer_system_env: String,
 }
 
+/// A file taken out of the wheel.
 #[derive(Debug, Serialize)]
 pub struct Removed {
+    /// Its path in the wheel.
     pub path: String,
+    /// The CUDA library it is (its SONAME).
     pub library: String,
+    /// Its size in bytes.
     pub bytes: u64,
+    /// Why it was taken out.
     pub reason: String,
 }
 
+/// One ELF file re-linked.
 #[derive(Debug, Serialize)]
 pub struct Patched {
+    /// Its path in the wheel.
     pub path: String,
+    /// Search-path entries added.
     pub rpath_added: Vec<String>,
+    /// Search-path entries removed.
     pub rpath_removed: Vec<String>,
+    /// NEEDED entries rewritten: (before, after).
     pub needed_replaced: Vec<(String, String)>,
+    /// Patched without moving anything (the new strings fit in place).
     pub in_place: bool,
 }
 
 /// Repairs every wheel; one that cannot be read or written becomes an error entry.
-pub fn repair(inputs: &[PathBuf], catalog: &Catalog, opts: &Options) -> Report {
+pub fn repair(
+    inputs: &[PathBuf],
+    catalog: &Catalog,
+    opts: &Options,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Report {
     let mut wheels = Vec::new();
     let mut errors = Vec::new();
     let installed = opts
@@ -315,22 +211,14 @@ pub fn repair(inputs: &[PathBuf], catalog: &Catalog, opts: &Options) -> Report {
         .map(installed_versions)
         .unwrap_or_default();
     for p in inputs {
-        if let Some(bar) = &opts.progress {
-            bar.set_message(
-                p.file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-            );
-        }
+        progress(Progress::Start(p));
         let result = repair_one(p, catalog, opts, &installed);
-        if let Some(bar) = &opts.progress {
-            bar.inc(1);
-        }
+        progress(Progress::Done(p));
         match result {
             Ok(w) => wheels.push(w),
             Err(e) => errors.push(cudist_analysis::error::input_error(
                 p.display().to_string(),
-                e.as_ref(),
+                &e,
             )),
         }
     }
@@ -500,7 +388,7 @@ fn open_checked(
     if verify {
         let problems = cudist_wheel::write::verify_record(&wheel)?;
         if let Some((m, p)) = problems.first() {
-            return Err(crate::errors::input(format!(
+            return Err(bad_input(format!(
                 "RECORD does not match the content ({} problem(s)); first: {m}: {p}",
                 problems.len()
             )));
@@ -508,7 +396,7 @@ fn open_checked(
     }
     let artifact = cudist_analysis::inspect_one(&Input::Wheel(path.to_path_buf()), catalog)?;
     if let Some(p) = artifact.problems.first() {
-        return Err(crate::errors::input(format!("{}: {}", p.path, p.error)));
+        return Err(bad_input(format!("{}: {}", p.path, p.error)));
     }
     Ok((wheel, md, artifact))
 }
@@ -538,7 +426,7 @@ fn repaired_platform(
         &cudist_analysis::platform::FileTag::of(file_name),
     );
     if let Some(why) = &platform.error {
-        return Err(crate::errors::input(format!("cannot be tagged: {why}")));
+        return Err(bad_input(format!("cannot be tagged: {why}")));
     }
     Ok(platform)
 }
@@ -622,88 +510,6 @@ fn add_loader(
             .insert(loader.path.clone(), (source.into_bytes(), 0o644));
     }
     Ok(loader)
-}
-
-/// The human report.
-pub fn render(r: &Report, style: crate::util::Style) -> String {
-    use crate::util::human_bytes;
-    use std::fmt::Write;
-    let mut out = String::new();
-    for w in &r.wheels {
-        let verb = match (r.dry_run, w.unchanged) {
-            (true, _) => "would write",
-            (false, true) => "unchanged, copied to",
-            (false, false) => "repaired ->",
-        };
-        let size = match w.output_size {
-            Some(n) => format!(" ({} -> {})", human_bytes(w.input_size), human_bytes(n)),
-            None => format!(" ({})", human_bytes(w.input_size)),
-        };
-        let _ = writeln!(out, "{} {verb} {}{size}", style.bold(&w.input), w.output);
-        for g in &w.grafted {
-            let _ = writeln!(
-                out,
-                "  grafted   {} ({}, {}) as {}",
-                g.soname,
-                g.source.display(),
-                human_bytes(g.bytes),
-                g.path
-            );
-        }
-        for rm in &w.removed {
-            let _ = writeln!(
-                out,
-                "  removed   {} ({}, {}): {}",
-                rm.path,
-                rm.library,
-                human_bytes(rm.bytes),
-                rm.reason
-            );
-        }
-        for p in &w.patched {
-            let mut what = Vec::new();
-            if !p.rpath_added.is_empty() {
-                what.push(format!("search path += {}", p.rpath_added.join(":")));
-            }
-            if !p.rpath_removed.is_empty() {
-                what.push(format!("search path -= {}", p.rpath_removed.join(":")));
-            }
-            for (a, b) in &p.needed_replaced {
-                what.push(format!("NEEDED {a} -> {b}"));
-            }
-            let _ = writeln!(out, "  patched   {}: {}", p.path, what.join("; "));
-        }
-        if !w.platform.tags.is_empty() {
-            let _ = writeln!(out, "  tagged    {}", w.platform.tags.join("."));
-        }
-        for q in &w.requires_added {
-            let _ = writeln!(out, "  requires  {q}");
-        }
-        if let Some(l) = &w.loader {
-            let _ = writeln!(
-                out,
-                "  loader    {} (import {} before the first CUDA extension; {}=1 tries the system CUDA first)",
-                l.path, l.module, l.prefer_system_env
-            );
-        }
-        for u in &w.unhandled {
-            let why = if u.contains('/') {
-                "a NEEDED entry that names a path: ld.so opens exactly that path on the user's machine, so it is never grafted"
-            } else {
-                "neither a system, CUDA nor catalog library, and not found on this machine to graft"
-            };
-            let _ = writeln!(out, "  {} needs {u}: {why}", style.yellow("warning:"));
-        }
-        let freed: u64 = w.removed.iter().map(|r| r.bytes).sum();
-        if freed > 0 {
-            let _ = writeln!(
-                out,
-                "  {} of CUDA libraries left the wheel",
-                human_bytes(freed)
-            );
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use cudist_analysis::error::{Result, ResultExt};
 use cudist_catalog::{Catalog, SonameClass};
 use cudist_elf::ldso::{self, LdCache};
 use serde::Serialize;
@@ -28,9 +28,12 @@ pub struct Graft {
     pub source: PathBuf,
     /// Its path in the wheel (`pkg.libs/libfoo-1a2b3c4d.so.1`); the file name is its new SONAME.
     pub path: String,
+    /// Its size in bytes.
     pub bytes: u64,
+    /// Its content, with its new SONAME.
     #[serde(skip)]
     pub data: Vec<u8>,
+    /// Its analysis, planned like the wheel's own files.
     #[serde(skip)]
     pub report: ElfReport,
 }

@@ -46,14 +46,18 @@ pub struct Plan {
 /// What grafting contributes to the plan: grafted SONAME → new name, the directory they go to, and
 /// the grafted files' own reports (planned like the wheel's files).
 pub struct Grafting<'a> {
+    /// Grafted SONAME → its new, hashed name.
     pub names: BTreeMap<String, String>,
+    /// The directory they go to (`<dist>.libs`).
     pub libs_dir: String,
+    /// The grafted files' reports.
     pub reports: Vec<&'a ElfReport>,
 }
 
 /// The files that leave the wheel, and the real SONAME (with its CUDA major) behind each name a
 /// renamed copy went by.
 pub struct Exclusions {
+    /// The files taken out.
     pub removed: Vec<Removed>,
     /// A renamed copy's SONAME or file name → (real SONAME, CUDA major).
     pub renamed: HashMap<String, (String, Option<u32>)>,
@@ -68,6 +72,7 @@ pub struct Need {
     pub extra: Option<String>,
     /// The catalog library id.
     pub id: String,
+    /// Its CUDA major.
     pub major: u32,
 }
 

@@ -1,7 +1,8 @@
 //! The platform tags of a repaired wheel: chosen from the policies it satisfies (or `--plat`), and
 //! written into its file name and its `WHEEL` file.
 
-use anyhow::{bail, Result};
+use cudist_analysis::bail;
+use cudist_analysis::error::Result;
 
 /// The platform tags to write: `--plat`'s if the wheel satisfies that policy, else the most
 /// compatible satisfied one.

@@ -1,0 +1,252 @@
+//! `cudist repair`: wheels that depend on NVIDIA's CUDA wheels instead of carrying CUDA. The work
+//! is [`cudist_repair`]; this module turns arguments into its call and renders the report.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use cudist_catalog::Catalog;
+use cudist_repair::{repair, CudaDeps, Options, Progress, Report};
+
+use crate::util::{self, outln};
+
+/// `cudist repair` arguments.
+#[derive(clap::Args)]
+pub struct RepairArgs {
+    /// Wheels, or directories of wheels.
+    #[arg(required = true, value_name = "WHEEL")]
+    pub wheels: Vec<PathBuf>,
+    /// Where the repaired wheels go (created if missing; inputs are never modified).
+    #[arg(
+        short = 'w',
+        long = "wheel-dir",
+        value_name = "OUTDIR",
+        default_value = "wheelhouse"
+    )]
+    pub wheel_dir: PathBuf,
+    /// Print the plan without writing anything.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// How to declare the CUDA wheels: per-component, toolkit (cuda-toolkit[extras]==X.*) or
+    /// extra:NAME (per component, under an optional extra).
+    #[arg(long, value_name = "STYLE", default_value = "per-component")]
+    pub cuda_deps: CudaDeps,
+    /// Write DT_RUNPATH instead of DT_RPATH (DT_RPATH, the default, is what auditwheel and torch use).
+    #[arg(long)]
+    pub runpath: bool,
+    /// Compression of changed members: fast, default or best.
+    #[arg(long, value_name = "LEVEL", default_value = "default", value_parser = ["fast", "default", "best"])]
+    pub compression: String,
+    /// Refuse wheels whose RECORD does not match their content.
+    #[arg(long)]
+    pub verify: bool,
+    /// Copy unchanged members without inflating them once to check their CRC (faster; a damaged
+    /// member is then passed on, and pip refuses the repaired wheel instead).
+    #[arg(long)]
+    pub no_crc_check: bool,
+    /// Tag with this platform policy (manylinux_2_28, manylinux2014, …) or fail saying what
+    /// blocks it; default: the most compatible policy the repaired wheel satisfies.
+    #[arg(long, value_name = "POLICY")]
+    pub plat: Option<String>,
+    /// Also add a module that preloads the CUDA libraries from every sys.path entry's CUDA wheel
+    /// directories (for installs where $ORIGIN/../.. does not reach them). Your code must import
+    /// it; cudist never edits your code.
+    #[arg(long)]
+    pub loader: bool,
+    /// Leave the libraries whose SONAME matches this glob alone (repeatable; `libnccl.so.*`): not
+    /// grafted, not required, kept where the wheel carries them, not counted against the platform
+    /// tag — as auditwheel's --exclude. The package must provide them some other way.
+    #[arg(long, value_name = "PATTERN", value_parser = parse_glob)]
+    pub exclude: Vec<glob::Pattern>,
+    /// The site-packages the wheel was built against (e.g. the build venv's): the CUDA wheels
+    /// installed there give the lower bounds of the requirements.
+    #[arg(long, value_name = "SITE_PACKAGES")]
+    pub build_env: Option<PathBuf>,
+    /// Print the report as JSON (schema cudist.repair/1).
+    #[arg(long)]
+    pub json: bool,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// A `--exclude` pattern.
+fn parse_glob(s: &str) -> std::result::Result<glob::Pattern, String> {
+    glob::Pattern::new(s).map_err(|e| format!("{s:?}: {e}"))
+}
+
+/// Runs `cudist repair`.
+pub fn run(args: RepairArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
+    if let Some(b) = &args.build_env {
+        if !b.is_dir() {
+            return Err(crate::errors::input(format!(
+                "--build-env {}: not a directory (give the build environment's site-packages)",
+                b.display()
+            )));
+        }
+    }
+    // Directories stand for the wheels in them.
+    let mut wheels = Vec::new();
+    let mut errors = Vec::new();
+    for p in &args.wheels {
+        if p.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(p)?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|q| q.extension().is_some_and(|x| x == "whl"))
+                .collect();
+            found.sort();
+            if found.is_empty() {
+                errors.push(cudist_analysis::model::InputError {
+                    path: p.display().to_string(),
+                    error: "the directory holds no .whl files".into(),
+                    hint: None,
+                });
+            }
+            wheels.extend(found);
+        } else {
+            wheels.push(p.clone());
+        }
+    }
+    let opts = Options {
+        out_dir: args.wheel_dir.clone(),
+        dry_run: args.dry_run,
+        cuda_deps: args.cuda_deps.clone(),
+        tag: if args.runpath {
+            cudist_elf::patch::SearchPathTag::Runpath
+        } else {
+            cudist_elf::patch::SearchPathTag::Rpath
+        },
+        compression: match args.compression.as_str() {
+            "fast" => cudist_wheel::write::Compression::Fast,
+            "best" => cudist_wheel::write::Compression::Best,
+            _ => cudist_wheel::write::Compression::Default,
+        },
+        verify: args.verify,
+        crc_check: !args.no_crc_check,
+        plat: args.plat.clone(),
+        loader: args.loader,
+        exclude: args.exclude.clone(),
+        build_env: args.build_env.clone(),
+    };
+    let bar = (!args.quiet && !args.json && std::io::stderr().is_terminal()).then(|| {
+        let bar = indicatif::ProgressBar::new(wheels.len() as u64);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} repairing {pos}/{len} {wide_msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar.enable_steady_tick(std::time::Duration::from_millis(120));
+        bar
+    });
+    let mut report = repair(&wheels, catalog, &opts, &mut |step| {
+        if let Some(bar) = &bar {
+            match step {
+                Progress::Start(p) => bar.set_message(
+                    p.file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default(),
+                ),
+                Progress::Done(_) => bar.inc(1),
+            }
+        }
+    });
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    errors.append(&mut report.errors);
+    report.errors = errors;
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&report)?);
+    } else if !args.quiet {
+        util::emit(&render(&report, util::Style::detect()));
+    }
+    if !args.json {
+        util::print_input_errors(report.errors.iter().map(|e| (None, e)));
+    }
+    Ok(if report.errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(util::EXIT_INPUT)
+    })
+}
+
+/// The human report.
+fn render(r: &Report, style: crate::util::Style) -> String {
+    use crate::util::human_bytes;
+    use std::fmt::Write;
+    let mut out = String::new();
+    for w in &r.wheels {
+        let verb = match (r.dry_run, w.unchanged) {
+            (true, _) => "would write",
+            (false, true) => "unchanged, copied to",
+            (false, false) => "repaired ->",
+        };
+        let size = match w.output_size {
+            Some(n) => format!(" ({} -> {})", human_bytes(w.input_size), human_bytes(n)),
+            None => format!(" ({})", human_bytes(w.input_size)),
+        };
+        let _ = writeln!(out, "{} {verb} {}{size}", style.bold(&w.input), w.output);
+        for g in &w.grafted {
+            let _ = writeln!(
+                out,
+                "  grafted   {} ({}, {}) as {}",
+                g.soname,
+                g.source.display(),
+                human_bytes(g.bytes),
+                g.path
+            );
+        }
+        for rm in &w.removed {
+            let _ = writeln!(
+                out,
+                "  removed   {} ({}, {}): {}",
+                rm.path,
+                rm.library,
+                human_bytes(rm.bytes),
+                rm.reason
+            );
+        }
+        for p in &w.patched {
+            let mut what = Vec::new();
+            if !p.rpath_added.is_empty() {
+                what.push(format!("search path += {}", p.rpath_added.join(":")));
+            }
+            if !p.rpath_removed.is_empty() {
+                what.push(format!("search path -= {}", p.rpath_removed.join(":")));
+            }
+            for (a, b) in &p.needed_replaced {
+                what.push(format!("NEEDED {a} -> {b}"));
+            }
+            let _ = writeln!(out, "  patched   {}: {}", p.path, what.join("; "));
+        }
+        if !w.platform.tags.is_empty() {
+            let _ = writeln!(out, "  tagged    {}", w.platform.tags.join("."));
+        }
+        for q in &w.requires_added {
+            let _ = writeln!(out, "  requires  {q}");
+        }
+        if let Some(l) = &w.loader {
+            let _ = writeln!(
+                out,
+                "  loader    {} (import {} before the first CUDA extension; {}=1 tries the system CUDA first)",
+                l.path, l.module, l.prefer_system_env
+            );
+        }
+        for u in &w.unhandled {
+            let why = if u.contains('/') {
+                "a NEEDED entry that names a path: ld.so opens exactly that path on the user's machine, so it is never grafted"
+            } else {
+                "neither a system, CUDA nor catalog library, and not found on this machine to graft"
+            };
+            let _ = writeln!(out, "  {} needs {u}: {why}", style.yellow("warning:"));
+        }
+        let freed: u64 = w.removed.iter().map(|r| r.bytes).sum();
+        if freed > 0 {
+            let _ = writeln!(
+                out,
+                "  {} of CUDA libraries left the wheel",
+                human_bytes(freed)
+            );
+        }
+    }
+    out
+}
