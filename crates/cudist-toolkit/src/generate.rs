@@ -145,7 +145,23 @@ pub fn complete(
         }
     };
 
-    // 1. Links for every shared library in lib64/.
+    library_links(plan, source, catalog, &cudaroot, &tk_mm, &mut gen)?;
+    driver_stub_entry(plan, &cudaroot, &tk_mm, &mut gen)?;
+    nvcc_profile_entry(plan, &mut gen);
+    version_files(plan, source, catalog)?;
+    Ok(gen)
+}
+
+/// The SONAME and linker-name links of every shared library in `lib64/`, and its pkg-config
+/// files, as NVIDIA names them (`cudart-13.5.pc`) and unversioned.
+fn library_links(
+    plan: &mut Plan,
+    source: &Source,
+    catalog: &Catalog,
+    cudaroot: &str,
+    tk_mm: &str,
+    gen: &mut Generated,
+) -> Result<()> {
     let mut by_linker: BTreeMap<String, Vec<(String, Option<String>)>> = BTreeMap::new();
     for (dest, e) in &plan.entries {
         let Some(file) = dest.strip_prefix("lib64/") else {
@@ -237,14 +253,7 @@ pub fn complete(
                 .find(|p| p.name == origin)
                 .map(|p| p.version.clone())
                 .unwrap_or(plan.version.clone());
-            let pc = pkg_config(
-                &cudaroot,
-                stem,
-                &description,
-                &version,
-                "${libdir}",
-                &origin,
-            );
+            let pc = pkg_config(cudaroot, stem, &description, &version, "${libdir}", &origin);
             for name in [format!("{stem}-{tk_mm}.pc"), format!("{stem}.pc")] {
                 let p = format!("lib64/pkgconfig/{name}");
                 if !plan.entries.contains_key(&p) {
@@ -255,8 +264,17 @@ pub fn complete(
         }
         gen.libraries.push(row);
     }
+    Ok(())
+}
 
-    // 2. The driver stub, from the installed cuda.h.
+/// The driver stub `lib64/stubs/libcuda.so` (the package's, or generated from the installed
+/// `cuda.h`) and its pkg-config files; a note when there is none.
+fn driver_stub_entry(
+    plan: &mut Plan,
+    cudaroot: &str,
+    tk_mm: &str,
+    gen: &mut Generated,
+) -> Result<()> {
     let stub_path = "lib64/stubs/libcuda.so";
     if let Some(e) = plan.entries.get(stub_path) {
         gen.stub = Some(StubRow {
@@ -298,7 +316,7 @@ pub fn complete(
     }
     if let Some(stub) = &mut gen.stub {
         let pc = pkg_config(
-            &cudaroot,
+            cudaroot,
             "cuda",
             "CUDA driver API (link-time stub; the driver provides libcuda.so.1 at run time)",
             &plan.version,
@@ -313,8 +331,11 @@ pub fn complete(
             }
         }
     }
+    Ok(())
+}
 
-    // 3. nvcc.profile, when there is an nvcc to read it.
+/// `bin/nvcc.profile`, when there is an nvcc to read it; a note when there is none.
+fn nvcc_profile_entry(plan: &mut Plan, gen: &mut Generated) {
     if plan.entries.contains_key("bin/nvcc") {
         let cccl = plan.entries.keys().any(|k| k.starts_with("include/cccl/"));
         plan.entries
@@ -327,9 +348,11 @@ pub fn complete(
                 .into(),
         );
     }
+}
 
-    // 4. version.json (NVIDIA's form) and version.txt (what CMake's FindCUDAToolkit reads when
-    // there is no nvcc).
+/// `version.json` (NVIDIA's form) and `version.txt` (what CMake's FindCUDAToolkit reads when there
+/// is no nvcc).
+fn version_files(plan: &mut Plan, source: &Source, catalog: &Catalog) -> Result<()> {
     let mut vj = serde_json::Map::new();
     vj.insert(
         "cuda".into(),
@@ -359,7 +382,7 @@ pub fn complete(
             false,
         ),
     );
-    Ok(gen)
+    Ok(())
 }
 
 fn bytes(data: Vec<u8>, exec: bool) -> Entry {

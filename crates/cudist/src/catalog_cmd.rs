@@ -58,194 +58,211 @@ fn print_json(value: serde_json::Value) -> Result<()> {
     Ok(())
 }
 
+/// Runs `cudist catalog`.
 pub fn run(cmd: CatalogCmd, catalog: &Catalog) -> Result<ExitCode> {
     let style = Style::detect();
     match cmd {
-        CatalogCmd::Lib { name, json } => {
-            let lib = match catalog.library_by_name(&name) {
-                Some((m, _)) => m.library,
-                None => match catalog.library(&name) {
-                    Some(l) => l,
-                    None => {
-                        if let Some(d) = catalog.driver_lib(&name) {
-                            if json {
-                                print_json(json!({"driver_lib": d}))?;
-                            } else {
-                                outln!("{}: NVIDIA driver library ({}). Provided by the driver; never bundle it.", d.soname, d.description);
-                            }
-                            return Ok(ExitCode::SUCCESS);
-                        }
-                        bail!("{name:?} is not in the catalog (try a SONAME such as libcublas.so.12, or `cudist catalog list`)");
-                    }
-                },
-            };
-            if json {
-                print_json(json!({"library": lib}))?;
-                return Ok(ExitCode::SUCCESS);
-            }
-            outln!(
-                "{} — {} ({:?})",
-                style.bold(&lib.id),
-                lib.description,
-                lib.kind
-            );
-            if let Some(c) = &lib.component {
-                outln!("  component: {c}");
-            }
-            outln!("  conda-forge: {}", lib.conda.as_deref().unwrap_or("-"));
-            outln!(
-                "  cuda-toolkit extra: {}",
-                lib.toolkit_extra
-                    .as_deref()
-                    .map(|e| format!("cuda-toolkit[{e}]"))
-                    .unwrap_or("-".into())
-            );
-            let mut t = Table::new(&[
-                "CUDA",
-                "SONAME",
-                "PINS",
-                "PIP PACKAGE",
-                "REQUIRES (repair)",
-                "WHEEL DIR",
-                "VERIFIED",
-            ]);
-            for m in &lib.cuda {
-                // What `repair` requires for each SONAME: the releases that ship it.
-                let requires: Vec<String> = m
-                    .sonames
-                    .iter()
-                    .filter_map(|s| {
-                        Some(match m.pip_requirement(s)? {
-                            cudist_catalog::PipRequirement::Range(r) => r,
-                            cudist_catalog::PipRequirement::Any => "any".into(),
-                            cudist_catalog::PipRequirement::NotShipped => {
-                                format!("{s}: in no wheel")
-                            }
-                        })
-                    })
-                    .collect();
-                t.row(vec![
-                    m.major.to_string(),
-                    m.sonames.join(" "),
-                    m.policy.to_string(),
-                    m.pip.clone().unwrap_or("-".into()),
-                    if requires.is_empty() {
-                        "-".into()
-                    } else {
-                        requires.join(" ")
-                    },
-                    m.pip_dir.clone().unwrap_or("-".into()),
-                    m.verified.as_deref().map_or("-".into(), |_| "yes".into()),
-                ]);
-            }
-            crate::util::emit(&t.render(2, style));
-            if !lib.sources.is_empty() {
-                outln!("  sources: {}", lib.sources.join("; "));
-            }
-        }
-        CatalogCmd::Sm { cuda, json } => {
-            let archs = match cuda {
-                Some(v) => catalog.archs_for_cuda(v),
-                None => {
-                    let mut v: Vec<_> = catalog.archs.iter().collect();
-                    v.sort_by_key(|a| a.sm);
-                    v
-                }
-            };
-            if json {
-                print_json(json!({"cuda": cuda.map(|c| c.to_string()), "archs": archs}))?;
-                return Ok(ExitCode::SUCCESS);
-            }
-            let mut t = Table::new(&[
-                "SM",
-                "NAME",
-                "FIRST CUDA",
-                "LAST CUDA",
-                "sm_XXa FROM",
-                "sm_XXf FROM",
-            ]);
-            for a in archs {
-                t.row(vec![
-                    format!("sm_{}", a.sm),
-                    a.name.clone(),
-                    a.first_cuda.clone(),
-                    a.last_cuda.clone().unwrap_or("-".into()),
-                    a.arch_specific_from.clone().unwrap_or("-".into()),
-                    a.family_from.clone().unwrap_or("-".into()),
-                ]);
-            }
-            crate::util::emit(&t.render(0, style));
-        }
-        CatalogCmd::Driver { cuda: v, json } => {
-            let t = catalog.min_driver(v);
-            let floor = catalog.minor_compat_floor(v.major);
-            if t.is_none() && floor.is_none() {
-                bail!("the catalog has no driver data for CUDA {v}");
-            }
-            if json {
-                print_json(json!({
-                    "cuda": v.to_string(),
-                    "toolkit": t,
-                    // false when the catalog has no row for this release and `toolkit` is
-                    // the newest older release of the same major
-                    "toolkit_exact": t.is_some_and(|t| CudaVersion::parse(&t.version) == Some(v)),
-                    "minor_compat": floor,
-                }))?;
-                return Ok(ExitCode::SUCCESS);
-            }
-            if let Some(t) = t {
-                let exact = if CudaVersion::parse(&t.version) == Some(v) {
-                    String::new()
-                } else {
-                    format!(" (no row for {v}; nearest older release {})", t.version)
-                };
-                outln!(
-                    "CUDA {v}: driver >= {}{exact} for the full feature set, including PTX JIT",
-                    t.min_driver
-                );
-            }
-            if let Some(f) = floor {
-                // The major's floor can lie above an early release's own minimum (11.x's 450.80.02
-                // against 11.0's 450.51.05): that release then needs only its own.
-                let own = t.filter(|t| {
-                    CudaVersion::parse(&t.version) == Some(v)
-                        && cudist_catalog::driver_version_key(&t.min_driver)
-                            < cudist_catalog::driver_version_key(&f.min_driver)
-                });
-                match own {
-                    Some(t) => outln!(
-                        "CUDA {}.x minor-version compatibility: driver >= {} runs {}.x builds (no JIT of newer PTX); \
-                         {v} builds need only their own {}",
-                        v.major, f.min_driver, v.major, t.min_driver
-                    ),
-                    None => outln!(
-                        "CUDA {}.x minor-version compatibility: driver >= {} runs {}.x builds (no JIT of newer PTX)",
-                        v.major, f.min_driver, v.major
-                    ),
-                }
-            }
-        }
-        CatalogCmd::List { json } => {
-            if json {
-                print_json(json!({"libraries": catalog.libraries}))?;
-                return Ok(ExitCode::SUCCESS);
-            }
-            let mut t = Table::new(&["ID", "KIND", "SONAMES", "CONDA"]);
-            for l in &catalog.libraries {
-                let sonames: Vec<String> = l
-                    .cuda
-                    .iter()
-                    .flat_map(|m| m.sonames.iter().cloned())
-                    .collect();
-                t.row(vec![
-                    l.id.clone(),
-                    format!("{:?}", l.kind).to_lowercase(),
-                    sonames.join(" "),
-                    l.conda.clone().unwrap_or("-".into()),
-                ]);
-            }
-            crate::util::emit(&t.render(0, style));
-        }
+        CatalogCmd::Lib { name, json } => lib(&name, json, catalog, style)?,
+        CatalogCmd::Sm { cuda, json } => sm(cuda, json, catalog, style)?,
+        CatalogCmd::Driver { cuda, json } => driver(cuda, json, catalog)?,
+        CatalogCmd::List { json } => list(json, catalog, style)?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `catalog lib NAME`: one library (by SONAME or id), or a driver library.
+fn lib(name: &str, json: bool, catalog: &Catalog, style: Style) -> Result<()> {
+    let lib = match catalog.library_by_name(name) {
+        Some((m, _)) => m.library,
+        None => match catalog.library(name) {
+            Some(l) => l,
+            None => {
+                if let Some(d) = catalog.driver_lib(name) {
+                    if json {
+                        print_json(json!({"driver_lib": d}))?;
+                    } else {
+                        outln!("{}: NVIDIA driver library ({}). Provided by the driver; never bundle it.", d.soname, d.description);
+                    }
+                    return Ok(());
+                }
+                bail!("{name:?} is not in the catalog (try a SONAME such as libcublas.so.12, or `cudist catalog list`)");
+            }
+        },
+    };
+    if json {
+        print_json(json!({"library": lib}))?;
+        return Ok(());
+    }
+    outln!(
+        "{} — {} ({:?})",
+        style.bold(&lib.id),
+        lib.description,
+        lib.kind
+    );
+    if let Some(c) = &lib.component {
+        outln!("  component: {c}");
+    }
+    outln!("  conda-forge: {}", lib.conda.as_deref().unwrap_or("-"));
+    outln!(
+        "  cuda-toolkit extra: {}",
+        lib.toolkit_extra
+            .as_deref()
+            .map(|e| format!("cuda-toolkit[{e}]"))
+            .unwrap_or("-".into())
+    );
+    let mut t = Table::new(&[
+        "CUDA",
+        "SONAME",
+        "PINS",
+        "PIP PACKAGE",
+        "REQUIRES (repair)",
+        "WHEEL DIR",
+        "VERIFIED",
+    ]);
+    for m in &lib.cuda {
+        // What `repair` requires for each SONAME: the releases that ship it.
+        let requires: Vec<String> = m
+            .sonames
+            .iter()
+            .filter_map(|s| {
+                Some(match m.pip_requirement(s)? {
+                    cudist_catalog::PipRequirement::Range(r) => r,
+                    cudist_catalog::PipRequirement::Any => "any".into(),
+                    cudist_catalog::PipRequirement::NotShipped => {
+                        format!("{s}: in no wheel")
+                    }
+                })
+            })
+            .collect();
+        t.row(vec![
+            m.major.to_string(),
+            m.sonames.join(" "),
+            m.policy.to_string(),
+            m.pip.clone().unwrap_or("-".into()),
+            if requires.is_empty() {
+                "-".into()
+            } else {
+                requires.join(" ")
+            },
+            m.pip_dir.clone().unwrap_or("-".into()),
+            m.verified.as_deref().map_or("-".into(), |_| "yes".into()),
+        ]);
+    }
+    crate::util::emit(&t.render(2, style));
+    if !lib.sources.is_empty() {
+        outln!("  sources: {}", lib.sources.join("; "));
+    }
+    Ok(())
+}
+
+/// `catalog sm [--cuda X.Y]`: the GPU architectures (a release's, or all).
+fn sm(cuda: Option<CudaVersion>, json: bool, catalog: &Catalog, style: Style) -> Result<()> {
+    let archs = match cuda {
+        Some(v) => catalog.archs_for_cuda(v),
+        None => {
+            let mut v: Vec<_> = catalog.archs.iter().collect();
+            v.sort_by_key(|a| a.sm);
+            v
+        }
+    };
+    if json {
+        print_json(json!({"cuda": cuda.map(|c| c.to_string()), "archs": archs}))?;
+        return Ok(());
+    }
+    let mut t = Table::new(&[
+        "SM",
+        "NAME",
+        "FIRST CUDA",
+        "LAST CUDA",
+        "sm_XXa FROM",
+        "sm_XXf FROM",
+    ]);
+    for a in archs {
+        t.row(vec![
+            format!("sm_{}", a.sm),
+            a.name.clone(),
+            a.first_cuda.clone(),
+            a.last_cuda.clone().unwrap_or("-".into()),
+            a.arch_specific_from.clone().unwrap_or("-".into()),
+            a.family_from.clone().unwrap_or("-".into()),
+        ]);
+    }
+    crate::util::emit(&t.render(0, style));
+    Ok(())
+}
+
+/// `catalog driver X.Y`: the driver a CUDA release needs, and its major's compatibility floor.
+fn driver(v: CudaVersion, json: bool, catalog: &Catalog) -> Result<()> {
+    let t = catalog.min_driver(v);
+    let floor = catalog.minor_compat_floor(v.major);
+    if t.is_none() && floor.is_none() {
+        bail!("the catalog has no driver data for CUDA {v}");
+    }
+    if json {
+        print_json(json!({
+            "cuda": v.to_string(),
+            "toolkit": t,
+            // false when the catalog has no row for this release and `toolkit` is
+            // the newest older release of the same major
+            "toolkit_exact": t.is_some_and(|t| CudaVersion::parse(&t.version) == Some(v)),
+            "minor_compat": floor,
+        }))?;
+        return Ok(());
+    }
+    if let Some(t) = t {
+        let exact = if CudaVersion::parse(&t.version) == Some(v) {
+            String::new()
+        } else {
+            format!(" (no row for {v}; nearest older release {})", t.version)
+        };
+        outln!(
+            "CUDA {v}: driver >= {}{exact} for the full feature set, including PTX JIT",
+            t.min_driver
+        );
+    }
+    if let Some(f) = floor {
+        // The major's floor can lie above an early release's own minimum (11.x's 450.80.02
+        // against 11.0's 450.51.05): that release then needs only its own.
+        let own = t.filter(|t| {
+            CudaVersion::parse(&t.version) == Some(v)
+                && cudist_catalog::driver_version_key(&t.min_driver)
+                    < cudist_catalog::driver_version_key(&f.min_driver)
+        });
+        match own {
+            Some(t) => outln!(
+                "CUDA {}.x minor-version compatibility: driver >= {} runs {}.x builds (no JIT of newer PTX); \
+                 {v} builds need only their own {}",
+                v.major, f.min_driver, v.major, t.min_driver
+            ),
+            None => outln!(
+                "CUDA {}.x minor-version compatibility: driver >= {} runs {}.x builds (no JIT of newer PTX)",
+                v.major, f.min_driver, v.major
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// `catalog list`: every library.
+fn list(json: bool, catalog: &Catalog, style: Style) -> Result<()> {
+    if json {
+        print_json(json!({"libraries": catalog.libraries}))?;
+        return Ok(());
+    }
+    let mut t = Table::new(&["ID", "KIND", "SONAMES", "CONDA"]);
+    for l in &catalog.libraries {
+        let sonames: Vec<String> = l
+            .cuda
+            .iter()
+            .flat_map(|m| m.sonames.iter().cloned())
+            .collect();
+        t.row(vec![
+            l.id.clone(),
+            format!("{:?}", l.kind).to_lowercase(),
+            sonames.join(" "),
+            l.conda.clone().unwrap_or("-".into()),
+        ]);
+    }
+    crate::util::emit(&t.render(0, style));
+    Ok(())
 }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use cudist_analysis::runtime::check::{diagnose, Options, Report, Status};
+use cudist_analysis::runtime::check::{diagnose, FileReport, Options, Report, Status};
 use cudist_analysis::runtime::host;
 use cudist_catalog::Catalog;
 use cudist_elf::loader::Resolution;
@@ -107,6 +107,18 @@ fn rule_text(r: &Resolution) -> String {
 
 fn render(r: &Report, style: Style) -> String {
     let mut s = String::new();
+    render_verdict(&mut s, r, style);
+    render_host(&mut s, &r.host, style);
+    render_runtime_loads(&mut s, r, style);
+    render_installations(&mut s, r, style);
+    for f in &r.files {
+        render_file(&mut s, f, style);
+    }
+    s
+}
+
+/// The verdict and its reasons.
+fn render_verdict(s: &mut String, r: &Report, style: Style) {
     let verdict = match r.verdict.status {
         Status::Ok => style.green("OK"),
         Status::Risky => style.yellow("risky"),
@@ -117,7 +129,10 @@ fn render(r: &Report, style: Style) -> String {
     for reason in &r.verdict.reasons {
         s.push_str(&format!("  - {reason}\n"));
     }
-    let h = &r.host;
+}
+
+/// The machine judged for.
+fn render_host(s: &mut String, h: &host::Host, style: Style) {
     s.push_str(&format!(
         "\nhost: {}\n",
         h.name.clone().unwrap_or_else(|| "profile".into())
@@ -159,6 +174,10 @@ fn render(r: &Report, style: Style) -> String {
     for n in &h.notes {
         s.push_str(&format!("  {}\n", style.dim(n)));
     }
+}
+
+/// The libraries a known package loads itself, and where they were found.
+fn render_runtime_loads(s: &mut String, r: &Report, style: Style) {
     if let Some(first) = r.runtime_loads.first() {
         s.push_str(&format!(
             "\nloaded by {} itself ({}), before its modules:\n",
@@ -176,6 +195,10 @@ fn render(r: &Report, style: Style) -> String {
             }
         }
     }
+}
+
+/// Without paths: the CUDA installations visible, and their conflicts.
+fn render_installations(s: &mut String, r: &Report, style: Style) {
     if !r.installations.is_empty() {
         s.push_str("\nCUDA installations visible:\n");
         for i in &r.installations {
@@ -205,75 +228,76 @@ fn render(r: &Report, style: Style) -> String {
             c.seen.join("; ")
         ));
     }
-    for f in &r.files {
-        s.push_str(&format!("\n{}\n", style.bold(&f.path)));
-        for res in f
-            .resolutions
-            .iter()
-            .filter(|x| x.rule != Some(cudist_elf::loader::Rule::AlreadyLoaded))
-        {
-            match &res.path {
-                Some(p) => s.push_str(&format!(
-                    "  {:<28} {}  ({})\n",
-                    res.name,
-                    p.display(),
-                    rule_text(res)
-                )),
-                None => s.push_str(&format!(
-                    "  {:<28} {}  (needed by {})\n",
-                    res.name,
-                    style.red("not found"),
-                    res.needed_by.display()
-                )),
-            }
-        }
-        for m in &f.missing_symbols {
-            s.push_str(&format!(
-                "  {} {}{} (needed by {}) is not defined by {}: built against a newer {} than the one installed\n",
-                style.red("missing symbol"),
-                m.symbol,
-                m.version_suffix(),
-                m.needed_by.file_name().map(|f| f.to_string_lossy()).unwrap_or_default(),
-                m.resolved.display(),
-                m.library_stem()
-            ));
-        }
-        for m in &f.missing {
-            if !m.tried.is_empty() {
-                let tried: Vec<String> = m.tried.iter().map(|t| t.display().to_string()).collect();
-                s.push_str(&format!("    {} tried: {}\n", m.name, tried.join(", ")));
-            }
-            if let Some(fix) = &m.fix {
-                s.push_str(&format!("    fix: {fix}\n"));
-            }
-        }
-        for g in &f.gpus {
-            let tag = match g.status {
-                "cubin" => style.green("runs"),
-                "jit" => style.yellow("JIT"),
-                _ => style.red("fails"),
-            };
-            s.push_str(&format!("  {} {tag}: {}\n", g.gpu, g.detail));
-        }
-        for r in &f.dlopen {
-            match &r.path {
-                Some(p) => s.push_str(&format!(
-                    "  dlopen {:<21} {}  ({})\n",
-                    r.name,
-                    p.display(),
-                    rule_text(r)
-                )),
-                None => s.push_str(&format!(
-                    "  dlopen {:<21} {}  (from {})\n",
-                    r.name,
-                    style.red("not found"),
-                    r.needed_by.display()
-                )),
-            }
-        }
-        for d in &f.driver_problems {
-            s.push_str(&format!("  {} {d}\n", style.red("driver:")));
+}
+
+/// One file: where each library loads from, what is missing and why, its GPUs, dlopen and driver.
+fn render_file(s: &mut String, f: &FileReport, style: Style) {
+    s.push_str(&format!("\n{}\n", style.bold(&f.path)));
+    for res in f
+        .resolutions
+        .iter()
+        .filter(|x| x.rule != Some(cudist_elf::loader::Rule::AlreadyLoaded))
+    {
+        match &res.path {
+            Some(p) => s.push_str(&format!(
+                "  {:<28} {}  ({})\n",
+                res.name,
+                p.display(),
+                rule_text(res)
+            )),
+            None => s.push_str(&format!(
+                "  {:<28} {}  (needed by {})\n",
+                res.name,
+                style.red("not found"),
+                res.needed_by.display()
+            )),
         }
     }
-    s
+    for m in &f.missing_symbols {
+        s.push_str(&format!(
+            "  {} {}{} (needed by {}) is not defined by {}: built against a newer {} than the one installed\n",
+            style.red("missing symbol"),
+            m.symbol,
+            m.version_suffix(),
+            m.needed_by.file_name().map(|f| f.to_string_lossy()).unwrap_or_default(),
+            m.resolved.display(),
+            m.library_stem()
+        ));
+    }
+    for m in &f.missing {
+        if !m.tried.is_empty() {
+            let tried: Vec<String> = m.tried.iter().map(|t| t.display().to_string()).collect();
+            s.push_str(&format!("    {} tried: {}\n", m.name, tried.join(", ")));
+        }
+        if let Some(fix) = &m.fix {
+            s.push_str(&format!("    fix: {fix}\n"));
+        }
+    }
+    for g in &f.gpus {
+        let tag = match g.status {
+            "cubin" => style.green("runs"),
+            "jit" => style.yellow("JIT"),
+            _ => style.red("fails"),
+        };
+        s.push_str(&format!("  {} {tag}: {}\n", g.gpu, g.detail));
+    }
+    for r in &f.dlopen {
+        match &r.path {
+            Some(p) => s.push_str(&format!(
+                "  dlopen {:<21} {}  ({})\n",
+                r.name,
+                p.display(),
+                rule_text(r)
+            )),
+            None => s.push_str(&format!(
+                "  dlopen {:<21} {}  (from {})\n",
+                r.name,
+                style.red("not found"),
+                r.needed_by.display()
+            )),
+        }
+    }
+    for d in &f.driver_problems {
+        s.push_str(&format!("  {} {d}\n", style.red("driver:")));
+    }
 }

@@ -40,6 +40,24 @@ fn status_word(s: VerdictStatus, style: Style) -> String {
 }
 
 fn render_artifact(out: &mut String, a: &Artifact, opts: RenderOptions, style: Style) {
+    render_header(out, a, style);
+    render_needs(out, a, style);
+    render_search_paths(out, a, style);
+    render_vendored(out, a, style);
+    render_static(out, a, style);
+    render_platform(out, a);
+    render_device(out, a, style);
+    render_breakdown(out, a, style);
+    if opts.files {
+        render_files(out, a, style);
+    }
+    if opts.entries {
+        render_entries(out, a, style);
+    }
+}
+
+/// The artifact's name, kind, sizes and verdict.
+fn render_header(out: &mut String, a: &Artifact, style: Style) {
     let kind = match a.kind {
         ArtifactKind::Wheel => "wheel",
         ArtifactKind::Directory => "directory",
@@ -66,7 +84,10 @@ fn render_artifact(out: &mut String, a: &Artifact, opts: RenderOptions, style: S
     for l in &a.verdict.lines {
         let _ = writeln!(out, "  - {l}");
     }
+}
 
+/// The CUDA libraries the artifact needs and who provides them; the driver libraries.
+fn render_needs(out: &mut String, a: &Artifact, style: Style) {
     if !a.cuda_needed.is_empty() {
         let _ = writeln!(out, "\nCUDA libraries needed");
         let mut t = Table::new(&[
@@ -140,7 +161,10 @@ fn render_artifact(out: &mut String, a: &Artifact, opts: RenderOptions, style: S
             list.join(", ")
         );
     }
+}
 
+/// Every RPATH and RUNPATH entry and where it leads.
+fn render_search_paths(out: &mut String, a: &Artifact, style: Style) {
     let paths: Vec<(&ElfReport, &str, &SearchPathEntry)> = a
         .elf_files
         .iter()
@@ -172,31 +196,38 @@ fn render_artifact(out: &mut String, a: &Artifact, opts: RenderOptions, style: S
         }
         out.push_str(&t.render(2, style));
     }
+}
 
-    if !a.vendored.is_empty() {
-        let _ = writeln!(out, "\nVendored CUDA libraries");
-        let mut t = Table::new(&["FILE", "LIBRARY", "KIND", "SIZE", "PROVIDED BY", "EVIDENCE"]);
-        for v in &a.vendored {
-            t.row(vec![
-                v.path.clone(),
-                v.library
-                    .as_ref()
-                    .map_or_else(|| v.soname.clone().unwrap_or_default(), |l| l.id.clone()),
-                match v.class {
-                    NeededClass::Driver => "driver".into(),
-                    _ => "toolkit".into(),
-                },
-                human_bytes(v.bytes),
-                v.library
-                    .as_ref()
-                    .and_then(|l| l.pip.clone())
-                    .unwrap_or_else(|| "NVIDIA driver".into()),
-                v.evidence.join("; "),
-            ]);
-        }
-        out.push_str(&t.render(2, style));
+/// The CUDA libraries the artifact carries.
+fn render_vendored(out: &mut String, a: &Artifact, style: Style) {
+    if a.vendored.is_empty() {
+        return;
     }
+    let _ = writeln!(out, "\nVendored CUDA libraries");
+    let mut t = Table::new(&["FILE", "LIBRARY", "KIND", "SIZE", "PROVIDED BY", "EVIDENCE"]);
+    for v in &a.vendored {
+        t.row(vec![
+            v.path.clone(),
+            v.library
+                .as_ref()
+                .map_or_else(|| v.soname.clone().unwrap_or_default(), |l| l.id.clone()),
+            match v.class {
+                NeededClass::Driver => "driver".into(),
+                _ => "toolkit".into(),
+            },
+            human_bytes(v.bytes),
+            v.library
+                .as_ref()
+                .and_then(|l| l.pip.clone())
+                .unwrap_or_else(|| "NVIDIA driver".into()),
+            v.evidence.join("; "),
+        ]);
+    }
+    out.push_str(&t.render(2, style));
+}
 
+/// CUDA linked statically into the artifact's files.
+fn render_static(out: &mut String, a: &Artifact, style: Style) {
     let statics: Vec<(&ElfReport, &StaticCuda)> = a
         .elf_files
         .iter()
@@ -218,92 +249,91 @@ fn render_artifact(out: &mut String, a: &Artifact, opts: RenderOptions, style: S
         }
         out.push_str(&t.render(2, style));
     }
+}
 
-    render_platform(out, a);
-    render_device(out, a, style);
-    render_breakdown(out, a, style);
-
-    if opts.files {
-        let _ = writeln!(out, "\nELF files");
-        let mut t = Table::new(&[
-            "FILE",
-            "TYPE",
-            "SIZE",
-            "HOST CODE",
-            "DEVICE CODE",
-            "CUBINS",
-            "PTX",
-            "CUDA NEEDED",
-        ]);
-        for e in &a.elf_files {
-            let cuda: Vec<&str> = e
-                .needed
+/// `--files`: one row per ELF file.
+fn render_files(out: &mut String, a: &Artifact, style: Style) {
+    let _ = writeln!(out, "\nELF files");
+    let mut t = Table::new(&[
+        "FILE",
+        "TYPE",
+        "SIZE",
+        "HOST CODE",
+        "DEVICE CODE",
+        "CUBINS",
+        "PTX",
+        "CUDA NEEDED",
+    ]);
+    for e in &a.elf_files {
+        let cuda: Vec<&str> = e
+            .needed
+            .iter()
+            .filter(|n| {
+                matches!(
+                    n.class,
+                    NeededClass::Toolkit | NeededClass::External | NeededClass::Driver
+                )
+            })
+            .map(|n| n.soname.as_str())
+            .collect();
+        t.row(vec![
+            e.path.clone(),
+            format!("{:?}", e.elf_type).to_lowercase(),
+            human_bytes(e.size),
+            human_bytes(e.sizes.host_code),
+            human_bytes(e.sizes.device_code),
+            e.device_code
                 .iter()
-                .filter(|n| {
-                    matches!(
-                        n.class,
-                        NeededClass::Toolkit | NeededClass::External | NeededClass::Driver
-                    )
-                })
-                .map(|n| n.soname.as_str())
-                .collect();
+                .filter(|d| !matches!(d.kind, EntryKind::Ptx | EntryKind::LtoIr))
+                .count()
+                .to_string(),
+            e.device_code
+                .iter()
+                .filter(|d| d.kind == EntryKind::Ptx)
+                .count()
+                .to_string(),
+            if cuda.is_empty() {
+                "-".into()
+            } else {
+                cuda.join(" ")
+            },
+        ]);
+    }
+    out.push_str(&t.render(2, style));
+}
+
+/// `--entries`: every device-code entry of every file.
+fn render_entries(out: &mut String, a: &Artifact, style: Style) {
+    for e in a.elf_files.iter().filter(|e| !e.device_code.is_empty()) {
+        let _ = writeln!(out, "\nDevice code of {}", e.path);
+        let mut t = Table::new(&[
+            "#",
+            "SECTION",
+            "KIND",
+            "ARCH",
+            "VERSION",
+            "CODEC",
+            "STORED",
+            "UNCOMPRESSED",
+            "IDENTIFIER",
+        ]);
+        for (i, d) in e.device_code.iter().enumerate() {
             t.row(vec![
-                e.path.clone(),
-                format!("{:?}", e.elf_type).to_lowercase(),
-                human_bytes(e.size),
-                human_bytes(e.sizes.host_code),
-                human_bytes(e.sizes.device_code),
-                e.device_code
-                    .iter()
-                    .filter(|d| !matches!(d.kind, EntryKind::Ptx | EntryKind::LtoIr))
-                    .count()
-                    .to_string(),
-                e.device_code
-                    .iter()
-                    .filter(|d| d.kind == EntryKind::Ptx)
-                    .count()
-                    .to_string(),
-                if cuda.is_empty() {
-                    "-".into()
-                } else {
-                    cuda.join(" ")
-                },
+                (i + 1).to_string(),
+                serde_json::to_value(d.section)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default(),
+                kind_name(d.kind),
+                d.arch.clone(),
+                d.version.clone(),
+                d.codec.to_string(),
+                human_bytes(d.stored_size),
+                human_bytes(d.uncompressed_size),
+                d.identifier.clone().unwrap_or_default(),
             ]);
         }
         out.push_str(&t.render(2, style));
-    }
-    if opts.entries {
-        for e in a.elf_files.iter().filter(|e| !e.device_code.is_empty()) {
-            let _ = writeln!(out, "\nDevice code of {}", e.path);
-            let mut t = Table::new(&[
-                "#",
-                "SECTION",
-                "KIND",
-                "ARCH",
-                "VERSION",
-                "CODEC",
-                "STORED",
-                "UNCOMPRESSED",
-                "IDENTIFIER",
-            ]);
-            for (i, d) in e.device_code.iter().enumerate() {
-                t.row(vec![
-                    (i + 1).to_string(),
-                    serde_json::to_value(d.section)
-                        .ok()
-                        .and_then(|v| v.as_str().map(String::from))
-                        .unwrap_or_default(),
-                    kind_name(d.kind),
-                    d.arch.clone(),
-                    d.version.clone(),
-                    d.codec.to_string(),
-                    human_bytes(d.stored_size),
-                    human_bytes(d.uncompressed_size),
-                    d.identifier.clone().unwrap_or_default(),
-                ]);
-            }
-            out.push_str(&t.render(2, style));
-        }
     }
 }
 
