@@ -62,6 +62,8 @@ pub struct FileChange {
 pub struct Report {
     /// `cudist.relink/1`.
     pub schema: &'static str,
+    /// The version of cudist that wrote it.
+    pub cudist_version: &'static str,
     /// The tree, canonical.
     pub tree: String,
     /// Nothing was written.
@@ -129,6 +131,7 @@ pub fn relink(tree: &Path, args: &Options, catalog: &Catalog) -> Result<Report> 
     }
     let mut report = Report {
         schema: "cudist.relink/1",
+        cudist_version: env!("CARGO_PKG_VERSION"),
         tree: tree.display().to_string(),
         dry_run: args.dry_run,
         files_checked: files.len(),

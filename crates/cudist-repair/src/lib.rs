@@ -8,6 +8,54 @@
 //! and the wheel is rewritten with its untouched members copied raw (`cudist_wheel::write`).
 //! Every output is written to a temporary file and renamed into place; a wheel that cannot be
 //! read, planned or written becomes an error entry of the report, and nothing is written for it.
+//!
+//! Repairing a wheel made here around one of the repository's device-code fixtures, an extension
+//! linked against CUDA 13's runtime:
+//!
+//! ```
+//! use std::io::Write;
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+//!     .join("../../tests/fixtures/device/multi.so");
+//! let wheel = dir.path().join("demo-1.0-cp311-cp311-linux_x86_64.whl");
+//! let mut zip = zip::ZipWriter::new(std::fs::File::create(&wheel).unwrap());
+//! let opts = zip::write::SimpleFileOptions::default();
+//! for (name, data) in [
+//!     ("demo/ext.so", std::fs::read(&fixture).unwrap()),
+//!     ("demo-1.0.dist-info/METADATA", b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n".to_vec()),
+//!     ("demo-1.0.dist-info/WHEEL", b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_x86_64\n".to_vec()),
+//!     ("demo-1.0.dist-info/RECORD", b"".to_vec()),
+//! ] {
+//!     zip.start_file(name, opts).unwrap();
+//!     zip.write_all(&data).unwrap();
+//! }
+//! zip.finish().unwrap();
+//!
+//! let catalog = cudist_catalog::Catalog::builtin();
+//! let options = cudist_repair::Options {
+//!     out_dir: dir.path().join("wheelhouse"),
+//!     dry_run: false,
+//!     cuda_deps: cudist_repair::CudaDeps::PerComponent,
+//!     tag: cudist_elf::patch::SearchPathTag::Rpath,
+//!     compression: cudist_wheel::write::Compression::Default,
+//!     verify: false,
+//!     crc_check: true,
+//!     loader: false,
+//!     exclude: Vec::new(),
+//!     build_env: None,
+//!     plat: None,
+//! };
+//! let report = cudist_repair::repair(&[wheel], &catalog, &options, &mut |_| {});
+//! assert!(report.errors.is_empty(), "{:?}", report.errors);
+//! let repaired = &report.wheels[0];
+//! // The wheel now depends on NVIDIA's runtime wheel instead of expecting a system CUDA…
+//! assert!(repaired.requires_added.iter().any(|r| r.starts_with("nvidia-cuda-runtime")));
+//! // …finds it in that wheel's directory…
+//! assert!(repaired.patched[0].rpath_added.iter().any(|p| p.ends_with("nvidia/cu13/lib")));
+//! // …and is tagged for the platform it can have.
+//! assert!(repaired.output.contains("manylinux"));
+//! ```
 
 #![deny(missing_docs)]
 

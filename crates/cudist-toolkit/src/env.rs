@@ -59,6 +59,7 @@ pub fn of_root(root: &Path) -> Result<Dirs> {
             root.display()
         ));
     }
+    notes.extend(unlinkable(&[root.join("lib64")]));
     Ok(Dirs {
         bins: some(root.join("bin")),
         libs: some(root.join("lib64")),
@@ -122,6 +123,7 @@ pub fn of_wheel_dirs(source: &Source) -> Dirs {
     };
     let mut libs = pick("lib");
     libs.extend(pick("lib64"));
+    notes.extend(unlinkable(&libs));
     Dirs {
         roots,
         bins: pick("bin"),
@@ -130,6 +132,38 @@ pub fn of_wheel_dirs(source: &Source) -> Dirs {
         pkgconfig: vec![],
         notes,
     }
+}
+
+/// A warning when libraries in `dirs` have no linker-name link (`libcudart.so.13` without
+/// `libcudart.so`): `-lcudart` cannot link against them, whatever the variables say. CUDA wheels
+/// ship only SONAME files; `cudist toolkit --in-place` adds the links.
+fn unlinkable(dirs: &[PathBuf]) -> Option<String> {
+    let mut missing = BTreeSet::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(linker) = cudist_catalog::linker_name(&name) {
+                if linker != name && !dir.join(&linker).exists() {
+                    missing.insert(linker);
+                }
+            }
+        }
+    }
+    if missing.is_empty() {
+        return None;
+    }
+    let shown: Vec<&str> = missing.iter().take(4).map(String::as_str).collect();
+    Some(format!(
+        "no linker names for {} librar{} ({}{}): `-l` flags cannot link against them; run \
+         `cudist toolkit --in-place` on this environment, or build a root with `cudist toolkit --out DIR`",
+        missing.len(),
+        if missing.len() == 1 { "y" } else { "ies" },
+        shown.join(", "),
+        if missing.len() > shown.len() { ", …" } else { "" }
+    ))
 }
 
 /// The variables that point build tools at `dirs`: the root as `CUDA_HOME`, `CUDA_PATH` and
@@ -200,5 +234,22 @@ mod tests {
             vars[4].values,
             [root.path().join("lib64").display().to_string()]
         );
+
+        // A library without its linker name cannot be linked with -l: said, with what to run.
+        std::fs::write(root.path().join("lib64/libcudart.so.13"), b"").unwrap();
+        let dirs = of_root(root.path()).unwrap();
+        let warning = dirs
+            .notes
+            .iter()
+            .find(|n| n.contains("libcudart.so"))
+            .unwrap();
+        assert!(warning.contains("cudist toolkit --in-place"), "{warning}");
+        std::os::unix::fs::symlink("libcudart.so.13", root.path().join("lib64/libcudart.so"))
+            .unwrap();
+        assert!(!of_root(root.path())
+            .unwrap()
+            .notes
+            .iter()
+            .any(|n| n.contains("linker names")));
     }
 }

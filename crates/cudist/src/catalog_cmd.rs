@@ -50,7 +50,7 @@ fn parse_cuda(s: &str) -> std::result::Result<CudaVersion, String> {
 }
 
 fn print_json(value: serde_json::Value) -> Result<()> {
-    let mut v = json!({ "schema": SCHEMA });
+    let mut v = json!({ "schema": SCHEMA, "cudist_version": env!("CARGO_PKG_VERSION") });
     if let (Some(obj), serde_json::Value::Object(extra)) = (v.as_object_mut(), value) {
         obj.extend(extra);
     }

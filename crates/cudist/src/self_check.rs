@@ -89,6 +89,7 @@ const ORACLES: &[Oracle] = &[
 #[derive(Serialize)]
 struct Report {
     schema: &'static str,
+    cudist_version: &'static str,
     version: &'static str,
     /// What `--version` prints (with this catalog).
     version_line: String,
@@ -144,6 +145,7 @@ pub fn run(args: SelfCheckArgs, catalog: &Catalog) -> Result<ExitCode> {
     tools.extend(found);
     let report = Report {
         schema: SCHEMA,
+        cudist_version: env!("CARGO_PKG_VERSION"),
         version: env!("CARGO_PKG_VERSION"),
         version_line: version_line_of(catalog),
         catalog_newest_cuda: catalog.newest_cuda().map(|v| v.to_string()),

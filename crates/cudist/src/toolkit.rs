@@ -109,6 +109,8 @@ pub struct EnvArgs {
 #[derive(Debug, Serialize)]
 pub struct Report {
     pub schema: &'static str,
+    /// The version of cudist that wrote it.
+    pub cudist_version: &'static str,
     pub source: SourceRow,
     pub cuda: CudaRow,
     /// `link`, `copy` or `in-place`.
@@ -156,6 +158,7 @@ pub fn run(args: BuildArgs, catalog: &Catalog) -> Result<ExitCode> {
     let major = check_versions(&source, catalog)?;
     let mut report = Report {
         schema: "cudist.toolkit/1",
+        cudist_version: env!("CARGO_PKG_VERSION"),
         source: SourceRow {
             kind: source.kind,
             description: source.description.clone(),
@@ -403,6 +406,7 @@ pub fn run_env(args: EnvArgs, catalog: &Catalog) -> Result<ExitCode> {
             .collect();
         let doc = serde_json::json!({
             "schema": "cudist.toolkit.env/1",
+            "cudist_version": env!("CARGO_PKG_VERSION"),
             "root": dirs.roots.first().map(|r| r.display().to_string()),
             "set": set,
             "prepend": prepend,

@@ -47,6 +47,8 @@ pub struct Options {
 pub struct Report {
     /// `cudist.doctor/1`.
     pub schema: &'static str,
+    /// The version of cudist that wrote it.
+    pub cudist_version: &'static str,
     /// The verdict of the whole run, with every reason.
     pub verdict: Verdict,
     /// The machine judged for.
@@ -686,6 +688,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     }
     let mut report = Report {
         schema: "cudist.doctor/1",
+        cudist_version: env!("CARGO_PKG_VERSION"),
         verdict: Verdict::default(),
         host,
         ld_library_path: env.ld_library_path.clone(),

@@ -182,6 +182,8 @@ pub struct Metapackage {
 pub struct Manifest {
     /// `cudist.split/1`.
     pub schema: &'static str,
+    /// The version of cudist that wrote it.
+    pub cudist_version: &'static str,
     /// The input as given.
     pub input: String,
     /// `site-packages`, `redist` or `tree`.
@@ -323,6 +325,7 @@ pub(crate) fn sha256_file(path: &Path) -> Result<(u64, String)> {
 pub fn manifest(input: &Path, what: &Input, catalog: &Catalog) -> Result<Manifest> {
     let mut m = Manifest {
         schema: "cudist.split/1",
+        cudist_version: env!("CARGO_PKG_VERSION"),
         input: input.display().to_string(),
         input_kind: what.kind,
         cuda_major: what.cuda_major,
