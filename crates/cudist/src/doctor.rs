@@ -122,10 +122,21 @@ fn render_verdict(s: &mut String, r: &Report, style: Style) {
     let verdict = match r.verdict.status {
         Status::Ok => style.green("OK"),
         Status::Risky => style.yellow("risky"),
+        Status::WillFailOnThisGpu if r.profile => {
+            style.red("will load but fail on the profile's machine")
+        }
         Status::WillFailOnThisGpu => style.red("will load but fail on this machine"),
         Status::WillFailToLoad => style.red("will fail to load"),
     };
-    s.push_str(&format!("{} {verdict}\n", style.bold("cudist doctor:")));
+    let whose = if r.profile {
+        format!(
+            "cudist doctor (for the profile {}):",
+            r.host.name.as_deref().unwrap_or("given with --host")
+        )
+    } else {
+        "cudist doctor:".to_string()
+    };
+    s.push_str(&format!("{} {verdict}\n", style.bold(&whose)));
     for reason in &r.verdict.reasons {
         s.push_str(&format!("  - {reason}\n"));
     }
@@ -239,6 +250,9 @@ fn render_file(s: &mut String, f: &FileReport, style: Style) {
         .filter(|x| x.rule != Some(cudist_elf::loader::Rule::AlreadyLoaded))
     {
         match &res.path {
+            None if f.from_profile_driver.contains(&res.name) => {
+                s.push_str(&format!("  {:<28} the profile's driver\n", res.name))
+            }
             Some(p) => s.push_str(&format!(
                 "  {:<28} {}  ({})\n",
                 res.name,

@@ -570,3 +570,91 @@ fn import_locates_packages_like_find_spec() {
         stderr(&o)
     );
 }
+
+/// A profile is judged as the machine it describes: the driver's libraries are there exactly when
+/// it has a driver (whatever this machine has), and files must run with its glibc.
+#[test]
+fn a_host_profile_decides_the_driver_libraries_and_the_glibc() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    // An extension linked against the driver API (libcuda.so.1, never in a wheel), and a library
+    // that needs glibc 2.26 (reallocarray).
+    let ext = dir.join("ext.so");
+    std::fs::write(&ext, ext_needing(dir, "cuda", "libcuda.so.1", "cuInit")).unwrap();
+    std::fs::remove_file(dir.join("libcuda.so")).unwrap();
+    let new_glibc = gcc_shared(
+        dir,
+        "newglibc.so",
+        None,
+        "#include <stdlib.h>\nvoid *g(void *p) { return reallocarray(p, 4, 4); }\n",
+        &[],
+    );
+    let profile = |name: &str, driver: Option<&str>, glibc: &str| {
+        let p = dir.join(name);
+        let h = serde_json::json!({"name": name, "glibc": glibc, "driver": driver, "gpus": []});
+        std::fs::write(&p, h.to_string()).unwrap();
+        p
+    };
+    let with_driver = profile("driver.json", Some("580.65.06"), "2.28");
+    let without = profile("nodriver.json", None, "2.28");
+    let old = profile("old.json", Some("580.65.06"), "2.17");
+    let doctor = |host: &std::path::Path, file: &std::path::Path| {
+        let o = cudist(&[
+            "doctor",
+            "--json",
+            "--ld-library-path",
+            "",
+            "--host",
+            host.to_str().unwrap(),
+            file.to_str().unwrap(),
+        ]);
+        let v: Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
+        (o.status.code(), v)
+    };
+
+    // The profile's driver provides libcuda.so.1, though this machine has none.
+    let (code, v) = doctor(&with_driver, &ext);
+    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(v["profile"], true);
+    assert_eq!(v["files"][0]["from_profile_driver"][0], "libcuda.so.1");
+    assert_eq!(
+        v["files"][0]["missing"].as_array().unwrap().len(),
+        0,
+        "{v:#}"
+    );
+    // Without a driver in the profile, it is missing.
+    let (code, v) = doctor(&without, &ext);
+    assert_eq!(code, Some(1), "{v:#}");
+    assert_eq!(v["verdict"]["status"], "will-fail-to-load");
+    assert_eq!(v["files"][0]["missing"][0]["name"], "libcuda.so.1");
+    assert!(v["files"][0]["missing"][0]["fix"]
+        .as_str()
+        .unwrap()
+        .contains("the profile has none"));
+
+    // glibc: 2.26 needed, 2.28 in the profile is enough, 2.17 is not.
+    let (code, v) = doctor(&with_driver, &new_glibc);
+    assert_eq!(code, Some(0), "{v:#}");
+    let (code, v) = doctor(&old, &new_glibc);
+    assert_eq!(code, Some(1), "{v:#}");
+    let reasons = v["verdict"]["reasons"].to_string();
+    assert!(
+        reasons.contains("GLIBC_2.26") && reasons.contains("2.17"),
+        "{reasons}"
+    );
+    // The human headline says whose machine it is.
+    let o = cudist(&[
+        "doctor",
+        "--ld-library-path",
+        "",
+        "--host",
+        old.to_str().unwrap(),
+        new_glibc.to_str().unwrap(),
+    ]);
+    assert!(
+        stdout(&o).contains("cudist doctor (for the profile old.json): will fail to load"),
+        "{}",
+        stdout(&o)
+    );
+}

@@ -53,6 +53,10 @@ pub struct Report {
     pub verdict: Verdict,
     /// The machine judged for.
     pub host: host::Host,
+    /// The machine judged for is a profile (`--host`), not the one cudist runs on: the driver's
+    /// libraries count as present exactly when the profile has a driver, and its glibc is the one
+    /// files must run with.
+    pub profile: bool,
     /// The LD_LIBRARY_PATH the loader was simulated with.
     pub ld_library_path: Vec<String>,
     /// One report per ELF file checked.
@@ -120,6 +124,9 @@ pub struct FileReport {
     /// Libraries opened at run time: `--dlopen` names from the file, and what loaded CUDA
     /// libraries are known to dlopen, from them.
     pub dlopen: Vec<Resolution>,
+    /// With a profile that has a driver: the driver's libraries the file needs, which that
+    /// machine's driver provides (not looked for on this one).
+    pub from_profile_driver: Vec<String>,
 }
 
 /// A symbol an object imports from a CUDA library that the installed library lacks: the object
@@ -531,11 +538,58 @@ fn scan_dlopen_name(library: &Path, pattern: &str) -> Option<String> {
 /// One file's report and its verdict.
 type Checked = (FileReport, Verdict);
 
+/// `2.28` → (2, 28).
+fn glibc_key(v: &str) -> Option<(u32, u32)> {
+    let mut it = v.split('.');
+    Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+}
+
+/// The newest `GLIBC_x.y` a simulation's objects require beyond the profile's glibc, said with
+/// the object that requires it. The system's own libraries are left out: the profile's machine
+/// has its own, built for its glibc.
+fn glibc_problem(sim: &loader::Simulation, host: &host::Host) -> Option<String> {
+    let have = glibc_key(host.glibc.as_deref()?)?;
+    let system: Vec<&Path> = sim
+        .resolutions
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.rule,
+                Some(loader::Rule::Cache) | Some(loader::Rule::SystemDir)
+            )
+        })
+        .filter_map(|r| r.path.as_deref())
+        .collect();
+    let mut worst: Option<((u32, u32), &str, &Path)> = None;
+    for o in sim
+        .objects
+        .iter()
+        .filter(|o| !system.contains(&o.path.as_path()))
+    {
+        for v in o.undefined_versions() {
+            let Some(key) = v.strip_prefix("GLIBC_").and_then(glibc_key) else {
+                continue;
+            };
+            if key > have && worst.is_none_or(|(w, _, _)| key > w) {
+                worst = Some((key, v, &o.path));
+            }
+        }
+    }
+    let (_, version, path) = worst?;
+    Some(format!(
+        "{} needs {version}, and the profile's glibc is {}: the loader refuses it there \
+         (\"version `{version}' not found\")",
+        path.display(),
+        host.glibc.as_deref().unwrap_or("?")
+    ))
+}
+
 /// Every check of one file, and the verdict lines it adds.
 fn check_file(
     f: &Path,
     env: &LoadEnv,
     host: &host::Host,
+    profile: bool,
     names: &CudaNames,
     dlopen: &[String],
 ) -> Result<Checked> {
@@ -543,13 +597,50 @@ fn check_file(
     let mut verdict = Verdict::default();
     let sim = loader::simulate(f, env)
         .with_context(|| format!("cannot simulate loading {}", f.display()))?;
+    // For a profile, the driver's libraries are the profile's: present when it has a driver,
+    // whatever this machine has.
+    let is_driver_lib = |name: &str| catalog.driver_lib(name).is_some();
+    let mut from_profile_driver = Vec::new();
+    if profile {
+        for r in sim.resolutions.iter().filter(|r| is_driver_lib(&r.name)) {
+            if host.driver.is_some() {
+                if r.path.is_none() && !from_profile_driver.contains(&r.name) {
+                    from_profile_driver.push(r.name.clone());
+                }
+            } else if r.path.is_some() {
+                verdict.add(
+                    Status::WillFailToLoad,
+                    format!(
+                        "{}: {} (needed by {}) comes with the NVIDIA driver, and the profile has none",
+                        f.display(),
+                        r.name,
+                        r.needed_by.display()
+                    ),
+                );
+            }
+        }
+        if let Some(problem) = glibc_problem(&sim, host) {
+            verdict.add(
+                Status::WillFailToLoad,
+                format!("{}: {problem}", f.display()),
+            );
+        }
+    }
     let missing: Vec<Missing> = sim
         .missing()
+        .filter(|m| !from_profile_driver.contains(&m.name))
         .map(|m| Missing {
             name: m.name.clone(),
             needed_by: m.needed_by.clone(),
             tried: m.tried.clone(),
-            fix: fix_for(&m.name, &m.needed_by, catalog),
+            fix: if profile && is_driver_lib(&m.name) {
+                Some(format!(
+                    "{} comes with the NVIDIA driver, and the profile has none: install the driver there",
+                    m.name
+                ))
+            } else {
+                fix_for(&m.name, &m.needed_by, catalog)
+            },
         })
         .collect();
     let missing_syms = missing_symbols(&sim, names);
@@ -650,6 +741,7 @@ fn check_file(
             gpus,
             driver_problems,
             dlopen: dl,
+            from_profile_driver,
         },
         verdict,
     ))
@@ -691,6 +783,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         cudist_version: env!("CARGO_PKG_VERSION"),
         verdict: Verdict::default(),
         host,
+        profile: args.host.is_some(),
         ld_library_path: env.ld_library_path.clone(),
         files: Vec::new(),
         runtime_loads: Vec::new(),
@@ -786,7 +879,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     let names = CudaNames::new(catalog);
     let results: Vec<Result<Checked>> = files
         .par_iter()
-        .map(|f| check_file(f, &env, &report.host, &names, &args.dlopen))
+        .map(|f| check_file(f, &env, &report.host, report.profile, &names, &args.dlopen))
         .collect();
     for r in results {
         let (file, verdict) = r?;
