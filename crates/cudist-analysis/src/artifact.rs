@@ -402,7 +402,9 @@ fn recognise_vendored(a: &Analysed, catalog: &Catalog) -> Option<Vendored> {
     })
 }
 
-fn static_cuda(a: &Analysed) -> Vec<StaticCuda> {
+/// The CUDA libraries linked into a file (`certain` evidence), and a runtime that most likely is
+/// (device code, no runtime in NEEDED).
+pub(crate) fn static_cuda(a: &Analysed) -> Vec<StaticCuda> {
     let own = a.own_library.as_deref().or(a.report.vendored.as_deref());
     let needs = |id: &str| {
         a.report

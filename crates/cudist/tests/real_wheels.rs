@@ -534,3 +534,41 @@ fn repaired_cupy_resolves_every_cuda_library_once_its_dependencies_are_installed
     }
     assert_eq!(agreed, libs.len());
 }
+
+/// cupy's thrust module links the CUDA 12 runtime statically (nvcc's default): no libcudart loads,
+/// yet the driver must still be at CUDA 12's floor. doctor finds the runtime in the file and the
+/// release in its PTX (ISA 8.8: CUDA 12.9), and judges a profile's driver against it.
+#[test]
+fn a_statically_linked_runtime_still_needs_its_driver() {
+    let Some(dir) = tool_from_env("CUDIST_REAL_WHEELS") else {
+        return;
+    };
+    let w = find_wheel(&dir, "cupy_cuda12x-14.2.0");
+    let tmp = tempfile::tempdir().unwrap();
+    let thrust = "cupy/cuda/thrust.cpython-311-x86_64-linux-gnu.so";
+    extract(&w, &[thrust], tmp.path());
+    let file = tmp.path().join(thrust);
+    for (driver, fails) in [("520.61.05", true), ("525.60.13", false), ("580.65.06", false)] {
+        let host = tmp.path().join(format!("{driver}.json"));
+        let profile = serde_json::json!({"name": driver, "driver": driver, "gpus": []});
+        std::fs::write(&host, profile.to_string()).unwrap();
+        let o = cudist(&[
+            "doctor",
+            "--json",
+            "--ld-library-path",
+            "",
+            "--host",
+            host.to_str().unwrap(),
+            file.to_str().unwrap(),
+        ]);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let problems = v["files"][0]["driver_problems"].as_array().unwrap();
+        assert_eq!(!problems.is_empty(), fails, "{driver}: {problems:?}");
+        if fails {
+            let p = problems[0].as_str().unwrap();
+            assert!(p.contains("525.60.13") && p.contains("linked into the file"), "{p}");
+            assert!(p.contains("ISA 8.8, is CUDA 12.9"), "{p}");
+            assert_eq!(o.status.code(), Some(1));
+        }
+    }
+}

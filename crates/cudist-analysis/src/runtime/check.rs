@@ -341,6 +341,8 @@ fn runtime_loads(
 pub struct CudaNames<'c> {
     catalog: &'c Catalog,
     seen: std::sync::Mutex<std::collections::HashMap<String, bool>>,
+    /// The catalog's static-linking evidence, indexed once when a file first needs it.
+    markers: std::sync::OnceLock<crate::analyse::MarkerIndex>,
 }
 
 impl<'c> CudaNames<'c> {
@@ -349,6 +351,7 @@ impl<'c> CudaNames<'c> {
         CudaNames {
             catalog,
             seen: Default::default(),
+            markers: Default::default(),
         }
     }
 
@@ -538,6 +541,48 @@ fn scan_dlopen_name(library: &Path, pattern: &str) -> Option<String> {
 /// One file's report and its verdict.
 type Checked = (FileReport, Verdict);
 
+/// A CUDA runtime linked into a file (nvcc's default, `-cudart static`).
+struct LinkedRuntime {
+    /// The release that built it, from the newest PTX ISA.
+    cuda: cudist_catalog::CudaVersion,
+    /// That PTX ISA.
+    isa: cudist_catalog::CudaVersion,
+    /// The file defines the runtime's marker symbols or carries its strings and name table (else:
+    /// device code with no runtime in NEEDED, so one is most likely linked in).
+    certain: bool,
+}
+
+/// The runtime linked into a file that loads no `libcudart`, when cudist's static-linking evidence
+/// finds one and the file's PTX says which release built it. Cubins alone do not say the release:
+/// none then.
+fn static_runtime(
+    f: &Path,
+    entries: &[crate::model::DeviceEntry],
+    names: &CudaNames,
+) -> Option<LinkedRuntime> {
+    let catalog = names.catalog;
+    let isa = entries
+        .iter()
+        .filter(|e| e.kind == cudist_fatbin::EntryKind::Ptx)
+        .filter_map(|e| cudist_catalog::CudaVersion::parse(&e.version))
+        .max()?;
+    let cuda = catalog.cuda_for_ptx_isa(isa)?;
+    let map = cudist_elf::map_file(f).ok()?;
+    let markers = names
+        .markers
+        .get_or_init(|| crate::analyse::MarkerIndex::new(catalog));
+    let analysed =
+        crate::analyse::analyse_elf(&f.display().to_string(), &map, catalog, markers).ok()?;
+    let runtime = crate::artifact::static_cuda(&analysed)
+        .into_iter()
+        .find(|s| s.library == "cudart")?;
+    Some(LinkedRuntime {
+        cuda,
+        isa,
+        certain: runtime.confidence == crate::model::Confidence::Certain,
+    })
+}
+
 /// `2.28` → (2, 28).
 fn glibc_key(v: &str) -> Option<(u32, u32)> {
     let mut it = v.split('.');
@@ -669,10 +714,16 @@ fn check_file(
         );
     }
     // The device code is read only when there is a GPU to judge it for.
+    // The device code is read only when there is a GPU or a driver to judge it for.
+    let entries = if host.gpus.is_empty() && host.driver.is_none() {
+        Vec::new()
+    } else {
+        device_code(f)
+    };
     let gpus = if host.gpus.is_empty() {
         Vec::new()
     } else {
-        device::check_gpus(&device_code(f), host, catalog)
+        device::check_gpus(&entries, host, catalog)
     };
     for g in &gpus {
         let status = match g.status {
@@ -682,7 +733,22 @@ fn check_file(
         };
         verdict.add(status, format!("{}: {}: {}", f.display(), g.gpu, g.detail));
     }
-    let driver_problems = device::check_driver(&cudart_majors(&sim, catalog), host, catalog);
+    let majors = cudart_majors(&sim, catalog);
+    let mut driver_problems = device::check_driver(&majors, host, catalog);
+    if majors.is_empty() && host.driver.is_some() && !entries.is_empty() {
+        if let Some(linked) = static_runtime(f, &entries, names) {
+            for p in device::check_driver(&[linked.cuda.major], host, catalog) {
+                driver_problems.push(format!(
+                    "{p} (no libcudart loads: the CUDA {} runtime is {} into the file, \
+                     and its newest PTX, ISA {}, is CUDA {}'s)",
+                    linked.cuda.major,
+                    if linked.certain { "linked" } else { "most likely linked" },
+                    linked.isa,
+                    linked.cuda
+                ));
+            }
+        }
+    }
     for d in &driver_problems {
         verdict.add(Status::WillFailOnThisGpu, format!("{}: {d}", f.display()));
     }
