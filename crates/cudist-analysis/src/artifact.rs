@@ -698,6 +698,9 @@ pub struct ReqName {
     pub extras: Vec<String>,
     /// The extra of the requiring package under which it is required (`; extra == "ctk"`).
     pub in_extra: Option<String>,
+    /// Its marker can hold on Linux ([`crate::marker::may_hold_on_linux`]): a requirement for
+    /// Windows only declares nothing for a Linux artifact.
+    pub on_linux: bool,
 }
 
 impl ReqName {
@@ -737,14 +740,21 @@ impl ReqName {
             let value = rest[1..].split(q).next()?;
             Some(normalise_dist(value))
         });
+        let on_linux = req
+            .split_once(';')
+            .is_none_or(|(_, marker)| crate::marker::may_hold_on_linux(marker));
         Some(ReqName {
             name,
             extras,
             in_extra,
+            on_linux,
         })
     }
 
     fn provides(&self, l: &LibraryRef) -> bool {
+        if !self.on_linux {
+            return false;
+        }
         if l.pip.as_deref().map(normalise_dist).as_deref() == Some(self.name.as_str()) {
             return true;
         }

@@ -20,6 +20,7 @@
 //!   applied all or nothing, or checked.
 //! - [`runtime`]: will it load and run here — the machine, its GPUs and CUDA installations, the
 //!   loader's view of each file, and a verdict (`doctor`).
+//! - [`marker`]: whether a requirement's environment marker can hold on Linux.
 //! - [`platform`]: which manylinux or musllinux policy an artifact satisfies, by auditwheel's
 //!   rules, with the CUDA libraries of NVIDIA's wheels not counted as system libraries.
 //!
@@ -61,6 +62,7 @@ pub mod device;
 pub mod elf_files;
 pub mod environment;
 pub mod error;
+pub mod marker;
 pub mod model;
 pub mod open;
 pub mod platform;

@@ -406,7 +406,13 @@ pub fn requirements(
     // Requirements declared, unconditionally or under one of the package's optional extras: an
     // extra the package offers (onnxruntime-gpu[cuda]) stays optional, repair does not make it a
     // hard requirement.
-    let declared: Vec<ReqName> = declared.iter().filter_map(|r| ReqName::parse(r)).collect();
+    // A requirement whose marker cannot hold on Linux (`; platform_system == "Windows"`) declares
+    // nothing for a Linux wheel.
+    let declared: Vec<ReqName> = declared
+        .iter()
+        .filter_map(|r| ReqName::parse(r))
+        .filter(|r| r.on_linux)
+        .collect();
     let declared_toolkit = declared.iter().any(|r| r.name == "cuda-toolkit");
     // Declared by name, or through the `cuda-toolkit` extra that installs it.
     let is_declared = |pip: &str, need: &Need| {
@@ -776,6 +782,13 @@ mod tests {
             vec!["cuda-toolkit[CUBLAS,cudart]==12.9.1; platform_system == \"Linux\"".to_string()];
         let (requires, _) = requirements(&needs, &torch_like, &CudaDeps::PerComponent, &catalog);
         assert!(requires.is_empty(), "{requires:?}");
+        // The same, but for Windows only: it declares nothing for a Linux wheel.
+        let windows_only = vec![
+            "cuda-toolkit[CUBLAS,cudart]==12.9.1; platform_system == \"Windows\"".to_string(),
+            "nvidia-cublas-cu12; sys_platform == 'win32'".to_string(),
+        ];
+        let (requires, _) = requirements(&needs, &windows_only, &CudaDeps::PerComponent, &catalog);
+        assert_eq!(requires.len(), 2, "{requires:?}");
 
         let (requires, _) = requirements(&needs, &[], &CudaDeps::Toolkit, &catalog);
         assert_eq!(requires, vec!["cuda-toolkit[cublas,cudart]==12.*"]);

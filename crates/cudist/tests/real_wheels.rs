@@ -548,7 +548,11 @@ fn a_statically_linked_runtime_still_needs_its_driver() {
     let thrust = "cupy/cuda/thrust.cpython-311-x86_64-linux-gnu.so";
     extract(&w, &[thrust], tmp.path());
     let file = tmp.path().join(thrust);
-    for (driver, fails) in [("520.61.05", true), ("525.60.13", false), ("580.65.06", false)] {
+    for (driver, fails) in [
+        ("520.61.05", true),
+        ("525.60.13", false),
+        ("580.65.06", false),
+    ] {
         let host = tmp.path().join(format!("{driver}.json"));
         let profile = serde_json::json!({"name": driver, "driver": driver, "gpus": []});
         std::fs::write(&host, profile.to_string()).unwrap();
@@ -566,7 +570,10 @@ fn a_statically_linked_runtime_still_needs_its_driver() {
         assert_eq!(!problems.is_empty(), fails, "{driver}: {problems:?}");
         if fails {
             let p = problems[0].as_str().unwrap();
-            assert!(p.contains("525.60.13") && p.contains("linked into the file"), "{p}");
+            assert!(
+                p.contains("525.60.13") && p.contains("linked into the file"),
+                "{p}"
+            );
             assert!(p.contains("ISA 8.8, is CUDA 12.9"), "{p}");
             assert_eq!(o.status.code(), Some(1));
         }

@@ -742,7 +742,11 @@ fn check_file(
                     "{p} (no libcudart loads: the CUDA {} runtime is {} into the file, \
                      and its newest PTX, ISA {}, is CUDA {}'s)",
                     linked.cuda.major,
-                    if linked.certain { "linked" } else { "most likely linked" },
+                    if linked.certain {
+                        "linked"
+                    } else {
+                        "most likely linked"
+                    },
                     linked.isa,
                     linked.cuda
                 ));
