@@ -75,7 +75,11 @@ print(json.dumps(out))
         .write_all(serde_json::to_string(&markers).unwrap().as_bytes())
         .unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let pip: Vec<bool> = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(pip.len(), corpus.len());
     let mut ruled_out = 0;
@@ -83,7 +87,10 @@ print(json.dumps(out))
         let ours = may_hold_on_linux(m);
         if !ours {
             ruled_out += 1;
-            assert!(!pip_true, "cudist rules out {m:?}, pip finds it true on Linux");
+            assert!(
+                !pip_true,
+                "cudist rules out {m:?}, pip finds it true on Linux"
+            );
         }
         if *os_only {
             assert_eq!(ours, pip_true, "{m:?}");
