@@ -2,11 +2,11 @@
 //! (exit code 3) and a hint for well-known failures. The judgements are cudist-analysis's
 //! ([`cudist_analysis::error`]), applied to an `anyhow` cause chain.
 
-use cudist_analysis::error::BadInput;
+use cudist_analysis::error::{bad_input, BadInput};
 
-/// An error that says the input is bad (exit code 3).
+/// An error that says the input is bad (exit code 3): the library's [`bad_input`].
 pub fn input(message: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(BadInput(message.into()))
+    bad_input(message).into()
 }
 
 /// Whether an error comes from a bad input (exit code 3) rather than from cudist or the machine

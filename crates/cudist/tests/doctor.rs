@@ -590,31 +590,17 @@ fn a_host_profile_decides_the_driver_libraries_and_the_glibc() {
         &[],
     );
     let profile = |name: &str, driver: Option<&str>, glibc: &str| {
-        let p = dir.join(name);
-        let h = serde_json::json!({"name": name, "glibc": glibc, "driver": driver, "gpus": []});
-        std::fs::write(&p, h.to_string()).unwrap();
-        p
+        write_profile(
+            &dir.join(name),
+            &serde_json::json!({"name": name, "glibc": glibc, "driver": driver, "gpus": []}),
+        )
     };
     let with_driver = profile("driver.json", Some("580.65.06"), "2.28");
     let without = profile("nodriver.json", None, "2.28");
     let old = profile("old.json", Some("580.65.06"), "2.17");
-    let doctor = |host: &std::path::Path, file: &std::path::Path| {
-        let o = cudist(&[
-            "doctor",
-            "--json",
-            "--ld-library-path",
-            "",
-            "--host",
-            host.to_str().unwrap(),
-            file.to_str().unwrap(),
-        ]);
-        let v: Value =
-            serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
-        (o.status.code(), v)
-    };
 
     // The profile's driver provides libcuda.so.1, though this machine has none.
-    let (code, v) = doctor(&with_driver, &ext);
+    let (code, v) = doctor_on_profile(&with_driver, &ext);
     assert_eq!(code, Some(0), "{v:#}");
     assert_eq!(v["profile"], true);
     assert_eq!(v["files"][0]["from_profile_driver"][0], "libcuda.so.1");
@@ -624,7 +610,7 @@ fn a_host_profile_decides_the_driver_libraries_and_the_glibc() {
         "{v:#}"
     );
     // Without a driver in the profile, it is missing.
-    let (code, v) = doctor(&without, &ext);
+    let (code, v) = doctor_on_profile(&without, &ext);
     assert_eq!(code, Some(1), "{v:#}");
     assert_eq!(v["verdict"]["status"], "will-fail-to-load");
     assert_eq!(v["files"][0]["missing"][0]["name"], "libcuda.so.1");
@@ -634,9 +620,9 @@ fn a_host_profile_decides_the_driver_libraries_and_the_glibc() {
         .contains("the profile has none"));
 
     // glibc: 2.26 needed, 2.28 in the profile is enough, 2.17 is not.
-    let (code, v) = doctor(&with_driver, &new_glibc);
+    let (code, v) = doctor_on_profile(&with_driver, &new_glibc);
     assert_eq!(code, Some(0), "{v:#}");
-    let (code, v) = doctor(&old, &new_glibc);
+    let (code, v) = doctor_on_profile(&old, &new_glibc);
     assert_eq!(code, Some(1), "{v:#}");
     let reasons = v["verdict"]["reasons"].to_string();
     assert!(

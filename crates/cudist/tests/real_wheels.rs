@@ -553,19 +553,11 @@ fn a_statically_linked_runtime_still_needs_its_driver() {
         ("525.60.13", false),
         ("580.65.06", false),
     ] {
-        let host = tmp.path().join(format!("{driver}.json"));
-        let profile = serde_json::json!({"name": driver, "driver": driver, "gpus": []});
-        std::fs::write(&host, profile.to_string()).unwrap();
-        let o = cudist(&[
-            "doctor",
-            "--json",
-            "--ld-library-path",
-            "",
-            "--host",
-            host.to_str().unwrap(),
-            file.to_str().unwrap(),
-        ]);
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let host = write_profile(
+            &tmp.path().join(format!("{driver}.json")),
+            &serde_json::json!({"name": driver, "driver": driver, "gpus": []}),
+        );
+        let (code, v) = doctor_on_profile(&host, &file);
         let problems = v["files"][0]["driver_problems"].as_array().unwrap();
         assert_eq!(!problems.is_empty(), fails, "{driver}: {problems:?}");
         if fails {
@@ -575,7 +567,7 @@ fn a_statically_linked_runtime_still_needs_its_driver() {
                 "{p}"
             );
             assert!(p.contains("ISA 8.8, is CUDA 12.9"), "{p}");
-            assert_eq!(o.status.code(), Some(1));
+            assert_eq!(code, Some(1));
         }
     }
 }

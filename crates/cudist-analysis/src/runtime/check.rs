@@ -713,12 +713,13 @@ fn check_file(
             ),
         );
     }
-    // The device code is read only when there is a GPU to judge it for.
-    // The device code is read only when there is a GPU or a driver to judge it for.
-    let entries = if host.gpus.is_empty() && host.driver.is_none() {
-        Vec::new()
-    } else {
+    // The device code is read only when there is a GPU to judge it for, or a driver to judge a
+    // linked-in runtime (no libcudart loads) against.
+    let majors = cudart_majors(&sim, catalog);
+    let entries = if !host.gpus.is_empty() || (majors.is_empty() && host.driver.is_some()) {
         device_code(f)
+    } else {
+        Vec::new()
     };
     let gpus = if host.gpus.is_empty() {
         Vec::new()
@@ -733,7 +734,6 @@ fn check_file(
         };
         verdict.add(status, format!("{}: {}: {}", f.display(), g.gpu, g.detail));
     }
-    let majors = cudart_majors(&sim, catalog);
     let mut driver_problems = device::check_driver(&majors, host, catalog);
     if majors.is_empty() && host.driver.is_some() && !entries.is_empty() {
         if let Some(linked) = static_runtime(f, &entries, names) {

@@ -53,6 +53,27 @@ pub fn inspect_json(args: &[&str], code: i32) -> Value {
     v
 }
 
+/// Writes a `--host` profile (JSON) to `path` and returns the path.
+pub fn write_profile(path: &Path, profile: &Value) -> PathBuf {
+    std::fs::write(path, profile.to_string()).unwrap();
+    path.to_path_buf()
+}
+
+/// `cudist doctor --json --ld-library-path "" --host HOST FILE`: the exit code and the report.
+pub fn doctor_on_profile(host: &Path, file: &Path) -> (Option<i32>, Value) {
+    let o = cudist(&[
+        "doctor",
+        "--json",
+        "--ld-library-path",
+        "",
+        "--host",
+        host.to_str().unwrap(),
+        file.to_str().unwrap(),
+    ]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
+    (o.status.code(), v)
+}
+
 /// Whether the CI run promises the real tools: then a missing tool is a failure, not a skip.
 pub fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
