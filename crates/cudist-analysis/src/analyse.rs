@@ -221,6 +221,8 @@ pub fn analyse_elf(
             device_code,
             sizes,
             vendored: None,
+            tier: Default::default(),
+            variant_cuda: None,
         },
         defined_markers,
         strings_found,

@@ -67,6 +67,7 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         mut elfs,
         problems,
         files,
+        sources,
     } = scanned;
     elfs.sort_by(|a, b| a.report.path.cmp(&b.report.path));
 
@@ -83,6 +84,9 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         a.report.static_cuda = static_cuda(a);
     }
     locate(&mut elfs, input, &files, &wheel_dirs);
+    // What loads when: the package's own preloads, and each file's tier.
+    let preloads = crate::loads::preloads(&sources, catalog, cuda_major_of(&elfs));
+    assign_tiers(&mut elfs, &preloads);
     let requires: Vec<ReqName> = wheel
         .as_ref()
         .map(|w| {
@@ -92,10 +96,14 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
                 .collect()
         })
         .unwrap_or_default();
-    let (cuda_needed, driver_needed) = aggregate_needs(&elfs, &requires, &files);
+    let (cuda_needed, driver_needed) = aggregate_needs(&elfs, &requires, &files, &preloads);
 
-    // 5. Device code and sizes.
-    let device = device_summary(&elfs, &cuda_needed, catalog);
+    // 5. Device code and sizes; variants one by one.
+    let variants = variant_reports(&elfs, &cuda_needed, catalog);
+    let mut device = device_summary(&elfs, &cuda_needed, catalog);
+    if !variants.is_empty() {
+        variant_floors(&mut device, &elfs, &cuda_needed, &variants, catalog);
+    }
     let breakdown = breakdown(&elfs, &vendored, installed_size);
     let file_name = input
         .path()
@@ -112,6 +120,7 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         &elfs,
         &device,
     );
+    variant_lines(&variants, &cuda_needed, &mut verdict);
     // A Linux wheel (not one for Android, iOS, …) that no policy allows.
     if kind == ArtifactKind::Wheel
         && file_tag.is_linux()
@@ -136,7 +145,170 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         device,
         breakdown,
         platform,
+        preloads,
+        variants,
         verdict,
+    }
+}
+
+/// The CUDA major an artifact's files link, when one is certain (for cuda-pathfinder's names).
+fn cuda_major_of(elfs: &[Analysed]) -> Option<u32> {
+    elfs.iter()
+        .flat_map(|a| &a.report.needed)
+        .filter_map(|n| n.library.as_ref())
+        .filter(|l| !l.cuda_major_ambiguous && l.id == "cudart")
+        .map(|l| l.cuda_major)
+        .max()
+}
+
+/// Sets each file's load tier ([`crate::loads::tiers`]) and a variant's CUDA release.
+fn assign_tiers(elfs: &mut [Analysed], preloads: &[crate::loads::Preload]) {
+    let nodes: Vec<crate::loads::Node> = elfs
+        .iter()
+        .map(|a| crate::loads::Node {
+            path: &a.report.path,
+            soname: a.report.soname.as_deref(),
+            needed: a.report.needed.iter().map(|n| n.soname.as_str()).collect(),
+            extension: a.report.abi.python_extension.is_some(),
+        })
+        .collect();
+    let tiers = crate::loads::tiers(&nodes, preloads);
+    for (a, t) in elfs.iter_mut().zip(tiers) {
+        a.report.tier = t;
+        if t == crate::loads::Tier::Variant {
+            a.report.variant_cuda = crate::loads::variant_name(&a.report.path).map(|v| v.cuda);
+        }
+    }
+}
+
+/// Each variant library's own needs, device code and driver floor.
+fn variant_reports(
+    elfs: &[Analysed],
+    cuda_needed: &[NeededLibrary],
+    catalog: &Catalog,
+) -> Vec<VariantReport> {
+    elfs.iter()
+        .filter(|a| a.report.tier == crate::loads::Tier::Variant)
+        .filter_map(|a| {
+            let name = crate::loads::variant_name(&a.report.path)?;
+            let mine: Vec<NeededLibrary> = cuda_needed
+                .iter()
+                .filter(|n| n.needed_by.contains(&a.report.path))
+                .cloned()
+                .collect();
+            let d = device_summary(std::slice::from_ref(a), &mine, catalog);
+            Some(VariantReport {
+                path: a.report.path.clone(),
+                group: name.group,
+                cuda: name.cuda,
+                cuda_needed: mine.iter().map(|n| n.soname.clone()).collect(),
+                native_sms: d.native_sms,
+                newest_ptx: d.newest_ptx,
+                min_driver: d.min_driver,
+            })
+        })
+        .collect()
+}
+
+/// `580.65.06` → [580, 65, 6], for ordering drivers.
+fn driver_key(v: &str) -> Vec<u32> {
+    v.split('.').map_while(|p| p.parse().ok()).collect()
+}
+
+/// With variants, the artifact runs on the oldest driver one of its variants runs on (the
+/// package picks one; bitsandbytes' CUDA 11.8 build runs where its CUDA 13 build does not), and
+/// on no older one than its other files need.
+fn variant_floors(
+    device: &mut DeviceSummary,
+    elfs: &[Analysed],
+    cuda_needed: &[NeededLibrary],
+    variants: &[VariantReport],
+    catalog: &Catalog,
+) {
+    let rest: Vec<&Analysed> = elfs
+        .iter()
+        .filter(|a| a.report.tier != crate::loads::Tier::Variant)
+        .collect();
+    let rest_needs: Vec<NeededLibrary> = cuda_needed
+        .iter()
+        .filter(|n| n.tier != crate::loads::Tier::Variant)
+        .cloned()
+        .collect();
+    let others = device_summary_refs(&rest, &rest_needs, catalog);
+    let oldest = variants
+        .iter()
+        .filter_map(|v| v.min_driver.as_ref().map(|f| (v, f)))
+        .min_by_key(|(_, f)| driver_key(&f.driver));
+    device.min_driver = match (others.min_driver, oldest) {
+        (Some(o), Some((_, f))) if driver_key(&o.driver) >= driver_key(&f.driver) => Some(o),
+        (_, Some((v, f))) => Some(DriverFloor {
+            driver: f.driver.clone(),
+            reason: format!(
+                "its oldest variant, {} (CUDA {}): {}; each variant's own floor is in `variants`",
+                v.path, v.cuda, f.reason
+            ),
+        }),
+        (o, None) => o,
+    };
+    device.ptx_jit_min_driver = others.ptx_jit_min_driver;
+}
+
+/// [`device_summary`] over some of an artifact's files.
+fn device_summary_refs(
+    elfs: &[&Analysed],
+    cuda_needed: &[NeededLibrary],
+    catalog: &Catalog,
+) -> DeviceSummary {
+    let mut d = DeviceSummary::default();
+    for a in elfs {
+        let one = device_summary(std::slice::from_ref(*a), cuda_needed, catalog);
+        d.native_sms.extend(one.native_sms);
+        let newer = |x: &Option<DriverFloor>, y: &Option<DriverFloor>| match (x, y) {
+            (Some(a), Some(b)) if driver_key(&a.driver) >= driver_key(&b.driver) => x.clone(),
+            (_, Some(_)) => y.clone(),
+            _ => x.clone(),
+        };
+        d.min_driver = newer(&d.min_driver, &one.min_driver);
+        d.ptx_jit_min_driver = newer(&d.ptx_jit_min_driver, &one.ptx_jit_min_driver);
+    }
+    d
+}
+
+/// The verdict's lines about variant libraries: which releases, and what each needs that the
+/// package does not provide (it finds those only where the process has loaded them already).
+fn variant_lines(variants: &[VariantReport], cuda_needed: &[NeededLibrary], verdict: &mut Verdict) {
+    let mut groups: BTreeMap<&str, Vec<&VariantReport>> = BTreeMap::new();
+    for v in variants {
+        groups.entry(v.group.as_str()).or_default().push(v);
+    }
+    for (group, vs) in groups {
+        let releases: Vec<&str> = vs.iter().map(|v| v.cuda.as_str()).collect();
+        verdict.lines.push(format!(
+            "variants {group} for CUDA {}: the package loads one at run time; each is judged alone (`variants`), \
+             and none of their needs becomes a requirement",
+            releases.join(", ")
+        ));
+        for v in vs {
+            let open: Vec<&str> = cuda_needed
+                .iter()
+                .filter(|n| n.tier == crate::loads::Tier::Variant && n.needed_by.contains(&v.path))
+                .filter(|n| !(n.rpath_covers && n.declared) && n.preload.is_none())
+                .map(|n| n.soname.as_str())
+                .collect();
+            if !open.is_empty() {
+                verdict.lines.push(format!(
+                    "variant CUDA {} ({}): needs {}, which no RPATH reaches and no requirement installs: it loads \
+                     only where the process has loaded them already{}",
+                    v.cuda,
+                    v.path,
+                    open.join(", "),
+                    v.min_driver
+                        .as_ref()
+                        .map(|f| format!("; driver >= {}", f.driver))
+                        .unwrap_or_default()
+                ));
+            }
+        }
     }
 }
 
@@ -225,6 +397,7 @@ fn aggregate_needs(
     elfs: &[Analysed],
     requires: &[ReqName],
     files: &BTreeSet<String>,
+    preloads: &[crate::loads::Preload],
 ) -> (Vec<NeededLibrary>, Vec<NeededLibrary>) {
     let mut cuda_needed: BTreeMap<String, NeededLibrary> = BTreeMap::new();
     let mut driver_needed: BTreeMap<String, NeededLibrary> = BTreeMap::new();
@@ -259,7 +432,14 @@ fn aggregate_needs(
                     }),
                     declared_extra: n.library.as_ref().and_then(|l| declared_extra(requires, l)),
                     vendored: n.provided_in_artifact.is_some(),
+                    tier: a.report.tier,
+                    preload: preloads
+                        .iter()
+                        .filter(|p| p.loads(&n.soname))
+                        .min_by_key(|p| !p.at_import)
+                        .cloned(),
                 });
+            row.tier = row.tier.min(a.report.tier);
             row.needed_by.push(a.report.path.clone());
             let covered = search_path_covers(&a.report, n, files);
             row.rpath_covers &= covered;
@@ -966,13 +1146,46 @@ fn verdict(
         let Some(l) = &n.library else { continue };
         let dir = l.pip_dir.as_deref().unwrap_or("(no wheel directory known)");
         let pip = l.pip.as_deref().unwrap_or("(no wheel known)");
+        // Variants are judged one by one (`variant_lines`).
+        if n.tier == crate::loads::Tier::Variant {
+            continue;
+        }
+        // Which load fails: the import, or the first on-demand library that needs it.
+        let fails = match n.tier {
+            crate::loads::Tier::Import => "fails at import".to_string(),
+            _ => format!(
+                "fails when {} is loaded",
+                n.needed_by
+                    .first()
+                    .map(|p| p.rsplit('/').next().unwrap_or(p))
+                    .unwrap_or("it")
+            ),
+        };
+        // The package's own Python preloads it: at import, or when a function is called.
+        let preload = n.preload.as_ref();
+        let unless = match preload.filter(|p| !p.at_import) {
+            Some(p) => format!(
+                " (unless {}() loads it first: {})",
+                p.on_call.as_deref().unwrap_or("a function"),
+                p.place()
+            ),
+            None => String::new(),
+        };
         match kind {
             ArtifactKind::Wheel => match (n.rpath_covers, n.declared) {
                 (true, true) => {}
+                (_, true) if preload.is_some_and(|p| p.at_import) => {
+                    let p = preload.expect("checked");
+                    lines.push(format!(
+                        "loads: {} is preloaded by {} from {pip}",
+                        n.soname,
+                        p.place()
+                    ));
+                }
                 (false, false) => {
                     raise(VerdictStatus::Unresolved, &mut status);
                     lines.push(format!(
-                        "needs {} but has no RPATH to {dir} and no dependency on {pip}",
+                        "{fails}: needs {} but has no RPATH to {dir} and no dependency on {pip}{unless}",
                         n.soname
                     ));
                 }
@@ -991,17 +1204,18 @@ fn verdict(
                         None => format!("declares {by}"),
                     };
                     lines.push(format!(
-                        "needs {} and {how}, but no RPATH points at {dir}: the loader will not look there",
+                        "{fails}: needs {} and {how}, but no RPATH points at {dir}: the loader will not look there{unless}",
                         n.soname
                     ));
                 }
             },
             _ => {
-                if !n.rpath_covers {
+                if !n.rpath_covers && !preload.is_some_and(|p| p.at_import) {
                     lines.push(format!(
-                        "needs {} (pip: {pip} in {dir}; conda: {}) from the system or the environment: no RPATH points at it",
+                        "needs {} (pip: {pip} in {dir}; conda: {}) from the system or the environment: no RPATH points at it{}",
                         n.soname,
-                        l.conda.as_deref().unwrap_or("-")
+                        l.conda.as_deref().unwrap_or("-"),
+                        if n.tier == crate::loads::Tier::Import { String::new() } else { format!(" ({fails}){unless}") }
                     ));
                 }
             }

@@ -62,6 +62,7 @@ pub mod device;
 pub mod elf_files;
 pub mod environment;
 pub mod error;
+pub mod loads;
 pub mod marker;
 pub mod model;
 pub mod open;

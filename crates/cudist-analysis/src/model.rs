@@ -109,8 +109,32 @@ pub struct Artifact {
     pub breakdown: Breakdown,
     /// The most compatible manylinux policy the artifact satisfies, and what blocks better ones.
     pub platform: Platform,
+    /// Libraries the package's own Python loads (ctypes, cuda-pathfinder), found in its `.py`
+    /// files with file and line; whether each runs at import.
+    pub preloads: Vec<crate::loads::Preload>,
+    /// Variant libraries (one per CUDA release, one loaded at run time), each judged alone.
+    pub variants: Vec<VariantReport>,
     /// the overall judgement
     pub verdict: Verdict,
+}
+
+#[derive(Debug, Clone, Serialize)]
+/// One variant library of an artifact, judged alone: what it needs and what it runs on.
+pub struct VariantReport {
+    /// Its path in the artifact.
+    pub path: String,
+    /// Its group (`libbitsandbytes_cuda*.so`).
+    pub group: String,
+    /// The CUDA release its name says (`11.8`).
+    pub cuda: String,
+    /// The CUDA libraries it needs.
+    pub cuda_needed: Vec<String>,
+    /// SMs with native code.
+    pub native_sms: Vec<String>,
+    /// Its newest PTX.
+    pub newest_ptx: Option<PtxInfo>,
+    /// The oldest driver that runs it.
+    pub min_driver: Option<DriverFloor>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -244,6 +268,12 @@ pub struct ElfReport {
     pub sizes: ElfSizes,
     /// Set when this file is itself a CUDA toolkit or driver library carried by the artifact.
     pub vendored: Option<String>,
+    /// When it loads: at import (an extension module, what one needs, what the package's Python
+    /// preloads at import), on demand (nothing the import reaches needs it), or as one of
+    /// several variants per CUDA release ([`crate::loads`]).
+    pub tier: crate::loads::Tier,
+    /// For a variant: the CUDA release its name says (`11.8`).
+    pub variant_cuda: Option<String>,
 }
 
 /// What decides an ELF file's platform tag besides its libraries and symbol versions.
@@ -455,6 +485,11 @@ pub struct NeededLibrary {
     pub declared_extra: Option<String>,
     /// Whether the artifact carries the library itself.
     pub vendored: bool,
+    /// When the files that need it load: `import` when any does at import, else `on-demand`,
+    /// or `variant` when only variant libraries need it.
+    pub tier: crate::loads::Tier,
+    /// The package's own Python loads it (a match in `preloads`).
+    pub preload: Option<crate::loads::Preload>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -122,6 +122,24 @@ pub struct Scanned {
     pub problems: Vec<InputError>,
     /// Every regular file's install path (used to tell whether a search path lies inside).
     pub files: BTreeSet<String>,
+    /// Its Python modules and the data files they may read, for what its code loads
+    /// ([`crate::loads`]).
+    pub sources: Vec<crate::loads::Source>,
+}
+
+/// Keeps one source file, within the total that [`crate::loads::MAX_SOURCES_TOTAL`] allows.
+fn keep_source(sources: &mut Vec<crate::loads::Source>, total: &mut u64, path: &str, bytes: &[u8]) {
+    if *total + bytes.len() as u64 > crate::loads::MAX_SOURCES_TOTAL {
+        return;
+    }
+    let text = String::from_utf8_lossy(bytes);
+    if crate::loads::worth_keeping(path, &text) {
+        *total += bytes.len() as u64;
+        sources.push(crate::loads::Source {
+            path: path.to_string(),
+            text: text.into_owned(),
+        });
+    }
 }
 
 /// The analyser each ELF's bytes go to.
@@ -149,6 +167,7 @@ pub fn scan(input: &Input, analyse: &Analyse<'_>) -> Result<Scanned> {
                 elfs: vec![a],
                 problems: Vec::new(),
                 files: BTreeSet::from([name]),
+                sources: Vec::new(),
             })
         }
     }
@@ -164,6 +183,8 @@ fn scan_conda(path: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
     let limits = cudist_fs::limits();
     let share = limits.in_memory_member(rayon::current_num_threads());
     let mut files = BTreeSet::new();
+    let mut sources = Vec::new();
+    let mut sources_total = 0u64;
     let mut installed_size = 0u64;
     let mut batch: Vec<(String, cudist_fs::Unpacked)> = Vec::new();
     let mut batch_bytes = 0u64;
@@ -188,6 +209,18 @@ fn scan_conda(path: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
         }
         files.insert(m.path.to_string());
         installed_size += size;
+        if crate::loads::is_source(m.path, size) {
+            let mut text = Vec::with_capacity(size as usize);
+            m.reader.take(size).read_to_end(&mut text).map_err(|_| {
+                cudist_conda::Error::Invalid {
+                    path: path.to_path_buf(),
+                    what: "member",
+                    message: format!("{} cannot be read", m.path),
+                }
+            })?;
+            keep_source(&mut sources, &mut sources_total, m.path, &text);
+            return Ok(Next::Continue);
+        }
         if size < 52 || surely_not_elf(m.path) {
             return Ok(Next::Continue);
         }
@@ -241,6 +274,7 @@ fn scan_conda(path: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
         elfs,
         problems,
         files,
+        sources,
     })
 }
 
@@ -323,6 +357,20 @@ fn scan_wheel(path: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
         })
         .collect::<Vec<_>>();
     let (elfs, problems) = split_results(results);
+    let mut sources = Vec::new();
+    let mut sources_total = 0u64;
+    for m in members
+        .iter()
+        .filter(|m| !m.is_dir && crate::loads::is_source(&m.name, m.size))
+    {
+        let text = wheel.read_member(m.index)?;
+        keep_source(
+            &mut sources,
+            &mut sources_total,
+            &install_path(&m.name),
+            &text,
+        );
+    }
     let wheel_info = md.map(|md| WheelInfo {
         name: md.name,
         version: md.version,
@@ -339,6 +387,7 @@ fn scan_wheel(path: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
         elfs,
         problems,
         files,
+        sources,
     })
 }
 
@@ -366,6 +415,18 @@ fn scan_dir(root: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
         })
         .collect::<Vec<_>>();
     let (elfs, problems) = split_results(results);
+    let mut sources = Vec::new();
+    let mut sources_total = 0u64;
+    for (rel, abs, size) in files
+        .iter()
+        .filter(|(rel, _, size)| crate::loads::is_source(rel, *size))
+    {
+        let mut text = Vec::with_capacity(*size as usize);
+        File::open(abs)
+            .and_then(|f| f.take(crate::loads::MAX_SOURCE).read_to_end(&mut text))
+            .map_err(io("cannot read"))?;
+        keep_source(&mut sources, &mut sources_total, rel, &text);
+    }
     Ok(Scanned {
         kind: ArtifactKind::Directory,
         size,
@@ -375,6 +436,7 @@ fn scan_dir(root: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
         elfs,
         problems,
         files: files.into_iter().map(|(rel, _, _)| rel).collect(),
+        sources,
     })
 }
 

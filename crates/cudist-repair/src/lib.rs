@@ -198,11 +198,23 @@ pub struct WheelRepair {
     pub loader: Option<Loader>,
     /// Libraries needed that repair does not handle yet (neither system, CUDA, nor in the wheel).
     pub unhandled: Vec<String>,
+    /// Variant libraries (one per CUDA release; the package loads one at run time) whose CUDA
+    /// libraries were not made requirements, each with the SONAMEs it needs.
+    pub variants: Vec<VariantLeft>,
     /// Nothing needed changing: the wheel was copied as it is.
     pub unchanged: bool,
     /// Platform tags of the repaired wheel, and the policies more compatible than its own that it
     /// does not satisfy (with the reason).
     pub platform: cudist_analysis::model::Platform,
+}
+
+/// A variant library whose CUDA needs repair leaves to the package.
+#[derive(Debug, Serialize)]
+pub struct VariantLeft {
+    /// Its path in the wheel.
+    pub path: String,
+    /// The CUDA libraries it needs.
+    pub needs: Vec<String>,
 }
 
 /// The loader module `--loader` adds.
@@ -359,6 +371,11 @@ fn repair_one(
         loader: None,
         grafted: Vec::new(),
         unhandled: plan.unhandled,
+        variants: plan
+            .variants
+            .into_iter()
+            .map(|(path, needs)| VariantLeft { path, needs })
+            .collect(),
         unchanged,
         platform: cudist_analysis::model::Platform {
             tags: tags.clone(),

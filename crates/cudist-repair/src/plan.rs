@@ -41,6 +41,10 @@ pub struct Plan {
     pub extras: Vec<String>,
     /// Libraries needed that are neither system, CUDA, grafted nor in the wheel.
     pub unhandled: Vec<String>,
+    /// Variant libraries (one per CUDA release, the package loads one): their CUDA libraries
+    /// become no requirement, since requiring every release's at once is what cannot be
+    /// installed or wanted. Each with the SONAMEs it needs.
+    pub variants: Vec<(String, Vec<String>)>,
 }
 
 /// What grafting contributes to the plan: grafted SONAME → new name, the directory they go to, and
@@ -129,6 +133,7 @@ pub fn plan(
     let mut loads = BTreeMap::new();
     let mut needs: BTreeMap<String, Need> = BTreeMap::new();
     let mut unhandled = BTreeSet::new();
+    let mut variants = Vec::new();
     let grafted_paths: BTreeSet<&str> = grafting.reports.iter().map(|r| r.path.as_str()).collect();
     for e in a
         .elf_files
@@ -145,9 +150,14 @@ pub fn plan(
             installed,
             excluded,
         );
-        loads.extend(n.loads);
-        for (pip, need) in n.needs {
-            needs.entry(pip).or_insert(need);
+        if e.tier == cudist_analysis::loads::Tier::Variant {
+            let sonames: Vec<String> = n.loads.iter().map(|(s, _)| s.clone()).collect();
+            variants.push((e.path.clone(), sonames));
+        } else {
+            loads.extend(n.loads);
+            for (pip, need) in n.needs {
+                needs.entry(pip).or_insert(need);
+            }
         }
         unhandled.extend(n.unhandled);
         let is_graft = grafted_paths.contains(e.path.as_str());
@@ -164,6 +174,7 @@ pub fn plan(
         requires,
         extras,
         unhandled: unhandled.into_iter().collect(),
+        variants,
     }
 }
 
@@ -538,6 +549,8 @@ mod tests {
                 other: 0,
             },
             vendored: None,
+            tier: Default::default(),
+            variant_cuda: None,
         }
     }
 

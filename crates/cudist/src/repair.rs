@@ -231,6 +231,14 @@ fn render(r: &Report, style: crate::util::Style) -> String {
                 l.path, l.module, l.prefer_system_env
             );
         }
+        for v in &w.variants {
+            let _ = writeln!(
+                out,
+                "  variant   {} needs {}: not required (one variant per CUDA release; the package loads one)",
+                v.path,
+                if v.needs.is_empty() { "no CUDA library".to_string() } else { v.needs.join(", ") }
+            );
+        }
         for u in &w.unhandled {
             let why = if u.contains('/') {
                 "a NEEDED entry that names a path: ld.so opens exactly that path on the user's machine, so it is never grafted"

@@ -79,8 +79,17 @@ pub fn run(args: SplitArgs, catalog: &Catalog) -> Result<ExitCode> {
                 c.version,
                 outs.join(" ")
             ));
+            // On `-dev`, as conda-forge puts them, else on the runtime package.
+            let exporter = c
+                .packages
+                .get("dev")
+                .or_else(|| c.packages.get("lib"))
+                .map_or("", String::as_str);
             for p in &c.run_exports {
-                s.push_str(&format!("    run_exports {}   ({})\n", p.conda, p.reason));
+                s.push_str(&format!(
+                    "    {exporter} run_exports {}   ({})\n",
+                    p.conda, p.reason
+                ));
             }
             for (o, deps) in &c.depends {
                 s.push_str(&format!(

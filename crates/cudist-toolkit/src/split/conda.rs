@@ -103,10 +103,18 @@ pub fn write(
         }
         for (output, (files, fingerprint)) in by_output {
             let name = c.packages.get(output).cloned().unwrap_or_default();
-            let run_exports = (output == "lib" && !c.run_exports.is_empty()).then(|| RunExports {
-                weak: c.run_exports.iter().map(|p| p.conda.clone()).collect(),
-                strong: Vec::new(),
-            });
+            // conda-forge puts the run_exports on `-dev` (what a build installs to link the
+            // library), else they go on the runtime package itself.
+            let exports_on = if c.outputs.contains_key("dev") {
+                "dev"
+            } else {
+                "lib"
+            };
+            let run_exports =
+                (output == exports_on && !c.run_exports.is_empty()).then(|| RunExports {
+                    weak: c.run_exports.iter().map(|p| p.conda.clone()).collect(),
+                    strong: Vec::new(),
+                });
             planned.push(Planned {
                 name,
                 version: c.version.clone(),

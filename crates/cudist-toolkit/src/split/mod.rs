@@ -158,7 +158,8 @@ pub struct ComponentRow {
     pub packages: BTreeMap<String, String>,
     /// Output → number of files.
     pub outputs: BTreeMap<String, usize>,
-    /// What dependents of the `lib` output pin (run_exports).
+    /// What dependents of the `lib` output pin (run_exports): written on the `dev` package, as
+    /// conda-forge does, or on the `lib` package when the component has no `dev` output.
     pub run_exports: Vec<Pin>,
     /// Output → what it depends on (`dev` → the `lib` output, exactly; and the `dev` outputs whose
     /// headers its headers include).
@@ -259,29 +260,34 @@ pub fn pin_from_soname(soname: &str, conda: &str, pip: Option<&str>, version: &s
     let vparts: Vec<u64> = version.split('.').map_while(|p| p.parse().ok()).collect();
     let major = vparts.first().copied().unwrap_or(0);
     let minor = vparts.get(1).copied().unwrap_or(0);
-    let (conda_upper, pep_upper, reason) = match nums.len() {
-        0 => (
-            None,
-            None,
-            format!("{soname} carries no version: pinned exactly"),
-        ),
+    let (upper, reason) = match nums.len() {
+        0 => (None, format!("{soname} carries no version: pinned exactly")),
         1 => (
-            Some(format!("<{}.0a0", major + 1)),
-            Some(format!("<{}", major + 1)),
+            Some((major + 1).to_string()),
             format!("{soname} carries one number: dependents pin the package's major ({major}.x)"),
         ),
         _ => (
-            Some(format!("<{major}.{}.0a0", minor + 1)),
-            Some(format!("<{major}.{}", minor + 1)),
+            Some(format!("{major}.{}", minor + 1)),
             format!("{soname} carries the minor: dependents pin the package's major.minor ({major}.{minor}.x)"),
         ),
     };
-    let conda_spec = match &conda_upper {
-        Some(u) => format!("{conda} >={version},{u}"),
+    pin_below(conda, pip, version, upper.as_deref(), reason)
+}
+
+/// `conda >=version,<upper.0a0` and `pip>=version,<upper`, or both exact without an upper bound.
+fn pin_below(
+    conda: &str,
+    pip: Option<&str>,
+    version: &str,
+    upper: Option<&str>,
+    reason: String,
+) -> Pin {
+    let conda_spec = match upper {
+        Some(u) => format!("{conda} >={version},<{u}.0a0"),
         None => format!("{conda} =={version}"),
     };
-    let pep508 = pip.map(|p| match &pep_upper {
-        Some(u) => format!("{p}>={version},{u}"),
+    let pep508 = pip.map(|p| match upper {
+        Some(u) => format!("{p}>={version},<{u}"),
         None => format!("{p}=={version}"),
     });
     Pin {
@@ -289,6 +295,49 @@ pub fn pin_from_soname(soname: &str, conda: &str, pip: Option<&str>, version: &s
         pep508,
         reason,
     }
+}
+
+/// The pin a dependent takes on a library of this split: the upper bound `cudist repair` writes
+/// for the same SONAME (the catalog's range of releases that ship it: `libcudart.so.11.0` is in
+/// every 11.x, so `<12`, not the `<11.9` its name would suggest for 11.8) when the packaged
+/// version lies in that range, else what the SONAME's name carries ([`pin_from_soname`]).
+pub fn pin_for(
+    soname: &str,
+    conda: &str,
+    pip: Option<&str>,
+    version: &str,
+    catalog: &Catalog,
+    cuda_major: Option<u32>,
+) -> Pin {
+    let range = catalog
+        .library_by_soname_hinted(soname, cuda_major)
+        .and_then(|m| match m.major.pip_requirement(soname) {
+            Some(cudist_catalog::PipRequirement::Range(r)) => Some(r),
+            _ => cudist_catalog::soname_range(soname, m.major.policy, &m.major.sonames),
+        })
+        .filter(|r| cudist_catalog::in_simple_range(version, r));
+    match range.as_deref().and_then(|r| r.split_once(",<")) {
+        Some((_, upper)) => pin_below(
+            conda,
+            pip,
+            version,
+            Some(upper),
+            format!(
+                "{soname} ships in every release {}: dependents pin below {upper}, as `cudist repair` does",
+                range.as_deref().unwrap_or_default()
+            ),
+        ),
+        None => pin_from_soname(soname, conda, pip, version),
+    }
+}
+
+/// Whether a SONAME belongs to another component than `component` by the catalog (CUDA 11's
+/// runtime archive carries the OpenCL loader `libOpenCL.so.1`: no pin of the runtime follows it).
+fn foreign_library(soname: &str, component: &str, catalog: &Catalog) -> bool {
+    catalog
+        .library_by_soname(soname)
+        .and_then(|m| m.library.component.as_deref())
+        .is_some_and(|c| c != component)
 }
 
 /// conda-forge's name for a component's runtime package: the catalog's conda name of the
@@ -395,9 +444,18 @@ pub fn manifest(input: &Path, what: &Input, catalog: &Catalog) -> Result<Manifes
             .iter()
             .filter(|so| dlopened_by(so, &lib_sonames, catalog))
             .collect();
-        for so in lib_sonames.iter().filter(|s| !private.contains(s)) {
-            row.run_exports
-                .push(pin_from_soname(so, &conda, p.pip.as_deref(), &p.version));
+        for so in lib_sonames
+            .iter()
+            .filter(|s| !private.contains(s) && !foreign_library(s, &component, catalog))
+        {
+            row.run_exports.push(pin_for(
+                so,
+                &conda,
+                p.pip.as_deref(),
+                &p.version,
+                catalog,
+                what.cuda_major,
+            ));
         }
         // Licenses go with every output the component has.
         let outputs: BTreeSet<String> = mine.iter().map(|f| f.output.clone()).collect();
@@ -451,7 +509,7 @@ pub fn manifest(input: &Path, what: &Input, catalog: &Catalog) -> Result<Manifes
         m.files.extend(mine);
         m.components.push(row);
     }
-    needed_depends(&mut m);
+    needed_depends(&mut m, catalog);
     header_depends(&mut m)?;
     m.metapackage = metapackage(&m);
     Ok(m)
@@ -693,14 +751,14 @@ fn version_order(a: &str, b: &str) -> std::cmp::Ordering {
 /// Adds to each `lib` and `bin` output the runtime packages of the other components whose
 /// libraries its files link (NEEDED), pinned as those libraries' SONAMEs say: cuRAND's library
 /// links the CUDA runtime, so `libcurand` depends on `cuda-cudart >=V,<M+1`.
-fn needed_depends(m: &mut Manifest) {
+fn needed_depends(m: &mut Manifest, catalog: &Catalog) {
     let mut provider: BTreeMap<&str, (&str, String)> = BTreeMap::new();
     for f in m.files.iter().filter(|f| f.output == "lib") {
         let Some(so) = &f.soname else { continue };
         let Some(c) = m.components.iter().find(|c| c.component == f.component) else {
             continue;
         };
-        let pin = pin_from_soname(so, &c.conda, None, &c.version).conda;
+        let pin = pin_for(so, &c.conda, None, &c.version, catalog, m.cuda_major).conda;
         provider.insert(so.as_str(), (f.component.as_str(), pin));
     }
     let mut add: Vec<(String, String, String)> = Vec::new();
@@ -841,6 +899,9 @@ fn metapackage(m: &Manifest) -> Option<Metapackage> {
 /// Whether `soname` is opened with dlopen by one of the `siblings` (the catalog's `dlopens`, as a
 /// full name or as the `libX.so` stem of a versioned family such as NVRTC's builtins).
 fn dlopened_by(soname: &str, siblings: &[String], catalog: &Catalog) -> bool {
+    // NVRTC's `.alt` build loads its own `.alt` builtins: the same library, another name.
+    let plain = soname.replace(".alt.so", ".so");
+    let soname = plain.as_str();
     siblings.iter().filter(|s| s.as_str() != soname).any(|s| {
         catalog.library_by_soname(s).is_some_and(|m| {
             m.library.dlopens.iter().any(|d| {
@@ -977,6 +1038,79 @@ mod tests {
         // No version in the SONAME: exact.
         let p = pin_from_soname("libnvvm.so", "cuda-nvvm", None, "12.9.86");
         assert_eq!(p.conda, "cuda-nvvm ==12.9.86");
+    }
+
+    #[test]
+    fn pins_agree_with_repair() {
+        let cat = Catalog::builtin();
+        // The cases: CUDA 11's runtime and NVRTC keep their SONAMEs through 11.8, so an
+        // 11.8 split pins the major, as repair's `>=11.0,<12` / `>=11.2,<12` do.
+        let p = pin_for(
+            "libcudart.so.11.0",
+            "cuda-cudart",
+            Some("nvidia-cuda-runtime-cu11"),
+            "11.8.89",
+            &cat,
+            Some(11),
+        );
+        assert_eq!(p.conda, "cuda-cudart >=11.8.89,<12.0a0");
+        assert_eq!(
+            p.pep508.as_deref(),
+            Some("nvidia-cuda-runtime-cu11>=11.8.89,<12")
+        );
+        let p = pin_for(
+            "libnvrtc.so.11.2",
+            "cuda-nvrtc",
+            None,
+            "11.8.89",
+            &cat,
+            Some(11),
+        );
+        assert_eq!(p.conda, "cuda-nvrtc >=11.8.89,<12.0a0");
+        // cuFile's releases are 1.x while its SONAME says 0: the release line, not the name.
+        let p = pin_for(
+            "libcufile.so.0",
+            "libcufile",
+            None,
+            "1.15.1.6",
+            &cat,
+            Some(13),
+        );
+        assert_eq!(p.conda, "libcufile >=1.15.1.6,<2.0a0");
+        // A version outside every range the catalog knows: the name decides.
+        let p = pin_for("libfoo.so.3", "foo", None, "3.1.0", &cat, None);
+        assert_eq!(p.conda, "foo >=3.1.0,<4.0a0");
+        // For every SONAME repair requires a range for, a split of a release in that range pins
+        // the same upper bound.
+        let mut checked = 0;
+        for lib in &cat.libraries {
+            for m in &lib.cuda {
+                for so in &m.sonames {
+                    let Some(cudist_catalog::PipRequirement::Range(r)) = m.pip_requirement(so)
+                    else {
+                        continue;
+                    };
+                    let (lo, hi) = r.strip_prefix(">=").unwrap().split_once(",<").unwrap();
+                    let p = pin_for(so, "x", Some("x"), lo, &cat, Some(m.major));
+                    assert_eq!(p.pep508.as_deref(), Some(format!("x{r}").as_str()), "{so}");
+                    assert_eq!(p.conda, format!("x >={lo},<{hi}.0a0"), "{so}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 60, "{checked}");
+        // The OpenCL loader in CUDA 11's runtime archive is not the runtime's library.
+        assert!(foreign_library("libOpenCL.so.1", "cuda_cudart", &cat));
+        assert!(!foreign_library("libcudart.so.11.0", "cuda_cudart", &cat));
+        // NVRTC's `.alt` builtins are private to NVRTC like the plain ones.
+        let sibs = vec![
+            "libnvrtc.so.12".to_string(),
+            "libnvrtc.alt.so.12".to_string(),
+            "libnvrtc-builtins.so.12.9".to_string(),
+            "libnvrtc-builtins.alt.so.12.9".to_string(),
+        ];
+        assert!(dlopened_by("libnvrtc-builtins.alt.so.12.9", &sibs, &cat));
+        assert!(!dlopened_by("libnvrtc.alt.so.12", &sibs, &cat));
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::fmt::Write;
 use cudist_fatbin::EntryKind;
 
 use crate::util::{human_bytes, Style, Table};
+use cudist_analysis::loads::Tier;
 use cudist_analysis::model::*;
 
 /// What to print beyond the default report.
@@ -42,6 +43,7 @@ fn status_word(s: VerdictStatus, style: Style) -> String {
 fn render_artifact(out: &mut String, a: &Artifact, opts: RenderOptions, style: Style) {
     render_header(out, a, style);
     render_needs(out, a, style);
+    render_loads(out, a, style);
     render_search_paths(out, a, style);
     render_vendored(out, a, style);
     render_static(out, a, style);
@@ -100,6 +102,7 @@ fn render_needs(out: &mut String, a: &Artifact, style: Style) {
             "EXTRA",
             "RPATH",
             "DECLARED",
+            "LOADS",
             "USED BY",
         ]);
         for n in &a.cuda_needed {
@@ -129,6 +132,10 @@ fn render_needs(out: &mut String, a: &Artifact, style: Style) {
                         }))
                     }
                     _ => "-".into(),
+                },
+                match (&n.preload, n.tier) {
+                    (Some(p), _) if p.at_import => "preloaded".into(),
+                    (_, t) => tier_word(t).into(),
                 },
                 used_by(&n.needed_by),
             ]);
@@ -160,6 +167,61 @@ fn render_needs(out: &mut String, a: &Artifact, style: Style) {
             "\nDriver libraries needed (from the NVIDIA driver; never bundle): {}",
             list.join(", ")
         );
+    }
+}
+
+fn tier_word(t: Tier) -> &'static str {
+    match t {
+        Tier::Import => "import",
+        Tier::OnDemand => "on demand",
+        Tier::Variant => "variant",
+    }
+}
+
+/// What the package's own Python loads, and its variant libraries one by one.
+fn render_loads(out: &mut String, a: &Artifact, style: Style) {
+    if !a.preloads.is_empty() {
+        let _ = writeln!(out, "\nLoaded by the package's Python");
+        let mut t = Table::new(&["LIBRARY", "WHEN", "WHERE"]);
+        for p in &a.preloads {
+            t.row(vec![
+                p.name.clone(),
+                if p.at_import {
+                    "at import".into()
+                } else {
+                    format!("{}()", p.on_call.as_deref().unwrap_or("on call"))
+                },
+                p.place(),
+            ]);
+        }
+        out.push_str(&t.render(2, style));
+    }
+    if !a.variants.is_empty() {
+        let _ = writeln!(out, "\nVariants (the package loads one at run time)");
+        let mut t = Table::new(&["FILE", "CUDA", "NEEDS", "SMS", "PTX", "DRIVER >="]);
+        for v in &a.variants {
+            t.row(vec![
+                v.path.clone(),
+                v.cuda.clone(),
+                if v.cuda_needed.is_empty() {
+                    "-".into()
+                } else {
+                    v.cuda_needed.join(" ")
+                },
+                if v.native_sms.is_empty() {
+                    "-".into()
+                } else {
+                    v.native_sms.join(" ")
+                },
+                v.newest_ptx
+                    .as_ref()
+                    .map_or("-".into(), |p| format!("{} (ISA {})", p.arch, p.isa)),
+                v.min_driver
+                    .as_ref()
+                    .map_or("-".into(), |f| f.driver.clone()),
+            ]);
+        }
+        out.push_str(&t.render(2, style));
     }
 }
 
