@@ -122,6 +122,9 @@ fn render_verdict(s: &mut String, r: &Report, style: Style) {
     let verdict = match r.verdict.status {
         Status::Ok => style.green("OK"),
         Status::Risky => style.yellow("risky"),
+        Status::WillFailWhenLoaded => {
+            style.red("imports, but fails when a library is loaded on demand")
+        }
         Status::WillFailOnThisGpu if r.profile => {
             style.red("will load but fail on the profile's machine")
         }

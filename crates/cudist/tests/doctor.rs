@@ -644,3 +644,168 @@ fn a_host_profile_decides_the_driver_libraries_and_the_glibc() {
         stdout(&o)
     );
 }
+
+/// faiss' pattern, installed: the package's Python preloads the CUDA library at import from the
+/// NVIDIA wheel's directory, and its extension (no RPATH) then loads. doctor's verdict is checked
+/// against a real `import` in a real venv, with the NVIDIA wheel present and moved away; a
+/// provider library no extension needs fails only when loaded.
+#[test]
+fn preloads_and_tiers_agree_with_a_real_import() {
+    let work = tempfile::tempdir().unwrap();
+    let venv = work.path().join("venv");
+    let o = std::process::Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let site = site_of(&venv);
+    let pkg = site.join("pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    let nv = site.join("nvidia/cublas/lib");
+    std::fs::create_dir_all(&nv).unwrap();
+    fake_lib(&nv, "libcublas.so.12", "libcublas.so.12", "cublasCreate_v2");
+    // The extension: PyInit returns NULL without an exception, so a real import that got past
+    // the loader ends in SystemError; one the loader stops ends in an OSError/ImportError naming
+    // the library.
+    let ext = gcc_shared(
+        work.path(),
+        "_ext.cpython-311-x86_64-linux-gnu.so",
+        None,
+        "int cublasCreate_v2(void *); void *PyInit__ext(void) { cublasCreate_v2(0); return 0; }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", nv.display()),
+            "-l:libcublas.so.12",
+        ],
+    );
+    let ext_name = format!(
+        "_ext{}",
+        String::from_utf8_lossy(
+            &std::process::Command::new(venv.join("bin/python"))
+                .args([
+                    "-c",
+                    "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))"
+                ])
+                .output()
+                .unwrap()
+                .stdout
+        )
+        .trim()
+    );
+    std::fs::copy(&ext, pkg.join(&ext_name)).unwrap();
+    std::fs::write(
+        pkg.join("__init__.py"),
+        "from . import loader\nfrom ._ext import *\n",
+    )
+    .unwrap();
+    std::fs::write(
+        pkg.join("loader.py"),
+        "import ctypes, json, os, sysconfig\n\ndef _load(name):\n    path = os.path.join(sysconfig.get_paths()['purelib'], 'nvidia', 'cublas', 'lib', name)\n    ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)\n\nfor n in json.load(open(os.path.join(os.path.dirname(__file__), '_preload.json'))):\n    _load(n)\n",
+    )
+    .unwrap();
+    std::fs::write(pkg.join("_preload.json"), "[\"libcublas.so.12\"]\n").unwrap();
+    // A provider no extension module needs, which needs a library nobody installs.
+    fake_lib(
+        work.path(),
+        "libcurand.so.10",
+        "libcurand.so.10",
+        "curandCreateGenerator",
+    );
+    gcc_shared(
+        &pkg,
+        "libprovider.so",
+        Some("libprovider.so"),
+        "int f(void) { return 0; }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", work.path().display()),
+            "-l:libcurand.so.10",
+        ],
+    );
+    let python = venv.join("bin/python");
+    let real_import = || {
+        let o = std::process::Command::new(&python)
+            .args(["-c", "import pkg"])
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert!(!o.status.success());
+        // Loaded: the init function ran (SystemError); not loaded: the loader's error.
+        (
+            err.contains("SystemError") || err.contains("without raising an exception"),
+            err,
+        )
+    };
+    let doctor = || {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_cudist"))
+            .args([
+                "doctor",
+                "--json",
+                "--ld-library-path",
+                "",
+                "--import",
+                "pkg",
+                "--python",
+            ])
+            .arg(&python)
+            .output()
+            .unwrap();
+        let v: Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
+        (o.status.code(), v)
+    };
+    let (loaded, err) = real_import();
+    assert!(loaded, "{err}");
+    let (_, v) = doctor();
+    // It imports; the provider fails when loaded (curand nowhere).
+    assert_eq!(v["verdict"]["status"], "will-fail-when-loaded", "{v:#}");
+    let reasons: Vec<&str> = v["verdict"]["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    assert!(
+        reasons.iter().all(|r| r.contains("libprovider.so")) && reasons.len() == 1,
+        "{reasons:?}"
+    );
+    let load = v["runtime_loads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["soname"] == "libcublas.so.12")
+        .expect("the preload");
+    assert_eq!(
+        load["loader"],
+        "ctypes at pkg/loader.py:5 (named at pkg/_preload.json:1)"
+    );
+    assert_eq!(load["found_by"], "site-packages");
+    let tier = |name: &str| {
+        v["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"].as_str().unwrap().ends_with(name))
+            .map(|f| f["tier"].clone())
+            .unwrap()
+    };
+    assert_eq!(tier(&ext_name), "import");
+    assert_eq!(tier("libprovider.so"), "on-demand");
+
+    // The NVIDIA wheel moved away: the real import fails in the preload, and doctor says it will.
+    std::fs::rename(site.join("nvidia"), site.join("nvidia.off")).unwrap();
+    let (loaded, err) = real_import();
+    assert!(!loaded && err.contains("libcublas.so.12"), "{err}");
+    let (code, v) = doctor();
+    assert_eq!(code, Some(1));
+    assert_eq!(v["verdict"]["status"], "will-fail-to-load", "{v:#}");
+    assert!(
+        v["verdict"]["reasons"].as_array().unwrap().iter().any(|r| r
+            .as_str()
+            .unwrap()
+            .starts_with("pkg loads libcublas.so.12 at import (pkg/loader.py:5")),
+        "{v:#}"
+    );
+}

@@ -142,7 +142,7 @@ fn missing_rpath_and_dependency_is_unresolved() {
         .map(|l| l.as_str().unwrap())
         .collect();
     assert!(
-        lines.contains(&"needs libcublas.so.12 but has no RPATH to nvidia/cublas/lib and no dependency on nvidia-cublas-cu12"),
+        lines.contains(&"fails at import: needs libcublas.so.12 but has no RPATH to nvidia/cublas/lib and no dependency on nvidia-cublas-cu12"),
         "{lines:?}"
     );
 }
@@ -547,4 +547,175 @@ fn catalog_command_answers() {
     assert!(stderr(&o).contains("not in the catalog"));
     let o = cudist(&["catalog", "lib", "libcuda.so.1"]);
     assert!(stdout(&o).contains("never bundle"), "{}", stdout(&o));
+}
+
+/// A plain library linking `libs` (each `(subdir, -l name)`), with the given SONAME.
+fn plain_library(libs: &Libs, out: &str, soname: &str, needs: &[(&str, &str)]) -> Vec<u8> {
+    let mut args: Vec<String> = vec!["-Wl,--no-as-needed".into()];
+    for (sub, l) in needs {
+        args.push(format!("-L{}", libs.path(sub).display()));
+        args.push(format!("-l{l}"));
+    }
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let p = gcc_shared(
+        libs.dir.path(),
+        out,
+        Some(soname),
+        "int f(void) { return 0; }\n",
+        &refs,
+    );
+    std::fs::read(p).unwrap()
+}
+
+fn verdict_lines(a: &Value) -> Vec<String> {
+    a["verdict"]["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// faiss' pattern: the package declares the CUDA wheel and its Python preloads the library at
+/// import (names in a JSON file the loader reads), so the extension with no RPATH loads.
+#[test]
+fn a_library_preloaded_at_import_is_resolved() {
+    let libs = Libs::new();
+    let ext = libs.extension(&[("c12", "cublas")], None);
+    let loader = "import ctypes, json\n\ndef _load(target):\n    ctypes.CDLL(target, mode=ctypes.RTLD_GLOBAL)\n\nfor t in json.load(open(\"_preload.json\")):\n    _load(t)\n";
+    let json = "[\n  \"libcublas.so.12\"\n]\n";
+    let out = tempfile::tempdir().unwrap();
+    let members = [
+        (EXT, ext),
+        (
+            "pkg/__init__.py",
+            b"from . import loader\nfrom ._ext import *\n".to_vec(),
+        ),
+        ("pkg/loader.py", loader.as_bytes().to_vec()),
+        ("pkg/_preload.json", json.as_bytes().to_vec()),
+    ];
+    let w = wheel(out.path(), "pre", &["nvidia-cublas-cu12>=12"], &members);
+    let a = artifact(&inspect_json(&[&w], 0), ".whl").clone();
+    assert_eq!(a["verdict"]["status"], "ok", "{a:#}");
+    assert!(
+        verdict_lines(&a).contains(&"loads: libcublas.so.12 is preloaded by pkg/loader.py:4 (named at pkg/_preload.json:2) from nvidia-cublas-cu12".to_string()),
+        "{:?}",
+        verdict_lines(&a)
+    );
+    assert_eq!(a["preloads"][0]["at_import"], true);
+    assert_eq!(
+        a["cuda_needed"][0]["preload"]["loaded_at"],
+        "pkg/loader.py:4"
+    );
+    assert_eq!(a["elf_files"][0]["tier"], "import");
+
+    // The same loader in a function nothing calls at import (onnxruntime's preload_dlls()):
+    // still unresolved, and the line says what would load it.
+    let loader = "import ctypes\n\ndef preload_dlls():\n    ctypes.CDLL(\"libcublas.so.12\")\n";
+    let members = [
+        (EXT, libs.extension(&[("c12", "cublas")], None)),
+        ("pkg/__init__.py", b"from ._ext import *\n".to_vec()),
+        ("pkg/loader.py", loader.as_bytes().to_vec()),
+    ];
+    let w = wheel(out.path(), "later", &["nvidia-cublas-cu12>=12"], &members);
+    let a = artifact(&inspect_json(&[&w], 0), ".whl").clone();
+    assert_eq!(a["verdict"]["status"], "unresolved");
+    assert!(
+        verdict_lines(&a)
+            .iter()
+            .any(|l| l.starts_with("fails at import: needs libcublas.so.12")
+                && l.ends_with("(unless preload_dlls() loads it first: pkg/loader.py:4)")),
+        "{:?}",
+        verdict_lines(&a)
+    );
+}
+
+/// onnxruntime's pattern: a provider library no extension module needs fails only when it is
+/// loaded; torch-style variants (one per CUDA release) are judged one by one.
+#[test]
+fn on_demand_and_variant_libraries() {
+    let libs = Libs::new();
+    let out = tempfile::tempdir().unwrap();
+    let members = [
+        (EXT, libs.extension(&[], None)),
+        (
+            "pkg/libprovider_cuda.so",
+            plain_library(
+                &libs,
+                "prov.so",
+                "libprovider_cuda.so",
+                &[("c12", "cublas")],
+            ),
+        ),
+        (
+            "pkg/libx_cuda121.so",
+            plain_library(&libs, "x121.so", "libx_cuda121.so", &[("c12", "cudart")]),
+        ),
+        (
+            "pkg/libx_cuda130.so",
+            plain_library(&libs, "x130.so", "libx_cuda130.so", &[("c13", "cublas")]),
+        ),
+    ];
+    let w = wheel(out.path(), "tiers", &[], &members);
+    let a = artifact(&inspect_json(&[&w], 0), ".whl").clone();
+    let tier = |p: &str| {
+        a["elf_files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["path"] == p)
+            .map(|e| e["tier"].as_str().unwrap().to_string())
+            .unwrap()
+    };
+    assert_eq!(tier(EXT), "import");
+    assert_eq!(tier("pkg/libprovider_cuda.so"), "on-demand");
+    assert_eq!(tier("pkg/libx_cuda121.so"), "variant");
+    assert_eq!(tier("pkg/libx_cuda130.so"), "variant");
+    let lines = verdict_lines(&a);
+    assert!(
+        lines.contains(&"fails when libprovider_cuda.so is loaded: needs libcublas.so.12 but has no RPATH to nvidia/cublas/lib and no dependency on nvidia-cublas-cu12".to_string()),
+        "{lines:?}"
+    );
+    // The variants' needs raise nothing: each is listed with its own release.
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.contains("needs libcudart.so.12 but")),
+        "{lines:?}"
+    );
+    let v: Vec<(String, String)> = a["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            (
+                v["cuda"].as_str().unwrap().into(),
+                v["cuda_needed"][0].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        v,
+        vec![
+            ("12.1".to_string(), "libcudart.so.12".to_string()),
+            ("13.0".to_string(), "libcublas.so.13".to_string())
+        ]
+    );
+    // repair requires nothing for the variants, and the provider's cuBLAS as before.
+    let o = cudist(&[
+        "repair",
+        "--dry-run",
+        "--json",
+        &w,
+        "-w",
+        out.path().join("o").to_str().unwrap(),
+    ]);
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let added = &r["wheels"][0]["requires_added"];
+    assert_eq!(added.as_array().unwrap().len(), 1, "{added}");
+    assert!(
+        added[0].as_str().unwrap().starts_with("nvidia-cublas-cu12"),
+        "{added}"
+    );
+    assert_eq!(r["wheels"][0]["variants"].as_array().unwrap().len(), 2);
 }

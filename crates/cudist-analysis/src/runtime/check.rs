@@ -20,7 +20,7 @@ use cudist_catalog::{Catalog, SonameClass};
 use cudist_elf::loader::{self, LoadEnv, Resolution};
 use serde::Serialize;
 
-use super::{gpu as device, host, installations as machine, python as pyfind};
+use super::{gpu as device, host, installations as machine, preload, python as pyfind};
 use crate::bail;
 use crate::error::{Result, ResultExt};
 
@@ -69,15 +69,18 @@ pub struct Report {
     pub conflicts: Vec<machine::Conflict>,
 }
 
-/// Ordered: `Ok` < `Risky` < `WillFailOnGpu` < `WillFailToLoad`.
+/// Ordered: `Ok` < `Risky` < `WillFailWhenLoaded` < `WillFailOnThisGpu` < `WillFailToLoad`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
     #[default]
     /// Loads and runs.
     Ok,
-    /// Runs, with a catch (PTX JIT at first use).
+    /// Runs, with a catch (PTX JIT at first use; a variant library that loads only where the
+    /// process has loaded its CUDA libraries already).
     Risky,
+    /// Imports, but a library loaded on demand (a provider, a plugin) fails when it is loaded.
+    WillFailWhenLoaded,
     /// Loads, but fails at the first kernel launch or CUDA call on this machine.
     WillFailOnThisGpu,
     /// Fails to load: a library or a symbol is missing.
@@ -127,6 +130,8 @@ pub struct FileReport {
     /// With a profile that has a driver: the driver's libraries the file needs, which that
     /// machine's driver provides (not looked for on this one).
     pub from_profile_driver: Vec<String>,
+    /// When it loads: at import, on demand, or as one variant of several ([`crate::loads`]).
+    pub tier: crate::loads::Tier,
 }
 
 /// A symbol an object imports from a CUDA library that the installed library lacks: the object
@@ -637,9 +642,24 @@ fn check_file(
     profile: bool,
     names: &CudaNames,
     dlopen: &[String],
+    tier: crate::loads::Tier,
 ) -> Result<Checked> {
     let catalog = names.catalog;
     let mut verdict = Verdict::default();
+    // A file the import does not reach fails only when it is loaded; a variant, only when the
+    // package picks it and the process has not loaded what it needs.
+    let (fails, when) = match tier {
+        crate::loads::Tier::Import => (Status::WillFailToLoad, String::new()),
+        crate::loads::Tier::OnDemand => (
+            Status::WillFailWhenLoaded,
+            " (fails when it is loaded: nothing the import reaches needs it)".to_string(),
+        ),
+        crate::loads::Tier::Variant => (
+            Status::Risky,
+            " (a variant: it loads only where the process has loaded its libraries already)"
+                .to_string(),
+        ),
+    };
     let sim = loader::simulate(f, env)
         .with_context(|| format!("cannot simulate loading {}", f.display()))?;
     // For a profile, the driver's libraries are the profile's: present when it has a driver,
@@ -690,9 +710,9 @@ fn check_file(
         .collect();
     let missing_syms = missing_symbols(&sim, names);
     for m in &missing_syms {
-        verdict.add(Status::WillFailToLoad, format!(
+        verdict.add(fails, format!(
             "{}: {} needs {}{} from {}, which {} does not define: it was built against a newer {} than the one \
-             installed",
+             installed{when}",
             f.display(),
             m.needed_by.display(),
             m.symbol,
@@ -704,9 +724,9 @@ fn check_file(
     }
     for m in &missing {
         verdict.add(
-            Status::WillFailToLoad,
+            fails,
             format!(
-                "{}: {} not found (needed by {})",
+                "{}: {} not found (needed by {}){when}",
                 f.display(),
                 m.name,
                 m.needed_by.display()
@@ -812,6 +832,7 @@ fn check_file(
             driver_problems,
             dlopen: dl,
             from_profile_driver,
+            tier,
         },
         verdict,
     ))
@@ -907,6 +928,59 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         }
         report.runtime_loads.extend(loads);
     }
+    // What each imported package's own Python loads at import ([`crate::loads`]), found where
+    // its code finds it.
+    let mut package_preloads: Vec<crate::loads::Preload> = Vec::new();
+    for (name, dir) in &imports {
+        let Some(site) = dir.parent() else { continue };
+        let files = crate::elf_files::loadable(dir).unwrap_or_default();
+        let sources = preload::package_sources(dir);
+        let found = crate::loads::preloads(&sources, catalog, preload::cuda_major(&files, catalog));
+        for p in found.iter().filter(|p| p.at_import) {
+            for f in preload::find(p, dir, site, &env) {
+                if report
+                    .runtime_loads
+                    .iter()
+                    .any(|l| l.soname == f.name && l.path.is_some())
+                {
+                    continue;
+                }
+                let pip = catalog
+                    .library_by_soname(&f.name)
+                    .and_then(|m| m.major.pip.clone());
+                match &f.path {
+                    Some(path) => preload.push(path.clone()),
+                    None => report.verdict.add(
+                        Status::WillFailToLoad,
+                        format!(
+                            "{name} loads {} at import ({}): not found (tried {}, then the system search){}",
+                            f.name,
+                            p.place(),
+                            f.tried.iter().map(|t| t.display().to_string()).collect::<Vec<_>>().join(", "),
+                            pip.as_deref().map(|p| format!("; install {p}")).unwrap_or_default()
+                        ),
+                    ),
+                }
+                report.runtime_loads.push(RuntimeLoad {
+                    package: name.clone(),
+                    loader: format!(
+                        "{} at {}",
+                        match p.mechanism {
+                            crate::loads::Mechanism::Ctypes => "ctypes",
+                            crate::loads::Mechanism::CudaPathfinder => "cuda-pathfinder",
+                        },
+                        p.place()
+                    ),
+                    soname: f.name,
+                    path: f.path,
+                    found_by: f.found_by,
+                    tried: f.tried,
+                    pip,
+                });
+            }
+        }
+        package_preloads.extend(found);
+    }
     env.set_preload(preload);
     if paths.is_empty() {
         report.installations = machine::installations(catalog);
@@ -947,9 +1021,38 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     // Files are checked in parallel; the parsed libraries are shared through the environment.
     use rayon::prelude::*;
     let names = CudaNames::new(catalog);
+    // Tiers are a package's: files of an `--import` package get theirs; a file or directory
+    // given as a path is asked about as it is (it loads, as the main object).
+    let in_package = |f: &Path| imports.iter().any(|(_, d)| f.starts_with(d));
+    let tiers: Vec<crate::loads::Tier> = {
+        let pkg_files: Vec<PathBuf> = files.iter().filter(|f| in_package(f)).cloned().collect();
+        let pkg_tiers = preload::tiers(&pkg_files, &package_preloads);
+        let mut it = pkg_tiers.into_iter();
+        files
+            .iter()
+            .map(|f| {
+                if in_package(f) {
+                    it.next().unwrap_or_default()
+                } else {
+                    crate::loads::Tier::Import
+                }
+            })
+            .collect()
+    };
     let results: Vec<Result<Checked>> = files
         .par_iter()
-        .map(|f| check_file(f, &env, &report.host, report.profile, &names, &args.dlopen))
+        .zip(tiers)
+        .map(|(f, tier)| {
+            check_file(
+                f,
+                &env,
+                &report.host,
+                report.profile,
+                &names,
+                &args.dlopen,
+                tier,
+            )
+        })
         .collect();
     for r in results {
         let (file, verdict) = r?;

@@ -6,6 +6,7 @@
 //!   JSON profile of another;
 //! - [`installations`]: every CUDA installation this machine's programs could see, and conflicts;
 //! - [`gpu`]: whether device code runs on each GPU, and whether the driver is new enough;
+//! - [`preload`]: what an installed package's own Python loads at import, and its files' tiers;
 //! - [`python`]: where `import NAME` would find a package, without running its code;
 //! - [`check`]: every check of a set of files, and the verdict ([`check::diagnose`]).
 
@@ -13,4 +14,5 @@ pub mod check;
 pub mod gpu;
 pub mod host;
 pub mod installations;
+pub mod preload;
 pub mod python;

@@ -1,0 +1,216 @@
+//! What an installed package's own Python loads at import, found where its code would find it,
+//! and the load tier of each of its ELF files ([`crate::loads`] applied to an installed tree).
+//!
+//! Where a preload is looked for follows what the packages do: a name that is a file of the
+//! package (RAPIDS' `lib64/librmm.so`) is that file; a CUDA library (faiss' names from its
+//! `_preload_library.json`, located through the files of the NVIDIA wheel that installs it;
+//! torch's `libcublas.so.*[0-9]` in `nvidia/<lib>/lib`) is looked for in the site-packages
+//! directories of the NVIDIA wheels; a bare SONAME passed to `ctypes.CDLL` falls back to
+//! dlopen's own search from the interpreter (`LD_LIBRARY_PATH`, the cache, the system
+//! directories).
+
+use std::path::{Path, PathBuf};
+
+use cudist_catalog::Catalog;
+use cudist_elf::loader::{self, LoadEnv};
+
+use crate::loads::{self, Preload, Source, Tier};
+
+/// The `.py` and `.json` files below an installed package, within the limits of
+/// [`loads::MAX_SOURCE`] and [`loads::MAX_SOURCES_TOTAL`].
+pub fn package_sources(dir: &Path) -> Vec<Source> {
+    let mut out = Vec::new();
+    let mut total = 0u64;
+    let base = dir.parent().unwrap_or(dir);
+    walk(dir, base, &mut out, &mut total, 0);
+    out
+}
+
+fn walk(dir: &Path, base: &Path, out: &mut Vec<Source>, total: &mut u64, depth: usize) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = rd.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let Ok(ft) = e.file_type() else { continue };
+        let path = e.path();
+        if ft.is_dir() && depth < 16 {
+            walk(&path, base, out, total, depth + 1);
+        } else if ft.is_file() {
+            let rel = path
+                .strip_prefix(base)
+                .unwrap_or(&path)
+                .to_string_lossy()
+                .into_owned();
+            let size = e.metadata().map(|m| m.len()).unwrap_or(u64::MAX);
+            if !loads::is_source(&rel, size) || *total + size > loads::MAX_SOURCES_TOTAL {
+                continue;
+            }
+            let Ok(bytes) = cudist_fs::read_bounded(&path, loads::MAX_SOURCE) else {
+                continue;
+            };
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            if loads::worth_keeping(&rel, &text) {
+                *total += size;
+                out.push(Source { path: rel, text });
+            }
+        }
+    }
+}
+
+/// Where one preload was looked for and found.
+#[derive(Debug)]
+pub struct Found {
+    /// The SONAME or file name loaded.
+    pub name: String,
+    /// Where it was found.
+    pub path: Option<PathBuf>,
+    /// `package`, `site-packages` or the loader rule (`ld_library_path`, `cache`, …).
+    pub found_by: Option<String>,
+    /// The places tried, in order.
+    pub tried: Vec<PathBuf>,
+}
+
+/// The directories of site-packages that NVIDIA's wheels install libraries into
+/// (`nvidia/cu13/lib`, `nvidia/cublas/lib`, …), in a stable order.
+fn nvidia_dirs(site: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(site.join("nvidia")) {
+        let mut subs: Vec<PathBuf> = rd.flatten().map(|e| e.path().join("lib")).collect();
+        subs.sort();
+        out.extend(subs.into_iter().filter(|d| d.is_dir()));
+    }
+    out
+}
+
+/// Finds a preload at import as the package's code would: in the package, in the NVIDIA wheels'
+/// directories, then by dlopen's search. A pattern is matched against the files there.
+pub fn find(p: &Preload, package: &Path, site: &Path, env: &LoadEnv) -> Vec<Found> {
+    let names: Vec<String> = if p.sonames.is_empty() {
+        vec![p.name.clone()]
+    } else {
+        p.sonames.clone()
+    };
+    let pattern = p.name.contains(['*', '?', '[']);
+    let mut out = Vec::new();
+    for name in names {
+        let mut f = Found {
+            name: name.clone(),
+            path: None,
+            found_by: None,
+            tried: Vec::new(),
+        };
+        let mut dirs: Vec<(PathBuf, &str)> = Vec::new();
+        dirs.extend(
+            package_lib_dirs(package)
+                .into_iter()
+                .map(|d| (d, "package")),
+        );
+        dirs.extend(nvidia_dirs(site).into_iter().map(|d| (d, "site-packages")));
+        for (d, how) in dirs {
+            let hit = if pattern {
+                std::fs::read_dir(&d).ok().and_then(|rd| {
+                    let mut hits: Vec<PathBuf> = rd
+                        .flatten()
+                        .filter(|e| p.loads(&e.file_name().to_string_lossy()))
+                        .map(|e| e.path())
+                        .collect();
+                    hits.sort();
+                    hits.pop()
+                })
+            } else {
+                let c = d.join(&name);
+                f.tried.push(c.clone());
+                c.is_file().then_some(c)
+            };
+            if let Some(hit) = hit {
+                f.path = Some(hit);
+                f.found_by = Some(how.to_string());
+                break;
+            }
+        }
+        if f.path.is_none() && !pattern && !name.contains('/') {
+            if let Some((path, rule)) = loader::find_on_system(&name, env) {
+                f.path = Some(path);
+                f.found_by = serde_json::to_value(rule)
+                    .ok()
+                    .and_then(|v| v["rule"].as_str().map(String::from))
+                    .or(Some("system".into()));
+            }
+        }
+        // A pattern that matches nothing is not a failure by itself (torch falls back to it only
+        // when its own libraries fail): only named libraries are reported missing.
+        if f.path.is_some() || !pattern {
+            out.push(f);
+        }
+    }
+    out
+}
+
+/// The package's directory and the library directories right below it (`lib`, `lib64`).
+fn package_lib_dirs(package: &Path) -> Vec<PathBuf> {
+    let mut out = vec![package.to_path_buf()];
+    for sub in ["lib", "lib64"] {
+        let d = package.join(sub);
+        if d.is_dir() {
+            out.push(d);
+        }
+    }
+    out
+}
+
+/// The tier of each file ([`crate::loads::tiers`]), from the files' own dynamic sections.
+pub fn tiers(files: &[PathBuf], preloads: &[Preload]) -> Vec<Tier> {
+    struct Info {
+        path: String,
+        soname: Option<String>,
+        needed: Vec<String>,
+        extension: bool,
+    }
+    let infos: Vec<Info> = files
+        .iter()
+        .map(|f| {
+            let parsed = cudist_elf::map_file(f)
+                .ok()
+                .and_then(|m| cudist_elf::ElfFile::parse(&m).ok());
+            Info {
+                path: f.display().to_string(),
+                soname: parsed.as_ref().and_then(|e| e.soname.clone()),
+                needed: parsed
+                    .as_ref()
+                    .map(|e| e.needed.clone())
+                    .unwrap_or_default(),
+                extension: parsed
+                    .as_ref()
+                    .is_some_and(|e| e.defined_dynamic().any(|s| s.name.starts_with("PyInit_"))),
+            }
+        })
+        .collect();
+    let nodes: Vec<loads::Node> = infos
+        .iter()
+        .map(|i| loads::Node {
+            path: &i.path,
+            soname: i.soname.as_deref(),
+            needed: i.needed.iter().map(String::as_str).collect(),
+            extension: i.extension,
+        })
+        .collect();
+    loads::tiers(&nodes, preloads)
+}
+
+/// The CUDA major a package's files link, for cuda-pathfinder's names: none when unknown.
+pub fn cuda_major(files: &[PathBuf], catalog: &Catalog) -> Option<u32> {
+    files
+        .iter()
+        .filter_map(|f| {
+            let m = cudist_elf::map_file(f).ok()?;
+            let e = cudist_elf::ElfFile::parse(&m).ok()?;
+            e.needed
+                .iter()
+                .filter(|n| n.starts_with("libcudart.so."))
+                .flat_map(|n| catalog.majors_of(n))
+                .max()
+        })
+        .max()
+}

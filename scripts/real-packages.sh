@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# The real-package suite: install real CUDA-using packages from PyPI, each with its dependencies,
+# into its own venv, and compare what really happens on `import` with what `cudist doctor` says.
+#
+#   scripts/real-packages.sh                # every subject
+#   scripts/real-packages.sh faiss onnxruntime   # only these subjects (names from SUBJECTS below)
+#
+# Environment: CUDIST (default target/release/cudist, else target/debug/cudist), CUDIST_CACHE
+# (default .cache), PYTHON (default python3.11), MIN_FREE_GB (default 12: a subject is skipped,
+# with a 'skipped: disk' line, when installing it would leave less free space on the cache's disk),
+# FORCE=1 (recreate venvs that already hold the pin).
+#
+# What it downloads and installs (wheels only, --only-binary=:all:, CPython 3.11, x86_64; measured
+# with pip 23.2.1 on a 2-core machine; each wheel is deleted right after it is installed):
+#   - faiss: faiss-gpu-cu12==1.14.1.post1 + numpy, packaging, nvidia-cublas-cu12,
+#     nvidia-cuda-runtime-cu12, nvidia-cuda-nvrtc-cu12: 706 MB of wheels, venv 1249 MB, 30-50 s.
+#   - onnxruntime: onnxruntime-gpu[cuda,cudnn]==1.31.1 + numpy, protobuf, flatbuffers, packaging and
+#     CUDA 13 wheels (nvidia-cuda-runtime, -cuda-nvrtc, -cublas, -cufft, -curand, -nvjitlink,
+#     nvidia-cudnn-cu13): 1511 MB of wheels, venv 2513 MB, 50-80 s.
+#   - bitsandbytes: bitsandbytes==0.50.2 (a manylinux_2_24 wheel) + torch 2.15.0 with its CUDA 13
+#     wheels (cudnn, cublas, cusparselt, nccl, nvshmem, cufft, cusolver, cusparse, cupti, nvrtc,
+#     cufile, nvtx, nvjitlink, cccl, cuda-bindings, cuda-toolkit) and triton: 32 wheels, 2919 MB
+#     (torch 514, cudnn 495, cublas 386, triton 273, cusolver 217, cufft 208, nccl 206, ...);
+#     the venv is estimated at ~6 GB (wheels unpack to ~1.7x), not yet measured.
+# The venvs are kept and reused (FORCE=1 reinstalls); delete $CUDIST_CACHE/real to reclaim the space.
+#
+# Layout under $CUDIST_CACHE/real/: venvs/<name>/ (one venv per subject), tmp/ (TMPDIR for pip),
+# logs/<name>.* (pip's resolve report and log, each check's output, doctor's JSON, LD_DEBUG), and
+# results.tsv: one line per check, "subject<TAB>check<TAB>outcome". Running some subjects replaces
+# only their lines. Checks, per subject:
+#   install / install_seconds / venv_mb   how the install went ('skipped: disk ...' when it would
+#                               leave less than MIN_FREE_GB free);
+#   import                      `python -c "import X"`: ok, or the first line of the error;
+#   doctor                      `cudist doctor --import X --python venv/bin/python --json`: verdict.status;
+#   use                         a snippet that reaches the CUDA part (see SUBJECTS): ok or the error;
+#   import_preload_off          the import with the package's own preload switch set, where it has one;
+#   ld_init_count / ld_cuda_libs   LD_DEBUG=libs on the import: how many `calling init` lines, and
+#                               which CUDA .so files were initialised (logs/<name>.ld_debug.log);
+#   import_nvidia_off / doctor_nvidia_off   import and doctor with site-packages/nvidia moved to
+#                               nvidia.off (moved back afterwards, by the EXIT trap too);
+#   pip_dry_run                 `pip install --dry-run --quiet --only-binary=:all: <pin>` in the venv.
+# Doctor's verdict is recorded as it is, right or wrong: comparing it with `import` is the point.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+CACHE="${CUDIST_CACHE:-.cache}"
+REAL="$CACHE/real"
+RESULTS="$REAL/results.tsv"
+LOGS="$REAL/logs"
+PYTHON="${PYTHON:-python3.11}"
+MIN_FREE_GB="${MIN_FREE_GB:-12}"
+if [[ -z "${CUDIST:-}" ]]; then
+  if [[ -x target/release/cudist ]]; then CUDIST=target/release/cudist; else CUDIST=target/debug/cudist; fi
+fi
+CUDIST="$(cd "$(dirname "$CUDIST")" && pwd)/$(basename "$CUDIST")"
+mkdir -p "$REAL/venvs" "$REAL/tmp" "$LOGS"
+REAL="$(cd "$REAL" && pwd)"; RESULTS="$REAL/results.tsv"; LOGS="$REAL/logs"
+export TMPDIR="$REAL/tmp" PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
+log() { printf '[real-packages] %s\n' "$*" >&2; }
+
+# name|pip requirement|module to import|estimated peak disk use in MB (the installed venv plus
+# its largest wheel, measured)|environment switch that turns the package's own preload of the
+# NVIDIA wheels off ("" for none)|Python that reaches the CUDA part (its last stdout line is kept)
+SUBJECTS=(
+  "faiss|faiss-gpu-cu12==1.14.1.post1|faiss|1800|_FAISS_WHEEL_DISABLE_CUDA_PRELOAD=1|import faiss; print('gpus', faiss.get_num_gpus())"
+  "onnxruntime|onnxruntime-gpu[cuda,cudnn]==1.31.1|onnxruntime|3000||import onnxruntime as o, ctypes; o.preload_dlls(directory=''); ctypes.CDLL(o.__path__[0] + '/capi/libonnxruntime_providers_cuda.so'); print(o.get_available_providers())"
+  "bitsandbytes|bitsandbytes==0.50.2|bitsandbytes|6500||import torch, bitsandbytes; print('cuda', torch.cuda.is_available())"
+)
+
+free_mb() { df -Pm "$REAL" | awk 'NR==2 {print $4}'; }
+
+declare -a ROWS=()
+record() { # subject check outcome (tabs/newlines in the outcome become spaces)
+  local out="${3//$'\t'/ }"; out="${out//$'\n'/ }"
+  ROWS+=("$1"$'\t'"$2"$'\t'"$out")
+  printf '  %-14s %-20s %s\n' "$1" "$2" "$out" >&2
+}
+flush() { # replace this subject's lines in results.tsv
+  local subject="$1" tmp="$RESULTS.tmp"
+  touch "$RESULTS"
+  awk -F'\t' -v s="$subject" '$1 != s' "$RESULTS" > "$tmp"
+  local row; for row in "${ROWS[@]}"; do printf '%s\n' "$row" >> "$tmp"; done
+  mv "$tmp" "$RESULTS"
+  ROWS=()
+}
+
+# Run Python code: "ok" (with its last stdout line, if any), or the first line of the error: the
+# exception line of the traceback, else the last line of output.
+py_outcome() { # python code VAR=value|"" logfile
+  local rc=0 out line
+  env ${3:+"$3"} "$1" -c "$2" > "$4.stdout" 2> "$4" || rc=$?
+  out="$(tail -n1 "$4.stdout")"; cat "$4.stdout" >> "$4"; rm -f "$4.stdout"
+  if [[ $rc -eq 0 ]]; then echo "ok${out:+ ($out)}"; return; fi
+  line="$(grep -E '^[A-Za-z_][A-Za-z0-9_.]*(Error|Exception|Exit)\b' "$4" | tail -n1 || true)"
+  [[ -n "$line" ]] || line="$(grep -v '^[[:space:]]*$' "$4" | tail -n1 || true)"
+  echo "${line:-exit $rc}"
+}
+import_outcome() { py_outcome "$1" "import $2" "" "$3"; }
+
+doctor_outcome() { # python module logfile
+  "$CUDIST" doctor --import "$2" --python "$1" --json > "$3" 2> "$3.stderr" || true
+  python3 - "$3" "$3.stderr" <<'EOF'
+import json, sys
+try:
+    print(json.load(open(sys.argv[1]))["verdict"]["status"])
+except Exception as e:
+    err = open(sys.argv[2]).read().strip().splitlines()
+    print("error: " + (err[0] if err else f"{type(e).__name__}: {e}"))
+EOF
+}
+
+NVIDIA_DIR=""
+restore_nvidia() {
+  if [[ -n "$NVIDIA_DIR" && -d "$NVIDIA_DIR.off" && ! -e "$NVIDIA_DIR" ]]; then
+    mv "$NVIDIA_DIR.off" "$NVIDIA_DIR"
+  fi
+  NVIDIA_DIR=""
+}
+trap restore_nvidia EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+run_subject() {
+  local name="$1" pin="$2" module="$3" est_mb="$4" switch="$5" use="$6"
+  local venv="$REAL/venvs/$name" py pip
+  py="$venv/bin/python"; pip="$venv/bin/pip"
+  log "== $name ($pin)"
+  rm -f "$LOGS/$name".*
+
+  local have=0
+  if [[ -z "${FORCE:-}" && -x "$py" ]] && "$pip" show --quiet "${pin%%[\[=]*}" >/dev/null 2>&1 \
+     && [[ "$("$py" -c "import importlib.metadata as m; print(m.version('${pin%%[\[=]*}'))" 2>/dev/null)" == "${pin##*==}" ]]; then
+    have=1
+  fi
+
+  if [[ $have -eq 1 ]]; then
+    record "$name" install "ok (cached venv)"
+  else
+    rm -rf "$venv"
+    local free; free="$(free_mb)"
+    if (( free - est_mb < MIN_FREE_GB * 1024 )); then
+      record "$name" install "skipped: disk (${free} MB free, ~${est_mb} MB needed, floor ${MIN_FREE_GB} GB)"
+      flush "$name"; return
+    fi
+    local t0=$SECONDS
+    "$PYTHON" -m venv "$venv"
+    # Resolve once (pip reads the wheels' metadata, downloads nothing), then install the resolved
+    # wheels one at a time with --no-deps, so that at most one downloaded wheel is on disk at once:
+    # the peak is the venv plus the largest wheel, not the venv plus every wheel.
+    if ! "$pip" install --dry-run --quiet --only-binary=:all: --report "$LOGS/$name.resolve.json" "$pin" \
+        > "$LOGS/$name.install.log" 2>&1; then
+      record "$name" install "fail: resolve ($(tail -n1 "$LOGS/$name.install.log"))"
+      flush "$name"; return
+    fi
+    local url
+    while IFS= read -r url; do
+      free="$(free_mb)"
+      if (( free < MIN_FREE_GB * 1024 )); then
+        record "$name" install "skipped: disk (fell to ${free} MB free while installing; venv removed)"
+        rm -rf "$venv"; flush "$name"; return
+      fi
+      if ! "$pip" install --no-deps --only-binary=:all: "$url" >> "$LOGS/$name.install.log" 2>&1; then
+        record "$name" install "fail: ${url##*/} ($(tail -n1 "$LOGS/$name.install.log"))"
+        flush "$name"; return
+      fi
+    done < <(python3 -c '
+import json, sys
+for i in json.load(open(sys.argv[1]))["install"]:
+    d = i["download_info"]; h = d.get("archive_info", {}).get("hashes", {}).get("sha256")
+    print(d["url"] + (f"#sha256={h}" if h else ""))' "$LOGS/$name.resolve.json")
+    # The whole requirement again, offline: everything must already be satisfied and consistent.
+    if ! "$pip" install --no-index --only-binary=:all: "$pin" >> "$LOGS/$name.install.log" 2>&1 \
+       || ! "$pip" check >> "$LOGS/$name.install.log" 2>&1; then
+      record "$name" install "fail: $(tail -n1 "$LOGS/$name.install.log")"
+      flush "$name"; return
+    fi
+    record "$name" install ok
+    record "$name" install_seconds "$((SECONDS - t0))"
+  fi
+  record "$name" venv_mb "$(du -sm "$venv" | cut -f1)"
+
+  local site; site="$("$py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+
+  # 1 and 3: as installed.
+  record "$name" import "$(import_outcome "$py" "$module" "$LOGS/$name.import.log")"
+  record "$name" doctor "$(doctor_outcome "$py" "$module" "$LOGS/$name.doctor.json")"
+  record "$name" use "$(py_outcome "$py" "$use" "" "$LOGS/$name.use.log")"
+  if [[ -n "$switch" ]]; then
+    record "$name" "import_preload_off" "$(py_outcome "$py" "import $module" "$switch" "$LOGS/$name.import_preload_off.log") [$switch]"
+  fi
+
+  # LD_DEBUG: every `calling init`, and the CUDA libraries among them.
+  LD_DEBUG=libs "$py" -c "import $module" > "$LOGS/$name.ld_debug.full.log" 2>&1 || true
+  {
+    echo "# LD_DEBUG=libs $py -c 'import $module'"
+    echo "calling init lines: $(grep -c 'calling init' "$LOGS/$name.ld_debug.full.log" || true)"
+    echo "CUDA libraries initialised:"
+    grep -o 'calling init: [^ ]*' "$LOGS/$name.ld_debug.full.log" \
+      | grep -i -E 'cuda|cublas|cudnn|nvrtc|curand|cufft' || true
+  } > "$LOGS/$name.ld_debug.log"
+  gzip -f "$LOGS/$name.ld_debug.full.log"
+  record "$name" ld_init_count "$(sed -n 's/^calling init lines: //p' "$LOGS/$name.ld_debug.log")"
+  record "$name" ld_cuda_libs "$(sed -n '/^CUDA libraries initialised:/,$p' "$LOGS/$name.ld_debug.log" \
+    | tail -n +2 | sed 's/^calling init: //; s#.*/##' | paste -sd, - | sed 's/^$/none/')"
+
+  # 2 and 3 again with the NVIDIA wheels moved away (always moved back, by the trap too).
+  if [[ -d "$site/nvidia" ]]; then
+    NVIDIA_DIR="$site/nvidia"
+    mv "$NVIDIA_DIR" "$NVIDIA_DIR.off"
+    record "$name" import_nvidia_off "$(import_outcome "$py" "$module" "$LOGS/$name.import_nvidia_off.log")"
+    record "$name" doctor_nvidia_off "$(doctor_outcome "$py" "$module" "$LOGS/$name.doctor_nvidia_off.json")"
+    restore_nvidia
+  else
+    record "$name" import_nvidia_off "n/a: no site-packages/nvidia"
+    record "$name" doctor_nvidia_off "n/a: no site-packages/nvidia"
+  fi
+
+  # 4: does pip still resolve the pin here?
+  if "$pip" install --dry-run --quiet --only-binary=:all: "$pin" > "$LOGS/$name.dry_run.log" 2>&1; then
+    record "$name" pip_dry_run ok
+  else
+    record "$name" pip_dry_run "fail: $(tail -n1 "$LOGS/$name.dry_run.log")"
+  fi
+  flush "$name"
+}
+
+[[ -x "$CUDIST" ]] || { log "no cudist binary at $CUDIST (set CUDIST)"; exit 2; }
+"$PYTHON" -c 'import sys; assert sys.version_info[:2] == (3, 11), sys.version' \
+  || { log "$PYTHON is not Python 3.11 (set PYTHON)"; exit 2; }
+log "cudist: $CUDIST; cache: $REAL; $(free_mb) MB free"
+
+wanted=("$@")
+found=0
+for s in "${SUBJECTS[@]}"; do
+  IFS='|' read -r name pin module est switch use <<< "$s"
+  if [[ ${#wanted[@]} -gt 0 ]]; then
+    match=0; for w in "${wanted[@]}"; do [[ "$w" == "$name" ]] && match=1; done
+    [[ $match -eq 1 ]] || continue
+  fi
+  found=$((found + 1))
+  run_subject "$name" "$pin" "$module" "$est" "$switch" "$use"
+done
+[[ $found -gt 0 ]] || { log "no such subject: $* (have: $(printf '%s\n' "${SUBJECTS[@]}" | cut -d'|' -f1 | paste -sd' ' -))"; exit 2; }
+log "results: $RESULTS"
+column -t -s$'\t' "$RESULTS" >&2 || cat "$RESULTS" >&2
