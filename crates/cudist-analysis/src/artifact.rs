@@ -85,8 +85,14 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
     }
     locate(&mut elfs, input, &files, &wheel_dirs);
     // What loads when: the package's own preloads, and each file's tier.
+    // Tiers are a Python package's (an import reaches some files, not others); a lone ELF
+    // file, a toolkit tree or a prefix without Python loads every file it is asked about.
     let preloads = crate::loads::preloads(&sources, catalog, cuda_major_of(&elfs));
-    assign_tiers(&mut elfs, &preloads);
+    let python = elfs.iter().any(|a| a.report.abi.python_extension.is_some())
+        || sources.iter().any(|s| s.path.ends_with(".py"));
+    if kind != ArtifactKind::Elf && python {
+        assign_tiers(&mut elfs, &preloads);
+    }
     let requires: Vec<ReqName> = wheel
         .as_ref()
         .map(|w| {

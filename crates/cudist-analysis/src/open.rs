@@ -421,11 +421,15 @@ fn scan_dir(root: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
         .iter()
         .filter(|(rel, _, size)| crate::loads::is_source(rel, *size))
     {
+        // A module that cannot be read is left out of what the package loads, not an error of
+        // the tree: its ELF files are what is judged.
         let mut text = Vec::with_capacity(*size as usize);
-        File::open(abs)
+        if File::open(abs)
             .and_then(|f| f.take(crate::loads::MAX_SOURCE).read_to_end(&mut text))
-            .map_err(io("cannot read"))?;
-        keep_source(&mut sources, &mut sources_total, rel, &text);
+            .is_ok()
+        {
+            keep_source(&mut sources, &mut sources_total, rel, &text);
+        }
     }
     Ok(Scanned {
         kind: ArtifactKind::Directory,
