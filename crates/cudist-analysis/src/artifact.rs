@@ -216,11 +216,6 @@ fn variant_reports(
         .collect()
 }
 
-/// `580.65.06` → [580, 65, 6], for ordering drivers.
-fn driver_key(v: &str) -> Vec<u32> {
-    v.split('.').map_while(|p| p.parse().ok()).collect()
-}
-
 /// With variants, the artifact runs on the oldest driver one of its variants runs on (the
 /// package picks one; bitsandbytes' CUDA 11.8 build runs where its CUDA 13 build does not), and
 /// on no older one than its other files need.
@@ -231,22 +226,28 @@ fn variant_floors(
     variants: &[VariantReport],
     catalog: &Catalog,
 ) {
-    let rest: Vec<&Analysed> = elfs
-        .iter()
-        .filter(|a| a.report.tier != crate::loads::Tier::Variant)
-        .collect();
     let rest_needs: Vec<NeededLibrary> = cuda_needed
         .iter()
         .filter(|n| n.tier != crate::loads::Tier::Variant)
         .cloned()
         .collect();
-    let others = device_summary_refs(&rest, &rest_needs, catalog);
+    let others = device_summary(
+        elfs.iter()
+            .filter(|a| a.report.tier != crate::loads::Tier::Variant),
+        &rest_needs,
+        catalog,
+    );
     let oldest = variants
         .iter()
         .filter_map(|v| v.min_driver.as_ref().map(|f| (v, f)))
-        .min_by_key(|(_, f)| driver_key(&f.driver));
+        .min_by_key(|(_, f)| cudist_catalog::driver_version_key(&f.driver));
     device.min_driver = match (others.min_driver, oldest) {
-        (Some(o), Some((_, f))) if driver_key(&o.driver) >= driver_key(&f.driver) => Some(o),
+        (Some(o), Some((_, f)))
+            if cudist_catalog::driver_version_key(&o.driver)
+                >= cudist_catalog::driver_version_key(&f.driver) =>
+        {
+            Some(o)
+        }
         (_, Some((v, f))) => Some(DriverFloor {
             driver: f.driver.clone(),
             reason: format!(
@@ -257,27 +258,6 @@ fn variant_floors(
         (o, None) => o,
     };
     device.ptx_jit_min_driver = others.ptx_jit_min_driver;
-}
-
-/// [`device_summary`] over some of an artifact's files.
-fn device_summary_refs(
-    elfs: &[&Analysed],
-    cuda_needed: &[NeededLibrary],
-    catalog: &Catalog,
-) -> DeviceSummary {
-    let mut d = DeviceSummary::default();
-    for a in elfs {
-        let one = device_summary(std::slice::from_ref(*a), cuda_needed, catalog);
-        d.native_sms.extend(one.native_sms);
-        let newer = |x: &Option<DriverFloor>, y: &Option<DriverFloor>| match (x, y) {
-            (Some(a), Some(b)) if driver_key(&a.driver) >= driver_key(&b.driver) => x.clone(),
-            (_, Some(_)) => y.clone(),
-            _ => x.clone(),
-        };
-        d.min_driver = newer(&d.min_driver, &one.min_driver);
-        d.ptx_jit_min_driver = newer(&d.ptx_jit_min_driver, &one.ptx_jit_min_driver);
-    }
-    d
 }
 
 /// The verdict's lines about variant libraries: which releases, and what each needs that the
@@ -954,15 +934,15 @@ impl ReqName {
 /// A distribution name normalised as PEP 503 says (`Nvidia_CUBLAS.cu12` → `nvidia-cublas-cu12`).
 pub use cudist_wheel::installed::normalise as normalise_dist;
 
-fn device_summary(
-    elfs: &[Analysed],
+fn device_summary<'a>(
+    elfs: impl IntoIterator<Item = &'a Analysed>,
     cuda_needed: &[NeededLibrary],
     catalog: &Catalog,
 ) -> DeviceSummary {
     let mut d = DeviceSummary::default();
     let mut native = BTreeSet::new();
     let mut newest_ptx: Option<(u32, CudaVersion, String)> = None;
-    for a in elfs.iter().filter(|a| a.report.vendored.is_none()) {
+    for a in elfs.into_iter().filter(|a| a.report.vendored.is_none()) {
         // What runs is what the runtime loads: `.nv_fatbin` when present (the relocatable copies in
         // `__nv_relfatbin` are inputs to a device link), else `__nv_relfatbin` of an object file.
         let present: Vec<SectionKind> = a.report.device_code.iter().map(|e| e.section).collect();

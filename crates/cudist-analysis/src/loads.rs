@@ -317,6 +317,7 @@ pub fn preloads(sources: &[Source], catalog: &Catalog, cuda_major: Option<u32>) 
             out.push(p);
         }
     };
+    let mut named_in: BTreeMap<usize, Vec<(String, String)>> = BTreeMap::new();
     for c in &calls {
         let at_import = is_reached(c);
         let on_call = if at_import { None } else { entry_of(c) };
@@ -335,19 +336,23 @@ pub fn preloads(sources: &[Source], catalog: &Catalog, cuda_major: Option<u32>) 
                 });
             }
             Mechanism::Ctypes => {
-                // The names written in the same file, and in the data files it names.
-                let (fi, ls) = py.iter().find(|(i, _)| *i == c.file).expect("a .py file");
-                let mut named: Vec<(String, String)> = Vec::new();
-                for l in ls {
-                    for s in literals(l.code) {
-                        if is_library_name(s) {
-                            named.push((s.to_string(), place(*fi, l.number)));
-                        } else if s.ends_with(".json") {
-                            named.extend(json_names(sources, &sources[*fi].path, s));
+                // The names written in the same file, and in the data files it names: read
+                // once per file, whatever its number of calls.
+                let named = named_in.entry(c.file).or_insert_with(|| {
+                    let (fi, ls) = py.iter().find(|(i, _)| *i == c.file).expect("a .py file");
+                    let mut named: Vec<(String, String)> = Vec::new();
+                    for l in ls {
+                        for s in literals(l.code) {
+                            if is_library_name(s) {
+                                named.push((s.to_string(), place(*fi, l.number)));
+                            } else if s.ends_with(".json") {
+                                named.extend(json_names(sources, &sources[*fi].path, s));
+                            }
                         }
                     }
-                }
-                for (name, named_at) in named {
+                    named
+                });
+                for (name, named_at) in named.iter().cloned() {
                     let sonames = if name.contains(['*', '?', '[']) || !name.contains(".so.") {
                         Vec::new()
                     } else {

@@ -135,14 +135,9 @@ fn missing_rpath_and_dependency_is_unresolved() {
     let r = inspect_json(&[&w], 0);
     let a = artifact(&r, ".whl");
     assert_eq!(a["verdict"]["status"], "unresolved");
-    let lines: Vec<&str> = a["verdict"]["lines"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l.as_str().unwrap())
-        .collect();
+    let lines = verdict_lines(a);
     assert!(
-        lines.contains(&"fails at import: needs libcublas.so.12 but has no RPATH to nvidia/cublas/lib and no dependency on nvidia-cublas-cu12"),
+        lines.contains(&"fails at import: needs libcublas.so.12 but has no RPATH to nvidia/cublas/lib and no dependency on nvidia-cublas-cu12".to_string()),
         "{lines:?}"
     );
 }

@@ -26,6 +26,16 @@ fn placed<'a>(m: &'a Value, path: &str) -> Vec<(&'a str, &'a str)> {
         .collect()
 }
 
+/// A component's run_exports, conda-forge style.
+fn conda_pins(c: &Value) -> Vec<&str> {
+    c["run_exports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["conda"].as_str().unwrap())
+        .collect()
+}
+
 fn component<'a>(m: &'a Value, name: &str) -> &'a Value {
     m["components"]
         .as_array()
@@ -180,12 +190,7 @@ fn cuda13_wheels_split_like_conda_forge() {
     // NVRTC pins its major; its builtins (major.minor SONAME, dlopened by NVRTC itself) set no
     // pin of their own.
     let nvrtc = component(&m, "cuda_nvrtc");
-    let pins: Vec<&str> = nvrtc["run_exports"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["conda"].as_str().unwrap())
-        .collect();
+    let pins = conda_pins(nvrtc);
     assert_eq!(pins, vec!["cuda-nvrtc >=13.5.37,<14.0a0"]);
     // Licenses go with every output of a component.
     for o in ["lib", "dev", "static"] {
@@ -415,12 +420,7 @@ fn conda_packages_read_back_install_and_link() {
             } else {
                 "lib"
             };
-            let pins: Vec<&str> = c["run_exports"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|p| p["conda"].as_str().unwrap())
-                .collect();
+            let pins = conda_pins(c);
             if output == exports_on && !pins.is_empty() {
                 assert_eq!(pkg.run_exports.as_ref().unwrap().weak, pins, "{name}");
             } else {
@@ -601,12 +601,7 @@ fn a_cublas_wheel_splits_into_libcublas_and_its_dev() {
     assert_eq!(c["packages"]["dev"], "libcublas-dev");
     assert_eq!(c["license"], "NVIDIA Proprietary Software");
     // Three SONAMEs, one major each: one pin.
-    let pins: Vec<&str> = c["run_exports"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["conda"].as_str().unwrap())
-        .collect();
+    let pins = conda_pins(c);
     assert_eq!(pins, vec!["libcublas >=13.10.0.20,<14.0a0"]);
     assert_eq!(
         c["run_exports"][0]["pep508"],

@@ -931,9 +931,10 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     // What each imported package's own Python loads at import ([`crate::loads`]), found where
     // its code finds it.
     let mut package_preloads: Vec<crate::loads::Preload> = Vec::new();
+    let mut package_files: Vec<preload::Dynamic> = Vec::new();
     for (name, dir) in &imports {
         let Some(site) = dir.parent() else { continue };
-        let files = crate::elf_files::loadable(dir).unwrap_or_default();
+        let files = preload::dynamic(&crate::elf_files::loadable(dir).unwrap_or_default());
         let sources = preload::package_sources(dir);
         let found = crate::loads::preloads(&sources, catalog, preload::cuda_major(&files, catalog));
         for p in found.iter().filter(|p| p.at_import) {
@@ -980,6 +981,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             }
         }
         package_preloads.extend(found);
+        package_files.extend(files);
     }
     env.set_preload(preload);
     if paths.is_empty() {
@@ -1023,22 +1025,15 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     let names = CudaNames::new(catalog);
     // Tiers are a package's: files of an `--import` package get theirs; a file or directory
     // given as a path is asked about as it is (it loads, as the main object).
-    let in_package = |f: &Path| imports.iter().any(|(_, d)| f.starts_with(d));
-    let tiers: Vec<crate::loads::Tier> = {
-        let pkg_files: Vec<PathBuf> = files.iter().filter(|f| in_package(f)).cloned().collect();
-        let pkg_tiers = preload::tiers(&pkg_files, &package_preloads);
-        let mut it = pkg_tiers.into_iter();
-        files
-            .iter()
-            .map(|f| {
-                if in_package(f) {
-                    it.next().unwrap_or_default()
-                } else {
-                    crate::loads::Tier::Import
-                }
-            })
-            .collect()
-    };
+    let tier_of: std::collections::HashMap<&Path, crate::loads::Tier> = package_files
+        .iter()
+        .map(|f| f.path.as_path())
+        .zip(preload::tiers(&package_files, &package_preloads))
+        .collect();
+    let tiers: Vec<crate::loads::Tier> = files
+        .iter()
+        .map(|f| tier_of.get(f.as_path()).copied().unwrap_or_default())
+        .collect();
     let results: Vec<Result<Checked>> = files
         .par_iter()
         .zip(tiers)

@@ -160,22 +160,27 @@ fn package_lib_dirs(package: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The tier of each file ([`crate::loads::tiers`]), from the files' own dynamic sections.
-pub fn tiers(files: &[PathBuf], preloads: &[Preload]) -> Vec<Tier> {
-    struct Info {
-        path: String,
-        soname: Option<String>,
-        needed: Vec<String>,
-        extension: bool,
-    }
-    let infos: Vec<Info> = files
+/// What the tiers and the CUDA major are worked out from: one ELF file's dynamic section, read
+/// once.
+#[derive(Debug)]
+pub struct Dynamic {
+    /// The file.
+    pub path: PathBuf,
+    soname: Option<String>,
+    needed: Vec<String>,
+    extension: bool,
+}
+
+/// Reads the dynamic section of each file (a file that cannot be read has none).
+pub fn dynamic(files: &[PathBuf]) -> Vec<Dynamic> {
+    files
         .iter()
         .map(|f| {
             let parsed = cudist_elf::map_file(f)
                 .ok()
                 .and_then(|m| cudist_elf::ElfFile::parse(&m).ok());
-            Info {
-                path: f.display().to_string(),
+            Dynamic {
+                path: f.clone(),
                 soname: parsed.as_ref().and_then(|e| e.soname.clone()),
                 needed: parsed
                     .as_ref()
@@ -186,31 +191,31 @@ pub fn tiers(files: &[PathBuf], preloads: &[Preload]) -> Vec<Tier> {
                     .is_some_and(|e| e.defined_dynamic().any(|s| s.name.starts_with("PyInit_"))),
             }
         })
-        .collect();
-    let nodes: Vec<loads::Node> = infos
+        .collect()
+}
+
+/// The tier of each file ([`crate::loads::tiers`]), in order.
+pub fn tiers(files: &[Dynamic], preloads: &[Preload]) -> Vec<Tier> {
+    let paths: Vec<String> = files.iter().map(|f| f.path.display().to_string()).collect();
+    let nodes: Vec<loads::Node> = files
         .iter()
-        .map(|i| loads::Node {
-            path: &i.path,
-            soname: i.soname.as_deref(),
-            needed: i.needed.iter().map(String::as_str).collect(),
-            extension: i.extension,
+        .zip(&paths)
+        .map(|(f, path)| loads::Node {
+            path,
+            soname: f.soname.as_deref(),
+            needed: f.needed.iter().map(String::as_str).collect(),
+            extension: f.extension,
         })
         .collect();
     loads::tiers(&nodes, preloads)
 }
 
 /// The CUDA major a package's files link, for cuda-pathfinder's names: none when unknown.
-pub fn cuda_major(files: &[PathBuf], catalog: &Catalog) -> Option<u32> {
+pub fn cuda_major(files: &[Dynamic], catalog: &Catalog) -> Option<u32> {
     files
         .iter()
-        .filter_map(|f| {
-            let m = cudist_elf::map_file(f).ok()?;
-            let e = cudist_elf::ElfFile::parse(&m).ok()?;
-            e.needed
-                .iter()
-                .filter(|n| n.starts_with("libcudart.so."))
-                .flat_map(|n| catalog.majors_of(n))
-                .max()
-        })
+        .flat_map(|f| &f.needed)
+        .filter(|n| n.starts_with("libcudart.so."))
+        .flat_map(|n| catalog.majors_of(n))
         .max()
 }
