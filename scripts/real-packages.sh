@@ -21,7 +21,16 @@
 #     wheels (cudnn, cublas, cusparselt, nccl, nvshmem, cufft, cusolver, cusparse, cupti, nvrtc,
 #     cufile, nvtx, nvjitlink, cccl, cuda-bindings, cuda-toolkit) and triton: 32 wheels, 2919 MB
 #     (torch 514, cudnn 495, cublas 386, triton 273, cusolver 217, cufft 208, nccl 206, ...);
-#     the venv is estimated at ~6 GB (wheels unpack to ~1.7x), not yet measured.
+#     venv 5610 MB, 231 s.
+#   - torch: torch==2.15.0 (torch-2.15.0-cp311-cp311-manylinux_2_28_x86_64.whl, 539 MB, the CUDA 13
+#     build PyPI serves for Linux x86_64) with the same CUDA 13 wheels and triton as bitsandbytes
+#     above, in a venv of its own: venv 5413 MB, 194 s.
+#   - the repair checks download the subject's own wheel once more (no dependencies; taken from
+#     $CUDIST_CACHE/real/wheels/ when it is there) and write the repaired copy next to it: about
+#     twice the wheel, removed after the checks. Their throwaway venv holds only pip, but its
+#     `--dry-run` downloads every dependency's wheel into TMPDIR for the resolve (pip 23.2.1 here
+#     read no separate metadata): ~0.5 GB for onnxruntime, ~3 GB for bitsandbytes and torch, gone
+#     when pip exits.
 # The venvs are kept and reused (FORCE=1 reinstalls); delete $CUDIST_CACHE/real to reclaim the space.
 #
 # Layout under $CUDIST_CACHE/real/: venvs/<name>/ (one venv per subject), tmp/ (TMPDIR for pip),
@@ -38,7 +47,20 @@
 #                               which CUDA .so files were initialised (logs/<name>.ld_debug.log);
 #   import_nvidia_off / doctor_nvidia_off   import and doctor with site-packages/nvidia moved to
 #                               nvidia.off (moved back afterwards, by the EXIT trap too);
-#   pip_dry_run                 `pip install --dry-run --quiet --only-binary=:all: <pin>` in the venv.
+#   pip_dry_run                 `pip install --dry-run --quiet --only-binary=:all: <pin>` in the venv;
+#   repair                      `cudist repair <wheel> -w <dir>` on the subject's own wheel, as a user
+#                               would get it (`pip download --no-deps --only-binary=:all: <pin>`):
+#                               "exit N; added K: <Requires-Dist lines the repaired METADATA has and
+#                               the original lacks>" (and "removed M: ..." if any went), or why no
+#                               wheel came out (logs/<name>.repair.log, .repair.requires);
+#   repair_dry_run              `pip install --dry-run --only-binary=:all: <repaired wheel>` in a fresh
+#                               venv (removed afterwards): "ok (would install N)", or pip's first
+#                               ERROR line (logs/<name>.repair_dry_run.log);
+#   repair_import               the repaired wheel installed over the package in the subject's venv
+#                               (`pip install --no-deps --force-reinstall`), then the import; the
+#                               original pin is reinstalled the same way from the downloaded wheel
+#                               afterwards (by the EXIT trap too), so the venv is left as it was;
+#   seconds                     how long the subject took, install and every check included.
 # Doctor's verdict is recorded as it is, right or wrong: comparing it with `import` is the point.
 set -euo pipefail
 
@@ -66,6 +88,7 @@ SUBJECTS=(
   "faiss|faiss-gpu-cu12==1.14.1.post1|faiss|1800|_FAISS_WHEEL_DISABLE_CUDA_PRELOAD=1|import faiss; print('gpus', faiss.get_num_gpus())"
   "onnxruntime|onnxruntime-gpu[cuda,cudnn]==1.31.1|onnxruntime|3000||import onnxruntime as o, ctypes; o.preload_dlls(directory=''); ctypes.CDLL(o.__path__[0] + '/capi/libonnxruntime_providers_cuda.so'); print(o.get_available_providers())"
   "bitsandbytes|bitsandbytes==0.50.2|bitsandbytes|6500||import torch, bitsandbytes; print('cuda', torch.cuda.is_available())"
+  "torch|torch==2.15.0|torch|6500||import torch; print('cuda', torch.cuda.is_available(), torch.version.cuda)"
 )
 
 free_mb() { df -Pm "$REAL" | awk 'NR==2 {print $4}'; }
@@ -106,7 +129,9 @@ try:
     print(json.load(open(sys.argv[1]))["verdict"]["status"])
 except Exception as e:
     err = open(sys.argv[2]).read().strip().splitlines()
-    print("error: " + (err[0] if err else f"{type(e).__name__}: {e}"))
+    # A panic's first line says where; the second says what.
+    print("error: " + (" ".join(err[:2]) if err and "panicked" in err[0] else
+                       err[0] if err else f"{type(e).__name__}: {e}"))
 EOF
 }
 
@@ -117,14 +142,115 @@ restore_nvidia() {
   fi
   NVIDIA_DIR=""
 }
-trap restore_nvidia EXIT
+# The repair checks. REPAIR_DIR holds in/ (the subject's own wheel, downloaded), out/ (the repaired
+# wheel) and venv/ (the throwaway venv); ORIG_WHEEL and REPAIRED are the two wheels ("" when absent).
+REPAIR_DIR="" ORIG_WHEEL="" REPAIRED="" RESTORE_PIP="" RESTORE_PIN=""
+
+# Put the original pin back over a repaired install (from the downloaded wheel, offline).
+restore_original() {
+  [[ -n "$RESTORE_PIP" ]] || return 0
+  local rc=0
+  "$RESTORE_PIP" install --no-deps --force-reinstall --no-index --only-binary=:all: \
+    --find-links "$REPAIR_DIR/in" "$RESTORE_PIN" >> "$REPAIR_DIR/restore.log" 2>&1 || rc=$?
+  RESTORE_PIP="" RESTORE_PIN=""
+  return $rc
+}
+cleanup_repair() {
+  restore_original || true
+  [[ -z "$REPAIR_DIR" ]] || rm -rf "$REPAIR_DIR"
+  REPAIR_DIR="" ORIG_WHEEL="" REPAIRED=""
+}
+trap 'restore_nvidia; cleanup_repair' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+
+# repair: get the subject's wheel as a user would (pip download, no dependencies; from the wheels
+# cached under $REAL/wheels when pip finds it there), repair it, and compare the Requires-Dist lines.
+check_repair() { # name pin pip
+  local name="$1" pin="$2" pip="$3" log="$LOGS/$1.repair.log" rc=0 t0
+  REPAIR_DIR="$REAL/tmp/repair.$name"
+  rm -rf "$REPAIR_DIR"; mkdir -p "$REPAIR_DIR/in"
+  if ! "$pip" download --no-deps --only-binary=:all: --no-index --find-links "$REAL/wheels" \
+         -d "$REPAIR_DIR/in" "$pin" > "$log" 2>&1 \
+     && ! "$pip" download --no-deps --only-binary=:all: -d "$REPAIR_DIR/in" "$pin" >> "$log" 2>&1; then
+    record "$name" repair "fail: pip download ($(tail -n1 "$log"))"; return
+  fi
+  ORIG_WHEEL="$(find "$REPAIR_DIR/in" -name '*.whl' | head -n1)"
+  [[ -n "$ORIG_WHEEL" ]] || { record "$name" repair "fail: pip download gave no wheel"; return; }
+  local wheel_mb; wheel_mb="$(du -m "$ORIG_WHEEL" | cut -f1)"
+  if (( $(free_mb) - 3 * wheel_mb < MIN_FREE_GB * 1024 )); then
+    record "$name" repair "skipped: disk ($(free_mb) MB free, ~$((3 * wheel_mb)) MB needed, floor ${MIN_FREE_GB} GB)"
+    return
+  fi
+  echo "# $CUDIST repair ${ORIG_WHEEL##*/} -w out/" >> "$log"
+  t0=$SECONDS
+  "$CUDIST" repair "$ORIG_WHEEL" -w "$REPAIR_DIR/out" >> "$log" 2>&1 || rc=$?
+  echo "# exit $rc after $((SECONDS - t0)) s" >> "$log"
+  REPAIRED="$(find "$REPAIR_DIR/out" -name '*.whl' 2>/dev/null | head -n1 || true)"
+  if [[ -z "$REPAIRED" ]]; then # cudist's first error line (a panic's two), after pip's output
+    record "$name" repair "exit $rc; no wheel: $(awk '/^# .* repair /{on=1; next}
+      on && p {print; exit} on && /panicked at/ {printf "%s ", $0; p=1; next}
+      on && /^error/ {print; exit}' "$log")"
+    return
+  fi
+  python3 - "$ORIG_WHEEL" "$REPAIRED" > "$LOGS/$name.repair.requires" <<'EOF'
+import email.parser, sys, zipfile
+def requires(path):
+    with zipfile.ZipFile(path) as z:
+        meta = [n for n in z.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+        msg = email.parser.BytesParser().parsebytes(z.read(meta[0]), headersonly=True)
+    return msg.get_all("Requires-Dist") or []
+before, after = requires(sys.argv[1]), requires(sys.argv[2])
+print(f"# {sys.argv[1].rsplit('/', 1)[-1]} -> {sys.argv[2].rsplit('/', 1)[-1]}")
+for r in after:
+    if r not in before: print("+ " + r)
+for r in before:
+    if r not in after: print("- " + r)
+EOF
+  local req="$LOGS/$name.repair.requires" out
+  out="exit $rc; ${REPAIRED##*/}; added $(grep -c '^+ ' "$req" || true)"
+  if grep -q '^+ ' "$req"; then out+=": $(sed -n 's/^+ //p' "$req" | paste -sd'|' - | sed 's/|/, /g')"; fi
+  if grep -q '^- ' "$req"; then
+    out+="; removed $(grep -c '^- ' "$req"): $(sed -n 's/^- //p' "$req" | paste -sd'|' - | sed 's/|/, /g')"
+  fi
+  record "$name" repair "$out"
+}
+
+# repair_dry_run: would pip install the repaired wheel, with its dependencies, into a fresh venv?
+check_repair_dry_run() { # name
+  local name="$1" log="$LOGS/$1.repair_dry_run.log" venv="$REPAIR_DIR/venv" n
+  if [[ -z "$REPAIRED" ]]; then record "$name" repair_dry_run "n/a: no repaired wheel"; return; fi
+  "$PYTHON" -m venv "$venv"
+  if "$venv/bin/pip" install --dry-run --only-binary=:all: "$REPAIRED" > "$log" 2>&1; then
+    n="$(sed -n 's/^Would install //p' "$log" | wc -w)"
+    record "$name" repair_dry_run "ok (would install $n)"
+  else
+    record "$name" repair_dry_run "fail: $(grep -m1 '^ERROR' "$log" || tail -n1 "$log")"
+  fi
+  rm -rf "$venv"
+}
+
+# repair_import: the repaired wheel over the package in the subject's venv, the import, and the
+# original pin put back.
+check_repair_import() { # name pin pip py module
+  local name="$1" pin="$2" pip="$3" py="$4" module="$5" log="$LOGS/$1.repair_import.log" out
+  if [[ -z "$REPAIRED" ]]; then record "$name" repair_import "n/a: no repaired wheel"; return; fi
+  RESTORE_PIP="$pip" RESTORE_PIN="$pin"
+  if "$pip" install --no-deps --force-reinstall "$REPAIRED" > "$log.pip" 2>&1; then
+    out="$(import_outcome "$py" "$module" "$log")"
+  else
+    out="fail: pip install ($(tail -n1 "$log.pip"))"
+  fi
+  if ! restore_original; then out+="; restoring $pin FAILED (see $log.pip)"; fi
+  cat "$REPAIR_DIR/restore.log" >> "$log.pip" 2>/dev/null || true
+  record "$name" repair_import "$out"
+}
 
 run_subject() {
   local name="$1" pin="$2" module="$3" est_mb="$4" switch="$5" use="$6"
   local venv="$REAL/venvs/$name" py pip
   py="$venv/bin/python"; pip="$venv/bin/pip"
+  local t_subject=$SECONDS
   log "== $name ($pin)"
   rm -f "$LOGS/$name".*
 
@@ -222,6 +348,14 @@ for i in json.load(open(sys.argv[1]))["install"]:
   else
     record "$name" pip_dry_run "fail: $(tail -n1 "$LOGS/$name.dry_run.log")"
   fi
+
+  # 5: cudist repair on the subject's own wheel, and what pip and the import make of the result.
+  check_repair "$name" "$pin" "$pip"
+  check_repair_dry_run "$name"
+  check_repair_import "$name" "$pin" "$pip" "$py" "$module"
+  cleanup_repair
+
+  record "$name" seconds "$((SECONDS - t_subject))"
   flush "$name"
 }
 

@@ -13,6 +13,7 @@
 #   - eu-elflint from Debian's elfutils (installed with apt-get when missing and run as root);
 #   - auditwheel 6.8.2 from PyPI (a CUDA-unaware repair, whose grafts cudist repair undoes);
 #   - cupy-cuda12x 14.2.0, nvidia-cuda-runtime-cu12 12.9.79 and nvidia-cuda-runtime 13.5.37 wheels;
+#   - faiss-gpu-cu12 1.14.1.post1, rmm-cu12 / librmm-cu12 26.10.0 and bitsandbytes 0.50.2 wheels;
 #   - for `cudist toolkit`: CMake and pkg-config from Debian, and two venvs of CUDA wheels
 #     (CUDA 13.5: nvcc, nvvm, crt, runtime, cccl, curand, nvrtc; CUDA 12.9: runtime, curand, nvcc-cu12).
 # The tests read their locations from CUDIST_* variables; with CI=true a missing one fails the run.
@@ -92,6 +93,21 @@ fetch() {
 fetch cupy-cuda12x==14.2.0 cupy_cuda12x-14.2.0
 fetch nvidia-cuda-runtime-cu12==12.9.79 nvidia_cuda_runtime_cu12-12.9.79
 fetch nvidia-cuda-runtime==13.5.37 nvidia_cuda_runtime-13.5.37
+# Packages that load their CUDA (or RAPIDS) libraries themselves (issue 20; tests/real_wheels.rs):
+# faiss preloads from NVIDIA's wheels, rmm calls librmm.load_library(), librmm's loader loads
+# rapids-logger's library first, bitsandbytes ships one library per CUDA release (~100 MB in all).
+fetch_any() {
+    local spec="$1" prefix="$2"
+    if ! ls "$CACHE/wheels/$prefix"*.whl >/dev/null 2>&1; then
+        log "downloading $spec"
+        python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+            --platform manylinux_2_28_x86_64 --python-version 3.11 -d "$CACHE/wheels" "$spec"
+    fi
+}
+fetch_any faiss-gpu-cu12==1.14.1.post1 faiss_gpu_cu12-1.14.1.post1
+fetch_any rmm-cu12==26.10.0 rmm_cu12-26.10.0
+fetch_any librmm-cu12==26.10.0 librmm_cu12-26.10.0
+fetch_any bitsandbytes==0.50.2 bitsandbytes-0.50.2
 
 # 5. The CUDA wheels a repaired cupy depends on (about 2 GB; pinned in tests/data).
 DEPS="$CACHE/cupy-deps"

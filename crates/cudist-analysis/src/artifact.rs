@@ -102,7 +102,8 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
                 .collect()
         })
         .unwrap_or_default();
-    let (cuda_needed, driver_needed) = aggregate_needs(&elfs, &requires, &files, &preloads);
+    let (cuda_needed, driver_needed) =
+        aggregate_needs(&elfs, &requires, &files, &preloads, catalog);
 
     // 5. Device code and sizes; variants one by one.
     let variants = variant_reports(&elfs, &cuda_needed, catalog);
@@ -125,6 +126,7 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         &vendored,
         &elfs,
         &device,
+        &preloads,
     );
     variant_lines(&variants, &cuda_needed, &mut verdict);
     // A Linux wheel (not one for Android, iOS, …) that no policy allows.
@@ -384,6 +386,7 @@ fn aggregate_needs(
     requires: &[ReqName],
     files: &BTreeSet<String>,
     preloads: &[crate::loads::Preload],
+    catalog: &Catalog,
 ) -> (Vec<NeededLibrary>, Vec<NeededLibrary>) {
     let mut cuda_needed: BTreeMap<String, NeededLibrary> = BTreeMap::new();
     let mut driver_needed: BTreeMap<String, NeededLibrary> = BTreeMap::new();
@@ -394,29 +397,35 @@ fn aggregate_needs(
                 NeededClass::Driver => &mut driver_needed,
                 _ => continue,
             };
-            let row = table
-                .entry(n.soname.clone())
-                .or_insert_with(|| NeededLibrary {
+            let row = table.entry(n.soname.clone()).or_insert_with(|| {
+                let mut library = n.library.clone();
+                let mut provision = library
+                    .as_ref()
+                    .and_then(|l| crate::requirements::provision_of(requires, l));
+                // A SONAME several CUDA majors share (librmm.so, libcurand.so.10), with nothing
+                // in the file to choose: the major whose wheel the package declares.
+                if provision.is_none() && library.as_ref().is_some_and(|l| l.cuda_major_ambiguous) {
+                    for major in catalog.majors_of(&n.soname) {
+                        let Some(m) = catalog.library_by_soname_hinted(&n.soname, Some(major))
+                        else {
+                            continue;
+                        };
+                        let candidate = crate::analyse::library_ref(&m);
+                        if let Some(p) = crate::requirements::provision_of(requires, &candidate) {
+                            library = Some(candidate);
+                            provision = Some(p);
+                            break;
+                        }
+                    }
+                }
+                NeededLibrary {
                     soname: n.soname.clone(),
-                    library: n.library.clone(),
+                    library,
                     needed_by: Vec::new(),
                     rpath_covers: true,
-                    declared: n
-                        .library
-                        .as_ref()
-                        .is_some_and(|l| requires.iter().any(|r| r.provides(l))),
-                    declared_by: n.library.as_ref().and_then(|l| {
-                        let r = requires.iter().find(|r| r.provides(l))?;
-                        Some(if r.name == "cuda-toolkit" {
-                            format!(
-                                "cuda-toolkit[{}]",
-                                l.toolkit_extra.as_deref().unwrap_or_default()
-                            )
-                        } else {
-                            r.name.clone()
-                        })
-                    }),
-                    declared_extra: n.library.as_ref().and_then(|l| declared_extra(requires, l)),
+                    declared: provision.is_some(),
+                    declared_extra: provision.as_ref().and_then(|p| p.in_extra.clone()),
+                    declared_by: provision.map(|p| p.by),
                     vendored: n.provided_in_artifact.is_some(),
                     tier: a.report.tier,
                     preload: preloads
@@ -424,10 +433,12 @@ fn aggregate_needs(
                         .filter(|p| p.loads(&n.soname))
                         .min_by_key(|p| !p.at_import)
                         .cloned(),
-                });
+                }
+            });
             row.tier = row.tier.min(a.report.tier);
             row.needed_by.push(a.report.path.clone());
-            let covered = search_path_covers(&a.report, n, files);
+            let want_dir = row.library.as_ref().and_then(|l| l.pip_dir.clone());
+            let covered = search_path_covers(&a.report, &n.soname, want_dir.as_deref(), files);
             row.rpath_covers &= covered;
         }
     }
@@ -435,6 +446,28 @@ fn aggregate_needs(
         cuda_needed.into_values().collect(),
         driver_needed.into_values().collect(),
     )
+}
+
+/// For a library needed only by on-demand files: the preload of it by a function of the package
+/// (not at import) and, for every file that needs it, a preload of that file by the same function
+/// (the first one). Both are loaded when that function runs; the package's loaders load what a
+/// library needs before it (a wrong order would fail on the package's own machine first).
+fn loaded_with<'a>(
+    n: &NeededLibrary,
+    preload: Option<&'a crate::loads::Preload>,
+    preloads: &'a [crate::loads::Preload],
+) -> Option<(&'a crate::loads::Preload, &'a crate::loads::Preload)> {
+    let p = preload.filter(|p| !p.at_import && n.tier == crate::loads::Tier::OnDemand)?;
+    let entry = p.on_call.as_deref()?;
+    let mut first = None;
+    for f in &n.needed_by {
+        let name = f.rsplit('/').next().unwrap_or(f);
+        let q = preloads.iter().find(|q| {
+            !q.at_import && q.on_call.as_deref() == Some(entry) && (q.name == name || q.loads(name))
+        })?;
+        first.get_or_insert(q);
+    }
+    Some((p, first?))
 }
 
 /// The name a conda match spec is about (`libcublas >=13,<14.0a0` → `libcublas`).
@@ -827,15 +860,19 @@ fn fold_abs(dir: &Path, rel: &str) -> String {
 }
 
 /// Whether a search path of the file points at a directory that provides `n`.
-fn search_path_covers(r: &ElfReport, n: &Needed, files: &BTreeSet<String>) -> bool {
-    let want_dir = n.library.as_ref().and_then(|l| l.pip_dir.as_deref());
+fn search_path_covers(
+    r: &ElfReport,
+    soname: &str,
+    want_dir: Option<&str>,
+    files: &BTreeSet<String>,
+) -> bool {
     r.rpath.iter().chain(r.runpath.iter()).any(|e| {
         let d = e.expanded.trim_end_matches('/');
         match e.location {
             PathLocation::CudaWheel => want_dir == Some(d),
             PathLocation::Absolute => want_dir.is_some_and(|w| d.ends_with(&format!("/{w}"))),
             PathLocation::Inside => {
-                let name = format!("{}{}{}", d, if d.is_empty() { "" } else { "/" }, n.soname);
+                let name = format!("{}{}{}", d, if d.is_empty() { "" } else { "/" }, soname);
                 files.contains(&name)
             }
             _ => false,
@@ -843,96 +880,7 @@ fn search_path_covers(r: &ElfReport, n: &Needed, files: &BTreeSet<String>) -> bo
     })
 }
 
-/// The optional extra that declares the dependency providing `l`, when only extras declare it.
-fn declared_extra(requires: &[ReqName], l: &LibraryRef) -> Option<String> {
-    let mut by = requires.iter().filter(|r| r.provides(l)).peekable();
-    by.peek()?;
-    let extras: Vec<&ReqName> = by.collect();
-    if extras.iter().all(|r| r.in_extra.is_some()) {
-        extras[0].in_extra.clone()
-    } else {
-        None
-    }
-}
-
-/// A requirement's distribution name (normalised), extras, and the extra of the package that
-/// pulls it in (`; extra == "ctk"`), if any.
-pub struct ReqName {
-    /// The distribution name, normalised (`nvidia-cublas-cu12`).
-    pub name: String,
-    /// The extras it asks for, normalised (`cuda-toolkit[cublas]` → `cublas`).
-    pub extras: Vec<String>,
-    /// The extra of the requiring package under which it is required (`; extra == "ctk"`).
-    pub in_extra: Option<String>,
-    /// Its marker can hold on Linux ([`crate::marker::may_hold_on_linux`]): a requirement for
-    /// Windows only declares nothing for a Linux artifact.
-    pub on_linux: bool,
-}
-
-impl ReqName {
-    /// Reads a `Requires-Dist` value; none when it names no distribution.
-    ///
-    /// ```
-    /// let r = cudist_analysis::artifact::ReqName::parse("cuda-toolkit[cuBLAS]==12.*; extra == 'gpu'").unwrap();
-    /// assert_eq!((r.name.as_str(), r.extras[0].as_str(), r.in_extra.as_deref()), ("cuda-toolkit", "cublas", Some("gpu")));
-    /// ```
-    pub fn parse(req: &str) -> Option<ReqName> {
-        let req = req.trim();
-        let end = req
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.'))
-            .unwrap_or(req.len());
-        let name = normalise_dist(&req[..end]);
-        if name.is_empty() {
-            return None;
-        }
-        let rest = req[end..].trim_start();
-        let extras = match rest.strip_prefix('[') {
-            Some(r) => r
-                .split(']')
-                .next()
-                .unwrap_or_default()
-                .split(',')
-                .map(|e| normalise_dist(e.trim()))
-                .collect(),
-            None => Vec::new(),
-        };
-        let in_extra = req.split_once(';').and_then(|(_, marker)| {
-            let at = marker.find("extra")?;
-            let rest = marker[at + 5..]
-                .trim_start()
-                .strip_prefix("==")?
-                .trim_start();
-            let q = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
-            let value = rest[1..].split(q).next()?;
-            Some(normalise_dist(value))
-        });
-        let on_linux = req
-            .split_once(';')
-            .is_none_or(|(_, marker)| crate::marker::may_hold_on_linux(marker));
-        Some(ReqName {
-            name,
-            extras,
-            in_extra,
-            on_linux,
-        })
-    }
-
-    fn provides(&self, l: &LibraryRef) -> bool {
-        if !self.on_linux {
-            return false;
-        }
-        if l.pip.as_deref().map(normalise_dist).as_deref() == Some(self.name.as_str()) {
-            return true;
-        }
-        self.name == "cuda-toolkit"
-            && l.toolkit_extra
-                .as_deref()
-                .is_some_and(|x| self.extras.iter().any(|e| *e == normalise_dist(x)))
-    }
-}
-
-/// A distribution name normalised as PEP 503 says (`Nvidia_CUBLAS.cu12` → `nvidia-cublas-cu12`).
-pub use cudist_wheel::installed::normalise as normalise_dist;
+pub use crate::requirements::{normalise_dist, ReqName};
 
 fn device_summary<'a>(
     elfs: impl IntoIterator<Item = &'a Analysed>,
@@ -1087,6 +1035,7 @@ fn verdict(
     vendored: &[Vendored],
     elfs: &[Analysed],
     device: &DeviceSummary,
+    preloads: &[crate::loads::Preload],
 ) -> Verdict {
     let mut status = VerdictStatus::Ok;
     let mut lines = Vec::new();
@@ -1157,6 +1106,22 @@ fn verdict(
             ),
             None => String::new(),
         };
+        // An on-demand library loaded only by a function of the package that loads this one
+        // too (RAPIDS' `load_library()` loads librapids_logger.so, then librmm.so): what the
+        // package's own loading does, not a failure.
+        if let Some((p, q)) = loaded_with(n, preload, preloads) {
+            if n.declared || kind != ArtifactKind::Wheel {
+                lines.push(format!(
+                    "loads: {} is loaded by {} when {}() runs, with {} ({})",
+                    n.soname,
+                    p.place(),
+                    p.on_call.as_deref().unwrap_or_default(),
+                    q.name,
+                    q.place()
+                ));
+                continue;
+            }
+        }
         match kind {
             ArtifactKind::Wheel => match (n.rpath_covers, n.declared) {
                 (true, true) => {}
@@ -1272,35 +1237,5 @@ mod tests {
         assert_eq!(fold_path("pkg", "/../../../x"), ("../../x".into(), 2));
         assert_eq!(fold_path("pkg", ""), ("pkg".into(), 0));
         assert_eq!(fold_path("", "/."), ("".into(), 0));
-    }
-
-    #[test]
-    fn requirement_names() {
-        let r = ReqName::parse("cuda-toolkit[cublas,CURAND]==12.*; extra == 'ctk'").unwrap();
-        assert_eq!(r.name, "cuda-toolkit");
-        assert_eq!(r.extras, vec!["cublas", "curand"]);
-        assert_eq!(r.in_extra.as_deref(), Some("ctk"));
-        assert_eq!(
-            ReqName::parse("a; python_version >= \"3.9\"")
-                .unwrap()
-                .in_extra,
-            None
-        );
-        let r = ReqName::parse("nvidia_cublas_cu12>=12.1").unwrap();
-        assert_eq!(r.name, "nvidia-cublas-cu12");
-        let l = LibraryRef {
-            id: "cublas".into(),
-            component: None,
-            cuda_major: 12,
-            cuda_major_ambiguous: false,
-            soname_policy: "major".into(),
-            pip: Some("nvidia-cublas-cu12".into()),
-            pip_dir: None,
-            conda: None,
-            toolkit_extra: Some("cublas".into()),
-        };
-        assert!(r.provides(&l));
-        assert!(ReqName::parse("cuda-toolkit[cublas]").unwrap().provides(&l));
-        assert!(!ReqName::parse("cuda-toolkit[cufft]").unwrap().provides(&l));
     }
 }

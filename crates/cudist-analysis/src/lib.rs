@@ -68,6 +68,7 @@ pub mod model;
 pub mod open;
 pub mod platform;
 pub mod relink;
+pub mod requirements;
 pub mod runtime;
 
 pub use artifact::{inspect, inspect_one};

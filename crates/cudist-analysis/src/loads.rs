@@ -11,7 +11,9 @@
 //! Preloads are found in the package's `.py` files (and the `.json` files they read): calls of
 //! `ctypes.CDLL` / `cdll.LoadLibrary` / `PyDLL` with the library names written in the same file
 //! (faiss' `loader.py` with `_preload_library.json`, RAPIDS' `load.py`, torch's `_preload_cuda_deps`
-//! patterns), and cuda-pathfinder's `load_nvidia_dynamic_lib("name")`. A preload runs at import when
+//! patterns), cuda-pathfinder's `load_nvidia_dynamic_lib("name")`, and the loader functions of the
+//! wheels that provide a library (RAPIDS' `librmm.load_library()`, named by the catalog's
+//! `python_loader`: what it loads is read off the catalog, the function lives in another wheel). A preload runs at import when
 //! its call is reached from module-level code, following calls by function name across the files
 //! read (rmm's `__init__.py` calls `librmm.load_library()`); otherwise it runs only when a function
 //! is called (`onnxruntime.preload_dlls()`), which is said.
@@ -68,6 +70,8 @@ pub enum Mechanism {
     Ctypes,
     /// cuda-pathfinder's `load_nvidia_dynamic_lib`.
     CudaPathfinder,
+    /// The loader function of the wheel that provides the library (`librmm.load_library()`).
+    PackageLoader,
 }
 
 /// A library the package's own Python loads.
@@ -99,8 +103,12 @@ impl Preload {
     }
 
     /// `faiss/loader.py:47`, or `…:47 (named at faiss/_preload_library.json:6)` when the name is
-    /// written elsewhere.
+    /// written elsewhere; a wheel's loader with its call (`librmm.load_library() at
+    /// rmm/__init__.py:12`).
     pub fn place(&self) -> String {
+        if self.mechanism == Mechanism::PackageLoader {
+            return format!("{} at {}", self.name, self.loaded_at);
+        }
         if self.named_at.split(':').next() == self.loaded_at.split(':').next() {
             self.loaded_at.clone()
         } else {
@@ -162,9 +170,13 @@ fn called_names(code: &str) -> Vec<&str> {
     let mut out = Vec::new();
     for (i, _) in code.match_indices('(') {
         let head = &code[..i];
+        // Past the last character that is not part of a name (which may be several bytes long:
+        // torch's docstrings write `M×ceil_div(K)`).
         let start = head
-            .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
-            .map_or(0, |p| p + 1);
+            .char_indices()
+            .rev()
+            .find(|(_, c)| !(c.is_alphanumeric() || *c == '_'))
+            .map_or(0, |(p, c)| p + c.len_utf8());
         let name = &head[start..];
         if !name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit()) {
             out.push(name);
@@ -220,7 +232,7 @@ struct Call {
     /// The function it is in.
     within: Option<String>,
     mechanism: Mechanism,
-    /// cuda-pathfinder's literal argument.
+    /// cuda-pathfinder's literal argument; the package loader's name.
     argument: Option<String>,
 }
 
@@ -237,6 +249,7 @@ pub fn preloads(sources: &[Source], catalog: &Catalog, cuda_major: Option<u32>) 
     let mut calls = Vec::new();
     let mut calls_from: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut module_level: BTreeSet<String> = BTreeSet::new();
+    let loaders = catalog.python_loaders();
     for (fi, ls) in &py {
         for (li, l) in ls.iter().enumerate() {
             let within = enclosing_def(ls, li);
@@ -248,6 +261,19 @@ pub fn preloads(sources: &[Source], catalog: &Catalog, cuda_major: Option<u32>) 
                         .or_default()
                         .extend(names.iter().map(|n| n.to_string())),
                     None => module_level.extend(names.iter().map(|n| n.to_string())),
+                }
+            }
+            if def_name(l.code).is_none() && !l.code.starts_with("import ") {
+                for f in &loaders {
+                    if l.code.contains(&format!("{f}(")) {
+                        calls.push(Call {
+                            file: *fi,
+                            line: l.number,
+                            within: within.clone(),
+                            mechanism: Mechanism::PackageLoader,
+                            argument: Some(f.to_string()),
+                        });
+                    }
                 }
             }
             let mechanism = if l.code.contains("load_nvidia_dynamic_lib(") {
@@ -322,6 +348,18 @@ pub fn preloads(sources: &[Source], catalog: &Catalog, cuda_major: Option<u32>) 
         let at_import = is_reached(c);
         let on_call = if at_import { None } else { entry_of(c) };
         match c.mechanism {
+            Mechanism::PackageLoader => {
+                let Some(f) = &c.argument else { continue };
+                push(Preload {
+                    name: format!("{f}()"),
+                    sonames: catalog.python_loader_sonames(f),
+                    named_at: place(c.file, c.line),
+                    loaded_at: place(c.file, c.line),
+                    mechanism: c.mechanism,
+                    at_import,
+                    on_call,
+                });
+            }
             Mechanism::CudaPathfinder => {
                 let Some(name) = &c.argument else { continue };
                 let sonames = pathfinder_sonames(name, catalog, cuda_major);
@@ -666,6 +704,53 @@ def load_library():
         assert_eq!(cufile.mechanism, Mechanism::CudaPathfinder);
         assert_eq!(cufile.sonames, vec!["libcufile.so.0"]);
         assert_eq!(cufile.loaded_at, "librmm/load.py:8");
+    }
+
+    #[test]
+    fn a_wheel_loader_called_at_import() {
+        // rmm/__init__.py calls the loader of the librmm wheel, which is not in rmm's wheel: what
+        // it loads comes from the catalog (librmm.so, and librapids_logger.so which
+        // librmm.load_library() loads first through rapids_logger.load_library()).
+        let init = "try:\n    import librmm\nexcept ModuleNotFoundError:\n    pass\nelse:\n    librmm.load_library()\n    del librmm\n";
+        let cat = Catalog::builtin();
+        let p = preloads(&[src("rmm/__init__.py", init)], &cat, Some(12));
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(p[0].mechanism, Mechanism::PackageLoader);
+        assert_eq!(p[0].name, "librmm.load_library()");
+        assert_eq!(p[0].loaded_at, "rmm/__init__.py:6");
+        assert!(p[0].at_import);
+        assert!(
+            p[0].loads("librmm.so") && p[0].loads("librapids_logger.so"),
+            "{p:?}"
+        );
+        assert!(!p[0].loads("libkvikio.so"));
+        // Inside a function nothing calls at import, it waits for that function.
+        let lazy = "import librmm\ndef setup():\n    librmm.load_library()\n";
+        let p = preloads(&[src("x/__init__.py", lazy)], &cat, Some(12));
+        assert_eq!(
+            (p[0].at_import, p[0].on_call.as_deref()),
+            (false, Some("setup"))
+        );
+    }
+
+    #[test]
+    fn names_after_characters_of_several_bytes() {
+        // torch/_inductor/…/dense_blockscaled_gemm_persistent.py:78 (a docstring) made the scan
+        // slice inside `×`.
+        assert_eq!(
+            called_names("which has M×ceil_div(K, v)×L"),
+            vec!["ceil_div"]
+        );
+        assert_eq!(called_names("x = «f(1)"), vec!["f"]);
+        let p = preloads(
+            &[src(
+                "t/__init__.py",
+                "\"\"\"M×ceil_div(K)×L\"\"\"\nimport ctypes\nctypes.CDLL(\"libcudart.so.12\")\n",
+            )],
+            &Catalog::builtin(),
+            Some(12),
+        );
+        assert_eq!(p[0].name, "libcudart.so.12");
     }
 
     #[test]

@@ -16,6 +16,7 @@
 //! The schema is documented in `docs/catalog.md`.
 
 pub mod manylinux;
+pub mod pip;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -112,6 +113,15 @@ pub struct Library {
     /// `static_strings` count as evidence only in a file that also holds this table.
     #[serde(default)]
     pub static_name_table: Option<NameTable>,
+    /// The Python function of the wheel that provides this library which loads it, as RAPIDS'
+    /// C++ wheels have one (`librmm.load_library`): a package that calls it when it is imported has
+    /// the library loaded before its extension modules need it.
+    #[serde(default)]
+    pub python_loader: Option<String>,
+    /// The other loaders that function calls first (`rapids_logger.load_library`): what they
+    /// load is loaded too.
+    #[serde(default)]
+    pub python_loader_calls: Vec<String>,
     #[serde(default)]
     pub sources: Vec<String>,
     #[serde(default)]
@@ -484,6 +494,7 @@ const BUILTIN: &[(&str, &str)] = &[
     ("packages.toml", include_str!("../data/packages.toml")),
     ("headers.toml", include_str!("../data/headers.toml")),
     ("files.toml", include_str!("../data/files.toml")),
+    ("rapids.toml", include_str!("../data/rapids.toml")),
 ];
 
 /// A CUDA version `major.minor` (e.g. `12.8`), ordered numerically.
@@ -575,6 +586,41 @@ impl Catalog {
         }
         let rel = path.strip_prefix("include/")?;
         first(&self.headers, rel).map(|i| self.headers[i].component.as_str())
+    }
+
+    /// The SONAMEs a wheel's Python loader (`librmm.load_library`) loads: those of the
+    /// libraries it is the loader of, and of the loaders it calls first, in every CUDA major;
+    /// empty for a function no library names.
+    pub fn python_loader_sonames(&self, loader: &str) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let mut todo = vec![loader.to_string()];
+        let mut seen = BTreeSet::new();
+        while let Some(f) = todo.pop() {
+            if !seen.insert(f.clone()) {
+                continue;
+            }
+            for l in self
+                .libraries
+                .iter()
+                .filter(|l| l.python_loader.as_deref() == Some(f.as_str()))
+            {
+                for s in l.cuda.iter().flat_map(|m| &m.sonames) {
+                    if !out.contains(s) {
+                        out.push(s.clone());
+                    }
+                }
+                todo.extend(l.python_loader_calls.iter().cloned());
+            }
+        }
+        out
+    }
+
+    /// Every Python loader the catalog's libraries name (`librmm.load_library`).
+    pub fn python_loaders(&self) -> BTreeSet<&str> {
+        self.libraries
+            .iter()
+            .filter_map(|l| l.python_loader.as_deref())
+            .collect()
     }
 
     /// The catalog compiled into this binary.
@@ -824,6 +870,20 @@ impl Catalog {
             major: &library.cuda[chosen.1],
             ambiguous: distinct.len() > 1 && !hint.is_some_and(|h| distinct.contains(&h)),
         })
+    }
+
+    /// The directories (below site-packages) the wheels that ship a SONAME install it in, in
+    /// every CUDA major, without repeats.
+    pub fn pip_dirs_of(&self, soname: &str) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for &(li, mi) in self.by_soname.get(soname).into_iter().flatten() {
+            if let Some(d) = self.libraries[li].cuda[mi].pip_dir.as_deref() {
+                if !out.contains(&d) {
+                    out.push(d);
+                }
+            }
+        }
+        out
     }
 
     /// The CUDA majors a SONAME belongs to (empty when unknown).
@@ -1098,6 +1158,126 @@ pub fn is_distribution_name(s: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// Every built-in library from a wheel that is not NVIDIA's (RAPIDS' C++ wheels) is where
+    /// the real wheels install it (every recorded release), and its `python_loader` loads what
+    /// the newest release's load.py names and calls the loaders it calls: checked against
+    /// data/provider-wheels.json (scripts/pip-index.py, read off PyPI).
+    #[test]
+    fn providers_agree_with_the_wheels() {
+        #[derive(serde::Deserialize)]
+        struct Snapshot {
+            packages: BTreeMap<String, Provider>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Provider {
+            module: String,
+            releases: BTreeMap<String, Release>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Release {
+            libraries: Vec<String>,
+            load: Option<Load>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Load {
+            names: Vec<String>,
+            calls: Vec<String>,
+        }
+        let snap: Snapshot =
+            serde_json::from_str(include_str!("../data/provider-wheels.json")).unwrap();
+        let cat = Catalog::builtin();
+        let loaders = cat.python_loaders();
+        let mut bad = Vec::new();
+        let mut checked = 0;
+        for l in cat
+            .libraries
+            .iter()
+            .filter(|l| l.kind == LibraryKind::External)
+        {
+            for m in &l.cuda {
+                let (Some(pip), Some(dir)) = (&m.pip, &m.pip_dir) else {
+                    bad.push(format!(
+                        "{}: CUDA {} names no wheel or directory",
+                        l.id, m.major
+                    ));
+                    continue;
+                };
+                let Some(p) = snap.packages.get(pip) else {
+                    bad.push(format!("{}: {pip} not in data/provider-wheels.json", l.id));
+                    continue;
+                };
+                if let Some(range) = &m.pip_versions {
+                    if !p.releases.keys().any(|v| in_simple_range(v, range)) {
+                        bad.push(format!("{}: no release of {pip} in {range}", l.id));
+                    }
+                }
+                for (version, r) in &p.releases {
+                    checked += 1;
+                    for s in &m.sonames {
+                        let since = m.pip_since.get(s).map(|v| driver_version_key(v));
+                        if since.is_some_and(|since| driver_version_key(version) < since) {
+                            continue;
+                        }
+                        if !r.libraries.contains(&format!("{dir}/{s}")) {
+                            bad.push(format!("{}: {pip} {version} installs no {dir}/{s}", l.id));
+                        }
+                    }
+                    // The loader is described as the newest release has it (loaders gain
+                    // calls: libkvikio 26.4 did not call rapids_logger's yet).
+                    let newest = p
+                        .releases
+                        .keys()
+                        .max_by_key(|v| driver_version_key(v))
+                        .is_some_and(|n| n == version);
+                    let Some(f) = l.python_loader.as_ref().filter(|_| newest) else {
+                        continue;
+                    };
+                    if f != &format!("{}.load_library", p.module) {
+                        bad.push(format!(
+                            "{}: loader {f}, but {pip}'s module is {}",
+                            l.id, p.module
+                        ));
+                    }
+                    let Some(load) = &r.load else {
+                        bad.push(format!("{}: {pip} {version} has no load_library", l.id));
+                        continue;
+                    };
+                    // Each name the loader loads is one of the library's SONAMEs (libucp.so is
+                    // the file of SONAME libucp.so.0) ...
+                    let of_loader = cat.python_loader_sonames(f);
+                    for n in &load.names {
+                        let known = of_loader
+                            .iter()
+                            .any(|s| s == n || s.starts_with(&format!("{n}.")));
+                        // (libkvikio also preloads the system's librt.so.1.)
+                        if !known && !n.starts_with("librt.") {
+                            bad.push(format!(
+                                "{}: {pip} {version} loads {n}, not in the catalog",
+                                l.id
+                            ));
+                        }
+                    }
+                    // ... and it calls exactly the catalog's loaders the row says it calls.
+                    let calls: BTreeSet<String> = load
+                        .calls
+                        .iter()
+                        .map(|c| format!("{c}.load_library"))
+                        .filter(|c| loaders.contains(c.as_str()))
+                        .collect();
+                    let said: BTreeSet<String> = l.python_loader_calls.iter().cloned().collect();
+                    if calls != said {
+                        bad.push(format!(
+                            "{}: {pip} {version} calls {calls:?}, the catalog says {said:?}",
+                            l.id
+                        ));
+                    }
+                }
+            }
+        }
+        assert!(checked > 40, "only {checked} releases checked");
+        assert!(bad.is_empty(), "{}", bad.join("\n"));
+    }
+
     /// Every `Requires-Dist` range repair can write names releases pip can install: checked
     /// against the release lists in data/pip-index.json (scripts/pip-index.py refreshes them).
     #[test]
@@ -1110,7 +1290,12 @@ mod tests {
         let catalog = Catalog::builtin();
         let mut bad = Vec::new();
         let mut checked = 0;
-        for lib in &catalog.libraries {
+        // (RAPIDS' wheels: providers_agree_with_the_wheels.)
+        for lib in catalog
+            .libraries
+            .iter()
+            .filter(|l| l.kind == LibraryKind::Toolkit)
+        {
             for m in &lib.cuda {
                 let Some(pip) = &m.pip else { continue };
                 let Some(releases) = index.packages.get(pip) else {
@@ -1162,7 +1347,11 @@ mod tests {
             serde_json::from_str(include_str!("../data/pip-wheels.json")).unwrap();
         let catalog = Catalog::builtin();
         let (mut bad, mut checked) = (Vec::new(), 0);
-        for lib in &catalog.libraries {
+        for lib in catalog
+            .libraries
+            .iter()
+            .filter(|l| l.kind == LibraryKind::Toolkit)
+        {
             for m in &lib.cuda {
                 let (Some(pip), Some(dir)) = (&m.pip, &m.pip_dir) else {
                     continue;

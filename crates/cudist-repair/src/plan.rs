@@ -425,15 +425,10 @@ pub fn requirements(
         .filter(|r| r.on_linux)
         .collect();
     let declared_toolkit = declared.iter().any(|r| r.name == "cuda-toolkit");
-    // Declared by name, or through the `cuda-toolkit` extra that installs it.
+    // Declared by name, through the `cuda-toolkit` extra that installs it, or through the
+    // requirements of a declared package (nvidia-cudnn-cu13 requires nvidia-cublas).
     let is_declared = |pip: &str, need: &Need| {
-        let pip = normalise_dist(pip);
-        let extra = need.extra.as_deref().map(normalise_dist);
-        declared.iter().any(|r| {
-            r.name == pip
-                || (r.name == "cuda-toolkit"
-                    && extra.as_ref().is_some_and(|x| r.extras.contains(x)))
-        })
+        cudist_analysis::requirements::provision(&declared, pip, need.extra.as_deref()).is_some()
     };
     let mut requires = Vec::new();
     let mut extras = Vec::new();

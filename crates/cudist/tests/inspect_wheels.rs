@@ -13,8 +13,8 @@ struct Libs {
 }
 
 impl Libs {
-    /// Fake cublas 12/13, cudart 12, curand 10, the driver, and librmm, each as `libX.so` (linker
-    /// name, for -l) with the real SONAME.
+    /// Fake cublas 12/13, cudart 12, curand 10, the driver, librmm, and libacme (a third-party
+    /// library no catalog knows), each as `libX.so` (linker name, for -l) with the real SONAME.
     fn new() -> Libs {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
@@ -25,6 +25,7 @@ impl Libs {
             ("c13", "libcublas.so.13", "cublasCreate_v2"),
             ("drv", "libcuda.so.1", "cuInit"),
             ("rmm", "librmm.so", "rmm_alloc"),
+            ("acme", "libacme.so", "acme_alloc"),
         ] {
             let sd = d.join(sub);
             std::fs::create_dir_all(&sd).unwrap();
@@ -232,11 +233,12 @@ fn shared_soname_takes_the_major_of_its_neighbours() {
 
 #[test]
 fn a_wheel_no_policy_allows_is_unportable_and_says_what_decides_it() {
-    // librmm.so is neither a system library of any policy nor a CUDA one: no manylinux tag.
+    // libacme.so is neither a system library of any policy nor a CUDA (or RAPIDS) one: no
+    // manylinux tag.
     let libs = Libs::new();
-    let ext = libs.extension(&[("rmm", "rmm")], None);
+    let ext = libs.extension(&[("acme", "acme")], None);
     let out = tempfile::tempdir().unwrap();
-    let w = wheel(out.path(), "rmmuser", &[], &[(EXT, ext)]);
+    let w = wheel(out.path(), "acmeuser", &[], &[(EXT, ext)]);
     let r = inspect_json(&[&w], 0);
     let a = artifact(&r, ".whl");
     assert_eq!(a["platform"]["policy"], "linux", "{:#}", a["platform"]);
@@ -248,7 +250,7 @@ fn a_wheel_no_policy_allows_is_unportable_and_says_what_decides_it() {
         .filter_map(|l| l.as_str())
         .find(|l| l.contains("PyPI refuses"))
         .unwrap_or_else(|| panic!("{:#}", a["verdict"]));
-    assert!(line.contains("librmm.so"), "{line}");
+    assert!(line.contains("libacme.so"), "{line}");
     // The table leads with the blocker of the newest policy, the one that decides the tag.
     let last = a["platform"]["blocked"].as_array().unwrap().last().unwrap();
     let text = stdout(&cudist(&["inspect", &w]));
@@ -261,7 +263,7 @@ fn a_wheel_no_policy_allows_is_unportable_and_says_what_decides_it() {
         first.contains(&format!(
             "not {} (the next more compatible policy)",
             last["policy"].as_str().unwrap()
-        )) && first.contains("librmm.so"),
+        )) && first.contains("libacme.so"),
         "{text}"
     );
     assert!(text.contains("Verdict: UNPORTABLE"), "{text}");
@@ -415,16 +417,21 @@ fn bundled_driver_is_flagged() {
 #[test]
 fn user_catalog_declares_a_third_party_wheel_library() {
     let libs = Libs::new();
-    let ext = libs.extension(&[("rmm", "rmm")], Some("$ORIGIN/../librmm/lib64"));
+    let ext = libs.extension(&[("acme", "acme")], Some("$ORIGIN/../libacme/lib64"));
     let out = tempfile::tempdir().unwrap();
-    let cat = out.path().join("rmm.toml");
+    let cat = out.path().join("acme.toml");
     std::fs::write(
         &cat,
-        "schema = 1\n[[library]]\nid = \"rmm\"\nstem = \"librmm\"\nkind = \"external\"\n[[library.cuda]]\nmajor = 12\nsonames = [\"librmm.so\"]\npolicy = \"none\"\npip = \"librmm-cu12\"\npip_dir = \"librmm/lib64\"\n",
+        "schema = 1\n[[library]]\nid = \"acme\"\nstem = \"libacme\"\nkind = \"external\"\n[[library.cuda]]\nmajor = 12\nsonames = [\"libacme.so\"]\npolicy = \"none\"\npip = \"libacme-cu12\"\npip_dir = \"libacme/lib64\"\n",
     )
     .unwrap();
-    let w = wheel(out.path(), "usesrmm", &["librmm-cu12==25.*"], &[(EXT, ext)]);
-    // Without the catalog, librmm.so is just another library.
+    let w = wheel(
+        out.path(),
+        "usesacme",
+        &["libacme-cu12==25.*"],
+        &[(EXT, ext)],
+    );
+    // Without the catalog, libacme.so is just another library.
     let r = inspect_json(&[&w], 0);
     assert!(artifact(&r, ".whl")["cuda_needed"]
         .as_array()
@@ -432,8 +439,8 @@ fn user_catalog_declares_a_third_party_wheel_library() {
         .is_empty());
     let r = inspect_json(&["--catalog", cat.to_str().unwrap(), &w], 0);
     let a = artifact(&r, ".whl");
-    let n = needed(a, "librmm.so");
-    assert_eq!(n["library"]["pip"], "librmm-cu12");
+    let n = needed(a, "libacme.so");
+    assert_eq!(n["library"]["pip"], "libacme-cu12");
     assert_eq!(n["rpath_covers"], true);
     assert_eq!(n["declared"], true);
     assert_eq!(a["verdict"]["status"], "ok");
@@ -441,7 +448,20 @@ fn user_catalog_declares_a_third_party_wheel_library() {
     std::fs::write(&cat, "schema = 1\n[[library]]\nid = 3\n").unwrap();
     let o = cudist(&["inspect", "--catalog", cat.to_str().unwrap(), &w]);
     assert_eq!(o.status.code(), Some(3));
-    assert!(stderr(&o).contains("rmm.toml"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("acme.toml"), "{}", stderr(&o));
+    // The built-in catalog knows RAPIDS' C++ wheels (data/rapids.toml): librmm.so from librmm-cu12,
+    // declared, found through the RPATH into librmm/lib64.
+    let ext = libs.extension(&[("rmm", "rmm")], Some("$ORIGIN/../librmm/lib64"));
+    let w = wheel(out.path(), "usesrmm", &["librmm-cu12==26.*"], &[(EXT, ext)]);
+    let r = inspect_json(&[&w], 0);
+    let a = artifact(&r, ".whl");
+    let n = needed(a, "librmm.so");
+    assert_eq!(n["library"]["pip"], "librmm-cu12");
+    assert_eq!(
+        (n["declared"].as_bool(), n["rpath_covers"].as_bool()),
+        (Some(true), Some(true))
+    );
+    assert_eq!(a["verdict"]["status"], "ok", "{:#}", a["verdict"]);
 }
 
 #[test]

@@ -571,3 +571,101 @@ fn a_statically_linked_runtime_still_needs_its_driver() {
         }
     }
 }
+
+/// Packages that load their libraries themselves (issue 20), read from their real wheels: what
+/// the import really does was checked in venvs by scripts/real-packages.sh (docs/real-packages.md).
+#[test]
+fn packages_that_load_their_own_libraries() {
+    let Some(dir) = tool_from_env("CUDIST_REAL_WHEELS") else {
+        return;
+    };
+    let lines = |a: &serde_json::Value| -> Vec<String> {
+        a["verdict"]["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l.as_str().unwrap().to_string())
+            .collect()
+    };
+    // rmm: its extensions need librmm.so and librapids_logger.so, from RAPIDS' C++ wheels; its
+    // __init__ calls librmm.load_library(), which loads rapids-logger's library first. rmm
+    // declares librmm-cu12, which requires rapids-logger.
+    let w = find_wheel(&dir, "rmm_cu12-26.10.0");
+    let r = inspect_json(&[w.to_str().unwrap()], 0);
+    let a = &r["artifacts"][0];
+    assert_eq!(a["verdict"]["status"], "ok", "{:#}", a["verdict"]);
+    let rmm = needed(a, "librmm.so");
+    assert_eq!(rmm["library"]["pip"], "librmm-cu12");
+    assert_eq!(rmm["preload"]["name"], "librmm.load_library()");
+    assert_eq!(rmm["preload"]["mechanism"], "package-loader");
+    assert_eq!(rmm["preload"]["loaded_at"], "rmm/__init__.py:12");
+    assert_eq!(rmm["preload"]["at_import"], true);
+    let logger = needed(a, "librapids_logger.so");
+    assert_eq!(logger["declared_by"], "librmm-cu12 → rapids-logger");
+    assert_eq!(logger["preload"]["name"], "librmm.load_library()");
+    // The platform as the wheel's own tag has it (built by auditwheel with those excluded).
+    assert_eq!(a["platform"]["policy"], "manylinux_2_24");
+
+    // librmm itself: librmm.so is loaded on demand, by its load_library(), which loads
+    // librapids_logger.so first.
+    let w = find_wheel(&dir, "librmm_cu12-26.10.0");
+    let r = inspect_json(&[w.to_str().unwrap()], 0);
+    let a = &r["artifacts"][0];
+    assert_eq!(a["verdict"]["status"], "ok", "{:#}", a["verdict"]);
+    assert!(
+        lines(a).iter().any(|l| l.starts_with(
+            "loads: librapids_logger.so is loaded by rapids_logger.load_library() at librmm/load.py:43 when load_library() runs, with librmm.so"
+        )),
+        "{:#?}",
+        lines(a)
+    );
+
+    // faiss: preloads cudart and cuBLAS from NVIDIA's wheels at import, by the names in its JSON.
+    let w = find_wheel(&dir, "faiss_gpu_cu12-1.14.1.post1");
+    let r = inspect_json(&[w.to_str().unwrap()], 0);
+    let a = &r["artifacts"][0];
+    assert_eq!(a["verdict"]["status"], "ok", "{:#}", a["verdict"]);
+    let cudart = needed(a, "libcudart.so.12");
+    assert_eq!(
+        cudart["preload"]["named_at"],
+        "faiss/_preload_library.json:6"
+    );
+    assert_eq!(cudart["preload"]["loaded_at"], "faiss/loader.py:47");
+    assert_eq!(cudart["declared_by"], "nvidia-cuda-runtime-cu12");
+
+    // bitsandbytes: one library per CUDA release, each judged alone; repair requires none.
+    let w = find_wheel(&dir, "bitsandbytes-0.50.2");
+    let r = inspect_json(&[w.to_str().unwrap()], 0);
+    let a = &r["artifacts"][0];
+    let cudas: Vec<&str> = a["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["cuda"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        cudas,
+        ["11.8", "12.1", "12.4", "12.6", "12.8", "13.0", "13.2"]
+    );
+    let out = tempfile::tempdir().unwrap();
+    let o = cudist(&[
+        "repair",
+        "--json",
+        "-w",
+        out.path().to_str().unwrap(),
+        w.to_str().unwrap(),
+    ]);
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+    let wr = &r["wheels"][0];
+    assert_eq!(
+        wr["variants"].as_array().map(Vec::len),
+        Some(7),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        wr["requires_added"].as_array().is_none_or(|a| a.is_empty()),
+        "{:#}",
+        wr["requires_added"]
+    );
+}

@@ -938,7 +938,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         let sources = preload::package_sources(dir);
         let found = crate::loads::preloads(&sources, catalog, preload::cuda_major(&files, catalog));
         for p in found.iter().filter(|p| p.at_import) {
-            for f in preload::find(p, dir, site, &env) {
+            for f in preload::find(p, dir, site, &env, catalog) {
                 if report
                     .runtime_loads
                     .iter()
@@ -964,14 +964,13 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 }
                 report.runtime_loads.push(RuntimeLoad {
                     package: name.clone(),
-                    loader: format!(
-                        "{} at {}",
-                        match p.mechanism {
-                            crate::loads::Mechanism::Ctypes => "ctypes",
-                            crate::loads::Mechanism::CudaPathfinder => "cuda-pathfinder",
-                        },
-                        p.place()
-                    ),
+                    loader: match p.mechanism {
+                        crate::loads::Mechanism::Ctypes => format!("ctypes at {}", p.place()),
+                        crate::loads::Mechanism::CudaPathfinder => {
+                            format!("cuda-pathfinder at {}", p.place())
+                        }
+                        crate::loads::Mechanism::PackageLoader => p.place(),
+                    },
                     soname: f.name,
                     path: f.path,
                     found_by: f.found_by,

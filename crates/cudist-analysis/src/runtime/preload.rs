@@ -86,7 +86,13 @@ fn nvidia_dirs(site: &Path) -> Vec<PathBuf> {
 
 /// Finds a preload at import as the package's code would: in the package, in the NVIDIA wheels'
 /// directories, then by dlopen's search. A pattern is matched against the files there.
-pub fn find(p: &Preload, package: &Path, site: &Path, env: &LoadEnv) -> Vec<Found> {
+pub fn find(
+    p: &Preload,
+    package: &Path,
+    site: &Path,
+    env: &LoadEnv,
+    catalog: &Catalog,
+) -> Vec<Found> {
     let names: Vec<String> = if p.sonames.is_empty() {
         vec![p.name.clone()]
     } else {
@@ -102,6 +108,15 @@ pub fn find(p: &Preload, package: &Path, site: &Path, env: &LoadEnv) -> Vec<Foun
             tried: Vec::new(),
         };
         let mut dirs: Vec<(PathBuf, &str)> = Vec::new();
+        // A wheel's own loader (`librmm.load_library()`) loads the file its wheel installs.
+        if p.mechanism == loads::Mechanism::PackageLoader {
+            dirs.extend(
+                catalog
+                    .pip_dirs_of(&name)
+                    .into_iter()
+                    .map(|d| (site.join(d), "wheel")),
+            );
+        }
         dirs.extend(
             package_lib_dirs(package)
                 .into_iter()
