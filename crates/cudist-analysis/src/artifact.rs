@@ -859,7 +859,8 @@ fn fold_abs(dir: &Path, rel: &str) -> String {
     p.display().to_string()
 }
 
-/// Whether a search path of the file points at a directory that provides `n`.
+/// Whether a search path of the file points at `want_dir` (the wheel directory of `soname`), or at
+/// a directory of the artifact that holds `soname`.
 fn search_path_covers(
     r: &ElfReport,
     soname: &str,
