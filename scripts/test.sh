@@ -101,7 +101,9 @@ fetch_any() {
     if ! ls "$CACHE/wheels/$prefix"*.whl >/dev/null 2>&1; then
         log "downloading $spec"
         python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
-            --platform manylinux_2_28_x86_64 --python-version 3.11 -d "$CACHE/wheels" "$spec"
+            --platform manylinux_2_28_x86_64 --platform manylinux_2_24_x86_64 \
+            --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+            --python-version 3.11 -d "$CACHE/wheels" "$spec"
     fi
 }
 fetch_any faiss-gpu-cu12==1.14.1.post1 faiss_gpu_cu12-1.14.1.post1
