@@ -249,12 +249,18 @@ pub fn preloads(sources: &[Source], catalog: &Catalog, cuda_major: Option<u32>) 
     let mut calls = Vec::new();
     let mut calls_from: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut module_level: BTreeSet<String> = BTreeSet::new();
-    let loaders = catalog.python_loaders();
+    // The catalog's wheel loaders, as the text of their call (`librmm.load_library(`), made once.
+    let loaders: Vec<(String, &str)> = catalog
+        .python_loaders()
+        .into_iter()
+        .map(|f| (format!("{f}("), f))
+        .collect();
     for (fi, ls) in &py {
         for (li, l) in ls.iter().enumerate() {
             let within = enclosing_def(ls, li);
             let names = called_names(l.code);
-            if def_name(l.code).is_none() {
+            let is_def = def_name(l.code).is_some();
+            if !is_def {
                 match &within {
                     Some(f) => calls_from
                         .entry(f.clone())
@@ -263,17 +269,19 @@ pub fn preloads(sources: &[Source], catalog: &Catalog, cuda_major: Option<u32>) 
                     None => module_level.extend(names.iter().map(|n| n.to_string())),
                 }
             }
-            if def_name(l.code).is_none() && !l.code.starts_with("import ") {
-                for f in &loaders {
-                    if l.code.contains(&format!("{f}(")) {
-                        calls.push(Call {
-                            file: *fi,
-                            line: l.number,
-                            within: within.clone(),
-                            mechanism: Mechanism::PackageLoader,
-                            argument: Some(f.to_string()),
-                        });
-                    }
+            // A statement, not a definition or an import, may call a loader.
+            if is_def || l.code.starts_with("import ") {
+                continue;
+            }
+            for (call, f) in &loaders {
+                if l.code.contains(call.as_str()) {
+                    calls.push(Call {
+                        file: *fi,
+                        line: l.number,
+                        within: within.clone(),
+                        mechanism: Mechanism::PackageLoader,
+                        argument: Some(f.to_string()),
+                    });
                 }
             }
             let mechanism = if l.code.contains("load_nvidia_dynamic_lib(") {
@@ -283,9 +291,6 @@ pub fn preloads(sources: &[Source], catalog: &Catalog, cuda_major: Option<u32>) 
             } else {
                 continue;
             };
-            if def_name(l.code).is_some() || l.code.starts_with("import ") {
-                continue;
-            }
             let argument = (mechanism == Mechanism::CudaPathfinder)
                 .then(|| {
                     let after = l.code.split("load_nvidia_dynamic_lib(").nth(1)?;

@@ -120,20 +120,6 @@ impl ReqName {
             .then(|| format!("cuda-toolkit[{extra}]"))
     }
 
-    /// Whether this requirement provides the wheel `pip` (or the `cuda-toolkit` extra `extra`):
-    /// directly, or through the requirements of every recorded release it admits.
-    pub fn provides_wheel(&self, pip: &str, extra: Option<&str>) -> Option<String> {
-        self.names(pip, extra)
-            .or_else(|| self.through_dependencies(pip, extra, DEPTH))
-    }
-
-    /// Whether it provides the catalog library `l` (its wheel in `l`'s CUDA major).
-    pub fn provides(&self, l: &LibraryRef) -> bool {
-        l.pip
-            .as_deref()
-            .is_some_and(|p| self.provides_wheel(p, l.toolkit_extra.as_deref()).is_some())
-    }
-
     /// `nvidia-cudnn-cu13 → nvidia-cublas` when every release of this requirement's package that
     /// it admits (and the snapshot records) requires a package that provides `pip`.
     fn through_dependencies(&self, pip: &str, extra: Option<&str>, depth: usize) -> Option<String> {
@@ -183,15 +169,17 @@ impl ReqName {
 /// unconditional requirements before those under one of the package's extras.
 pub fn provision(requires: &[ReqName], pip: &str, extra: Option<&str>) -> Option<Provision> {
     let pick = |direct: bool| -> Option<Provision> {
-        let mut hits = requires.iter().filter_map(|r| {
-            let by = if direct {
-                r.names(pip, extra)
-            } else {
-                r.through_dependencies(pip, extra, DEPTH)
-            }?;
-            Some((r, by))
-        });
-        let all: Vec<(&ReqName, String)> = hits.by_ref().collect();
+        let all: Vec<(&ReqName, String)> = requires
+            .iter()
+            .filter_map(|r| {
+                let by = if direct {
+                    r.names(pip, extra)
+                } else {
+                    r.through_dependencies(pip, extra, DEPTH)
+                }?;
+                Some((r, by))
+            })
+            .collect();
         let (r, by) = all
             .iter()
             .find(|(r, _)| r.in_extra.is_none())
@@ -247,14 +235,13 @@ mod tests {
         );
         assert_eq!(ReqName::parse("x (>=1.0)").unwrap().specifier, ">=1.0");
         let l = lib("nvidia-cublas-cu12", Some("cublas"));
-        assert!(r.provides(&l));
-        assert!(ReqName::parse("cuda-toolkit[cublas]").unwrap().provides(&l));
-        assert!(!ReqName::parse("cuda-toolkit[cufft]").unwrap().provides(&l));
-        assert!(
-            !ReqName::parse("nvidia-cublas-cu12; sys_platform == 'win32'")
-                .unwrap()
-                .provides(&l)
-        );
+        let provides = |r: ReqName| provision_of(&[r], &l).is_some();
+        assert!(provides(r));
+        assert!(provides(ReqName::parse("cuda-toolkit[cublas]").unwrap()));
+        assert!(!provides(ReqName::parse("cuda-toolkit[cufft]").unwrap()));
+        assert!(!provides(
+            ReqName::parse("nvidia-cublas-cu12; sys_platform == 'win32'").unwrap()
+        ));
     }
 
     #[test]

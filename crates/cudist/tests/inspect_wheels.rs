@@ -582,15 +582,6 @@ fn plain_library(libs: &Libs, out: &str, soname: &str, needs: &[(&str, &str)]) -
     std::fs::read(p).unwrap()
 }
 
-fn verdict_lines(a: &Value) -> Vec<String> {
-    a["verdict"]["lines"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l.as_str().unwrap().to_string())
-        .collect()
-}
-
 /// faiss' pattern: the package declares the CUDA wheel and its Python preloads the library at
 /// import (names in a JSON file the loader reads), so the extension with no RPATH loads.
 #[test]

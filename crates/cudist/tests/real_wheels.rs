@@ -579,14 +579,6 @@ fn packages_that_load_their_own_libraries() {
     let Some(dir) = tool_from_env("CUDIST_REAL_WHEELS") else {
         return;
     };
-    let lines = |a: &serde_json::Value| -> Vec<String> {
-        a["verdict"]["lines"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|l| l.as_str().unwrap().to_string())
-            .collect()
-    };
     // rmm: its extensions need librmm.so and librapids_logger.so, from RAPIDS' C++ wheels; its
     // __init__ calls librmm.load_library(), which loads rapids-logger's library first. rmm
     // declares librmm-cu12, which requires rapids-logger.
@@ -613,11 +605,11 @@ fn packages_that_load_their_own_libraries() {
     let a = &r["artifacts"][0];
     assert_eq!(a["verdict"]["status"], "ok", "{:#}", a["verdict"]);
     assert!(
-        lines(a).iter().any(|l| l.starts_with(
+        verdict_lines(a).iter().any(|l| l.starts_with(
             "loads: librapids_logger.so is loaded by rapids_logger.load_library() at librmm/load.py:43 when load_library() runs, with librmm.so"
         )),
         "{:#?}",
-        lines(a)
+        verdict_lines(a)
     );
 
     // faiss: preloads cudart and cuBLAS from NVIDIA's wheels at import, by the names in its JSON.

@@ -916,12 +916,11 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 None => report.verdict.add(
                     Status::WillFailToLoad,
                     format!(
-                        "{} loads {} with {} at import: not found (tried {}, then the system search){}",
+                        "{} loads {} with {} at import: {}",
                         l.package,
                         l.soname,
                         l.loader,
-                        l.tried.iter().map(|t| t.display().to_string()).collect::<Vec<_>>().join(", "),
-                        l.pip.as_deref().map(|p| format!("; install {p}")).unwrap_or_default()
+                        not_found(&l.tried, l.pip.as_deref())
                     ),
                 ),
             }
@@ -954,11 +953,10 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                     None => report.verdict.add(
                         Status::WillFailToLoad,
                         format!(
-                            "{name} loads {} at import ({}): not found (tried {}, then the system search){}",
+                            "{name} loads {} at import ({}): {}",
                             f.name,
                             p.place(),
-                            f.tried.iter().map(|t| t.display().to_string()).collect::<Vec<_>>().join(", "),
-                            pip.as_deref().map(|p| format!("; install {p}")).unwrap_or_default()
+                            not_found(&f.tried, pip.as_deref())
                         ),
                     ),
                 }
@@ -1054,4 +1052,18 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         report.files.push(file);
     }
     Ok(report)
+}
+
+/// The end of a reason for a library a package loads at import that is not found: the paths
+/// tried and, when a wheel provides it, which to install.
+fn not_found(tried: &[PathBuf], pip: Option<&str>) -> String {
+    format!(
+        "not found (tried {}, then the system search){}",
+        tried
+            .iter()
+            .map(|t| t.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        pip.map(|p| format!("; install {p}")).unwrap_or_default()
+    )
 }

@@ -213,6 +213,16 @@ pub fn artifact<'a>(report: &'a Value, suffix: &str) -> &'a Value {
 }
 
 /// The `cuda_needed` row for a SONAME.
+/// The lines of an artifact's verdict in inspect's JSON.
+pub fn verdict_lines(a: &Value) -> Vec<String> {
+    a["verdict"]["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap().to_string())
+        .collect()
+}
+
 pub fn needed<'a>(artifact: &'a Value, soname: &str) -> &'a Value {
     artifact["cuda_needed"]
         .as_array()
