@@ -20,6 +20,8 @@
 //!   applied all or nothing, or checked.
 //! - [`runtime`]: will it load and run here — the machine, its GPUs and CUDA installations, the
 //!   loader's view of each file, and a verdict (`doctor`).
+//! - [`loads`]: what loads when — the load tiers of a package's ELF files and the libraries its
+//!   own Python loads; [`pysource`]: its Python read (statements, imports, what runs at import).
 //! - [`marker`]: whether a requirement's environment marker can hold on Linux.
 //! - [`platform`]: which manylinux or musllinux policy an artifact satisfies, by auditwheel's
 //!   rules, with the CUDA libraries of NVIDIA's wheels not counted as system libraries.
@@ -67,6 +69,7 @@ pub mod marker;
 pub mod model;
 pub mod open;
 pub mod platform;
+pub mod pysource;
 pub mod relink;
 pub mod requirements;
 pub mod runtime;

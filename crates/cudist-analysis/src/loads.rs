@@ -13,10 +13,13 @@
 //! (faiss' `loader.py` with `_preload_library.json`, RAPIDS' `load.py`, torch's `_preload_cuda_deps`
 //! patterns), cuda-pathfinder's `load_nvidia_dynamic_lib("name")`, and the loader functions of the
 //! wheels that provide a library (RAPIDS' `librmm.load_library()`, named by the catalog's
-//! `python_loader`: what it loads is read off the catalog, the function lives in another wheel). A preload runs at import when
-//! its call is reached from module-level code, following calls by function name across the files
-//! read (rmm's `__init__.py` calls `librmm.load_library()`); otherwise it runs only when a function
-//! is called (`onnxruntime.preload_dlls()`), which is said.
+//! `python_loader`: what it loads is read off the catalog, the function lives in another wheel).
+//! A preload runs at import when the import of the package reaches its call
+//! ([`crate::pysource::reach`]: module-level code of the modules the import runs, and the
+//! functions it calls, resolved through each file's definitions and imports; branches that never
+//! run on Linux skipped); otherwise it runs only when a function is called
+//! (`onnxruntime.preload_dlls()`), which is said. A `ctypes` call loads the names its own function
+//! writes, else those of the functions it calls, else those of its callers.
 //!
 //! Hand-written: no crate reads Python this way, and a parser would still not say which names a
 //! package computes at run time. What this reads is the shape every package above uses; a name
@@ -26,6 +29,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use cudist_catalog::Catalog;
 use serde::Serialize;
+
+use crate::pysource::{self, File, Scope};
 
 /// A text file of a package: a `.py` module or a `.json` data file.
 #[derive(Debug, Clone)]
@@ -117,76 +122,16 @@ impl Preload {
     }
 }
 
-/// One line of Python, as far as the scan needs it.
-struct Line<'a> {
-    number: usize,
-    indent: usize,
-    code: &'a str,
-}
-
-/// The logical lines of a Python file (comments and blank lines dropped, continuation lines kept
-/// as they are: an argument list spread over lines still names its strings on one of them).
-fn lines(text: &str) -> Vec<Line<'_>> {
-    text.lines()
-        .enumerate()
-        .filter_map(|(i, l)| {
-            let code = l.trim_start();
-            (!code.is_empty() && !code.starts_with('#')).then(|| Line {
-                number: i + 1,
-                indent: l.len() - code.len(),
-                code,
-            })
-        })
+/// String literals of a line (single or double quoted, no escapes needed for library names).
+fn literals(code: &str) -> Vec<&str> {
+    literals_with_rest(code)
+        .into_iter()
+        .map(|(s, _)| s)
         .collect()
 }
 
-/// The function a line is in, by indentation (`None`: module level, or a class body).
-fn enclosing_def(lines: &[Line], at: usize) -> Option<String> {
-    let mut indent = lines[at].indent;
-    for l in lines[..at].iter().rev() {
-        if l.indent < indent {
-            indent = l.indent;
-            if let Some(name) = def_name(l.code) {
-                return Some(name.to_string());
-            }
-            if indent == 0 {
-                return None;
-            }
-        }
-    }
-    None
-}
-
-fn def_name(code: &str) -> Option<&str> {
-    let rest = code
-        .strip_prefix("def ")
-        .or_else(|| code.strip_prefix("async def "))?;
-    let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_'))?;
-    Some(&rest[..end])
-}
-
-/// The names a line calls (`foo(`, `mod.foo(`): identifiers directly before a `(`.
-fn called_names(code: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    for (i, _) in code.match_indices('(') {
-        let head = &code[..i];
-        // Past the last character that is not part of a name (which may be several bytes long:
-        // torch's docstrings write `M×ceil_div(K)`).
-        let start = head
-            .char_indices()
-            .rev()
-            .find(|(_, c)| !(c.is_alphanumeric() || *c == '_'))
-            .map_or(0, |(p, c)| p + c.len_utf8());
-        let name = &head[start..];
-        if !name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit()) {
-            out.push(name);
-        }
-    }
-    out
-}
-
-/// String literals of a line (single or double quoted, no escapes needed for library names).
-fn literals(code: &str) -> Vec<&str> {
+/// String literals of a line, each with the text after it.
+fn literals_with_rest(code: &str) -> Vec<(&str, &str)> {
     let mut out = Vec::new();
     let bytes = code.as_bytes();
     let mut i = 0;
@@ -194,7 +139,7 @@ fn literals(code: &str) -> Vec<&str> {
         let q = bytes[i];
         if q == b'"' || q == b'\'' {
             if let Some(len) = code[i + 1..].find(q as char) {
-                out.push(&code[i + 1..i + 1 + len]);
+                out.push((&code[i + 1..i + 1 + len], &code[i + 2 + len..]));
                 i += len + 2;
                 continue;
             }
@@ -227,118 +172,157 @@ fn is_library_name(s: &str) -> bool {
 
 /// A load call found in a file.
 struct Call {
-    file: usize,
-    line: usize,
-    /// The function it is in.
-    within: Option<String>,
+    /// The file and the function it is in.
+    scope: Scope,
+    /// Its statement in the file.
+    stmt: usize,
     mechanism: Mechanism,
     /// cuda-pathfinder's literal argument; the package loader's name.
     argument: Option<String>,
 }
 
+/// What a package's Python does at import, as far as loading goes.
+#[derive(Debug, Clone, Default)]
+pub struct Scan {
+    /// The libraries it loads ([`preloads`]).
+    pub preloads: Vec<Preload>,
+    /// Modules outside the package that its import imports (`torch` for bitsandbytes), each
+    /// with the `file:line` of the first import: their own import runs first, and can fail.
+    pub imports: Vec<(String, String)>,
+}
+
 /// Every preload the sources show, for a package of CUDA major `cuda_major` (cuda-pathfinder
 /// names are resolved to that major's SONAMEs).
 pub fn preloads(sources: &[Source], catalog: &Catalog, cuda_major: Option<u32>) -> Vec<Preload> {
-    let py: Vec<(usize, Vec<Line>)> = sources
+    scan(sources, catalog, cuda_major).preloads
+}
+
+/// The library names a scope writes (`"libcudart.so.12"`, and those of the `.json` files it
+/// names), each with its place. A name that is only tested against (`"libcudart.so" in maps`)
+/// is not one it loads.
+fn names_in(sources: &[Source], file: &File, scope: Option<usize>) -> Vec<(String, String)> {
+    let mut named = Vec::new();
+    for (si, s) in file.stmts.iter().enumerate() {
+        if file.scope[si] != scope || file.excluded[si] {
+            continue;
+        }
+        for (number, code) in &s.lines {
+            for (s, after) in literals_with_rest(code) {
+                let after = after.trim_start();
+                if after.starts_with("in ") || after.starts_with("not in ") {
+                    continue;
+                }
+                if is_library_name(s) {
+                    named.push((s.to_string(), format!("{}:{number}", file.path)));
+                } else if s.ends_with(".json") {
+                    named.extend(json_names(sources, file.path, s));
+                }
+            }
+        }
+    }
+    named
+}
+
+/// Every preload and outside import the sources show, for a package of CUDA major `cuda_major`.
+/// What runs at import is read by [`pysource::reach`]: the module-level code of the modules the
+/// import of the package's top-level modules reaches, and the functions that code calls.
+pub fn scan(sources: &[Source], catalog: &Catalog, cuda_major: Option<u32>) -> Scan {
+    let py: Vec<(usize, File)> = sources
         .iter()
         .enumerate()
         .filter(|(_, s)| s.path.ends_with(".py"))
-        .map(|(i, s)| (i, lines(&s.text)))
+        .map(|(i, s)| (i, pysource::read_file(&s.path, &s.text)))
         .collect();
-    // Load calls, and the functions each function calls.
-    let mut calls = Vec::new();
-    let mut calls_from: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let mut module_level: BTreeSet<String> = BTreeSet::new();
+    let files: Vec<File> = py.into_iter().map(|(_, f)| f).collect();
     // The catalog's wheel loaders, as the text of their call (`librmm.load_library(`), made once.
     let loaders: Vec<(String, &str)> = catalog
         .python_loaders()
         .into_iter()
         .map(|f| (format!("{f}("), f))
         .collect();
-    for (fi, ls) in &py {
-        for (li, l) in ls.iter().enumerate() {
-            let within = enclosing_def(ls, li);
-            let names = called_names(l.code);
-            let is_def = def_name(l.code).is_some();
-            if !is_def {
-                match &within {
-                    Some(f) => calls_from
-                        .entry(f.clone())
-                        .or_default()
-                        .extend(names.iter().map(|n| n.to_string())),
-                    None => module_level.extend(names.iter().map(|n| n.to_string())),
-                }
-            }
-            // A statement, not a definition or an import, may call a loader.
-            if is_def || l.code.starts_with("import ") {
+    let mut calls = Vec::new();
+    for (fi, f) in files.iter().enumerate() {
+        for (si, st) in f.stmts.iter().enumerate() {
+            let code = st.bare.as_str();
+            // A statement, not a definition or an import, may call a loader; never one under a
+            // branch that does not run on Linux.
+            if f.excluded[si]
+                || pysource::def_name(code).is_some()
+                || code.starts_with("import ")
+                || code.starts_with("from ")
+            {
                 continue;
             }
-            for (call, f) in &loaders {
-                if l.code.contains(call.as_str()) {
+            let scope = (fi, f.scope[si]);
+            for (call, name) in &loaders {
+                if code.contains(call.as_str()) {
                     calls.push(Call {
-                        file: *fi,
-                        line: l.number,
-                        within: within.clone(),
+                        scope,
+                        stmt: si,
                         mechanism: Mechanism::PackageLoader,
-                        argument: Some(f.to_string()),
+                        argument: Some(name.to_string()),
                     });
                 }
             }
-            let mechanism = if l.code.contains("load_nvidia_dynamic_lib(") {
+            let mechanism = if code.contains("load_nvidia_dynamic_lib(") {
                 Mechanism::CudaPathfinder
-            } else if LOAD_CALLS[..3].iter().any(|c| l.code.contains(c)) {
+            } else if LOAD_CALLS[..3].iter().any(|c| code.contains(c)) {
                 Mechanism::Ctypes
             } else {
                 continue;
             };
+            // cuda-pathfinder's argument, when it is a literal: read off the line that calls it.
             let argument = (mechanism == Mechanism::CudaPathfinder)
                 .then(|| {
-                    let after = l.code.split("load_nvidia_dynamic_lib(").nth(1)?;
-                    let quoted = after.trim_start().starts_with(['"', '\'']);
-                    literals(after)
-                        .first()
-                        .filter(|_| quoted)
-                        .map(|a| a.to_string())
+                    st.lines.iter().find_map(|(_, l)| {
+                        let after = l.split("load_nvidia_dynamic_lib(").nth(1)?;
+                        let quoted = after.trim_start().starts_with(['"', '\'']);
+                        literals(after)
+                            .first()
+                            .filter(|_| quoted)
+                            .map(|a| a.to_string())
+                    })
                 })
                 .flatten();
             calls.push(Call {
-                file: *fi,
-                line: l.number,
-                within,
+                scope,
+                stmt: si,
                 mechanism,
                 argument,
             });
         }
     }
-    // Functions reached from module-level code, by name (an approximation: two functions of the
-    // same name are one).
-    let mut reached = module_level.clone();
-    let mut todo: Vec<String> = reached.iter().cloned().collect();
-    while let Some(f) = todo.pop() {
-        for g in calls_from.get(&f).into_iter().flatten() {
-            if reached.insert(g.clone()) {
-                todo.push(g.clone());
-            }
-        }
-    }
-    let is_reached = |c: &Call| c.within.as_ref().is_none_or(|f| reached.contains(f));
-    // The public function that leads to a call, for calls not reached at import.
+    let reach = pysource::reach(&files);
+    let def_of = |s: Scope| -> Option<String> {
+        let d = s.1?;
+        pysource::def_name(&files[s.0].stmts[d].bare).map(str::to_string)
+    };
+    // The public function that leads to a call, for calls not reached at import: up the
+    // callers while there is one.
     let entry_of = |c: &Call| -> Option<String> {
-        let mut f = c.within.clone()?;
+        let mut f = c.scope;
+        f.1?;
         for _ in 0..8 {
-            let callers: Vec<&String> = calls_from
-                .iter()
-                .filter(|(_, gs)| gs.contains(&f))
-                .map(|(k, _)| k)
+            let callers: Vec<&Scope> = reach
+                .callers
+                .get(&f)
+                .into_iter()
+                .flatten()
+                .filter(|s| s.1.is_some() && **s != f)
                 .collect();
             match callers.as_slice() {
-                [one] => f = (*one).clone(),
+                [one] => f = **one,
                 _ => break,
             }
         }
-        Some(f)
+        def_of(f)
     };
-    let place = |fi: usize, line: usize| format!("{}:{line}", sources[fi].path);
+    let place = |c: &Call| {
+        format!(
+            "{}:{}",
+            files[c.scope.0].path, files[c.scope.0].stmts[c.stmt].number
+        )
+    };
     let mut out: Vec<Preload> = Vec::new();
     let mut push = |p: Preload| {
         if !out
@@ -348,9 +332,9 @@ pub fn preloads(sources: &[Source], catalog: &Catalog, cuda_major: Option<u32>) 
             out.push(p);
         }
     };
-    let mut named_in: BTreeMap<usize, Vec<(String, String)>> = BTreeMap::new();
+    let mut named_for: BTreeMap<Scope, Vec<(String, String)>> = BTreeMap::new();
     for c in &calls {
-        let at_import = is_reached(c);
+        let at_import = reach.reached.contains(&c.scope);
         let on_call = if at_import { None } else { entry_of(c) };
         match c.mechanism {
             Mechanism::PackageLoader => {
@@ -358,8 +342,8 @@ pub fn preloads(sources: &[Source], catalog: &Catalog, cuda_major: Option<u32>) 
                 push(Preload {
                     name: format!("{f}()"),
                     sonames: catalog.python_loader_sonames(f),
-                    named_at: place(c.file, c.line),
-                    loaded_at: place(c.file, c.line),
+                    named_at: place(c),
+                    loaded_at: place(c),
                     mechanism: c.mechanism,
                     at_import,
                     on_call,
@@ -371,29 +355,66 @@ pub fn preloads(sources: &[Source], catalog: &Catalog, cuda_major: Option<u32>) 
                 push(Preload {
                     name: name.clone(),
                     sonames,
-                    named_at: place(c.file, c.line),
-                    loaded_at: place(c.file, c.line),
+                    named_at: place(c),
+                    loaded_at: place(c),
                     mechanism: c.mechanism,
                     at_import,
                     on_call,
                 });
             }
             Mechanism::Ctypes => {
-                // The names written in the same file, and in the data files it names: read
-                // once per file, whatever its number of calls.
-                let named = named_in.entry(c.file).or_insert_with(|| {
-                    let (fi, ls) = py.iter().find(|(i, _)| *i == c.file).expect("a .py file");
-                    let mut named: Vec<(String, String)> = Vec::new();
-                    for l in ls {
-                        for s in literals(l.code) {
-                            if is_library_name(s) {
-                                named.push((s.to_string(), place(*fi, l.number)));
-                            } else if s.ends_with(".json") {
-                                named.extend(json_names(sources, &sources[*fi].path, s));
+                // The names the call's own function writes; else those of the functions it
+                // calls in the same file (onnxruntime's `_get_nvidia_dll_paths()`), else those
+                // of its callers there, nearest first (torch's `_preload_cuda_lib(folder,
+                // name)` gets its names from `_preload_cuda_deps`).
+                let named = named_for.entry(c.scope).or_insert_with(|| {
+                    let file = &files[c.scope.0];
+                    let own = names_in(sources, file, c.scope.1);
+                    if !own.is_empty() {
+                        return own;
+                    }
+                    let mut seen = BTreeSet::from([c.scope]);
+                    // Callees, two deep.
+                    let mut level: Vec<Scope> = vec![c.scope];
+                    let mut found = Vec::new();
+                    for _ in 0..2 {
+                        let mut next = Vec::new();
+                        for (callee, by) in &reach.callers {
+                            if callee.0 == c.scope.0
+                                && level.iter().any(|l| by.contains(l))
+                                && seen.insert(*callee)
+                            {
+                                next.push(*callee);
                             }
                         }
+                        next.sort();
+                        for s in &next {
+                            found.extend(names_in(sources, file, s.1));
+                        }
+                        if !found.is_empty() {
+                            return found;
+                        }
+                        level = next;
                     }
-                    named
+                    // Callers, four up.
+                    let mut level: Vec<Scope> = vec![c.scope];
+                    for _ in 0..4 {
+                        let mut next: Vec<Scope> = level
+                            .iter()
+                            .flat_map(|l| reach.callers.get(l).into_iter().flatten())
+                            .filter(|s| s.0 == c.scope.0 && seen.insert(**s))
+                            .copied()
+                            .collect();
+                        next.sort();
+                        for s in &next {
+                            found.extend(names_in(sources, file, s.1));
+                        }
+                        if !found.is_empty() || next.is_empty() {
+                            break;
+                        }
+                        level = next;
+                    }
+                    found
                 });
                 for (name, named_at) in named.iter().cloned() {
                     let sonames = if name.contains(['*', '?', '[']) || !name.contains(".so.") {
@@ -405,7 +426,7 @@ pub fn preloads(sources: &[Source], catalog: &Catalog, cuda_major: Option<u32>) 
                         name,
                         sonames,
                         named_at,
-                        loaded_at: place(c.file, c.line),
+                        loaded_at: place(c),
                         mechanism: c.mechanism,
                         at_import,
                         on_call: on_call.clone(),
@@ -419,7 +440,10 @@ pub fn preloads(sources: &[Source], catalog: &Catalog, cuda_major: Option<u32>) 
     let mut seen = BTreeSet::new();
     out.retain(|p| seen.insert(p.name.clone()));
     out.sort_by(|a, b| a.named_at.cmp(&b.named_at));
-    out
+    Scan {
+        preloads: out,
+        imports: reach.external,
+    }
 }
 
 /// The library names in the `.json` file `name` that the Python file `from` reads (looked for
@@ -623,6 +647,7 @@ for target in preload_targets:
         let cat = Catalog::builtin();
         let p = preloads(
             &[
+                src("faiss/__init__.py", "from .loader import *\n"),
                 src("faiss/loader.py", loader),
                 src("faiss/_preload_library.json", json),
             ],
@@ -693,14 +718,27 @@ def load_library():
     load_nvidia_dynamic_lib("cufile")
 "#;
         let init = "import librmm\nlibrmm.load_library()\n";
+        let librmm = "from librmm.load import load_library\n";
         let cat = Catalog::builtin();
         // Alone, librmm's loader runs only when load_library() is called.
-        let p = preloads(&[src("librmm/load.py", load)], &cat, Some(12));
+        let p = preloads(
+            &[
+                src("librmm/__init__.py", librmm),
+                src("librmm/load.py", load),
+            ],
+            &cat,
+            Some(12),
+        );
         assert!(p.iter().all(|p| !p.at_import), "{p:?}");
         assert_eq!(p[0].on_call.as_deref(), Some("load_library"));
-        // With rmm's __init__, which calls it at import, it runs at import.
+        // With rmm's __init__, which calls it at import, it runs at import: the call is
+        // resolved through librmm's re-export of the function.
         let p = preloads(
-            &[src("librmm/load.py", load), src("rmm/__init__.py", init)],
+            &[
+                src("librmm/__init__.py", librmm),
+                src("librmm/load.py", load),
+                src("rmm/__init__.py", init),
+            ],
             &cat,
             Some(12),
         );
@@ -740,6 +778,7 @@ def load_library():
 
     #[test]
     fn names_after_characters_of_several_bytes() {
+        use crate::pysource::called_names;
         // torch/_inductor/…/dense_blockscaled_gemm_persistent.py:78 (a docstring) made the scan
         // slice inside `×`.
         assert_eq!(
@@ -777,6 +816,123 @@ _load_global_deps()
         assert_eq!(p.len(), 2);
         assert!(p[0].loads("libcublas.so.13") && !p[0].loads("libcublasLt.so.13"));
         assert!(p[0].at_import);
+    }
+
+    #[test]
+    fn only_what_runs_on_linux_at_import() {
+        // The shapes of torch 2.15.0's torch/__init__.py, torch/cuda/_utils.py and
+        // torch/_inductor/codecache.py (abridged): a Windows-only loader, a name that is only
+        // tested against, a ROCm helper nobody calls at import, a module the import never runs.
+        let init = r#"import ctypes
+import sys
+from torch.cuda import _utils
+if sys.platform == "win32":
+    def _load_dll_libraries():
+        ctypes.CDLL("vcruntime140.dll")
+        kernel32.LoadLibraryW(dll)
+    _load_dll_libraries()
+
+def _preload_cuda_lib(lib_folder, lib_name):
+    ctypes.CDLL(lib_path)
+
+def _preload_cuda_deps(required=True):
+    cuda_libs = [
+        ("cublas", "libcublas.so.*[0-9]"),
+        ("cudnn", "libcudnn.so.*[0-9]"),
+    ]
+    for f, n in cuda_libs:
+        _preload_cuda_lib(f, n)
+
+def _load_global_deps():
+    ctypes.CDLL(global_deps_lib_path, mode=ctypes.RTLD_GLOBAL)
+    if "libcudart.so" not in _maps:
+        return
+    _preload_cuda_deps(required=False)
+
+_load_global_deps()
+"""A docstring that says ctypes.CDLL("libfoo.so.1")."""
+"#;
+        let utils = r#"import ctypes
+def _get_hip_runtime_library():
+    lib = ctypes.CDLL("libamdhip64.so")
+def _get_gpu_runtime_library():
+    return _get_hip_runtime_library()
+"#;
+        let codecache = "import ctypes\nctypes.CDLL(\"libStandaloneHalideRuntime.so\")\n";
+        let p = preloads(
+            &[
+                src("torch/__init__.py", init),
+                src("torch/cuda/__init__.py", "import sys\n"),
+                src("torch/cuda/_utils.py", utils),
+                src("torch/_inductor/codecache.py", codecache),
+            ],
+            &Catalog::builtin(),
+            Some(13),
+        );
+        let got: Vec<(&str, &str, bool, Option<&str>)> = p
+            .iter()
+            .map(|p| {
+                (
+                    p.name.as_str(),
+                    p.loaded_at.as_str(),
+                    p.at_import,
+                    p.on_call.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("libcublas.so.*[0-9]", "torch/__init__.py:11", true, None),
+                ("libcudnn.so.*[0-9]", "torch/__init__.py:11", true, None),
+                (
+                    "libStandaloneHalideRuntime.so",
+                    "torch/_inductor/codecache.py:2",
+                    false,
+                    None
+                ),
+                (
+                    "libamdhip64.so",
+                    "torch/cuda/_utils.py:3",
+                    false,
+                    Some("_get_gpu_runtime_library")
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn outside_imports_at_import() {
+        // bitsandbytes' __init__ imports torch first: torch's own import runs before its code.
+        let init = "import torch\nfrom . import cuda_specs\ndef later():\n    import scipy\n";
+        let s = scan(
+            &[
+                src("bitsandbytes/__init__.py", init),
+                src(
+                    "bitsandbytes/cuda_specs.py",
+                    "import ctypes as ct\nfrom typing import Optional\n",
+                ),
+            ],
+            &Catalog::builtin(),
+            Some(12),
+        );
+        assert_eq!(
+            s.imports,
+            vec![
+                (
+                    "torch".to_string(),
+                    "bitsandbytes/__init__.py:1".to_string()
+                ),
+                (
+                    "ctypes".to_string(),
+                    "bitsandbytes/cuda_specs.py:1".to_string()
+                ),
+                (
+                    "typing".to_string(),
+                    "bitsandbytes/cuda_specs.py:2".to_string()
+                ),
+            ]
+        );
     }
 
     #[test]

@@ -254,6 +254,11 @@ pub struct Patched {
     pub needed_replaced: Vec<(String, String)>,
     /// Patched without moving anything (the new strings fit in place).
     pub in_place: bool,
+    /// Its size before and after, in bytes: a layout change moves the dynamic tables to a new
+    /// segment and leaves their old bytes unused in the file.
+    pub size_before: u64,
+    /// See `size_before`.
+    pub size_after: u64,
 }
 
 /// Repairs every wheel; one that cannot be read or written becomes an error entry.
@@ -531,6 +536,7 @@ fn patch_files(
                 };
                 let p = cudist_elf::patch::apply(&data, edits)
                     .with_context(|| format!("cannot patch {elf_path}"))?;
+                let (size_before, size_after) = (data.len() as u64, p.data.len() as u64);
                 Ok((
                     member,
                     p.data,
@@ -540,6 +546,8 @@ fn patch_files(
                         rpath_removed: removed.clone(),
                         needed_replaced: replaced.clone(),
                         in_place: p.in_place,
+                        size_before,
+                        size_after,
                     },
                 ))
             },

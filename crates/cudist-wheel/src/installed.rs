@@ -15,6 +15,9 @@ pub struct Installed {
     /// The name as `METADATA` spells it.
     pub name: String,
     pub version: String,
+    /// The distributions its `Requires-Dist` names (normalised, markers and extras not
+    /// weighed): what the package says it needs.
+    pub requires: Vec<String>,
     /// The `.dist-info` directory.
     pub dist_info: PathBuf,
     /// The `RECORD` rows, paths relative to the site-packages directory.
@@ -56,10 +59,17 @@ fn scan_with(site: &Path, read_record: bool) -> io::Result<Vec<Installed>> {
         let meta = String::from_utf8_lossy(&meta);
         let mut name = None;
         let mut version = None;
+        let mut requires = Vec::new();
         for (k, v) in header_fields(&meta) {
             match k.as_str() {
                 "name" if name.is_none() => name = Some(v),
                 "version" if version.is_none() => version = Some(v),
+                "requires-dist" => {
+                    let end = v
+                        .find(|c: char| !(c.is_alphanumeric() || "-_.".contains(c)))
+                        .unwrap_or(v.len());
+                    requires.push(normalise(&v[..end]));
+                }
                 _ => {}
             }
         }
@@ -77,6 +87,7 @@ fn scan_with(site: &Path, read_record: bool) -> io::Result<Vec<Installed>> {
         out.push(Installed {
             name,
             version,
+            requires,
             dist_info,
             record,
         });

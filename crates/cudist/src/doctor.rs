@@ -143,6 +143,15 @@ fn render_verdict(s: &mut String, r: &Report, style: Style) {
     for reason in &r.verdict.reasons {
         s.push_str(&format!("  - {reason}\n"));
     }
+    for w in &r.imported_with {
+        s.push_str(&format!(
+            "  {}\n",
+            style.dim(&format!(
+                "importing {} imports {} ({}): its files and preloads are judged too",
+                w.by, w.package, w.at
+            ))
+        ));
+    }
 }
 
 /// The machine judged for.
@@ -190,23 +199,28 @@ fn render_host(s: &mut String, h: &host::Host, style: Style) {
     }
 }
 
-/// The libraries a known package loads itself, and where they were found.
+/// The libraries a known package loads itself, and where they were found: one heading per
+/// package and loader.
 fn render_runtime_loads(s: &mut String, r: &Report, style: Style) {
-    if let Some(first) = r.runtime_loads.first() {
-        s.push_str(&format!(
-            "\nloaded by {} itself ({}), before its modules:\n",
-            first.package, first.loader
-        ));
-        for l in &r.runtime_loads {
-            match &l.path {
-                Some(p) => s.push_str(&format!(
-                    "  {:<28} {}  ({})\n",
-                    l.soname,
-                    p.display(),
-                    l.found_by.as_deref().unwrap_or("?")
-                )),
-                None => s.push_str(&format!("  {:<28} {}\n", l.soname, style.red("not found"))),
-            }
+    let mut heading: Option<(&str, &str)> = None;
+    for l in &r.runtime_loads {
+        // The call, without where each name is written (faiss names each in its JSON file).
+        let call = l.loader.split(" (named at ").next().unwrap_or(&l.loader);
+        if heading != Some((l.package.as_str(), call)) {
+            heading = Some((l.package.as_str(), call));
+            s.push_str(&format!(
+                "\nloaded by {} itself ({call}), before its modules:\n",
+                l.package
+            ));
+        }
+        match &l.path {
+            Some(p) => s.push_str(&format!(
+                "  {:<28} {}  ({})\n",
+                l.soname,
+                p.display(),
+                l.found_by.as_deref().unwrap_or("?")
+            )),
+            None => s.push_str(&format!("  {:<28} {}\n", l.soname, style.red("not found"))),
         }
     }
 }

@@ -216,6 +216,13 @@ fn render(r: &Report, style: crate::util::Style) -> String {
             for (a, b) in &p.needed_replaced {
                 what.push(format!("NEEDED {a} -> {b}"));
             }
+            // A layout change: say what the growth is, so nobody takes it for bloat added.
+            if p.size_after > p.size_before + 4096 {
+                what.push(format!(
+                    "+{} (the dynamic tables moved to a new segment; their old bytes stay, unused)",
+                    human_bytes(p.size_after - p.size_before)
+                ));
+            }
             let _ = writeln!(out, "  patched   {}: {}", p.path, what.join("; "));
         }
         if !w.platform.tags.is_empty() {

@@ -724,9 +724,20 @@ fn preloads_and_tiers_agree_with_a_real_import() {
         ],
     );
     let python = venv.join("bin/python");
-    let real_import = || {
+    // A package whose import imports pkg: doctor follows the import into pkg.
+    std::fs::create_dir_all(site.join("user")).unwrap();
+    std::fs::write(site.join("user/__init__.py"), "import pkg\n").unwrap();
+    // pkg's metadata names its CUDA wheel: the fix doctor suggests.
+    let dist = site.join("pkg_cu12-1.0.dist-info");
+    std::fs::create_dir_all(&dist).unwrap();
+    std::fs::write(
+        dist.join("METADATA"),
+        "Metadata-Version: 2.1\nName: pkg-cu12\nVersion: 1.0\nRequires-Dist: nvidia-cublas-cu12 ; platform_system == \"Linux\"\n",
+    )
+    .unwrap();
+    let real_import_of = |module: &str| {
         let o = std::process::Command::new(&python)
-            .args(["-c", "import pkg"])
+            .args(["-c", &format!("import {module}")])
             .env_remove("LD_LIBRARY_PATH")
             .output()
             .unwrap();
@@ -738,7 +749,8 @@ fn preloads_and_tiers_agree_with_a_real_import() {
             err,
         )
     };
-    let doctor = || {
+    let real_import = || real_import_of("pkg");
+    let doctor_of = |module: &str| {
         let o = std::process::Command::new(env!("CARGO_BIN_EXE_cudist"))
             .args([
                 "doctor",
@@ -746,7 +758,7 @@ fn preloads_and_tiers_agree_with_a_real_import() {
                 "--ld-library-path",
                 "",
                 "--import",
-                "pkg",
+                module,
                 "--python",
             ])
             .arg(&python)
@@ -756,6 +768,7 @@ fn preloads_and_tiers_agree_with_a_real_import() {
             serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
         (o.status.code(), v)
     };
+    let doctor = || doctor_of("pkg");
     let (loaded, err) = real_import();
     assert!(loaded, "{err}");
     let (_, v) = doctor();
@@ -808,4 +821,19 @@ fn preloads_and_tiers_agree_with_a_real_import() {
             .starts_with("pkg loads libcublas.so.12 at import (pkg/loader.py:5")),
         "{v:#}"
     );
+    // Imported through another package, the same: the real import fails, and doctor follows
+    // `import pkg` and names the wheel pkg declares.
+    let (loaded, err) = real_import_of("user");
+    assert!(!loaded && err.contains("libcublas.so.12"), "{err}");
+    let (code, v) = doctor_of("user");
+    assert_eq!(code, Some(1));
+    assert_eq!(v["verdict"]["status"], "will-fail-to-load", "{v:#}");
+    let first = v["verdict"]["reasons"][0].as_str().unwrap();
+    assert!(
+        first.starts_with(
+            "pkg (imported by user at user/__init__.py:1) loads libcublas.so.12 at import"
+        ) && first.ends_with("install nvidia-cublas-cu12"),
+        "{v:#}"
+    );
+    assert_eq!(v["imported_with"][0]["package"], "pkg");
 }

@@ -624,6 +624,31 @@ fn packages_that_load_their_own_libraries() {
     );
     assert_eq!(cudart["preload"]["loaded_at"], "faiss/loader.py:47");
     assert_eq!(cudart["declared_by"], "nvidia-cuda-runtime-cu12");
+    // Repaired: its 64 MB libfaiss (already rewritten once by auditwheel's patchelf) needs a
+    // layout change for the new search path, which moves its dynamic tables; the growth is
+    // reported, and the writer's bound allows for every table it moves.
+    let out = tempfile::tempdir().unwrap();
+    let o = cudist(&[
+        "repair",
+        "--json",
+        "-w",
+        out.path().to_str().unwrap(),
+        w.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let lib = r["wheels"][0]["patched"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["path"].as_str().unwrap().contains("libfaiss-"))
+        .expect("libfaiss patched")
+        .clone();
+    let grew = lib["size_after"].as_u64().unwrap() - lib["size_before"].as_u64().unwrap();
+    assert!(
+        lib["in_place"] == false && grew > 1 << 20 && grew < 4 << 20,
+        "{lib:#}"
+    );
 
     // bitsandbytes: one library per CUDA release, each judged alone; repair requires none.
     let w = find_wheel(&dir, "bitsandbytes-0.50.2");

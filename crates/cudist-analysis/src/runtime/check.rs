@@ -63,6 +63,9 @@ pub struct Report {
     pub files: Vec<FileReport>,
     /// What known packages (`--import`) load themselves at run time, found as their loader would.
     pub runtime_loads: Vec<RuntimeLoad>,
+    /// Packages outside those asked for that their import imports first (bitsandbytes imports
+    /// torch), judged with them.
+    pub imported_with: Vec<ImportedWith>,
     /// Without paths: the CUDA installations visible, and their conflicts.
     pub installations: Vec<machine::Installation>,
     /// Libraries visible in several CUDA majors at once.
@@ -92,20 +95,31 @@ pub enum Status {
 pub struct Verdict {
     /// The worst status of the reasons.
     pub status: Status,
-    /// Each reason, naming the file.
+    /// Each reason, naming the file: the worst first (those that decide the status lead), in
+    /// the order found among equals.
     pub reasons: Vec<String>,
+    /// The status of each reason.
+    #[serde(skip)]
+    statuses: Vec<Status>,
 }
 
 impl Verdict {
     fn add(&mut self, status: Status, reason: String) {
         self.status = self.status.max(status);
-        self.reasons.push(reason);
+        let at = self
+            .statuses
+            .iter()
+            .position(|s| *s < status)
+            .unwrap_or(self.statuses.len());
+        self.reasons.insert(at, reason);
+        self.statuses.insert(at, status);
     }
 
     /// Adds another verdict's reasons (one file's, to the whole report's).
     fn merge(&mut self, other: Verdict) {
-        self.status = self.status.max(other.status);
-        self.reasons.extend(other.reasons);
+        for (r, s) in other.reasons.into_iter().zip(other.statuses) {
+            self.add(s, r);
+        }
     }
 }
 
@@ -241,6 +255,89 @@ pub struct RuntimeLoad {
     pub tried: Vec<PathBuf>,
     /// The wheel that provides it, for the fix.
     pub pip: Option<String>,
+}
+
+/// A package an `--import` package imports when it is imported, judged with it.
+#[derive(Debug, Serialize)]
+pub struct ImportedWith {
+    /// The top-level module imported (`torch`).
+    pub package: String,
+    /// The package whose import imports it (`bitsandbytes`).
+    pub by: String,
+    /// The import statement (`bitsandbytes/__init__.py:3`).
+    pub at: String,
+    /// Where it is installed.
+    pub path: PathBuf,
+}
+
+/// How many imports deep doctor follows packages into other packages.
+const MAX_FOLLOW: usize = 3;
+
+/// ` (imported by bitsandbytes at bitsandbytes/__init__.py:3)` for a followed package.
+fn imported_by(with: &[ImportedWith], name: &str) -> String {
+    with.iter()
+        .find(|w| w.package == name)
+        .map(|w| format!(" (imported by {} at {})", w.by, w.at))
+        .unwrap_or_default()
+}
+
+/// Where an outside import of a package is installed, when it is a package of a site-packages
+/// directory: found in the venv without starting the interpreter, else in its search path when
+/// that was asked for already. The standard library is not followed.
+fn outside_package(
+    python: &Path,
+    search_path: Option<&[PathBuf]>,
+    module: &str,
+) -> Option<PathBuf> {
+    if let Some(p) = venv_package(python, module) {
+        return Some(p);
+    }
+    let found = pyfind::find(search_path?, module)?;
+    let in_site = found.components().any(|c| {
+        matches!(
+            c.as_os_str().to_str(),
+            Some("site-packages" | "dist-packages")
+        )
+    });
+    (in_site && found.is_dir()).then_some(found)
+}
+
+/// The distributions that the installed distribution(s) of import `name` declare in
+/// `Requires-Dist` (normalised): a distribution provides the import when its name is the
+/// import's or starts with it (`rmm-cu12` for `rmm`, `faiss-gpu-cu12` for `faiss`).
+fn declared_requirements(site: &Path, name: &str) -> Vec<String> {
+    let import = cudist_wheel::installed::normalise(name);
+    let prefix = format!("{import}-");
+    cudist_wheel::installed::scan_names(site)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|d| {
+            let n = cudist_wheel::installed::normalise(&d.name);
+            n == import || n.starts_with(&prefix)
+        })
+        .flat_map(|d| d.requires)
+        .collect()
+}
+
+/// The wheel to install for a missing library: of the CUDA major whose wheel the package
+/// declares, else of `major`, else of the newest major that has the SONAME.
+fn wheel_for(
+    soname: &str,
+    declared: &[String],
+    major: Option<u32>,
+    catalog: &Catalog,
+) -> Option<String> {
+    let pip_of = |m: Option<u32>| {
+        catalog
+            .library_by_soname_hinted(soname, m)
+            .and_then(|l| l.major.pip.clone())
+    };
+    catalog
+        .majors_of(soname)
+        .into_iter()
+        .filter_map(|m| pip_of(Some(m)))
+        .find(|p| declared.contains(&cudist_wheel::installed::normalise(p)))
+        .or_else(|| pip_of(major))
 }
 
 /// The catalog package installed at `site` that provides import `name`.
@@ -847,9 +944,14 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     // asked only for its search path, started now so it runs while the machine is read.
     let mut pending: Vec<String> = Vec::new();
     let mut imports: Vec<(String, PathBuf)> = Vec::new();
+    // How many imports away from one asked for each package is (0: asked for).
+    let mut depth_of: Vec<usize> = Vec::new();
     for n in &args.imports {
         match venv_package(&python, n) {
-            Some(p) => imports.push((n.clone(), p)),
+            Some(p) => {
+                imports.push((n.clone(), p));
+                depth_of.push(0);
+            }
             None => pending.push(n.clone()),
         }
     }
@@ -878,16 +980,20 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         ld_library_path: env.ld_library_path.clone(),
         files: Vec::new(),
         runtime_loads: Vec::new(),
+        imported_with: Vec::new(),
         installations: Vec::new(),
         conflicts: Vec::new(),
     };
     if report.host.driver.is_some() && report.host.gpus.is_empty() {
         report.host.notes.push("no GPU known: the device code is not checked (`--host FILE` checks it for a described machine)".into());
     }
-    if let Some(child) = path_child {
-        let path = pyfind::search_path(child, &python)?;
+    let path = match path_child {
+        Some(child) => Some(pyfind::search_path(child, &python)?),
+        None => None,
+    };
+    if let Some(path) = &path {
         for name in pending {
-            let Some(found) = pyfind::find(&path, &name) else {
+            let Some(found) = pyfind::find(path, &name) else {
                 bail!(
                     "{name} is not installed for {} (looked in its search path, as import \
                      would, without running any package code)",
@@ -895,7 +1001,45 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 );
             };
             imports.push((name, found));
+            depth_of.push(0);
         }
+    }
+    // What each imported package's own Python does at import ([`crate::loads`]): the libraries
+    // it loads, and the packages it imports first (bitsandbytes imports torch), which are judged
+    // too: their import runs before the package's own code, and fails the same way.
+    let search_path = path.as_deref();
+    let mut scans: Vec<(Vec<preload::Dynamic>, crate::loads::Scan)> = Vec::new();
+    let mut i = 0;
+    while i < imports.len() {
+        let dir = imports[i].1.clone();
+        let files = preload::dynamic(&crate::elf_files::loadable(&dir).unwrap_or_default());
+        let sources = preload::package_sources(&dir);
+        let scan = crate::loads::scan(&sources, catalog, preload::cuda_major(&files, catalog));
+        let depth = depth_of[i];
+        if depth < MAX_FOLLOW {
+            for (module, at) in &scan.imports {
+                if imports.iter().any(|(n, _)| n == module) {
+                    continue;
+                }
+                let Some(found) = outside_package(&python, search_path, module) else {
+                    continue;
+                };
+                // Only packages with ELF files can fail to load, or import one that can.
+                if crate::elf_files::loadable(&found).map_or(true, |f| f.is_empty()) {
+                    continue;
+                }
+                report.imported_with.push(ImportedWith {
+                    package: module.clone(),
+                    by: imports[i].0.clone(),
+                    at: at.clone(),
+                    path: found.clone(),
+                });
+                imports.push((module.clone(), found));
+                depth_of.push(depth + 1);
+            }
+        }
+        scans.push((files, scan));
+        i += 1;
     }
     paths.extend(imports.iter().map(|(_, d)| d.clone()));
     // Known packages load CUDA libraries themselves before importing the modules that link
@@ -916,8 +1060,9 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 None => report.verdict.add(
                     Status::WillFailToLoad,
                     format!(
-                        "{} loads {} with {} at import: {}",
+                        "{}{} loads {} with {} at import: {}",
                         l.package,
+                        imported_by(&report.imported_with, name),
                         l.soname,
                         l.loader,
                         not_found(&l.tried, l.pip.as_deref())
@@ -927,15 +1072,16 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         }
         report.runtime_loads.extend(loads);
     }
-    // What each imported package's own Python loads at import ([`crate::loads`]), found where
-    // its code finds it.
+    // The libraries each package's Python loads at import, found where its code finds them.
     let mut package_preloads: Vec<crate::loads::Preload> = Vec::new();
     let mut package_files: Vec<preload::Dynamic> = Vec::new();
-    for (name, dir) in &imports {
+    for ((name, dir), (files, scan)) in imports.iter().zip(scans) {
         let Some(site) = dir.parent() else { continue };
-        let files = preload::dynamic(&crate::elf_files::loadable(dir).unwrap_or_default());
-        let sources = preload::package_sources(dir);
-        let found = crate::loads::preloads(&sources, catalog, preload::cuda_major(&files, catalog));
+        let found = scan.preloads;
+        // Which wheel provides a library the package cannot find: the one of the CUDA major
+        // it declares (rmm-cu12 requires librmm-cu12), else of the major its files link.
+        let declared = declared_requirements(site, name);
+        let major = preload::cuda_major(&files, catalog);
         for p in found.iter().filter(|p| p.at_import) {
             for f in preload::find(p, dir, site, &env, catalog) {
                 if report
@@ -945,15 +1091,14 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 {
                     continue;
                 }
-                let pip = catalog
-                    .library_by_soname(&f.name)
-                    .and_then(|m| m.major.pip.clone());
+                let pip = wheel_for(&f.name, &declared, major, catalog);
                 match &f.path {
                     Some(path) => preload.push(path.clone()),
                     None => report.verdict.add(
                         Status::WillFailToLoad,
                         format!(
-                            "{name} loads {} at import ({}): {}",
+                            "{name}{} loads {} at import ({}): {}",
+                            imported_by(&report.imported_with, name),
                             f.name,
                             p.place(),
                             not_found(&f.tried, pip.as_deref())

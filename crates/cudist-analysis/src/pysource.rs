@@ -1,0 +1,730 @@
+//! A package's Python read as far as loading goes, never run: its statements, the function each
+//! is in, the branches that never run on Linux, its imports, and which code runs when the package
+//! is imported (module-level code of the modules an import reaches, and the functions that code
+//! calls, resolved by name through the file's own definitions and its imports).
+//!
+//! Hand-written: no crate reads Python this way without a full parser, and a parser would not
+//! answer the question either. The reading is an approximation made to be safe in one direction:
+//! a call it cannot resolve (a method of an object, a function passed around) is not followed, so
+//! code is called "run at import" only when a chain of plain calls and imports leads to it. What
+//! it must get right is the shape real packages have: torch's `_load_global_deps()` called from
+//! `torch/__init__.py`, its Windows DLL loader under `if sys.platform == "win32":`, its ROCm
+//! helpers nobody calls at import; faiss' `from .loader import *`; RAPIDS' `librmm.load_library()`
+//! re-exported from `librmm/load.py`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// One statement: its first line, its indentation and its text.
+pub struct Stmt<'a> {
+    /// The number of its first physical line.
+    pub number: usize,
+    indent: usize,
+    /// Its physical lines outside multi-line strings, with their numbers (string literals are
+    /// read off these).
+    pub lines: Vec<(usize, &'a str)>,
+    /// The statement with the contents of its strings and its comments removed (`f("")`), its
+    /// lines joined by a space: calls, imports and definitions are read off this.
+    pub bare: String,
+}
+
+/// The statements of a Python file. A tokenizer as small as the question allows: strings (one-
+/// and three-quoted, with escapes) and comments are skipped, brackets and `\` join lines.
+pub fn statements(text: &str) -> Vec<Stmt<'_>> {
+    let mut out: Vec<Stmt> = Vec::new();
+    let mut triple: Option<&'static str> = None;
+    let mut depth = 0usize;
+    let mut backslash = false;
+    for (i, line) in text.lines().enumerate() {
+        let in_string = triple.is_some();
+        let starts = !in_string && depth == 0 && !backslash;
+        let code = line.trim_start();
+        if starts && (code.is_empty() || code.starts_with('#')) {
+            continue;
+        }
+        let bytes = line.as_bytes();
+        let mut bare: Vec<u8> = Vec::new();
+        let mut j = 0;
+        while j < bytes.len() {
+            if let Some(d) = triple {
+                if bytes[j..].starts_with(d.as_bytes()) {
+                    triple = None;
+                    bare.extend_from_slice(b"\"\"");
+                    j += 3;
+                } else {
+                    j += if bytes[j] == b'\\' { 2 } else { 1 };
+                }
+                continue;
+            }
+            match bytes[j] {
+                b'#' => break,
+                q @ (b'"' | b'\'') => {
+                    let three = if q == b'"' { "\"\"\"" } else { "'''" };
+                    if bytes[j..].starts_with(three.as_bytes()) {
+                        triple = Some(three);
+                        j += 3;
+                        continue;
+                    }
+                    // A one-line string: to its closing quote, past escaped characters.
+                    let mut k = j + 1;
+                    while k < bytes.len() && bytes[k] != q {
+                        k += if bytes[k] == b'\\' { 2 } else { 1 };
+                    }
+                    bare.extend_from_slice(b"\"\"");
+                    j = k + 1;
+                    continue;
+                }
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            bare.push(bytes[j]);
+            j += 1;
+        }
+        let bare = String::from_utf8(bare)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+        let bare = bare.trim();
+        backslash = triple.is_none() && bare.ends_with('\\');
+        let bare = bare.trim_end_matches('\\').trim_end();
+        if starts {
+            out.push(Stmt {
+                number: i + 1,
+                indent: line.len() - code.len(),
+                lines: vec![(i + 1, code)],
+                bare: bare.to_string(),
+            });
+        } else if let Some(s) = out.last_mut() {
+            if !in_string {
+                s.lines.push((i + 1, code));
+            }
+            if !bare.is_empty() {
+                s.bare.push(' ');
+                s.bare.push_str(bare);
+            }
+        }
+    }
+    out
+}
+
+/// The name a `def` statement defines.
+pub fn def_name(code: &str) -> Option<&str> {
+    let rest = code
+        .strip_prefix("def ")
+        .or_else(|| code.strip_prefix("async def "))?;
+    let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_'))?;
+    Some(&rest[..end])
+}
+
+/// The names a statement calls, with what they are called on (`foo(` → `foo`, `mod.foo(` →
+/// `mod.foo`, `x().foo(` → `.foo`): the dotted name directly before each `(`.
+pub fn called_names(code: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    for (i, _) in code.match_indices('(') {
+        let head = &code[..i];
+        // Past the last character that is not part of a dotted name (which may be several bytes
+        // long: torch's docstrings write `M×ceil_div(K)`).
+        let start = head
+            .char_indices()
+            .rev()
+            .find(|(_, c)| !(c.is_alphanumeric() || *c == '_' || *c == '.'))
+            .map_or(0, |(p, c)| p + c.len_utf8());
+        let name = &head[start..];
+        let last = name.rsplit('.').next().unwrap_or(name);
+        if !last.is_empty() && !last.starts_with(|c: char| c.is_ascii_digit()) {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// Where a condition holds, as far as the operating system goes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Os {
+    /// Only on Linux (`sys.platform == "linux"`, `platform.system() != "Windows"`).
+    Linux,
+    /// Never on Linux (`sys.platform == "win32"`, `os.name == "nt"`, `IS_MACOS`).
+    NotLinux,
+}
+
+/// Where one test holds: `None` when it says nothing about the system.
+fn os_test(cond: &str) -> Option<Os> {
+    const OTHER: &[&str] = &[
+        "\"win32\"",
+        "'win32'",
+        "\"Windows\"",
+        "'Windows'",
+        "\"Darwin\"",
+        "'Darwin'",
+        "\"darwin\"",
+        "'darwin'",
+        "\"cygwin\"",
+        "\"nt\"",
+        "'nt'",
+        "startswith(\"win\")",
+        "startswith('win')",
+        "IS_WINDOWS",
+        "IS_MACOS",
+    ];
+    const LINUX: &[&str] = &["\"linux\"", "'linux'", "\"Linux\"", "'Linux'", "IS_LINUX"];
+    let negated = cond.contains("!=") || cond.starts_with("not ") || cond.contains(" not ");
+    let os = if OTHER.iter().any(|t| cond.contains(t)) {
+        Os::NotLinux
+    } else if LINUX.iter().any(|t| cond.contains(t)) {
+        Os::Linux
+    } else {
+        return None;
+    };
+    Some(match (os, negated) {
+        (o, false) => o,
+        (Os::Linux, true) => Os::NotLinux,
+        (Os::NotLinux, true) => Os::Linux,
+    })
+}
+
+/// The condition of an `if`/`elif` header (`if X:` → `X`).
+fn condition<'s>(code: &'s str, keyword: &str) -> Option<&'s str> {
+    let rest = code.strip_prefix(keyword)?.strip_prefix(' ')?;
+    Some(rest.trim_end().strip_suffix(':').unwrap_or(rest).trim())
+}
+
+/// Whether the body of a branch with this condition never runs on Linux, or never when the
+/// package is imported (`if TYPE_CHECKING:`, `if __name__ == "__main__":`).
+fn never_runs(cond: &str) -> bool {
+    if cond == "TYPE_CHECKING"
+        || cond == "typing.TYPE_CHECKING"
+        || (cond.contains("__name__") && cond.contains("__main__"))
+    {
+        return true;
+    }
+    !cond.contains(" or ")
+        && cond
+            .split(" and ")
+            .any(|t| os_test(t) == Some(Os::NotLinux))
+}
+
+/// A scope: a file's module-level code (`None`) or one of its functions (the index of its `def`).
+pub type Scope = (usize, Option<usize>);
+
+/// One file, read.
+pub struct File<'a> {
+    /// Its path in the artifact.
+    pub path: &'a str,
+    /// Its dotted module name (`faiss.loader`; `faiss` for `faiss/__init__.py`).
+    pub module: Option<String>,
+    /// Its statements, in order.
+    pub stmts: Vec<Stmt<'a>>,
+    /// The function each statement is in (`None`: module level or a class body).
+    pub scope: Vec<Option<usize>>,
+    /// Statements under a branch that never runs on Linux.
+    pub excluded: Vec<bool>,
+    /// Functions defined in the file, by name (methods included).
+    defs: BTreeMap<String, Vec<usize>>,
+}
+
+/// The dotted module name of a `.py` path (`a/b/c.py` → `a.b.c`, `a/b/__init__.py` → `a.b`),
+/// below `site-packages/` or a wheel's `.data/purelib|platlib/` when the path has one.
+pub fn module_name(path: &str) -> Option<String> {
+    let mut p = path.strip_suffix(".py")?;
+    for marker in ["site-packages/", "/purelib/", "/platlib/"] {
+        if let Some((_, rest)) = p.rsplit_once(marker) {
+            p = rest;
+        }
+    }
+    let p = p.strip_suffix("/__init__").unwrap_or(p);
+    let ok = p.split('/').all(|c| {
+        !c.is_empty()
+            && !c.starts_with(|ch: char| ch.is_ascii_digit())
+            && c.chars().all(|ch| ch.is_alphanumeric() || ch == '_')
+    });
+    ok.then(|| p.replace('/', "."))
+}
+
+/// A file read: its statements, the function each is in, and those that never run on Linux.
+pub fn read_file<'a>(path: &'a str, text: &'a str) -> File<'a> {
+    let stmts = statements(text);
+    let n = stmts.len();
+    let mut scope = vec![None; n];
+    let mut excluded = vec![false; n];
+    let mut child_scope: Vec<Option<usize>> = vec![None; n];
+    let mut child_excluded = vec![false; n];
+    let mut defs: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    // The enclosing statements, by indentation.
+    let mut stack: Vec<usize> = Vec::new();
+    for i in 0..n {
+        let mut sibling = None;
+        while let Some(&top) = stack.last() {
+            if stmts[top].indent >= stmts[i].indent {
+                if stmts[top].indent == stmts[i].indent {
+                    sibling = Some(top);
+                }
+                stack.pop();
+            } else {
+                break;
+            }
+        }
+        let parent = stack.last().copied();
+        scope[i] = parent.and_then(|p| child_scope[p]);
+        excluded[i] = parent.is_some_and(|p| child_excluded[p]);
+        let code = stmts[i].bare.as_str();
+        let raw = stmts[i].lines[0].1;
+        let header_excludes = if let Some(c) = condition(raw, "if").or(condition(raw, "elif")) {
+            never_runs(c)
+        } else if code.starts_with("else") && code.trim_end_matches(' ') == "else:" {
+            // `else` of an `if` that holds only on Linux.
+            sibling.is_some_and(|s| {
+                let r = stmts[s].lines[0].1;
+                condition(r, "if")
+                    .or(condition(r, "elif"))
+                    .is_some_and(|c| {
+                        !c.contains(" or ") && !c.contains(" and ") && os_test(c) == Some(Os::Linux)
+                    })
+            })
+        } else {
+            false
+        };
+        child_excluded[i] = excluded[i] || header_excludes;
+        child_scope[i] = match def_name(code) {
+            Some(name) => {
+                defs.entry(name.to_string()).or_default().push(i);
+                Some(i)
+            }
+            None => scope[i],
+        };
+        stack.push(i);
+    }
+    File {
+        path,
+        module: module_name(path),
+        stmts,
+        scope,
+        excluded,
+        defs,
+    }
+}
+
+/// What a file's imports bind.
+#[derive(Default)]
+struct Bindings {
+    /// Local name → module (`import a.b as x`: x → a.b; `import a.b`: a → a).
+    modules: BTreeMap<String, String>,
+    /// Local name → (module, name) (`from a import f as g`: g → (a, f)).
+    names: BTreeMap<String, (String, String)>,
+    /// Modules imported with `*`.
+    stars: Vec<String>,
+}
+
+/// One import statement: the modules it names (each also runs its parents), and bindings.
+struct Import {
+    /// The modules as written (`import a, b`: a and b; `from a import b`: a).
+    named: Vec<String>,
+    modules: Vec<String>,
+    bind_modules: Vec<(String, String)>,
+    bind_names: Vec<(String, (String, String))>,
+    stars: Vec<String>,
+}
+
+/// The package a relative import starts from: the module itself for an `__init__.py`, else its
+/// parent.
+fn package_of(file: &File) -> Option<String> {
+    let m = file.module.as_deref()?;
+    if file.path.ends_with("__init__.py") {
+        Some(m.to_string())
+    } else {
+        Some(m.rsplit_once('.').map_or("", |(p, _)| p).to_string())
+    }
+}
+
+fn parse_import(bare: &str, file: &File) -> Option<Import> {
+    let clean = |s: &str| {
+        s.trim()
+            .trim_matches(|c| c == '(' || c == ')')
+            .trim()
+            .to_string()
+    };
+    let mut imp = Import {
+        named: Vec::new(),
+        modules: Vec::new(),
+        bind_modules: Vec::new(),
+        bind_names: Vec::new(),
+        stars: Vec::new(),
+    };
+    if let Some(rest) = bare.strip_prefix("import ") {
+        for item in rest.split(',') {
+            let item = clean(item);
+            let (module, alias) = match item.split_once(" as ") {
+                Some((m, a)) => (m.trim().to_string(), Some(a.trim().to_string())),
+                None => (item.clone(), None),
+            };
+            if module.is_empty() {
+                continue;
+            }
+            match alias {
+                Some(a) => imp.bind_modules.push((a, module.clone())),
+                None => {
+                    let top = module.split('.').next().unwrap_or(&module).to_string();
+                    imp.bind_modules.push((top.clone(), top));
+                }
+            }
+            imp.named.push(module.clone());
+            imp.modules.push(module);
+        }
+        return Some(imp);
+    }
+    let rest = bare.strip_prefix("from ")?;
+    let (from, names) = rest.split_once(" import ")?;
+    let from = from.trim();
+    let dots = from.len() - from.trim_start_matches('.').len();
+    let base = if dots == 0 {
+        from.to_string()
+    } else {
+        let mut pkg = package_of(file)?;
+        for _ in 1..dots {
+            pkg = pkg.rsplit_once('.').map_or("", |(p, _)| p).to_string();
+        }
+        let tail = &from[dots..];
+        match (pkg.is_empty(), tail.is_empty()) {
+            (true, _) => tail.to_string(),
+            (false, true) => pkg,
+            (false, false) => format!("{pkg}.{tail}"),
+        }
+    };
+    if base.is_empty() || base == "__future__" {
+        return None;
+    }
+    if dots == 0 {
+        imp.named.push(base.clone());
+    }
+    imp.modules.push(base.clone());
+    for item in names.split(',') {
+        let item = clean(item);
+        if item == "*" {
+            imp.stars.push(base.clone());
+            continue;
+        }
+        let (name, alias) = match item.split_once(" as ") {
+            Some((n, a)) => (n.trim().to_string(), a.trim().to_string()),
+            None => (item.clone(), item.clone()),
+        };
+        if name.is_empty() {
+            continue;
+        }
+        // `from a import b` runs `a.b` when it is a module; which it is is decided when the
+        // import is resolved, against the files read.
+        imp.modules.push(format!("{base}.{name}"));
+        imp.bind_modules
+            .push((alias.clone(), format!("{base}.{name}")));
+        imp.bind_names.push((alias, (base.clone(), name)));
+    }
+    Some(imp)
+}
+
+/// What the package's Python runs when it is imported.
+pub struct Reach {
+    /// Scopes that run at import.
+    pub reached: BTreeSet<Scope>,
+    /// Every resolved call between scopes (callee → callers), for the way to a function that
+    /// does not run at import.
+    pub callers: HashMap<Scope, BTreeSet<Scope>>,
+    /// Modules outside the files read that code run at import imports: (top-level name, the
+    /// import's `file:line`), in order.
+    pub external: Vec<(String, String)>,
+}
+
+/// The code the import of the package's top-level modules runs (modules whose name has no dot:
+/// `faiss` for `faiss/__init__.py`).
+pub fn reach(files: &[File]) -> Reach {
+    let by_module: HashMap<&str, usize> = files
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| f.module.as_deref().map(|m| (m, i)))
+        .collect();
+    let tops: BTreeSet<&str> = by_module
+        .keys()
+        .map(|m| m.split('.').next().unwrap_or(m))
+        .collect();
+    // Bindings of every file, from all its imports (an import inside a function binds only
+    // there, but a name means one thing in one file nearly always).
+    let mut bindings: Vec<Bindings> = Vec::with_capacity(files.len());
+    // Per scope: the scopes it runs (functions it calls, modules it imports), and external
+    // imports.
+    let mut edges: HashMap<Scope, Vec<Scope>> = HashMap::new();
+    let mut external: HashMap<Scope, Vec<(String, String)>> = HashMap::new();
+    let mut imports: Vec<(Scope, Import, usize)> = Vec::new();
+    for (fi, f) in files.iter().enumerate() {
+        let mut b = Bindings::default();
+        for (si, s) in f.stmts.iter().enumerate() {
+            if f.excluded[si] {
+                continue;
+            }
+            if let Some(imp) = parse_import(&s.bare, f) {
+                for (k, v) in &imp.bind_modules {
+                    b.modules.insert(k.clone(), v.clone());
+                }
+                for (k, v) in &imp.bind_names {
+                    b.names.insert(k.clone(), v.clone());
+                }
+                b.stars.extend(imp.stars.iter().cloned());
+                imports.push(((fi, f.scope[si]), imp, s.number));
+            }
+        }
+        bindings.push(b);
+    }
+    // Keep only module bindings that are modules of the files read or outside them (`from a
+    // import f` binds f to a function when a.f is no module read).
+    for b in &mut bindings {
+        b.modules.retain(|_, m| {
+            by_module.contains_key(m.as_str()) || !tops.contains(m.split('.').next().unwrap_or(m))
+        });
+    }
+    let run_module = |module: &str, out: &mut Vec<Scope>| {
+        let mut prefix = String::new();
+        for part in module.split('.') {
+            if !prefix.is_empty() {
+                prefix.push('.');
+            }
+            prefix.push_str(part);
+            if let Some(&fi) = by_module.get(prefix.as_str()) {
+                out.push((fi, None));
+            }
+        }
+    };
+    for (scope, imp, line) in &imports {
+        let out = edges.entry(*scope).or_default();
+        for m in &imp.modules {
+            run_module(m, out);
+        }
+        for m in &imp.named {
+            let top = m.split('.').next().unwrap_or(m);
+            if !tops.contains(top)
+                && !external
+                    .get(scope)
+                    .is_some_and(|e| e.iter().any(|(t, _)| t == top))
+            {
+                external
+                    .entry(*scope)
+                    .or_default()
+                    .push((top.to_string(), format!("{}:{line}", files[scope.0].path)));
+            }
+        }
+    }
+    // The functions a name in a module stands for, through re-exports.
+    fn resolve(
+        files: &[File],
+        bindings: &[Bindings],
+        by_module: &HashMap<&str, usize>,
+        fi: usize,
+        name: &str,
+        depth: usize,
+        out: &mut Vec<Scope>,
+    ) {
+        if let Some(ds) = files[fi].defs.get(name) {
+            out.extend(ds.iter().map(|d| (fi, Some(*d))));
+            return;
+        }
+        if depth == 0 {
+            return;
+        }
+        let b = &bindings[fi];
+        if let Some((m, n)) = b.names.get(name) {
+            if let Some(&gi) = by_module.get(m.as_str()) {
+                resolve(files, bindings, by_module, gi, n, depth - 1, out);
+            }
+            return;
+        }
+        for m in &b.stars {
+            if let Some(&gi) = by_module.get(m.as_str()) {
+                resolve(files, bindings, by_module, gi, name, depth - 1, out);
+            }
+        }
+    }
+    for (fi, f) in files.iter().enumerate() {
+        let b = &bindings[fi];
+        for (si, s) in f.stmts.iter().enumerate() {
+            if f.excluded[si] || def_name(&s.bare).is_some() {
+                continue;
+            }
+            let mut targets = Vec::new();
+            for called in called_names(&s.bare) {
+                let (qual, name) = match called.rsplit_once('.') {
+                    Some((q, n)) => (q, n),
+                    None => ("", called),
+                };
+                match qual {
+                    "" => resolve(files, &bindings, &by_module, fi, name, 4, &mut targets),
+                    "self" | "cls" => {
+                        if let Some(ds) = f.defs.get(name) {
+                            targets.extend(ds.iter().map(|d| (fi, Some(*d))));
+                        }
+                    }
+                    q if !q.starts_with('.') => {
+                        let (first, rest) = q.split_once('.').unwrap_or((q, ""));
+                        let Some(m) = b.modules.get(first) else {
+                            continue;
+                        };
+                        let module = if rest.is_empty() {
+                            m.clone()
+                        } else {
+                            format!("{m}.{rest}")
+                        };
+                        if let Some(&gi) = by_module.get(module.as_str()) {
+                            resolve(files, &bindings, &by_module, gi, name, 4, &mut targets);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if !targets.is_empty() {
+                edges.entry((fi, f.scope[si])).or_default().extend(targets);
+            }
+        }
+    }
+    let mut callers: HashMap<Scope, BTreeSet<Scope>> = HashMap::new();
+    for (from, tos) in &edges {
+        for to in tos {
+            if to.1.is_some() {
+                callers.entry(*to).or_default().insert(*from);
+            }
+        }
+    }
+    let mut reached: BTreeSet<Scope> = BTreeSet::new();
+    let mut todo: Vec<Scope> = by_module
+        .iter()
+        .filter(|(m, _)| !m.contains('.'))
+        .map(|(_, fi)| (*fi, None))
+        .collect();
+    todo.sort();
+    let mut ext: Vec<(String, String)> = Vec::new();
+    while let Some(s) = todo.pop() {
+        if !reached.insert(s) {
+            continue;
+        }
+        for (top, at) in external.get(&s).into_iter().flatten() {
+            if !ext.iter().any(|(t, _)| t == top) {
+                ext.push((top.clone(), at.clone()));
+            }
+        }
+        for t in edges.get(&s).into_iter().flatten() {
+            if !reached.contains(t) {
+                todo.push(*t);
+            }
+        }
+    }
+    ext.sort_by(|a, b| a.1.cmp(&b.1));
+    Reach {
+        reached,
+        callers,
+        external: ext,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_join_brackets_and_skip_strings() {
+        let text = "x = f(\n    \"a(b\",  # c(\n    'd')\ns = \"\"\"doc\ng(1)\n\"\"\"\ny = 1 + \\\n    h(2)\n";
+        let st = statements(text);
+        let bare: Vec<(usize, &str)> = st.iter().map(|s| (s.number, s.bare.as_str())).collect();
+        assert_eq!(
+            bare,
+            vec![
+                (1, "x = f( \"\", \"\")"),
+                (4, "s = \"\""),
+                (7, "y = 1 + h(2)")
+            ]
+        );
+        // The string's inner lines are not read for literals.
+        assert_eq!(st[1].lines.len(), 1);
+        assert_eq!(called_names(&st[0].bare), vec!["f"]);
+        assert_eq!(
+            called_names("a.b.c(x) + self.d() + g().h()"),
+            vec!["a.b.c", "self.d", "g", ".h"]
+        );
+    }
+
+    #[test]
+    fn branches_that_never_run_on_linux() {
+        let text = "if sys.platform == \"win32\":\n    def a():\n        pass\n    a()\nelse:\n    b()\nif platform.system() != \"Windows\":\n    c()\nelse:\n    d()\nif TYPE_CHECKING:\n    import x\nif os.name == 'nt' and y:\n    e()\nif __name__ == \"__main__\":\n    main()\n";
+        let f = read_file("p/__init__.py", text);
+        let excluded: Vec<(usize, bool)> = f
+            .stmts
+            .iter()
+            .zip(&f.excluded)
+            .map(|(s, e)| (s.number, *e))
+            .collect();
+        assert_eq!(
+            excluded,
+            vec![
+                (1, false),
+                (2, true),
+                (3, true),
+                (4, true),
+                (5, false),
+                (6, false),
+                (7, false),
+                (8, false),
+                (9, false),
+                (10, true),
+                (11, false),
+                (12, true),
+                (13, false),
+                (14, true),
+                (15, false),
+                (16, true)
+            ]
+        );
+        assert_eq!(f.scope[2], Some(1));
+    }
+
+    #[test]
+    fn module_names() {
+        assert_eq!(
+            module_name("faiss/loader.py").as_deref(),
+            Some("faiss.loader")
+        );
+        assert_eq!(module_name("faiss/__init__.py").as_deref(), Some("faiss"));
+        assert_eq!(
+            module_name("lib/python3.11/site-packages/rmm/__init__.py").as_deref(),
+            Some("rmm")
+        );
+        assert_eq!(
+            module_name("x-1.0.data/purelib/x/y.py").as_deref(),
+            Some("x.y")
+        );
+        assert_eq!(module_name("setup-tools/x.py"), None);
+    }
+
+    #[test]
+    fn what_an_import_runs() {
+        let init = "from .a import *\nimport pkg.b as bb\nfrom pkg import c\nimport torch\nbb.go()\nc.later\n";
+        let a = "def f():\n    g()\ndef g():\n    pass\nf()\n";
+        let b = "import numpy\ndef go():\n    helper()\ndef helper():\n    pass\ndef unused():\n    pass\n";
+        let c = "import os\ndef lazy():\n    import scipy\n";
+        let d = "def never():\n    pass\n";
+        let files = vec![
+            read_file("pkg/__init__.py", init),
+            read_file("pkg/a.py", a),
+            read_file("pkg/b.py", b),
+            read_file("pkg/c.py", c),
+            read_file("pkg/d.py", d),
+        ];
+        let r = reach(&files);
+        let has = |fi: usize, line: Option<usize>| {
+            r.reached.contains(&(
+                fi,
+                line.map(|l| files[fi].stmts.iter().position(|s| s.number == l).unwrap()),
+            ))
+        };
+        assert!(has(0, None) && has(1, None) && has(2, None) && has(3, None));
+        assert!(!has(4, None), "pkg.d is imported by nobody");
+        assert!(has(1, Some(1)) && has(1, Some(3)), "f and g through f");
+        assert!(
+            has(2, Some(2)) && has(2, Some(4)),
+            "bb.go() and what it calls"
+        );
+        assert!(!has(2, Some(6)) && !has(3, Some(2)));
+        let ext: Vec<&str> = r.external.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(ext, vec!["torch", "numpy", "os"]);
+        assert_eq!(r.external[0].1, "pkg/__init__.py:4");
+    }
+}
