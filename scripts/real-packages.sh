@@ -56,6 +56,10 @@
 #   repair_dry_run              `pip install --dry-run --only-binary=:all: <repaired wheel>` in a fresh
 #                               venv (removed afterwards): "ok (would install N)", or pip's first
 #                               ERROR line (logs/<name>.repair_dry_run.log);
+#   loader_target               where the package has a preload switch: the original wheel and a
+#                               `repair --loader` copy installed with `pip --target` into trees of
+#                               their own, the NVIDIA wheels left in the venv, the switch set: the
+#                               import of each ("original: ...; repaired: ...");
 #   repair_import               the repaired wheel installed over the package in the subject's venv
 #                               (`pip install --no-deps --force-reinstall`), then the import; the
 #                               original pin is reinstalled the same way from the downloaded wheel
@@ -246,6 +250,24 @@ check_repair_import() { # name pin pip py module
   record "$name" repair_import "$out"
 }
 
+# loader_target: the original wheel and a `repair --loader` copy, each installed with `pip install
+# --target` into a tree of its own, the NVIDIA wheels left in the venv (on sys.path, outside that
+# tree: $ORIGIN/.. misses them), the package's own preload switched off:
+# "original: <import outcome>; repaired: <import outcome>".
+check_loader_target() { # name pip py module switch
+  local name="$1" pip="$2" py="$3" module="$4" switch="$5" d log="$LOGS/$1.loader_target.log" o r
+  if [[ -z "$switch" || -z "$ORIG_WHEEL" ]]; then record "$name" loader_target "n/a"; return; fi
+  d="$REPAIR_DIR/loader"; mkdir -p "$d"
+  if ! "$CUDIST" repair --loader "$ORIG_WHEEL" -w "$d/out" > "$log" 2>&1; then
+    record "$name" loader_target "fail: repair --loader ($(tail -n1 "$log"))"; return
+  fi
+  "$pip" install --quiet --no-deps --target "$d/orig" "$ORIG_WHEEL" >> "$log" 2>&1
+  "$pip" install --quiet --no-deps --target "$d/rep" "$d"/out/*.whl >> "$log" 2>&1
+  o="$(cd "$d" && PYTHONPATH="$d/orig" py_outcome "$py" "import $module" "$switch" "$log.orig")"
+  r="$(cd "$d" && PYTHONPATH="$d/rep" py_outcome "$py" "import $module" "$switch" "$log.rep")"
+  record "$name" loader_target "original: $o; repaired: $r [$switch]"
+}
+
 run_subject() {
   local name="$1" pin="$2" module="$3" est_mb="$4" switch="$5" use="$6"
   local venv="$REAL/venvs/$name" py pip
@@ -353,6 +375,7 @@ for i in json.load(open(sys.argv[1]))["install"]:
   check_repair "$name" "$pin" "$pip"
   check_repair_dry_run "$name"
   check_repair_import "$name" "$pin" "$pip" "$py" "$module"
+  check_loader_target "$name" "$pip" "$py" "$module" "$switch"
   cleanup_repair
 
   record "$name" seconds "$((SECONDS - t_subject))"

@@ -48,7 +48,6 @@ pub fn statements(text: &str) -> Vec<Stmt<'_>> {
             if let Some(d) = triple {
                 if bytes[j..].starts_with(d.as_bytes()) {
                     triple = None;
-                    bare.extend_from_slice(b"\"\"");
                     j += 3;
                 } else {
                     j += if bytes[j] == b'\\' { 2 } else { 1 };
@@ -61,6 +60,7 @@ pub fn statements(text: &str) -> Vec<Stmt<'_>> {
                     let three = if q == b'"' { "\"\"\"" } else { "'''" };
                     if bytes[j..].starts_with(three.as_bytes()) {
                         triple = Some(three);
+                        bare.extend_from_slice(b"\"\"");
                         j += 3;
                         continue;
                     }

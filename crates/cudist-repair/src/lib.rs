@@ -226,6 +226,9 @@ pub struct Loader {
     pub module: String,
     /// The environment variable that makes it try a system CUDA first.
     pub prefer_system_env: String,
+    /// The package `__init__.py` that imports it first (so importing the package runs it
+    /// before any extension), when the package has one.
+    pub imported_by: Option<String>,
 }
 
 /// A file taken out of the wheel.
@@ -581,6 +584,23 @@ fn add_loader(
     } else {
         rw.add
             .insert(loader.path.clone(), (source.into_bytes(), 0o644));
+    }
+    // The package's `__init__.py` imports it first: `import pkg` runs `__init__` before anything
+    // else, and most packages import their extensions there, so importing the loader by hand
+    // would come too late. Once only, whatever repaired the wheel before.
+    let mut loader = loader;
+    if let Some((package, _)) = loader.path.rsplit_once('/') {
+        let init = format!("{package}/__init__.py");
+        if let Some(m) = wheel.members().iter().find(|m| m.name == init) {
+            let text = wheel.read_member(m.index)?;
+            let Ok(text) = String::from_utf8(text) else {
+                bail!("--loader cannot add its import to {init}: the file is not UTF-8");
+            };
+            if let Some(new) = crate::loader::with_init_import(&text) {
+                rw.replace.insert(init.clone(), new.into_bytes());
+            }
+            loader.imported_by = Some(init);
+        }
     }
     Ok(loader)
 }

@@ -16,12 +16,15 @@ pub fn loader_module(
     dist: &str,
     loads: &BTreeMap<String, String>,
 ) -> (Loader, String) {
+    // The package of the first file that needs CUDA and lives in one: after auditwheel the
+    // libraries sit in `<dist>.libs/`, which is no package, but the extensions that load them
+    // are still in the package.
     let top = a
         .elf_files
         .iter()
-        .find(|e| e.needed.iter().any(|n| loads.contains_key(&n.soname)))
-        .and_then(|e| e.path.split_once('/').map(|(t, _)| t.to_string()))
-        .filter(|t| is_identifier(t));
+        .filter(|e| e.needed.iter().any(|n| loads.contains_key(&n.soname)))
+        .filter_map(|e| e.path.split_once('/').map(|(t, _)| t.to_string()))
+        .find(|t| is_identifier(t));
     // Names that go into Python source and an environment variable: letters, digits and `_`
     // only, whatever METADATA's Name holds.
     let norm: String = normalise_dist(dist)
@@ -106,9 +109,52 @@ _load()
             path,
             module,
             prefer_system_env: env,
+            imported_by: None,
         },
         source,
     )
+}
+
+/// The line `--loader` puts into the package's `__init__.py` (how a re-repair knows it is there).
+pub const INIT_IMPORT: &str =
+    "from . import _cudist_cuda  # added by cudist repair --loader: CUDA libraries first";
+
+/// `__init__.py`'s text with [`INIT_IMPORT`] as its first statement after the module docstring
+/// and the `from __future__` imports (which must stay first), or `None` when it is there already.
+/// Statements are read as [`cudist_analysis::pysource::statements`] reads them, so a docstring
+/// over several lines or a bracketed `__future__` import is passed whole.
+pub fn with_init_import(text: &str) -> Option<String> {
+    if text.lines().any(|l| l.trim() == INIT_IMPORT) {
+        return None;
+    }
+    let stmts = cudist_analysis::pysource::statements(text);
+    let mut at_line = None;
+    for (i, st) in stmts.iter().enumerate() {
+        let docstring = i == 0 && st.bare == "\"\"";
+        let future = st.bare.starts_with("from __future__ import");
+        if !(docstring || future) {
+            at_line = Some(st.number);
+            break;
+        }
+    }
+    let mut out = String::with_capacity(text.len() + INIT_IMPORT.len() + 1);
+    let mut inserted = false;
+    for (n, line) in text.split_inclusive('\n').enumerate() {
+        if Some(n + 1) == at_line && !inserted {
+            out.push_str(INIT_IMPORT);
+            out.push('\n');
+            inserted = true;
+        }
+        out.push_str(line);
+    }
+    if !inserted {
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(INIT_IMPORT);
+        out.push('\n');
+    }
+    Some(out)
 }
 
 /// The first line of every loader module cudist writes (how a re-repair knows its own).
@@ -139,4 +185,31 @@ fn py_str(s: &str) -> String {
     }
     out.push('"');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_import_goes_first_after_docstring_and_future() {
+        let t = "\"\"\"Doc\nstring.\"\"\"\n# c\nfrom __future__ import (\n    annotations,\n)\n\nfrom . import _ext\n";
+        let got = with_init_import(t).unwrap();
+        assert_eq!(
+            got,
+            format!("\"\"\"Doc\nstring.\"\"\"\n# c\nfrom __future__ import (\n    annotations,\n)\n\n{INIT_IMPORT}\nfrom . import _ext\n")
+        );
+        // Once only.
+        assert_eq!(with_init_import(&got), None);
+        // An empty file, one with only a docstring, one without.
+        assert_eq!(with_init_import("").unwrap(), format!("{INIT_IMPORT}\n"));
+        assert_eq!(
+            with_init_import("'''x'''").unwrap(),
+            format!("'''x'''\n{INIT_IMPORT}\n")
+        );
+        assert_eq!(
+            with_init_import("import os\n").unwrap(),
+            format!("{INIT_IMPORT}\nimport os\n")
+        );
+    }
 }

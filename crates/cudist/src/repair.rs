@@ -232,10 +232,14 @@ fn render(r: &Report, style: crate::util::Style) -> String {
             let _ = writeln!(out, "  requires  {q}");
         }
         if let Some(l) = &w.loader {
+            let when = match &l.imported_by {
+                Some(init) => format!("imported first by {init}"),
+                None => format!("import {} before the first CUDA extension", l.module),
+            };
             let _ = writeln!(
                 out,
-                "  loader    {} (import {} before the first CUDA extension; {}=1 tries the system CUDA first)",
-                l.path, l.module, l.prefer_system_env
+                "  loader    {} ({when}; {}=1 tries the system CUDA first)",
+                l.path, l.prefer_system_env
             );
         }
         for v in &w.variants {

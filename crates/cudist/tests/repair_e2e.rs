@@ -431,7 +431,13 @@ fn loader_finds_cuda_wheels_outside_the_package_tree() {
     let rt = find_wheel(&wheels, "nvidia_cuda_runtime_cu12-12.9.79");
     let work = tempfile::tempdir().unwrap();
     let cudart = extract_one(&rt, "nvidia/cuda_runtime/lib/libcudart.so.12", work.path());
-    let w = demo_wheel_with(work.path(), &cudart, "libcudart.so.12", "");
+    // The layout most packages have: __init__ imports the extension.
+    let w = demo_wheel_with(
+        work.path(),
+        &cudart,
+        "libcudart.so.12",
+        "\"\"\"Demo.\"\"\"\nfrom __future__ import annotations\nfrom . import _ext\n",
+    );
     let out = work.path().join("out");
     let o = cudist(&[
         "repair",
@@ -446,6 +452,38 @@ fn loader_finds_cuda_wheels_outside_the_package_tree() {
     let wr = &r["wheels"][0];
     assert_eq!(wr["loader"]["module"], "demo._cudist_cuda");
     assert_eq!(wr["loader"]["prefer_system_env"], "DEMO_CUDA_PREFER_SYSTEM");
+    assert_eq!(wr["loader"]["imported_by"], "demo/__init__.py");
+    // Repaired again: the module is replaced and __init__ keeps one import.
+    let again = work.path().join("again");
+    let o = cudist(&[
+        "repair",
+        "--json",
+        "--loader",
+        "-w",
+        again.to_str().unwrap(),
+        wr["output"].as_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r2: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let init = {
+        let f = std::fs::File::open(r2["wheels"][0]["output"].as_str().unwrap()).unwrap();
+        let mut z = zip::ZipArchive::new(f).unwrap();
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut z.by_name("demo/__init__.py").unwrap(), &mut text)
+            .unwrap();
+        text
+    };
+    assert_eq!(
+        init.matches("from . import _cudist_cuda").count(),
+        1,
+        "{init}"
+    );
+    assert!(
+        init.starts_with(
+            "\"\"\"Demo.\"\"\"\nfrom __future__ import annotations\nfrom . import _cudist_cuda"
+        ),
+        "{init}"
+    );
     let venv = Venv::new(&work.path().join("venv"));
     ok(
         &venv.pip(&[
@@ -474,13 +512,31 @@ fn loader_finds_cuda_wheels_outside_the_package_tree() {
             .args(["-c", code])
             .env("PYTHONPATH", &other))
     };
-    let o = python("from demo import _ext");
-    assert!(
-        !o.status.success(),
-        "without the loader the RPATH misses the other tree"
+    // The original wheel: importing the package fails, as the RPATH misses the other tree.
+    let orig = work.path().join("orig");
+    ok(
+        &venv.pip(&[
+            "install",
+            "--no-index",
+            "--no-deps",
+            "--target",
+            orig.to_str().unwrap(),
+            w.to_str().unwrap(),
+        ]),
+        "pip install --target (original)",
     );
+    let o = run(Command::new(venv.dir.join("bin/python"))
+        .args(["-c", "import demo"])
+        .env(
+            "PYTHONPATH",
+            format!("{}:{}", orig.display(), other.display()),
+        ));
+    assert!(!o.status.success(), "the original must fail here");
     assert!(String::from_utf8_lossy(&o.stderr).contains("libcudart.so.12"));
-    let o = python("import demo._cudist_cuda as l; from demo import _ext; print(_ext.runtime_version(), l.missing)");
+    // The repaired one: `import demo` runs the loader first, from its __init__.
+    let o = python(
+        "import demo, demo._cudist_cuda as l; print(demo._ext.runtime_version(), l.missing)",
+    );
     ok(&o, "import through the loader");
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
