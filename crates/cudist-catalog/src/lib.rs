@@ -1579,6 +1579,49 @@ mod tests {
         );
         assert!(archs.iter().any(|a| a.sm == 90));
         assert!(driver_version_key("580.65.06") > driver_version_key("580.9"));
+        // A branch (13.4 onwards) is satisfied by every driver of it.
+        let d = cat.min_driver(CudaVersion::parse("13.4").unwrap()).unwrap();
+        assert_eq!(d.min_driver, "615");
+        assert!(driver_version_key("615.71.09") >= driver_version_key(&d.min_driver));
+        assert!(driver_version_key("610.43.02") < driver_version_key(&d.min_driver));
+    }
+
+    #[test]
+    fn every_cuda_release_has_a_minimum_driver() {
+        // Every CUDA release the catalog knows of (a PTX ISA names the release that introduced
+        // it) has its own row, 12.7 apart (never released), and the minimums rise with the
+        // release within a major.
+        let cat = Catalog::builtin();
+        for p in &cat.ptx_isa {
+            let Some(v) = CudaVersion::parse(&p.cuda) else {
+                continue;
+            };
+            if p.cuda == "12.7" || v.major < 11 {
+                continue;
+            }
+            assert!(
+                cat.toolkits.iter().any(|t| t.version == p.cuda),
+                "CUDA {} (PTX ISA {}) has no minimum driver in drivers.toml",
+                p.cuda,
+                p.isa
+            );
+        }
+        let mut rows: Vec<(CudaVersion, Vec<u32>)> = cat
+            .toolkits
+            .iter()
+            .map(|t| {
+                (
+                    CudaVersion::parse(&t.version).unwrap(),
+                    driver_version_key(&t.min_driver),
+                )
+            })
+            .collect();
+        rows.sort();
+        for w in rows.windows(2) {
+            if w[0].0.major == w[1].0.major {
+                assert!(w[0].1 <= w[1].1, "{:?} then {:?}", w[0], w[1]);
+            }
+        }
     }
 
     #[test]

@@ -292,13 +292,16 @@ fn device_code_and_driver_are_judged_per_host_profile() {
         (&multi, 86, d580, None, "cubin"),
         (&multi, 90, d580, None, "cubin"),
         (&multi, 100, d580, None, "ptx-too-new"),
-        (&multi, 100, "610.43.02", Some("13.5"), "jit"),
-        (&multi, 120, "610.43.02", Some("13.5"), "jit"),
+        // A 13.5 driver (R620, the branch whose manifest carries CUDA 13.5) JITs ISA 9.5; a
+        // 13.3 one (610.43.02, its own minimum) cannot.
+        (&multi, 100, "620.70.06", Some("13.5"), "jit"),
+        (&multi, 120, "620.70.06", None, "jit"),
+        (&multi, 100, "610.43.02", None, "ptx-too-new"),
         (&arch, 86, d580, None, "no-kernel-image"),
         (&arch, 90, d580, None, "cubin"),
         (&arch, 100, d580, None, "cubin"),
         (&arch, 103, d580, None, "cubin"),
-        (&arch, 110, "610.43.02", Some("13.5"), "no-kernel-image"),
+        (&arch, 110, "620.70.06", Some("13.5"), "no-kernel-image"),
         (&arch, 121, d580, None, "cubin"),
     ] {
         let (got, v) = gpu_status(file, &profile(work.path(), sm, driver, cuda));
@@ -314,7 +317,7 @@ fn device_code_and_driver_are_judged_per_host_profile() {
     // installed here) above both.
     let (_, v) = gpu_status(
         &multi,
-        &profile(work.path(), 120, "610.43.02", Some("13.5")),
+        &profile(work.path(), 120, "620.70.06", Some("13.5")),
     );
     assert_eq!(v["verdict"]["status"], "will-fail-to-load");
     assert!(v["verdict"]["reasons"]
