@@ -333,7 +333,31 @@ fn package_of(file: &File) -> Option<String> {
     }
 }
 
+/// Whether `s` is a dotted module name (`a.b_c.d`): what an import can name. Anything else in a
+/// file (a hostile `import /etc`) names no module, and no path is made of it.
+fn is_module_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.split('.').all(|p| {
+            p.chars()
+                .next()
+                .is_some_and(|c| c.is_alphabetic() || c == '_')
+                && p.chars().all(|c| c.is_alphanumeric() || c == '_')
+        })
+}
+
 fn parse_import(bare: &str, file: &File) -> Option<Import> {
+    let mut imp = parse_import_text(bare, file)?;
+    imp.named.retain(|m| is_module_name(m));
+    imp.modules.retain(|m| is_module_name(m));
+    imp.stars.retain(|m| is_module_name(m));
+    imp.bind_modules
+        .retain(|(a, m)| is_module_name(a) && is_module_name(m));
+    imp.bind_names
+        .retain(|(a, (m, n))| is_module_name(a) && is_module_name(m) && is_module_name(n));
+    Some(imp)
+}
+
+fn parse_import_text(bare: &str, file: &File) -> Option<Import> {
     let clean = |s: &str| {
         s.trim()
             .trim_matches(|c| c == '(' || c == ')')
@@ -674,6 +698,24 @@ mod tests {
             ]
         );
         assert_eq!(f.scope[2], Some(1));
+    }
+
+    #[test]
+    fn imports_name_modules_only() {
+        let f = read_file(
+            "p/__init__.py",
+            "import /etc, os\nfrom ../x import y\nimport a.b as c\n",
+        );
+        let names: Vec<Vec<String>> = f
+            .stmts
+            .iter()
+            .filter_map(|s| parse_import(&s.bare, &f))
+            .map(|i| i.named)
+            .collect();
+        assert_eq!(
+            names,
+            vec![vec!["os".to_string()], vec![], vec!["a.b".to_string()]]
+        );
     }
 
     #[test]
