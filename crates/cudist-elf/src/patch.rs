@@ -138,7 +138,11 @@ pub fn apply(data: &[u8], edits: &Edits) -> Result<Patched, PatchError> {
         .chain(edits.replace_needed.iter().map(|(_, n)| n.len() as u64 + 1))
         .chain(edits.soname.iter().map(|s| s.len() as u64 + 1))
         .sum();
-    let bound = data.len() as u64 + room.movable + 2 * strings + 4 * room.align + LAYOUT_SLACK;
+    let bound = (data.len() as u64)
+        .saturating_add(room.movable)
+        .saturating_add(2 * strings)
+        .saturating_add(4 * room.align)
+        .saturating_add(LAYOUT_SLACK);
     if out.len() as u64 > bound {
         return Err(PatchError::TooLarge {
             got: out.len() as u64,
@@ -335,7 +339,10 @@ fn check_layout<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Room,
             );
             if moved {
                 // Once, with its alignment padding.
-                moved_bytes += size + a.max(1);
+                // The alignment is checked below; a hostile one must not overflow the sum first.
+                moved_bytes = moved_bytes
+                    .saturating_add(size)
+                    .saturating_add(a.clamp(1, MAX_LOAD_ALIGN));
             }
             if moved && a > seg_align.clamp(1, 64) {
                 return Err(layout(format!(
@@ -422,8 +429,10 @@ fn check_layout<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Room,
                 .any(|d| (off..off + size).contains(d))
                 .then_some(size)
         })
-        .sum::<u64>()
-        + moved_bytes;
+        .fold(0u64, u64::saturating_add)
+        .saturating_add(moved_bytes)
+        // Each byte moves once at most: never more than the file.
+        .min(len);
     Ok(Room { align, movable })
 }
 

@@ -611,3 +611,38 @@ fn real_files_pass_the_layout_checks() {
     }
     assert!(patched > 20, "only {patched} real libraries patched");
 }
+
+#[test]
+fn inputs_the_fuzzer_found() {
+    // fuzz/run.sh elf_patch, 2026-11-23: a section whose alignment is near 2^64 overflowed the
+    // size bound's sum before the alignment check refused it. Every such input is refused or
+    // patched, never a panic, and a patch stays within twice the input plus the edit's room.
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.starts_with("fuzz-elf_patch-") {
+            continue;
+        }
+        let data = std::fs::read(e.path()).unwrap();
+        for edits in [
+            rpath(
+                &[
+                    "$ORIGIN/../../nvidia/cu13/lib",
+                    "$ORIGIN/../../nvidia/cublas/lib",
+                ],
+                SearchPathTag::Rpath,
+            ),
+            rpath(&[], SearchPathTag::Runpath),
+        ] {
+            if let Ok(p) = apply(&data, &edits) {
+                assert!(
+                    p.data.len() <= 2 * data.len() + 4 * (2 << 20) + (64 << 10) + 256,
+                    "{name}"
+                );
+            }
+        }
+        n += 1;
+    }
+    assert!(n >= 1, "no fuzz inputs in {}", dir.display());
+}
