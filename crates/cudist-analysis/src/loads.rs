@@ -227,13 +227,11 @@ fn names_in(sources: &[Source], file: &File, scope: Option<usize>) -> Vec<(Strin
 /// What runs at import is read by [`pysource::reach`]: the module-level code of the modules the
 /// import of the package's top-level modules reaches, and the functions that code calls.
 pub fn scan(sources: &[Source], catalog: &Catalog, cuda_major: Option<u32>) -> Scan {
-    let py: Vec<(usize, File)> = sources
+    let files: Vec<File> = sources
         .iter()
-        .enumerate()
-        .filter(|(_, s)| s.path.ends_with(".py"))
-        .map(|(i, s)| (i, pysource::read_file(&s.path, &s.text)))
+        .filter(|s| s.path.ends_with(".py"))
+        .map(|s| pysource::read_file(&s.path, &s.text))
         .collect();
-    let files: Vec<File> = py.into_iter().map(|(_, f)| f).collect();
     // The catalog's wheel loaders, as the text of their call (`librmm.load_library(`), made once.
     let loaders: Vec<(String, &str)> = catalog
         .python_loaders()

@@ -8,6 +8,19 @@ use std::process::Command;
 
 use common::*;
 
+/// `cudist repair --json -w OUT WHEEL`, which must succeed: its report.
+fn repair_json(wheel: &Path, out: &Path) -> serde_json::Value {
+    let o = cudist(&[
+        "repair",
+        "--json",
+        "-w",
+        out.to_str().unwrap(),
+        wheel.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
 #[test]
 fn cupy_modules_list_like_cuobjdump() {
     let Some(dir) = tool_from_env("CUDIST_REAL_WHEELS") else {
@@ -196,15 +209,7 @@ fn cupy_repair_gives_every_cuda_library_an_rpath_and_a_dependency() {
     };
     let w = find_wheel(&dir, "cupy_cuda12x-14.2.0");
     let out = tempfile::tempdir().unwrap();
-    let o = cudist(&[
-        "repair",
-        "--json",
-        "-w",
-        out.path().to_str().unwrap(),
-        w.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r = repair_json(&w, out.path());
     let wr = &r["wheels"][0];
     assert_eq!(
         wr["patched"].as_array().unwrap().len(),
@@ -261,16 +266,7 @@ fn repaired_cupy_resolves_every_cuda_library_once_its_dependencies_are_installed
     };
     let w = find_wheel(&dir, "cupy_cuda12x-14.2.0");
     let work = tempfile::tempdir().unwrap();
-    let out = work.path().join("out");
-    let o = cudist(&[
-        "repair",
-        "--json",
-        "-w",
-        out.to_str().unwrap(),
-        w.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r = repair_json(&w, &work.path().join("out"));
     let repaired = r["wheels"][0]["output"].as_str().unwrap().to_string();
     // pip installs the repaired wheel and, from the pinned set, the CUDA wheels: cuTENSOR and NCCL
     // because repair now requires them, the rest because cupy's optional `[ctk]` extra names them
@@ -628,15 +624,7 @@ fn packages_that_load_their_own_libraries() {
     // layout change for the new search path, which moves its dynamic tables; the growth is
     // reported, and the writer's bound allows for every table it moves.
     let out = tempfile::tempdir().unwrap();
-    let o = cudist(&[
-        "repair",
-        "--json",
-        "-w",
-        out.path().to_str().unwrap(),
-        w.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r = repair_json(&w, out.path());
     let lib = r["wheels"][0]["patched"]
         .as_array()
         .unwrap()
@@ -665,21 +653,9 @@ fn packages_that_load_their_own_libraries() {
         ["11.8", "12.1", "12.4", "12.6", "12.8", "13.0", "13.2"]
     );
     let out = tempfile::tempdir().unwrap();
-    let o = cudist(&[
-        "repair",
-        "--json",
-        "-w",
-        out.path().to_str().unwrap(),
-        w.to_str().unwrap(),
-    ]);
-    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+    let r = repair_json(&w, out.path());
     let wr = &r["wheels"][0];
-    assert_eq!(
-        wr["variants"].as_array().map(Vec::len),
-        Some(7),
-        "{}",
-        stderr(&o)
-    );
+    assert_eq!(wr["variants"].as_array().map(Vec::len), Some(7), "{wr:#}");
     assert!(
         wr["requires_added"].as_array().is_none_or(|a| a.is_empty()),
         "{:#}",

@@ -494,43 +494,37 @@ fn loader_finds_cuda_wheels_outside_the_package_tree() {
         ]),
         "pip install",
     );
-    // The CUDA wheel lives in another tree on sys.path, where $ORIGIN/.. does not reach.
-    let other = work.path().join("other");
-    ok(
-        &venv.pip(&[
-            "install",
-            "--no-index",
-            "--no-deps",
-            "--target",
-            other.to_str().unwrap(),
-            rt.to_str().unwrap(),
-        ]),
-        "pip install --target",
-    );
-    let python = |code: &str| {
+    // A wheel installed into a tree of its own (`pip install --target`), and Python with trees
+    // on its path.
+    let install_into = |tree: &Path, wheel: &Path| {
+        ok(
+            &venv.pip(&[
+                "install",
+                "--no-index",
+                "--no-deps",
+                "--target",
+                tree.to_str().unwrap(),
+                wheel.to_str().unwrap(),
+            ]),
+            &format!("pip install --target {}", tree.display()),
+        );
+    };
+    let python_with = |path: String, code: &str| {
         run(Command::new(venv.dir.join("bin/python"))
             .args(["-c", code])
-            .env("PYTHONPATH", &other))
+            .env("PYTHONPATH", path))
     };
+    // The CUDA wheel lives in another tree on sys.path, where $ORIGIN/.. does not reach.
+    let other = work.path().join("other");
+    install_into(&other, &rt);
+    let python = |code: &str| python_with(other.display().to_string(), code);
     // The original wheel: importing the package fails, as the RPATH misses the other tree.
     let orig = work.path().join("orig");
-    ok(
-        &venv.pip(&[
-            "install",
-            "--no-index",
-            "--no-deps",
-            "--target",
-            orig.to_str().unwrap(),
-            w.to_str().unwrap(),
-        ]),
-        "pip install --target (original)",
+    install_into(&orig, &w);
+    let o = python_with(
+        format!("{}:{}", orig.display(), other.display()),
+        "import demo",
     );
-    let o = run(Command::new(venv.dir.join("bin/python"))
-        .args(["-c", "import demo"])
-        .env(
-            "PYTHONPATH",
-            format!("{}:{}", orig.display(), other.display()),
-        ));
     assert!(!o.status.success(), "the original must fail here");
     assert!(String::from_utf8_lossy(&o.stderr).contains("libcudart.so.12"));
     // The repaired one: `import demo` runs the loader first, from its __init__.

@@ -14,6 +14,7 @@
 //! Without paths, the machine and every CUDA installation visible are reported
 //! ([`installations`](super::installations)).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use cudist_catalog::{Catalog, SonameClass};
@@ -302,20 +303,22 @@ fn outside_package(
     (in_site && found.is_dir()).then_some(found)
 }
 
-/// The distributions that the installed distribution(s) of import `name` declare in
+/// The distributions that the distribution(s) of import `name` among `installed` declare in
 /// `Requires-Dist` (normalised): a distribution provides the import when its name is the
 /// import's or starts with it (`rmm-cu12` for `rmm`, `faiss-gpu-cu12` for `faiss`).
-fn declared_requirements(site: &Path, name: &str) -> Vec<String> {
+fn declared_requirements(
+    installed: &[cudist_wheel::installed::Installed],
+    name: &str,
+) -> Vec<String> {
     let import = cudist_wheel::installed::normalise(name);
     let prefix = format!("{import}-");
-    cudist_wheel::installed::scan_names(site)
-        .unwrap_or_default()
-        .into_iter()
+    installed
+        .iter()
         .filter(|d| {
             let n = cudist_wheel::installed::normalise(&d.name);
             n == import || n.starts_with(&prefix)
         })
-        .flat_map(|d| d.requires)
+        .flat_map(|d| d.requires.iter().cloned())
         .collect()
 }
 
@@ -340,13 +343,13 @@ fn wheel_for(
         .or_else(|| pip_of(major))
 }
 
-/// The catalog package installed at `site` that provides import `name`.
+/// The catalog package among the distributions `installed` (of one site) that provides import
+/// `name`.
 fn known_package<'c>(
-    site: &Path,
+    installed: &[cudist_wheel::installed::Installed],
     name: &str,
     catalog: &'c Catalog,
 ) -> Option<&'c cudist_catalog::Package> {
-    let installed = cudist_wheel::installed::scan_names(site).ok()?;
     catalog.packages.iter().find(|p| {
         p.imports.iter().any(|i| i == name)
             && installed
@@ -1008,11 +1011,25 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     // it loads, and the packages it imports first (bitsandbytes imports torch), which are judged
     // too: their import runs before the package's own code, and fails the same way.
     let search_path = path.as_deref();
+    // Each package directory's ELF files, listed once (a followed package is listed to decide
+    // whether to follow it, then read, then checked).
+    let mut elfs: HashMap<PathBuf, Vec<PathBuf>> = HashMap::new();
+    let mut list_elfs = |dir: &Path| -> Vec<PathBuf> {
+        if let Some(v) = elfs.get(dir) {
+            return v.clone();
+        }
+        // A directory that cannot be listed is listed again below, where its error is reported.
+        let Ok(v) = crate::elf_files::loadable(dir) else {
+            return Vec::new();
+        };
+        elfs.insert(dir.to_path_buf(), v.clone());
+        v
+    };
     let mut scans: Vec<(Vec<preload::Dynamic>, crate::loads::Scan)> = Vec::new();
     let mut i = 0;
     while i < imports.len() {
         let dir = imports[i].1.clone();
-        let files = preload::dynamic(&crate::elf_files::loadable(&dir).unwrap_or_default());
+        let files = preload::dynamic(&list_elfs(&dir));
         let sources = preload::package_sources(&dir);
         let scan = crate::loads::scan(&sources, catalog, preload::cuda_major(&files, catalog));
         let depth = depth_of[i];
@@ -1025,7 +1042,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                     continue;
                 };
                 // Only packages with ELF files can fail to load, or import one that can.
-                if crate::elf_files::loadable(&found).map_or(true, |f| f.is_empty()) {
+                if list_elfs(&found).is_empty() {
                     continue;
                 }
                 report.imported_with.push(ImportedWith {
@@ -1042,12 +1059,21 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         i += 1;
     }
     paths.extend(imports.iter().map(|(_, d)| d.clone()));
+    // The distributions of each site, read once.
+    let mut dists: HashMap<PathBuf, Vec<cudist_wheel::installed::Installed>> = HashMap::new();
+    for (_, dir) in &imports {
+        if let Some(site) = dir.parent() {
+            dists
+                .entry(site.to_path_buf())
+                .or_insert_with(|| cudist_wheel::installed::scan_names(site).unwrap_or_default());
+        }
+    }
     // Known packages load CUDA libraries themselves before importing the modules that link
     // them: find those as their loader would, and treat them as loaded.
     let mut preload = Vec::new();
     for (name, dir) in &imports {
         let Some(site) = dir.parent() else { continue };
-        let Some(pkg) = known_package(site, name, catalog) else {
+        let Some(pkg) = known_package(&dists[site], name, catalog) else {
             continue;
         };
         if report.runtime_loads.iter().any(|l| l.package == pkg.pip) {
@@ -1080,7 +1106,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         let found = scan.preloads;
         // Which wheel provides a library the package cannot find: the one of the CUDA major
         // it declares (rmm-cu12 requires librmm-cu12), else of the major its files link.
-        let declared = declared_requirements(site, name);
+        let declared = declared_requirements(&dists[site], name);
         let major = preload::cuda_major(&files, catalog);
         for p in found.iter().filter(|p| p.at_import) {
             for f in preload::find(p, dir, site, &env, catalog) {
@@ -1150,7 +1176,10 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     }
     let mut files = Vec::new();
     for p in &paths {
-        files.extend(crate::elf_files::loadable(p)?);
+        match elfs.remove(p) {
+            Some(listed) => files.extend(listed),
+            None => files.extend(crate::elf_files::loadable(p)?),
+        }
     }
     if files.is_empty() {
         bail!(
@@ -1167,7 +1196,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     let names = CudaNames::new(catalog);
     // Tiers are a package's: files of an `--import` package get theirs; a file or directory
     // given as a path is asked about as it is (it loads, as the main object).
-    let tier_of: std::collections::HashMap<&Path, crate::loads::Tier> = package_files
+    let tier_of: HashMap<&Path, crate::loads::Tier> = package_files
         .iter()
         .map(|f| f.path.as_path())
         .zip(preload::tiers(&package_files, &package_preloads))
