@@ -262,6 +262,7 @@ pub fn classify_needed(soname: &str, catalog: &Catalog, hint: Option<u32>) -> Ne
         SonameClass::Toolkit(m) => (NeededClass::Toolkit, Some(library_ref(&m))),
         SonameClass::External(m) => (NeededClass::External, Some(library_ref(&m))),
         SonameClass::Driver(_) => (NeededClass::Driver, None),
+        SonameClass::Vendor(_) => (NeededClass::Vendor, None),
         SonameClass::System(_) => (NeededClass::System, None),
         SonameClass::Other => (NeededClass::Other, None),
     };

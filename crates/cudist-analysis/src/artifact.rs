@@ -129,6 +129,7 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         &preloads,
     );
     variant_lines(&variants, &cuda_needed, &mut verdict);
+    vendor_lines(&elfs, catalog, &mut verdict);
     // A Linux wheel (not one for Android, iOS, …) that no policy allows.
     if kind == ArtifactKind::Wheel
         && file_tag.is_linux()
@@ -1026,6 +1027,38 @@ fn unportable(platform: &Platform, verdict: &mut Verdict) {
         verdict.lines.insert(0, line);
     } else {
         verdict.lines.push(line);
+    }
+}
+
+/// One line per other GPU vendor whose runtime the files need (a ROCm or XPU build beside the
+/// CUDA one): what they need and where it comes from. Not a problem of the package: those
+/// libraries come with that vendor's stack, as libcuda comes with the NVIDIA driver.
+fn vendor_lines(elfs: &[Analysed], catalog: &Catalog, verdict: &mut Verdict) {
+    let mut by_vendor: BTreeMap<&str, (BTreeSet<&str>, BTreeSet<&str>)> = BTreeMap::new();
+    for a in elfs {
+        for n in &a.report.needed {
+            if n.class != NeededClass::Vendor || n.provided_in_artifact.is_some() {
+                continue;
+            }
+            if let Some(v) = catalog.vendor_lib(&n.soname) {
+                let row = by_vendor.entry(v.vendor.as_str()).or_default();
+                row.0.insert(n.soname.as_str());
+                row.1.insert(a.report.path.as_str());
+            }
+        }
+    }
+    for (vendor, (sonames, files)) in by_vendor {
+        let files: Vec<&str> = files.into_iter().collect();
+        let who = match files.as_slice() {
+            [one] => one.to_string(),
+            [first, ..] => format!("{} files ({first}, …)", files.len()),
+            [] => continue,
+        };
+        verdict.lines.push(format!(
+            "{who} need{} {vendor}'s runtime ({}): it comes with {vendor}'s stack, not from a CUDA package (`cudist repair` leaves it out)",
+            if files.len() == 1 { "s" } else { "" },
+            sonames.into_iter().collect::<Vec<_>>().join(", ")
+        ));
     }
 }
 

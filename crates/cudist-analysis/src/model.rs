@@ -308,6 +308,9 @@ pub enum NeededClass {
     External,
     /// A library of the NVIDIA driver: must never be bundled.
     Driver,
+    /// A library of another GPU vendor's runtime (AMD ROCm, Intel oneAPI): comes with that
+    /// vendor's stack, never grafted.
+    Vendor,
     /// A base-system library (glibc family, libstdc++, …).
     System,
     /// Anything else.
@@ -320,8 +323,8 @@ pub struct Needed {
     /// the `DT_NEEDED` string
     pub soname: String,
     /// a CUDA toolkit (or NVIDIA wheel) library · a library that a user catalog assigns to another
-    /// wheel · an NVIDIA driver library · a base-system library (glibc family, libstdc++, …) ·
-    /// unknown
+    /// wheel · an NVIDIA driver library · another GPU vendor's runtime library (ROCm, oneAPI) · a
+    /// base-system library (glibc family, libstdc++, …) · unknown
     pub class: NeededClass,
     /// the catalog match, for `toolkit` and `external`. `null` for other classes
     pub library: Option<LibraryRef>,

@@ -253,7 +253,10 @@ fn reject(
     for n in e.needed.iter().filter(|n| !is_loader(&n.soname)) {
         let from_elsewhere = matches!(
             n.class,
-            NeededClass::Toolkit | NeededClass::External | NeededClass::Driver
+            NeededClass::Toolkit
+                | NeededClass::External
+                | NeededClass::Driver
+                | NeededClass::Vendor
         ) || n.provided_in_artifact.is_some()
             || extra_ok(n);
         if !from_elsewhere && !policy.allows_library(arch, &n.soname) {

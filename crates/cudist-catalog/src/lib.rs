@@ -398,6 +398,29 @@ pub struct DriverLib {
     pub sources: Vec<String>,
 }
 
+/// A library of another GPU vendor's runtime (AMD ROCm, Intel oneAPI): it comes with that
+/// vendor's stack, never from a CUDA package, and is never grafted.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VendorLib {
+    /// The SONAME without `.so` and what follows: `libhipblas` matches `libhipblas.so.3`.
+    pub stem: String,
+    /// `AMD ROCm`, `Intel oneAPI`.
+    pub vendor: String,
+    #[serde(default)]
+    pub description: String,
+    /// Where a machine gets it.
+    pub provided_by: String,
+    /// The PyPI distribution that ships it, where one does.
+    #[serde(default)]
+    pub pip: Option<String>,
+    /// SONAMEs of this stem read from real files.
+    #[serde(default)]
+    pub seen: Vec<String>,
+    #[serde(default)]
+    pub sources: Vec<String>,
+}
+
 /// A library every Linux system provides.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -465,6 +488,8 @@ struct CatalogFile {
     #[serde(default)]
     driver_lib: Vec<DriverLib>,
     #[serde(default)]
+    vendor_lib: Vec<VendorLib>,
+    #[serde(default)]
     system_lib: Vec<SystemLib>,
     #[serde(default)]
     toolkit: Vec<ToolkitDriver>,
@@ -487,6 +512,7 @@ struct CatalogFile {
 const BUILTIN: &[(&str, &str)] = &[
     ("libraries.toml", include_str!("../data/libraries.toml")),
     ("driver.toml", include_str!("../data/driver.toml")),
+    ("vendors.toml", include_str!("../data/vendors.toml")),
     ("system.toml", include_str!("../data/system.toml")),
     ("drivers.toml", include_str!("../data/drivers.toml")),
     ("arch.toml", include_str!("../data/arch.toml")),
@@ -544,6 +570,7 @@ pub enum SonameClass<'a> {
     Toolkit(LibraryMatch<'a>),
     External(LibraryMatch<'a>),
     Driver(&'a DriverLib),
+    Vendor(&'a VendorLib),
     System(&'a SystemLib),
     Other,
 }
@@ -553,6 +580,7 @@ pub enum SonameClass<'a> {
 pub struct Catalog {
     pub libraries: Vec<Library>,
     pub driver_libs: Vec<DriverLib>,
+    pub vendor_libs: Vec<VendorLib>,
     pub system_libs: Vec<SystemLib>,
     pub toolkits: Vec<ToolkitDriver>,
     pub minor_compat: Vec<MinorCompat>,
@@ -646,6 +674,7 @@ impl Catalog {
         Catalog {
             libraries: Vec::new(),
             driver_libs: Vec::new(),
+            vendor_libs: Vec::new(),
             system_libs: Vec::new(),
             toolkits: Vec::new(),
             minor_compat: Vec::new(),
@@ -798,6 +827,23 @@ impl Catalog {
                 )));
             }
         }
+        for v in &file.vendor_lib {
+            if !v.stem.starts_with("lib") || v.stem.contains(".so") || v.stem.contains('/') {
+                return Err(invalid(format!(
+                    "vendor_lib {:?}: a stem is a SONAME without `.so` and what follows (libhipblas)",
+                    v.stem
+                )));
+            }
+            if let Some(s) = v.seen.iter().find(|s| {
+                s.strip_prefix(v.stem.as_str())
+                    .is_none_or(|r| !(r == ".so" || r.starts_with(".so.")))
+            }) {
+                return Err(invalid(format!(
+                    "vendor_lib {:?}: seen SONAME {s:?} is not of that stem",
+                    v.stem
+                )));
+            }
+        }
         for t in &file.toolkit {
             if CudaVersion::parse(&t.version).is_none() {
                 return Err(invalid(format!("toolkit {:?} is not a version", t.version)));
@@ -805,6 +851,7 @@ impl Catalog {
         }
         replace_by(&mut self.libraries, file.library, |l| l.id.clone());
         replace_by(&mut self.driver_libs, file.driver_lib, |l| l.soname.clone());
+        replace_by(&mut self.vendor_libs, file.vendor_lib, |l| l.stem.clone());
         replace_by(&mut self.system_libs, file.system_lib, |l| l.soname.clone());
         replace_by(&mut self.toolkits, file.toolkit, |t| t.version.clone());
         replace_by(&mut self.minor_compat, file.minor_compat, |m| m.major);
@@ -1004,6 +1051,9 @@ impl Catalog {
         if let Some(d) = self.driver_lib(soname) {
             return SonameClass::Driver(d);
         }
+        if let Some(v) = self.vendor_lib(soname) {
+            return SonameClass::Vendor(v);
+        }
         if let Some(s) = self.system_libs.iter().find(|s| s.soname == soname) {
             return SonameClass::System(s);
         }
@@ -1023,6 +1073,16 @@ impl Catalog {
                 .split_once(".so.")
                 .is_some_and(|(_, v)| v.split('.').count() == 2);
         listed_form.then_some((m, false))
+    }
+
+    /// The other vendor's runtime library this SONAME belongs to: `<stem>.so` or
+    /// `<stem>.so.<anything>`.
+    pub fn vendor_lib(&self, soname: &str) -> Option<&VendorLib> {
+        let (stem, rest) = soname.split_once(".so")?;
+        if !(rest.is_empty() || rest.starts_with('.')) {
+            return None;
+        }
+        self.vendor_libs.iter().find(|v| v.stem == stem)
     }
 
     /// The driver library with this SONAME. Also matches a hashed graft of it, and, for driver
@@ -1523,6 +1583,44 @@ mod tests {
         assert!(cat.library_by_name("libcublas-xyz.so.12").is_none());
         assert_eq!(strip_graft_hash("libfoo-12345678.so"), "libfoo.so");
         assert_eq!(strip_graft_hash("libfoo-1234567.so"), "libfoo-1234567.so");
+    }
+
+    #[test]
+    fn other_vendors_runtimes() {
+        let cat = Catalog::builtin();
+        for (soname, vendor) in [
+            ("libhipblas.so.2", "AMD ROCm"),
+            ("libhipblas.so.3", "AMD ROCm"),
+            ("libhipblaslt.so.1", "AMD ROCm"),
+            ("librocrand.so.1", "AMD ROCm"),
+            ("libsycl.so.9", "Intel oneAPI"),
+            ("libsvml.so", "Intel oneAPI"),
+            ("libintlc.so.5", "Intel oneAPI"),
+        ] {
+            match cat.classify(soname) {
+                SonameClass::Vendor(v) => assert_eq!(v.vendor, vendor, "{soname}"),
+                _ => panic!("{soname} is not another vendor's runtime"),
+            }
+        }
+        // Every SONAME read from a real file matches its own row.
+        for v in &cat.vendor_libs {
+            assert!(!v.sources.is_empty(), "{} has no source", v.stem);
+            for s in &v.seen {
+                assert_eq!(cat.vendor_lib(s).map(|m| &m.stem), Some(&v.stem));
+            }
+        }
+        // A longer name that merely starts with a stem is not that library.
+        assert!(cat.vendor_lib("libhipblas_extra.so.1").is_none());
+        assert!(cat.vendor_lib("libhipblaslt-ext.so").is_none());
+        assert!(matches!(
+            cat.classify("libhipblasfoo.so.2"),
+            SonameClass::Other
+        ));
+        let bad =
+            "schema = 1\n[[vendor_lib]]\nstem = \"libx.so\"\nvendor = \"V\"\nprovided_by = \"p\"\n";
+        assert!(Catalog::builtin().merge_str("test", bad).is_err());
+        let bad_seen = "schema = 1\n[[vendor_lib]]\nstem = \"libx\"\nvendor = \"V\"\nprovided_by = \"p\"\nseen = [\"libxy.so.1\"]\n";
+        assert!(Catalog::builtin().merge_str("test", bad_seen).is_err());
     }
 
     #[test]

@@ -198,6 +198,9 @@ pub struct WheelRepair {
     pub loader: Option<Loader>,
     /// Libraries needed that repair does not handle yet (neither system, CUDA, nor in the wheel).
     pub unhandled: Vec<String>,
+    /// Other GPU vendors' runtime libraries the wheel needs (a ROCm or XPU build beside the CUDA
+    /// one): never grafted, no requirement; they come with that vendor's stack.
+    pub vendor_runtimes: Vec<VendorRuntime>,
     /// Variant libraries (one per CUDA release; the package loads one at run time) whose CUDA
     /// libraries were not made requirements, each with the SONAMEs it needs.
     pub variants: Vec<VariantLeft>,
@@ -206,6 +209,19 @@ pub struct WheelRepair {
     /// Platform tags of the repaired wheel, and the policies more compatible than its own that it
     /// does not satisfy (with the reason).
     pub platform: cudist_analysis::model::Platform,
+}
+
+/// Another GPU vendor's runtime libraries that a wheel needs, which repair leaves out.
+#[derive(Debug, Serialize)]
+pub struct VendorRuntime {
+    /// `AMD ROCm`, `Intel oneAPI`.
+    pub vendor: String,
+    /// The SONAMEs needed.
+    pub sonames: Vec<String>,
+    /// Where a machine gets them.
+    pub provided_by: String,
+    /// The PyPI distributions that ship them, where some do.
+    pub pip: Vec<String>,
 }
 
 /// A variant library whose CUDA needs repair leaves to the package.
@@ -379,6 +395,7 @@ fn repair_one(
         loader: None,
         grafted: Vec::new(),
         unhandled: plan.unhandled,
+        vendor_runtimes: vendor_runtimes(&plan.vendor, catalog),
         variants: plan
             .variants
             .into_iter()
@@ -603,6 +620,31 @@ fn add_loader(
         }
     }
     Ok(loader)
+}
+
+/// The vendor libraries of a plan, one entry per vendor.
+fn vendor_runtimes(sonames: &[String], catalog: &Catalog) -> Vec<VendorRuntime> {
+    let mut out: Vec<VendorRuntime> = Vec::new();
+    for s in sonames {
+        let Some(v) = catalog.vendor_lib(s) else {
+            continue;
+        };
+        match out.iter_mut().find(|r| r.vendor == v.vendor) {
+            Some(r) => r.sonames.push(s.clone()),
+            None => out.push(VendorRuntime {
+                vendor: v.vendor.clone(),
+                sonames: vec![s.clone()],
+                provided_by: v.provided_by.clone(),
+                pip: Vec::new(),
+            }),
+        }
+        if let Some(r) = out.iter_mut().find(|r| r.vendor == v.vendor) {
+            if let Some(pip) = v.pip.as_ref().filter(|p| !r.pip.contains(p)) {
+                r.pip.push(pip.clone());
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]

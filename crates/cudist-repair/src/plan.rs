@@ -41,6 +41,8 @@ pub struct Plan {
     pub extras: Vec<String>,
     /// Libraries needed that are neither system, CUDA, grafted nor in the wheel.
     pub unhandled: Vec<String>,
+    /// Other GPU vendors' runtime libraries needed (ROCm, oneAPI): left to that vendor's stack.
+    pub vendor: Vec<String>,
     /// Variant libraries (one per CUDA release, the package loads one): their CUDA libraries
     /// become no requirement, since requiring every release's at once is what cannot be
     /// installed or wanted. Each with the SONAMEs it needs.
@@ -96,6 +98,8 @@ pub struct FileNeeds {
     pub needs: Vec<(String, Need)>,
     /// Libraries no rule provides.
     pub unhandled: Vec<String>,
+    /// Other GPU vendors' runtime libraries.
+    pub vendor: Vec<String>,
 }
 
 /// The choices of a repair run that every wheel's plan follows.
@@ -133,6 +137,7 @@ pub fn plan(
     let mut loads = BTreeMap::new();
     let mut needs: BTreeMap<String, Need> = BTreeMap::new();
     let mut unhandled = BTreeSet::new();
+    let mut vendor = BTreeSet::new();
     let mut variants = Vec::new();
     let grafted_paths: BTreeSet<&str> = grafting.reports.iter().map(|r| r.path.as_str()).collect();
     for e in a
@@ -160,6 +165,7 @@ pub fn plan(
             }
         }
         unhandled.extend(n.unhandled);
+        vendor.extend(n.vendor);
         let is_graft = grafted_paths.contains(e.path.as_str());
         if let Some(edit) = search_path(e, n.inside, n.dirs, n.replaced, &emptied, is_graft, tag) {
             edits.insert(e.path.clone(), edit);
@@ -174,6 +180,7 @@ pub fn plan(
         requires,
         extras,
         unhandled: unhandled.into_iter().collect(),
+        vendor: vendor.into_iter().collect(),
         variants,
     }
 }
@@ -320,6 +327,7 @@ pub fn file_needs(
                 }
             }
             None if n.class == NeededClass::Other => out.unhandled.push(soname),
+            None if n.class == NeededClass::Vendor => out.vendor.push(soname),
             None => {}
         }
     }

@@ -70,7 +70,8 @@ pub fn run(cmd: CatalogCmd, catalog: &Catalog) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `catalog lib NAME`: one library (by SONAME or id), or a driver library.
+/// `catalog lib NAME`: one library (by SONAME or id), a driver library, or another GPU
+/// vendor's runtime library.
 fn lib(name: &str, json: bool, catalog: &Catalog, style: Style) -> Result<()> {
     let lib = match catalog.library_by_name(name) {
         Some((m, _)) => m.library,
@@ -82,6 +83,20 @@ fn lib(name: &str, json: bool, catalog: &Catalog, style: Style) -> Result<()> {
                         print_json(json!({"driver_lib": d}))?;
                     } else {
                         outln!("{}: NVIDIA driver library ({}). Provided by the driver; never bundle it.", d.soname, d.description);
+                    }
+                    return Ok(());
+                }
+                if let Some(v) = catalog.vendor_lib(name) {
+                    if json {
+                        print_json(json!({"vendor_lib": v}))?;
+                    } else {
+                        outln!(
+                            "{name}: {}'s {}. Not a CUDA library: it comes with {}{}; cudist never grafts it.",
+                            v.vendor,
+                            v.description,
+                            v.provided_by,
+                            v.pip.as_deref().map(|p| format!(" ({p} on PyPI)")).unwrap_or_default()
+                        );
                     }
                     return Ok(());
                 }

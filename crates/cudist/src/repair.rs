@@ -250,6 +250,20 @@ fn render(r: &Report, style: crate::util::Style) -> String {
                 if v.needs.is_empty() { "no CUDA library".to_string() } else { v.needs.join(", ") }
             );
         }
+        for v in &w.vendor_runtimes {
+            let _ = writeln!(
+                out,
+                "  vendor    {} ({}): not grafted, no requirement; it comes with {}{}",
+                v.sonames.join(", "),
+                v.vendor,
+                v.provided_by,
+                if v.pip.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", v.pip.join(", "))
+                }
+            );
+        }
         for u in &w.unhandled {
             let why = if u.contains('/') {
                 "a NEEDED entry that names a path: ld.so opens exactly that path on the user's machine, so it is never grafted"

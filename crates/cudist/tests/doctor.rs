@@ -726,6 +726,25 @@ fn preloads_and_tiers_agree_with_a_real_import() {
             "-l:libcurand.so.10",
         ],
     );
+    // A build for AMD GPUs beside the CUDA one (bitsandbytes' libbitsandbytes_rocm*.so): it
+    // needs ROCm's hipBLAS, which this machine lacks, and the package loads it only on AMD GPUs.
+    fake_lib(
+        work.path(),
+        "libhipblas.so.3",
+        "libhipblas.so.3",
+        "hipblasCreate",
+    );
+    gcc_shared(
+        &pkg,
+        "libpkg_rocm.so",
+        Some("libpkg_rocm.so"),
+        "int hipblasCreate(void *); int g(void) { return hipblasCreate(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", work.path().display()),
+            "-l:libhipblas.so.3",
+        ],
+    );
     let python = venv.join("bin/python");
     // A package whose import imports pkg: doctor follows the import into pkg.
     std::fs::create_dir_all(site.join("user")).unwrap();
@@ -783,10 +802,27 @@ fn preloads_and_tiers_agree_with_a_real_import() {
         .iter()
         .map(|r| r.as_str().unwrap())
         .collect();
+    // The provider's failure decides; the ROCm build is said, and counts for nothing.
+    assert!(reasons[0].contains("libprovider.so"), "{reasons:?}");
+    assert_eq!(reasons.len(), 2, "{reasons:?}");
     assert!(
-        reasons.iter().all(|r| r.contains("libprovider.so")) && reasons.len() == 1,
+        reasons[1].contains("libpkg_rocm.so: a build for another GPU vendor (AMD ROCm): libhipblas.so.3 is not here"),
         "{reasons:?}"
     );
+    // Without the provider, nothing fails: the verdict is OK though the ROCm build cannot load.
+    std::fs::rename(
+        pkg.join("libprovider.so"),
+        work.path().join("libprovider.so.off"),
+    )
+    .unwrap();
+    let (code, v2) = doctor();
+    assert_eq!(code, Some(0), "{v2:#}");
+    assert_eq!(v2["verdict"]["status"], "ok", "{v2:#}");
+    std::fs::rename(
+        work.path().join("libprovider.so.off"),
+        pkg.join("libprovider.so"),
+    )
+    .unwrap();
     let load = v["runtime_loads"]
         .as_array()
         .unwrap()
@@ -809,6 +845,7 @@ fn preloads_and_tiers_agree_with_a_real_import() {
     };
     assert_eq!(tier(&ext_name), "import");
     assert_eq!(tier("libprovider.so"), "on-demand");
+    assert_eq!(tier("libpkg_rocm.so"), "on-demand");
 
     // The NVIDIA wheel moved away: the real import fails in the preload, and doctor says it will.
     std::fs::rename(site.join("nvidia"), site.join("nvidia.off")).unwrap();

@@ -661,4 +661,24 @@ fn packages_that_load_their_own_libraries() {
         "{:#}",
         wr["requires_added"]
     );
+    // Its ROCm and XPU builds need ROCm's and oneAPI's libraries: left to those stacks, not
+    // grafted and not "unhandled", so the tag is the one the symbol versions allow, which is
+    // auditwheel's "constrains the platform tag to" for the original.
+    assert!(
+        wr["unhandled"].as_array().unwrap().is_empty(),
+        "{:#}",
+        wr["unhandled"]
+    );
+    let vendors: Vec<&str> = wr["vendor_runtimes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["vendor"].as_str().unwrap())
+        .collect();
+    assert_eq!(vendors, ["AMD ROCm", "Intel oneAPI"]);
+    let tag = wr["platform"]["tags"].as_array().unwrap().last().unwrap();
+    if let Some(auditwheel) = tool_from_env("CUDIST_AUDITWHEEL") {
+        let (_, constrained) = auditwheel_tag(&auditwheel, &w);
+        assert_eq!(tag.as_str(), constrained.as_deref(), "{wr:#}");
+    }
 }

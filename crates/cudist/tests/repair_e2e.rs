@@ -895,3 +895,90 @@ open(sys.argv[1], 'wb').write(raw)
         "nothing written"
     );
 }
+
+#[test]
+fn other_vendors_runtimes_are_left_to_their_stacks() {
+    // bitsandbytes ships a ROCm and an XPU build beside its CUDA ones. Their libraries come
+    // with ROCm and oneAPI: never grafted, no requirement, no warning, and no reason for the
+    // linux tag.
+    let work = tempfile::tempdir().unwrap();
+    let rocm = ext_needing(work.path(), "hipblas", "libhipblas.so.3", "hipblasCreate");
+    let xpu = ext_needing(work.path(), "sycl", "libsycl.so.9", "syclInit");
+    let w = work.path().join("demo-1.0-py3-none-linux_x86_64.whl");
+    write_wheel(
+        &w,
+        "demo",
+        &[],
+        &[
+            ("demo/__init__.py", Vec::new()),
+            ("demo/libdemo_rocm.so", rocm),
+            ("demo/libdemo_xpu.so", xpu),
+        ],
+    );
+    let inspect = inspect_json(&[w.to_str().unwrap()], 0);
+    let a = artifact(&inspect, "linux_x86_64.whl");
+    let class_of = |soname: &str| {
+        a["elf_files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|e| e["needed"].as_array().unwrap())
+            .find(|n| n["soname"] == soname)
+            .map(|n| n["class"].clone())
+    };
+    assert_eq!(class_of("libhipblas.so.3"), Some("vendor".into()));
+    assert_eq!(class_of("libsycl.so.9"), Some("vendor".into()));
+    let lines = verdict_lines(a);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l
+                .starts_with("demo/libdemo_rocm.so needs AMD ROCm's runtime (libhipblas.so.3)")),
+        "{lines:?}"
+    );
+    let out = work.path().join("out");
+    let r = repair(&w, &out);
+    let wr = &r["wheels"][0];
+    assert!(wr["grafted"].as_array().unwrap().is_empty(), "{wr:#}");
+    assert!(wr["unhandled"].as_array().unwrap().is_empty(), "{wr:#}");
+    assert!(
+        wr["requires_added"].as_array().unwrap().is_empty(),
+        "{wr:#}"
+    );
+    let vendors: Vec<(&str, &str)> = wr["vendor_runtimes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|v| {
+            v["sonames"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(move |s| (v["vendor"].as_str().unwrap(), s.as_str().unwrap()))
+        })
+        .collect();
+    assert_eq!(
+        vendors,
+        vec![
+            ("AMD ROCm", "libhipblas.so.3"),
+            ("Intel oneAPI", "libsycl.so.9")
+        ]
+    );
+    assert_eq!(wr["vendor_runtimes"][1]["pip"][0], "intel-sycl-rt");
+    let tag = wr["platform"]["tags"][0].as_str().unwrap();
+    assert!(tag.starts_with("manylinux"), "{tag}");
+    // The human output says it once per vendor.
+    let o = cudist(&[
+        "repair",
+        "--dry-run",
+        "-w",
+        out.to_str().unwrap(),
+        w.to_str().unwrap(),
+    ]);
+    let text = stdout(&o) + &stderr(&o);
+    assert!(
+        text.contains("vendor    libhipblas.so.3 (AMD ROCm): not grafted, no requirement")
+            && !text.contains("warning"),
+        "{text}"
+    );
+}

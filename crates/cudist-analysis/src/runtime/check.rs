@@ -14,7 +14,7 @@
 //! Without paths, the machine and every CUDA installation visible are reported
 //! ([`installations`](super::installations)).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use cudist_catalog::{Catalog, SonameClass};
@@ -205,6 +205,10 @@ fn fix_for(name: &str, needed_by: &Path, catalog: &Catalog) -> Option<String> {
         }
         SonameClass::Driver(_) => Some(format!(
             "{name} comes with the NVIDIA driver; install the driver (no GPU driver is visible on this machine)"
+        )),
+        SonameClass::Vendor(v) => Some(format!(
+            "{name} is {}'s {}: it comes with {}",
+            v.vendor, v.description, v.provided_by
         )),
         SonameClass::System(_) => Some(format!(
             "{name} is a system library; install it with the system's package manager"
@@ -822,7 +826,34 @@ fn check_file(
             m.library_stem()
         ));
     }
-    for m in &missing {
+    // A file the import does not reach that misses only another GPU vendor's runtime is that
+    // vendor's build (bitsandbytes' libbitsandbytes_rocm*.so): the package loads it where it
+    // finds that vendor's GPU, whose stack brings the libraries. Said, not counted.
+    let vendors: BTreeSet<&str> = missing
+        .iter()
+        .filter_map(|m| catalog.vendor_lib(&m.name).map(|v| v.vendor.as_str()))
+        .collect();
+    let other_vendor_build = tier != crate::loads::Tier::Import
+        && !missing.is_empty()
+        && missing_syms.is_empty()
+        && missing
+            .iter()
+            .all(|m| catalog.vendor_lib(&m.name).is_some());
+    if other_vendor_build {
+        let names: Vec<&str> = missing.iter().map(|m| m.name.as_str()).collect();
+        let vendors: Vec<&str> = vendors.into_iter().collect();
+        verdict.add(
+            Status::Ok,
+            format!(
+                "{}: a build for another GPU vendor ({}): {} {} not here, and come with that vendor's stack; the package loads this file only where it finds such a GPU",
+                f.display(),
+                vendors.join(" and "),
+                names.join(", "),
+                if names.len() == 1 { "is" } else { "are" },
+            ),
+        );
+    }
+    for m in missing.iter().filter(|_| !other_vendor_build) {
         verdict.add(
             fails,
             format!(

@@ -212,7 +212,6 @@ pub fn artifact<'a>(report: &'a Value, suffix: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no artifact {suffix} in {report:#}"))
 }
 
-/// The `cuda_needed` row for a SONAME.
 /// The lines of an artifact's verdict in inspect's JSON.
 pub fn verdict_lines(a: &Value) -> Vec<String> {
     a["verdict"]["lines"]
@@ -223,6 +222,7 @@ pub fn verdict_lines(a: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The `cuda_needed` row for a SONAME.
 pub fn needed<'a>(artifact: &'a Value, soname: &str) -> &'a Value {
     artifact["cuda_needed"]
         .as_array()
