@@ -438,8 +438,14 @@ fn aggregate_needs(
             });
             row.tier = row.tier.min(a.report.tier);
             row.needed_by.push(a.report.path.clone());
-            let want_dir = row.library.as_ref().and_then(|l| l.pip_dir.clone());
-            let covered = search_path_covers(&a.report, &n.soname, want_dir.as_deref(), files);
+            // Every directory the library's wheel installs it in, across its release lines.
+            let want: Vec<&str> = row
+                .library
+                .as_ref()
+                .and_then(|l| catalog.library_by_soname_hinted(&n.soname, Some(l.cuda_major)))
+                .map(|m| m.major.pip_dirs().into_iter().map(|(d, _)| d).collect())
+                .unwrap_or_default();
+            let covered = search_path_covers(&a.report, &n.soname, &want, files);
             row.rpath_covers &= covered;
         }
     }
@@ -713,14 +719,16 @@ fn elf_major_hint(r: &ElfReport, catalog: &Catalog, wheel_dirs: &WheelDirs) -> O
     (majors.len() == 1).then(|| *majors.iter().next().unwrap())
 }
 
-/// pip_dir → (CUDA major, distribution) pairs installing there, from the catalog.
+/// Wheel directory (`pip_dir` and `pip_other_dirs`) → (CUDA major, distribution) pairs
+/// installing there, from the catalog.
 type WheelDirs = BTreeMap<String, BTreeSet<(u32, String)>>;
 
 fn wheel_dir_index(catalog: &Catalog) -> WheelDirs {
     let mut idx = WheelDirs::new();
     for lib in &catalog.libraries {
         for m in &lib.cuda {
-            if let (Some(dir), Some(pip)) = (&m.pip_dir, &m.pip) {
+            let Some(pip) = &m.pip else { continue };
+            for (dir, _) in m.pip_dirs() {
                 idx.entry(dir.trim_end_matches('/').to_string())
                     .or_default()
                     .insert((m.major, pip.clone()));
@@ -865,14 +873,14 @@ fn fold_abs(dir: &Path, rel: &str) -> String {
 fn search_path_covers(
     r: &ElfReport,
     soname: &str,
-    want_dir: Option<&str>,
+    want: &[&str],
     files: &BTreeSet<String>,
 ) -> bool {
     r.rpath.iter().chain(r.runpath.iter()).any(|e| {
         let d = e.expanded.trim_end_matches('/');
         match e.location {
-            PathLocation::CudaWheel => want_dir == Some(d),
-            PathLocation::Absolute => want_dir.is_some_and(|w| d.ends_with(&format!("/{w}"))),
+            PathLocation::CudaWheel => want.contains(&d),
+            PathLocation::Absolute => want.iter().any(|w| d.ends_with(&format!("/{w}"))),
             PathLocation::Inside => {
                 let name = format!("{}{}{}", d, if d.is_empty() { "" } else { "/" }, soname);
                 files.contains(&name)

@@ -164,6 +164,13 @@ pub struct LibraryMajor {
     /// `libnvrtc.alt.so.12` from 12.8): the requirement for such a SONAME starts there.
     #[serde(default)]
     pub pip_since: BTreeMap<String, String>,
+    /// Directories that releases of `pip` outside `pip_versions` install the library in
+    /// (directory → their `>=A,<B` range): nvidia-cusparselt-cu13 0.8.x (torch 2.15's pin) puts
+    /// it in `nvidia/cusparselt/lib`, 0.9 on in `nvidia/cu13/lib`. Repair requires `pip_versions`
+    /// and writes `pip_dir`, unless the wheel already requires releases of another directory;
+    /// doctor looks in every one.
+    #[serde(default)]
+    pub pip_other_dirs: BTreeMap<String, String>,
     #[serde(default)]
     pub verified: Option<String>,
 }
@@ -180,6 +187,30 @@ pub enum PipRequirement {
 }
 
 impl LibraryMajor {
+    /// Every directory releases of `pip` install the library in: `pip_dir` (with `pip_versions`)
+    /// first, then `pip_other_dirs`, each with its release range where one is known.
+    pub fn pip_dirs(&self) -> Vec<(&str, Option<&str>)> {
+        self.pip_dir
+            .as_deref()
+            .map(|d| (d, self.pip_versions.as_deref()))
+            .into_iter()
+            .chain(
+                self.pip_other_dirs
+                    .iter()
+                    .map(|(d, r)| (d.as_str(), Some(r.as_str()))),
+            )
+            .collect()
+    }
+
+    /// The directory a release of `pip` installs the library in.
+    pub fn pip_dir_of_release(&self, version: &str) -> Option<&str> {
+        self.pip_other_dirs
+            .iter()
+            .find(|(_, r)| in_simple_range(version, r))
+            .map(|(d, _)| d.as_str())
+            .or(self.pip_dir.as_deref())
+    }
+
     /// The requirement on this major's wheel for a binary that needs `soname`; none when no
     /// wheel provides the library.
     ///
@@ -233,6 +264,20 @@ fn is_simple_range(range: &str) -> bool {
     };
     let key = |v: &str| -> Option<Vec<u64>> { v.split('.').map(|p| p.parse().ok()).collect() };
     matches!((key(lo), key(hi)), (Some(a), Some(b)) if a < b)
+}
+
+/// Whether two `>=A,<B` ranges share a version.
+fn ranges_overlap(a: &str, b: &str) -> bool {
+    let key = |v: &str| -> Vec<u64> { v.split('.').map_while(|p| p.parse().ok()).collect() };
+    let bounds = |r: &str| {
+        r.strip_prefix(">=")
+            .and_then(|r| r.split_once(",<"))
+            .map(|(lo, hi)| (key(lo), key(hi)))
+    };
+    match (bounds(a), bounds(b)) {
+        (Some((alo, ahi)), Some((blo, bhi))) => alo < bhi && blo < ahi,
+        _ => true,
+    }
 }
 
 /// Whether `version` lies in a `>=A,<B` range (numeric parts compared; a part that is not a
@@ -799,9 +844,22 @@ impl Catalog {
                         )));
                     }
                 }
+                for (d, r) in &m.pip_other_dirs {
+                    if m.pip_dir.is_none()
+                        || !is_simple_range(r)
+                        || m.pip_versions
+                            .as_deref()
+                            .is_some_and(|v| ranges_overlap(v, r))
+                    {
+                        return Err(invalid(format!(
+                            "library {} CUDA {}: pip_other_dirs {d:?} = {r:?} needs pip_dir and a                              `>=A,<B` range outside pip_versions",
+                            lib.id, m.major
+                        )));
+                    }
+                }
                 // pip_dir becomes an RPATH entry ($ORIGIN/../…/pip_dir) and a path the loader
                 // module looks in: a plain directory inside site-packages.
-                if let Some(d) = &m.pip_dir {
+                for d in m.pip_dir.iter().chain(m.pip_other_dirs.keys()) {
                     if let Err(e) = cudist_fs::member_name(d) {
                         return Err(invalid(format!(
                             "library {} CUDA {}: pip_dir {e}; it names a directory inside \
@@ -924,7 +982,7 @@ impl Catalog {
     pub fn pip_dirs_of(&self, soname: &str) -> Vec<&str> {
         let mut out: Vec<&str> = Vec::new();
         for &(li, mi) in self.by_soname.get(soname).into_iter().flatten() {
-            if let Some(d) = self.libraries[li].cuda[mi].pip_dir.as_deref() {
+            for (d, _) in self.libraries[li].cuda[mi].pip_dirs() {
                 if !out.contains(&d) {
                     out.push(d);
                 }
@@ -1437,6 +1495,24 @@ mod tests {
                             bad.push(format!("{pip} {v} (admitted by {r}) has no {path}: {f:?}"));
                         }
                     }
+                    // Releases of the other directories install it there.
+                    for (other, range) in &m.pip_other_dirs {
+                        let path = format!("{other}/{soname}");
+                        let releases: Vec<&String> = index.packages[pip]
+                            .iter()
+                            .filter(|v| in_simple_range(v, range))
+                            .collect();
+                        if releases.is_empty() {
+                            bad.push(format!("{pip}: no release in {range} ({other})"));
+                        }
+                        for v in releases {
+                            let Some(f) = files.get(v) else { continue };
+                            checked += 1;
+                            if !f.contains(&path) || m.pip_dir_of_release(v) != Some(other) {
+                                bad.push(format!("{pip} {v} (in {range}) has no {path}: {f:?}"));
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -1758,6 +1834,14 @@ mod tests {
             (
                 "pip = \"x\"\npip_dir = \"x/lib\"\npip_since = { \"liby.so.1\" = \"1.2\" }",
                 "needs one of its sonames and a dotted version",
+            ),
+            (
+                "pip = \"x\"\npip_dir = \"x/lib\"\npip_versions = \">=1,<2\"\npip_other_dirs = { \"y/lib\" = \">=1.5,<3\" }",
+                "outside pip_versions",
+            ),
+            (
+                "pip = \"x\"\npip_dir = \"x/lib\"\npip_other_dirs = { \"../y\" = \">=0.1,<1\" }",
+                "has a `..` component",
             ),
         ] {
             let e = Catalog::builtin()

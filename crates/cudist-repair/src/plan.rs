@@ -115,6 +115,33 @@ pub struct Rules<'a> {
     pub excluded: &'a dyn Fn(&str) -> bool,
 }
 
+/// The release of each distribution the repaired wheel will get, where one is known: the build
+/// environment's (`--build-env`), else the one the wheel's own requirement pins (`==0.8.1`, or
+/// `~=0.8.1`, which stays below 0.9), normalised name → version. A lower bound alone says
+/// nothing: pip installs the newest release.
+fn known_releases(
+    installed: &BTreeMap<String, String>,
+    declared: &[String],
+) -> BTreeMap<String, String> {
+    let mut out = installed.clone();
+    for r in declared.iter().filter_map(|d| ReqName::parse(d)) {
+        if !r.on_linux || r.in_extra.is_some() || out.contains_key(&r.name) {
+            continue;
+        }
+        let version = r.specifier.split(',').find_map(|c| {
+            let c = c.trim();
+            ["===", "==", "~="]
+                .iter()
+                .find_map(|op| c.strip_prefix(op))
+                .map(|v| v.trim().trim_end_matches(".*").to_string())
+        });
+        if let Some(v) = version.filter(|v| !v.is_empty()) {
+            out.insert(r.name, v);
+        }
+    }
+    out
+}
+
 /// The whole plan of one wheel. `declared` is its `Requires-Dist`.
 pub fn plan(
     a: &Artifact,
@@ -129,6 +156,8 @@ pub fn plan(
         installed,
         excluded,
     } = *rules;
+    let releases = known_releases(installed, declared);
+    let installed = &releases;
     let Exclusions { removed, renamed } = exclude(a, catalog, excluded);
     let removed_paths: BTreeSet<&str> = removed.iter().map(|r| r.path.as_str()).collect();
     let emptied = emptied_dirs(a, &removed_paths);
@@ -310,9 +339,22 @@ pub fn file_needs(
                         }
                         _ => String::new(),
                     };
+                    // A release the wheel pins (or the build used) from a line that installs
+                    // elsewhere (cuSPARSELt 0.8 in nvidia/cusparselt/lib): its directory, its range.
+                    let release = installed.get(&normalise_dist(pip));
+                    let mut dir = dir.clone();
+                    if let Some((other, r)) = release.and_then(|v| {
+                        m.major
+                            .pip_other_dirs
+                            .iter()
+                            .find(|(_, r)| cudist_catalog::in_simple_range(v, r))
+                    }) {
+                        dir = other.clone();
+                        range = r.clone();
+                    }
                     out.dirs.push(dir.clone());
                     out.loads.push((soname.clone(), dir.clone()));
-                    if let Some(v) = installed.get(&normalise_dist(pip)) {
+                    if let Some(v) = release {
                         range = raise_lower_bound(&range, v);
                     }
                     out.needs.push((
@@ -691,6 +733,74 @@ mod tests {
             &|_| false,
         );
         assert_eq!(n.dirs, vec!["nvidia/cublas/lib"]);
+    }
+
+    #[test]
+    fn a_pinned_release_line_gets_its_own_directory() {
+        // torch 2.15 pins nvidia-cusparselt-cu13==0.8.1, which installs nvidia/cusparselt/lib;
+        // 0.9 on install nvidia/cu13/lib (pip-wheels.json).
+        let catalog = Catalog::builtin();
+        let e = elf(
+            "torch/lib/libtorch_cuda.so",
+            &["libcusparseLt.so.0", "libcudart.so.13"],
+            &[],
+            &catalog,
+        );
+        let needs = |releases: &BTreeMap<String, String>| {
+            file_needs(
+                &e,
+                &catalog,
+                &no_grafts(),
+                &HashMap::new(),
+                &BTreeSet::new(),
+                releases,
+                &|_| false,
+            )
+        };
+        let pinned = known_releases(
+            &BTreeMap::new(),
+            &[
+                "nvidia-cusparselt-cu13==0.8.1; platform_system == \"Linux\"".into(),
+                "nvidia-cublas>=13.0".into(),
+            ],
+        );
+        assert_eq!(pinned.len(), 1, "{pinned:?}");
+        let n = needs(&pinned);
+        assert!(
+            n.dirs.contains(&"nvidia/cusparselt/lib".to_string()),
+            "{:?}",
+            n.dirs
+        );
+        let need = &n
+            .needs
+            .iter()
+            .find(|(p, _)| p == "nvidia-cusparselt-cu13")
+            .unwrap()
+            .1;
+        assert_eq!(need.range, ">=0.8.1,<0.9");
+        // Unpinned: the current line's directory and range.
+        let n = needs(&BTreeMap::new());
+        assert!(
+            !n.dirs.contains(&"nvidia/cusparselt/lib".to_string()),
+            "{:?}",
+            n.dirs
+        );
+        let need = &n
+            .needs
+            .iter()
+            .find(|(p, _)| p == "nvidia-cusparselt-cu13")
+            .unwrap()
+            .1;
+        assert_eq!(need.range, ">=0.9,<1");
+        // A lower bound or an extra's requirement pins nothing.
+        assert!(
+            known_releases(&BTreeMap::new(), &["nvidia-cusparselt-cu13>=0.8".into()]).is_empty()
+        );
+        assert!(known_releases(
+            &BTreeMap::new(),
+            &["nvidia-cusparselt-cu13==0.8.1; extra == \"sparse\"".into()]
+        )
+        .is_empty());
     }
 
     #[test]

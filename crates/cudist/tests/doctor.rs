@@ -60,6 +60,32 @@ fn a_missing_cuda_library_is_named_with_the_paths_tried_and_the_package_that_shi
     assert!(fix.contains("nvidia-cublas-cu12 is installed"), "{fix}");
     assert!(fix.contains("$ORIGIN/../nvidia/cublas/lib"), "{fix}");
     assert!(!m["tried"].as_array().unwrap().is_empty());
+    // A library whose releases install into two directories (cuSPARSELt 0.8 into
+    // nvidia/cusparselt/lib, 0.9 on into nvidia/cu13/lib), with an RPATH that reaches one (as
+    // torch's does): the fix names both lines and says the search path needs nothing.
+    let lt = work.path().join("lt");
+    fake_lib(&lt, "libcusparseLt.so.0", "libcusparseLt.so.0", "cusparseLtInit");
+    gcc_shared(
+        &pkg,
+        "_lt.so",
+        None,
+        "int cusparseLtInit(void *); int f(void) { return cusparseLtInit(0); }\n",
+        &[
+            &format!("-L{}", lt.display()),
+            "-l:libcusparseLt.so.0",
+            "-Wl,-rpath,$ORIGIN/../nvidia/cusparselt/lib",
+        ],
+    );
+    let r = doctor(
+        &[pkg.join("_lt.so").to_str().unwrap(), "--ld-library-path", ""],
+        1,
+    );
+    let fix = r["files"][0]["missing"][0]["fix"].as_str().unwrap();
+    assert!(
+        fix.contains("site-packages/nvidia/cusparselt/lib for releases >=0.8,<0.9")
+            && fix.ends_with("already reaches nvidia/cusparselt/lib"),
+        "{fix}"
+    );
     // LD_LIBRARY_PATH reaches it, and the rule says so.
     let r = doctor(
         &[

@@ -179,28 +179,58 @@ pub struct Missing {
 }
 
 /// The fix for a library that is not found: the package that ships it and where it installs.
-fn fix_for(name: &str, needed_by: &Path, catalog: &Catalog) -> Option<String> {
+/// `tried` is where the loader looked: a wheel directory among them is one the search path
+/// already reaches, so only the install is missing.
+fn fix_for(name: &str, needed_by: &Path, tried: &[PathBuf], catalog: &Catalog) -> Option<String> {
+    let file = needed_by
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
     match catalog.classify(name) {
         SonameClass::Toolkit(m) | SonameClass::External(m) => {
             let pip = m.major.pip.as_deref()?;
-            let dir = m.major.pip_dir.as_deref()?;
+            // Releases may install it in different directories (cuSPARSELt 0.8 and 0.9).
+            let dirs = m.major.pip_dirs();
             // Installed next to the package (site-packages/<dir>) but not searched: name the entry.
-            let mut up = String::new();
-            for ancestor in needed_by.parent()?.ancestors().skip(1).take(4) {
-                up.push_str("../");
-                if ancestor.join(dir).join(name).is_file() {
-                    return Some(format!(
-                        "{pip} is installed ({}), but no search path of {} reaches it: add the RPATH entry \
-                         $ORIGIN/{up}{dir} (`cudist repair` writes it into the wheel)",
-                        ancestor.join(dir).join(name).display(),
-                        needed_by.file_name().map(|f| f.to_string_lossy()).unwrap_or_default()
-                    ));
+            for (dir, _) in &dirs {
+                let mut up = String::new();
+                for ancestor in needed_by.parent()?.ancestors().skip(1).take(4) {
+                    up.push_str("../");
+                    if ancestor.join(dir).join(name).is_file() {
+                        return Some(format!(
+                            "{pip} is installed ({}), but no search path of {file} reaches it: add the RPATH entry \
+                             $ORIGIN/{up}{dir} (`cudist repair` writes it into the wheel)",
+                            ancestor.join(dir).join(name).display(),
+                        ));
+                    }
                 }
             }
+            let puts = match dirs.as_slice() {
+                [(dir, _)] => format!("site-packages/{dir}"),
+                _ => dirs
+                    .iter()
+                    .map(|(d, r)| match r {
+                        Some(r) => format!("site-packages/{d} for releases {r}"),
+                        None => format!("site-packages/{d}"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            };
+            let reached: Vec<&str> = dirs
+                .iter()
+                .map(|(d, _)| *d)
+                .filter(|d| tried.iter().any(|t| t.ends_with(Path::new(d).join(name))))
+                .collect();
+            if !reached.is_empty() {
+                return Some(format!(
+                    "install {pip} (it puts {name} in {puts}); the search path of {file} already reaches {}",
+                    reached.join(" and ")
+                ));
+            }
+            let dir = dirs.first()?.0;
             Some(format!(
-                "install {pip} (it puts {name} in site-packages/{dir}), and make {} find it: an RPATH entry \
+                "install {pip} (it puts {name} in {puts}), and make {file} find it: an RPATH entry \
                  $ORIGIN/…/{dir} at the right depth, which `cudist repair` writes into the wheel",
-                needed_by.file_name().map(|f| f.to_string_lossy()).unwrap_or_default()
             ))
         }
         SonameClass::Driver(_) => Some(format!(
@@ -808,7 +838,7 @@ fn check_file(
                     m.name
                 ))
             } else {
-                fix_for(&m.name, &m.needed_by, catalog)
+                fix_for(&m.name, &m.needed_by, &m.tried, catalog)
             },
         })
         .collect();
