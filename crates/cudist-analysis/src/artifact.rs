@@ -1164,6 +1164,16 @@ fn verdict(
                 continue;
             }
         }
+        // A library whose wheel the catalog does not know (TensorRT's come from
+        // pypi.nvidia.com): no directory to search, no requirement to write.
+        if kind == ArtifactKind::Wheel && l.pip.is_none() && !n.rpath_covers && !n.declared {
+            raise(VerdictStatus::Unresolved, &mut status);
+            lines.push(format!(
+                "{fails}: needs {} ({}), which no wheel the catalog knows installs: it loads only where the system's search finds it{unless}",
+                n.soname, l.id
+            ));
+            continue;
+        }
         match kind {
             ArtifactKind::Wheel => match (n.rpath_covers, n.declared) {
                 (true, true) => {}

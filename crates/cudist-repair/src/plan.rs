@@ -329,6 +329,12 @@ pub fn file_needs(
         }
         match catalog.library_by_soname_hinted(&soname, hint) {
             Some(m) => {
+                // A catalog library whose wheel is not known (TensorRT): nothing to require or
+                // search, and never grafted; said as unhandled.
+                if m.major.pip.is_none() && !kept {
+                    out.unhandled.push(soname);
+                    continue;
+                }
                 if let (Some(dir), Some(pip)) = (&m.major.pip_dir, &m.major.pip) {
                     let mut range = match m.major.pip_requirement(&soname) {
                         Some(PipRequirement::Range(r)) => r,

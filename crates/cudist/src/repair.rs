@@ -157,7 +157,7 @@ pub fn run(args: RepairArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
     if args.json {
         outln!("{}", serde_json::to_string_pretty(&report)?);
     } else if !args.quiet {
-        util::emit(&render(&report, util::Style::detect()));
+        util::emit(&render(&report, catalog, util::Style::detect()));
     }
     if !args.json {
         util::print_input_errors(report.errors.iter().map(|e| (None, e)));
@@ -170,7 +170,7 @@ pub fn run(args: RepairArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
 }
 
 /// The human report.
-fn render(r: &Report, style: crate::util::Style) -> String {
+fn render(r: &Report, catalog: &Catalog, style: crate::util::Style) -> String {
     use crate::util::human_bytes;
     use std::fmt::Write;
     let mut out = String::new();
@@ -265,10 +265,14 @@ fn render(r: &Report, style: crate::util::Style) -> String {
             );
         }
         for u in &w.unhandled {
+            let known = catalog.library_by_soname(u).map(|m| m.library.id.as_str());
             let why = if u.contains('/') {
-                "a NEEDED entry that names a path: ld.so opens exactly that path on the user's machine, so it is never grafted"
+                "a NEEDED entry that names a path: ld.so opens exactly that path on the user's machine, so it is never grafted".to_string()
+            } else if let Some(id) = known {
+                format!("a catalog library ({id}) whose wheel, or the wheel of this SONAME, the catalog does not know: not grafted and not required; the user's machine must provide it")
             } else {
                 "neither a system, CUDA nor catalog library, and not found on this machine to graft"
+                    .to_string()
             };
             let _ = writeln!(out, "  {} needs {u}: {why}", style.yellow("warning:"));
         }

@@ -64,7 +64,12 @@ fn a_missing_cuda_library_is_named_with_the_paths_tried_and_the_package_that_shi
     // nvidia/cusparselt/lib, 0.9 on into nvidia/cu13/lib), with an RPATH that reaches one (as
     // torch's does): the fix names both lines and says the search path needs nothing.
     let lt = work.path().join("lt");
-    fake_lib(&lt, "libcusparseLt.so.0", "libcusparseLt.so.0", "cusparseLtInit");
+    fake_lib(
+        &lt,
+        "libcusparseLt.so.0",
+        "libcusparseLt.so.0",
+        "cusparseLtInit",
+    );
     gcc_shared(
         &pkg,
         "_lt.so",
@@ -77,7 +82,11 @@ fn a_missing_cuda_library_is_named_with_the_paths_tried_and_the_package_that_shi
         ],
     );
     let r = doctor(
-        &[pkg.join("_lt.so").to_str().unwrap(), "--ld-library-path", ""],
+        &[
+            pkg.join("_lt.so").to_str().unwrap(),
+            "--ld-library-path",
+            "",
+        ],
         1,
     );
     let fix = r["files"][0]["missing"][0]["fix"].as_str().unwrap();

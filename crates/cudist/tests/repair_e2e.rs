@@ -897,13 +897,22 @@ open(sys.argv[1], 'wb').write(raw)
 }
 
 #[test]
-fn other_vendors_runtimes_are_left_to_their_stacks() {
+fn other_vendors_runtimes_and_unknown_wheels_are_never_grafted() {
     // bitsandbytes ships a ROCm and an XPU build beside its CUDA ones. Their libraries come
     // with ROCm and oneAPI: never grafted, no requirement, no warning, and no reason for the
     // linux tag.
     let work = tempfile::tempdir().unwrap();
     let rocm = ext_needing(work.path(), "hipblas", "libhipblas.so.3", "hipblasCreate");
     let xpu = ext_needing(work.path(), "sycl", "libsycl.so.9", "syclInit");
+    // And a TensorRT provider (onnxruntime's): an NVIDIA library whose wheels come from
+    // pypi.nvidia.com, so the catalog knows no directory for it: not grafted, not required,
+    // said as unhandled, and no reason for the linux tag either.
+    let trt = ext_needing(
+        work.path(),
+        "nvinfer",
+        "libnvinfer.so.10",
+        "createInferRuntime",
+    );
     let w = work.path().join("demo-1.0-py3-none-linux_x86_64.whl");
     write_wheel(
         &w,
@@ -913,6 +922,7 @@ fn other_vendors_runtimes_are_left_to_their_stacks() {
             ("demo/__init__.py", Vec::new()),
             ("demo/libdemo_rocm.so", rocm),
             ("demo/libdemo_xpu.so", xpu),
+            ("demo/libdemo_trt.so", trt),
         ],
     );
     let inspect = inspect_json(&[w.to_str().unwrap()], 0);
@@ -936,11 +946,21 @@ fn other_vendors_runtimes_are_left_to_their_stacks() {
                 .starts_with("demo/libdemo_rocm.so needs AMD ROCm's runtime (libhipblas.so.3)")),
         "{lines:?}"
     );
+    assert!(
+        lines.iter().any(|l| l.contains(
+            "needs libnvinfer.so.10 (tensorrt), which no wheel the catalog knows installs"
+        )),
+        "{lines:?}"
+    );
     let out = work.path().join("out");
     let r = repair(&w, &out);
     let wr = &r["wheels"][0];
     assert!(wr["grafted"].as_array().unwrap().is_empty(), "{wr:#}");
-    assert!(wr["unhandled"].as_array().unwrap().is_empty(), "{wr:#}");
+    assert_eq!(
+        wr["unhandled"],
+        serde_json::json!(["libnvinfer.so.10"]),
+        "{wr:#}"
+    );
     assert!(
         wr["requires_added"].as_array().unwrap().is_empty(),
         "{wr:#}"
@@ -978,7 +998,8 @@ fn other_vendors_runtimes_are_left_to_their_stacks() {
     let text = stdout(&o) + &stderr(&o);
     assert!(
         text.contains("vendor    libhipblas.so.3 (AMD ROCm): not grafted, no requirement")
-            && !text.contains("warning"),
+            && text.contains("needs libnvinfer.so.10: a catalog library (tensorrt)")
+            && text.matches("warning").count() == 1,
         "{text}"
     );
 }
