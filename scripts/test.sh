@@ -2,7 +2,9 @@
 # The project's test command (README.md): set up the real tools the tests compare against, then
 # run the whole test suite.
 #
-#   scripts/test.sh              # everything (first run downloads ~300 MB into .cache/)
+#   scripts/test.sh              # everything (the first run fills .cache/ with about 4.3 GB:
+#                                # 2.2 GB of CUDA wheels for a repaired cupy, 1.3 GB of toolkit venvs,
+#                                # 0.4 GB of nvcc; and installs Debian packages with apt-get)
 #   scripts/test.sh -- FILTER    # extra arguments go to `cargo test`
 #
 # Real tools and artifacts, all pinned and cached under ${CUDIST_CACHE:-.cache}:

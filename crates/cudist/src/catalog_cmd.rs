@@ -14,15 +14,20 @@ pub enum CatalogCmd {
     /// What a library is and who provides it: `cudist catalog lib libcusparse.so.12` (a SONAME,
     /// file name or catalog id).
     Lib {
+        /// A SONAME (libcublas.so.12), a file name, a catalog id (cublas), a driver library
+        /// (libcuda.so.1) or another GPU vendor's runtime library (libhipblas.so.3).
         #[arg(value_name = "NAME")]
         name: String,
+        /// Print the catalog row as JSON (schema cudist.catalog/1).
         #[arg(long)]
         json: bool,
     },
     /// Compute capabilities, optionally those a CUDA version can target: `--cuda 13.0`.
     Sm {
+        /// Only the compute capabilities this CUDA toolkit version can target (e.g. 13.0).
         #[arg(long, value_name = "X.Y", value_parser = parse_cuda)]
         cuda: Option<CudaVersion>,
+        /// Print the list as JSON (schema cudist.catalog/1).
         #[arg(long)]
         json: bool,
     },
@@ -31,11 +36,13 @@ pub enum CatalogCmd {
         /// A CUDA toolkit version such as 12.8.
         #[arg(value_name = "X.Y", value_parser = parse_cuda)]
         cuda: CudaVersion,
+        /// Print the answer as JSON (schema cudist.catalog/1).
         #[arg(long)]
         json: bool,
     },
     /// Every library in the catalog, one line each.
     List {
+        /// Print the whole catalog as JSON (schema cudist.catalog/1).
         #[arg(long)]
         json: bool,
     },

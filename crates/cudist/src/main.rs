@@ -164,4 +164,34 @@ mod tests {
     fn cli_definition_is_consistent() {
         super::Cli::command().debug_assert();
     }
+
+    /// Every argument of every command says what it is for in `--help`.
+    #[test]
+    fn every_argument_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            let here = format!("{path} {}", cmd.get_name());
+            if cmd.get_about().is_none() && cmd.get_long_about().is_none() {
+                missing.push(format!("{here}: no description"));
+            }
+            for a in cmd.get_arguments() {
+                let id = a.get_id().as_str();
+                if ["help", "version"].contains(&id) {
+                    continue;
+                }
+                if a.get_help().is_none() && a.get_long_help().is_none() {
+                    missing.push(format!("{here} {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+                walk(sub, &here, missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&super::Cli::command(), "", &mut missing);
+        assert!(
+            missing.is_empty(),
+            "without help text:\n{}",
+            missing.join("\n")
+        );
+    }
 }

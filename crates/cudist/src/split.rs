@@ -14,9 +14,10 @@ use crate::util::{self, outln};
 /// `cudist split` arguments.
 #[derive(clap::Args, Debug)]
 pub struct SplitArgs {
-    /// A site-packages directory holding NVIDIA CUDA wheels, or a directory of NVIDIA
+    /// A site-packages directory holding NVIDIA CUDA wheels; a directory of NVIDIA
     /// redistributable archives (`<component>-linux-<arch>-<version>-archive`, unpacked or
-    /// `.tar.xz`), or one unpacked archive.
+    /// `.tar.xz`), or one unpacked archive; or a CUDA toolkit tree (a `CUDA_HOME` such as
+    /// /usr/local/cuda-X.Y, or a root `cudist toolkit` wrote).
     #[arg(value_name = "INPUT")]
     pub input: PathBuf,
     /// NVIDIA's `redistrib_<ver>.json`: names the components and versions, and every archive is

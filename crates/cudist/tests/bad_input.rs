@@ -227,8 +227,13 @@ fn every_command_exits_3_for_a_missing_or_wrong_input() {
     let e = not_a_root.to_str().unwrap();
     let out = work.path().join("out");
     let o_ = out.to_str().unwrap();
+    // A wheel given to doctor, which judges installed trees.
+    let wheel = work.path().join("demo-1.0-py3-none-any.whl");
+    write_wheel(&wheel, "demo", &[], &[("demo/__init__.py", Vec::new())]);
+    let w = wheel.to_str().unwrap();
     let cases: Vec<Vec<&str>> = vec![
         vec!["inspect", m],
+        vec!["doctor", w],
         vec!["repair", m, "-w", o_],
         vec!["repair", "--build-env", m, "-w", o_, e],
         vec!["doctor", m],
@@ -250,4 +255,9 @@ fn every_command_exits_3_for_a_missing_or_wrong_input() {
         assert!(named, "{args:?}: the message names the input: {err}");
         assert!(!out.exists(), "{args:?} wrote {o_}");
     }
+    let err = stderr(&cudist(&["doctor", w]));
+    assert!(
+        err.contains("is a package file") && err.contains("cudist doctor --import NAME"),
+        "{err}"
+    );
 }

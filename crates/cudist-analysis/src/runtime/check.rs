@@ -1243,6 +1243,22 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         }
     }
     if files.is_empty() {
+        // A package file (a wheel, a conda package) holds what would be installed, not what is:
+        // doctor judges an installed tree, inspect reads the package.
+        if let Some(p) = paths.iter().find(|p| {
+            let n = p.to_string_lossy();
+            p.is_file()
+                && [".whl", ".conda", ".tar.bz2"]
+                    .iter()
+                    .any(|e| n.ends_with(e))
+        }) {
+            return Err(crate::error::bad_input(format!(
+                "{} is a package file: doctor judges what is installed (a directory, an ELF file, \
+                 or `--import NAME`); install it and run `cudist doctor --import NAME`, or read the \
+                 package with `cudist inspect`",
+                p.display()
+            )));
+        }
         bail!(
             "no ELF files in {}",
             paths

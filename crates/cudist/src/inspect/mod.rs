@@ -13,7 +13,8 @@ use crate::util::{self, outln};
 
 #[derive(clap::Args)]
 pub struct InspectArgs {
-    /// Wheels (.whl), directories (unpacked trees, install prefixes, wheelhouses) or ELF files.
+    /// Wheels (.whl), conda packages (.conda, .tar.bz2), directories (unpacked trees, install
+    /// prefixes, wheelhouses) or ELF files.
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// Print the report as JSON (schema cudist.inspect/1, docs/json-schema.md).
