@@ -196,7 +196,9 @@ pub struct WheelRepair {
     pub grafted: Vec<graft::Graft>,
     /// The generated loader module (`pkg/_cudist_cuda.py`) and how to use it, with `--loader`.
     pub loader: Option<Loader>,
-    /// Libraries needed that repair does not handle yet (neither system, CUDA, nor in the wheel).
+    /// Libraries needed that repair does not handle: neither system, CUDA, nor in the wheel, and
+    /// not found to graft; or catalog libraries no known wheel installs (TensorRT, CUDA 11.0's
+    /// NVRTC). Never grafted, no requirement.
     pub unhandled: Vec<String>,
     /// Other GPU vendors' runtime libraries the wheel needs (a ROCm or XPU build beside the CUDA
     /// one): never grafted, no requirement; they come with that vendor's stack.
