@@ -771,33 +771,19 @@ mod tests {
             ],
         );
         assert_eq!(pinned.len(), 1, "{pinned:?}");
-        let n = needs(&pinned);
-        assert!(
-            n.dirs.contains(&"nvidia/cusparselt/lib".to_string()),
-            "{:?}",
-            n.dirs
-        );
-        let need = &n
-            .needs
-            .iter()
-            .find(|(p, _)| p == "nvidia-cusparselt-cu13")
-            .unwrap()
-            .1;
-        assert_eq!(need.range, ">=0.8.1,<0.9");
+        // (searches nvidia/cusparselt/lib, the range required of nvidia-cusparselt-cu13)
+        let line = |releases: &BTreeMap<String, String>| {
+            let n = needs(releases);
+            let range = n
+                .needs
+                .iter()
+                .find(|(p, _)| p == "nvidia-cusparselt-cu13")
+                .map(|(_, need)| need.range.clone());
+            (n.dirs.iter().any(|d| d == "nvidia/cusparselt/lib"), range)
+        };
+        assert_eq!(line(&pinned), (true, Some(">=0.8.1,<0.9".into())));
         // Unpinned: the current line's directory and range.
-        let n = needs(&BTreeMap::new());
-        assert!(
-            !n.dirs.contains(&"nvidia/cusparselt/lib".to_string()),
-            "{:?}",
-            n.dirs
-        );
-        let need = &n
-            .needs
-            .iter()
-            .find(|(p, _)| p == "nvidia-cusparselt-cu13")
-            .unwrap()
-            .1;
-        assert_eq!(need.range, ">=0.9,<1");
+        assert_eq!(line(&BTreeMap::new()), (false, Some(">=0.9,<1".into())));
         // A lower bound or an extra's requirement pins nothing.
         assert!(
             known_releases(&BTreeMap::new(), &["nvidia-cusparselt-cu13>=0.8".into()]).is_empty()
