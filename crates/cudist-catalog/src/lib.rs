@@ -202,13 +202,13 @@ impl LibraryMajor {
             .collect()
     }
 
-    /// The directory a release of `pip` installs the library in.
-    pub fn pip_dir_of_release(&self, version: &str) -> Option<&str> {
+    /// The older release line a release of `pip` belongs to, where it installs elsewhere than
+    /// `pip_dir`: its directory and range (`nvidia/cusparselt/lib`, `>=0.8,<0.9` for 0.8.1).
+    pub fn other_line_of(&self, version: &str) -> Option<(&str, &str)> {
         self.pip_other_dirs
             .iter()
             .find(|(_, r)| in_simple_range(version, r))
-            .map(|(d, _)| d.as_str())
-            .or(self.pip_dir.as_deref())
+            .map(|(d, r)| (d.as_str(), r.as_str()))
     }
 
     /// The requirement on this major's wheel for a binary that needs `soname`; none when no
@@ -1508,7 +1508,9 @@ mod tests {
                         for v in releases {
                             let Some(f) = files.get(v) else { continue };
                             checked += 1;
-                            if !f.contains(&path) || m.pip_dir_of_release(v) != Some(other) {
+                            if !f.contains(&path)
+                                || m.other_line_of(v).map(|(d, _)| d) != Some(other.as_str())
+                            {
                                 bad.push(format!("{pip} {v} (in {range}) has no {path}: {f:?}"));
                             }
                         }

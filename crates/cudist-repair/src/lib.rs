@@ -631,19 +631,22 @@ fn vendor_runtimes(sonames: &[String], catalog: &Catalog) -> Vec<VendorRuntime> 
         let Some(v) = catalog.vendor_lib(s) else {
             continue;
         };
-        match out.iter_mut().find(|r| r.vendor == v.vendor) {
-            Some(r) => r.sonames.push(s.clone()),
-            None => out.push(VendorRuntime {
-                vendor: v.vendor.clone(),
-                sonames: vec![s.clone()],
-                provided_by: v.provided_by.clone(),
-                pip: Vec::new(),
-            }),
-        }
-        if let Some(r) = out.iter_mut().find(|r| r.vendor == v.vendor) {
-            if let Some(pip) = v.pip.as_ref().filter(|p| !r.pip.contains(p)) {
-                r.pip.push(pip.clone());
+        let i = match out.iter().position(|r| r.vendor == v.vendor) {
+            Some(i) => i,
+            None => {
+                out.push(VendorRuntime {
+                    vendor: v.vendor.clone(),
+                    sonames: Vec::new(),
+                    provided_by: v.provided_by.clone(),
+                    pip: Vec::new(),
+                });
+                out.len() - 1
             }
+        };
+        let r = &mut out[i];
+        r.sonames.push(s.clone());
+        if let Some(pip) = v.pip.as_ref().filter(|p| !r.pip.contains(p)) {
+            r.pip.push(pip.clone());
         }
     }
     out

@@ -349,14 +349,9 @@ pub fn file_needs(
                     // elsewhere (cuSPARSELt 0.8 in nvidia/cusparselt/lib): its directory, its range.
                     let release = installed.get(&normalise_dist(pip));
                     let mut dir = dir.clone();
-                    if let Some((other, r)) = release.and_then(|v| {
-                        m.major
-                            .pip_other_dirs
-                            .iter()
-                            .find(|(_, r)| cudist_catalog::in_simple_range(v, r))
-                    }) {
-                        dir = other.clone();
-                        range = r.clone();
+                    if let Some((other, r)) = release.and_then(|v| m.major.other_line_of(v)) {
+                        dir = other.to_string();
+                        range = r.to_string();
                     }
                     out.dirs.push(dir.clone());
                     out.loads.push((soname.clone(), dir.clone()));

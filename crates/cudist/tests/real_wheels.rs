@@ -8,19 +8,6 @@ use std::process::Command;
 
 use common::*;
 
-/// `cudist repair --json -w OUT WHEEL`, which must succeed: its report.
-fn repair_json(wheel: &Path, out: &Path) -> serde_json::Value {
-    let o = cudist(&[
-        "repair",
-        "--json",
-        "-w",
-        out.to_str().unwrap(),
-        wheel.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    serde_json::from_slice(&o.stdout).unwrap()
-}
-
 #[test]
 fn cupy_modules_list_like_cuobjdump() {
     let Some(dir) = tool_from_env("CUDIST_REAL_WHEELS") else {

@@ -148,18 +148,6 @@ fn install_and_import(
     ok(&venv.pip(&["check"]), "pip check");
 }
 
-fn repair(wheel: &Path, out: &Path) -> serde_json::Value {
-    let o = cudist(&[
-        "repair",
-        "--json",
-        "-w",
-        out.to_str().unwrap(),
-        wheel.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    serde_json::from_slice(&o.stdout).unwrap()
-}
-
 /// Builds the demo extension against the runtime wheel's libcudart (`member`), repairs it, checks
 /// the requirement and RPATH repair adds, and the pip import test; returns the repaired wheel.
 fn repair_and_import(
@@ -175,7 +163,7 @@ fn repair_and_import(
     let work = tempfile::tempdir().unwrap();
     let cudart = extract_one(&rt, member, work.path());
     let w = demo_wheel(work.path(), &cudart, soname);
-    let r = repair(&w, &work.path().join("out"));
+    let r = repair_json(&w, &work.path().join("out"));
     let wr = &r["wheels"][0];
     assert_eq!(wr["requires_added"][0], requirement);
     assert_eq!(wr["patched"][0]["rpath_added"][0], rpath);
@@ -264,7 +252,7 @@ fn auditwheel_graft_is_unvendored() {
     );
 
     let out = work.path().join("out");
-    let r = repair(&naive, &out);
+    let r = repair_json(&naive, &out);
     let wr = &r["wheels"][0];
     assert_eq!(wr["removed"][0]["library"], "cudart");
     assert_eq!(wr["removed"][0]["bytes"].as_u64().unwrap(), grafted_bytes);
@@ -953,7 +941,7 @@ fn other_vendors_runtimes_and_unknown_wheels_are_never_grafted() {
         "{lines:?}"
     );
     let out = work.path().join("out");
-    let r = repair(&w, &out);
+    let r = repair_json(&w, &out);
     let wr = &r["wheels"][0];
     assert!(wr["grafted"].as_array().unwrap().is_empty(), "{wr:#}");
     assert_eq!(

@@ -859,19 +859,24 @@ fn check_file(
     // A file the import does not reach that misses only another GPU vendor's runtime is that
     // vendor's build (bitsandbytes' libbitsandbytes_rocm*.so): the package loads it where it
     // finds that vendor's GPU, whose stack brings the libraries. Said, not counted.
-    let vendors: BTreeSet<&str> = missing
+    // Every missing library's vendor row, or none when one is not another vendor's.
+    let vendor_rows: Option<Vec<&cudist_catalog::VendorLib>> = missing
         .iter()
-        .filter_map(|m| catalog.vendor_lib(&m.name).map(|v| v.vendor.as_str()))
+        .map(|m| catalog.vendor_lib(&m.name))
         .collect();
     let other_vendor_build = tier != crate::loads::Tier::Import
         && !missing.is_empty()
         && missing_syms.is_empty()
-        && missing
-            .iter()
-            .all(|m| catalog.vendor_lib(&m.name).is_some());
+        && vendor_rows.is_some();
     if other_vendor_build {
         let names: Vec<&str> = missing.iter().map(|m| m.name.as_str()).collect();
-        let vendors: Vec<&str> = vendors.into_iter().collect();
+        let vendors: Vec<&str> = vendor_rows
+            .iter()
+            .flatten()
+            .map(|v| v.vendor.as_str())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
         verdict.add(
             Status::Ok,
             format!(

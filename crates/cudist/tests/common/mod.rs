@@ -212,6 +212,19 @@ pub fn artifact<'a>(report: &'a Value, suffix: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no artifact {suffix} in {report:#}"))
 }
 
+/// `cudist repair --json -w OUT WHEEL`, which must succeed: its report.
+pub fn repair_json(wheel: &Path, out: &Path) -> Value {
+    let o = cudist(&[
+        "repair",
+        "--json",
+        "-w",
+        out.to_str().unwrap(),
+        wheel.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
 /// The lines of an artifact's verdict in inspect's JSON.
 pub fn verdict_lines(a: &Value) -> Vec<String> {
     a["verdict"]["lines"]
