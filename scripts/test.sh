@@ -14,6 +14,7 @@
 #     the reference for cudist's own ELF patcher);
 #   - eu-elflint from Debian's elfutils (installed with apt-get when missing and run as root);
 #   - auditwheel 6.8.2 from PyPI (a CUDA-unaware repair, whose grafts cudist repair undoes);
+#   - jsonschema 4.26.0 from PyPI (validates real --json outputs against docs/schema/);
 #   - cupy-cuda12x 14.2.0, nvidia-cuda-runtime-cu12 12.9.79 and nvidia-cuda-runtime 13.5.37 wheels;
 #   - faiss-gpu-cu12 1.14.1.post1, rmm-cu12 / librmm-cu12 26.10.0 and bitsandbytes 0.50.2 wheels;
 #   - for `cudist toolkit`: CMake and pkg-config from Debian, and two venvs of CUDA wheels
@@ -71,6 +72,18 @@ if [[ ! -f "$RATTLER/.complete" ]]; then
     touch "$RATTLER/.complete"
 fi
 export CUDIST_RATTLER_PYTHON="$RATTLER/bin/python"
+# Python's jsonschema: the independent validator of cudist's JSON outputs against docs/schema/
+# (tests/json_schema.rs, scripts/validate-json.py); about 3 MB.
+JSONSCHEMA="$CACHE/jsonschema"
+if [[ ! -f "$JSONSCHEMA/.complete" ]]; then
+    log "installing jsonschema into $JSONSCHEMA"
+    rm -rf "$JSONSCHEMA"
+    python3 -m venv "$JSONSCHEMA"
+    "$JSONSCHEMA/bin/pip" install --quiet --disable-pip-version-check jsonschema==4.26.0 attrs==26.1.0 \
+        jsonschema-specifications==2025.9.1 referencing==0.37.0 rpds-py==2026.9.1 typing_extensions==4.16.0
+    touch "$JSONSCHEMA/.complete"
+fi
+export CUDIST_JSONSCHEMA_PYTHON="$JSONSCHEMA/bin/python"
 
 # 3. eu-elflint (Debian's elfutils), the consistency check for patched ELF files.
 if ! command -v eu-elflint >/dev/null 2>&1; then

@@ -89,6 +89,7 @@ fn push_device_entries(e: &cudist_fatbin::Entry, out: &mut Vec<DeviceEntry>) {
             DeviceEntry {
                 section: e.section,
                 kind,
+                raw_kind: e.raw_kind,
                 arch,
                 sm,
                 version,

@@ -73,7 +73,7 @@ impl Spec {
 }
 
 /// The kind of environment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SourceKind {
     /// A Python environment: CUDA wheels in site-packages.

@@ -8,7 +8,7 @@
 //! - [`model`]: what `cudist inspect` reports about an artifact (a wheel, a conda package, a
 //!   directory, an ELF file) and its ELF files: the CUDA libraries they need and carry, their
 //!   search paths, their device code, their sizes, the platform tag they can have, and a verdict.
-//!   Its JSON form is the stable schema `cudist.inspect/1` (docs/json-schema.md); `repair`,
+//!   Its JSON form is the stable schema `cudist.inspect/2` (docs/json-schema.md); `repair`,
 //!   `doctor`, `slim` and `select` read the same structures.
 //! - [`device`]: an ELF file's fatbin entries as the model lists them, and cuobjdump's listing.
 //! - [`environment`]: the CUDA packages of a Python environment or a conda prefix, each file with

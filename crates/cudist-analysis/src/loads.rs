@@ -68,7 +68,7 @@ const LOAD_CALLS: &[&str] = &[
 ];
 
 /// How a package's Python loads a library.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mechanism {
     /// `ctypes.CDLL`, `ctypes.cdll.LoadLibrary`, `ctypes.PyDLL`.
@@ -80,7 +80,7 @@ pub enum Mechanism {
 }
 
 /// A library the package's own Python loads.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Preload {
     /// The library as the code names it: a SONAME (`libcudart.so.12`), a file-name pattern
     /// (`libcublas.so.*[0-9]`) or a cuda-pathfinder name (`cufile`).
@@ -483,7 +483,9 @@ fn pathfinder_sonames(name: &str, catalog: &Catalog, cuda_major: Option<u32>) ->
 }
 
 /// When an ELF file of a package loads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Tier {
     /// When the package is imported.
@@ -510,7 +512,7 @@ pub struct Node<'a> {
 
 /// A variant library: its group (`libbitsandbytes_cuda*.so`) and the CUDA release its name
 /// says (`11.8`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct VariantName {
     /// The file names of the group, with `*` for the release.
     pub group: String,

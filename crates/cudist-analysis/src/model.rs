@@ -1,6 +1,6 @@
 //! The inspect report: the structures behind both the human tables and `--json`.
 //!
-//! The JSON form is a stable, versioned schema (`cudist.inspect/1`), documented field by field in
+//! The JSON form is a stable, versioned schema (`cudist.inspect/2`), documented field by field in
 //! `docs/json-schema.md`. Fields are only ever added within a schema version.
 
 use std::collections::BTreeMap;
@@ -9,12 +9,12 @@ use cudist_fatbin::{Codec, EntryKind, SectionKind};
 use serde::Serialize;
 
 /// The schema identifier written at the top of every JSON report.
-pub const SCHEMA: &str = "cudist.inspect/1";
+pub const SCHEMA: &str = "cudist.inspect/2";
 
-#[derive(Debug, Serialize)]
-/// The whole report of one `cudist inspect` run (schema `cudist.inspect/1`).
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+/// The whole report of one `cudist inspect` run (schema `cudist.inspect/2`).
 pub struct Report {
-    /// always `"cudist.inspect/1"` for this version
+    /// always `"cudist.inspect/2"` for this version
     pub schema: &'static str,
     /// version of the cudist that wrote the report, e.g. `"0.1.0"`
     pub cudist_version: &'static str,
@@ -27,7 +27,7 @@ pub struct Report {
     pub summary: Summary,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 /// An input, or a file inside one, that could not be read: where, what went wrong, and what to do.
 pub struct InputError {
     /// in `errors[]`: the input as given on the command line (for a wheelhouse, the wheel's path).
@@ -42,7 +42,7 @@ pub struct InputError {
     pub hint: Option<String>,
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, schemars::JsonSchema)]
 /// Totals over all artifacts of a report.
 pub struct Summary {
     /// `artifacts.length`
@@ -58,7 +58,7 @@ pub struct Summary {
     pub needs_attention: usize,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 /// What kind of input an artifact is.
 pub enum ArtifactKind {
@@ -72,7 +72,7 @@ pub enum ArtifactKind {
     Conda,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 /// One input (or one package of a wheelhouse or channel) and everything found in it.
 pub struct Artifact {
     /// the input path as given (wheelhouse members: the directory joined with the wheel's file
@@ -118,7 +118,7 @@ pub struct Artifact {
     pub verdict: Verdict,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 /// One variant library of an artifact, judged alone: what it needs and what it runs on.
 pub struct VariantReport {
     /// Its path in the artifact.
@@ -137,7 +137,7 @@ pub struct VariantReport {
     pub min_driver: Option<DriverFloor>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 /// The most compatible manylinux or musllinux tag an artifact satisfies, and what blocks better ones.
 pub struct Platform {
     /// The architecture as platform tags name it (`x86_64`, `armv7l`); null when no ELF file
@@ -159,7 +159,7 @@ pub struct Platform {
     pub blocked: Vec<PolicyBlock>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 /// Why one policy is not satisfied: the first file that breaks it and how.
 pub struct PolicyBlock {
     /// The policy (`manylinux_2_17`).
@@ -171,7 +171,7 @@ pub struct PolicyBlock {
 }
 
 /// A conda package's metadata and the CUDA overlinking check.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct CondaInfo {
     /// What the package says of itself (its fields appear inline).
     #[serde(flatten)]
@@ -183,7 +183,7 @@ pub struct CondaInfo {
 }
 
 /// What a conda package says of itself (`info/index.json`, `info/run_exports.json`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CondaMeta {
     /// From `info/index.json`.
     pub name: String,
@@ -200,7 +200,7 @@ pub struct CondaMeta {
 }
 
 /// One CUDA library a conda package links.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct CondaLink {
     /// The linked library's SONAME.
     pub soname: String,
@@ -212,7 +212,7 @@ pub struct CondaLink {
     pub shipped: bool,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 /// What a wheel's file name and metadata say.
 pub struct WheelInfo {
     /// `Name:` from `METADATA`, as written (not normalised). `null` if missing
@@ -228,7 +228,7 @@ pub struct WheelInfo {
     pub members: usize,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 /// One ELF file of an artifact: what it needs, where it looks, what CUDA it carries, its device code.
 pub struct ElfReport {
     /// Path inside the artifact (`/`-separated), or the file name for a single ELF.
@@ -277,7 +277,7 @@ pub struct ElfReport {
 }
 
 /// What decides an ELF file's platform tag besides its libraries and symbol versions.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct ElfAbi {
     /// The architecture as platform tags name it (PEP 600/656: `x86_64`, `armv7l`, …).
     pub arch: Option<String>,
@@ -298,7 +298,7 @@ pub struct ElfAbi {
     pub ucs2: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 /// What a needed library is, by the catalog.
 pub enum NeededClass {
@@ -317,7 +317,7 @@ pub enum NeededClass {
     Other,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 /// One `DT_NEEDED` entry of an ELF file, classified.
 pub struct Needed {
     /// the `DT_NEEDED` string
@@ -333,7 +333,7 @@ pub struct Needed {
 }
 
 /// A catalog library as matched for one SONAME.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, PartialOrd, Ord, schemars::JsonSchema)]
 pub struct LibraryRef {
     /// catalog id (`"cublas"`)
     pub id: String,
@@ -356,7 +356,7 @@ pub struct LibraryRef {
     pub toolkit_extra: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 /// Where a search-path entry points.
 pub enum PathLocation {
@@ -372,7 +372,7 @@ pub enum PathLocation {
     Unresolved,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 /// One `DT_RPATH` or `DT_RUNPATH` entry, as written and as resolved.
 pub struct SearchPathEntry {
     /// the entry as stored in the file (`"$ORIGIN/../lib"`)
@@ -386,7 +386,7 @@ pub struct SearchPathEntry {
     pub provided_by: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 /// How sure a static-linking finding is.
 pub enum Confidence {
@@ -398,7 +398,7 @@ pub enum Confidence {
     Likely,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 /// A CUDA library linked statically into an ELF file, with the evidence.
 pub struct StaticCuda {
     /// Catalog library id (`cudart`, `cublas`, `culibos`, …).
@@ -417,18 +417,22 @@ pub struct StaticCuda {
     pub evidence: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 /// One fatbin entry: a cubin, PTX or LTO-IR for one architecture.
 pub struct DeviceEntry {
     /// which section it came from: device code that the runtime loads, or relocatable device code
     /// (`-rdc`) kept for a device link
     pub section: SectionKind,
     /// entry kind. `"concat"` appears only for a concatenated entry with an empty image table
-    /// (normally such an entry is split into `cubin` rows). Any other raw kind N appears as an
-    /// object, e.g. `{"other": 16}`. Of these, only `"cubin"` and `{"other": 16}` (kind 0x10, which
-    /// cuobjdump lists as an ELF file) count as cubins in `device` and `breakdown`. The others
-    /// (`"concat"` and every other N) count under `device.other` and `breakdown.other_device`
+    /// (normally such an entry is split into `cubin` rows). Any other raw kind is `"other"`, with
+    /// its number in `raw_kind`. Of these, only `"cubin"` and `"other"` with raw kind 16 (0x10,
+    /// which cuobjdump lists as an ELF file) count as cubins in `device` and `breakdown`. The others
+    /// (`"concat"` and every other raw kind) count under `device.other` and
+    /// `breakdown.other_device`
     pub kind: EntryKind,
+    /// The kind number in the entry header (1 PTX, 2 cubin, 8 LTO-IR, 0x100 concatenated, …);
+    /// for an image of a concatenated entry, that entry's (0x100).
+    pub raw_kind: u16,
     /// `sm_90`, `sm_90a`, `sm_100f`; PTX entries name their virtual architecture the same way.
     pub arch: String,
     /// SM number from the entry header: 90 for sm_90 and compute_90
@@ -458,7 +462,7 @@ pub struct DeviceEntry {
     pub identifier: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 /// An ELF file's bytes by kind.
 pub struct ElfSizes {
     /// Executable sections (`.text`, `.plt`, …).
@@ -469,7 +473,7 @@ pub struct ElfSizes {
     pub other: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 /// A CUDA library some ELF file of the artifact needs: who provides it and how it is found.
 pub struct NeededLibrary {
     /// The SONAME needed.
@@ -495,7 +499,7 @@ pub struct NeededLibrary {
     pub preload: Option<crate::loads::Preload>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 /// A CUDA toolkit or driver library that the artifact carries itself.
 pub struct Vendored {
     /// its path in the artifact
@@ -512,7 +516,7 @@ pub struct Vendored {
     pub evidence: Vec<String>,
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, schemars::JsonSchema)]
 /// Counts cover the device code the runtime loads: per file, `.nv_fatbin` when present, else
 /// `__nv_relfatbin` (object files). `ElfReport.device_code` lists both sections.
 pub struct DeviceSummary {
@@ -539,7 +543,7 @@ pub struct DeviceSummary {
     pub ptx_jit_min_driver: Option<DriverFloor>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 /// The newest PTX of an artifact.
 pub struct PtxInfo {
     /// as in `DeviceEntry.arch` (`"sm_90"` for compute_90)
@@ -550,7 +554,7 @@ pub struct PtxInfo {
     pub cuda: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 /// The oldest driver that runs an artifact's device code, and why.
 pub struct DriverFloor {
     /// Linux driver version (`"580.65.06"`)
@@ -559,7 +563,7 @@ pub struct DriverFloor {
     pub reason: String,
 }
 
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, schemars::JsonSchema)]
 /// An artifact's installed bytes by kind.
 pub struct Breakdown {
     /// sum of `sizes.host_code` over non-vendored ELF files
@@ -582,7 +586,7 @@ pub struct Breakdown {
 }
 
 /// Ordered by severity: `Ok` < `Unportable` < `Bloated` < `Unresolved` < `BundlesDriver`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum VerdictStatus {
     /// Nothing to fix.
@@ -599,7 +603,7 @@ pub enum VerdictStatus {
     BundlesDriver,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 /// The one-word judgement of an artifact and the lines that explain it.
 pub struct Verdict {
     /// the most severe finding, in this order of severity

@@ -43,7 +43,7 @@ pub struct Options {
 }
 
 /// One file's changes or findings.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct FileChange {
     /// The file.
     pub path: String,
@@ -58,7 +58,7 @@ pub struct FileChange {
 }
 
 /// What a relink changed or found (`--json`: schema `cudist.relink/1`).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Report {
     /// `cudist.relink/1`.
     pub schema: &'static str,

@@ -49,7 +49,19 @@ pub enum CatalogError {
 }
 
 /// What kind of library a catalog entry describes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    Hash,
+    PartialOrd,
+    Ord,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum LibraryKind {
     /// A CUDA toolkit library (or an NVIDIA library shipped as a wheel: cuDNN, NCCL, …).
@@ -59,7 +71,7 @@ pub enum LibraryKind {
 }
 
 /// What a SONAME pins.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Hash, schemars::JsonSchema)]
 pub enum SonamePolicy {
     /// `libcublas.so.12`: ABI-stable across the whole major.
     #[serde(rename = "major")]
@@ -83,7 +95,7 @@ impl fmt::Display for SonamePolicy {
 }
 
 /// One library and everything known about where it comes from.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Library {
     pub id: String,
@@ -130,7 +142,7 @@ pub struct Library {
 
 /// A table of C-string names in read-only data: at least `min_names` distinct NUL-terminated
 /// strings that are `prefix` followed by an ASCII capital letter and identifier characters.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NameTable {
     pub prefix: String,
@@ -138,7 +150,7 @@ pub struct NameTable {
 }
 
 /// A library as shipped for one CUDA major.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LibraryMajor {
     pub major: u32,
@@ -315,7 +327,7 @@ pub fn soname_range(soname: &str, policy: SonamePolicy, listed: &[String]) -> Op
 }
 
 /// How a component's version number relates to the CUDA release it belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Versioning {
     /// Its major.minor is the CUDA release's (`13.5.37` or `13.5.25` in CUDA 13.5).
@@ -325,7 +337,7 @@ pub enum Versioning {
 }
 
 /// Which versions of a component may be installed together with the rest of a toolkit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum VersionCheck {
     /// Compiler and runtime parts: must share CUDA major.minor with each other.
@@ -337,7 +349,7 @@ pub enum VersionCheck {
 }
 
 /// One NVIDIA CUDA wheel distribution (a toolkit component as pip installs it).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Component {
     /// The CUDA 13 name; CUDA 11 and 12 wheels add `-cu11` / `-cu12`.
@@ -358,7 +370,7 @@ pub struct Component {
 
 /// A rule that places files of a CUDA root in a component by their path: `header` rules match
 /// paths below `include/`, `file` rules paths below the root.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PathRule {
     /// The component's key (`cuda_cudart`).
@@ -416,7 +428,7 @@ fn segment_matches(pattern: &str, seg: &str) -> bool {
 
 /// A Python package that loads CUDA libraries itself (with cuda-pathfinder or its own code)
 /// before importing the modules that link them.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Package {
     pub pip: String,
@@ -433,7 +445,7 @@ pub struct Package {
 }
 
 /// A library that comes with the NVIDIA driver.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DriverLib {
     pub soname: String,
@@ -445,7 +457,7 @@ pub struct DriverLib {
 
 /// A library of another GPU vendor's runtime (AMD ROCm, Intel oneAPI): it comes with that
 /// vendor's stack, never from a CUDA package, and is never grafted.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VendorLib {
     /// The SONAME without `.so` and what follows: `libhipblas` matches `libhipblas.so.3`.
@@ -467,7 +479,7 @@ pub struct VendorLib {
 }
 
 /// A library every Linux system provides.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SystemLib {
     pub soname: String,
@@ -477,7 +489,7 @@ pub struct SystemLib {
 }
 
 /// Minimum Linux driver of one toolkit release.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolkitDriver {
     pub version: String,
@@ -487,7 +499,7 @@ pub struct ToolkitDriver {
 }
 
 /// Minor-version compatibility floor of one CUDA major.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MinorCompat {
     pub major: u32,
@@ -497,7 +509,7 @@ pub struct MinorCompat {
 }
 
 /// A PTX ISA version and the toolkit that introduced it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PtxIsa {
     pub isa: String,
@@ -507,7 +519,7 @@ pub struct PtxIsa {
 }
 
 /// A compute capability and the toolkits that can target it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Arch {
     pub sm: u32,
@@ -569,7 +581,9 @@ const BUILTIN: &[(&str, &str)] = &[
 ];
 
 /// A CUDA version `major.minor` (e.g. `12.8`), ordered numerically.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema,
+)]
 pub struct CudaVersion {
     pub major: u32,
     pub minor: u32,

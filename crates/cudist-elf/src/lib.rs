@@ -49,7 +49,7 @@ fn malformed(what: &'static str) -> impl FnOnce(object::Error) -> ElfError {
 }
 
 /// The ELF object type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ElfKind {
     /// `ET_EXEC`: a position-dependent executable.
@@ -62,7 +62,7 @@ pub enum ElfKind {
 }
 
 /// One section header, as far as cudist uses it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Section {
     pub name: String,
     pub sh_type: u32,
@@ -83,7 +83,7 @@ impl Section {
 }
 
 /// One dynamic symbol.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, schemars::JsonSchema)]
 pub struct DynSymbol {
     pub name: String,
     /// Defined in this file (not `SHN_UNDEF`).
@@ -96,7 +96,7 @@ pub struct DynSymbol {
 }
 
 /// Everything cudist reads from one ELF file.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ElfFile {
     /// 32 or 64.
     pub class: u8,

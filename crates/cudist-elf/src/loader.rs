@@ -198,7 +198,7 @@ pub fn split_path_list(s: &str) -> Vec<String> {
 }
 
 /// Why a library was found where it was.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "rule", rename_all = "snake_case")]
 pub enum Rule {
     /// In a directory of the `DT_RPATH` of `owner` (the needing object or one of its loaders).
@@ -217,7 +217,7 @@ pub enum Rule {
 }
 
 /// One `DT_NEEDED` entry and where it resolved.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Resolution {
     pub name: String,
     /// The object whose `DT_NEEDED` it is.
@@ -285,7 +285,7 @@ impl ObjInfo {
 }
 
 /// One loaded object.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Loaded {
     pub path: PathBuf,
     pub soname: Option<String>,
@@ -348,7 +348,7 @@ impl Loaded {
 }
 
 /// The result of a simulation.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Simulation {
     pub objects: Vec<Loaded>,
     /// Every `DT_NEEDED` entry, in the order ld.so processes them.
@@ -356,7 +356,7 @@ pub struct Simulation {
 }
 
 /// A symbol an object imports that no loaded object defines.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct UndefinedSymbol {
     pub symbol: String,
     /// The version the reference asks for (`libcusparse.so.12`), if any.

@@ -43,7 +43,7 @@ pub mod flags {
 }
 
 /// Which ELF section a fatbin came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 pub enum SectionKind {
     /// `.nv_fatbin`: device code registered with the runtime.
     #[serde(rename = ".nv_fatbin")]
@@ -72,21 +72,39 @@ impl SectionKind {
     }
 }
 
-/// What an entry holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
+/// What an entry holds. In JSON always a string ([`EntryKind::name`]): `"other"` for every kind
+/// without a name, whose value is in the entry's raw kind field, so the field has one shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum EntryKind {
     /// PTX assembly (kind 1).
     Ptx,
     /// A cubin: an ELF of machine code for one SM (kind 2).
     Cubin,
     /// NVVM IR for link-time optimisation (kind 8); obfuscated, never listed by cuobjdump.
-    #[serde(rename = "lto-ir")]
     LtoIr,
     /// Several cubins in one compressed payload (kind 0x100, `nvcc --concat`); see [`Entry::images`].
     Concat,
     /// Any other kind value. cuobjdump lists kind 0x10 as ELF and skips the rest.
     Other(u16),
+}
+
+impl Serialize for EntryKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl schemars::JsonSchema for EntryKind {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "EntryKind".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "What an entry holds: PTX, a cubin, NVVM IR for link-time optimisation, several cubins in one payload (nvcc --concat), or another kind (its number is the entry's raw kind).",
+            "type": "string",
+            "enum": ["ptx", "cubin", "lto-ir", "concat", "other"]
+        })
+    }
 }
 
 impl EntryKind {
@@ -113,7 +131,7 @@ impl EntryKind {
 }
 
 /// How an entry's payload is compressed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Codec {
     None,
@@ -159,7 +177,7 @@ pub enum FatbinError {
 }
 
 /// One entry of a fatbin, with every header field cudist reports.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Entry {
     pub section: SectionKind,
     /// Index of the container within its section (0-based).
@@ -195,7 +213,7 @@ pub struct Entry {
 }
 
 /// One cubin inside a concatenated entry (kind 0x100).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Image {
     pub sm: u32,
     pub flags: u64,

@@ -20,7 +20,7 @@ use cudist_analysis::analyse::{analyse_elf, MarkerIndex};
 use cudist_analysis::model::{ElfReport, NeededClass};
 
 /// One grafted library.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Graft {
     /// The SONAME the wheel's files need (`libfoo.so.1`).
     pub soname: String,

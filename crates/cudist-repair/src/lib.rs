@@ -161,7 +161,7 @@ pub struct Options {
 }
 
 /// What a run did (`--json`: schema `cudist.repair/1`).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Report {
     /// [`SCHEMA`].
     pub schema: &'static str,
@@ -176,7 +176,7 @@ pub struct Report {
 }
 
 /// What was done to one wheel.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct WheelRepair {
     /// The wheel given.
     pub input: String,
@@ -214,7 +214,7 @@ pub struct WheelRepair {
 }
 
 /// Another GPU vendor's runtime libraries that a wheel needs, which repair leaves out.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct VendorRuntime {
     /// `AMD ROCm`, `Intel oneAPI`.
     pub vendor: String,
@@ -227,7 +227,7 @@ pub struct VendorRuntime {
 }
 
 /// A variant library whose CUDA needs repair leaves to the package.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct VariantLeft {
     /// Its path in the wheel.
     pub path: String,
@@ -236,7 +236,7 @@ pub struct VariantLeft {
 }
 
 /// The loader module `--loader` adds.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Loader {
     /// Path of the module inside the wheel.
     pub path: String,
@@ -250,7 +250,7 @@ pub struct Loader {
 }
 
 /// A file taken out of the wheel.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Removed {
     /// Its path in the wheel.
     pub path: String,
@@ -263,7 +263,7 @@ pub struct Removed {
 }
 
 /// One ELF file re-linked.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Patched {
     /// Its path in the wheel.
     pub path: String,

@@ -12,7 +12,7 @@ use super::plan::{Entry, Item, Plan};
 use cudist_analysis::environment::Source;
 
 /// One shared library of `lib64/` and the links made for it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct LibRow {
     /// The file in `lib64/`.
     pub file: String,
@@ -25,7 +25,7 @@ pub struct LibRow {
 }
 
 /// The driver stub, when one was made.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct StubRow {
     /// Where the stub is (`lib64/stubs/libcuda.so`).
     pub path: String,
@@ -40,7 +40,7 @@ pub struct StubRow {
 }
 
 /// What [`complete`] added.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Generated {
     /// The shared libraries of `lib64/` and their links.
     pub libraries: Vec<LibRow>,

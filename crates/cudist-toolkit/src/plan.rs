@@ -47,7 +47,7 @@ pub struct Entry {
 }
 
 /// Two packages that give one path different content.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Conflict {
     /// The path in the root.
     pub path: String,
@@ -58,7 +58,7 @@ pub struct Conflict {
 }
 
 /// A package as the report shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ComponentRow {
     /// The package name.
     pub name: String,

@@ -17,7 +17,7 @@ use super::generate::{driver_stub, soname_of};
 use super::plan::{Item, Plan};
 
 /// How environment files enter the root.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Symbolic links to the environment's files (cheap; the root lives as long as the environment).
@@ -27,7 +27,7 @@ pub enum Mode {
 }
 
 /// What was written.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Stats {
     /// Files linked or copied from the environment.
     pub files: usize,
@@ -147,7 +147,7 @@ fn fill(plan: &Plan, root: &Path, mode: Mode, source: &Source) -> Result<Stats> 
 }
 
 /// One path `--in-place` added.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Added {
     /// The path added, relative to the site-packages directory.
     pub path: String,

@@ -153,7 +153,7 @@ impl Seek for SharedFile {
 }
 
 /// One member of the archive, from the central directory.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Member {
     pub index: usize,
     pub name: String,
@@ -165,7 +165,7 @@ pub struct Member {
 }
 
 /// The parts of a wheel file name (`{dist}-{version}(-{build})?-{python}-{abi}-{platform}.whl`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct WheelName {
     pub distribution: String,
     pub version: String,
@@ -197,7 +197,7 @@ impl WheelName {
 }
 
 /// What the `.dist-info` says about the wheel.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct Metadata {
     pub name: Option<String>,
     pub version: Option<String>,

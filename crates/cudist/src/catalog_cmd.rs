@@ -4,8 +4,10 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use clap::Subcommand;
-use cudist_catalog::{Catalog, CudaVersion};
-use serde_json::json;
+use cudist_catalog::{
+    Arch, Catalog, CudaVersion, DriverLib, Library, MinorCompat, ToolkitDriver, VendorLib,
+};
+use serde::Serialize;
 
 use crate::util::{outln, Style, Table};
 
@@ -56,12 +58,57 @@ fn parse_cuda(s: &str) -> std::result::Result<CudaVersion, String> {
         .ok_or_else(|| format!("{s:?} is not a CUDA version (expected X.Y, e.g. 12.8)"))
 }
 
-fn print_json(value: serde_json::Value) -> Result<()> {
-    let mut v = json!({ "schema": SCHEMA, "cudist_version": env!("CARGO_PKG_VERSION") });
-    if let (Some(obj), serde_json::Value::Object(extra)) = (v.as_object_mut(), value) {
-        obj.extend(extra);
+/// Every `cudist catalog … --json` answer (schema `cudist.catalog/1`): one document whose fields
+/// are those of the question asked (`lib`: one of `library`, `driver_lib`, `vendor_lib`; `sm`:
+/// `archs` and `cuda`; `driver`: `cuda`, `toolkit`, `toolkit_exact`, `minor_compat`; `list`:
+/// `libraries`).
+#[derive(Serialize, schemars::JsonSchema, Default)]
+pub struct Answer<'a> {
+    pub schema: &'static str,
+    /// The version of cudist that wrote it.
+    pub cudist_version: &'static str,
+    /// `lib`: a CUDA library's catalog row.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub library: Option<&'a Library>,
+    /// `lib`: an NVIDIA driver library (never bundled).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub driver_lib: Option<&'a DriverLib>,
+    /// `lib`: another GPU vendor's runtime library (AMD ROCm, Intel oneAPI).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vendor_lib: Option<&'a VendorLib>,
+    /// `sm --cuda`, `driver`: the CUDA release asked about.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cuda: Option<String>,
+    /// `sm`: the GPU architectures (all, or those the release can target).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archs: Option<Vec<&'a Arch>>,
+    /// `driver`: the release's minimum driver row (absent when the catalog has none for its major).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub toolkit: Option<&'a ToolkitDriver>,
+    /// `driver`: false when the catalog has no row for this release and `toolkit` is the newest
+    /// older release of the same major.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub toolkit_exact: Option<bool>,
+    /// `driver`: the major's minor-version compatibility floor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub minor_compat: Option<&'a MinorCompat>,
+    /// `list`: every library in the catalog.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub libraries: Option<&'a [Library]>,
+}
+
+impl Answer<'_> {
+    fn new() -> Self {
+        Answer {
+            schema: SCHEMA,
+            cudist_version: env!("CARGO_PKG_VERSION"),
+            ..Default::default()
+        }
     }
-    outln!("{}", serde_json::to_string_pretty(&v)?);
+}
+
+fn print_json(answer: &Answer<'_>) -> Result<()> {
+    outln!("{}", serde_json::to_string_pretty(answer)?);
     Ok(())
 }
 
@@ -87,7 +134,10 @@ fn lib(name: &str, json: bool, catalog: &Catalog, style: Style) -> Result<()> {
             None => {
                 if let Some(d) = catalog.driver_lib(name) {
                     if json {
-                        print_json(json!({"driver_lib": d}))?;
+                        print_json(&Answer {
+                            driver_lib: Some(d),
+                            ..Answer::new()
+                        })?;
                     } else {
                         outln!("{}: NVIDIA driver library ({}). Provided by the driver; never bundle it.", d.soname, d.description);
                     }
@@ -95,7 +145,10 @@ fn lib(name: &str, json: bool, catalog: &Catalog, style: Style) -> Result<()> {
                 }
                 if let Some(v) = catalog.vendor_lib(name) {
                     if json {
-                        print_json(json!({"vendor_lib": v}))?;
+                        print_json(&Answer {
+                            vendor_lib: Some(v),
+                            ..Answer::new()
+                        })?;
                     } else {
                         outln!(
                             "{name}: {}'s {}. Not a CUDA library: it comes with {}{}; cudist never grafts it.",
@@ -112,7 +165,10 @@ fn lib(name: &str, json: bool, catalog: &Catalog, style: Style) -> Result<()> {
         },
     };
     if json {
-        print_json(json!({"library": lib}))?;
+        print_json(&Answer {
+            library: Some(lib),
+            ..Answer::new()
+        })?;
         return Ok(());
     }
     outln!(
@@ -188,7 +244,11 @@ fn sm(cuda: Option<CudaVersion>, json: bool, catalog: &Catalog, style: Style) ->
         }
     };
     if json {
-        print_json(json!({"cuda": cuda.map(|c| c.to_string()), "archs": archs}))?;
+        print_json(&Answer {
+            cuda: cuda.map(|c| c.to_string()),
+            archs: Some(archs),
+            ..Answer::new()
+        })?;
         return Ok(());
     }
     let mut t = Table::new(&[
@@ -221,14 +281,13 @@ fn driver(v: CudaVersion, json: bool, catalog: &Catalog) -> Result<()> {
         bail!("the catalog has no driver data for CUDA {v}");
     }
     if json {
-        print_json(json!({
-            "cuda": v.to_string(),
-            "toolkit": t,
-            // false when the catalog has no row for this release and `toolkit` is
-            // the newest older release of the same major
-            "toolkit_exact": t.is_some_and(|t| CudaVersion::parse(&t.version) == Some(v)),
-            "minor_compat": floor,
-        }))?;
+        print_json(&Answer {
+            cuda: Some(v.to_string()),
+            toolkit: t,
+            toolkit_exact: Some(t.is_some_and(|t| CudaVersion::parse(&t.version) == Some(v))),
+            minor_compat: floor,
+            ..Answer::new()
+        })?;
         return Ok(());
     }
     if let Some(t) = t {
@@ -268,7 +327,10 @@ fn driver(v: CudaVersion, json: bool, catalog: &Catalog) -> Result<()> {
 /// `catalog list`: every library.
 fn list(json: bool, catalog: &Catalog, style: Style) -> Result<()> {
     if json {
-        print_json(json!({"libraries": catalog.libraries}))?;
+        print_json(&Answer {
+            libraries: Some(&catalog.libraries),
+            ..Answer::new()
+        })?;
         return Ok(());
     }
     let mut t = Table::new(&["ID", "KIND", "SONAMES", "CONDA"]);

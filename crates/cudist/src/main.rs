@@ -10,6 +10,7 @@ mod errors;
 mod inspect;
 mod relink;
 mod repair;
+mod schema_cmd;
 mod self_check;
 mod split;
 mod toolkit;
@@ -72,6 +73,9 @@ enum Command {
     /// This cudist's version and catalog, and which tools its results are checked against
     /// (readelf, cuobjdump, ldd, nvcc, …) it can reach here.
     SelfCheck(self_check::SelfCheckArgs),
+    /// The JSON Schema of a `--json` output (or of doctor's `--host` profile), as committed
+    /// under docs/schema/.
+    Schema(schema_cmd::SchemaArgs),
 }
 
 #[derive(clap::Args)]
@@ -87,6 +91,27 @@ struct ToolkitArgs {
 enum ToolkitSub {
     /// Print the environment (CUDA_HOME, PATH, LIBRARY_PATH, CPATH, …) that uses a root.
     Env(toolkit::EnvArgs),
+}
+
+/// Every document cudist writes with `--json`, and doctor's `--host` profile, with its schema
+/// (`cudist schema`, docs/schema/). Listed here, where the commands are wired, because the
+/// types belong to the commands and their engines and no command imports another.
+fn outputs() -> Vec<schema_cmd::Output> {
+    use schema_cmd::{of, Contract::*};
+    let v = vec![
+        of::<cudist_analysis::model::Report>("inspect", "cudist.inspect/2", Writes),
+        of::<cudist_repair::Report>("repair", "cudist.repair/1", Writes),
+        of::<cudist_analysis::runtime::check::Report>("doctor", "cudist.doctor/1", Writes),
+        of::<cudist_analysis::relink::Report>("relink", "cudist.relink/1", Writes),
+        of::<cudist_toolkit::split::Manifest>("split", "cudist.split/1", Writes),
+        of::<toolkit::Report>("toolkit", "cudist.toolkit/1", Writes),
+        of::<toolkit::EnvReport>("toolkit.env", "cudist.toolkit.env/1", Writes),
+        of::<catalog_cmd::Answer>("catalog", catalog_cmd::SCHEMA, Writes),
+        of::<self_check::Report>("self-check", "cudist.self-check/1", Writes),
+        of::<cudist_analysis::runtime::host::Host>("host", "cudist doctor --host profile", Reads),
+    ];
+    debug_assert!(v.iter().map(|o| o.name).eq(schema_cmd::NAMES));
+    v
 }
 
 /// `--max-unpacked` and `--max-memory` values: `4096`, `512M`, `16G`.
@@ -131,6 +156,7 @@ fn main() -> ExitCode {
         Command::Split(args) => split::run(args, &catalog),
         Command::Catalog(cmd) => catalog_cmd::run(cmd, &catalog),
         Command::SelfCheck(args) => self_check::run(args, &catalog),
+        Command::Schema(args) => schema_cmd::run(args, &outputs()),
     };
     match result {
         Ok(code) => code,

@@ -86,8 +86,9 @@ const ORACLES: &[Oracle] = &[
     },
 ];
 
-#[derive(Serialize)]
-struct Report {
+/// The answer of `cudist self-check --json` (schema `cudist.self-check/1`).
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct Report {
     schema: &'static str,
     cudist_version: &'static str,
     version: &'static str,
@@ -100,7 +101,7 @@ struct Report {
     tools: Vec<Found>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Found {
     name: String,
     checks: &'static str,

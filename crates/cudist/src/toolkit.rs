@@ -105,8 +105,25 @@ pub struct EnvArgs {
     pub json: bool,
 }
 
+/// The answer of `cudist toolkit env --json` (schema `cudist.toolkit.env/1`).
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct EnvReport {
+    pub schema: &'static str,
+    /// The version of cudist that wrote it.
+    pub cudist_version: &'static str,
+    /// The CUDA root the variables point at (`CUDA_HOME`).
+    pub root: Option<String>,
+    /// Variables to set, by name (`CUDA_HOME`, `CUDAToolkit_ROOT`, …).
+    pub set: std::collections::BTreeMap<String, String>,
+    /// Search paths, by name (`PATH`, `PKG_CONFIG_PATH`, …): directories to put before the
+    /// current value, first first.
+    pub prepend: std::collections::BTreeMap<String, Vec<String>>,
+    /// What the user should know about this environment (e.g. it cannot link `-lcudart` yet).
+    pub notes: Vec<String>,
+}
+
 /// The report of `cudist toolkit` (`--json`: schema `cudist.toolkit/1`).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Report {
     pub schema: &'static str,
     /// The version of cudist that wrote it.
@@ -132,14 +149,14 @@ pub struct Report {
     pub seconds: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct SourceRow {
     pub kind: SourceKind,
     pub description: String,
     pub roots: Vec<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct CudaRow {
     pub major: u32,
     pub version: String,
@@ -384,34 +401,22 @@ pub fn run_env(args: EnvArgs, catalog: &Catalog) -> Result<ExitCode> {
     };
     let vars = env::variables(&dirs);
     if args.json {
-        let set: serde_json::Map<String, serde_json::Value> = vars
-            .iter()
-            .filter(|v| !v.prepend)
-            .map(|v| {
-                (
-                    v.name.to_string(),
-                    serde_json::Value::from(v.values[0].clone()),
-                )
-            })
-            .collect();
-        let prepend: serde_json::Map<String, serde_json::Value> = vars
-            .iter()
-            .filter(|v| v.prepend)
-            .map(|v| {
-                (
-                    v.name.to_string(),
-                    serde_json::Value::from(v.values.clone()),
-                )
-            })
-            .collect();
-        let doc = serde_json::json!({
-            "schema": "cudist.toolkit.env/1",
-            "cudist_version": env!("CARGO_PKG_VERSION"),
-            "root": dirs.roots.first().map(|r| r.display().to_string()),
-            "set": set,
-            "prepend": prepend,
-            "notes": dirs.notes,
-        });
+        let doc = EnvReport {
+            schema: "cudist.toolkit.env/1",
+            cudist_version: env!("CARGO_PKG_VERSION"),
+            root: dirs.roots.first().map(|r| r.display().to_string()),
+            set: vars
+                .iter()
+                .filter(|v| !v.prepend)
+                .map(|v| (v.name.to_string(), v.values[0].clone()))
+                .collect(),
+            prepend: vars
+                .iter()
+                .filter(|v| v.prepend)
+                .map(|v| (v.name.to_string(), v.values.clone()))
+                .collect(),
+            notes: dirs.notes.clone(),
+        };
         outln!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }

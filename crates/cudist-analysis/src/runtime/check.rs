@@ -44,7 +44,7 @@ pub struct Options {
 }
 
 /// The report (`--json`: schema `cudist.doctor/1`).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Report {
     /// `cudist.doctor/1`.
     pub schema: &'static str,
@@ -74,7 +74,9 @@ pub struct Report {
 }
 
 /// Ordered: `Ok` < `Risky` < `WillFailWhenLoaded` < `WillFailOnThisGpu` < `WillFailToLoad`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
     #[default]
@@ -92,7 +94,7 @@ pub enum Status {
 }
 
 /// A status and the reasons for it, one line each.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Verdict {
     /// The worst status of the reasons.
     pub status: Status,
@@ -125,7 +127,7 @@ impl Verdict {
 }
 
 /// Everything found about one ELF file.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct FileReport {
     /// The file.
     pub path: String,
@@ -151,7 +153,7 @@ pub struct FileReport {
 
 /// A symbol an object imports from a CUDA library that the installed library lacks: the object
 /// was built against a newer release than the one that loads.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct MissingSymbol {
     /// The symbol.
     pub symbol: String,
@@ -166,7 +168,7 @@ pub struct MissingSymbol {
 }
 
 /// A library the loader would not find.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Missing {
     /// Its name (the NEEDED entry).
     pub name: String,
@@ -274,7 +276,7 @@ impl MissingSymbol {
 }
 
 /// A library a known package loads itself (cupy through cuda-pathfinder).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct RuntimeLoad {
     /// The distribution (`cupy-cuda12x`).
     pub package: String,
@@ -293,7 +295,7 @@ pub struct RuntimeLoad {
 }
 
 /// A package an `--import` package imports when it is imported, judged with it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct ImportedWith {
     /// The top-level module imported (`torch`).
     pub package: String,

@@ -20,7 +20,7 @@ use crate::model::DeviceEntry;
 use super::host::Host;
 
 /// What one GPU will do with one file's device code.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct GpuResult {
     /// The GPU, as the host names it.
     pub gpu: String,

@@ -9,7 +9,7 @@ use cudist_catalog::{driver_version_key, Catalog, CudaVersion};
 use serde::{Deserialize, Serialize};
 
 /// A machine, as doctor needs to know it. This is the `--host` profile format.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Host {
     /// Free text: where the profile came from.
@@ -40,7 +40,7 @@ pub struct Host {
 }
 
 /// A CPU, as far as wheels care.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Cpu {
     /// Its model name.
@@ -52,7 +52,7 @@ pub struct Cpu {
 }
 
 /// A GPU.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Gpu {
     /// Its name (`NVIDIA H100 80GB HBM3`).

@@ -8,7 +8,7 @@ use cudist_catalog::{Catalog, SonameClass};
 use serde::Serialize;
 
 /// One place CUDA libraries are visible from.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Installation {
     /// `ld.so.cache`, `LD_LIBRARY_PATH`, `CUDA_HOME`, `CUDA_PATH`, `/usr/local/cuda*`,
     /// `conda`, `site-packages`.
@@ -22,7 +22,7 @@ pub struct Installation {
 }
 
 /// A CUDA library visible in an installation.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct VisibleLib {
     /// The SONAME, or the package.
     pub name: String,
@@ -35,7 +35,7 @@ pub struct VisibleLib {
 }
 
 /// Two CUDA majors of one library visible at once.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Conflict {
     /// The library (its catalog id, or the SONAME).
     pub library: String,

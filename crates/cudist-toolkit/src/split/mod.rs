@@ -105,7 +105,7 @@ pub fn split(
 pub const OUTPUTS: &[&str] = &["lib", "dev", "static", "stubs", "bin", "doc", "sample"];
 
 /// One file of the split.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct FileRow {
     /// The path in a CUDA root (`lib64/libcudart.so.13`).
     pub path: String,
@@ -131,7 +131,7 @@ pub struct FileRow {
 }
 
 /// A pin: what a dependent of this output requires.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Pin {
     /// conda-forge style (`libcublas >=13.10.0.20,<14.0a0`).
     pub conda: String,
@@ -142,7 +142,7 @@ pub struct Pin {
 }
 
 /// One component and its outputs.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ComponentRow {
     /// The component (`cuda_cudart`).
     pub component: String,
@@ -168,7 +168,7 @@ pub struct ComponentRow {
 
 /// The metapackage (`cuda-toolkit`, as the cudatoolkit of old): no files, depends on every
 /// package of the split.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Metapackage {
     /// The conda package name (`cuda-toolkit`).
     pub name: String,
@@ -179,7 +179,7 @@ pub struct Metapackage {
 }
 
 /// The manifest (`--json` and `split.json`: schema `cudist.split/1`).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Manifest {
     /// `cudist.split/1`.
     pub schema: &'static str,
@@ -583,7 +583,7 @@ fn placed_rows(
 
 /// A file of the input that was not read, and why (a link that leads out of a toolkit tree or an
 /// archive).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Skipped {
     /// The path in the input.
     pub path: String,
@@ -592,7 +592,7 @@ pub struct Skipped {
 }
 
 /// A destination that more than one row of the input claimed, and which one the split placed.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Collision {
     /// The destination in a CUDA root.
     pub path: String,

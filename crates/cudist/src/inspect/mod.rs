@@ -17,7 +17,7 @@ pub struct InspectArgs {
     /// prefixes, wheelhouses) or ELF files.
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
-    /// Print the report as JSON (schema cudist.inspect/1, docs/json-schema.md).
+    /// Print the report as JSON (schema cudist.inspect/2, docs/json-schema.md).
     #[arg(long)]
     pub json: bool,
     /// Add a table with one row per ELF file.

@@ -49,7 +49,7 @@ pub fn inspect_json(args: &[&str], code: i32) -> Value {
         stderr(&o)
     );
     let v: Value = serde_json::from_slice(&o.stdout).expect("JSON report");
-    assert_eq!(v["schema"], "cudist.inspect/1");
+    assert_eq!(v["schema"], "cudist.inspect/2");
     v
 }
 
