@@ -386,3 +386,41 @@ fn real_outputs_meet_their_schemas() {
     ]);
     docs.validate();
 }
+
+/// The JSON examples in the docs are outputs as cudist writes them: every ```json block that names
+/// a schema (inspect's `multi.so` example, catalog's, toolkit's, split's manifest) meets it, and so
+/// does doctor.md's host profile.
+#[test]
+fn docs_json_examples_meet_their_schemas() {
+    let work = tempfile::tempdir().unwrap();
+    let mut docs = Documents::new(work.path());
+    let root = repo_root();
+    let mut named = 0;
+    for page in [
+        "README.md",
+        "docs/json-schema.md",
+        "docs/doctor.md",
+        "docs/split.md",
+        "docs/toolkit.md",
+        "docs/repair.md",
+        "docs/relink.md",
+    ] {
+        let text = std::fs::read_to_string(root.join(page)).unwrap();
+        for block in text.split("```json\n").skip(1) {
+            let block = block.split("```").next().unwrap();
+            let Ok(v) = serde_json::from_str::<Value>(block) else {
+                continue;
+            };
+            if v.get("schema").is_some() {
+                docs.add(&v);
+                named += 1;
+            } else if page == "docs/doctor.md" && v.get("gpus").is_some() {
+                let path = work.path().join("doctor-md-host.json");
+                std::fs::write(&path, block).unwrap();
+                docs.add_file("host", &path);
+            }
+        }
+    }
+    assert!(named >= 5, "{named} examples name a schema");
+    docs.validate();
+}
