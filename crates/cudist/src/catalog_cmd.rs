@@ -108,7 +108,7 @@ impl Answer<'_> {
 }
 
 fn print_json(answer: &Answer<'_>) -> Result<()> {
-    outln!("{}", serde_json::to_string_pretty(answer)?);
+    crate::util::print_json(answer)?;
     Ok(())
 }
 

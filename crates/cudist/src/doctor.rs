@@ -68,13 +68,19 @@ pub fn run(args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
         host: args.host.as_deref().map(host::Host::load).transpose()?,
         ld_library_path: args.ld_library_path.clone(),
     };
+    let spinner = util::Spinner::start(if options.imports.is_empty() {
+        "simulating the loader".to_string()
+    } else {
+        format!("importing {}", options.imports.join(", "))
+    });
     let report = diagnose(&options, catalog)?;
+    drop(spinner);
     finish(&args, report)
 }
 
 fn finish(args: &DoctorArgs, report: Report) -> Result<ExitCode> {
     if args.json {
-        outln!("{}", serde_json::to_string_pretty(&report)?);
+        util::print_json(&report)?;
     } else {
         util::emit(&render(&report, Style::detect()));
     }

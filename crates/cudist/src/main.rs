@@ -47,6 +47,11 @@ struct Cli {
     #[arg(long, value_name = "SIZE", global = true, value_parser = parse_size)]
     max_memory: Option<u64>,
 
+    /// No progress and no report on stdout: only `--json` documents, warnings and errors are
+    /// printed, and the exit code gives the answer.
+    #[arg(long, short, global = true)]
+    quiet: bool,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -137,6 +142,7 @@ fn main() -> ExitCode {
         limits.memory = n;
     }
     cudist_fs::set_limits(limits);
+    util::set_quiet(cli.quiet);
     let catalog = match Catalog::with_user_files(&cli.catalogs) {
         Ok(c) => c,
         Err(e) => {

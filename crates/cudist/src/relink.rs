@@ -9,7 +9,7 @@ use anyhow::Result;
 use cudist_analysis::relink::{relink, Options};
 use cudist_catalog::Catalog;
 
-use crate::util::{self, outln};
+use crate::util;
 
 /// `cudist relink` arguments.
 #[derive(clap::Args, Debug)]
@@ -47,9 +47,11 @@ pub fn run(args: RelinkArgs, catalog: &Catalog) -> Result<ExitCode> {
         allow: args.allow.clone(),
         dry_run: args.dry_run,
     };
+    let spinner = util::Spinner::start(format!("relinking {}", args.tree.display()));
     let report = relink(&args.tree, &options, catalog)?;
+    drop(spinner);
     if args.json {
-        outln!("{}", serde_json::to_string_pretty(&report)?);
+        util::print_json(&report)?;
     } else {
         let mut s = String::new();
         if args.check {

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use cudist_catalog::Catalog;
 use cudist_repair::{repair, CudaDeps, Options, Progress, Report};
 
-use crate::util::{self, outln};
+use crate::util;
 
 /// `cudist repair` arguments.
 #[derive(clap::Args)]
@@ -65,9 +65,6 @@ pub struct RepairArgs {
     /// Print the report as JSON (schema cudist.repair/1).
     #[arg(long)]
     pub json: bool,
-    /// Print nothing but errors.
-    #[arg(long, short)]
-    pub quiet: bool,
 }
 
 /// A `--exclude` pattern.
@@ -128,7 +125,7 @@ pub fn run(args: RepairArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
         exclude: args.exclude.clone(),
         build_env: args.build_env.clone(),
     };
-    let bar = (!args.quiet && !args.json && std::io::stderr().is_terminal()).then(|| {
+    let bar = (!util::quiet() && std::io::stderr().is_terminal()).then(|| {
         let bar = indicatif::ProgressBar::new(wheels.len() as u64);
         bar.set_style(
             indicatif::ProgressStyle::with_template("{spinner} repairing {pos}/{len} {wide_msg}")
@@ -155,8 +152,8 @@ pub fn run(args: RepairArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
     errors.append(&mut report.errors);
     report.errors = errors;
     if args.json {
-        outln!("{}", serde_json::to_string_pretty(&report)?);
-    } else if !args.quiet {
+        util::print_json(&report)?;
+    } else {
         util::emit(&render(&report, catalog, util::Style::detect()));
     }
     if !args.json {

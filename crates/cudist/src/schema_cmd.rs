@@ -147,7 +147,7 @@ pub fn run(args: SchemaArgs, outputs: &[Output]) -> Result<ExitCode> {
             let Some(o) = outputs.iter().find(|o| o.name == name.as_str()) else {
                 bail!("no schema named {name:?}");
             };
-            outln!("{}", file_text(o)?.trim_end());
+            crate::util::emit_data(&file_text(o)?);
         }
         None => {
             for o in outputs {

@@ -123,6 +123,7 @@ pub fn run(args: SelfCheckArgs, catalog: &Catalog) -> Result<ExitCode> {
         });
     }
     // The tools are independent: ask them at once.
+    let spinner = crate::util::Spinner::start("asking the tools their versions");
     let found: Vec<Found> = std::thread::scope(|s| {
         let handles: Vec<_> = ORACLES
             .iter()
@@ -143,6 +144,7 @@ pub fn run(args: SelfCheckArgs, catalog: &Catalog) -> Result<ExitCode> {
             .map(|h| h.join().expect("self-check worker"))
             .collect()
     });
+    drop(spinner);
     tools.extend(found);
     let report = Report {
         schema: SCHEMA,
@@ -164,7 +166,7 @@ pub fn run(args: SelfCheckArgs, catalog: &Catalog) -> Result<ExitCode> {
         })
         .collect();
     if args.json {
-        outln!("{}", serde_json::to_string_pretty(&report)?);
+        crate::util::print_json(&report)?;
     } else {
         print_human(&report);
     }

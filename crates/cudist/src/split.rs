@@ -9,7 +9,7 @@ use anyhow::Result;
 use cudist_catalog::Catalog;
 use cudist_toolkit::split::{self, input, Format, Options};
 
-use crate::util::{self, outln};
+use crate::util;
 
 /// `cudist split` arguments.
 #[derive(clap::Args, Debug)]
@@ -53,6 +53,11 @@ pub fn run(args: SplitArgs, catalog: &Catalog) -> Result<ExitCode> {
         zstd_level: args.zstd_level,
         build_number: args.build_number,
     };
+    let spinner = util::Spinner::start(format!(
+        "splitting {} ({})",
+        args.input.display(),
+        args.format
+    ));
     let m = split::split(
         &args.input,
         args.manifest.as_deref(),
@@ -60,9 +65,10 @@ pub fn run(args: SplitArgs, catalog: &Catalog) -> Result<ExitCode> {
         &options,
         catalog,
     )?;
+    drop(spinner);
     let out = std::path::absolute(&args.out)?;
     if args.json {
-        outln!("{}", serde_json::to_string_pretty(&m)?);
+        util::print_json(&m)?;
     } else {
         let mut s = format!(
             "cudist split: {} components, {} files ({} unassigned) -> {} ({})\n",

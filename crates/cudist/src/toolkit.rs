@@ -13,7 +13,7 @@ use anyhow::{bail, Result};
 use cudist_catalog::Catalog;
 use serde::Serialize;
 
-use crate::util::{self, outln, Style, Table};
+use crate::util::{self, Style, Table};
 use cudist_analysis::environment::{check_versions, Source, SourceKind, Spec};
 use cudist_toolkit::{env, generate, plan, write};
 
@@ -83,9 +83,6 @@ pub struct BuildArgs {
     /// Print the report as JSON (schema cudist.toolkit/1, docs/json-schema.md).
     #[arg(long)]
     pub json: bool,
-    /// Print nothing but errors.
-    #[arg(long, short)]
-    pub quiet: bool,
 }
 
 /// `cudist toolkit env` arguments.
@@ -171,6 +168,7 @@ fn read_source(args: &SourceArgs, catalog: &Catalog) -> Result<Source> {
 /// Runs `cudist toolkit` (assemble, or `--in-place`).
 pub fn run(args: BuildArgs, catalog: &Catalog) -> Result<ExitCode> {
     let started = Instant::now();
+    let spinner = util::Spinner::start("reading the environment's CUDA wheels");
     let source = read_source(&args.source, catalog)?;
     let major = check_versions(&source, catalog)?;
     let mut report = Report {
@@ -241,6 +239,9 @@ pub fn run(args: BuildArgs, catalog: &Catalog) -> Result<ExitCode> {
         if source.kind != SourceKind::Pip {
             bail!("--in-place works on pip environments; a conda prefix gets its links from the -dev packages");
         }
+        if let Some(s) = &spinner {
+            s.set_message("adding linker names in place");
+        }
         report.added = write::in_place(&source, args.dry_run)?;
     } else {
         let out = out.expect("clap requires --out without --in-place");
@@ -251,13 +252,17 @@ pub fn run(args: BuildArgs, catalog: &Catalog) -> Result<ExitCode> {
             } else {
                 write::Mode::Link
             };
+            if let Some(s) = &spinner {
+                s.set_message(format!("writing {}", out.display()));
+            }
             report.stats = write::write_root(&plan, &out, mode, args.force, &source)?;
         }
     }
+    drop(spinner);
     report.seconds = started.elapsed().as_secs_f64();
     if args.json {
-        outln!("{}", serde_json::to_string_pretty(&report)?);
-    } else if !args.quiet {
+        util::print_json(&report)?;
+    } else {
         util::emit(&render(&report, Style::detect()));
     }
     Ok(ExitCode::SUCCESS)
@@ -417,7 +422,7 @@ pub fn run_env(args: EnvArgs, catalog: &Catalog) -> Result<ExitCode> {
                 .collect(),
             notes: dirs.notes.clone(),
         };
-        outln!("{}", serde_json::to_string_pretty(&doc)?);
+        util::print_json(&doc)?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut s = String::new();

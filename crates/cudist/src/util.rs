@@ -2,9 +2,38 @@
 
 use std::io::{IsTerminal, Write};
 
-/// Writes to stdout. A closed pipe (`cudist inspect … | head`) ends the program quietly with
-/// success instead of panicking, as command-line tools do.
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `--quiet` (a global flag): no progress and no human report; `--json` documents, warnings and
+/// errors are still printed, and the exit code gives the answer.
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether `--quiet` was given.
+pub fn quiet() -> bool {
+    QUIET.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Writes a human report to stdout (nothing with `--quiet`). A closed pipe (`cudist inspect … |
+/// head`) ends the program quietly with success instead of panicking, as command-line tools do.
 pub fn emit(s: &str) {
+    if quiet() {
+        return;
+    }
+    emit_data(s);
+}
+
+/// A `--json` document on stdout, with a final newline; printed with `--quiet` too.
+pub fn print_json<T: serde::Serialize>(value: &T) -> serde_json::Result<()> {
+    let mut text = serde_json::to_string_pretty(value)?;
+    text.push('\n');
+    emit_data(&text);
+    Ok(())
+}
+
+/// Writes machine-readable output to stdout, whatever `--quiet` says.
+pub fn emit_data(s: &str) {
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
@@ -22,6 +51,39 @@ macro_rules! outln {
 pub(crate) use outln;
 
 pub use cudist_analysis::human_bytes;
+
+/// A sign of life on stderr for work that can take more than a couple of seconds: a spinner with
+/// a message and the elapsed time, drawn at once and cleared when dropped. None when stderr is not
+/// a terminal or with `--quiet`.
+pub struct Spinner(indicatif::ProgressBar);
+
+impl Spinner {
+    pub fn start(message: impl Into<std::borrow::Cow<'static, str>>) -> Option<Spinner> {
+        if quiet() || !std::io::stderr().is_terminal() {
+            return None;
+        }
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+        );
+        bar.set_message(message);
+        bar.tick();
+        bar.enable_steady_tick(std::time::Duration::from_millis(120));
+        Some(Spinner(bar))
+    }
+
+    /// What is being done now.
+    pub fn set_message(&self, message: impl Into<std::borrow::Cow<'static, str>>) {
+        self.0.set_message(message);
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
+    }
+}
 
 /// Terminal styling: on only when stdout is a terminal and `NO_COLOR` is unset.
 #[derive(Debug, Clone, Copy)]

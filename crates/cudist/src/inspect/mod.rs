@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use cudist_analysis::model::VerdictStatus;
 use cudist_catalog::Catalog;
 
-use crate::util::{self, outln};
+use crate::util;
 
 #[derive(clap::Args)]
 pub struct InspectArgs {
@@ -55,13 +55,18 @@ fn parse_status(s: &str) -> Result<VerdictStatus, String> {
 
 pub fn run(args: InspectArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
     let (inputs, mut errors) = cudist_analysis::expand_inputs(&args.paths);
+    let spinner = util::Spinner::start(match inputs.len() {
+        1 => format!("inspecting {}", inputs[0].path().display()),
+        n => format!("inspecting {n} inputs"),
+    });
     let mut report = cudist_analysis::inspect(&inputs, catalog);
+    drop(spinner);
     report.summary.errors += errors.len();
     errors.append(&mut report.errors);
     report.errors = errors;
     let style = util::Style::detect();
     if args.json {
-        outln!("{}", serde_json::to_string_pretty(&report)?);
+        util::print_json(&report)?;
     } else if args.cuobjdump {
         util::emit(&cuobjdump_listings(&report, &args.paths));
     } else {
