@@ -1,6 +1,8 @@
 //! The recipes of docs/recipes.md, run as written there: the conda-forge / rattler-build overlinking
 //! gate and the Nix fixup phase. (The cibuildwheel recipe is run by tests/toolkit.rs, on the wheel
-//! its scikit-build-core test builds.)
+//! its scikit-build-core test builds.) And every self-contained terminal example of the README and
+//! docs (`$ cudist …` on the catalog or on files the repo ships or builds): run, its output
+//! compared with the page's.
 
 mod common;
 use common::*;
@@ -161,4 +163,102 @@ fn the_nix_fixup_adds_the_driver_runpath() {
             || trace.contains("search path=/run/opengl-driver/lib"),
         "{trace}"
     );
+}
+
+/// The `$ …` sessions of ```text blocks in `doc`: each command with the output lines under it.
+fn sessions(doc: &str) -> Vec<(String, Vec<String>)> {
+    let text = std::fs::read_to_string(repo_root().join(doc)).unwrap();
+    let mut out = vec![];
+    for block in text.split("```text\n").skip(1) {
+        let block = block.split("```").next().unwrap();
+        for line in block.lines() {
+            if let Some(cmd) = line.strip_prefix("$ ") {
+                out.push((cmd.to_string(), vec![]));
+            } else if let Some((_, lines)) = out.last_mut() {
+                lines.push(line.to_string());
+            }
+        }
+        // Output stops at the end of its block.
+        out.push((String::new(), vec![]));
+    }
+    out.retain(|(cmd, _)| !cmd.is_empty());
+    out
+}
+
+/// A page's output line matches a real one: equal after trimming, or a prefix of it when the page
+/// shortens the line with `…`.
+fn line_matches(page: &str, real: &str) -> bool {
+    let (page, real) = (page.trim_end(), real.trim_end());
+    match page.strip_suffix('…') {
+        Some(prefix) => real.starts_with(prefix.trim_end()),
+        None => page == real,
+    }
+}
+
+#[test]
+fn self_contained_doc_examples_print_what_the_docs_show() {
+    let work = tempfile::tempdir().unwrap();
+    let root = repo_root();
+    let mut ran = 0;
+    let python3 = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3");
+    let python3 = String::from_utf8(python3.stdout)
+        .unwrap()
+        .trim()
+        .to_string();
+    for doc in [
+        "README.md",
+        "docs/catalog.md",
+        "docs/fatbin.md",
+        "docs/repair.md",
+        "docs/doctor.md",
+        "docs/relink.md",
+        "docs/split.md",
+        "docs/toolkit.md",
+    ] {
+        for (cmd, shown) in sessions(doc) {
+            let cmd = cmd.split("  #").next().unwrap().trim().to_string();
+            // Self-contained: the catalog, or the repo's own scripts and files. The demo wheel's
+            // session (README) runs in a scratch directory, as a user would in a checkout.
+            let self_contained = cmd.starts_with("cudist catalog ")
+                || cmd.starts_with("python3 scripts/demo-wheel.py ")
+                || cmd.starts_with("cudist repair dist/demo_cuda-");
+            if !self_contained {
+                continue;
+            }
+            // The repo's scripts from the checkout, with the python3 of the test's own PATH.
+            let script = cmd
+                .replacen("scripts/", &format!("{}/scripts/", root.display()), 1)
+                .replacen("python3 ", "\"$PYTHON3\" ", 1);
+            let o = sh(&script, work.path(), &[("PYTHON3", &python3)]);
+            assert!(
+                o.status.success(),
+                "{doc}: `{cmd}` failed: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            let real = String::from_utf8_lossy(&o.stdout).into_owned();
+            let real: Vec<&str> = real.lines().collect();
+            // The page shows the output from its first line; it may stop early, never differ.
+            assert!(
+                shown.len() <= real.len(),
+                "{doc}: `{cmd}` shows {} lines, prints {}:\n{}",
+                shown.len(),
+                real.len(),
+                real.join("\n")
+            );
+            for (i, (page, actual)) in shown.iter().zip(&real).enumerate() {
+                assert!(
+                    line_matches(page, actual),
+                    "{doc}: `{cmd}`, output line {}:\n  page: {page}\n  real: {actual}\nthe whole output:\n{}",
+                    i + 1,
+                    real.join("\n")
+                );
+            }
+            ran += 1;
+        }
+    }
+    // The README's catalog session (lib, driver, sm) and its repair session (demo wheel, repair).
+    assert!(ran >= 5, "{ran} examples ran");
 }

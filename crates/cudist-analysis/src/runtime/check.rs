@@ -1153,13 +1153,13 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 Some(p) => preload.push(p.clone()),
                 None => report.verdict.add(
                     Status::WillFailToLoad,
-                    format!(
-                        "{}{} loads {} with {} at import: {}",
-                        l.package,
-                        imported_by(&report.imported_with, name),
-                        l.soname,
-                        l.loader,
-                        not_found(&l.tried, l.pip.as_deref())
+                    fails_at_import(
+                        &l.package,
+                        &imported_by(&report.imported_with, name),
+                        &l.soname,
+                        &l.loader,
+                        &l.tried,
+                        l.pip.as_deref(),
                     ),
                 ),
             }
@@ -1190,12 +1190,13 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                     Some(path) => preload.push(path.clone()),
                     None => report.verdict.add(
                         Status::WillFailToLoad,
-                        format!(
-                            "{name}{} loads {} at import ({}): {}",
-                            imported_by(&report.imported_with, name),
-                            f.name,
-                            p.place(),
-                            not_found(&f.tried, pip.as_deref())
+                        fails_at_import(
+                            name,
+                            &imported_by(&report.imported_with, name),
+                            &f.name,
+                            &p.place(),
+                            &f.tried,
+                            pip.as_deref(),
                         ),
                     ),
                 }
@@ -1312,11 +1313,19 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     Ok(report)
 }
 
-/// The end of a reason for a library a package loads at import that is not found: the paths
-/// tried and, when a wheel provides it, which to install.
-fn not_found(tried: &[PathBuf], pip: Option<&str>) -> String {
+/// The reason for a library a package's own Python loads at import that is not found, one
+/// wording whoever loads it (a known package's loader, ctypes, cuda-pathfinder): who loads it,
+/// where, the paths tried and, when a wheel provides it, which to install.
+fn fails_at_import(
+    package: &str,
+    imported_by: &str,
+    soname: &str,
+    loader: &str,
+    tried: &[PathBuf],
+    pip: Option<&str>,
+) -> String {
     format!(
-        "not found (tried {}, then the system search){}",
+        "{package}{imported_by} loads {soname} at import ({loader}): not found (tried {}, then the system search){}",
         tried
             .iter()
             .map(|t| t.display().to_string())
