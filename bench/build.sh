@@ -14,13 +14,17 @@
 # Target (issue 19): the cold test build at most half of BEFORE's.  There is no anchor tool: the
 # ratio is AFTER / BEFORE.  One run each (a cold build is minutes, and repeated runs would be warm);
 # nothing else should run on the machine meanwhile.
+# A revision's results are kept (bench-build-results/<sha>.env beside the work dir) and reused by
+# the next run, which then only measures the revisions it has not seen; FRESH=1 measures all.
 # Usage: bench/build.sh [--append]   (--append adds the section to BENCHMARKS.md)
-# Environment: CUDIST_CACHE (work dir, default <repo>/.cache), BEFORE, AFTER.
+# Environment: CUDIST_CACHE (work dir, default <repo>/.cache), BEFORE, AFTER, FRESH.
 set -euo pipefail
 shopt -s inherit_errexit
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 WORK="${CUDIST_CACHE:-$REPO/.cache}/bench-build"
+RESULTS="${CUDIST_CACHE:-$REPO/.cache}/bench-build-results"
+mkdir -p "$RESULTS"
 BEFORE="${BEFORE:-a361875^}"
 AFTER="${AFTER:-HEAD}"
 # shellcheck source=bench/lib.sh
@@ -33,6 +37,16 @@ mkdir -p "$WORK"
 # measure NAME REV: fills the row variables NAME_{rev,lock,compiled,release,test,targets,size}.
 measure() {
   local name="$1" rev="$2" src="$WORK/$1"
+  local full; full="$(git -C "$REPO" rev-parse "$rev")"
+  if [[ -z "${FRESH:-}" && -f "$RESULTS/$full.env" ]]; then
+    log "$name: $rev: results of an earlier run ($RESULTS/$full.env)"
+    # shellcheck disable=SC1090
+    source "$RESULTS/$full.env"
+    for v in rev lock compiled release test tcompiled targets size when; do
+      printf -v "${name}_$v" '%s' "$(eval echo "\$r_$v")"
+    done
+    return
+  fi
   git clone -q "$REPO" "$src"
   git -C "$src" checkout -q "$(git -C "$REPO" rev-parse "$rev")"
   local sha; sha="$(git -C "$src" rev-parse --short HEAD)"
@@ -62,6 +76,11 @@ measure() {
   printf -v "${name}_tcompiled" '%s' "$tcompiled"
   printf -v "${name}_targets" '%s' "$targets"
   printf -v "${name}_size" '%s' "$size"
+  printf -v "${name}_when" '%s' "$(date -u '+%Y-%m-%d %H:%M UTC')"
+  local v
+  for v in rev lock compiled release test tcompiled targets size when; do
+    printf 'r_%s=%q\n' "$v" "$(eval echo "\$${name}_$v")"
+  done > "$RESULTS/$full.env"
   # The target directories are gigabytes: keep only the logs.
   rm -rf "$WORK/$name-release" "$WORK/$name-test" "$src"
 }
@@ -78,7 +97,8 @@ REPORT="$(cat <<EOF
 ## $(date -u '+%Y-%m-%d %H:%M UTC') — building cudist (issue 19): before and after the network stack left, $before_rev vs $after_rev
 
 Machine: $CPU, $(nproc) cores, $RAM; $RUSTC. \`bench/build.sh\`: fresh clones, empty target
-directories, registry sources fetched beforehand (untimed); one run each, nothing else running.
+directories, registry sources fetched beforehand (untimed); one run each, nothing else running;
+before measured $before_when, after $after_when.
 
 | measurement | before ($before_rev) | after ($after_rev) | after / before |
 |---|---|---|---|

@@ -57,6 +57,9 @@ pub struct FileChange {
     pub outside: Vec<String>,
 }
 
+/// The schema identifier of relink's report.
+pub const SCHEMA: &str = "cudist.relink/1";
+
 /// What a relink changed or found (`--json`: schema `cudist.relink/1`).
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Report {
@@ -130,7 +133,7 @@ pub fn relink(tree: &Path, args: &Options, catalog: &Catalog) -> Result<Report> 
         )));
     }
     let mut report = Report {
-        schema: "cudist.relink/1",
+        schema: SCHEMA,
         cudist_version: env!("CARGO_PKG_VERSION"),
         tree: tree.display().to_string(),
         dry_run: args.dry_run,

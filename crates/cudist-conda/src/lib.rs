@@ -2,9 +2,10 @@
 //! `.conda` / `.tar.bz2` packages back (their `index.json`, `paths.json`, `run_exports.json`, and
 //! their files).
 //!
-//! The `info/` files are written from a typed [`NewPackage`] and checked by parsing them back with
-//! rattler's own types (rattler_conda_types), so a package cudist writes is one rattler reads. The
-//! archives themselves (`archive`) are written and read with the zip, zstd, bzip2 and tar crates.
+//! The `info/` files ([`info`]: `index.json`, `paths.json`, `run_exports.json`) are written from a
+//! typed [`NewPackage`] and checked by parsing them back as they are read; the tests install
+//! every package cudist writes with py-rattler, the independent reader. The archives themselves
+//! (`archive`) are written and read with the zip, zstd, bzip2 and tar crates.
 //! Files are staged in a directory with an unpredictable name that is removed whatever happens,
 //! and a package is written to an exclusive temporary and renamed, so a failed write leaves
 //! nothing behind.
@@ -18,11 +19,11 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 mod archive;
+pub mod info;
 
-use rattler_conda_types::package::{
-    IndexJson, PackageFile, PathType, PathsEntry, PathsJson, RunExportsJson,
-};
+use info::{IndexJson, PathType, PathsEntry, PathsJson, RunExportsJson};
 use serde_json::json;
+use sha2::Digest;
 
 /// What can go wrong reading or writing a package.
 #[derive(Debug, thiserror::Error)]
@@ -204,36 +205,34 @@ fn stage_and_pack(
         let (path_type, sha256, size) = match &e.content {
             Content::Link(target) => {
                 std::os::unix::fs::symlink(target, &dest).map_err(io(&dest))?;
-                (PathType::SoftLink, None, None)
+                (PathType::Softlink, None, None)
             }
             Content::File(src) => {
                 if std::fs::hard_link(src, &dest).is_err() {
                     std::fs::copy(src, &dest).map_err(io(src))?;
                 }
-                let known = e.known.as_ref().and_then(|(hex, size)| {
-                    Some((
-                        rattler_digest::parse_digest_from_hex::<rattler_digest::Sha256>(hex)?,
-                        *size,
-                    ))
-                });
+                let known = e
+                    .known
+                    .as_ref()
+                    .filter(|(hex, _)| {
+                        hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit())
+                    })
+                    .map(|(hex, size)| (hex.to_ascii_lowercase(), *size));
                 let (digest, size) = match known {
                     Some(k) => k,
-                    None => (
-                        rattler_digest::compute_file_digest::<rattler_digest::Sha256>(&dest)
-                            .map_err(io(src))?,
-                        std::fs::metadata(&dest).map_err(io(src))?.len(),
-                    ),
+                    None => sha256_of(&dest).map_err(io(src))?,
                 };
-                (PathType::HardLink, Some(digest), Some(size))
+                (PathType::Hardlink, Some(digest), Some(size))
             }
         };
         entries.push(PathsEntry {
-            relative_path: PathBuf::from(&e.path),
-            no_link: false,
+            path: e.path.clone(),
             path_type,
-            prefix_placeholder: None,
             sha256,
             size_in_bytes: size,
+            no_link: false,
+            prefix_placeholder: None,
+            file_mode: None,
         });
         paths.push(dest);
     }
@@ -283,17 +282,17 @@ fn stage_and_pack(
     for (name, value) in &info_files {
         let path = info.join(name);
         let text = serde_json::to_string_pretty(value).expect("JSON values serialise");
-        // What cudist writes must be what rattler reads.
+        // What cudist writes must be what it (and conda) reads.
         let check = match *name {
-            "index.json" => IndexJson::from_str(&text).map(drop),
-            "paths.json" => PathsJson::from_str(&text).map(drop),
-            "run_exports.json" => RunExportsJson::from_str(&text).map(drop),
+            "index.json" => IndexJson::parse(text.as_bytes()).map(drop),
+            "paths.json" => PathsJson::parse(text.as_bytes()).map(drop),
+            "run_exports.json" => RunExportsJson::parse(text.as_bytes()).map(drop),
             _ => Ok(()),
         };
-        check.map_err(|e| Error::Invalid {
+        check.map_err(|message| Error::Invalid {
             path: path.clone(),
             what: "info file",
-            message: e.to_string(),
+            message,
         })?;
         std::fs::write(&path, text).map_err(io(&path))?;
         paths.push(path);
@@ -302,11 +301,14 @@ fn stage_and_pack(
     let out = dir.join(format!("{}.conda", pkg.stem()));
     let file = cudist_fs::AtomicFile::new(&out).map_err(io(&out))?;
     let mut w = std::io::BufWriter::new(file);
-    jiff::Timestamp::from_second(opts.timestamp).map_err(|e| Error::Invalid {
-        path: out.clone(),
-        what: "timestamp",
-        message: e.to_string(),
-    })?;
+    // Seconds from 1970 to the end of year 9999, as conda's tools read them.
+    if !(0..=253_402_300_799).contains(&opts.timestamp) {
+        return Err(Error::Invalid {
+            path: out.clone(),
+            what: "timestamp",
+            message: format!("{} is not a time between 1970 and 9999", opts.timestamp),
+        });
+    }
     let written =
         archive::write_conda(&mut w, stage, &paths, &pkg.stem(), opts, dir).and_then(|w| w.flush());
     written.map_err(io(&out))?;
@@ -331,14 +333,14 @@ pub struct Package {
 }
 
 impl Package {
-    /// The package's name.
-    pub fn name(&self) -> &str {
-        self.index.name.as_normalized()
+    /// The package's name, lower-cased as conda compares names.
+    pub fn name(&self) -> String {
+        self.index.name.to_ascii_lowercase()
     }
 
     /// Its version, as written.
     pub fn version(&self) -> String {
-        self.index.version.to_string()
+        self.index.version.clone()
     }
 }
 
@@ -568,15 +570,16 @@ pub fn read(path: &Path) -> Result<Package, Error> {
         }
         Ok(Next::Continue)
     })?;
-    fn parse<P: PackageFile>(
+    fn parse<P>(
         path: &Path,
         files: &std::collections::HashMap<&'static str, Vec<u8>>,
         name: &'static str,
+        parse: fn(&[u8]) -> Result<P, String>,
     ) -> Result<Option<P>, Error> {
         files
             .get(name)
             .map(|b| {
-                P::from_slice(b).map_err(|e| Error::Invalid {
+                parse(b).map_err(|e| Error::Invalid {
                     path: path.to_path_buf(),
                     what: "info file",
                     message: format!("{name}: {e}"),
@@ -584,18 +587,28 @@ pub fn read(path: &Path) -> Result<Package, Error> {
             })
             .transpose()
     }
-    let index =
-        parse::<IndexJson>(path, &files, "info/index.json")?.ok_or_else(|| Error::Invalid {
+    let index = parse(path, &files, "info/index.json", IndexJson::parse)?.ok_or_else(|| {
+        Error::Invalid {
             path: path.to_path_buf(),
             what: "package",
             message: "no info/index.json".into(),
-        })?;
+        }
+    })?;
     Ok(Package {
         path: path.to_path_buf(),
         index,
-        paths: parse::<PathsJson>(path, &files, "info/paths.json")?,
-        run_exports: parse::<RunExportsJson>(path, &files, "info/run_exports.json")?,
+        paths: parse(path, &files, "info/paths.json", PathsJson::parse)?,
+        run_exports: parse(path, &files, "info/run_exports.json", RunExportsJson::parse)?,
     })
+}
+
+/// The sha256 (lower-case hex) and size of a file, read streaming.
+fn sha256_of(path: &Path) -> std::io::Result<(String, u64)> {
+    let mut f = std::fs::File::open(path)?;
+    let mut h = sha2::Sha256::new();
+    let size = std::io::copy(&mut f, &mut h)?;
+    let digest = h.finalize();
+    Ok((digest.iter().map(|b| format!("{b:02x}")).collect(), size))
 }
 
 /// Unpacks a package's files (and `info/`) into `dest`, which must not exist, through
@@ -680,16 +693,18 @@ mod tests {
         assert_eq!(back.index.subdir.as_deref(), Some(host_subdir().0));
         let paths = back.paths.unwrap().paths;
         assert_eq!(paths.len(), 2);
-        let link = paths
-            .iter()
-            .find(|e| e.relative_path == Path::new("lib/libfoo.so.1"))
-            .unwrap();
-        assert_eq!(link.path_type, PathType::SoftLink);
+        let link = paths.iter().find(|e| e.path == "lib/libfoo.so.1").unwrap();
+        assert_eq!(link.path_type, PathType::Softlink);
         let file = paths
             .iter()
-            .find(|e| e.relative_path == Path::new("lib/libfoo.so.1.2.3"))
+            .find(|e| e.path == "lib/libfoo.so.1.2.3")
             .unwrap();
         assert_eq!(file.size_in_bytes, Some(17));
+        // sha256 of the content, as Python's hashlib gives it.
+        assert_eq!(
+            file.sha256.as_deref(),
+            Some("fb92de780796de46c688702b6a133c9b3825d2f25eb67113046f9e5205bf2fe2")
+        );
         assert_eq!(
             back.run_exports.unwrap().weak,
             vec!["libfoo >=1.2.3,<2.0a0"]

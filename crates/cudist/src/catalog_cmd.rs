@@ -76,22 +76,24 @@ pub struct Answer<'a> {
     /// `lib`: another GPU vendor's runtime library (AMD ROCm, Intel oneAPI).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vendor_lib: Option<&'a VendorLib>,
-    /// `sm --cuda`, `driver`: the CUDA release asked about.
+    /// `sm`, `driver`: the CUDA release asked about (`null` for `sm` without `--cuda`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cuda: Option<String>,
+    pub cuda: Option<Option<String>>,
     /// `sm`: the GPU architectures (all, or those the release can target).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub archs: Option<Vec<&'a Arch>>,
-    /// `driver`: the release's minimum driver row (absent when the catalog has none for its major).
+    /// `driver`: the release's minimum driver row, or the newest older release's of the same
+    /// major (`null` when the catalog has none).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub toolkit: Option<&'a ToolkitDriver>,
+    pub toolkit: Option<Option<&'a ToolkitDriver>>,
     /// `driver`: false when the catalog has no row for this release and `toolkit` is the newest
     /// older release of the same major.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub toolkit_exact: Option<bool>,
-    /// `driver`: the major's minor-version compatibility floor.
+    /// `driver`: the major's minor-version compatibility floor (`null` when the catalog has
+    /// none).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub minor_compat: Option<&'a MinorCompat>,
+    pub minor_compat: Option<Option<&'a MinorCompat>>,
     /// `list`: every library in the catalog.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub libraries: Option<&'a [Library]>,
@@ -245,7 +247,7 @@ fn sm(cuda: Option<CudaVersion>, json: bool, catalog: &Catalog, style: Style) ->
     };
     if json {
         print_json(&Answer {
-            cuda: cuda.map(|c| c.to_string()),
+            cuda: Some(cuda.map(|c| c.to_string())),
             archs: Some(archs),
             ..Answer::new()
         })?;
@@ -282,10 +284,10 @@ fn driver(v: CudaVersion, json: bool, catalog: &Catalog) -> Result<()> {
     }
     if json {
         print_json(&Answer {
-            cuda: Some(v.to_string()),
-            toolkit: t,
+            cuda: Some(Some(v.to_string())),
+            toolkit: Some(t),
             toolkit_exact: Some(t.is_some_and(|t| CudaVersion::parse(&t.version) == Some(v))),
-            minor_compat: floor,
+            minor_compat: Some(floor),
             ..Answer::new()
         })?;
         return Ok(());

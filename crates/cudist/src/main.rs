@@ -104,15 +104,19 @@ enum ToolkitSub {
 fn outputs() -> Vec<schema_cmd::Output> {
     use schema_cmd::{of, Contract::*};
     let v = vec![
-        of::<cudist_analysis::model::Report>("inspect", "cudist.inspect/2", Writes),
-        of::<cudist_repair::Report>("repair", "cudist.repair/1", Writes),
-        of::<cudist_analysis::runtime::check::Report>("doctor", "cudist.doctor/1", Writes),
-        of::<cudist_analysis::relink::Report>("relink", "cudist.relink/1", Writes),
-        of::<cudist_toolkit::split::Manifest>("split", "cudist.split/1", Writes),
-        of::<toolkit::Report>("toolkit", "cudist.toolkit/1", Writes),
-        of::<toolkit::EnvReport>("toolkit.env", "cudist.toolkit.env/1", Writes),
+        of::<cudist_analysis::model::Report>("inspect", cudist_analysis::model::SCHEMA, Writes),
+        of::<cudist_repair::Report>("repair", cudist_repair::SCHEMA, Writes),
+        of::<cudist_analysis::runtime::check::Report>(
+            "doctor",
+            cudist_analysis::runtime::check::SCHEMA,
+            Writes,
+        ),
+        of::<cudist_analysis::relink::Report>("relink", cudist_analysis::relink::SCHEMA, Writes),
+        of::<cudist_toolkit::split::Manifest>("split", cudist_toolkit::split::SCHEMA, Writes),
+        of::<toolkit::Report>("toolkit", toolkit::SCHEMA, Writes),
+        of::<toolkit::EnvReport>("toolkit.env", toolkit::ENV_SCHEMA, Writes),
         of::<catalog_cmd::Answer>("catalog", catalog_cmd::SCHEMA, Writes),
-        of::<self_check::Report>("self-check", "cudist.self-check/1", Writes),
+        of::<self_check::Report>("self-check", self_check::SCHEMA, Writes),
         of::<cudist_analysis::runtime::host::Host>("host", "cudist doctor --host profile", Reads),
     ];
     debug_assert!(v.iter().map(|o| o.name).eq(schema_cmd::NAMES));

@@ -102,6 +102,11 @@ pub struct EnvArgs {
     pub json: bool,
 }
 
+/// The schema identifier of `cudist toolkit --json`.
+pub const SCHEMA: &str = "cudist.toolkit/1";
+/// The schema identifier of `cudist toolkit env --json`.
+pub const ENV_SCHEMA: &str = "cudist.toolkit.env/1";
+
 /// The answer of `cudist toolkit env --json` (schema `cudist.toolkit.env/1`).
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct EnvReport {
@@ -172,7 +177,7 @@ pub fn run(args: BuildArgs, catalog: &Catalog) -> Result<ExitCode> {
     let source = read_source(&args.source, catalog)?;
     let major = check_versions(&source, catalog)?;
     let mut report = Report {
-        schema: "cudist.toolkit/1",
+        schema: SCHEMA,
         cudist_version: env!("CARGO_PKG_VERSION"),
         source: SourceRow {
             kind: source.kind,
@@ -407,7 +412,7 @@ pub fn run_env(args: EnvArgs, catalog: &Catalog) -> Result<ExitCode> {
     let vars = env::variables(&dirs);
     if args.json {
         let doc = EnvReport {
-            schema: "cudist.toolkit.env/1",
+            schema: ENV_SCHEMA,
             cudist_version: env!("CARGO_PKG_VERSION"),
             root: dirs.roots.first().map(|r| r.display().to_string()),
             set: vars

@@ -43,6 +43,9 @@ pub struct Options {
     pub ld_library_path: Option<String>,
 }
 
+/// The schema identifier of doctor's report.
+pub const SCHEMA: &str = "cudist.doctor/1";
+
 /// The report (`--json`: schema `cudist.doctor/1`).
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Report {
@@ -1043,7 +1046,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         env.ld_library_path = loader::split_path_list(l);
     }
     let mut report = Report {
-        schema: "cudist.doctor/1",
+        schema: SCHEMA,
         cudist_version: env!("CARGO_PKG_VERSION"),
         verdict: Verdict::default(),
         host,

@@ -178,6 +178,9 @@ pub struct Metapackage {
     pub depends: Vec<String>,
 }
 
+/// The schema identifier of the manifest.
+pub const SCHEMA: &str = "cudist.split/1";
+
 /// The manifest (`--json` and `split.json`: schema `cudist.split/1`).
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Manifest {
@@ -373,7 +376,7 @@ pub(crate) fn sha256_file(path: &Path) -> Result<(u64, String)> {
 /// Builds the manifest of an input.
 pub fn manifest(input: &Path, what: &Input, catalog: &Catalog) -> Result<Manifest> {
     let mut m = Manifest {
-        schema: "cudist.split/1",
+        schema: SCHEMA,
         cudist_version: env!("CARGO_PKG_VERSION"),
         input: input.display().to_string(),
         input_kind: what.kind,
