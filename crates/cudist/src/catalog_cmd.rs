@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 use clap::Subcommand;
 use cudist_catalog::{
-    Arch, Catalog, CudaVersion, DriverLib, Library, MinorCompat, ToolkitDriver, VendorLib,
+    targets, Arch, Catalog, CudaVersion, DriverLib, Library, MinorCompat, ToolkitDriver, VendorLib,
 };
 use serde::Serialize;
 
@@ -24,11 +24,19 @@ pub enum CatalogCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Compute capabilities, optionally those a CUDA version can target: `--cuda 13.0`.
+    /// Compute capabilities, optionally those a CUDA version can target: `--cuda 13.0`; or check
+    /// a list of GPU targets you are about to build with: `--check "7.5;8.6;9.0+PTX" --cuda 13.0`.
     Sm {
-        /// Only the compute capabilities this CUDA toolkit version can target (e.g. 13.0).
+        /// Only the compute capabilities this CUDA toolkit version can target (e.g. 13.0); with
+        /// --check, the toolkit the list is checked against.
         #[arg(long, value_name = "X.Y", value_parser = parse_cuda)]
         cuda: Option<CudaVersion>,
+        /// Check a list of GPU targets, as TORCH_CUDA_ARCH_LIST ("7.5;8.6;9.0+PTX"),
+        /// CMAKE_CUDA_ARCHITECTURES ("75;86-real;90a-virtual"), nvcc -gencode flags or sm_XY /
+        /// compute_XY names write it: what the toolkit cannot build, and which GPUs each entry runs
+        /// on. Exits 1 when an entry cannot be built.
+        #[arg(long, value_name = "LIST", value_parser = parse_targets, allow_hyphen_values = true)]
+        check: Option<TargetList>,
         /// Print the list as JSON (schema cudist.catalog/1).
         #[arg(long)]
         json: bool,
@@ -52,6 +60,14 @@ pub enum CatalogCmd {
 
 /// The schema identifier of every `cudist catalog … --json` answer.
 pub const SCHEMA: &str = "cudist.catalog/1";
+
+/// A parsed `--check` list.
+#[derive(Clone, Debug)]
+pub struct TargetList(Vec<targets::Target>);
+
+fn parse_targets(s: &str) -> std::result::Result<TargetList, String> {
+    targets::parse_list(s).map(TargetList)
+}
 
 fn parse_cuda(s: &str) -> std::result::Result<CudaVersion, String> {
     CudaVersion::parse(s)
@@ -94,6 +110,10 @@ pub struct Answer<'a> {
     /// none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub minor_compat: Option<Option<&'a MinorCompat>>,
+    /// `sm --check`: each code of each entry of the list, with what is wrong with it and what it
+    /// runs on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check: Option<Vec<targets::Checked>>,
     /// `list`: every library in the catalog.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub libraries: Option<&'a [Library]>,
@@ -119,7 +139,16 @@ pub fn run(cmd: CatalogCmd, catalog: &Catalog) -> Result<ExitCode> {
     let style = Style::detect();
     match cmd {
         CatalogCmd::Lib { name, json } => lib(&name, json, catalog, style)?,
-        CatalogCmd::Sm { cuda, json } => sm(cuda, json, catalog, style)?,
+        CatalogCmd::Sm {
+            cuda,
+            check: Some(list),
+            json,
+        } => return check(&list.0, cuda, json, catalog, style),
+        CatalogCmd::Sm {
+            cuda,
+            check: None,
+            json,
+        } => sm(cuda, json, catalog, style)?,
         CatalogCmd::Driver { cuda, json } => driver(cuda, json, catalog)?,
         CatalogCmd::List { json } => list(json, catalog, style)?,
     }
@@ -273,6 +302,58 @@ fn sm(cuda: Option<CudaVersion>, json: bool, catalog: &Catalog, style: Style) ->
     }
     crate::util::emit(&t.render(0, style));
     Ok(())
+}
+
+/// `catalog sm --check LIST [--cuda X.Y]`: what the toolkit cannot build, and what runs where.
+fn check(
+    list: &[targets::Target],
+    cuda: Option<CudaVersion>,
+    json: bool,
+    catalog: &Catalog,
+    style: Style,
+) -> Result<ExitCode> {
+    let rows = targets::check(list, cuda, catalog);
+    let bad = rows.iter().filter(|r| !r.problems.is_empty()).count();
+    if json {
+        print_json(&Answer {
+            cuda: Some(cuda.map(|c| c.to_string())),
+            check: Some(rows),
+            ..Answer::new()
+        })?;
+    } else {
+        let mut t = Table::new(&["ENTRY", "CODE", "BUILDS", "RUNS ON"]);
+        for r in &rows {
+            let runs = match (r.runs_on.as_slice(), r.kind) {
+                ([], _) => "-".to_string(),
+                (list, "ptx") => format!("{} (JIT)", list.join(" ")),
+                (list, _) => list.join(" "),
+            };
+            t.row(vec![
+                r.entry.clone(),
+                r.code.clone(),
+                if r.problems.is_empty() {
+                    "yes".into()
+                } else {
+                    style.red("no")
+                },
+                runs,
+            ]);
+        }
+        crate::util::emit(&t.render(0, style));
+        for r in &rows {
+            for p in &r.problems {
+                outln!("{}: {p}", r.code);
+            }
+        }
+        if cuda.is_none() {
+            outln!("(no --cuda: checked against every CUDA release the catalog knows)");
+        }
+    }
+    Ok(if bad > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// `catalog driver X.Y`: the driver a CUDA release needs, and its major's compatibility floor.

@@ -350,3 +350,108 @@ int main(void) {
     assert!(bytes.windows(msg.len()).any(|w| w == msg));
     assert_eq!(static_cudart_of(own), None, "cudist itself");
 }
+
+/// `catalog sm --check` against real nvcc 13.5 (beside `CUDIST_CUOBJDUMP`): a list it calls
+/// buildable compiles, and the result holds exactly the codes it predicted (read by cudist and by
+/// cuobjdump); each entry it calls unbuildable for CUDA 13.5 is refused by nvcc.
+#[test]
+fn catalog_sm_check_agrees_with_nvcc() {
+    let Some(cuobjdump) = tool_from_env("CUDIST_CUOBJDUMP") else {
+        return;
+    };
+    let bin = cuobjdump.parent().unwrap();
+    let nvcc = bin.join("nvcc");
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("k.cu");
+    std::fs::write(&src, "__global__ void k(int *p) { *p = 1; }\n").unwrap();
+    let path = format!(
+        "{}:{}:{}",
+        bin.display(),
+        bin.parent().unwrap().join("nvvm/bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    // nvcc with one -gencode per checked code; Ok(the .so) or Err(nvcc's message).
+    let compile = |rows: &[Value], out: &str| -> Result<PathBuf, String> {
+        let so = work.path().join(out);
+        let mut cmd = Command::new(&nvcc);
+        cmd.env("PATH", &path)
+            .args(["-shared", "-Xcompiler", "-fPIC", "-o"])
+            .arg(&so)
+            .arg(&src);
+        for r in rows {
+            let code = r["code"].as_str().unwrap();
+            let virt = code.replace("sm_", "compute_");
+            cmd.arg(format!("-gencode=arch={virt},code={code}"));
+        }
+        let o = cmd.output().expect("run nvcc");
+        if o.status.success() {
+            Ok(so)
+        } else {
+            Err(String::from_utf8_lossy(&o.stderr).into_owned())
+        }
+    };
+    let check = |list: &str| -> (i32, Vec<Value>) {
+        let o = cudist(&["catalog", "sm", "--json", "--cuda", "13.5", "--check", list]);
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        (
+            o.status.code().unwrap(),
+            v["check"].as_array().unwrap().clone(),
+        )
+    };
+    for (i, list) in [
+        "7.5;8.6;9.0a;12.0+PTX",
+        "75;86-real;100f-virtual",
+        "-gencode arch=compute_80,code=[sm_80,compute_80] -gencode arch=compute_120a,code=sm_120a",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let (code, rows) = check(list);
+        assert_eq!(code, 0, "{list}: {rows:?}");
+        let so =
+            compile(&rows, &format!("ok{i}.so")).unwrap_or_else(|e| panic!("{list}: nvcc: {e}"));
+        // What the file holds: cudist's reading, which equals cuobjdump's (checked below).
+        let v = inspect_json(&[so.to_str().unwrap()], 0);
+        let entries = v["artifacts"][0]["elf_files"][0]["device_code"]
+            .as_array()
+            .unwrap();
+        let mut got: Vec<String> = entries
+            .iter()
+            .map(|e| match e["kind"].as_str().unwrap() {
+                "ptx" => e["arch"].as_str().unwrap().replace("sm_", "compute_"),
+                _ => e["arch"].as_str().unwrap().to_string(),
+            })
+            .collect();
+        let mut want: Vec<String> = rows
+            .iter()
+            .map(|r| r["code"].as_str().unwrap().to_string())
+            .collect();
+        // nvcc -shared embeds each cubin twice (two containers; cuobjdump lists both).
+        got.sort();
+        got.dedup();
+        want.sort();
+        assert_eq!(got, want, "{list}");
+        let listing = Command::new(&cuobjdump)
+            .args(["--list-elf", "--list-ptx"])
+            .arg(&so)
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&listing.stdout).lines().count(),
+            entries.len(),
+            "{list}: {}",
+            String::from_utf8_lossy(&listing.stdout)
+        );
+    }
+    // Entries cudist says CUDA 13.5 cannot build: nvcc 13.5 refuses each.
+    for entry in ["5.0", "8.6a", "7.5f"] {
+        let (code, rows) = check(entry);
+        assert_eq!(code, 1, "{entry}: {rows:?}");
+        assert!(
+            !rows[0]["problems"].as_array().unwrap().is_empty(),
+            "{entry}"
+        );
+        let refused = compile(&rows, "bad.so");
+        assert!(refused.is_err(), "{entry}: nvcc built it");
+    }
+}

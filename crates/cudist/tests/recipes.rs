@@ -233,8 +233,9 @@ fn self_contained_doc_examples_print_what_the_docs_show() {
                 .replacen("scripts/", &format!("{}/scripts/", root.display()), 1)
                 .replacen("python3 ", "\"$PYTHON3\" ", 1);
             let o = sh(&script, work.path(), &[("PYTHON3", &python3)]);
+            // 1 is an answer ("cannot be built"), not a failure.
             assert!(
-                o.status.success(),
+                matches!(o.status.code(), Some(0 | 1)),
                 "{doc}: `{cmd}` failed: {}",
                 String::from_utf8_lossy(&o.stderr)
             );

@@ -32,28 +32,8 @@ pub struct GpuResult {
     pub detail: String,
 }
 
-/// `sm_90a` → (90, Some('a')).
-fn parse_arch(arch: &str) -> Option<(u32, Option<char>)> {
-    let rest = arch
-        .strip_prefix("sm_")
-        .or_else(|| arch.strip_prefix("compute_"))?;
-    let (digits, suffix) = match rest.chars().last()? {
-        c @ ('a' | 'f') => (&rest[..rest.len() - 1], Some(c)),
-        _ => (rest, None),
-    };
-    Some((digits.parse().ok()?, suffix))
-}
-
-/// Whether code for `arch` (cubin, or PTX when `ptx`) runs on a GPU of SM `gpu`.
-fn runs_on(sm: u32, suffix: Option<char>, gpu: u32, ptx: bool) -> bool {
-    let same_major = sm / 10 == gpu / 10;
-    match suffix {
-        Some('a') => sm == gpu,
-        Some('f') => same_major && gpu % 10 >= sm % 10,
-        _ if ptx => sm <= gpu,
-        _ => same_major && gpu % 10 >= sm % 10,
-    }
-}
+// CUDA's compatibility rules live with the catalog, where `catalog sm --check` and slim use them too.
+use cudist_catalog::targets::{parse_arch_name as parse_arch, runs_on};
 
 fn sm_text(sm: u32) -> String {
     format!("{}.{}", sm / 10, sm % 10)
