@@ -76,8 +76,8 @@ fn parse_cuda(s: &str) -> std::result::Result<CudaVersion, String> {
 
 /// Every `cudist catalog … --json` answer (schema `cudist.catalog/1`): one document whose fields
 /// are those of the question asked (`lib`: one of `library`, `driver_lib`, `vendor_lib`; `sm`:
-/// `archs` and `cuda`; `driver`: `cuda`, `toolkit`, `toolkit_exact`, `minor_compat`; `list`:
-/// `libraries`).
+/// `archs` and `cuda`; `sm --check`: `check` and `cuda`; `driver`: `cuda`, `toolkit`,
+/// `toolkit_exact`, `minor_compat`; `list`: `libraries`).
 #[derive(Serialize, schemars::JsonSchema, Default)]
 pub struct Answer<'a> {
     pub schema: &'static str,

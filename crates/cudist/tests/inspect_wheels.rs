@@ -536,6 +536,22 @@ fn catalog_command_answers() {
         sms.contains(&75) && sms.contains(&90) && !sms.contains(&70) && !sms.contains(&61),
         "{sms:?}"
     );
+    // --check: a malformed entry is a usage error naming it; an unbuildable one is a "no".
+    let o = cudist(&["catalog", "sm", "--check", "8.6;8.x"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("\"8.x\": not a compute capability"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(stdout(&o), "");
+    let o = cudist(&["catalog", "sm", "--check", "7.0", "--cuda", "13.0"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).contains("CUDA 13.0 cannot target sm_70"),
+        "{}",
+        stdout(&o)
+    );
     let o = cudist(&["catalog", "driver", "12.8"]);
     assert!(
         stdout(&o).contains("570.26") && stdout(&o).contains("525.60.13"),
