@@ -27,27 +27,9 @@ fn every_json_output_names_its_schema_and_the_cudist_version() {
     let fixtures = fixtures();
     let fx = fixtures.to_str().unwrap();
 
-    // A tree to relink and split: a runtime stand-in with its SONAME, and a header.
-    let tree = work.path().join("tree");
-    std::fs::create_dir_all(tree.join("lib64")).unwrap();
-    std::fs::create_dir_all(tree.join("include")).unwrap();
-    fake_lib(
-        &tree.join("lib64"),
-        "libcudart.so.13",
-        "libcudart.so.13",
-        "cudaMalloc",
-    );
-    std::fs::write(
-        tree.join("include/cuda_runtime.h"),
-        "int cudaMalloc(void);\n",
-    )
-    .unwrap();
-    std::fs::write(tree.join("version.json"), "{}").unwrap();
+    // A tree to relink and split, and a wheel to repair.
+    let (tree, wheel) = tree_and_wheel(work.path());
     let t = tree.to_str().unwrap();
-    // A wheel to repair: an extension linked against that runtime.
-    let wheel = work.path().join("demo-1.0-cp311-cp311-linux_x86_64.whl");
-    let ext = ext_needing(work.path(), "ext", "libcudart.so.13", "cudaMalloc");
-    write_wheel(&wheel, "demo", &[], &[("demo/ext.so", ext)]);
     let w = wheel.to_str().unwrap();
     let wheelhouse = work.path().join("wheelhouse");
     let wh = wheelhouse.to_str().unwrap();

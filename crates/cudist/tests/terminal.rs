@@ -69,19 +69,8 @@ fn every_command_accepts_quiet() {
     let work = tempfile::tempdir().unwrap();
     let fx = fixtures();
     let fx = fx.to_str().unwrap();
-    let tree = work.path().join("tree");
-    std::fs::create_dir_all(tree.join("lib64")).unwrap();
-    fake_lib(
-        &tree.join("lib64"),
-        "libcudart.so.13",
-        "libcudart.so.13",
-        "cudaMalloc",
-    );
-    std::fs::write(tree.join("version.json"), "{}").unwrap();
+    let (tree, wheel) = tree_and_wheel(work.path());
     let t = tree.to_str().unwrap();
-    let wheel = work.path().join("demo-1.0-cp311-cp311-linux_x86_64.whl");
-    let ext = ext_needing(work.path(), "ext", "libcudart.so.13", "cudaMalloc");
-    write_wheel(&wheel, "demo", &[], &[("demo/ext.so", ext)]);
     let w = wheel.to_str().unwrap();
     let out = |name: &str| work.path().join(name).to_str().unwrap().to_string();
     let (wh1, wh2, sp1, sp2, sp3) = (out("wh1"), out("wh2"), out("s1"), out("s2"), out("s3"));

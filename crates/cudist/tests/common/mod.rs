@@ -187,6 +187,31 @@ pub fn write_wheel_version(
     z.finish().unwrap();
 }
 
+/// Inputs every command can run on, in `work`: a toolkit tree (`tree/`: a runtime stand-in
+/// `lib64/libcudart.so.13` with its SONAME, `include/cuda_runtime.h`, `version.json`) and a wheel
+/// whose extension needs that runtime (`demo-1.0-cp311-cp311-linux_x86_64.whl`).
+pub fn tree_and_wheel(work: &Path) -> (PathBuf, PathBuf) {
+    let tree = work.join("tree");
+    std::fs::create_dir_all(tree.join("lib64")).unwrap();
+    std::fs::create_dir_all(tree.join("include")).unwrap();
+    fake_lib(
+        &tree.join("lib64"),
+        "libcudart.so.13",
+        "libcudart.so.13",
+        "cudaMalloc",
+    );
+    std::fs::write(
+        tree.join("include/cuda_runtime.h"),
+        "int cudaMalloc(void);\n",
+    )
+    .unwrap();
+    std::fs::write(tree.join("version.json"), "{}").unwrap();
+    let wheel = work.join("demo-1.0-cp311-cp311-linux_x86_64.whl");
+    let ext = ext_needing(work, "ext", "libcudart.so.13", "cudaMalloc");
+    write_wheel(&wheel, "demo", &[], &[("demo/ext.so", ext)]);
+    (tree, wheel)
+}
+
 /// Runs a Python snippet with `python3` (used to craft hostile zips the zip crate will not write).
 pub fn python(code: &str, args: &[&str]) {
     let o = Command::new("python3")
