@@ -270,6 +270,8 @@ pub fn check(
     catalog: &crate::Catalog,
 ) -> Vec<Checked> {
     let v = |s: &str| crate::CudaVersion::parse(s);
+    let mut archs: Vec<u32> = catalog.archs.iter().map(|a| a.sm).collect();
+    archs.sort();
     let mut out = Vec::new();
     for t in targets {
         let arch = catalog.archs.iter().find(|a| a.sm == t.sm);
@@ -317,8 +319,6 @@ pub fn check(
                 }
             }
         }
-        let mut archs: Vec<u32> = catalog.archs.iter().map(|a| a.sm).collect();
-        archs.sort();
         for (is, ptx) in [(t.cubin, false), (t.ptx, true)] {
             if !is {
                 continue;

@@ -111,6 +111,11 @@ pub struct RunExportsJson {
     pub strong_constrains: Vec<String>,
 }
 
+/// A sha256 as `paths.json` writes it: 64 hex digits.
+pub fn is_sha256_hex(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 /// A package name as conda accepts it: ASCII letters, digits, `_`, `-` and `.`, not starting with
 /// `.` or `-` (names are compared lower-cased).
 fn valid_name(s: &str) -> bool {
@@ -172,7 +177,7 @@ impl PathsJson {
         for e in &self.paths {
             cudist_fs::member_name(&e.path).map_err(|err| format!("{:?}: {err}", e.path))?;
             if let Some(h) = &e.sha256 {
-                if h.len() != 64 || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+                if !is_sha256_hex(h) {
                     return Err(format!("{:?}: sha256 {h:?} is not 64 hex digits", e.path));
                 }
             }

@@ -214,9 +214,7 @@ fn stage_and_pack(
                 let known = e
                     .known
                     .as_ref()
-                    .filter(|(hex, _)| {
-                        hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit())
-                    })
+                    .filter(|(hex, _)| info::is_sha256_hex(hex))
                     .map(|(hex, size)| (hex.to_ascii_lowercase(), *size));
                 let (digest, size) = match known {
                     Some(k) => k,

@@ -129,11 +129,6 @@ impl Answer<'_> {
     }
 }
 
-fn print_json(answer: &Answer<'_>) -> Result<()> {
-    crate::util::print_json(answer)?;
-    Ok(())
-}
-
 /// Runs `cudist catalog`.
 pub fn run(cmd: CatalogCmd, catalog: &Catalog) -> Result<ExitCode> {
     let style = Style::detect();
@@ -165,7 +160,7 @@ fn lib(name: &str, json: bool, catalog: &Catalog, style: Style) -> Result<()> {
             None => {
                 if let Some(d) = catalog.driver_lib(name) {
                     if json {
-                        print_json(&Answer {
+                        crate::util::print_json(&Answer {
                             driver_lib: Some(d),
                             ..Answer::new()
                         })?;
@@ -176,7 +171,7 @@ fn lib(name: &str, json: bool, catalog: &Catalog, style: Style) -> Result<()> {
                 }
                 if let Some(v) = catalog.vendor_lib(name) {
                     if json {
-                        print_json(&Answer {
+                        crate::util::print_json(&Answer {
                             vendor_lib: Some(v),
                             ..Answer::new()
                         })?;
@@ -196,7 +191,7 @@ fn lib(name: &str, json: bool, catalog: &Catalog, style: Style) -> Result<()> {
         },
     };
     if json {
-        print_json(&Answer {
+        crate::util::print_json(&Answer {
             library: Some(lib),
             ..Answer::new()
         })?;
@@ -275,7 +270,7 @@ fn sm(cuda: Option<CudaVersion>, json: bool, catalog: &Catalog, style: Style) ->
         }
     };
     if json {
-        print_json(&Answer {
+        crate::util::print_json(&Answer {
             cuda: Some(cuda.map(|c| c.to_string())),
             archs: Some(archs),
             ..Answer::new()
@@ -315,7 +310,7 @@ fn check(
     let rows = targets::check(list, cuda, catalog);
     let bad = rows.iter().filter(|r| !r.problems.is_empty()).count();
     if json {
-        print_json(&Answer {
+        crate::util::print_json(&Answer {
             cuda: Some(cuda.map(|c| c.to_string())),
             check: Some(rows),
             ..Answer::new()
@@ -364,7 +359,7 @@ fn driver(v: CudaVersion, json: bool, catalog: &Catalog) -> Result<()> {
         bail!("the catalog has no driver data for CUDA {v}");
     }
     if json {
-        print_json(&Answer {
+        crate::util::print_json(&Answer {
             cuda: Some(Some(v.to_string())),
             toolkit: Some(t),
             toolkit_exact: Some(t.is_some_and(|t| CudaVersion::parse(&t.version) == Some(v))),
@@ -410,7 +405,7 @@ fn driver(v: CudaVersion, json: bool, catalog: &Catalog) -> Result<()> {
 /// `catalog list`: every library.
 fn list(json: bool, catalog: &Catalog, style: Style) -> Result<()> {
     if json {
-        print_json(&Answer {
+        crate::util::print_json(&Answer {
             libraries: Some(&catalog.libraries),
             ..Answer::new()
         })?;

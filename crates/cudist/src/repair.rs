@@ -1,7 +1,6 @@
 //! `cudist repair`: wheels that depend on NVIDIA's CUDA wheels instead of carrying CUDA. The work
 //! is [`cudist_repair`]; this module turns arguments into its call and renders the report.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -125,7 +124,7 @@ pub fn run(args: RepairArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
         exclude: args.exclude.clone(),
         build_env: args.build_env.clone(),
     };
-    let bar = (!util::quiet() && std::io::stderr().is_terminal()).then(|| {
+    let bar = util::progress_shown().then(|| {
         let bar = indicatif::ProgressBar::new(wheels.len() as u64);
         bar.set_style(
             indicatif::ProgressStyle::with_template("{spinner} repairing {pos}/{len} {wide_msg}")

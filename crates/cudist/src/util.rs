@@ -52,6 +52,11 @@ pub(crate) use outln;
 
 pub use cudist_analysis::human_bytes;
 
+/// Whether progress is drawn: stderr is a terminal and `--quiet` was not given.
+pub fn progress_shown() -> bool {
+    !quiet() && std::io::stderr().is_terminal()
+}
+
 /// A sign of life on stderr for work that can take more than a couple of seconds: a spinner with
 /// a message and the elapsed time, drawn at once and cleared when dropped. None when stderr is not
 /// a terminal or with `--quiet`.
@@ -59,7 +64,7 @@ pub struct Spinner(indicatif::ProgressBar);
 
 impl Spinner {
     pub fn start(message: impl Into<std::borrow::Cow<'static, str>>) -> Option<Spinner> {
-        if quiet() || !std::io::stderr().is_terminal() {
+        if !progress_shown() {
             return None;
         }
         let bar = indicatif::ProgressBar::new_spinner();
