@@ -10,7 +10,9 @@ The wheel is byte-for-byte the same on every run (fixed timestamps, sorted membe
 """
 import base64
 import hashlib
+import os
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -41,14 +43,20 @@ def main() -> int:
     record += "demo_cuda-1.0.dist-info/RECORD,,\n"
     members["demo_cuda-1.0.dist-info/RECORD"] = record.encode()
     path = out / NAME
-    tmp = path.with_suffix(".tmp")
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
-        for name in sorted(members, key=lambda n: (n.startswith("demo_cuda-1.0.dist-info"), n)):
-            info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = (0o755 if name.endswith(".so") else 0o644) << 16
-            z.writestr(info, members[name])
-    tmp.replace(path)
+    # An exclusive temporary beside the wheel, renamed into place when complete, removed if not.
+    fd, tmp = tempfile.mkstemp(dir=out, prefix=f".{NAME}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as z:
+            for name in sorted(members, key=lambda n: (n.startswith("demo_cuda-1.0.dist-info"), n)):
+                info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
+                info.compress_type = zipfile.ZIP_DEFLATED
+                info.external_attr = (0o755 if name.endswith(".so") else 0o644) << 16
+                z.writestr(info, members[name])
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
     print(path)
     return 0
 
