@@ -23,6 +23,9 @@ pub struct Analysed {
     pub(crate) hint: Option<u32>,
     /// The catalog library this file is itself (vendored or, in its provider's wheel, shipped).
     pub(crate) own_library: Option<String>,
+    /// For an extension module, the dotted module names in its read-only data
+    /// ([`crate::loads::dotted_names`]).
+    pub(crate) mentions: Vec<String>,
 }
 
 /// A library's characteristic strings found in a file, with its table of names.
@@ -181,6 +184,17 @@ pub fn analyse_elf(
         }
     }
 
+    // An extension module's cimports, for the load tiers.
+    let mentions = if elf
+        .dynamic_symbols
+        .iter()
+        .any(|s| s.defined && s.name.starts_with("PyInit_"))
+    {
+        crate::loads::dotted_names(&rodata)
+    } else {
+        Vec::new()
+    };
+
     // Classified without a CUDA-major hint here; `assemble` refines it with the artifact's context.
     let needed = elf
         .needed
@@ -222,12 +236,14 @@ pub fn analyse_elf(
             sizes,
             vendored: None,
             tier: Default::default(),
+            tier_reason: None,
             variant_cuda: None,
         },
         defined_markers,
         strings_found,
         hint: None,
         own_library: None,
+        mentions,
     })
 }
 

@@ -87,11 +87,12 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
     // What loads when: the package's own preloads, and each file's tier.
     // Tiers are a Python package's (an import reaches some files, not others); a lone ELF
     // file, a toolkit tree or a prefix without Python loads every file it is asked about.
-    let preloads = crate::loads::preloads(&sources, catalog, cuda_major_of(&elfs));
+    let scan = crate::loads::scan(&sources, catalog, cuda_major_of(&elfs));
+    let preloads = scan.preloads;
     let python = elfs.iter().any(|a| a.report.abi.python_extension.is_some())
         || sources.iter().any(|s| s.path.ends_with(".py"));
     if kind != ArtifactKind::Elf && python {
-        assign_tiers(&mut elfs, &preloads);
+        assign_tiers(&mut elfs, &preloads, &scan.modules);
     }
     let requires: Vec<ReqName> = wheel
         .as_ref()
@@ -171,7 +172,11 @@ fn cuda_major_of(elfs: &[Analysed]) -> Option<u32> {
 }
 
 /// Sets each file's load tier ([`crate::loads::tiers`]) and a variant's CUDA release.
-fn assign_tiers(elfs: &mut [Analysed], preloads: &[crate::loads::Preload]) {
+fn assign_tiers(
+    elfs: &mut [Analysed],
+    preloads: &[crate::loads::Preload],
+    modules: &BTreeMap<String, crate::pysource::ImportedAt>,
+) {
     let nodes: Vec<crate::loads::Node> = elfs
         .iter()
         .map(|a| crate::loads::Node {
@@ -179,11 +184,14 @@ fn assign_tiers(elfs: &mut [Analysed], preloads: &[crate::loads::Preload]) {
             soname: a.report.soname.as_deref(),
             needed: a.report.needed.iter().map(|n| n.soname.as_str()).collect(),
             extension: a.report.abi.python_extension.is_some(),
+            mentions: &a.mentions,
         })
         .collect();
-    let tiers = crate::loads::tiers(&nodes, preloads);
-    for (a, t) in elfs.iter_mut().zip(tiers) {
+    let placed = crate::loads::tiers(&nodes, preloads, modules);
+    for (a, p) in elfs.iter_mut().zip(placed) {
+        let t = p.tier;
         a.report.tier = t;
+        a.report.tier_reason = p.why;
         if t == crate::loads::Tier::Variant {
             a.report.variant_cuda = crate::loads::variant_name(&a.report.path).map(|v| v.cuda);
         }
@@ -1130,13 +1138,27 @@ fn verdict(
         // Which load fails: the import, or the first on-demand library that needs it.
         let fails = match n.tier {
             crate::loads::Tier::Import => "fails at import".to_string(),
-            _ => format!(
-                "fails when {} is loaded",
-                n.needed_by
-                    .first()
-                    .map(|p| p.rsplit('/').next().unwrap_or(p))
-                    .unwrap_or("it")
-            ),
+            _ => {
+                let first = n.needed_by.first();
+                // An extension module the import does not reach: its module and why.
+                let ext = first.and_then(|p| {
+                    let a = elfs.iter().find(|a| &a.report.path == p)?;
+                    a.report.abi.python_extension?;
+                    let m = crate::loads::extension_module(p)?;
+                    Some(match &a.report.tier_reason {
+                        Some(why) => format!("fails when {m} is imported ({why})"),
+                        None => format!("fails when {m} is imported"),
+                    })
+                });
+                ext.unwrap_or_else(|| {
+                    format!(
+                        "fails when {} is loaded",
+                        first
+                            .map(|p| p.rsplit('/').next().unwrap_or(p))
+                            .unwrap_or("it")
+                    )
+                })
+            }
         };
         // The package's own Python preloads it: at import, or when a function is called.
         let preload = n.preload.as_ref();

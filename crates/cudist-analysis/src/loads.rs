@@ -189,6 +189,9 @@ pub struct Scan {
     /// Modules outside the package that its import imports (`torch` for bitsandbytes), each
     /// with the `file:line` of the first import: their own import runs first, and can fail.
     pub imports: Vec<(String, String)>,
+    /// Every module its imports name, with how the import of the package reaches it: decides
+    /// whether an extension module loads at import ([`tiers`]).
+    pub modules: BTreeMap<String, pysource::ImportedAt>,
 }
 
 /// Every preload the sources show, for a package of CUDA major `cuda_major` (cuda-pathfinder
@@ -441,6 +444,7 @@ pub fn scan(sources: &[Source], catalog: &Catalog, cuda_major: Option<u32>) -> S
     Scan {
         preloads: out,
         imports: reach.external,
+        modules: reach.modules,
     }
 }
 
@@ -508,6 +512,64 @@ pub struct Node<'a> {
     pub needed: Vec<&'a str>,
     /// A Python extension module.
     pub extension: bool,
+    /// For an extension module, the dotted module names in its read-only data ([`dotted_names`]):
+    /// a compiled module (Cython) imports the modules it `cimport`s when it is imported.
+    pub mentions: &'a [String],
+}
+
+/// A file's tier, and for an extension module the import does not need, why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placed {
+    /// When it loads.
+    pub tier: Tier,
+    /// Why the import does not need an extension module (`imported only when __getattr__()
+    /// runs (cupy/cuda/__init__.py:71)`; imported inside `try … except ImportError`).
+    pub why: Option<String>,
+}
+
+/// The dotted module name of an extension module's path (`cupy/cuda/jitify.cpython-311-x86_64-
+/// linux-gnu.so` → `cupy.cuda.jitify`), below `site-packages/` or a wheel's `.data` directory.
+pub fn extension_module(path: &str) -> Option<String> {
+    let (dir, base) = path.rsplit_once('/').unwrap_or(("", path));
+    let name = base.split('.').next()?;
+    let as_py = if dir.is_empty() {
+        format!("{name}.py")
+    } else {
+        format!("{dir}/{name}.py")
+    };
+    pysource::module_name(&as_py)
+}
+
+/// The most dotted names read from one file.
+const MAX_MENTIONS: usize = 4096;
+
+/// The dotted module names (`cupy._core.core`: identifiers joined by dots, two parts at least)
+/// that are whole NUL-terminated strings in `sections` (a file's `.rodata`). Cython writes the
+/// full name of every module a module `cimport`s there, for the import it does at its own
+/// import; Python-level imports it may keep compressed, so their absence proves nothing.
+pub fn dotted_names(sections: &[&[u8]]) -> Vec<String> {
+    let mut out = BTreeSet::new();
+    for bytes in sections {
+        let mut pieces = bytes.split(|b| *b == 0);
+        let _ = pieces.next_back();
+        for s in pieces {
+            if s.len() < 3 || s.len() > 200 || !s.contains(&b'.') {
+                continue;
+            }
+            let ok = s.split(|b| *b == b'.').all(|p| {
+                p.first()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
+                    && p.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
+            });
+            if ok {
+                out.insert(String::from_utf8_lossy(s).into_owned());
+                if out.len() >= MAX_MENTIONS {
+                    return out.into_iter().collect();
+                }
+            }
+        }
+    }
+    out.into_iter().collect()
 }
 
 /// A variant library: its group (`libbitsandbytes_cuda*.so`) and the CUDA release its name
@@ -549,8 +611,16 @@ pub fn variant_name(path: &str) -> Option<VariantName> {
     None
 }
 
-/// The tier of each node, in order.
-pub fn tiers(nodes: &[Node], preloads: &[Preload]) -> Vec<Tier> {
+/// The tier of each node, in order. `modules` is how the import of the package reaches each
+/// module its Python imports ([`Scan::modules`]): an extension module its Python imports only in
+/// functions (cupy's `__getattr__`), or inside `try … except ImportError`, does not decide the
+/// import; one no Python imports is taken to load at import (a compiled module may import it,
+/// and its imports cannot all be read).
+pub fn tiers(
+    nodes: &[Node],
+    preloads: &[Preload],
+    modules: &BTreeMap<String, pysource::ImportedAt>,
+) -> Vec<Placed> {
     let key = |n: &Node| -> Vec<String> {
         let base = n.path.rsplit('/').next().unwrap_or(n.path).to_string();
         n.soname
@@ -579,37 +649,79 @@ pub fn tiers(nodes: &[Node], preloads: &[Preload]) -> Vec<Tier> {
                 .is_some_and(|n| *n >= 2)
         })
     };
-    let mut tier: Vec<Tier> = (0..nodes.len())
-        .map(|i| {
-            if in_group(i) {
+    let mut placed: Vec<Placed> = (0..nodes.len())
+        .map(|i| Placed {
+            tier: if in_group(i) {
                 Tier::Variant
             } else {
                 Tier::OnDemand
-            }
+            },
+            why: None,
         })
         .collect();
-    // Import: extension modules, libraries preloaded at import, and their NEEDED closure.
+    let ext_module: Vec<Option<String>> = nodes
+        .iter()
+        .map(|n| n.extension.then(|| extension_module(n.path)).flatten())
+        .collect();
+    // Import: extension modules the import reaches, libraries preloaded at import, and their
+    // NEEDED closure, and the modules compiled modules import.
     let mut todo: Vec<usize> = Vec::new();
     for (i, n) in nodes.iter().enumerate() {
         let preloaded = key(n)
             .iter()
             .any(|k| preloads.iter().any(|p| p.at_import && p.loads(k)));
-        if n.extension || preloaded {
-            tier[i] = Tier::Import;
+        let reached = match ext_module[i].as_ref().and_then(|m| modules.get(m)) {
+            _ if !n.extension => false,
+            None | Some(pysource::ImportedAt::Import(_)) => true,
+            Some(pysource::ImportedAt::Guarded(at)) => {
+                placed[i].why = Some(format!(
+                    "imported at {at} inside `try … except ImportError`: the package imports without it"
+                ));
+                false
+            }
+            Some(pysource::ImportedAt::OnCall { at, function }) => {
+                placed[i].why = Some(match function {
+                    Some(f) => format!("imported only when {f}() runs, at {at}"),
+                    None => format!("imported only by {at}, a module the import does not reach"),
+                });
+                false
+            }
+        };
+        if reached || preloaded {
+            placed[i] = Placed {
+                tier: Tier::Import,
+                why: None,
+            };
             todo.push(i);
         }
     }
     while let Some(i) = todo.pop() {
+        let by_module = nodes[i].mentions.iter().filter_map(|m| {
+            ext_module
+                .iter()
+                .position(|e| e.as_deref() == Some(m.as_str()))
+        });
+        let mut next: Vec<usize> = by_module.collect();
         for need in &nodes[i].needed {
-            for (j, m) in nodes.iter().enumerate() {
-                if tier[j] != Tier::Import && key(m).iter().any(|k| k == need) {
-                    tier[j] = Tier::Import;
-                    todo.push(j);
-                }
+            next.extend(
+                nodes
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, m)| key(m).iter().any(|k| k == need))
+                    .map(|(j, _)| j),
+            );
+        }
+        for j in next {
+            if placed[j].tier != Tier::Import {
+                placed[j] = Placed {
+                    tier: Tier::Import,
+                    why: None,
+                };
+                todo.push(j);
             }
         }
     }
-    tier
+    placed
 }
 
 #[cfg(test)]
@@ -953,6 +1065,7 @@ def _get_gpu_runtime_library():
             soname,
             needed,
             extension,
+            mentions: &[],
         };
         let nodes = vec![
             n(
@@ -987,8 +1100,10 @@ def _get_gpu_runtime_library():
             ),
             n("pkg/lone_cuda126.so", None, vec![], false),
         ];
+        let tiers_only =
+            |placed: Vec<Placed>| placed.into_iter().map(|p| p.tier).collect::<Vec<_>>();
         assert_eq!(
-            tiers(&nodes, &[]),
+            tiers_only(tiers(&nodes, &[], &BTreeMap::new())),
             vec![
                 Tier::Import,
                 Tier::Import,
@@ -996,6 +1111,95 @@ def _get_gpu_runtime_library():
                 Tier::Variant,
                 Tier::Variant,
                 Tier::OnDemand
+            ]
+        );
+    }
+
+    /// cupy's shape: extension modules its Python imports only in a module `__getattr__`, or
+    /// inside `try … except ImportError`, do not decide the import; one no Python names loads at
+    /// import; one a compiled module names (a Cython cimport) loads with it.
+    #[test]
+    fn extension_modules_by_how_the_import_reaches_them() {
+        let sources = vec![
+            src(
+                "pkg/__init__.py",
+                "from pkg import core\ntry:\n    from pkg import thrust\nexcept ImportError:\n    thrust = None\n\ndef __getattr__(name):\n    if name == 'cublas':\n        import pkg.cublas as m\n        return m\n    if name == 'cufft':\n        return importlib.import_module('pkg.cufft')\n",
+            ),
+            src(
+                "pkg/helpers.py",
+                "from pkg import cutensor\n",
+            ),
+        ];
+        let scan = scan(&sources, &Catalog::builtin(), Some(12));
+        let ext = |name: &'static str| format!("pkg/{name}.cpython-311-x86_64-linux-gnu.so");
+        let paths: Vec<String> = [
+            "core", "thrust", "cublas", "cufft", "cutensor", "stream", "loose", "linked",
+        ]
+        .into_iter()
+        .map(ext)
+        .collect();
+        let core_mentions = vec!["pkg.stream".to_string(), "numpy.core".to_string()];
+        let nodes: Vec<Node> = paths
+            .iter()
+            .enumerate()
+            .map(|(i, p)| Node {
+                path: p,
+                soname: None,
+                needed: if i == 2 {
+                    vec!["linked.cpython-311-x86_64-linux-gnu.so"]
+                } else {
+                    vec![]
+                },
+                extension: true,
+                mentions: if i == 0 { &core_mentions } else { &[] },
+            })
+            .collect();
+        let placed = tiers(&nodes, &[], &scan.modules);
+        let t: Vec<Tier> = placed.iter().map(|p| p.tier).collect();
+        assert_eq!(
+            t,
+            vec![
+                Tier::Import,   // imported at module level
+                Tier::OnDemand, // guarded
+                Tier::OnDemand, // in __getattr__
+                Tier::OnDemand, // import_module("pkg.cufft") in __getattr__
+                Tier::OnDemand, // by a module the import does not reach
+                Tier::Import,   // named by core's read-only data
+                Tier::Import,   // no Python names it
+                Tier::Import,   // no Python names it (and cublas needs it)
+            ]
+        );
+        assert_eq!(
+            placed[1].why.as_deref(),
+            Some("imported at pkg/__init__.py:3 inside `try … except ImportError`: the package imports without it")
+        );
+        assert_eq!(
+            placed[2].why.as_deref(),
+            Some("imported only when __getattr__() runs, at pkg/__init__.py:9")
+        );
+        assert_eq!(
+            placed[3].why.as_deref(),
+            Some("imported only when __getattr__() runs, at pkg/__init__.py:12")
+        );
+        assert_eq!(
+            placed[4].why.as_deref(),
+            Some("imported only by pkg/helpers.py:1, a module the import does not reach")
+        );
+        assert_eq!(placed[0].why, None);
+        assert_eq!(
+            extension_module("lib/python3.11/site-packages/a/b.abi3.so").as_deref(),
+            Some("a.b")
+        );
+    }
+
+    #[test]
+    fn dotted_names_are_whole_strings() {
+        let rodata = b"x\0cupy._core.core\0not a.name\0a..b\0cupy.cuda.stream\0trailing.name";
+        assert_eq!(
+            dotted_names(&[rodata]),
+            vec![
+                "cupy._core.core".to_string(),
+                "cupy.cuda.stream".to_string()
             ]
         );
     }

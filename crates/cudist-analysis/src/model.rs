@@ -272,6 +272,9 @@ pub struct ElfReport {
     /// preloads at import), on demand (nothing the import reaches needs it), or as one of
     /// several variants per CUDA release ([`crate::loads`]).
     pub tier: crate::loads::Tier,
+    /// For an extension module that is on demand: why the import does not load it (its Python
+    /// imports it only in a function, or inside `try … except ImportError`). Text for people.
+    pub tier_reason: Option<String>,
     /// For a variant: the CUDA release its name says (`11.8`).
     pub variant_cuda: Option<String>,
 }

@@ -216,6 +216,10 @@ pub struct File<'a> {
     pub scope: Vec<Option<usize>>,
     /// Statements under a branch that never runs on Linux.
     pub excluded: Vec<bool>,
+    /// Statements in the body of a `try:` whose handlers catch a failed import (`except
+    /// ImportError`, `ModuleNotFoundError`, `Exception`, a bare `except:`): an import there
+    /// that fails leaves the importing module importable.
+    pub guarded: Vec<bool>,
     /// Functions defined in the file, by name (methods included).
     defs: BTreeMap<String, Vec<usize>>,
 }
@@ -291,14 +295,71 @@ pub fn read_file<'a>(path: &'a str, text: &'a str) -> File<'a> {
         };
         stack.push(i);
     }
+    let guarded = guarded_statements(&stmts);
     File {
         path,
         module: module_name(path),
         stmts,
         scope,
         excluded,
+        guarded,
         defs,
     }
+}
+
+/// Whether an `except` clause catches the error a failed import raises (`ImportError`, its
+/// subclass `ModuleNotFoundError`, or a base class).
+fn catches_import_error(bare: &str) -> bool {
+    let Some(rest) = bare.strip_prefix("except") else {
+        return false;
+    };
+    let rest = rest.trim_end().trim_end_matches(':');
+    let rest = rest.split(" as ").next().unwrap_or(rest).trim();
+    // `except*` (exception groups) catches the same classes.
+    let rest = rest.trim_start_matches('*').trim();
+    rest.is_empty()
+        || rest
+            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+            .filter(|t| !t.is_empty())
+            .any(|t| {
+                matches!(
+                    t.rsplit('.').next().unwrap_or(t),
+                    "ImportError" | "ModuleNotFoundError" | "Exception" | "BaseException"
+                )
+            })
+}
+
+/// Which statements are in the body of a `try:` that one of its handlers makes an import
+/// failure harmless in (the handlers follow the body at the `try`'s indentation).
+fn guarded_statements(stmts: &[Stmt]) -> Vec<bool> {
+    let n = stmts.len();
+    let mut guarded = vec![false; n];
+    for i in 0..n {
+        if stmts[i].bare.trim_end() != "try:" {
+            continue;
+        }
+        let indent = stmts[i].indent;
+        let mut end = i + 1;
+        while end < n && stmts[end].indent > indent {
+            end += 1;
+        }
+        // The handlers: `except …:` statements at the same indentation, each with its body.
+        let mut k = end;
+        let mut catches = false;
+        while k < n && stmts[k].indent == indent && stmts[k].bare.starts_with("except") {
+            catches |= catches_import_error(&stmts[k].bare);
+            k += 1;
+            while k < n && stmts[k].indent > indent {
+                k += 1;
+            }
+        }
+        if catches {
+            for g in &mut guarded[i + 1..end] {
+                *g = true;
+            }
+        }
+    }
+    guarded
 }
 
 /// What a file's imports bind.
@@ -451,6 +512,9 @@ pub struct Reach {
     /// Modules outside the files read that code run at import imports: (top-level name, the
     /// import's `file:line`), in order.
     pub external: Vec<(String, String)>,
+    /// Every module an import names (`a.b` for `from a import b`, whether `b` is a module or
+    /// not), with how the import of the package reaches it.
+    pub modules: BTreeMap<String, ImportedAt>,
 }
 
 /// The code the import of the package's top-level modules runs (modules whose name has no dot:
@@ -473,6 +537,9 @@ pub fn reach(files: &[File]) -> Reach {
     let mut edges: HashMap<Scope, Vec<Scope>> = HashMap::new();
     let mut external: HashMap<Scope, Vec<(String, String)>> = HashMap::new();
     let mut imports: Vec<(Scope, Import, usize)> = Vec::new();
+    // Every module an import statement or `importlib.import_module("…")` names: (module, scope,
+    // `file:line`, guarded).
+    let mut sites: Vec<(String, Scope, String, bool)> = Vec::new();
     for (fi, f) in files.iter().enumerate() {
         let mut b = Bindings::default();
         for (si, s) in f.stmts.iter().enumerate() {
@@ -487,7 +554,38 @@ pub fn reach(files: &[File]) -> Reach {
                     b.names.insert(k.clone(), v.clone());
                 }
                 b.stars.extend(imp.stars.iter().cloned());
+                for m in &imp.modules {
+                    sites.push((
+                        m.clone(),
+                        (fi, f.scope[si]),
+                        format!("{}:{}", f.path, s.number),
+                        f.guarded[si],
+                    ));
+                }
                 imports.push(((fi, f.scope[si]), imp, s.number));
+            } else if s.bare.contains("import_module(") || s.bare.contains("__import__(") {
+                for (number, line) in &s.lines {
+                    for call in ["import_module(", "__import__("] {
+                        let Some(after) = line.split(call).nth(1) else {
+                            continue;
+                        };
+                        let quoted = after.trim_start().starts_with(['"', '\'']);
+                        let Some(m) = quoted
+                            .then(|| literal_at_start(after.trim_start()))
+                            .flatten()
+                        else {
+                            continue;
+                        };
+                        if is_module_name(m) {
+                            sites.push((
+                                m.to_string(),
+                                (fi, f.scope[si]),
+                                format!("{}:{number}", f.path),
+                                f.guarded[si],
+                            ));
+                        }
+                    }
+                }
             }
         }
         bindings.push(b);
@@ -633,16 +731,100 @@ pub fn reach(files: &[File]) -> Reach {
         }
     }
     ext.sort_by(|a, b| a.1.cmp(&b.1));
+    // How each module named in an import is reached: the strongest of its sites.
+    let mut modules: BTreeMap<String, ImportedAt> = BTreeMap::new();
+    for (m, scope, at, guarded) in sites {
+        let how = if reached.contains(&scope) {
+            if guarded {
+                ImportedAt::Guarded(at)
+            } else {
+                ImportedAt::Import(at)
+            }
+        } else {
+            let function = scope
+                .1
+                .and_then(|d| def_name(&files[scope.0].stmts[d].bare).map(str::to_string));
+            ImportedAt::OnCall { at, function }
+        };
+        merge_modules(&mut modules, BTreeMap::from([(m, how)]));
+    }
     Reach {
         reached,
         callers,
         external: ext,
+        modules,
+    }
+}
+
+/// The string literal a text starts with (`"a.b")` → `a.b`).
+fn literal_at_start(text: &str) -> Option<&str> {
+    let q = text.chars().next()?;
+    let rest = &text[1..];
+    rest.find(q).map(|end| &rest[..end])
+}
+
+/// How the import of a package reaches a module that its Python imports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ImportedAt {
+    /// Code that runs at import imports it (`file:line`).
+    Import(String),
+    /// Code that runs at import imports it inside `try: … except ImportError`: a failure leaves
+    /// the package importable, without it.
+    Guarded(String),
+    /// Only code that does not run at import imports it: a function (a module `__getattr__`,
+    /// a helper called on first use).
+    OnCall {
+        /// The import, `file:line`.
+        at: String,
+        /// The function it is in.
+        function: Option<String>,
+    },
+}
+
+/// Adds the modules of another package's reach to `into`, keeping the stronger reach of each.
+pub fn merge_modules(into: &mut BTreeMap<String, ImportedAt>, from: BTreeMap<String, ImportedAt>) {
+    for (m, how) in from {
+        match into.get(&m) {
+            Some(old) if old.rank() >= how.rank() => {}
+            _ => {
+                into.insert(m, how);
+            }
+        }
+    }
+}
+
+impl ImportedAt {
+    fn rank(&self) -> u8 {
+        match self {
+            ImportedAt::OnCall { .. } => 0,
+            ImportedAt::Guarded(_) => 1,
+            ImportedAt::Import(_) => 2,
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn try_bodies_that_catch_a_failed_import() {
+        let text = "try:\n    import a\n    if x:\n        import b\nexcept (ValueError, ImportError) as e:\n    import c\nimport d\ntry:\n    import e\nexcept ValueError:\n    pass\nexcept:\n    pass\ntry:\n    import f\nexcept KeyError:\n    pass\nfinally:\n    pass\ntry:\n    import g\nexcept builtins.ModuleNotFoundError:\n    pass\n";
+        let f = read_file("p/__init__.py", text);
+        let guarded: Vec<&str> = f
+            .stmts
+            .iter()
+            .zip(&f.guarded)
+            .filter(|(_, g)| **g)
+            .map(|(s, _)| s.bare.as_str())
+            .collect();
+        // The handler's own body and code after the `try` are not guarded; a bare `except:`
+        // after another handler is.
+        assert_eq!(
+            guarded,
+            vec!["import a", "if x:", "import b", "import e", "import g"]
+        );
+    }
 
     #[test]
     fn statements_join_brackets_and_skip_strings() {

@@ -441,8 +441,28 @@ pub struct Package {
     pub loader: String,
     /// Catalog library ids it loads.
     pub loads: Vec<String>,
+    /// When it loads them: at import (the default), or only on first use of what needs them
+    /// (then `on_use` says what that is).
+    #[serde(default)]
+    pub when: LoadTime,
+    /// What triggers the loads when they are on use (`the first use of cupy.cuda.cublas, …`).
+    #[serde(default)]
+    pub on_use: Option<String>,
     #[serde(default)]
     pub sources: Vec<String>,
+}
+
+/// When a package's own loader runs.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoadTime {
+    /// When the package is imported: a library not found fails the import.
+    #[default]
+    Import,
+    /// On first use of the module that needs the library: a library not found fails then.
+    OnUse,
 }
 
 /// A library that comes with the NVIDIA driver.

@@ -596,6 +596,7 @@ mod tests {
             },
             vendored: None,
             tier: Default::default(),
+            tier_reason: None,
             variant_cuda: None,
         }
     }

@@ -215,7 +215,7 @@ fn render_runtime_loads(s: &mut String, r: &Report, style: Style) {
         if heading != Some((l.package.as_str(), call)) {
             heading = Some((l.package.as_str(), call));
             s.push_str(&format!(
-                "\nloaded by {} itself ({call}), before its modules:\n",
+                "\nloaded by {} itself ({call}), before the modules that link them:\n",
                 l.package
             ));
         }

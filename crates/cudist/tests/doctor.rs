@@ -912,3 +912,124 @@ fn preloads_and_tiers_agree_with_a_real_import() {
     );
     assert_eq!(v["imported_with"][0]["package"], "pkg");
 }
+
+/// cupy-cuda12x 14.2.0, installed from PyPI's wheel without any NVIDIA wheel: `import cupy`
+/// succeeds (cupy loads cuBLAS, cuFFT, NCCL, … through cuda-pathfinder in module `__getattr__`
+/// functions, on first use). doctor must agree: the import works, and each extension module
+/// that misses a CUDA library is one the real import does not load.
+#[test]
+fn cupy_without_its_cuda_wheels_imports_as_doctor_says() {
+    let Some(dir) = tool_from_env("CUDIST_REAL_WHEELS") else {
+        return;
+    };
+    let Some(deps) = tool_from_env("CUDIST_CUPY_DEPS") else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let venv = work.path().join("venv");
+    ok(
+        &std::process::Command::new("python3")
+            .args(["-m", "venv", "--without-pip"])
+            .arg(&venv)
+            .output()
+            .unwrap(),
+        "venv",
+    );
+    let python = venv.join("bin/python");
+    // pip of the interpreter that runs the tests installs into the venv: cupy, numpy and
+    // cuda-pathfinder only.
+    ok(
+        &std::process::Command::new("python3")
+            .args(["-m", "pip", "--python"])
+            .arg(&python)
+            .args([
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-index",
+                "--no-deps",
+                "--find-links",
+            ])
+            .arg(&deps)
+            .arg(find_wheel(&dir, "cupy_cuda12x-14.2.0"))
+            .args(["numpy", "cuda-pathfinder"])
+            .output()
+            .unwrap(),
+        "pip install",
+    );
+    // What the real import loads: the package's extension modules in the process's maps.
+    let o = std::process::Command::new(&python)
+        .args([
+            "-c",
+            "import cupy\nfor l in open('/proc/self/maps'):\n    p = l.split()[-1]\n    if p.endswith('.so') and '/site-packages/cupy' in p: print(p)",
+        ])
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    ok(&o, "import cupy");
+    let loaded: std::collections::BTreeSet<String> =
+        stdout(&o).lines().map(str::to_string).collect();
+    assert!(loaded.len() > 40, "{loaded:?}");
+    let o = cudist(&[
+        "doctor",
+        "--json",
+        "--ld-library-path",
+        "",
+        "--import",
+        "cupy",
+        "--python",
+        python.to_str().unwrap(),
+    ]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
+    // It imports; what needs a missing CUDA library fails when that module is used.
+    assert_eq!(v["verdict"]["status"], "will-fail-when-loaded", "{v:#}");
+    assert_eq!(o.status.code(), Some(1));
+    let reasons: Vec<&str> = v["verdict"]["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    assert!(
+        reasons.iter().any(|r| r.starts_with(
+            "cupy-cuda12x loads libcublas.so.12 on first use of the module that links it"
+        ) && r.ends_with("install nvidia-cublas-cu12")),
+        "{reasons:#?}"
+    );
+    // Per file: one that misses a library is on demand, and the real import did not load it;
+    // every file the real import loaded that doctor calls on demand misses nothing.
+    let mut missing_files = 0;
+    for f in v["files"].as_array().unwrap() {
+        let path = f["path"].as_str().unwrap();
+        if !path.contains("/site-packages/cupy") {
+            continue;
+        }
+        let missing = !f["missing"].as_array().unwrap().is_empty();
+        let real = loaded.contains(path);
+        if missing {
+            missing_files += 1;
+            assert_eq!(f["tier"], "on-demand", "{path}");
+            assert!(
+                !real,
+                "{path} misses a library, yet the real import loaded it"
+            );
+            assert!(
+                f["tier_reason"]
+                    .as_str()
+                    .is_some_and(|r| r.starts_with("imported only")),
+                "{f:#}"
+            );
+        }
+        if real {
+            assert!(!missing, "{path}");
+        }
+        if f["tier"] == "import" {
+            // Files doctor calls loaded at import that the real one did not load: only those
+            // no Python of the package names (it cannot tell what a compiled module imports).
+            assert!(real || f["tier_reason"].is_null(), "{path}: {f:#}");
+        }
+    }
+    // cublas, cusolver, cusparse, curand, cufft, nccl, cutensor, jitify (cupyx's files are
+    // another import's).
+    assert_eq!(missing_files, 8);
+}

@@ -152,6 +152,9 @@ pub struct FileReport {
     pub from_profile_driver: Vec<String>,
     /// When it loads: at import, on demand, or as one variant of several ([`crate::loads`]).
     pub tier: crate::loads::Tier,
+    /// For an extension module that is on demand: why the import does not load it. Text for
+    /// people.
+    pub tier_reason: Option<String>,
 }
 
 /// A symbol an object imports from a CUDA library that the installed library lacks: the object
@@ -781,17 +784,23 @@ fn check_file(
     profile: bool,
     names: &CudaNames,
     dlopen: &[String],
-    tier: crate::loads::Tier,
+    placed: crate::loads::Placed,
 ) -> Result<Checked> {
     let catalog = names.catalog;
     let mut verdict = Verdict::default();
+    let tier = placed.tier;
     // A file the import does not reach fails only when it is loaded; a variant, only when the
     // package picks it and the process has not loaded what it needs.
     let (fails, when) = match tier {
         crate::loads::Tier::Import => (Status::WillFailToLoad, String::new()),
         crate::loads::Tier::OnDemand => (
             Status::WillFailWhenLoaded,
-            " (fails when it is loaded: nothing the import reaches needs it)".to_string(),
+            match &placed.why {
+                Some(why) => format!(" (fails when it is imported: {why})"),
+                None => {
+                    " (fails when it is loaded: nothing the import reaches needs it)".to_string()
+                }
+            },
         ),
         crate::loads::Tier::Variant => (
             Status::Risky,
@@ -1004,6 +1013,7 @@ fn check_file(
             dlopen: dl,
             from_profile_driver,
             tier,
+            tier_reason: placed.why,
         },
         verdict,
     ))
@@ -1100,7 +1110,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     let mut i = 0;
     while i < imports.len() {
         let dir = imports[i].1.clone();
-        let files = preload::dynamic(&list_elfs(&dir));
+        let files = preload::dynamic(&list_elfs(&dir), dir.parent().unwrap_or(&dir));
         let sources = preload::package_sources(&dir);
         let scan = crate::loads::scan(&sources, catalog, preload::cuda_major(&files, catalog));
         let depth = depth_of[i];
@@ -1154,6 +1164,18 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         for l in &loads {
             match &l.path {
                 Some(p) => preload.push(p.clone()),
+                None if pkg.when == cudist_catalog::LoadTime::OnUse => report.verdict.add(
+                    Status::WillFailWhenLoaded,
+                    fails_on_use(
+                        &l.package,
+                        &imported_by(&report.imported_with, name),
+                        &l.soname,
+                        pkg.on_use.as_deref().unwrap_or("on first use"),
+                        &l.loader,
+                        &l.tried,
+                        l.pip.as_deref(),
+                    ),
+                ),
                 None => report.verdict.add(
                     Status::WillFailToLoad,
                     fails_at_import(
@@ -1172,6 +1194,8 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     // The libraries each package's Python loads at import, found where its code finds them.
     let mut package_preloads: Vec<crate::loads::Preload> = Vec::new();
     let mut package_files: Vec<preload::Dynamic> = Vec::new();
+    let mut package_modules: std::collections::BTreeMap<String, crate::pysource::ImportedAt> =
+        std::collections::BTreeMap::new();
     for ((name, dir), (files, scan)) in imports.iter().zip(scans) {
         let Some(site) = dir.parent() else { continue };
         let found = scan.preloads;
@@ -1222,6 +1246,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         }
         package_preloads.extend(found);
         package_files.extend(files);
+        crate::pysource::merge_modules(&mut package_modules, scan.modules);
     }
     env.set_preload(preload);
     if paths.is_empty() {
@@ -1284,14 +1309,26 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     let names = CudaNames::new(catalog);
     // Tiers are a package's: files of an `--import` package get theirs; a file or directory
     // given as a path is asked about as it is (it loads, as the main object).
-    let tier_of: HashMap<&Path, crate::loads::Tier> = package_files
+    let tier_of: HashMap<&Path, crate::loads::Placed> = package_files
         .iter()
         .map(|f| f.path.as_path())
-        .zip(preload::tiers(&package_files, &package_preloads))
+        .zip(preload::tiers(
+            &package_files,
+            &package_preloads,
+            &package_modules,
+        ))
         .collect();
-    let tiers: Vec<crate::loads::Tier> = files
+    let tiers: Vec<crate::loads::Placed> = files
         .iter()
-        .map(|f| tier_of.get(f.as_path()).copied().unwrap_or_default())
+        .map(|f| {
+            tier_of
+                .get(f.as_path())
+                .cloned()
+                .unwrap_or(crate::loads::Placed {
+                    tier: crate::loads::Tier::Import,
+                    why: None,
+                })
+        })
         .collect();
     let results: Vec<Result<Checked>> = files
         .par_iter()
@@ -1314,6 +1351,28 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         report.files.push(file);
     }
     Ok(report)
+}
+
+/// The reason for a library a known package loads on first use that is not found: the import
+/// succeeds, the use fails.
+fn fails_on_use(
+    package: &str,
+    imported_by: &str,
+    soname: &str,
+    on_use: &str,
+    loader: &str,
+    tried: &[PathBuf],
+    pip: Option<&str>,
+) -> String {
+    format!(
+        "{package}{imported_by} loads {soname} {on_use} ({loader}), not at import: not found (tried {}, then the system search){}",
+        tried
+            .iter()
+            .map(|t| t.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        pip.map(|p| format!("; install {p}")).unwrap_or_default()
+    )
 }
 
 /// The reason for a library a package's own Python loads at import that is not found, one

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use cudist_catalog::Catalog;
 use cudist_elf::loader::{self, LoadEnv};
 
-use crate::loads::{self, Preload, Source, Tier};
+use crate::loads::{self, Preload, Source};
 
 /// The `.py` and `.json` files below an installed package, within the limits of
 /// [`loads::MAX_SOURCE`] and [`loads::MAX_SOURCES_TOTAL`].
@@ -181,48 +181,78 @@ fn package_lib_dirs(package: &Path) -> Vec<PathBuf> {
 pub struct Dynamic {
     /// The file.
     pub path: PathBuf,
+    /// Its path below the directory its package is in (`cupy/cuda/jitify.cpython-311-….so`):
+    /// its module name.
+    rel: String,
     soname: Option<String>,
     needed: Vec<String>,
     extension: bool,
+    /// For an extension module, the dotted names in its read-only data ([`loads::dotted_names`]).
+    mentions: Vec<String>,
 }
 
-/// Reads the dynamic section of each file (a file that cannot be read has none).
-pub fn dynamic(files: &[PathBuf]) -> Vec<Dynamic> {
+/// Reads the dynamic section of each file (a file that cannot be read has none), and of an
+/// extension module the module names it holds. `base` is the directory the package is in
+/// (site-packages).
+pub fn dynamic(files: &[PathBuf], base: &Path) -> Vec<Dynamic> {
     files
         .iter()
         .map(|f| {
-            let parsed = cudist_elf::map_file(f)
-                .ok()
-                .and_then(|m| cudist_elf::ElfFile::parse(&m).ok());
+            let map = cudist_elf::map_file(f).ok();
+            let parsed = map
+                .as_ref()
+                .and_then(|m| cudist_elf::ElfFile::parse(m).ok());
+            let extension = parsed
+                .as_ref()
+                .is_some_and(|e| e.defined_dynamic().any(|s| s.name.starts_with("PyInit_")));
+            let mentions = match (&map, &parsed) {
+                (Some(m), Some(e)) if extension => {
+                    let rodata: Vec<&[u8]> = e
+                        .sections
+                        .iter()
+                        .filter(|s| s.name.starts_with(".rodata"))
+                        .filter_map(|s| e.section_data(m, s).ok())
+                        .collect();
+                    loads::dotted_names(&rodata)
+                }
+                _ => Vec::new(),
+            };
             Dynamic {
                 path: f.clone(),
+                rel: f
+                    .strip_prefix(base)
+                    .unwrap_or(f)
+                    .to_string_lossy()
+                    .into_owned(),
                 soname: parsed.as_ref().and_then(|e| e.soname.clone()),
                 needed: parsed
                     .as_ref()
                     .map(|e| e.needed.clone())
                     .unwrap_or_default(),
-                extension: parsed
-                    .as_ref()
-                    .is_some_and(|e| e.defined_dynamic().any(|s| s.name.starts_with("PyInit_"))),
+                extension,
+                mentions,
             }
         })
         .collect()
 }
 
 /// The tier of each file ([`crate::loads::tiers`]), in order.
-pub fn tiers(files: &[Dynamic], preloads: &[Preload]) -> Vec<Tier> {
-    let paths: Vec<String> = files.iter().map(|f| f.path.display().to_string()).collect();
+pub fn tiers(
+    files: &[Dynamic],
+    preloads: &[Preload],
+    modules: &std::collections::BTreeMap<String, crate::pysource::ImportedAt>,
+) -> Vec<loads::Placed> {
     let nodes: Vec<loads::Node> = files
         .iter()
-        .zip(&paths)
-        .map(|(f, path)| loads::Node {
-            path,
+        .map(|f| loads::Node {
+            path: &f.rel,
             soname: f.soname.as_deref(),
             needed: f.needed.iter().map(String::as_str).collect(),
             extension: f.extension,
+            mentions: &f.mentions,
         })
         .collect();
-    loads::tiers(&nodes, preloads)
+    loads::tiers(&nodes, preloads, modules)
 }
 
 /// The CUDA major a package's files link, for cuda-pathfinder's names: none when unknown.
