@@ -83,6 +83,34 @@ pub fn runs_on(sm: u32, suffix: Option<char>, gpu: u32, ptx: bool) -> bool {
     }
 }
 
+/// One piece of device code as the runtime chooses among them: a cubin or PTX for an SM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Code {
+    /// The SM number (90 for sm_90 / compute_90).
+    pub sm: u32,
+    /// `a` or `f`, if any.
+    pub suffix: Option<char>,
+    /// PTX (JIT-compiled), not a cubin.
+    pub ptx: bool,
+}
+
+/// Which of `codes` (one module's device code) the runtime runs on a GPU of SM `gpu`, as
+/// indices: the compatible cubins of the highest SM (several when they tie, `sm_90` and
+/// `sm_90a`), else the compatible PTX of the highest SM, JIT-compiled; empty when nothing runs
+/// there ("no kernel image is available"). Whether the driver can JIT that PTX depends on the
+/// driver, not on the file: doctor judges that.
+pub fn pick(codes: &[Code], gpu: u32) -> Vec<usize> {
+    for ptx in [false, true] {
+        let fits: Vec<usize> = (0..codes.len())
+            .filter(|&i| codes[i].ptx == ptx && runs_on(codes[i].sm, codes[i].suffix, gpu, ptx))
+            .collect();
+        if let Some(best) = fits.iter().map(|&i| codes[i].sm).max() {
+            return fits.into_iter().filter(|&i| codes[i].sm == best).collect();
+        }
+    }
+    Vec::new()
+}
+
 /// Parses a list of targets. Errors name the entry and say what was expected.
 pub fn parse_list(spec: &str) -> Result<Vec<Target>, String> {
     let mut out = Vec::new();

@@ -319,6 +319,30 @@ fn u64_at(d: &[u8], o: usize) -> u64 {
 /// container that does not start with the magic, or a truncated header is an error: a fatbin whose
 /// sizes lie is reported, never guessed around.
 pub fn parse_section(data: &[u8], section: SectionKind) -> Result<Vec<Entry>, FatbinError> {
+    walk(data, section).map(|(_, entries)| entries)
+}
+
+/// One container of a section: where it starts, its header size and the size of its entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Container {
+    /// Offset of the container header from the start of the section: the address the runtime's
+    /// `__fatBinC_Wrapper_t` points at, relative to the section.
+    pub offset: usize,
+    pub header_size: usize,
+    /// The `fat_size` field: bytes of entries after the header.
+    pub fat_size: u64,
+}
+
+/// The containers and entries of a section, in file order ([`parse_section`]).
+pub fn parse_containers(
+    data: &[u8],
+    section: SectionKind,
+) -> Result<(Vec<Container>, Vec<Entry>), FatbinError> {
+    walk(data, section)
+}
+
+fn walk(data: &[u8], section: SectionKind) -> Result<(Vec<Container>, Vec<Entry>), FatbinError> {
+    let mut containers = Vec::new();
     let mut entries = Vec::new();
     let mut off = 0usize;
     let mut container = 0usize;
@@ -367,10 +391,55 @@ pub fn parse_section(data: &[u8], section: SectionKind) -> Result<Vec<Entry>, Fa
         let start = off + header_size as usize;
         let end = off + need as usize;
         parse_entries(&data[..end], start, section, container, &mut entries)?;
+        containers.push(Container {
+            offset: off,
+            header_size: header_size as usize,
+            fat_size,
+        });
         off = end;
         container += 1;
     }
-    Ok(entries)
+    Ok((containers, entries))
+}
+
+/// A section with only the entries `keep` accepts, the same length as the original, every
+/// container where it was. The runtime finds each container through the address in its
+/// `__fatBinC_Wrapper_t` (`.nvFatBinSegment`, relocated), never by walking the section, so a
+/// container must not move; within one, entries are read one after the other up to `fat_size`.
+/// The kept entries are therefore packed, byte for byte, at the start of their container, its
+/// `fat_size` shrinks to them, and the bytes they no longer cover are zero (which the section walk
+/// skips, and which compress to nearly nothing in a wheel). Returns the new section and the bytes
+/// of entries removed.
+///
+/// Hand-written: the layout is the one [`parse_section`] reads; nothing else knows it.
+pub fn rewrite_section(
+    data: &[u8],
+    section: SectionKind,
+    keep: &dyn Fn(&Entry) -> bool,
+) -> Result<(Vec<u8>, u64), FatbinError> {
+    let (containers, entries) = walk(data, section)?;
+    let mut out = data.to_vec();
+    let mut removed = 0u64;
+    for (ci, c) in containers.iter().enumerate() {
+        let start = c.offset + c.header_size;
+        let end = start + c.fat_size as usize;
+        let mut at = start;
+        for e in entries.iter().filter(|e| e.container == ci) {
+            let size = e.stored_size() as usize;
+            if keep(e) {
+                out.copy_within(e.offset..e.offset + size, at);
+                at += size;
+            } else {
+                removed += size as u64;
+            }
+        }
+        // The zero fill the walk skips after the last entry (kept as it was) goes too: `fat_size`
+        // covers the kept entries exactly.
+        out[at..end].fill(0);
+        let fat = (at - start) as u64;
+        out[c.offset + 8..c.offset + 16].copy_from_slice(&fat.to_le_bytes());
+    }
+    Ok((out, removed))
 }
 
 fn parse_entries(

@@ -12,6 +12,7 @@ mod relink;
 mod repair;
 mod schema_cmd;
 mod self_check;
+mod slim;
 mod split;
 mod toolkit;
 mod util;
@@ -72,6 +73,8 @@ enum Command {
     Relink(relink::RelinkArgs),
     /// Will these ELF files load here, and exactly why not (load simulation by glibc's rules).
     Doctor(doctor::DoctorArgs),
+    /// Keep only the device code the target GPUs will run, in ELF files, trees and wheels.
+    Slim(slim::SlimArgs),
     /// Answer questions from the CUDA catalog.
     #[command(subcommand)]
     Catalog(catalog_cmd::CatalogCmd),
@@ -117,6 +120,7 @@ fn outputs() -> Vec<schema_cmd::Output> {
         of::<toolkit::EnvReport>("toolkit.env", toolkit::ENV_SCHEMA, Writes),
         of::<catalog_cmd::Answer>("catalog", catalog_cmd::SCHEMA, Writes),
         of::<self_check::Report>("self-check", self_check::SCHEMA, Writes),
+        of::<slim::Report>("slim", slim::SCHEMA, Writes),
         of::<cudist_analysis::runtime::host::Host>("host", "cudist doctor --host profile", Reads),
     ];
     debug_assert!(v.iter().map(|o| o.name).eq(schema_cmd::NAMES));
@@ -163,6 +167,7 @@ fn main() -> ExitCode {
         },
         Command::Doctor(args) => doctor::run(args, &catalog),
         Command::Relink(args) => relink::run(args, &catalog),
+        Command::Slim(args) => slim::run(args, &catalog),
         Command::Split(args) => split::run(args, &catalog),
         Command::Catalog(cmd) => catalog_cmd::run(cmd, &catalog),
         Command::SelfCheck(args) => self_check::run(args, &catalog),

@@ -35,6 +35,8 @@ fn every_json_output_names_its_schema_and_the_cudist_version() {
     let wh = wheelhouse.to_str().unwrap();
     let split_out = work.path().join("split");
     let so = split_out.to_str().unwrap();
+    let multi = fixtures.join("multi.so");
+    let slim_out = work.path().join("multi-slim.so");
 
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["inspect", "--json", fx], "cudist.inspect/2"),
@@ -57,6 +59,18 @@ fn every_json_output_names_its_schema_and_the_cudist_version() {
         ),
         (vec!["catalog", "list", "--json"], "cudist.catalog/1"),
         (vec!["self-check", "--json"], "cudist.self-check/1"),
+        (
+            vec![
+                "slim",
+                "--json",
+                multi.to_str().unwrap(),
+                "--gpu",
+                "8.6;9.0+PTX",
+                "-o",
+                slim_out.to_str().unwrap(),
+            ],
+            "cudist.slim/1",
+        ),
     ];
     let version = env!("CARGO_PKG_VERSION");
     let mut docs = Documents::new(work.path());
@@ -281,7 +295,7 @@ fn sum_types_have_one_shape() {
             }
         }
     }
-    assert_eq!(seen, 10, "the schemas under {}", dir.display());
+    assert_eq!(seen, 11, "the schemas under {}", dir.display());
     assert!(
         bad.is_empty(),
         "fields with more than one shape:\n{}",
@@ -340,6 +354,21 @@ fn real_outputs_meet_their_schemas() {
             s(&w),
         ]);
     }
+    // slim of the cupy wheel (planned, not written).
+    let cupy = find_wheel(&wheels, "cupy_cuda12x-14.2.0");
+    let v = run(vec![
+        "slim".into(),
+        "--json".into(),
+        "--dry-run".into(),
+        s(&cupy),
+        "--gpu".into(),
+        "8.6;9.0+PTX".into(),
+    ]);
+    assert_eq!(
+        v["inputs"][0]["files"].as_array().unwrap().len(),
+        3,
+        "{v:#}"
+    );
     let site = site_of(&tk);
     let nvidia = site.join("nvidia");
     run(vec![

@@ -1,0 +1,404 @@
+//! Slimming device code: which fatbin entries of an ELF file the target GPUs will run, and the
+//! file with only those (`cudist slim`).
+//!
+//! The runtime registers each container of `.nv_fatbin` as one module, and for each module picks
+//! one entry per GPU ([`cudist_catalog::targets::pick`], the rules doctor judges by): the
+//! compatible cubin of the highest SM, else PTX to JIT-compile. Slimming keeps, per container,
+//! exactly what that picks for each target, plus the PTX the `--ptx` policy asks for, so every
+//! target gets the same entry from the slimmed file as from the original. LTO-IR and entries of
+//! kinds nobody has named are kept; `__nv_relfatbin` (relocatable code for a later device link) is
+//! left alone. The file keeps its size and layout: removed entries become zero bytes inside their
+//! container ([`cudist_fatbin::rewrite_section`]), which a wheel's deflate shrinks to nearly
+//! nothing.
+
+use cudist_catalog::targets::{self, Code, Target};
+use cudist_elf::ElfFile;
+use cudist_fatbin::{Entry, EntryKind, SectionKind};
+use serde::Serialize;
+
+/// Which PTX to keep besides what a target runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum PtxPolicy {
+    /// Every PTX entry.
+    Keep,
+    /// Per module, the PTX of the highest SM that some target could JIT from: newer GPUs than
+    /// the targets still run.
+    #[default]
+    Newest,
+    /// Only PTX a target needs (no cubin runs there).
+    Drop,
+}
+
+/// What to keep.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The GPUs: each target's SM. A target that asks for PTX (`9.0+PTX`, `compute_90`) keeps
+    /// the PTX that GPU would JIT from even where a cubin runs.
+    pub targets: Vec<Target>,
+    /// Which PTX to keep besides what a target runs.
+    pub ptx: PtxPolicy,
+    /// A target nothing in a file runs on is no error.
+    pub allow_empty: bool,
+}
+
+/// One entry, as the report names it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct EntryName {
+    /// `cubin`, `ptx`, `lto-ir`, `concat` or `other`.
+    pub kind: String,
+    /// `sm_90`, `sm_90a`; for PTX the virtual architecture (`compute_90`).
+    pub arch: String,
+    /// The container (module) it is in, 0-based.
+    pub container: usize,
+    /// Bytes it occupies in the section (header and payload).
+    pub bytes: u64,
+}
+
+/// What slimming does to one ELF file.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct FileSlim {
+    /// Its path (in the artifact, or as given).
+    pub path: String,
+    /// Entries kept, in file order.
+    pub kept: Vec<EntryName>,
+    /// Entries removed, in file order.
+    pub removed: Vec<EntryName>,
+    /// Bytes of `.nv_fatbin` entries removed (now zero bytes in the file).
+    pub bytes_removed: u64,
+    /// Targets nothing in the file runs on (only with `allow_empty`).
+    pub nothing_for: Vec<String>,
+}
+
+/// Why a file cannot be slimmed.
+#[derive(Debug, thiserror::Error)]
+pub enum SlimError {
+    /// Not a readable ELF file.
+    #[error("{path}: cannot read ELF")]
+    Elf {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        #[source]
+        source: cudist_elf::ElfError,
+    },
+    /// Its `.nv_fatbin` is not a well-formed fatbin.
+    #[error("{path}: section .nv_fatbin")]
+    Fatbin {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        #[source]
+        source: cudist_fatbin::FatbinError,
+    },
+    /// A target that no entry of the file runs on.
+    #[error("{path}: nothing in it runs on {target} (it has {has}); name other targets, or pass --allow-empty")]
+    NothingFor {
+        /// The file.
+        path: String,
+        /// The target (`sm_75`).
+        target: String,
+        /// What the file has (`sm_80, sm_90, compute_90`).
+        has: String,
+    },
+}
+
+fn entry_name(e: &Entry) -> EntryName {
+    let arch = e.arch_name();
+    EntryName {
+        kind: match e.kind {
+            EntryKind::Cubin => "cubin".into(),
+            EntryKind::Ptx => "ptx".into(),
+            EntryKind::LtoIr => "lto-ir".into(),
+            EntryKind::Concat => "concat".into(),
+            _ => "other".into(),
+        },
+        arch: if e.kind == EntryKind::Ptx {
+            arch.replacen("sm_", "compute_", 1)
+        } else if e.kind == EntryKind::Concat {
+            e.images
+                .iter()
+                .map(|i| i.arch_name())
+                .collect::<Vec<_>>()
+                .join("+")
+        } else {
+            arch
+        },
+        container: e.container,
+        bytes: e.stored_size(),
+    }
+}
+
+/// The codes an entry stands for, as the runtime chooses: one for a cubin or PTX, one per image
+/// for a concatenated entry, none for anything else (kept whatever the targets).
+fn codes_of(e: &Entry) -> Vec<Code> {
+    match e.kind {
+        EntryKind::Cubin | EntryKind::Other(0x10) => vec![Code {
+            sm: e.sm,
+            suffix: e.suffix,
+            ptx: false,
+        }],
+        EntryKind::Ptx => vec![Code {
+            sm: e.sm,
+            suffix: e.suffix,
+            ptx: true,
+        }],
+        EntryKind::Concat => e
+            .images
+            .iter()
+            .map(|i| {
+                let (sm, suffix) = targets::parse_arch_name(&i.arch_name()).unwrap_or((i.sm, None));
+                Code {
+                    sm,
+                    suffix,
+                    ptx: false,
+                }
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Whether a target asks for PTX by how it is written: `+PTX`, `-virtual`, `compute_XY`. (A
+/// plain `90` builds PTX too in CMake's spelling, but as a GPU to slim for it names only the GPU.)
+pub fn asks_for_ptx(t: &Target) -> bool {
+    let w = t.written.to_ascii_lowercase();
+    if w.contains("code=") {
+        // `-gencode arch=compute_90,code=sm_90` builds a cubin only: its parse says.
+        return t.ptx;
+    }
+    w.contains("+ptx") || w.contains("virtual") || w.contains("compute_")
+}
+
+/// Which entries of `entries` (one section, all containers) to keep, by index, and the targets
+/// no container has anything for.
+pub fn select(entries: &[Entry], opts: &Options) -> (Vec<bool>, Vec<String>) {
+    let mut keep = vec![false; entries.len()];
+    let mut served = vec![false; opts.targets.len()];
+    let containers: std::collections::BTreeSet<usize> =
+        entries.iter().map(|e| e.container).collect();
+    for c in containers {
+        // The module's codes, each with the entry it belongs to.
+        let mut codes: Vec<Code> = Vec::new();
+        let mut owner: Vec<usize> = Vec::new();
+        for (i, e) in entries.iter().enumerate().filter(|(_, e)| e.container == c) {
+            let cs = codes_of(e);
+            if cs.is_empty() {
+                keep[i] = true;
+            }
+            for code in cs {
+                codes.push(code);
+                owner.push(i);
+            }
+        }
+        let ptx_at: Vec<usize> = (0..codes.len()).filter(|&k| codes[k].ptx).collect();
+        let ptx_codes: Vec<Code> = ptx_at.iter().map(|&k| codes[k]).collect();
+        for (ti, t) in opts.targets.iter().enumerate() {
+            let picked = targets::pick(&codes, t.sm);
+            served[ti] |= !picked.is_empty();
+            for k in picked {
+                keep[owner[k]] = true;
+            }
+            if asks_for_ptx(t) {
+                // The PTX this GPU would JIT from, kept beside its cubin (`+PTX`).
+                for k in targets::pick(&ptx_codes, t.sm) {
+                    keep[owner[ptx_at[k]]] = true;
+                }
+            }
+        }
+        match opts.ptx {
+            PtxPolicy::Keep => {
+                for (k, code) in codes.iter().enumerate() {
+                    if code.ptx {
+                        keep[owner[k]] = true;
+                    }
+                }
+            }
+            PtxPolicy::Newest => {
+                let jittable = |code: &Code| {
+                    code.ptx
+                        && opts
+                            .targets
+                            .iter()
+                            .any(|t| targets::runs_on(code.sm, code.suffix, t.sm, true))
+                };
+                if let Some(best) = codes.iter().filter(|c| jittable(c)).map(|c| c.sm).max() {
+                    for (k, code) in codes.iter().enumerate() {
+                        if jittable(code) && code.sm == best {
+                            keep[owner[k]] = true;
+                        }
+                    }
+                }
+            }
+            PtxPolicy::Drop => {}
+        }
+    }
+    let nothing: Vec<String> = opts
+        .targets
+        .iter()
+        .zip(&served)
+        .filter(|(_, s)| !**s)
+        .map(|(t, _)| format!("sm_{}", t.sm))
+        .collect();
+    (keep, nothing)
+}
+
+/// Slims one ELF file: `Ok(None)` when it has no `.nv_fatbin` (nothing to do), else the new bytes
+/// (the same length) and what was done.
+pub fn slim_elf(
+    path: &str,
+    data: &[u8],
+    opts: &Options,
+) -> Result<Option<(Vec<u8>, FileSlim)>, SlimError> {
+    let elf = ElfFile::parse(data).map_err(|source| SlimError::Elf {
+        path: path.to_string(),
+        source,
+    })?;
+    let Some(section) = elf
+        .sections
+        .iter()
+        .find(|s| s.name == SectionKind::NvFatbin.section_name() && s.in_file())
+    else {
+        return Ok(None);
+    };
+    let bytes = elf
+        .section_data(data, section)
+        .map_err(|source| SlimError::Elf {
+            path: path.to_string(),
+            source,
+        })?;
+    let fatbin_err = |source| SlimError::Fatbin {
+        path: path.to_string(),
+        source,
+    };
+    let entries = cudist_fatbin::parse_section(bytes, SectionKind::NvFatbin).map_err(fatbin_err)?;
+    if entries.is_empty() {
+        return Ok(None);
+    }
+    let (keep, nothing_for) = select(&entries, opts);
+    if let (Some(t), false) = (nothing_for.first(), opts.allow_empty) {
+        let has: std::collections::BTreeSet<String> = entries
+            .iter()
+            .filter(|e| !codes_of(e).is_empty())
+            .map(|e| entry_name(e).arch)
+            .collect();
+        return Err(SlimError::NothingFor {
+            path: path.to_string(),
+            target: t.clone(),
+            has: has.into_iter().collect::<Vec<_>>().join(", "),
+        });
+    }
+    let offsets: Vec<usize> = entries.iter().map(|e| e.offset).collect();
+    let (new_section, bytes_removed) =
+        cudist_fatbin::rewrite_section(bytes, SectionKind::NvFatbin, &|e: &Entry| {
+            offsets
+                .iter()
+                .position(|o| *o == e.offset)
+                .is_some_and(|i| keep[i])
+        })
+        .map_err(fatbin_err)?;
+    let mut out = data.to_vec();
+    let start = section.offset as usize;
+    out[start..start + new_section.len()].copy_from_slice(&new_section);
+    let (kept, removed): (Vec<_>, Vec<_>) = entries.iter().zip(&keep).partition(|(_, k)| **k);
+    Ok(Some((
+        out,
+        FileSlim {
+            path: path.to_string(),
+            kept: kept.into_iter().map(|(e, _)| entry_name(e)).collect(),
+            removed: removed.into_iter().map(|(e, _)| entry_name(e)).collect(),
+            bytes_removed,
+            nothing_for,
+        },
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(container: usize, kind: EntryKind, sm: u32, suffix: Option<char>) -> Entry {
+        Entry {
+            section: SectionKind::NvFatbin,
+            container,
+            offset: 0,
+            kind,
+            raw_kind: 0,
+            header_size: 0x40,
+            sm,
+            suffix,
+            version_major: 1,
+            version_minor: 8,
+            flags: 0x11,
+            codec: cudist_fatbin::Codec::None,
+            payload_size: 8,
+            compressed_size: 0,
+            uncompressed_size: 8,
+            identifier: None,
+            options: None,
+            images: Vec::new(),
+        }
+    }
+
+    fn targets(list: &str) -> Vec<Target> {
+        targets::parse_list(list).unwrap()
+    }
+
+    #[test]
+    fn keeps_what_each_target_runs_and_the_newest_ptx() {
+        use EntryKind::*;
+        let entries = vec![
+            entry(0, Cubin, 80, None),
+            entry(0, Cubin, 90, None),
+            entry(1, Cubin, 80, None),
+            entry(1, Cubin, 86, None),
+            entry(1, Cubin, 90, None),
+            entry(1, Cubin, 90, Some('a')),
+            entry(1, Ptx, 80, None),
+            entry(1, Ptx, 90, None),
+            entry(1, LtoIr, 90, None),
+        ];
+        let opts = |list: &str, ptx| Options {
+            targets: targets(list),
+            ptx,
+            allow_empty: false,
+        };
+        let kept = |o: &Options| {
+            let (k, nothing) = select(&entries, o);
+            assert!(nothing.is_empty());
+            k
+        };
+        // sm_90: the sm_90 cubins (plain and `a` tie), the newest PTX, LTO-IR.
+        assert_eq!(
+            kept(&opts("90", PtxPolicy::Newest)),
+            vec![false, true, false, false, true, true, false, true, true]
+        );
+        // sm_89 runs the sm_86 cubin; sm_80 PTX would do, but compute_90 is newer and no target
+        // can JIT it: compute_80 is the newest a target could use.
+        assert_eq!(
+            kept(&opts("8.9", PtxPolicy::Newest)),
+            vec![true, false, false, true, false, false, true, false, true]
+        );
+        // Drop: no PTX but what a target runs.
+        assert_eq!(
+            kept(&opts("90", PtxPolicy::Drop)),
+            vec![false, true, false, false, true, true, false, false, true]
+        );
+        // `+PTX` keeps the PTX that GPU would JIT from, even with --ptx drop.
+        assert_eq!(
+            kept(&opts("8.6+PTX", PtxPolicy::Drop)),
+            vec![true, false, false, true, false, false, true, false, true]
+        );
+        // A target only PTX serves: sm_120 JITs compute_90.
+        let (k, nothing) = select(&entries, &opts("12.0", PtxPolicy::Drop));
+        assert_eq!(
+            k,
+            vec![false, false, false, false, false, false, false, true, true]
+        );
+        // Container 0 has nothing for sm_120, but the file has: not an empty target.
+        assert!(nothing.is_empty());
+        // sm_75: nothing anywhere.
+        let (_, nothing) = select(&entries, &opts("75", PtxPolicy::Newest));
+        assert_eq!(nothing, vec!["sm_75".to_string()]);
+    }
+}

@@ -1,0 +1,381 @@
+//! `cudist slim INPUT… --gpu SPEC`: keep only the device code the target GPUs will run, in an ELF
+//! file, a directory tree or a wheel. What to keep is [`cudist_analysis::slim`]'s; this module
+//! reads the inputs, writes the outputs (atomically) and renders the report.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use cudist_analysis::slim::{slim_elf, FileSlim, Options, PtxPolicy};
+use cudist_catalog::targets::{self, Target};
+use cudist_catalog::Catalog;
+use serde::Serialize;
+
+use crate::errors;
+use crate::util;
+
+/// The schema id of `cudist slim --json`.
+pub const SCHEMA: &str = "cudist.slim/1";
+
+/// The name of the file slim writes into a wheel's `.dist-info`: the targets it was slimmed to.
+pub const DIST_INFO_FILE: &str = "cudist-slim.json";
+
+/// `cudist slim` arguments.
+#[derive(clap::Args, Debug)]
+pub struct SlimArgs {
+    /// ELF files, directories (an installed tree, an unpacked wheel) or wheels.
+    #[arg(value_name = "INPUT", required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// The GPUs to keep device code for: `8.6`, `sm_86`, `86`, `90a`, lists (`"7.5;8.6;9.0"`,
+    /// `75,86,90`), TORCH_CUDA_ARCH_LIST and CMAKE_CUDA_ARCHITECTURES spellings (`9.0+PTX`,
+    /// `90-virtual` keep that GPU's PTX too); repeatable.
+    #[arg(long, value_name = "SPEC", required = true)]
+    pub gpu: Vec<String>,
+    /// PTX to keep besides what a target runs: `newest` (per module, the PTX of the highest SM a
+    /// target could JIT from, so newer GPUs still run), `keep` (all) or `drop` (none).
+    #[arg(long, value_name = "POLICY", default_value = "newest", value_parser = parse_ptx)]
+    pub ptx: PtxPolicy,
+    /// Write the slimmed ELF file here (one ELF input only).
+    #[arg(short, long, value_name = "FILE", conflicts_with_all = ["wheel_dir", "in_place"])]
+    pub output: Option<PathBuf>,
+    /// Write slimmed wheels into this directory, under their own names.
+    #[arg(short = 'w', long, value_name = "DIR", conflicts_with = "in_place")]
+    pub wheel_dir: Option<PathBuf>,
+    /// Replace ELF files (given, or in a directory) in place, each atomically.
+    #[arg(long)]
+    pub in_place: bool,
+    /// A target nothing in a file runs on is no error: the file keeps only what other targets run.
+    #[arg(long)]
+    pub allow_empty: bool,
+    /// Say what would be removed and the bytes saved; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the report as JSON (schema cudist.slim/1).
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_ptx(s: &str) -> Result<PtxPolicy, String> {
+    match s {
+        "keep" => Ok(PtxPolicy::Keep),
+        "newest" => Ok(PtxPolicy::Newest),
+        "drop" => Ok(PtxPolicy::Drop),
+        _ => Err(format!("`{s}`: expected keep, newest or drop")),
+    }
+}
+
+/// The report of `cudist slim`.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct Report {
+    /// `cudist.slim/1`.
+    pub schema: String,
+    /// The cudist release that wrote it.
+    pub cudist_version: String,
+    /// The GPUs slimmed for, as SMs (`sm_86`).
+    pub targets: Vec<String>,
+    /// The PTX policy.
+    pub ptx: PtxPolicy,
+    /// Nothing was written.
+    pub dry_run: bool,
+    /// One entry per input.
+    pub inputs: Vec<InputReport>,
+}
+
+/// What slim did to one input.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct InputReport {
+    /// The input as given.
+    pub input: String,
+    /// `elf`, `directory` or `wheel`.
+    pub kind: String,
+    /// Where the result was written (`null` with `--dry-run`, or when nothing changed).
+    pub output: Option<String>,
+    /// The ELF files with device code, and what was kept and removed of each.
+    pub files: Vec<FileSlim>,
+    /// ELF files without `.nv_fatbin`, left as they were.
+    pub without_device_code: Vec<String>,
+    /// Bytes of device code removed (zero bytes in place of entries, the file sizes unchanged).
+    pub bytes_removed: u64,
+    /// For a wheel: its size before, and after (`null` with `--dry-run`).
+    pub wheel_bytes: Option<(u64, Option<u64>)>,
+}
+
+/// The targets of every `--gpu`, as GPUs: one per SM.
+fn parse_targets(specs: &[String]) -> Result<Vec<Target>> {
+    let mut out: Vec<Target> = Vec::new();
+    for spec in specs {
+        let list = targets::parse_list(spec)
+            .map_err(|e| anyhow::anyhow!("--gpu {spec:?}: {e}"))
+            .map_err(|e| errors::input(format!("{e:#}")))?;
+        out.extend(list);
+    }
+    if out.is_empty() {
+        return Err(errors::input("--gpu names no GPU"));
+    }
+    Ok(out)
+}
+
+/// Runs `cudist slim`.
+pub fn run(args: SlimArgs, _catalog: &Catalog) -> Result<ExitCode> {
+    let targets = parse_targets(&args.gpu)?;
+    let opts = Options {
+        targets: targets.clone(),
+        ptx: args.ptx,
+        allow_empty: args.allow_empty,
+    };
+    if args.output.is_some() && args.inputs.len() != 1 {
+        bail!(errors::input("-o names one output: give one ELF input"));
+    }
+    let mut names: Vec<String> = targets.iter().map(|t| format!("sm_{}", t.sm)).collect();
+    names.dedup();
+    let mut report = Report {
+        schema: SCHEMA.into(),
+        cudist_version: env!("CARGO_PKG_VERSION").into(),
+        targets: names,
+        ptx: args.ptx,
+        dry_run: args.dry_run,
+        inputs: Vec::new(),
+    };
+    // Every input is planned before anything is written: a bad input writes nothing.
+    let mut plans = Vec::new();
+    for input in &args.inputs {
+        let spinner = util::Spinner::start(format!("slimming {}", input.display()));
+        let plan = plan_input(input, &opts)?;
+        drop(spinner);
+        plans.push(plan);
+    }
+    for mut plan in plans {
+        if !args.dry_run {
+            let (output, bytes) = write(&plan, &args, &report)?;
+            plan.report.output = output;
+            if let Some((_, after)) = &mut plan.report.wheel_bytes {
+                *after = bytes;
+            }
+        }
+        report.inputs.push(plan.report);
+    }
+    if args.json {
+        util::print_json(&report)?;
+    } else {
+        util::emit(&render(&report));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One input, read and slimmed in memory.
+struct Plan {
+    input: PathBuf,
+    report: InputReport,
+    /// Changed ELF files: (path inside the input, or the input itself; new bytes).
+    changed: Vec<(String, Vec<u8>)>,
+}
+
+fn is_elf(head: &[u8]) -> bool {
+    head.starts_with(b"\x7fELF")
+}
+
+fn plan_input(input: &Path, opts: &Options) -> Result<Plan> {
+    let meta = std::fs::symlink_metadata(input)
+        .map_err(|e| errors::input(format!("cannot read {}: {e}", input.display())))?;
+    let mut report = InputReport {
+        input: input.display().to_string(),
+        kind: String::new(),
+        output: None,
+        files: Vec::new(),
+        without_device_code: Vec::new(),
+        bytes_removed: 0,
+        wheel_bytes: None,
+    };
+    let mut changed = Vec::new();
+    let mut one = |name: String, data: &[u8], report: &mut InputReport| -> Result<()> {
+        match slim_elf(&name, data, opts)? {
+            Some((bytes, f)) => {
+                report.bytes_removed += f.bytes_removed;
+                if f.bytes_removed > 0 {
+                    changed.push((name, bytes));
+                }
+                report.files.push(f);
+            }
+            None => report.without_device_code.push(name),
+        }
+        Ok(())
+    };
+    if meta.is_dir() {
+        report.kind = "directory".into();
+        for f in cudist_analysis::elf_files::loadable(input)? {
+            let data = cudist_fs::read_bounded(&f, cudist_fs::limits().unpacked)
+                .map_err(|e| errors::input(format!("{}: {e}", f.display())))?;
+            let rel = f
+                .strip_prefix(input)
+                .unwrap_or(&f)
+                .to_string_lossy()
+                .into_owned();
+            one(rel, &data, &mut report)?;
+        }
+    } else if input.extension().is_some_and(|e| e == "whl") {
+        report.kind = "wheel".into();
+        let wheel = cudist_wheel::Wheel::open(input)?;
+        report.wheel_bytes = Some((wheel.file_size(), None));
+        for m in wheel.members() {
+            if m.name.ends_with('/') || !is_elf(&wheel.read_prefix(m.index, 4)?) {
+                continue;
+            }
+            let data = wheel.read_member(m.index)?;
+            one(m.name.clone(), &data, &mut report)?;
+        }
+    } else if meta.is_file() {
+        report.kind = "elf".into();
+        let data = cudist_fs::read_bounded(input, cudist_fs::limits().unpacked)
+            .map_err(|e| errors::input(format!("{}: {e}", input.display())))?;
+        if !is_elf(&data) {
+            bail!(errors::input(format!(
+                "{}: not an ELF file, a wheel or a directory",
+                input.display()
+            )));
+        }
+        one(input.display().to_string(), &data, &mut report)?;
+    } else {
+        bail!(errors::input(format!(
+            "{}: not a regular file or a directory",
+            input.display()
+        )));
+    }
+    Ok(Plan {
+        input: input.to_path_buf(),
+        report,
+        changed,
+    })
+}
+
+/// Writes one input's result; returns where, and the size of a wheel written.
+fn write(plan: &Plan, args: &SlimArgs, report: &Report) -> Result<(Option<String>, Option<u64>)> {
+    let mode_of = |p: &Path| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p).ok().map(|m| m.permissions().mode())
+    };
+    match plan.report.kind.as_str() {
+        "elf" => {
+            let dest = match (&args.output, args.in_place) {
+                (Some(o), _) => o.clone(),
+                (None, true) => plan.input.clone(),
+                (None, false) => bail!(errors::input(
+                    "say where the result goes: -o FILE, or --in-place"
+                )),
+            };
+            let bytes = match plan.changed.first() {
+                Some((_, b)) => b.clone(),
+                None => std::fs::read(&plan.input)?,
+            };
+            cudist_fs::write_atomic(&dest, &bytes, mode_of(&plan.input))
+                .with_context(|| format!("cannot write {}", dest.display()))?;
+            Ok((Some(dest.display().to_string()), None))
+        }
+        "directory" => {
+            if !args.in_place {
+                bail!(errors::input(
+                    "a directory is slimmed in place: pass --in-place (copy it first to keep the original)"
+                ));
+            }
+            for (rel, bytes) in &plan.changed {
+                let p = plan.input.join(rel);
+                cudist_fs::write_atomic(&p, bytes, mode_of(&p))
+                    .with_context(|| format!("cannot write {}", p.display()))?;
+            }
+            Ok((Some(plan.input.display().to_string()), None))
+        }
+        _ => {
+            let Some(dir) = &args.wheel_dir else {
+                bail!(errors::input(
+                    "say where slimmed wheels go: -w DIR (a wheel is never changed in place)"
+                ));
+            };
+            std::fs::create_dir_all(dir)?;
+            let name = plan.input.file_name().context("a wheel has a file name")?;
+            let dest = dir.join(name);
+            if dest.exists()
+                && std::fs::canonicalize(&dest).ok() == std::fs::canonicalize(&plan.input).ok()
+            {
+                bail!(errors::input(format!(
+                    "{}: -w names the wheel's own directory; choose another",
+                    dest.display()
+                )));
+            }
+            let wheel = cudist_wheel::Wheel::open(&plan.input)?;
+            let dist_info = wheel.dist_info()?;
+            let mut rw = cudist_wheel::write::Rewrite::default();
+            for (name, bytes) in &plan.changed {
+                rw.replace.insert(name.clone(), bytes.clone());
+            }
+            let record = serde_json::to_vec_pretty(&serde_json::json!({
+                "schema": "cudist.slim-record/1",
+                "targets": report.targets,
+                "ptx": report.ptx,
+                "cudist_version": report.cudist_version,
+            }))?;
+            let member = format!("{dist_info}/{DIST_INFO_FILE}");
+            if wheel.members().iter().any(|m| m.name == member) {
+                rw.replace.insert(member, record);
+            } else {
+                rw.add.insert(member, (record, 0o644));
+            }
+            rw.check_copied = true;
+            let written = cudist_wheel::write::rewrite(&wheel, &rw, &dest)?;
+            Ok((
+                Some(written.path.display().to_string()),
+                Some(written.bytes),
+            ))
+        }
+    }
+}
+
+fn render(r: &Report) -> String {
+    let mut s = String::new();
+    for i in &r.inputs {
+        let kept: usize = i.files.iter().map(|f| f.kept.len()).sum();
+        let removed: usize = i.files.iter().map(|f| f.removed.len()).sum();
+        s.push_str(&format!(
+            "{}  ({}): {} {} of device code in {} entries, {} entries kept, for {}\n",
+            i.input,
+            i.kind,
+            if r.dry_run { "would remove" } else { "removed" },
+            human(i.bytes_removed),
+            removed,
+            kept,
+            r.targets.join(" ")
+        ));
+        for f in &i.files {
+            let mut kept: Vec<&str> = f.kept.iter().map(|e| e.arch.as_str()).collect();
+            kept.sort();
+            kept.dedup();
+            s.push_str(&format!(
+                "  {}: keeps {}; removes {} entries ({})\n",
+                f.path,
+                kept.join(" "),
+                f.removed.len(),
+                human(f.bytes_removed)
+            ));
+        }
+        if !i.without_device_code.is_empty() {
+            s.push_str(&format!(
+                "  {} ELF file(s) without device code, left as they were\n",
+                i.without_device_code.len()
+            ));
+        }
+        if let Some((before, Some(after))) = i.wheel_bytes {
+            s.push_str(&format!(
+                "  wheel: {} -> {} ({:.1}%)\n",
+                human(before),
+                human(after),
+                after as f64 * 100.0 / before.max(1) as f64
+            ));
+        }
+        if let Some(o) = &i.output {
+            s.push_str(&format!("  wrote {o}\n"));
+        }
+    }
+    s
+}
+
+fn human(b: u64) -> String {
+    cudist_analysis::human_bytes(b)
+}

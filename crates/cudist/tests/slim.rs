@@ -1,0 +1,302 @@
+//! `cudist slim` on the nvcc fixtures, checked against cuobjdump (what is listed, and every kept
+//! entry extracted byte for byte as from the original), eu-elflint, and doctor's judgement of the
+//! original for every SM in the catalog.
+
+mod common;
+use common::*;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::Value;
+
+/// The fixtures with a `.nv_fatbin`: plain, LZ4, zstd, uncompressed, arch-specific, concatenated
+/// and `-rdc` (whose `__nv_relfatbin` slim leaves alone).
+const FIXTURES: &[&str] = &[
+    "multi.so",
+    "lz4.so",
+    "zstd.so",
+    "nocompress.so",
+    "arch_specific.so",
+    "concat.so",
+    "rdc.so",
+];
+
+fn catalog_sms() -> Vec<u32> {
+    let o = cudist(&["catalog", "sm", "--json"]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["archs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["sm"].as_u64().unwrap() as u32)
+        .collect()
+}
+
+fn slim(args: &[&str]) -> (Option<i32>, Value) {
+    let mut all = vec!["slim", "--json"];
+    all.extend_from_slice(args);
+    let o = cudist(&all);
+    let v = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+    (o.status.code(), v)
+}
+
+/// Every file `cuobjdump -xelf all -xptx all` extracts, by content: content → count.
+fn extracted(cuobjdump: &Path, file: &Path, work: &Path) -> BTreeMap<Vec<u8>, usize> {
+    let dir = tempfile::tempdir_in(work).unwrap();
+    let o = std::process::Command::new(cuobjdump)
+        .args(["-xelf", "all", "-xptx", "all"])
+        .arg(file)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut out = BTreeMap::new();
+    for e in std::fs::read_dir(dir.path()).unwrap() {
+        *out.entry(std::fs::read(e.unwrap().path()).unwrap())
+            .or_insert(0) += 1;
+    }
+    out
+}
+
+fn listing(cuobjdump: &Path, file: &Path) -> Vec<String> {
+    let o = std::process::Command::new(cuobjdump)
+        .args(["--list-elf", "--list-ptx"])
+        .arg(file)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| l.starts_with("ELF file") || l.starts_with("PTX file"))
+        .map(|l| l.rsplit('.').nth(1).unwrap_or("").to_string())
+        .collect()
+}
+
+/// For every fixture and every SM of the catalog: slimmed to that SM, the file's listing holds
+/// exactly what the report keeps, each kept entry extracts byte-identical to the original's, the
+/// file stays the same size and passes eu-elflint, and doctor gives that GPU the same verdict on
+/// the slimmed file as on the original.
+#[test]
+fn every_target_gets_what_the_original_gave_it() {
+    let Some(cuobjdump) = tool_from_env("CUDIST_CUOBJDUMP") else {
+        return;
+    };
+    let elflint = tool_from_env("CUDIST_ELFLINT");
+    let work = tempfile::tempdir().unwrap();
+    let sms = catalog_sms();
+    assert!(sms.len() > 15, "{sms:?}");
+    let mut checked = 0;
+    for fx in FIXTURES {
+        let orig = fixtures().join(fx);
+        let orig_parts = extracted(&cuobjdump, &orig, work.path());
+        for &sm in &sms {
+            let out = work.path().join(format!("{sm}-{fx}"));
+            let (code, v) = slim(&[
+                orig.to_str().unwrap(),
+                "--gpu",
+                &sm.to_string(),
+                "--allow-empty",
+                "-o",
+                out.to_str().unwrap(),
+            ]);
+            assert_eq!(code, Some(0), "{fx} sm_{sm}: {v:#}");
+            let file = &v["inputs"][0]["files"][0];
+            assert_eq!(
+                std::fs::metadata(&out).unwrap().len(),
+                std::fs::metadata(&orig).unwrap().len()
+            );
+            // cuobjdump lists the kept cubins and PTX, no more.
+            let listed = listing(&cuobjdump, &out);
+            let kept_listed: usize = file["kept"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["kind"] == "cubin" || e["kind"] == "ptx")
+                .count();
+            let concat_images: usize = file["kept"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["kind"] == "concat")
+                .map(|e| e["arch"].as_str().unwrap().split('+').count())
+                .sum();
+            if *fx != "rdc.so" {
+                assert_eq!(
+                    listed.len(),
+                    kept_listed + concat_images,
+                    "{fx} sm_{sm}: {listed:?} {file:#}"
+                );
+            }
+            // Every entry extracted from the slimmed file is one of the original's, byte for byte.
+            if !listed.is_empty() {
+                for (bytes, n) in extracted(&cuobjdump, &out, work.path()) {
+                    assert!(
+                        orig_parts.get(&bytes).is_some_and(|m| *m >= n),
+                        "{fx} sm_{sm}: an extracted entry differs from the original's"
+                    );
+                }
+            }
+            if let Some(lint) = &elflint {
+                let o = std::process::Command::new(lint)
+                    .args(["--gnu-ld", "-q"])
+                    .arg(&out)
+                    .output()
+                    .unwrap();
+                assert!(
+                    o.status.success(),
+                    "{fx} sm_{sm}: {}",
+                    String::from_utf8_lossy(&o.stdout)
+                );
+            }
+            // doctor's answer for this GPU: the same on both files.
+            let host = write_profile(
+                &work.path().join(format!("host-{sm}.json")),
+                &serde_json::json!({"name": "box", "driver": "999.99", "driver_cuda": "13.5",
+                    "gpus": [{"name": "GPU", "sm": sm}]}),
+            );
+            let gpu = |f: &Path| {
+                let (_, v) = doctor_on_profile(&host, f);
+                let g = &v["files"][0]["gpus"][0];
+                (g["status"].clone(), g["detail"].clone())
+            };
+            let (before, after) = (gpu(&orig), gpu(&out));
+            // Nothing ran there before; with --allow-empty the slimmed file may keep no device
+            // code at all, and then doctor has no GPU line for it.
+            if before.0 == "no-kernel-image" && after.0.is_null() {
+                assert!(file["kept"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|e| e["kind"] != "cubin" && e["kind"] != "ptx"));
+                checked += 1;
+                continue;
+            }
+            assert_eq!(before.0, after.0, "{fx} sm_{sm}");
+            if before.0 == "cubin" || before.0 == "jit" {
+                assert_eq!(before.1, after.1, "{fx} sm_{sm}");
+            }
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, FIXTURES.len() * sms.len());
+}
+
+/// The slimmed library still loads (dlopen through Python's ctypes, with its CUDA runtime on the
+/// search path); `__nv_relfatbin` is left alone; a target nothing runs on is an error naming the
+/// file, and nothing is written; a file without device code is reported and left as it was.
+#[test]
+fn loads_leaves_relocatable_code_and_refuses_empty_targets() {
+    let work = tempfile::tempdir().unwrap();
+    let dev = fixtures();
+    // rdc.so: .nv_fatbin slimmed, __nv_relfatbin byte-identical.
+    let out = work.path().join("rdc.so");
+    let (code, v) = slim(&[
+        dev.join("rdc.so").to_str().unwrap(),
+        "--gpu",
+        "9.0",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{v:#}");
+    let section = |f: &Path, name: &str| {
+        let data = std::fs::read(f).unwrap();
+        let o = std::process::Command::new("readelf")
+            .args(["-SW"])
+            .arg(f)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&o.stdout).to_string();
+        let line = text.lines().find(|l| l.contains(name)).unwrap().to_string();
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        let i = cols.iter().position(|c| *c == name).unwrap();
+        let off = usize::from_str_radix(cols[i + 3], 16).unwrap();
+        let size = usize::from_str_radix(cols[i + 4], 16).unwrap();
+        data[off..off + size].to_vec()
+    };
+    assert_eq!(
+        section(&dev.join("rdc.so"), "__nv_relfatbin"),
+        section(&out, "__nv_relfatbin")
+    );
+    assert_ne!(
+        section(&dev.join("rdc.so"), ".nv_fatbin"),
+        section(&out, ".nv_fatbin")
+    );
+    // Loads: the slimmed multi.so, with libcudart.so.13 from the CUDA wheels when they are here.
+    if let Some(tk) = tool_from_env("CUDIST_TK_CU13") {
+        let m = work.path().join("multi.so");
+        let (code, _) = slim(&[
+            dev.join("multi.so").to_str().unwrap(),
+            "--gpu",
+            "90",
+            "-o",
+            m.to_str().unwrap(),
+        ]);
+        assert_eq!(code, Some(0));
+        let lib = std::fs::read_dir(tk.join("lib"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path().join("site-packages/nvidia/cu13/lib"))
+            .find(|p| p.join("libcudart.so.13").exists())
+            .expect("libcudart.so.13 in the CUDA 13 wheels");
+        let o = std::process::Command::new("python3")
+            .args([
+                "-c",
+                &format!("import ctypes; ctypes.CDLL({:?})", m.display().to_string()),
+            ])
+            .env("LD_LIBRARY_PATH", &lib)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    // sm_75: nothing in multi.so runs there: exit 1, the file and target named, nothing written.
+    let none = work.path().join("none.so");
+    let o = cudist(&[
+        "slim",
+        dev.join("multi.so").to_str().unwrap(),
+        "--gpu",
+        "7.5",
+        "-o",
+        none.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains("multi.so: nothing in it runs on sm_75 (it has compute_90, sm_80, sm_90)"),
+        "{err}"
+    );
+    assert!(!none.exists());
+    // A host-only library: reported, copied unchanged.
+    let host = work.path().join("hostonly.so");
+    let (code, v) = slim(&[
+        dev.join("hostonly.so").to_str().unwrap(),
+        "--gpu",
+        "90",
+        "-o",
+        host.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        v["inputs"][0]["without_device_code"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        std::fs::read(&host).unwrap(),
+        std::fs::read(dev.join("hostonly.so")).unwrap()
+    );
+    // Not an ELF file: exit 3, nothing written.
+    let junk = work.path().join("junk.so");
+    std::fs::write(&junk, b"not elf").unwrap();
+    let o = cudist(&[
+        "slim",
+        junk.to_str().unwrap(),
+        "--gpu",
+        "90",
+        "-o",
+        work.path().join("junk-out.so").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(!work.path().join("junk-out.so").exists());
+}
