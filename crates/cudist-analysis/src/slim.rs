@@ -243,13 +243,13 @@ pub fn select(entries: &[Entry], opts: &Options) -> (Vec<bool>, Vec<String>) {
     (keep, nothing)
 }
 
-/// Slims one ELF file: `Ok(None)` when it has no `.nv_fatbin` (nothing to do), else the new bytes
-/// (the same length) and what was done.
+/// Slims one ELF file in place: `Ok(None)` when it has no `.nv_fatbin` entries (nothing to do),
+/// else what was done. `data` keeps its length; on an error it is left as it was.
 pub fn slim_elf(
     path: &str,
-    data: &[u8],
+    data: &mut [u8],
     opts: &Options,
-) -> Result<Option<(Vec<u8>, FileSlim)>, SlimError> {
+) -> Result<Option<FileSlim>, SlimError> {
     let elf = ElfFile::parse(data).map_err(|source| SlimError::Elf {
         path: path.to_string(),
         source,
@@ -267,6 +267,7 @@ pub fn slim_elf(
             path: path.to_string(),
             source,
         })?;
+    let range = section.offset as usize..section.offset as usize + bytes.len();
     let fatbin_err = |source| SlimError::Fatbin {
         path: path.to_string(),
         source,
@@ -288,29 +289,25 @@ pub fn slim_elf(
             has: has.into_iter().collect::<Vec<_>>().join(", "),
         });
     }
-    let offsets: Vec<usize> = entries.iter().map(|e| e.offset).collect();
-    let (new_section, bytes_removed) =
-        cudist_fatbin::rewrite_section(bytes, SectionKind::NvFatbin, &|e: &Entry| {
-            offsets
-                .iter()
-                .position(|o| *o == e.offset)
-                .is_some_and(|i| keep[i])
+    let kept_at: std::collections::HashSet<usize> = entries
+        .iter()
+        .zip(&keep)
+        .filter(|(_, k)| **k)
+        .map(|(e, _)| e.offset)
+        .collect();
+    let bytes_removed =
+        cudist_fatbin::rewrite_section(&mut data[range], SectionKind::NvFatbin, &|e: &Entry| {
+            kept_at.contains(&e.offset)
         })
         .map_err(fatbin_err)?;
-    let mut out = data.to_vec();
-    let start = section.offset as usize;
-    out[start..start + new_section.len()].copy_from_slice(&new_section);
     let (kept, removed): (Vec<_>, Vec<_>) = entries.iter().zip(&keep).partition(|(_, k)| **k);
-    Ok(Some((
-        out,
-        FileSlim {
-            path: path.to_string(),
-            kept: kept.into_iter().map(|(e, _)| entry_name(e)).collect(),
-            removed: removed.into_iter().map(|(e, _)| entry_name(e)).collect(),
-            bytes_removed,
-            nothing_for,
-        },
-    )))
+    Ok(Some(FileSlim {
+        path: path.to_string(),
+        kept: kept.into_iter().map(|(e, _)| entry_name(e)).collect(),
+        removed: removed.into_iter().map(|(e, _)| entry_name(e)).collect(),
+        bytes_removed,
+        nothing_for,
+    }))
 }
 
 #[cfg(test)]

@@ -402,23 +402,23 @@ fn walk(data: &[u8], section: SectionKind) -> Result<(Vec<Container>, Vec<Entry>
     Ok((containers, entries))
 }
 
-/// A section with only the entries `keep` accepts, the same length as the original, every
-/// container where it was. The runtime finds each container through the address in its
-/// `__fatBinC_Wrapper_t` (`.nvFatBinSegment`, relocated), never by walking the section, so a
+/// Rewrites a section in place to hold only the entries `keep` accepts, every container where it
+/// was and the section the same length. The runtime finds each container through the address in
+/// its `__fatBinC_Wrapper_t` (`.nvFatBinSegment`, relocated), never by walking the section, so a
 /// container must not move; within one, entries are read one after the other up to `fat_size`.
 /// The kept entries are therefore packed, byte for byte, at the start of their container, its
 /// `fat_size` shrinks to them, and the bytes they no longer cover are zero (which the section walk
-/// skips, and which compress to nearly nothing in a wheel). Returns the new section and the bytes
-/// of entries removed.
+/// skips, and which compress to nearly nothing in a wheel). The section is parsed whole before
+/// any byte changes: a malformed one is an error and left as it was. Returns the bytes of entries
+/// removed.
 ///
 /// Hand-written: the layout is the one [`parse_section`] reads; nothing else knows it.
 pub fn rewrite_section(
-    data: &[u8],
+    data: &mut [u8],
     section: SectionKind,
     keep: &dyn Fn(&Entry) -> bool,
-) -> Result<(Vec<u8>, u64), FatbinError> {
+) -> Result<u64, FatbinError> {
     let (containers, entries) = walk(data, section)?;
-    let mut out = data.to_vec();
     let mut removed = 0u64;
     for (ci, c) in containers.iter().enumerate() {
         let start = c.offset + c.header_size;
@@ -427,19 +427,21 @@ pub fn rewrite_section(
         for e in entries.iter().filter(|e| e.container == ci) {
             let size = e.stored_size() as usize;
             if keep(e) {
-                out.copy_within(e.offset..e.offset + size, at);
+                // Kept entries only move toward the container's start, in order: a source is
+                // never overwritten before it is copied.
+                data.copy_within(e.offset..e.offset + size, at);
                 at += size;
             } else {
                 removed += size as u64;
             }
         }
-        // The zero fill the walk skips after the last entry (kept as it was) goes too: `fat_size`
-        // covers the kept entries exactly.
-        out[at..end].fill(0);
+        // The zero fill the walk skips after the last entry goes too: `fat_size` covers the kept
+        // entries exactly.
+        data[at..end].fill(0);
         let fat = (at - start) as u64;
-        out[c.offset + 8..c.offset + 16].copy_from_slice(&fat.to_le_bytes());
+        data[c.offset + 8..c.offset + 16].copy_from_slice(&fat.to_le_bytes());
     }
-    Ok((out, removed))
+    Ok(removed)
 }
 
 fn parse_entries(

@@ -38,7 +38,7 @@ impl Compression {
 }
 
 /// What happens to a wheel.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Rewrite {
     /// Members whose content changes: name → new bytes.
     pub replace: HashMap<String, Vec<u8>>,
@@ -57,7 +57,17 @@ pub struct Rewrite {
     /// Members the caller has already read whole through this crate (whose CRC was checked as
     /// they were read): not inflated again.
     pub already_checked: std::collections::HashSet<String>,
+    /// Members rewritten by [`Rewrite::transform`] as they are written, one at a time: read,
+    /// changed in place, compressed into the output. Memory stays near the largest such member,
+    /// where [`Rewrite::replace`] holds every new member at once.
+    pub transform_members: std::collections::BTreeSet<String>,
+    /// The change for `transform_members`: gets the member's name and bytes, changes the bytes;
+    /// an error stops the rewrite (and nothing is written).
+    pub transform: Option<Transform>,
 }
+
+/// A change applied to a member's bytes as it is written ([`Rewrite::transform`]).
+pub type Transform = Box<dyn Fn(&str, &mut Vec<u8>) -> Result<(), String> + Sync>;
 
 /// What was written.
 #[derive(Debug)]
@@ -272,6 +282,7 @@ fn write_into(
             .with_max_len(1)
             .filter(|m| !m.is_dir && m.name != record_name && !rw.remove.contains(&m.name))
             .filter(|m| !rw.replace.contains_key(&m.name) && m.name != metadata_name)
+            .filter(|m| !rw.transform_members.contains(&m.name))
             .filter(|m| !rw.already_checked.contains(&m.name))
             .try_for_each(|m| wheel.check_member(m.index))?;
     }
@@ -289,6 +300,22 @@ fn write_into(
         }
         let mode = f.unix_mode().unwrap_or(0o644);
         drop(f);
+        if let (Some(transform), true) = (&rw.transform, rw.transform_members.contains(&m.name)) {
+            // Read whole (its CRC checked), changed in place, deflated straight into the output.
+            let mut bytes = wheel.read_member(m.index)?;
+            transform(&m.name, &mut bytes)
+                .map_err(|e| WheelError::Layout(format!("{}: {e}", m.name)))?;
+            let opts = SimpleFileOptions::default()
+                .compression_method(CompressionMethod::Deflated)
+                .compression_level(Some(rw.compression.level()))
+                .last_modified_time(time)
+                .unix_permissions(mode)
+                .large_file(bytes.len() as u64 >= u32::MAX as u64);
+            zw.start_file(m.name.as_str(), opts).map_err(zip_err)?;
+            zw.write_all(&bytes).map_err(io)?;
+            records.push(row(&m.name, &bytes));
+            continue;
+        }
         if let (Some(zipped), Some(bytes)) = (compressed.get(&m.name), rw.replace.get(&m.name)) {
             let mut one = ZipArchive::new(Cursor::new(zipped.as_slice())).map_err(zip_err)?;
             zw.raw_copy_file(one.by_index_raw(0).map_err(zip_err)?)

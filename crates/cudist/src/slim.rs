@@ -146,7 +146,7 @@ pub fn run(args: SlimArgs, _catalog: &Catalog) -> Result<ExitCode> {
     }
     for mut plan in plans {
         if !args.dry_run {
-            let (output, bytes) = write(&plan, &args, &report)?;
+            let (output, bytes) = write(&plan, &args, &opts, &report)?;
             plan.report.output = output;
             if let Some((_, after)) = &mut plan.report.wheel_bytes {
                 *after = bytes;
@@ -162,16 +162,26 @@ pub fn run(args: SlimArgs, _catalog: &Catalog) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// One input, read and slimmed in memory.
+/// One input, planned: what slim would do, and which of its ELF files change. Nothing is held
+/// in memory: the write reads and slims each changed file again, one at a time.
 struct Plan {
     input: PathBuf,
     report: InputReport,
-    /// Changed ELF files: (path inside the input, or the input itself; new bytes).
-    changed: Vec<(String, Vec<u8>)>,
+    /// The changed ELF files: paths inside the input (a directory's, a wheel's members), or the
+    /// input itself.
+    changed: Vec<String>,
+    /// A wheel's members read whole while planning (their CRC checked then): not inflated again
+    /// to check them when they are copied.
+    checked: Vec<String>,
 }
 
 fn is_elf(head: &[u8]) -> bool {
     head.starts_with(b"\x7fELF")
+}
+
+fn read_file(path: &Path) -> Result<Vec<u8>> {
+    cudist_fs::read_bounded(path, cudist_fs::limits().unpacked)
+        .map_err(|e| errors::input(format!("{}: {e}", path.display())))
 }
 
 fn plan_input(input: &Path, opts: &Options) -> Result<Plan> {
@@ -187,53 +197,83 @@ fn plan_input(input: &Path, opts: &Options) -> Result<Plan> {
         wheel_bytes: None,
     };
     let mut changed = Vec::new();
-    let mut one = |name: String, data: &[u8], report: &mut InputReport| -> Result<()> {
-        match slim_elf(&name, data, opts)? {
-            Some((bytes, f)) => {
+    let mut checked = Vec::new();
+    // What slimming a file does, into the report.
+    let mut record =
+        |name: String, slimmed: Option<FileSlim>, report: &mut InputReport| match slimmed {
+            Some(f) => {
                 report.bytes_removed += f.bytes_removed;
                 if f.bytes_removed > 0 {
-                    changed.push((name, bytes));
+                    changed.push(name);
                 }
                 report.files.push(f);
             }
             None => report.without_device_code.push(name),
-        }
+        };
+    // Slims a copy of one file, to see what changes; the copy is dropped.
+    let mut one = |name: String, mut data: Vec<u8>, report: &mut InputReport| -> Result<()> {
+        let r = slim_elf(&name, &mut data, opts)?;
+        record(name, r, report);
         Ok(())
     };
     if meta.is_dir() {
         report.kind = "directory".into();
         for f in cudist_analysis::elf_files::loadable(input)? {
-            let data = cudist_fs::read_bounded(&f, cudist_fs::limits().unpacked)
-                .map_err(|e| errors::input(format!("{}: {e}", f.display())))?;
             let rel = f
                 .strip_prefix(input)
                 .unwrap_or(&f)
                 .to_string_lossy()
                 .into_owned();
-            one(rel, &data, &mut report)?;
+            one(rel, read_file(&f)?, &mut report)?;
         }
     } else if input.extension().is_some_and(|e| e == "whl") {
         report.kind = "wheel".into();
         let wheel = cudist_wheel::Wheel::open(input)?;
         report.wheel_bytes = Some((wheel.file_size(), None));
+        let mut elfs = Vec::new();
         for m in wheel.members() {
-            if m.name.ends_with('/') || !is_elf(&wheel.read_prefix(m.index, 4)?) {
-                continue;
+            if !m.is_dir && is_elf(&wheel.read_prefix(m.index, 4)?) {
+                elfs.push(m);
             }
-            let data = wheel.read_member(m.index)?;
-            one(m.name.clone(), &data, &mut report)?;
+        }
+        // Members up to SMALL are planned on all cores, larger ones one at a time: memory stays
+        // within the largest member and the small ones in flight.
+        const SMALL: u64 = 16 << 20;
+        use rayon::prelude::*;
+        let small: Vec<(String, Result<Option<FileSlim>>)> = elfs
+            .par_iter()
+            .filter(|m| m.size <= SMALL)
+            .map(|m| {
+                let r = wheel
+                    .read_member(m.index)
+                    .map_err(anyhow::Error::from)
+                    .and_then(|mut d| slim_elf(&m.name, &mut d, opts).map_err(anyhow::Error::from));
+                (m.name.clone(), r)
+            })
+            .collect();
+        let mut results: std::collections::HashMap<String, Result<Option<FileSlim>>> =
+            small.into_iter().collect();
+        for m in &elfs {
+            let r = match results.remove(&m.name) {
+                Some(r) => r,
+                None => wheel
+                    .read_member(m.index)
+                    .map_err(anyhow::Error::from)
+                    .and_then(|mut d| slim_elf(&m.name, &mut d, opts).map_err(anyhow::Error::from)),
+            };
+            record(m.name.clone(), r?, &mut report);
+            checked.push(m.name.clone());
         }
     } else if meta.is_file() {
         report.kind = "elf".into();
-        let data = cudist_fs::read_bounded(input, cudist_fs::limits().unpacked)
-            .map_err(|e| errors::input(format!("{}: {e}", input.display())))?;
+        let data = read_file(input)?;
         if !is_elf(&data) {
             bail!(errors::input(format!(
                 "{}: not an ELF file, a wheel or a directory",
                 input.display()
             )));
         }
-        one(input.display().to_string(), &data, &mut report)?;
+        one(input.display().to_string(), data, &mut report)?;
     } else {
         bail!(errors::input(format!(
             "{}: not a regular file or a directory",
@@ -244,31 +284,42 @@ fn plan_input(input: &Path, opts: &Options) -> Result<Plan> {
         input: input.to_path_buf(),
         report,
         changed,
+        checked,
     })
 }
 
 /// Writes one input's result; returns where, and the size of a wheel written.
-fn write(plan: &Plan, args: &SlimArgs, report: &Report) -> Result<(Option<String>, Option<u64>)> {
-    let mode_of = |p: &Path| {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::metadata(p).ok().map(|m| m.permissions().mode())
+fn write(
+    plan: &Plan,
+    args: &SlimArgs,
+    opts: &Options,
+    report: &Report,
+) -> Result<(Option<String>, Option<u64>)> {
+    let slimmed = |name: &str, mut data: Vec<u8>| -> Result<Vec<u8>> {
+        slim_elf(name, &mut data, opts)?;
+        Ok(data)
     };
     match plan.report.kind.as_str() {
         "elf" => {
-            let dest = match (&args.output, args.in_place) {
-                (Some(o), _) => o.clone(),
-                (None, true) => plan.input.clone(),
+            let data = slimmed(&plan.report.input, read_file(&plan.input)?)?;
+            match (&args.output, args.in_place) {
+                (Some(o), _) => {
+                    use std::os::unix::fs::PermissionsExt;
+                    let mode = std::fs::metadata(&plan.input)?.permissions().mode();
+                    cudist_fs::write_atomic(o, &data, Some(mode & 0o777))
+                        .with_context(|| format!("cannot write {}", o.display()))?;
+                    Ok((Some(o.display().to_string()), None))
+                }
+                (None, true) => {
+                    let mut batch = cudist_fs::write::Batch::new();
+                    batch.stage(&plan.input, &data)?;
+                    batch.commit()?;
+                    Ok((Some(plan.input.display().to_string()), None))
+                }
                 (None, false) => bail!(errors::input(
                     "say where the result goes: -o FILE, or --in-place"
                 )),
-            };
-            let bytes = match plan.changed.first() {
-                Some((_, b)) => b.clone(),
-                None => std::fs::read(&plan.input)?,
-            };
-            cudist_fs::write_atomic(&dest, &bytes, mode_of(&plan.input))
-                .with_context(|| format!("cannot write {}", dest.display()))?;
-            Ok((Some(dest.display().to_string()), None))
+            }
         }
         "directory" => {
             if !args.in_place {
@@ -276,11 +327,13 @@ fn write(plan: &Plan, args: &SlimArgs, report: &Report) -> Result<(Option<String
                     "a directory is slimmed in place: pass --in-place (copy it first to keep the original)"
                 ));
             }
-            for (rel, bytes) in &plan.changed {
+            // All files or none: each is staged beside itself, then all are renamed into place.
+            let mut batch = cudist_fs::write::Batch::new();
+            for rel in &plan.changed {
                 let p = plan.input.join(rel);
-                cudist_fs::write_atomic(&p, bytes, mode_of(&p))
-                    .with_context(|| format!("cannot write {}", p.display()))?;
+                batch.stage(&p, &slimmed(rel, read_file(&p)?)?)?;
             }
+            batch.commit()?;
             Ok((Some(plan.input.display().to_string()), None))
         }
         _ => {
@@ -302,10 +355,20 @@ fn write(plan: &Plan, args: &SlimArgs, report: &Report) -> Result<(Option<String
             }
             let wheel = cudist_wheel::Wheel::open(&plan.input)?;
             let dist_info = wheel.dist_info()?;
-            let mut rw = cudist_wheel::write::Rewrite::default();
-            for (name, bytes) in &plan.changed {
-                rw.replace.insert(name.clone(), bytes.clone());
-            }
+            let slim_opts = opts.clone();
+            // Each changed member is read, slimmed and deflated into the output one at a time;
+            // the ELF members read while planning are not inflated again to check them.
+            let mut rw = cudist_wheel::write::Rewrite {
+                transform_members: plan.changed.iter().cloned().collect(),
+                transform: Some(Box::new(move |name: &str, data: &mut Vec<u8>| {
+                    slim_elf(name, data, &slim_opts)
+                        .map(|_| ())
+                        .map_err(|e| cudist_analysis::error::message(&e))
+                })),
+                check_copied: true,
+                already_checked: plan.checked.iter().cloned().collect(),
+                ..Default::default()
+            };
             let record = serde_json::to_vec_pretty(&serde_json::json!({
                 "schema": "cudist.slim-record/1",
                 "targets": report.targets,
@@ -318,7 +381,6 @@ fn write(plan: &Plan, args: &SlimArgs, report: &Report) -> Result<(Option<String
             } else {
                 rw.add.insert(member, (record, 0o644));
             }
-            rw.check_copied = true;
             let written = cudist_wheel::write::rewrite(&wheel, &rw, &dest)?;
             Ok((
                 Some(written.path.display().to_string()),

@@ -286,6 +286,55 @@ fn loads_leaves_relocatable_code_and_refuses_empty_targets() {
         std::fs::read(&host).unwrap(),
         std::fs::read(dev.join("hostonly.so")).unwrap()
     );
+    // A tree, in place: the file with device code changes, the host-only one does not.
+    let tree = work.path().join("tree/lib");
+    std::fs::create_dir_all(&tree).unwrap();
+    std::fs::copy(dev.join("multi.so"), tree.join("libk.so")).unwrap();
+    std::fs::copy(dev.join("hostonly.so"), tree.join("libh.so")).unwrap();
+    let o = cudist(&[
+        "slim",
+        work.path().join("tree").to_str().unwrap(),
+        "--gpu",
+        "90",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "a directory needs --in-place: {}",
+        stderr(&o)
+    );
+    let (code, v) = slim(&[
+        work.path().join("tree").to_str().unwrap(),
+        "--gpu",
+        "90",
+        "--in-place",
+    ]);
+    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(v["inputs"][0]["files"][0]["path"], "lib/libk.so");
+    assert_eq!(v["inputs"][0]["without_device_code"][0], "lib/libh.so");
+    assert_eq!(
+        std::fs::read(tree.join("libh.so")).unwrap(),
+        std::fs::read(dev.join("hostonly.so")).unwrap()
+    );
+    assert_eq!(
+        std::fs::read(tree.join("libk.so")).unwrap(),
+        std::fs::read(work.path().join("multi.so")).unwrap_or_else(|_| {
+            // Without the CUDA 13 wheels the slimmed multi.so above was not written: make it.
+            let m = work.path().join("multi.so");
+            assert_eq!(
+                slim(&[
+                    dev.join("multi.so").to_str().unwrap(),
+                    "--gpu",
+                    "90",
+                    "-o",
+                    m.to_str().unwrap()
+                ])
+                .0,
+                Some(0)
+            );
+            std::fs::read(m).unwrap()
+        })
+    );
     // Not an ELF file: exit 3, nothing written.
     let junk = work.path().join("junk.so");
     std::fs::write(&junk, b"not elf").unwrap();
@@ -299,4 +348,114 @@ fn loads_leaves_relocatable_code_and_refuses_empty_targets() {
     ]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert!(!work.path().join("junk-out.so").exists());
+}
+
+/// cupy-cuda12x 14.2.0's wheel slimmed to `8.6;9.0+PTX`: every RECORD row matches its member,
+/// the wheel records its targets, inspect sees only sm_86 and sm_90 cubins, and pip installs it
+/// into a venv where `import cupy` loads the same extension modules as the original's does.
+#[test]
+fn the_cupy_wheel_slimmed_installs_and_imports_like_the_original() {
+    let (Some(wheels), Some(deps)) = (
+        tool_from_env("CUDIST_REAL_WHEELS"),
+        tool_from_env("CUDIST_CUPY_DEPS"),
+    ) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let orig = find_wheel(&wheels, "cupy_cuda12x-14.2.0");
+    let out = work.path().join("slim");
+    let (code, v) = slim(&[
+        orig.to_str().unwrap(),
+        "--gpu",
+        "8.6;9.0+PTX",
+        "-w",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{v:#}");
+    let slimmed = out.join(orig.file_name().unwrap());
+    let (before, after) = (
+        std::fs::metadata(&orig).unwrap().len(),
+        std::fs::metadata(&slimmed).unwrap().len(),
+    );
+    assert_eq!(v["inputs"][0]["wheel_bytes"][1], after);
+    assert!(after * 2 < before, "{before} -> {after}");
+    // RECORD, checked by Python's zipfile and hashlib; the targets in dist-info.
+    python(
+        "import base64, csv, hashlib, io, json, sys, zipfile\n\
+         z = zipfile.ZipFile(sys.argv[1])\n\
+         rec = [n for n in z.namelist() if n.endswith('.dist-info/RECORD')][0]\n\
+         rows = list(csv.reader(io.TextIOWrapper(z.open(rec))))\n\
+         assert len(rows) == len([n for n in z.namelist() if not n.endswith('/')]), len(rows)\n\
+         for path, h, size in rows:\n\
+         \x20   if path == rec: continue\n\
+         \x20   data = z.read(path)\n\
+         \x20   d = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()\n\
+         \x20   assert h == 'sha256=' + d and int(size) == len(data), path\n\
+         info = json.loads(z.read(rec.replace('RECORD', 'cudist-slim.json')))\n\
+         assert info['targets'] == ['sm_86', 'sm_90'], info\n",
+        &[slimmed.to_str().unwrap()],
+    );
+    // inspect: only the kept SMs.
+    let r = inspect_json(&[slimmed.to_str().unwrap()], 0);
+    let native: Vec<&str> = r["artifacts"][0]["device"]["native_sms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        native,
+        vec!["sm_86", "sm_90"],
+        "{:#}",
+        r["artifacts"][0]["device"]
+    );
+    // Installed beside numpy and cuda-pathfinder, the slimmed and the original import alike.
+    let modules_loaded = |wheel: &Path, name: &str| -> Vec<String> {
+        let venv = work.path().join(name);
+        ok(
+            &std::process::Command::new("python3")
+                .args(["-m", "venv", "--without-pip"])
+                .arg(&venv)
+                .output()
+                .unwrap(),
+            "venv",
+        );
+        let python = venv.join("bin/python");
+        ok(
+            &std::process::Command::new("python3")
+                .args(["-m", "pip", "--python"])
+                .arg(&python)
+                .args([
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                    "--no-index",
+                    "--no-deps",
+                    "--find-links",
+                ])
+                .arg(&deps)
+                .arg(wheel)
+                .args(["numpy", "cuda-pathfinder"])
+                .output()
+                .unwrap(),
+            "pip install",
+        );
+        let o = std::process::Command::new(&python)
+            .args([
+                "-c",
+                "import cupy\nfor l in open('/proc/self/maps'):\n    p = l.split()[-1]\n    if p.endswith('.so') and '/site-packages/cupy' in p: print(p.split('site-packages/')[1])",
+            ])
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap();
+        ok(&o, "import cupy");
+        let mut v: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let a = modules_loaded(&orig, "orig");
+    let b = modules_loaded(&slimmed, "slim");
+    assert!(a.len() > 40, "{a:?}");
+    assert_eq!(a, b);
 }

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# bench/slim.sh — benchmark `cudist slim` (issue 14) on cupy-cuda12x 14.2.0's wheel, against
+# `unzip -t` of the same wheel (reading every member once) and `cudist repair` of it (the other
+# command that rewrites a wheel).
+#
+# Measures, in one run so that the ratios compare like with like:
+#   1. wall time, 1 warm-up + $RUNS runs, median and min (a Python loop timing each process):
+#      `cudist slim W --gpu 90 -w OUT`, `unzip -tq W`, `cudist repair W -w OUT2`;
+#   2. peak RSS of each (/usr/bin/time -f %M), one extra run; slim's bound is the largest member
+#      + 64 MiB (it reads, slims and deflates one changed member at a time);
+#   3. the wheel's size before and after, and the installed size (the members' uncompressed
+#      bytes) before and after: slim zeroes removed entries in place, so the installed size is
+#      unchanged and only the wheel shrinks.
+# Usage: bench/slim.sh [--append]   (--append adds the section to BENCHMARKS.md)
+# Environment: CUDIST_CACHE (default <repo>/.cache; the wheel is $CACHE/wheels/<name>, downloaded
+# pinned when missing), CUDIST_BIN (skip the build), RUNS (default 5).
+set -euo pipefail
+shopt -s inherit_errexit
+
+WHEEL_SPEC=cupy-cuda12x==14.2.0
+WHEEL_NAME=cupy_cuda12x-14.2.0-cp311-cp311-manylinux2014_x86_64.whl
+RUNS=${RUNS:-5}
+APPEND=0
+case "${1:-}" in --append) APPEND=1 ;; "") ;; *) echo "usage: $0 [--append]" >&2; exit 2 ;; esac
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=${CUDIST_CACHE:-$REPO/.cache}
+CACHE=$(mkdir -p "$CACHE" && cd "$CACHE" && pwd)
+WORK=$CACHE/bench-slim
+rm -rf "$WORK" && mkdir -p "$WORK" "$CACHE/wheels"
+# shellcheck source=bench/lib.sh
+source "$REPO/bench/lib.sh"
+WHEEL=$CACHE/wheels/$WHEEL_NAME
+if [[ ! -f $WHEEL ]]; then
+  log "pip download $WHEEL_SPEC"
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 \
+    --platform manylinux2014_x86_64 -d "$CACHE/wheels" "$WHEEL_SPEC"
+fi
+use_cudist
+machine_facts
+TIMER="Python loop (time.perf_counter around each process)"
+
+# timeit NAME CMD... -> "median min" in seconds; the output directory is emptied before every run.
+timeit() {
+  local name=$1; shift
+  python3 - "$RUNS" "$WORK/out" "$@" <<'EOF'
+import shutil, statistics, subprocess, sys, time
+runs, out, cmd = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+times = []
+for i in range(runs + 1):
+    shutil.rmtree(out, ignore_errors=True)
+    t = time.perf_counter()
+    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    d = time.perf_counter() - t
+    if r.returncode != 0:
+        sys.exit(f"{cmd}: exit {r.returncode}")
+    if i:
+        times.append(d)
+print("%.3f %.3f" % (statistics.median(times), min(times)))
+EOF
+}
+rss() {  # rss CMD... -> peak RSS in MiB
+  rm -rf "$WORK/out"
+  /usr/bin/time -f %M -o "$WORK/rss" "$@" > /dev/null 2>&1
+  awk '{ printf "%.0f", $1 / 1024 }' "$WORK/rss"
+}
+
+SLIM=("$CUDIST" slim -q "$WHEEL" --gpu 90 -w "$WORK/out")
+UNZIP=(unzip -tq "$WHEEL")
+REPAIR=("$CUDIST" repair -q "$WHEEL" -w "$WORK/out")
+log "timing slim, unzip -t, repair ($RUNS runs each)"
+read -r SLIM_MED SLIM_MIN < <(timeit slim "${SLIM[@]}")
+read -r UNZIP_MED UNZIP_MIN < <(timeit unzip "${UNZIP[@]}")
+read -r REPAIR_MED REPAIR_MIN < <(timeit repair "${REPAIR[@]}")
+SLIM_RSS=$(rss "${SLIM[@]}")
+UNZIP_RSS=$(rss "${UNZIP[@]}")
+REPAIR_RSS=$(rss "${REPAIR[@]}")
+rm -rf "$WORK/out"
+"${SLIM[@]}"
+OUT=$WORK/out/$WHEEL_NAME
+read -r BEFORE AFTER INST_BEFORE INST_AFTER LARGEST < <(python3 - "$WHEEL" "$OUT" <<'EOF'
+import os, sys, zipfile
+a, b = sys.argv[1], sys.argv[2]
+inst = lambda w: sum(i.file_size for i in zipfile.ZipFile(w).infolist())
+largest = max(i.file_size for i in zipfile.ZipFile(a).infolist())
+print(os.path.getsize(a), os.path.getsize(b), inst(a), inst(b), largest)
+EOF
+)
+mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+BOUND=$(( LARGEST / 1048576 + 64 ))
+REV=$(cd "$REPO" && git rev-parse --short HEAD)$(cd "$REPO" && git diff --quiet HEAD -- crates || echo +dirty)
+SECTION=$(cat <<EOF
+
+## $(date -u '+%Y-%m-%d %H:%M UTC') — cudist slim (issue 14), cudist $REV
+
+Machine: $CPU, $(nproc) cores, $RAM. Timer: $TIMER; $RUNS runs after 1 warm-up. Binary: $BUILT.
+Input: \`$WHEEL_NAME\` ($(mib "$BEFORE") MiB; its largest member $(mib "$LARGEST") MiB). Script: \`bench/slim.sh\`.
+
+| command | median | min | peak RSS |
+|---|---|---|---|
+| \`cudist slim W --gpu 90 -w OUT\` | ${SLIM_MED} s | ${SLIM_MIN} s | ${SLIM_RSS} MiB |
+| \`unzip -tq W\` | ${UNZIP_MED} s | ${UNZIP_MIN} s | ${UNZIP_RSS} MiB |
+| \`cudist repair W -w OUT\` | ${REPAIR_MED} s | ${REPAIR_MIN} s | ${REPAIR_RSS} MiB |
+
+| ratio | value |
+|---|---|
+| slim / \`unzip -t\` (medians) | $(ratio "$SLIM_MED" "$UNZIP_MED") |
+| slim / repair (medians) | $(ratio "$SLIM_MED" "$REPAIR_MED") |
+| wheel after / before | $(mib "$AFTER") / $(mib "$BEFORE") MiB = $(ratio "$AFTER" "$BEFORE") |
+| installed after / before | $(mib "$INST_AFTER") / $(mib "$INST_BEFORE") MiB = $(ratio "$INST_AFTER" "$INST_BEFORE") (removed entries are zeroed in place) |
+| slim's peak RSS against its bound (largest member + 64 MiB) | ${SLIM_RSS} / ${BOUND} MiB |
+EOF
+)
+echo "$SECTION"
+if (( APPEND )); then echo "$SECTION" >> "$REPO/BENCHMARKS.md"; log "appended to BENCHMARKS.md"; fi
