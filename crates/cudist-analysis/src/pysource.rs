@@ -28,7 +28,8 @@ pub struct Stmt<'a> {
 }
 
 /// The statements of a Python file. A tokenizer as small as the question allows: strings (one-
-/// and three-quoted, with escapes) and comments are skipped, brackets and `\` join lines.
+/// and three-quoted, with escapes, a one-quoted one continued past a line end by `\`) and
+/// comments are skipped, brackets and `\` join lines.
 pub fn statements(text: &str) -> Vec<Stmt<'_>> {
     let mut out: Vec<Stmt> = Vec::new();
     let mut triple: Option<&'static str> = None;
@@ -48,7 +49,7 @@ pub fn statements(text: &str) -> Vec<Stmt<'_>> {
             if let Some(d) = triple {
                 if bytes[j..].starts_with(d.as_bytes()) {
                     triple = None;
-                    j += 3;
+                    j += d.len();
                 } else {
                     j += if bytes[j] == b'\\' { 2 } else { 1 };
                 }
@@ -70,6 +71,11 @@ pub fn statements(text: &str) -> Vec<Stmt<'_>> {
                         k += if bytes[k] == b'\\' { 2 } else { 1 };
                     }
                     bare.extend_from_slice(b"\"\"");
+                    // Past the end: a backslash before the line break continues the string
+                    // on the next line.
+                    if k > bytes.len() {
+                        triple = Some(if q == b'"' { "\"" } else { "'" });
+                    }
                     j = k + 1;
                     continue;
                 }
@@ -180,6 +186,59 @@ fn os_test(cond: &str) -> Option<Os> {
     })
 }
 
+/// Whether one test is false when no environment variable it reads is set (the default
+/// environment): `os.getenv("X")`, `os.environ.get("X")`, `os.environ.get("X", "0") == "1"`,
+/// `"X" in os.environ`. `None` when it reads none, or may hold.
+fn env_false(test: &str) -> bool {
+    let mut t = test.trim();
+    while let Some(inner) = t.strip_prefix('(').and_then(|x| x.strip_suffix(')')) {
+        t = inner.trim();
+    }
+    if t.starts_with("not ") || t.contains(" not in ") || t.contains("!=") {
+        return false;
+    }
+    // The string literal at the start of `rest` (an f-string too), and what follows it.
+    fn literal(rest: &str) -> Option<(&str, &str)> {
+        let rest = rest
+            .trim_start()
+            .strip_prefix('f')
+            .unwrap_or(rest.trim_start());
+        let q = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+        let body = &rest[1..];
+        let end = body.find(q)?;
+        Some((&body[..end], &body[end + 1..]))
+    }
+    for call in ["os.getenv(", "os.environ.get("] {
+        let Some(after) = t.strip_prefix(call) else {
+            continue;
+        };
+        let Some((_, rest)) = literal(after) else {
+            return false;
+        };
+        let rest = rest.trim_start();
+        // `os.getenv("X")`: None when unset.
+        if rest == ")" {
+            return true;
+        }
+        // `os.getenv("X", "0") == "1"`: the default against the value.
+        let Some(rest) = rest.strip_prefix(',') else {
+            return false;
+        };
+        let Some((default, rest)) = literal(rest) else {
+            return false;
+        };
+        let Some(rest) = rest.trim_start().strip_prefix(')') else {
+            return false;
+        };
+        let Some(rest) = rest.trim_start().strip_prefix("==") else {
+            return false;
+        };
+        return literal(rest).is_some_and(|(want, tail)| tail.trim().is_empty() && want != default);
+    }
+    // `"X" in os.environ`.
+    literal(t).is_some_and(|(_, rest)| rest.trim() == "in os.environ")
+}
+
 /// The condition of an `if`/`elif` header (`if X:` → `X`).
 fn condition<'s>(code: &'s str, keyword: &str) -> Option<&'s str> {
     let rest = code.strip_prefix(keyword)?.strip_prefix(' ')?;
@@ -195,10 +254,12 @@ fn never_runs(cond: &str) -> bool {
     {
         return true;
     }
-    !cond.contains(" or ")
-        && cond
-            .split(" and ")
-            .any(|t| os_test(t) == Some(Os::NotLinux))
+    let false_here = |t: &str| os_test(t) == Some(Os::NotLinux) || env_false(t);
+    if cond.contains(" or ") {
+        // Every alternative false (and none an `and` of its own, which this does not split).
+        return !cond.contains(" and ") && cond.split(" or ").all(env_false);
+    }
+    cond.split(" and ").any(false_here)
 }
 
 /// A scope: a file's module-level code (`None`) or one of its functions (the index of its `def`).
@@ -271,7 +332,11 @@ pub fn read_file<'a>(path: &'a str, text: &'a str) -> File<'a> {
         let code = stmts[i].bare.as_str();
         let raw = stmts[i].lines[0].1;
         let header_excludes = if let Some(c) = condition(raw, "if").or(condition(raw, "elif")) {
+            // A condition that goes on to the next line is read no further than its first.
             never_runs(c)
+                && (stmts[i].lines.len() == 1
+                    || !c.contains(['(', ')'])
+                    || raw.trim_end().ends_with(':'))
         } else if code.starts_with("else") && code.trim_end_matches(' ') == "else:" {
             // `else` of an `if` that holds only on Linux.
             sibling.is_some_and(|s| {
@@ -335,13 +400,26 @@ fn guarded_statements(stmts: &[Stmt]) -> Vec<bool> {
     let n = stmts.len();
     let mut guarded = vec![false; n];
     for i in 0..n {
-        if stmts[i].bare.trim_end() != "try:" {
-            continue;
-        }
         let indent = stmts[i].indent;
         let mut end = i + 1;
         while end < n && stmts[end].indent > indent {
             end += 1;
+        }
+        // `with contextlib.suppress(ImportError):` guards its body as a `try` does.
+        let bare = stmts[i].bare.trim_end();
+        if bare.starts_with("with ") && bare.ends_with(':') {
+            if let Some(args) = bare.split("suppress(").nth(1) {
+                let args = args.split(')').next().unwrap_or("");
+                if catches_import_error(&format!("except ({args}):")) {
+                    for g in &mut guarded[i + 1..end] {
+                        *g = true;
+                    }
+                }
+            }
+            continue;
+        }
+        if bare != "try:" {
+            continue;
         }
         // The handlers: `except …:` statements at the same indentation, each with its body.
         let mut k = end;
@@ -665,7 +743,16 @@ pub fn reach(files: &[File]) -> Reach {
                 continue;
             }
             let mut targets = Vec::new();
-            for called in called_names(&s.bare) {
+            // A lambda's body runs when the lambda is called, not where it is written.
+            let runs_here = match [" lambda ", " lambda:", "(lambda ", "(lambda:", "=lambda"]
+                .iter()
+                .filter_map(|l| s.bare.find(l))
+                .min()
+            {
+                Some(at) => &s.bare[..at],
+                None => s.bare.as_str(),
+            };
+            for called in called_names(runs_here) {
                 let (qual, name) = match called.rsplit_once('.') {
                     Some((q, n)) => (q, n),
                     None => ("", called),
@@ -808,8 +895,41 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_string_continued_by_a_backslash_is_no_code() {
+        let text = "@dep(\n    \"a \\\n    use f(x) instead.\",\n)\ndef g():\n    pass\nh()\n";
+        let st = statements(text);
+        let bare: Vec<&str> = st.iter().map(|s| s.bare.as_str()).collect();
+        assert_eq!(bare, vec!["@dep( \"\" , )", "def g():", "pass", "h()"]);
+    }
+
+    #[test]
+    fn branches_that_need_an_environment_variable() {
+        for cond in [
+            "os.getenv(\"X\")",
+            "os.environ.get('X')",
+            "os.getenv(f\"_FAISS_{g}_PRELOAD\")",
+            "trace is None and os.environ.get(\"TORCH_COMPILE_DEBUG\", \"0\") == \"1\"",
+            "\"TORCH_CUDA_SANITIZER\" in os.environ",
+            "os.getenv(\"A\") or os.getenv(\"B\")",
+        ] {
+            assert!(never_runs(cond), "{cond}");
+        }
+        for cond in [
+            "not os.getenv(\"X\")",
+            "os.environ.get(\"X\") is None",
+            "os.environ.get(\"X\", \"1\") == \"1\"",
+            "os.getenv(\"X\", \"0\") != \"1\"",
+            "\"X\" not in os.environ",
+            "USE_GLOBAL or os.getenv(\"TORCH_USE_RTLD_GLOBAL\")",
+            "x",
+        ] {
+            assert!(!never_runs(cond), "{cond}");
+        }
+    }
+
+    #[test]
     fn try_bodies_that_catch_a_failed_import() {
-        let text = "try:\n    import a\n    if x:\n        import b\nexcept (ValueError, ImportError) as e:\n    import c\nimport d\ntry:\n    import e\nexcept ValueError:\n    pass\nexcept:\n    pass\ntry:\n    import f\nexcept KeyError:\n    pass\nfinally:\n    pass\ntry:\n    import g\nexcept builtins.ModuleNotFoundError:\n    pass\n";
+        let text = "try:\n    import a\n    if x:\n        import b\nexcept (ValueError, ImportError) as e:\n    import c\nimport d\ntry:\n    import e\nexcept ValueError:\n    pass\nexcept:\n    pass\ntry:\n    import f\nexcept KeyError:\n    pass\nfinally:\n    pass\ntry:\n    import g\nexcept builtins.ModuleNotFoundError:\n    pass\nwith contextlib.suppress(ImportError):\n    import h\nwith suppress(KeyError):\n    import i\n";
         let f = read_file("p/__init__.py", text);
         let guarded: Vec<&str> = f
             .stmts
@@ -822,7 +942,7 @@ mod tests {
         // after another handler is.
         assert_eq!(
             guarded,
-            vec!["import a", "if x:", "import b", "import e", "import g"]
+            vec!["import a", "if x:", "import b", "import e", "import g", "import h"]
         );
     }
 

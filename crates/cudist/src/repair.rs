@@ -223,6 +223,20 @@ fn render(r: &Report, catalog: &Catalog, style: crate::util::Style) -> String {
         }
         if !w.platform.tags.is_empty() {
             let _ = writeln!(out, "  tagged    {}", w.platform.tags.join("."));
+            // The blocker that decides the tag: what keeps it from the next more compatible
+            // policy, and when a library grafted from this machine is it, what to do.
+            if let Some(b) = w.platform.blocked.last() {
+                let _ = writeln!(out, "            not {}: {} {}", b.policy, b.file, b.reason);
+                if let Some(g) = w.grafted.iter().find(|g| g.path == b.file) {
+                    let _ = writeln!(
+                        out,
+                        "            {} was grafted from this machine ({}): a system with an older glibc (a manylinux image) gives an older copy and a more compatible tag; or --exclude {}",
+                        g.soname,
+                        g.source.display(),
+                        g.soname
+                    );
+                }
+            }
         }
         for q in &w.requires_added {
             let _ = writeln!(out, "  requires  {q}");

@@ -1033,3 +1033,107 @@ fn cupy_without_its_cuda_wheels_imports_as_doctor_says() {
     // another import's).
     assert_eq!(missing_files, 8);
 }
+
+/// triton's shape: plugins (`triton/plugins/*.so`, loaded on demand) need `libtriton.so`, which is
+/// the SONAME of the package's own extension module `_C/libtriton.so`, with no search path that
+/// finds it. Loaded after the import, they get the loaded module (glibc matches a loaded
+/// library's SONAME): the real load works after `import pkg` and fails without it, and doctor
+/// says the plugin loads after the import instead of calling it broken.
+#[test]
+fn a_plugin_that_needs_its_packages_extension_loads_after_the_import() {
+    let work = tempfile::tempdir().unwrap();
+    let venv = work.path().join("venv");
+    ok(
+        &std::process::Command::new("python3")
+            .args(["-m", "venv", "--without-pip"])
+            .arg(&venv)
+            .output()
+            .unwrap(),
+        "venv",
+    );
+    let python = venv.join("bin/python");
+    let includes = String::from_utf8(
+        std::process::Command::new(&python)
+            .args([
+                "-c",
+                "import sysconfig; print(sysconfig.get_paths()['include'])",
+            ])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let site = site_of(&venv);
+    let c = site.join("pkg/_C");
+    std::fs::create_dir_all(&c).unwrap();
+    std::fs::create_dir_all(site.join("pkg/plugins")).unwrap();
+    gcc_shared(
+        &c,
+        "libhost.so",
+        Some("libhost.so"),
+        "#include <Python.h>\nstatic struct PyModuleDef m = {PyModuleDef_HEAD_INIT, \"libhost\", NULL, -1, NULL};\nint host_fn(void) { return 42; }\nPyMODINIT_FUNC PyInit_libhost(void) { return PyModule_Create(&m); }\n",
+        &[&format!("-I{}", includes.trim())],
+    );
+    let plugin = gcc_shared(
+        &site.join("pkg/plugins"),
+        "libplug.so",
+        Some("libplug.so"),
+        "int host_fn(void); int plug(void) { return host_fn(); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", c.display()),
+            "-l:libhost.so",
+        ],
+    );
+    std::fs::write(site.join("pkg/__init__.py"), "from pkg._C import libhost\n").unwrap();
+    std::fs::write(site.join("pkg/_C/__init__.py"), "").unwrap();
+    let load = |first: &str| {
+        std::process::Command::new(&python)
+            .args([
+                "-c",
+                &format!(
+                    "{first}import ctypes; ctypes.CDLL({:?})",
+                    plugin.display().to_string()
+                ),
+            ])
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap()
+    };
+    ok(&load("import pkg; "), "the plugin after import pkg");
+    let alone = load("");
+    assert!(
+        !alone.status.success() && stderr(&alone).contains("libhost.so"),
+        "{}",
+        stderr(&alone)
+    );
+    let o = cudist(&[
+        "doctor",
+        "--json",
+        "--ld-library-path",
+        "",
+        "--import",
+        "pkg",
+        "--python",
+        python.to_str().unwrap(),
+    ]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
+    assert_eq!(v["verdict"]["status"], "ok", "{v:#}");
+    assert_eq!(o.status.code(), Some(0));
+    let reasons = v["verdict"]["reasons"].to_string();
+    assert!(
+        reasons.contains("libplug.so: needs libhost.so, which its package loads at import"),
+        "{reasons}"
+    );
+    let tier = |name: &str| {
+        v["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"].as_str().unwrap().ends_with(name))
+            .map(|f| f["tier"].clone())
+            .unwrap()
+    };
+    assert_eq!(tier("_C/libhost.so"), "import");
+    assert_eq!(tier("plugins/libplug.so"), "on-demand");
+}

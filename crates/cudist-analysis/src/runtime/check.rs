@@ -776,16 +776,27 @@ fn glibc_problem(sim: &loader::Simulation, host: &host::Host) -> Option<String> 
     ))
 }
 
-/// Every check of one file, and the verdict lines it adds.
-fn check_file(
-    f: &Path,
-    env: &LoadEnv,
-    host: &host::Host,
+/// What every file's check shares.
+struct Shared<'a> {
+    env: &'a LoadEnv,
+    host: &'a host::Host,
     profile: bool,
-    names: &CudaNames,
-    dlopen: &[String],
-    placed: crate::loads::Placed,
-) -> Result<Checked> {
+    names: &'a CudaNames<'a>,
+    dlopen: &'a [String],
+    /// The libraries the packages load at import, by SONAME and file name.
+    loaded_first: &'a HashMap<String, PathBuf>,
+}
+
+/// Every check of one file, and the verdict lines it adds.
+fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result<Checked> {
+    let Shared {
+        env,
+        host,
+        profile,
+        names,
+        dlopen,
+        loaded_first,
+    } = *shared;
     let catalog = names.catalog;
     let mut verdict = Verdict::default();
     let tier = placed.tier;
@@ -839,9 +850,33 @@ fn check_file(
             );
         }
     }
+    // A file loaded after the import (a plugin, a provider) that needs a library of its package
+    // which loads at import gets that one: glibc reuses a loaded library whose SONAME is the name
+    // (triton's plugins need `libtriton.so`, the SONAME of its extension module `_C/libtriton.so`).
+    let mut after_import: Vec<(String, &PathBuf)> = Vec::new();
+    if tier != crate::loads::Tier::Import {
+        for m in sim.missing() {
+            if let Some(p) = loaded_first.get(&m.name) {
+                if !after_import.iter().any(|(n, _)| n == &m.name) {
+                    after_import.push((m.name.clone(), p));
+                }
+            }
+        }
+    }
+    for (name, p) in &after_import {
+        verdict.add(
+            Status::Ok,
+            format!(
+                "{}: needs {name}, which its package loads at import ({}): it loads after that, and gets the loaded one",
+                f.display(),
+                p.display()
+            ),
+        );
+    }
     let missing: Vec<Missing> = sim
         .missing()
         .filter(|m| !from_profile_driver.contains(&m.name))
+        .filter(|m| !after_import.iter().any(|(n, _)| n == &m.name))
         .map(|m| Missing {
             name: m.name.clone(),
             needed_by: m.needed_by.clone(),
@@ -1330,20 +1365,36 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 })
         })
         .collect();
+    // The libraries the packages load at import, by SONAME and file name.
+    let mut loaded_first: HashMap<String, PathBuf> = HashMap::new();
+    for (f, p) in files.iter().zip(&tiers) {
+        if p.tier != crate::loads::Tier::Import || !tier_of.contains_key(f.as_path()) {
+            continue;
+        }
+        if let Some(d) = package_files.iter().find(|d| d.path == *f) {
+            for key in d
+                .soname()
+                .into_iter()
+                .chain(f.file_name().and_then(|n| n.to_str()))
+            {
+                loaded_first
+                    .entry(key.to_string())
+                    .or_insert_with(|| f.clone());
+            }
+        }
+    }
+    let shared = Shared {
+        env: &env,
+        host: &report.host,
+        profile: report.profile,
+        names: &names,
+        dlopen: &args.dlopen,
+        loaded_first: &loaded_first,
+    };
     let results: Vec<Result<Checked>> = files
         .par_iter()
         .zip(tiers)
-        .map(|(f, tier)| {
-            check_file(
-                f,
-                &env,
-                &report.host,
-                report.profile,
-                &names,
-                &args.dlopen,
-                tier,
-            )
-        })
+        .map(|(f, tier)| check_file(f, &shared, tier))
         .collect();
     for r in results {
         let (file, verdict) = r?;

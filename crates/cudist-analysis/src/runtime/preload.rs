@@ -191,6 +191,13 @@ pub struct Dynamic {
     mentions: Vec<String>,
 }
 
+impl Dynamic {
+    /// Its SONAME.
+    pub fn soname(&self) -> Option<&str> {
+        self.soname.as_deref()
+    }
+}
+
 /// Reads the dynamic section of each file (a file that cannot be read has none), and of an
 /// extension module the module names it holds. `base` is the directory the package is in
 /// (site-packages).
