@@ -226,6 +226,8 @@ pub struct WheelInfo {
     pub requires_dist: Vec<String>,
     /// entries in the zip's central directory, directories included
     pub members: usize,
+    /// What `cudist slim` kept (its `<dist-info>/cudist-slim.json`), when it slimmed the wheel
+    pub slimmed: Option<crate::slim::SlimRecord>,
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]

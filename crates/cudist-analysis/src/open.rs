@@ -371,12 +371,25 @@ fn scan_wheel(path: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
             &text,
         );
     }
+    // What `cudist slim` left of the device code, when it slimmed the wheel (a record that does
+    // not parse is no record).
+    let slimmed = wheel
+        .dist_info()
+        .ok()
+        .and_then(|d| {
+            wheel
+                .dist_info_file(&d, crate::slim::RECORD_FILE)
+                .ok()
+                .flatten()
+        })
+        .and_then(|b| serde_json::from_slice::<crate::slim::SlimRecord>(&b).ok());
     let wheel_info = md.map(|md| WheelInfo {
         name: md.name,
         version: md.version,
         tags: md.tags,
         requires_dist: md.requires_dist,
         members: members.len(),
+        slimmed,
     });
     Ok(Scanned {
         kind: ArtifactKind::Wheel,

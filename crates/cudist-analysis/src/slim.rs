@@ -17,7 +17,9 @@ use cudist_fatbin::{Entry, EntryKind, SectionKind};
 use serde::Serialize;
 
 /// Which PTX to keep besides what a target runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum PtxPolicy {
     /// Every PTX entry.
@@ -28,6 +30,22 @@ pub enum PtxPolicy {
     Newest,
     /// Only PTX a target needs (no cubin runs there).
     Drop,
+}
+
+/// The file `cudist slim` writes into a slimmed wheel's `.dist-info`, which inspect reads.
+pub const RECORD_FILE: &str = "cudist-slim.json";
+
+/// What `<dist-info>/cudist-slim.json` says: what a wheel was slimmed to.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct SlimRecord {
+    /// `cudist.slim-record/1`.
+    pub schema: String,
+    /// The GPUs it keeps device code for (`sm_86`).
+    pub targets: Vec<String>,
+    /// The PTX policy.
+    pub ptx: PtxPolicy,
+    /// The cudist that slimmed it.
+    pub cudist_version: String,
 }
 
 /// What to keep.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use cudist_analysis::slim::{slim_elf, FileSlim, Options, PtxPolicy};
+use cudist_analysis::slim::{slim_elf, FileSlim, Options, PtxPolicy, SlimRecord};
 use cudist_catalog::targets::{self, Target};
 use cudist_catalog::Catalog;
 use serde::Serialize;
@@ -17,9 +17,6 @@ use crate::util;
 /// The schema id of `cudist slim --json`.
 pub const SCHEMA: &str = "cudist.slim/1";
 
-/// The name of the file slim writes into a wheel's `.dist-info`: the targets it was slimmed to.
-pub const DIST_INFO_FILE: &str = "cudist-slim.json";
-
 /// `cudist slim` arguments.
 #[derive(clap::Args, Debug)]
 pub struct SlimArgs {
@@ -29,8 +26,12 @@ pub struct SlimArgs {
     /// The GPUs to keep device code for: `8.6`, `sm_86`, `86`, `90a`, lists (`"7.5;8.6;9.0"`,
     /// `75,86,90`), TORCH_CUDA_ARCH_LIST and CMAKE_CUDA_ARCHITECTURES spellings (`9.0+PTX`,
     /// `90-virtual` keep that GPU's PTX too); repeatable.
-    #[arg(long, value_name = "SPEC", required = true)]
+    #[arg(long, value_name = "SPEC", required_unless_present = "host")]
     pub gpu: Vec<String>,
+    /// The GPUs of a machine: a doctor `--host` profile (FILE, as `cudist doctor --write-host`
+    /// writes it), or `this` for this machine's; added to any --gpu.
+    #[arg(long, value_name = "FILE|this")]
+    pub host: Option<String>,
     /// PTX to keep besides what a target runs: `newest` (per module, the PTX of the highest SM a
     /// target could JIT from, so newer GPUs still run), `keep` (all) or `drop` (none).
     #[arg(long, value_name = "POLICY", default_value = "newest", value_parser = parse_ptx)]
@@ -100,9 +101,26 @@ pub struct InputReport {
     pub wheel_bytes: Option<(u64, Option<u64>)>,
 }
 
-/// The targets of every `--gpu`, as GPUs: one per SM.
-fn parse_targets(specs: &[String]) -> Result<Vec<Target>> {
+/// The targets of every `--gpu`, and of the `--host` profile's GPUs: one per SM.
+fn parse_targets(specs: &[String], host: Option<&str>) -> Result<Vec<Target>> {
     let mut out: Vec<Target> = Vec::new();
+    if let Some(h) = host {
+        use cudist_analysis::runtime::host::Host;
+        let (host, what) = if h == "this" {
+            (Host::detect(), "this machine".to_string())
+        } else {
+            (Host::load(Path::new(h))?, h.to_string())
+        };
+        if host.gpus.is_empty() {
+            bail!("{what} has no NVIDIA GPU to slim for; name the GPUs with --gpu");
+        }
+        for g in &host.gpus {
+            out.extend(
+                targets::parse_list(&g.sm.to_string())
+                    .map_err(|e| errors::input(format!("{what}: GPU sm {}: {e}", g.sm)))?,
+            );
+        }
+    }
     for spec in specs {
         let list = targets::parse_list(spec)
             .map_err(|e| anyhow::anyhow!("--gpu {spec:?}: {e}"))
@@ -117,7 +135,7 @@ fn parse_targets(specs: &[String]) -> Result<Vec<Target>> {
 
 /// Runs `cudist slim`.
 pub fn run(args: SlimArgs, _catalog: &Catalog) -> Result<ExitCode> {
-    let targets = parse_targets(&args.gpu)?;
+    let targets = parse_targets(&args.gpu, args.host.as_deref())?;
     let opts = Options {
         targets: targets.clone(),
         ptx: args.ptx,
@@ -127,6 +145,7 @@ pub fn run(args: SlimArgs, _catalog: &Catalog) -> Result<ExitCode> {
         bail!(errors::input("-o names one output: give one ELF input"));
     }
     let mut names: Vec<String> = targets.iter().map(|t| format!("sm_{}", t.sm)).collect();
+    names.sort_by_key(|n| n[3..].parse::<u32>().unwrap_or(0));
     names.dedup();
     let mut report = Report {
         schema: SCHEMA.into(),
@@ -369,13 +388,13 @@ fn write(
                 already_checked: plan.checked.iter().cloned().collect(),
                 ..Default::default()
             };
-            let record = serde_json::to_vec_pretty(&serde_json::json!({
-                "schema": "cudist.slim-record/1",
-                "targets": report.targets,
-                "ptx": report.ptx,
-                "cudist_version": report.cudist_version,
-            }))?;
-            let member = format!("{dist_info}/{DIST_INFO_FILE}");
+            let record = serde_json::to_vec_pretty(&SlimRecord {
+                schema: "cudist.slim-record/1".into(),
+                targets: report.targets.clone(),
+                ptx: report.ptx,
+                cudist_version: report.cudist_version.clone(),
+            })?;
+            let member = format!("{dist_info}/{}", cudist_analysis::slim::RECORD_FILE);
             if wheel.members().iter().any(|m| m.name == member) {
                 rw.replace.insert(member, record);
             } else {

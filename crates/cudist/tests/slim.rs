@@ -409,6 +409,10 @@ fn the_cupy_wheel_slimmed_installs_and_imports_like_the_original() {
         "{:#}",
         r["artifacts"][0]["device"]
     );
+    assert_eq!(
+        r["artifacts"][0]["wheel"]["slimmed"]["targets"],
+        serde_json::json!(["sm_86", "sm_90"])
+    );
     // Installed beside numpy and cuda-pathfinder, the slimmed and the original import alike.
     let modules_loaded = |wheel: &Path, name: &str| -> Vec<String> {
         let venv = work.path().join(name);
@@ -458,4 +462,80 @@ fn the_cupy_wheel_slimmed_installs_and_imports_like_the_original() {
     let b = modules_loaded(&slimmed, "slim");
     assert!(a.len() > 40, "{a:?}");
     assert_eq!(a, b);
+}
+
+/// cupy's thrust module (13 cubins sm_50 … sm_120 and compute_100 PTX, LZ4): slimmed for a host
+/// profile with an sm_86 and an sm_90 GPU, and to `9.0+PTX`. cuobjdump lists what the report
+/// keeps, and doctor gives each GPU of the profile the same answer as on the original.
+#[test]
+fn cupy_thrust_for_a_host_profile() {
+    let (Some(wheels), Some(cuobjdump)) = (
+        tool_from_env("CUDIST_REAL_WHEELS"),
+        tool_from_env("CUDIST_CUOBJDUMP"),
+    ) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let m = "cupy/cuda/thrust.cpython-311-x86_64-linux-gnu.so";
+    extract(
+        &find_wheel(&wheels, "cupy_cuda12x-14.2.0"),
+        &[m],
+        work.path(),
+    );
+    let orig = work.path().join(m);
+    let host = write_profile(
+        &work.path().join("host.json"),
+        &serde_json::json!({"name": "box", "driver": "575.51.03", "driver_cuda": "12.9",
+            "gpus": [{"name": "RTX A6000", "sm": 86}, {"name": "H100", "sm": 90}]}),
+    );
+    let out = work.path().join("thrust-host.so");
+    let (code, v) = slim(&[
+        orig.to_str().unwrap(),
+        "--host",
+        host.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(v["targets"], serde_json::json!(["sm_86", "sm_90"]));
+    let kept: Vec<String> = v["inputs"][0]["files"][0]["kept"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["arch"].as_str().unwrap().to_string())
+        .collect();
+    // compute_100 is newer than both GPUs: no target could JIT it.
+    assert_eq!(kept, vec!["sm_86", "sm_90"]);
+    let mut listed = listing(&cuobjdump, &out);
+    listed.sort();
+    assert_eq!(listed, vec!["sm_86", "sm_90"]);
+    let (_, before) = doctor_on_profile(&host, &orig);
+    let (_, after) = doctor_on_profile(&host, &out);
+    assert_eq!(before["files"][0]["gpus"], after["files"][0]["gpus"]);
+    // 9.0+PTX: sm_90 and no PTX (compute_100 cannot be JIT-compiled for sm_90).
+    let out2 = work.path().join("thrust-90ptx.so");
+    let (code, v) = slim(&[
+        orig.to_str().unwrap(),
+        "--gpu",
+        "9.0+PTX",
+        "-o",
+        out2.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(listing(&cuobjdump, &out2), vec!["sm_90"]);
+    // sm_120 with --ptx keep: the sm_120 cubin and the PTX.
+    let out3 = work.path().join("thrust-120.so");
+    let (code, _) = slim(&[
+        orig.to_str().unwrap(),
+        "--gpu",
+        "12.0",
+        "--ptx",
+        "keep",
+        "-o",
+        out3.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0));
+    let mut l3 = listing(&cuobjdump, &out3);
+    l3.sort();
+    assert_eq!(l3, vec!["sm_100", "sm_120"]);
 }

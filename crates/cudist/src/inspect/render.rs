@@ -82,6 +82,18 @@ fn render_header(out: &mut String, a: &Artifact, style: Style) {
         a.elf_files.len(),
         if a.elf_files.len() == 1 { "" } else { "s" }
     );
+    if let Some(s) = a.wheel.as_ref().and_then(|w| w.slimmed.as_ref()) {
+        let ptx = serde_json::to_value(s.ptx)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "Slimmed by cudist {} for {} (PTX: {ptx}): device code for other GPUs was removed",
+            s.cudist_version,
+            s.targets.join(" ")
+        );
+    }
     let _ = writeln!(out, "Verdict: {}", status_word(a.verdict.status, style));
     for l in &a.verdict.lines {
         let _ = writeln!(out, "  - {l}");
