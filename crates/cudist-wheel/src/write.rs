@@ -300,22 +300,6 @@ fn write_into(
         }
         let mode = f.unix_mode().unwrap_or(0o644);
         drop(f);
-        if let (Some(transform), true) = (&rw.transform, rw.transform_members.contains(&m.name)) {
-            // Read whole (its CRC checked), changed in place, deflated straight into the output.
-            let mut bytes = wheel.read_member(m.index)?;
-            transform(&m.name, &mut bytes)
-                .map_err(|e| WheelError::Layout(format!("{}: {e}", m.name)))?;
-            let opts = SimpleFileOptions::default()
-                .compression_method(CompressionMethod::Deflated)
-                .compression_level(Some(rw.compression.level()))
-                .last_modified_time(time)
-                .unix_permissions(mode)
-                .large_file(bytes.len() as u64 >= u32::MAX as u64);
-            zw.start_file(m.name.as_str(), opts).map_err(zip_err)?;
-            zw.write_all(&bytes).map_err(io)?;
-            records.push(row(&m.name, &bytes));
-            continue;
-        }
         if let (Some(zipped), Some(bytes)) = (compressed.get(&m.name), rw.replace.get(&m.name)) {
             let mut one = ZipArchive::new(Cursor::new(zipped.as_slice())).map_err(zip_err)?;
             zw.raw_copy_file(one.by_index_raw(0).map_err(zip_err)?)
@@ -323,7 +307,15 @@ fn write_into(
             records.push(row(&m.name, bytes));
             continue;
         }
-        let new_bytes = if m.name == metadata_name
+        let new_bytes = if let (Some(transform), true) =
+            (&rw.transform, rw.transform_members.contains(&m.name))
+        {
+            // Read whole (its CRC checked), changed in place, deflated straight into the output.
+            let mut bytes = wheel.read_member(m.index)?;
+            transform(&m.name, &mut bytes)
+                .map_err(|e| WheelError::Layout(format!("{}: {e}", m.name)))?;
+            Some(bytes)
+        } else if m.name == metadata_name
             && !(rw.requires_dist.is_empty() && rw.provides_extra.is_empty())
         {
             let bytes = wheel

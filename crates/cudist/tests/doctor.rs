@@ -6,6 +6,23 @@ use common::*;
 
 use serde_json::Value;
 
+/// `cudist doctor --json --ld-library-path "" --import MODULE --python PYTHON`: the exit code and
+/// the report.
+fn doctor_import(module: &str, python: &std::path::Path) -> (Option<i32>, Value) {
+    let o = cudist(&[
+        "doctor",
+        "--json",
+        "--ld-library-path",
+        "",
+        "--import",
+        module,
+        "--python",
+        python.to_str().unwrap(),
+    ]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
+    (o.status.code(), v)
+}
+
 fn doctor(args: &[&str], code: i32) -> Value {
     let mut all = vec!["doctor", "--json"];
     all.extend_from_slice(args);
@@ -926,64 +943,20 @@ fn cupy_without_its_cuda_wheels_imports_as_doctor_says() {
         return;
     };
     let work = tempfile::tempdir().unwrap();
-    let venv = work.path().join("venv");
-    ok(
-        &std::process::Command::new("python3")
-            .args(["-m", "venv", "--without-pip"])
-            .arg(&venv)
-            .output()
-            .unwrap(),
-        "venv",
-    );
-    let python = venv.join("bin/python");
-    // pip of the interpreter that runs the tests installs into the venv: cupy, numpy and
-    // cuda-pathfinder only.
-    ok(
-        &std::process::Command::new("python3")
-            .args(["-m", "pip", "--python"])
-            .arg(&python)
-            .args([
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--no-index",
-                "--no-deps",
-                "--find-links",
-            ])
-            .arg(&deps)
-            .arg(find_wheel(&dir, "cupy_cuda12x-14.2.0"))
-            .args(["numpy", "cuda-pathfinder"])
-            .output()
-            .unwrap(),
-        "pip install",
+    let python = cupy_venv(
+        &work.path().join("venv"),
+        &find_wheel(&dir, "cupy_cuda12x-14.2.0"),
+        &deps,
     );
     // What the real import loads: the package's extension modules in the process's maps.
-    let o = std::process::Command::new(&python)
-        .args([
-            "-c",
-            "import cupy\nfor l in open('/proc/self/maps'):\n    p = l.split()[-1]\n    if p.endswith('.so') and '/site-packages/cupy' in p: print(p)",
-        ])
-        .env_remove("LD_LIBRARY_PATH")
-        .output()
-        .unwrap();
-    ok(&o, "import cupy");
-    let loaded: std::collections::BTreeSet<String> =
-        stdout(&o).lines().map(str::to_string).collect();
+    let loaded: std::collections::BTreeSet<String> = mapped_by_import(&python, "cupy", "cupy")
+        .into_iter()
+        .collect();
     assert!(loaded.len() > 40, "{loaded:?}");
-    let o = cudist(&[
-        "doctor",
-        "--json",
-        "--ld-library-path",
-        "",
-        "--import",
-        "cupy",
-        "--python",
-        python.to_str().unwrap(),
-    ]);
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
+    let (code, v) = doctor_import("cupy", &python);
     // It imports; what needs a missing CUDA library fails when that module is used.
     assert_eq!(v["verdict"]["status"], "will-fail-when-loaded", "{v:#}");
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(code, Some(1));
     let reasons: Vec<&str> = v["verdict"]["reasons"]
         .as_array()
         .unwrap()
@@ -1107,19 +1080,9 @@ fn a_plugin_that_needs_its_packages_extension_loads_after_the_import() {
         "{}",
         stderr(&alone)
     );
-    let o = cudist(&[
-        "doctor",
-        "--json",
-        "--ld-library-path",
-        "",
-        "--import",
-        "pkg",
-        "--python",
-        python.to_str().unwrap(),
-    ]);
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
+    let (code, v) = doctor_import("pkg", &python);
     assert_eq!(v["verdict"]["status"], "ok", "{v:#}");
-    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(code, Some(0));
     let reasons = v["verdict"]["reasons"].to_string();
     assert!(
         reasons.contains("libplug.so: needs libhost.so, which its package loads at import"),

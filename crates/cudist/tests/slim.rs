@@ -415,48 +415,11 @@ fn the_cupy_wheel_slimmed_installs_and_imports_like_the_original() {
     );
     // Installed beside numpy and cuda-pathfinder, the slimmed and the original import alike.
     let modules_loaded = |wheel: &Path, name: &str| -> Vec<String> {
-        let venv = work.path().join(name);
-        ok(
-            &std::process::Command::new("python3")
-                .args(["-m", "venv", "--without-pip"])
-                .arg(&venv)
-                .output()
-                .unwrap(),
-            "venv",
-        );
-        let python = venv.join("bin/python");
-        ok(
-            &std::process::Command::new("python3")
-                .args(["-m", "pip", "--python"])
-                .arg(&python)
-                .args([
-                    "install",
-                    "--quiet",
-                    "--disable-pip-version-check",
-                    "--no-index",
-                    "--no-deps",
-                    "--find-links",
-                ])
-                .arg(&deps)
-                .arg(wheel)
-                .args(["numpy", "cuda-pathfinder"])
-                .output()
-                .unwrap(),
-            "pip install",
-        );
-        let o = std::process::Command::new(&python)
-            .args([
-                "-c",
-                "import cupy\nfor l in open('/proc/self/maps'):\n    p = l.split()[-1]\n    if p.endswith('.so') and '/site-packages/cupy' in p: print(p.split('site-packages/')[1])",
-            ])
-            .env_remove("LD_LIBRARY_PATH")
-            .output()
-            .unwrap();
-        ok(&o, "import cupy");
-        let mut v: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
-        v.sort();
-        v.dedup();
-        v
+        let python = cupy_venv(&work.path().join(name), wheel, &deps);
+        mapped_by_import(&python, "cupy", "cupy")
+            .into_iter()
+            .map(|p| p.split("site-packages/").nth(1).unwrap_or(&p).to_string())
+            .collect()
     };
     let a = modules_loaded(&orig, "orig");
     let b = modules_loaded(&slimmed, "slim");

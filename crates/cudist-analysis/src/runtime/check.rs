@@ -1199,29 +1199,26 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         for l in &loads {
             match &l.path {
                 Some(p) => preload.push(p.clone()),
-                None if pkg.when == cudist_catalog::LoadTime::OnUse => report.verdict.add(
-                    Status::WillFailWhenLoaded,
-                    fails_on_use(
-                        &l.package,
-                        &imported_by(&report.imported_with, name),
-                        &l.soname,
-                        pkg.on_use.as_deref().unwrap_or("on first use"),
-                        &l.loader,
-                        &l.tried,
-                        l.pip.as_deref(),
-                    ),
-                ),
-                None => report.verdict.add(
-                    Status::WillFailToLoad,
-                    fails_at_import(
-                        &l.package,
-                        &imported_by(&report.imported_with, name),
-                        &l.soname,
-                        &l.loader,
-                        &l.tried,
-                        l.pip.as_deref(),
-                    ),
-                ),
+                None => {
+                    let on_use = (pkg.when == cudist_catalog::LoadTime::OnUse)
+                        .then(|| pkg.on_use.as_deref().unwrap_or("on first use"));
+                    report.verdict.add(
+                        if on_use.is_some() {
+                            Status::WillFailWhenLoaded
+                        } else {
+                            Status::WillFailToLoad
+                        },
+                        not_found(
+                            &l.package,
+                            &imported_by(&report.imported_with, name),
+                            &l.soname,
+                            on_use,
+                            &l.loader,
+                            &l.tried,
+                            l.pip.as_deref(),
+                        ),
+                    )
+                }
             }
         }
         report.runtime_loads.extend(loads);
@@ -1252,10 +1249,11 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                     Some(path) => preload.push(path.clone()),
                     None => report.verdict.add(
                         Status::WillFailToLoad,
-                        fails_at_import(
+                        not_found(
                             name,
                             &imported_by(&report.imported_with, name),
                             &f.name,
+                            None,
                             &p.place(),
                             &f.tried,
                             pip.as_deref(),
@@ -1404,41 +1402,25 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     Ok(report)
 }
 
-/// The reason for a library a known package loads on first use that is not found: the import
-/// succeeds, the use fails.
-fn fails_on_use(
+/// The reason for a library a package's own Python loads that is not found, one wording whoever
+/// loads it (a known package's loader, ctypes, cuda-pathfinder): who loads it, when (at import,
+/// or on first use: `on_use` says of what), where, the paths tried and, when a wheel provides it,
+/// which to install.
+fn not_found(
     package: &str,
     imported_by: &str,
     soname: &str,
-    on_use: &str,
+    on_use: Option<&str>,
     loader: &str,
     tried: &[PathBuf],
     pip: Option<&str>,
 ) -> String {
+    let when = match on_use {
+        Some(u) => format!("{u} ({loader}), not at import"),
+        None => format!("at import ({loader})"),
+    };
     format!(
-        "{package}{imported_by} loads {soname} {on_use} ({loader}), not at import: not found (tried {}, then the system search){}",
-        tried
-            .iter()
-            .map(|t| t.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
-        pip.map(|p| format!("; install {p}")).unwrap_or_default()
-    )
-}
-
-/// The reason for a library a package's own Python loads at import that is not found, one
-/// wording whoever loads it (a known package's loader, ctypes, cuda-pathfinder): who loads it,
-/// where, the paths tried and, when a wheel provides it, which to install.
-fn fails_at_import(
-    package: &str,
-    imported_by: &str,
-    soname: &str,
-    loader: &str,
-    tried: &[PathBuf],
-    pip: Option<&str>,
-) -> String {
-    format!(
-        "{package}{imported_by} loads {soname} at import ({loader}): not found (tried {}, then the system search){}",
+        "{package}{imported_by} loads {soname} {when}: not found (tried {}, then the system search){}",
         tried
             .iter()
             .map(|t| t.display().to_string())

@@ -417,3 +417,58 @@ pub fn readelf_d(p: &Path) -> String {
 pub fn cudist_dir() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_cudist")).parent().unwrap()
 }
+
+/// A venv (without pip of its own) at `dir` holding `cupy_wheel`, numpy and cuda-pathfinder from
+/// `deps` (no NVIDIA wheel), installed offline by the pip of the interpreter that runs the tests.
+/// Returns its python.
+pub fn cupy_venv(dir: &Path, cupy_wheel: &Path, deps: &Path) -> PathBuf {
+    ok(
+        &Command::new("python3")
+            .args(["-m", "venv", "--without-pip"])
+            .arg(dir)
+            .output()
+            .unwrap(),
+        "venv",
+    );
+    let python = dir.join("bin/python");
+    ok(
+        &Command::new("python3")
+            .args(["-m", "pip", "--python"])
+            .arg(&python)
+            .args([
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-index",
+                "--no-deps",
+                "--find-links",
+            ])
+            .arg(deps)
+            .arg(cupy_wheel)
+            .args(["numpy", "cuda-pathfinder"])
+            .output()
+            .unwrap(),
+        "pip install",
+    );
+    python
+}
+
+/// The `.so` files below `site-packages/<under>` that the real `import <module>` maps (read from
+/// the process's `/proc/self/maps`), as full paths, sorted.
+pub fn mapped_by_import(python: &Path, module: &str, under: &str) -> Vec<String> {
+    let o = Command::new(python)
+        .args([
+            "-c",
+            &format!(
+                "import {module}\nfor l in open('/proc/self/maps'):\n    p = l.split()[-1]\n    if p.endswith('.so') and '/site-packages/{under}' in p: print(p)"
+            ),
+        ])
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    ok(&o, &format!("import {module}"));
+    let mut v: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+    v.sort();
+    v.dedup();
+    v
+}
