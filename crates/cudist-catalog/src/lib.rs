@@ -556,6 +556,18 @@ pub struct Arch {
     pub sources: Vec<String>,
 }
 
+/// A name people write for a GPU or a GPU architecture, and the targets it stands for.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GpuName {
+    /// `H100`, `RTX 4090`, `Ampere` (matched without regard to case, as a whole entry).
+    pub name: String,
+    /// What it stands for, as a target list (`8.0;8.6+PTX`, `9.0`).
+    pub targets: String,
+    #[serde(default)]
+    pub sources: Vec<String>,
+}
+
 /// One catalog file; every table is optional so that a user file can add just what it needs.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -578,6 +590,8 @@ struct CatalogFile {
     #[serde(default)]
     arch: Vec<Arch>,
     #[serde(default)]
+    gpu_name: Vec<GpuName>,
+    #[serde(default)]
     component: Vec<Component>,
     #[serde(default)]
     package: Vec<Package>,
@@ -594,6 +608,7 @@ const BUILTIN: &[(&str, &str)] = &[
     ("system.toml", include_str!("../data/system.toml")),
     ("drivers.toml", include_str!("../data/drivers.toml")),
     ("arch.toml", include_str!("../data/arch.toml")),
+    ("gpus.toml", include_str!("../data/gpus.toml")),
     ("components.toml", include_str!("../data/components.toml")),
     ("packages.toml", include_str!("../data/packages.toml")),
     ("headers.toml", include_str!("../data/headers.toml")),
@@ -666,6 +681,8 @@ pub struct Catalog {
     pub minor_compat: Vec<MinorCompat>,
     pub ptx_isa: Vec<PtxIsa>,
     pub archs: Vec<Arch>,
+    /// Names people write for GPUs (`H100`, `Ampere`) and the targets they stand for.
+    pub gpu_names: Vec<GpuName>,
     pub components: Vec<Component>,
     pub packages: Vec<Package>,
     /// Header rules (paths below `include/`), tried in order.
@@ -760,6 +777,7 @@ impl Catalog {
             minor_compat: Vec::new(),
             ptx_isa: Vec::new(),
             archs: Vec::new(),
+            gpu_names: Vec::new(),
             components: Vec::new(),
             packages: Vec::new(),
             headers: Vec::new(),
@@ -950,6 +968,20 @@ impl Catalog {
         replace_by(&mut self.minor_compat, file.minor_compat, |m| m.major);
         replace_by(&mut self.ptx_isa, file.ptx_isa, |p| p.isa.clone());
         replace_by(&mut self.archs, file.arch, |a| a.sm);
+        for g in &file.gpu_name {
+            if g.name.trim().is_empty() || g.name.contains([';', ',']) {
+                return Err(invalid(format!(
+                    "gpu_name {:?}: a name without ; or ,",
+                    g.name
+                )));
+            }
+            if let Err(e) = crate::targets::parse_list(&g.targets) {
+                return Err(invalid(format!("gpu_name {:?}: {e}", g.name)));
+            }
+        }
+        replace_by(&mut self.gpu_names, file.gpu_name, |g| {
+            g.name.to_lowercase()
+        });
         replace_by(&mut self.components, file.component, |c| c.pip.clone());
         replace_by(&mut self.packages, file.package, |p| p.pip.clone());
         for r in file.header.iter().chain(&file.file) {

@@ -111,6 +111,51 @@ pub fn pick(codes: &[Code], gpu: u32) -> Vec<usize> {
     Vec::new()
 }
 
+/// Parses a list of targets that may name GPUs or architectures (`H100`, `RTX 4090`, `Ampere`,
+/// the catalog's `gpu_name` rows, matched whole and without regard to case): each name stands for
+/// its row's targets, written `H100 (9.0)`.
+pub fn parse_list_named(spec: &str, names: &[crate::GpuName]) -> Result<Vec<Target>, String> {
+    let mut sorted: Vec<&crate::GpuName> = names.iter().collect();
+    sorted.sort_by_key(|n| std::cmp::Reverse(n.name.len()));
+    let is_sep = |c: char| c == ';' || c == ',' || c.is_whitespace();
+    let mut out = Vec::new();
+    let mut plain = String::new();
+    let mut rest = spec;
+    let mut at_boundary = true;
+    while let Some(c) = rest.chars().next() {
+        let named = at_boundary
+            .then(|| {
+                sorted.iter().find(|n| {
+                    rest.len() >= n.name.len()
+                        && rest.is_char_boundary(n.name.len())
+                        && rest[..n.name.len()].eq_ignore_ascii_case(&n.name)
+                        && rest[n.name.len()..].chars().next().is_none_or(is_sep)
+                })
+            })
+            .flatten();
+        if let Some(n) = named {
+            if plain.split(is_sep).any(|w| !w.is_empty()) {
+                out.extend(parse_list(&plain)?);
+            }
+            plain.clear();
+            for mut t in parse_list(&n.targets)? {
+                t.written = format!("{} ({})", n.name, t.written);
+                out.push(t);
+            }
+            rest = &rest[n.name.len()..];
+            at_boundary = false;
+            continue;
+        }
+        plain.push(c);
+        at_boundary = is_sep(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    if plain.split(is_sep).any(|w| !w.is_empty()) || out.is_empty() {
+        out.extend(parse_list(&plain)?);
+    }
+    Ok(out)
+}
+
 /// Parses a list of targets. Errors name the entry and say what was expected.
 pub fn parse_list(spec: &str) -> Result<Vec<Target>, String> {
     let mut out = Vec::new();
@@ -369,6 +414,50 @@ pub fn check(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn every_gpu_name_stands_for_known_sms_with_sources() {
+        let cat = crate::Catalog::builtin();
+        assert!(cat.gpu_names.len() >= 25, "{}", cat.gpu_names.len());
+        for g in &cat.gpu_names {
+            assert!(!g.sources.is_empty(), "{}: no source", g.name);
+            for t in parse_list(&g.targets).unwrap() {
+                assert!(
+                    cat.archs.iter().any(|a| a.sm == t.sm),
+                    "{}: sm_{} is not in the catalog's architectures",
+                    g.name,
+                    t.sm
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn names_stand_for_their_targets() {
+        let cat = crate::Catalog::builtin();
+        let t = parse_list_named("H100;rtx 4090, 7.5 Ampere", &cat.gpu_names).unwrap();
+        let got: Vec<(String, u32, bool)> =
+            t.iter().map(|t| (t.written.clone(), t.sm, t.ptx)).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("H100 (9.0)".to_string(), 90, false),
+                ("RTX 4090 (8.9)".to_string(), 89, false),
+                ("7.5".to_string(), 75, false),
+                ("Ampere (8.0)".to_string(), 80, false),
+                ("Ampere (8.6+PTX)".to_string(), 86, true),
+            ]
+        );
+        // Whole entries only: A100 is not A10 followed by 0, L40S not L40.
+        assert_eq!(parse_list_named("A100", &cat.gpu_names).unwrap()[0].sm, 80);
+        assert_eq!(parse_list_named("L40S", &cat.gpu_names).unwrap()[0].sm, 89);
+        assert!(parse_list_named("H1000", &cat.gpu_names).is_err());
+        // Without names, the same as parse_list.
+        assert_eq!(
+            parse_list_named("75,86", &cat.gpu_names).unwrap(),
+            parse_list("75,86").unwrap()
+        );
+    }
+
     use super::*;
 
     fn short(spec: &str) -> Vec<String> {

@@ -31,10 +31,10 @@ pub enum CatalogCmd {
         /// --check, the toolkit the list is checked against.
         #[arg(long, value_name = "X.Y", value_parser = parse_cuda)]
         cuda: Option<CudaVersion>,
-        /// Check a list of GPU targets, as TORCH_CUDA_ARCH_LIST ("7.5;8.6;9.0+PTX"),
-        /// CMAKE_CUDA_ARCHITECTURES ("75;86-real;90a-virtual"), nvcc -gencode flags or sm_XY /
-        /// compute_XY names write it: what the toolkit cannot build, and which GPUs each entry runs
-        /// on. Exits 1 when an entry cannot be built.
+        /// Check a list of GPU targets, as TORCH_CUDA_ARCH_LIST ("7.5;8.6;9.0+PTX", "Ampere"),
+        /// CMAKE_CUDA_ARCHITECTURES ("75;86-real;90a-virtual"), nvcc -gencode flags, sm_XY /
+        /// compute_XY or GPU names ("H100") write it: what the toolkit cannot build, and which
+        /// GPUs each entry runs on. Exits 1 when an entry cannot be built.
         #[arg(long, value_name = "LIST", value_parser = parse_targets, allow_hyphen_values = true)]
         check: Option<TargetList>,
         /// Print the list as JSON (schema cudist.catalog/1).
@@ -50,6 +50,13 @@ pub enum CatalogCmd {
         #[arg(long)]
         json: bool,
     },
+    /// The GPU and architecture names `--gpu` and `sm --check` accept (`H100`, `Ampere`), and
+    /// the targets each stands for.
+    Gpus {
+        /// Print the list as JSON (schema cudist.catalog/1).
+        #[arg(long)]
+        json: bool,
+    },
     /// Every library in the catalog, one line each.
     List {
         /// Print the whole catalog as JSON (schema cudist.catalog/1).
@@ -61,12 +68,13 @@ pub enum CatalogCmd {
 /// The schema identifier of every `cudist catalog … --json` answer.
 pub const SCHEMA: &str = "cudist.catalog/1";
 
-/// A parsed `--check` list.
+/// A `--check` list, as written: checked against the built-in catalog's GPU names as the
+/// arguments are read (a malformed list is a usage error), read again with `--catalog` files'.
 #[derive(Clone, Debug)]
-pub struct TargetList(Vec<targets::Target>);
+pub struct TargetList(String);
 
 fn parse_targets(s: &str) -> std::result::Result<TargetList, String> {
-    targets::parse_list(s).map(TargetList)
+    targets::parse_list_named(s, &Catalog::builtin().gpu_names).map(|_| TargetList(s.to_string()))
 }
 
 fn parse_cuda(s: &str) -> std::result::Result<CudaVersion, String> {
@@ -117,6 +125,9 @@ pub struct Answer<'a> {
     /// `list`: every library in the catalog.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub libraries: Option<&'a [Library]>,
+    /// `gpus`: the GPU and architecture names, with the targets each stands for and sources.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_names: Option<&'a [cudist_catalog::GpuName]>,
 }
 
 impl Answer<'_> {
@@ -138,7 +149,11 @@ pub fn run(cmd: CatalogCmd, catalog: &Catalog) -> Result<ExitCode> {
             cuda,
             check: Some(list),
             json,
-        } => return check(&list.0, cuda, json, catalog, style),
+        } => {
+            let list = targets::parse_list_named(&list.0, &catalog.gpu_names)
+                .map_err(|e| anyhow::anyhow!("--check {:?}: {e}", list.0))?;
+            return check(&list, cuda, json, catalog, style);
+        }
         CatalogCmd::Sm {
             cuda,
             check: None,
@@ -146,6 +161,7 @@ pub fn run(cmd: CatalogCmd, catalog: &Catalog) -> Result<ExitCode> {
         } => sm(cuda, json, catalog, style)?,
         CatalogCmd::Driver { cuda, json } => driver(cuda, json, catalog)?,
         CatalogCmd::List { json } => list(json, catalog, style)?,
+        CatalogCmd::Gpus { json } => gpus(json, catalog, style)?,
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -294,6 +310,29 @@ fn sm(cuda: Option<CudaVersion>, json: bool, catalog: &Catalog, style: Style) ->
             a.arch_specific_from.clone().unwrap_or("-".into()),
             a.family_from.clone().unwrap_or("-".into()),
         ]);
+    }
+    crate::util::emit(&t.render(0, style));
+    Ok(())
+}
+
+/// `catalog gpus`: the names `--gpu` and `sm --check` accept.
+fn gpus(json: bool, catalog: &Catalog, style: Style) -> Result<()> {
+    if json {
+        crate::util::print_json(&Answer {
+            gpu_names: Some(&catalog.gpu_names),
+            ..Answer::new()
+        })?;
+        return Ok(());
+    }
+    let mut t = Table::new(&["NAME", "TARGETS", "RUNS NATIVELY ON"]);
+    for g in &catalog.gpu_names {
+        let sms: Vec<String> = targets::parse_list(&g.targets)
+            .unwrap_or_default()
+            .iter()
+            .filter(|x| x.cubin)
+            .map(|x| x.cubin_name())
+            .collect();
+        t.row(vec![g.name.clone(), g.targets.clone(), sms.join(" ")]);
     }
     crate::util::emit(&t.render(0, style));
     Ok(())

@@ -25,7 +25,8 @@ pub struct SlimArgs {
     pub inputs: Vec<PathBuf>,
     /// The GPUs to keep device code for: `8.6`, `sm_86`, `86`, `90a`, lists (`"7.5;8.6;9.0"`,
     /// `75,86,90`), TORCH_CUDA_ARCH_LIST and CMAKE_CUDA_ARCHITECTURES spellings (`9.0+PTX`,
-    /// `90-virtual` keep that GPU's PTX too); repeatable.
+    /// `90-virtual` keep that GPU's PTX too; `Ampere`), GPU names the catalog knows (`H100`,
+    /// `"RTX 4090"`, `cudist catalog gpus`); repeatable.
     #[arg(long, value_name = "SPEC", required_unless_present = "host")]
     pub gpu: Vec<String>,
     /// The GPUs of a machine: a doctor `--host` profile (FILE, as `cudist doctor --write-host`
@@ -102,7 +103,7 @@ pub struct InputReport {
 }
 
 /// The targets of every `--gpu`, and of the `--host` profile's GPUs: one per SM.
-fn parse_targets(specs: &[String], host: Option<&str>) -> Result<Vec<Target>> {
+fn parse_targets(specs: &[String], host: Option<&str>, catalog: &Catalog) -> Result<Vec<Target>> {
     let mut out: Vec<Target> = Vec::new();
     if let Some(h) = host {
         use cudist_analysis::runtime::host::Host;
@@ -122,7 +123,7 @@ fn parse_targets(specs: &[String], host: Option<&str>) -> Result<Vec<Target>> {
         }
     }
     for spec in specs {
-        let list = targets::parse_list(spec)
+        let list = targets::parse_list_named(spec, &catalog.gpu_names)
             .map_err(|e| anyhow::anyhow!("--gpu {spec:?}: {e}"))
             .map_err(|e| errors::input(format!("{e:#}")))?;
         out.extend(list);
@@ -134,8 +135,8 @@ fn parse_targets(specs: &[String], host: Option<&str>) -> Result<Vec<Target>> {
 }
 
 /// Runs `cudist slim`.
-pub fn run(args: SlimArgs, _catalog: &Catalog) -> Result<ExitCode> {
-    let targets = parse_targets(&args.gpu, args.host.as_deref())?;
+pub fn run(args: SlimArgs, catalog: &Catalog) -> Result<ExitCode> {
+    let targets = parse_targets(&args.gpu, args.host.as_deref(), catalog)?;
     let opts = Options {
         targets: targets.clone(),
         ptx: args.ptx,

@@ -58,6 +58,7 @@ fn every_json_output_names_its_schema_and_the_cudist_version() {
             "cudist.catalog/1",
         ),
         (vec!["catalog", "list", "--json"], "cudist.catalog/1"),
+        (vec!["catalog", "gpus", "--json"], "cudist.catalog/1"),
         (vec!["self-check", "--json"], "cudist.self-check/1"),
         (
             vec![

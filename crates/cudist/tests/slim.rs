@@ -248,6 +248,27 @@ fn loads_leaves_relocatable_code_and_refuses_empty_targets() {
             .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     }
+    // GPU names: an RTX 4090 (sm_89) runs the sm_80 cubins; Hopper (9.0+PTX) keeps sm_90 and
+    // compute_90.
+    for (name, kept) in [
+        ("RTX 4090", vec!["sm_80", "sm_80"]),
+        ("hopper", vec!["sm_90", "compute_90", "sm_90"]),
+    ] {
+        let (code, v) = slim(&[
+            dev.join("multi.so").to_str().unwrap(),
+            "--gpu",
+            name,
+            "--dry-run",
+        ]);
+        assert_eq!(code, Some(0), "{v:#}");
+        let got: Vec<&str> = v["inputs"][0]["files"][0]["kept"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["arch"].as_str().unwrap())
+            .collect();
+        assert_eq!(got, kept, "{name}");
+    }
     // sm_75: nothing in multi.so runs there: exit 1, the file and target named, nothing written.
     let none = work.path().join("none.so");
     let o = cudist(&[
