@@ -10,8 +10,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-/// The fixtures with a `.nv_fatbin`: plain, LZ4, zstd, uncompressed, arch-specific, concatenated
-/// and `-rdc` (whose `__nv_relfatbin` slim leaves alone).
+/// The fixtures with a `.nv_fatbin`: plain, LZ4, zstd, uncompressed, arch-specific, concatenated,
+/// `-rdc` (whose `__nv_relfatbin` slim leaves alone), and one cubin per SM from sm_75 to sm_120
+/// with compute_120 PTX, all LZ4 (`wide.so`).
 const FIXTURES: &[&str] = &[
     "multi.so",
     "lz4.so",
@@ -20,6 +21,7 @@ const FIXTURES: &[&str] = &[
     "arch_specific.so",
     "concat.so",
     "rdc.so",
+    "wide.so",
 ];
 
 fn catalog_sms() -> Vec<u32> {
@@ -522,4 +524,51 @@ fn cupy_thrust_for_a_host_profile() {
     let mut l3 = listing(&cuobjdump, &out3);
     l3.sort();
     assert_eq!(l3, vec!["sm_100", "sm_120"]);
+}
+
+/// `wide.so` (one cubin per SM from sm_75 to sm_120, compute_120 PTX, two containers): what each
+/// GPU keeps, as cuobjdump lists it.
+#[test]
+fn wide_fixture_keeps_per_gpu_what_it_runs() {
+    let Some(cuobjdump) = tool_from_env("CUDIST_CUOBJDUMP") else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let wide = fixtures().join("wide.so");
+    for (gpu, want) in [
+        // sm_89 runs its own cubins; compute_120 is newer than any target: no PTX.
+        ("8.9", vec!["sm_89", "sm_89"]),
+        // sm_87 (Orin) runs sm_86's.
+        ("8.7", vec!["sm_86", "sm_86"]),
+        // sm_121 runs sm_120's, and JITs compute_120 (kept as the newest a target could use).
+        ("12.1", vec!["sm_120", "sm_120", "sm_120"]),
+        // Two GPUs.
+        ("7.5,10.3", vec!["sm_75", "sm_100", "sm_75", "sm_100"]),
+    ] {
+        let out = work.path().join(format!("{gpu}.so"));
+        let (code, v) = slim(&[
+            wide.to_str().unwrap(),
+            "--gpu",
+            gpu,
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code, Some(0), "{gpu}: {v:#}");
+        assert_eq!(listing(&cuobjdump, &out), want, "{gpu}");
+    }
+    // sm_110 (Thor): no cubin of its major, and compute_120 PTX is newer: nothing runs there.
+    let o = cudist(&[
+        "slim",
+        wide.to_str().unwrap(),
+        "--gpu",
+        "11.0",
+        "-o",
+        work.path().join("110.so").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("nothing in it runs on sm_110"),
+        "{}",
+        stderr(&o)
+    );
 }
