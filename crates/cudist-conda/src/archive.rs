@@ -86,6 +86,80 @@ pub(crate) fn write_conda<W: Write + Seek>(
     zip.finish().map_err(std::io::Error::other)
 }
 
+/// One member of a package being repacked, as [`crate::scan`] read it: a file (with its bytes), a
+/// link, a hard link or a directory, with its mode and time.
+pub(crate) fn append_member<W: Write>(
+    tar: &mut tar::Builder<W>,
+    name: &str,
+    kind: &crate::MemberKind,
+    mode: u32,
+    mtime: u64,
+    bytes: &[u8],
+) -> std::io::Result<()> {
+    let mut h = tar::Header::new_gnu();
+    h.set_mtime(mtime);
+    h.set_uid(0);
+    h.set_gid(0);
+    h.set_mode(mode);
+    match kind {
+        crate::MemberKind::File(_) => {
+            h.set_entry_type(tar::EntryType::Regular);
+            h.set_size(bytes.len() as u64);
+            tar.append_data(&mut h, name, bytes)
+        }
+        crate::MemberKind::Link(target) => {
+            h.set_entry_type(tar::EntryType::Symlink);
+            h.set_size(0);
+            tar.append_link(&mut h, name, target)
+        }
+        crate::MemberKind::HardLink(target) => {
+            h.set_entry_type(tar::EntryType::Link);
+            h.set_size(0);
+            tar.append_link(&mut h, name, target)
+        }
+        crate::MemberKind::Dir => {
+            h.set_entry_type(tar::EntryType::Directory);
+            h.set_size(0);
+            tar.append_data(&mut h, format!("{name}/"), std::io::empty())
+        }
+        crate::MemberKind::Other => Ok(()),
+    }
+}
+
+/// A `.conda` from its two spooled parts (zstd tars, rewound here): `metadata.json`, then
+/// `pkg-<stem>.tar.zst` and `info-<stem>.tar.zst`, stored.
+pub(crate) fn write_parts<W: Write + Seek>(
+    out: W,
+    stem: &str,
+    opts: &crate::WriteOptions,
+    pkg: &mut std::fs::File,
+    info: &mut std::fs::File,
+) -> std::io::Result<W> {
+    let date = cudist_wheel::write::zip_time(opts.timestamp).unwrap_or_default();
+    let mut zip = zip::ZipWriter::new(out);
+    let stored = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Stored)
+        .last_modified_time(date)
+        .unix_permissions(0o644);
+    zip.start_file("metadata.json", stored)
+        .map_err(std::io::Error::other)?;
+    zip.write_all(FORMAT.as_bytes())?;
+    for (part, spooled) in [("pkg", pkg), ("info", info)] {
+        let size = spooled.stream_position()?;
+        spooled.rewind()?;
+        zip.start_file(
+            format!("{part}-{stem}.tar.zst"),
+            stored.large_file(size >= u64::from(u32::MAX)),
+        )
+        .map_err(std::io::Error::other)?;
+        let copied = std::io::copy(spooled, &mut zip)?;
+        if copied != size {
+            return Err(std::io::Error::other("the spooled archive changed size"));
+        }
+    }
+    zip.finish().map_err(std::io::Error::other)
+}
+
 /// One tar member: a regular file (its permission bits kept) or a symbolic link, as on disk.
 fn append<W: Write>(
     tar: &mut tar::Builder<W>,

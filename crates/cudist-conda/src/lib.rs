@@ -320,6 +320,168 @@ fn stage_and_pack(
     Ok(out)
 }
 
+/// A change made to files of a package as it is repacked ([`repack`]): gets a file's path and
+/// bytes, changes the bytes, says whether it changed them.
+pub type Transform<'a> = &'a mut dyn FnMut(&str, &mut Vec<u8>) -> Result<bool, String>;
+
+/// Writes `path` again as `DIR/name-version-<build>.conda` with its files passed through
+/// `transform`: every member is kept as it was (its mode, time, links, every `info/` file) but
+/// the files `transform` changes, whose `sha256` and `size_in_bytes` in `info/paths.json` are
+/// rewritten, and `info/index.json`'s `build`, which becomes `build`. `extra_info` adds files
+/// under `info/`. Returns the package written (through a temporary, renamed when complete) and
+/// the paths changed.
+///
+/// Hand-written around the `tar` and `zstd` crates: no crate rewrites a conda package.
+pub fn repack(
+    path: &Path,
+    dir: &Path,
+    build: &str,
+    transform: Transform<'_>,
+    extra_info: &[(String, Vec<u8>)],
+    opts: &WriteOptions,
+) -> Result<(PathBuf, Vec<String>), Error> {
+    let pkg = read(path)?;
+    if !build
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "_.+".contains(c))
+        || build.is_empty()
+    {
+        return Err(Error::Invalid {
+            path: path.to_path_buf(),
+            what: "build string",
+            message: format!("{build:?}: letters, digits, `_`, `.` and `+` only"),
+        });
+    }
+    let stem = format!("{}-{}-{build}", pkg.index.name, pkg.index.version);
+    let out = dir.join(format!("{stem}.conda"));
+    let invalid = |message: String| Error::Invalid {
+        path: path.to_path_buf(),
+        what: "package",
+        message,
+    };
+    // The package's files go straight into a zstd tar spooled beside the output; `info/` is kept
+    // in memory until the hashes of the changed files are known.
+    let spool = |e| io(dir)(e);
+    let mut pkg_spool = tempfile::tempfile_in(dir).map_err(spool)?;
+    let mut info: Vec<(String, MemberKind, u32, u64, Vec<u8>)> = Vec::new();
+    let mut changed: Vec<(String, String, u64)> = Vec::new();
+    {
+        let mut enc =
+            zstd::stream::write::Encoder::new(&mut pkg_spool, opts.zstd_level).map_err(spool)?;
+        if opts.threads > 1 {
+            enc.multithread(opts.threads).map_err(spool)?;
+        }
+        enc.include_checksum(true).map_err(spool)?;
+        let mut tar = tar::Builder::new(enc);
+        let limit = cudist_fs::limits().unpacked;
+        let mut failure: Option<Error> = None;
+        scan(path, Parts::All, |m| {
+            let mut bytes = Vec::new();
+            if let MemberKind::File(size) = m.kind {
+                bytes = cudist_fs::unpack_exact(m.reader, size, limit)
+                    .map_err(|e| invalid(format!("{}: {e}", m.path)))?
+                    .to_vec();
+            }
+            if m.path.starts_with("info/") || m.path == "info" {
+                info.push((m.path.to_string(), m.kind, m.mode, m.mtime, bytes));
+                return Ok(Next::Continue);
+            }
+            if matches!(m.kind, MemberKind::File(_)) {
+                match transform(m.path, &mut bytes) {
+                    Ok(true) => {
+                        let digest = sha2::Sha256::digest(&bytes);
+                        changed.push((
+                            m.path.to_string(),
+                            digest.iter().map(|b| format!("{b:02x}")).collect(),
+                            bytes.len() as u64,
+                        ));
+                    }
+                    Ok(false) => {}
+                    Err(e) => {
+                        failure = Some(invalid(format!("{}: {e}", m.path)));
+                        return Ok(Next::Stop);
+                    }
+                }
+            }
+            archive::append_member(&mut tar, m.path, &m.kind, m.mode, m.mtime, &bytes)
+                .map_err(spool)?;
+            Ok(Next::Continue)
+        })?;
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        tar.into_inner()
+            .and_then(|enc| enc.finish())
+            .map_err(spool)?;
+    }
+    // info/: the build string, the changed files' hashes, the extra files.
+    for (name, _, _, _, bytes) in info.iter_mut() {
+        if name == "info/index.json" {
+            let mut v: serde_json::Value = serde_json::from_slice(bytes)
+                .map_err(|e| invalid(format!("info/index.json: {e}")))?;
+            v["build"] = serde_json::Value::from(build);
+            *bytes = serde_json::to_vec_pretty(&v).expect("JSON values serialise");
+        } else if name == "info/paths.json" {
+            let mut v: serde_json::Value = serde_json::from_slice(bytes)
+                .map_err(|e| invalid(format!("info/paths.json: {e}")))?;
+            if let Some(rows) = v["paths"].as_array_mut() {
+                for row in rows {
+                    let Some(p) = row["_path"].as_str() else {
+                        continue;
+                    };
+                    if let Some((_, sha, size)) = changed.iter().find(|(c, _, _)| c == p) {
+                        row["sha256"] = serde_json::Value::from(sha.as_str());
+                        row["size_in_bytes"] = serde_json::Value::from(*size);
+                    }
+                }
+            }
+            *bytes = serde_json::to_vec_pretty(&v).expect("JSON values serialise");
+            PathsJson::parse(bytes).map_err(|e| invalid(format!("info/paths.json: {e}")))?;
+        }
+    }
+    let now = u64::try_from(opts.timestamp).unwrap_or(0);
+    for (name, bytes) in extra_info {
+        let full = format!("info/{name}");
+        cudist_fs::member_name(&full).map_err(|source| Error::Unsafe {
+            path: out.clone(),
+            source,
+        })?;
+        info.retain(|(n, ..)| n != &full);
+        info.push((
+            full,
+            MemberKind::File(bytes.len() as u64),
+            0o644,
+            now,
+            bytes.clone(),
+        ));
+    }
+    let mut info_spool = tempfile::tempfile_in(dir).map_err(spool)?;
+    {
+        let mut enc =
+            zstd::stream::write::Encoder::new(&mut info_spool, opts.zstd_level).map_err(spool)?;
+        enc.include_checksum(true).map_err(spool)?;
+        let mut tar = tar::Builder::new(enc);
+        for (name, kind, mode, mtime, bytes) in &info {
+            archive::append_member(&mut tar, name, kind, *mode, *mtime, bytes).map_err(spool)?;
+        }
+        tar.into_inner()
+            .and_then(|enc| enc.finish())
+            .map_err(spool)?;
+    }
+    let file = cudist_fs::AtomicFile::new(&out).map_err(io(&out))?;
+    let mut w = std::io::BufWriter::new(file);
+    archive::write_parts(&mut w, &stem, opts, &mut pkg_spool, &mut info_spool).map_err(io(&out))?;
+    w.flush().map_err(io(&out))?;
+    w.into_inner()
+        .map_err(|e| Error::Io {
+            path: out.clone(),
+            source: e.into_error(),
+        })?
+        .commit()
+        .map_err(io(&out))?;
+    Ok((out, changed.into_iter().map(|(p, ..)| p).collect()))
+}
+
 /// A package read back: its metadata and, when asked for, its files unpacked in a directory.
 #[derive(Debug)]
 pub struct Package {
@@ -366,6 +528,10 @@ pub enum MemberKind {
 pub struct Member<'a> {
     pub path: &'a str,
     pub kind: MemberKind,
+    /// Its permission bits, as the archive records them.
+    pub mode: u32,
+    /// Its modification time, seconds since the epoch, as the archive records it.
+    pub mtime: u64,
     pub reader: &'a mut dyn Read,
 }
 
@@ -520,9 +686,13 @@ impl Walk<'_> {
                     });
                 }
             }
+            let mode = header.mode().unwrap_or(0o644) & 0o7777;
+            let mtime = header.mtime().unwrap_or(0);
             let next = visit(Member {
                 path: &name,
                 kind,
+                mode,
+                mtime,
                 reader: &mut entry,
             })?;
             if next == Next::Stop {

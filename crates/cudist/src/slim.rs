@@ -20,7 +20,8 @@ pub const SCHEMA: &str = "cudist.slim/1";
 /// `cudist slim` arguments.
 #[derive(clap::Args, Debug)]
 pub struct SlimArgs {
-    /// ELF files, directories (an installed tree, an unpacked wheel) or wheels.
+    /// ELF files, directories (an installed tree, an unpacked wheel), wheels or conda packages
+    /// (`.conda`, `.tar.bz2`).
     #[arg(value_name = "INPUT", required = true)]
     pub inputs: Vec<PathBuf>,
     /// The GPUs to keep device code for: `8.6`, `sm_86`, `86`, `90a`, lists (`"7.5;8.6;9.0"`,
@@ -40,7 +41,8 @@ pub struct SlimArgs {
     /// Write the slimmed ELF file here (one ELF input only).
     #[arg(short, long, value_name = "FILE", conflicts_with_all = ["wheel_dir", "in_place"])]
     pub output: Option<PathBuf>,
-    /// Write slimmed wheels into this directory, under their own names.
+    /// Write slimmed wheels (under their own names) and conda packages (as `.conda`, the build
+    /// string ending in `_slim_sm86_sm90`) into this directory.
     #[arg(short = 'w', long, value_name = "DIR", conflicts_with = "in_place")]
     pub wheel_dir: Option<PathBuf>,
     /// Replace ELF files (given, or in a directory) in place, each atomically.
@@ -88,7 +90,7 @@ pub struct Report {
 pub struct InputReport {
     /// The input as given.
     pub input: String,
-    /// `elf`, `directory` or `wheel`.
+    /// `elf`, `directory`, `wheel` or `conda`.
     pub kind: String,
     /// Where the result was written (`null` with `--dry-run`, or when nothing changed).
     pub output: Option<String>,
@@ -98,7 +100,7 @@ pub struct InputReport {
     pub without_device_code: Vec<String>,
     /// Bytes of device code removed (zero bytes in place of entries, the file sizes unchanged).
     pub bytes_removed: u64,
-    /// For a wheel: its size before, and after (`null` with `--dry-run`).
+    /// For a wheel or a conda package: its size before, and after (`null` with `--dry-run`).
     pub wheel_bytes: Option<(u64, Option<u64>)>,
 }
 
@@ -246,6 +248,35 @@ fn plan_input(input: &Path, opts: &Options) -> Result<Plan> {
                 .into_owned();
             one(rel, read_file(&f)?, &mut report)?;
         }
+    } else if cudist_conda::is_package_path(input) {
+        report.kind = "conda".into();
+        report.wheel_bytes = Some((meta.len(), None));
+        let mut failure: Option<anyhow::Error> = None;
+        cudist_conda::scan(input, cudist_conda::Parts::All, |m| {
+            let cudist_conda::MemberKind::File(size) = m.kind else {
+                return Ok(cudist_conda::Next::Continue);
+            };
+            if m.path.starts_with("info/") {
+                return Ok(cudist_conda::Next::Continue);
+            }
+            let data = cudist_fs::unpack_exact(m.reader, size, cudist_fs::limits().unpacked)
+                .map_err(|e| cudist_conda::Error::Invalid {
+                    path: input.to_path_buf(),
+                    what: "member",
+                    message: format!("{}: {e}", m.path),
+                })?
+                .to_vec();
+            if is_elf(&data) {
+                if let Err(e) = one(m.path.to_string(), data, &mut report) {
+                    failure = Some(e);
+                    return Ok(cudist_conda::Next::Stop);
+                }
+            }
+            Ok(cudist_conda::Next::Continue)
+        })?;
+        if let Some(e) = failure {
+            return Err(e);
+        }
     } else if input.extension().is_some_and(|e| e == "whl") {
         report.kind = "wheel".into();
         let wheel = cudist_wheel::Wheel::open(input)?;
@@ -355,6 +386,61 @@ fn write(
             }
             batch.commit()?;
             Ok((Some(plan.input.display().to_string()), None))
+        }
+        "conda" => {
+            let Some(dir) = &args.wheel_dir else {
+                bail!(errors::input(
+                    "say where slimmed packages go: -w DIR (a package is never changed in place)"
+                ));
+            };
+            std::fs::create_dir_all(dir)?;
+            let pkg = cudist_conda::read(&plan.input)?;
+            // The build string says what the package was slimmed to: `h1234_0_slim_sm86_sm90`.
+            let build = format!("{}_slim_{}", pkg.index.build, report.targets.join("_"));
+            let stem = format!("{}-{}-{build}.conda", pkg.index.name, pkg.index.version);
+            if std::fs::canonicalize(dir.join(&stem)).ok()
+                == std::fs::canonicalize(&plan.input).ok()
+            {
+                bail!(errors::input(format!(
+                    "{}: the output would overwrite the input; choose another -w directory",
+                    plan.input.display()
+                )));
+            }
+            let record = serde_json::to_vec_pretty(&SlimRecord {
+                schema: "cudist.slim-record/1".into(),
+                targets: report.targets.clone(),
+                ptx: report.ptx,
+                cudist_version: report.cudist_version.clone(),
+            })?;
+            let wanted: std::collections::BTreeSet<&str> =
+                plan.changed.iter().map(String::as_str).collect();
+            let mut transform = |name: &str, data: &mut Vec<u8>| -> Result<bool, String> {
+                if !wanted.contains(name) {
+                    return Ok(false);
+                }
+                slim_elf(name, data, opts)
+                    .map(|f| f.is_some_and(|f| f.bytes_removed > 0))
+                    .map_err(|e| cudist_analysis::error::message(&e))
+            };
+            let write_opts = cudist_conda::WriteOptions {
+                zstd_level: 10,
+                timestamp: pkg
+                    .index
+                    .timestamp
+                    .map(|ms| (ms / 1000) as i64)
+                    .unwrap_or(0),
+                threads: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+            };
+            let (out, _) = cudist_conda::repack(
+                &plan.input,
+                dir,
+                &build,
+                &mut transform,
+                &[(cudist_analysis::slim::RECORD_FILE.to_string(), record)],
+                &write_opts,
+            )?;
+            let bytes = std::fs::metadata(&out)?.len();
+            Ok((Some(out.display().to_string()), Some(bytes)))
         }
         _ => {
             let Some(dir) = &args.wheel_dir else {

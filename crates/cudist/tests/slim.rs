@@ -572,3 +572,148 @@ fn wide_fixture_keeps_per_gpu_what_it_runs() {
         stderr(&o)
     );
 }
+
+/// A conda package (written by cudist-conda: a library with device code, a link to it, an
+/// executable script) slimmed to sm_90: a new `.conda` whose build string says so, whose
+/// `info/paths.json` holds the slimmed library's sha256 and size, with every other member as it
+/// was (mode, link), `info/cudist-slim.json` added; py-rattler installs it, and the installed
+/// library holds only the sm_90 cubins and PTX.
+#[test]
+fn a_conda_package_slimmed_installs_with_its_new_hashes() {
+    let (Some(py), Some(cuobjdump)) = (
+        tool_from_env("CUDIST_RATTLER_PYTHON"),
+        tool_from_env("CUDIST_CUOBJDUMP"),
+    ) else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let tool = work.path().join("tool");
+    std::fs::write(&tool, "#!/bin/sh\necho hi\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let file = |path: &str, src: std::path::PathBuf| cudist_conda::Entry {
+        path: path.into(),
+        content: cudist_conda::Content::File(src),
+        known: None,
+    };
+    let pkg = cudist_conda::NewPackage {
+        name: "kern".into(),
+        version: "1.0".into(),
+        build: "h0_0".into(),
+        build_number: 0,
+        subdir: cudist_conda::host_subdir().0.into(),
+        depends: vec![],
+        constrains: vec![],
+        license: Some("MIT".into()),
+        run_exports: None,
+        files: vec![
+            file("lib/libk.so", fixtures().join("multi.so")),
+            cudist_conda::Entry {
+                path: "lib/libk.so.1".into(),
+                content: cudist_conda::Content::Link("libk.so".into()),
+                known: None,
+            },
+            file("bin/tool", tool),
+        ],
+        licenses: vec![],
+    };
+    let opts = cudist_conda::WriteOptions {
+        zstd_level: 1,
+        timestamp: 1_700_000_000,
+        threads: 1,
+    };
+    let dir = work.path().join("in");
+    std::fs::create_dir_all(&dir).unwrap();
+    let input = cudist_conda::write_conda(&pkg, &dir, &opts).unwrap();
+    let out = work.path().join("out");
+    let (code, v) = slim(&[
+        input.to_str().unwrap(),
+        "--gpu",
+        "90",
+        "-w",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{v:#}");
+    let written = std::path::PathBuf::from(v["inputs"][0]["output"].as_str().unwrap());
+    assert_eq!(
+        written.file_name().unwrap().to_string_lossy(),
+        "kern-1.0-h0_0_slim_sm_90.conda"
+    );
+    let back = cudist_conda::read(&written).unwrap();
+    assert_eq!(back.index.build, "h0_0_slim_sm_90");
+    // Modes, links and bytes of every member, read back.
+    let mut members = std::collections::BTreeMap::new();
+    cudist_conda::scan(&written, cudist_conda::Parts::All, |m| {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(m.reader, &mut bytes).unwrap();
+        members.insert(m.path.to_string(), (m.kind.clone(), m.mode, bytes));
+        Ok(cudist_conda::Next::Continue)
+    })
+    .unwrap();
+    assert_eq!(members["bin/tool"].1, 0o755);
+    assert_eq!(
+        members["lib/libk.so.1"].0,
+        cudist_conda::MemberKind::Link("libk.so".into())
+    );
+    assert!(members.contains_key("info/cudist-slim.json"));
+    let lib = &members["lib/libk.so"].2;
+    assert_eq!(
+        lib.len() as u64,
+        std::fs::metadata(fixtures().join("multi.so"))
+            .unwrap()
+            .len()
+    );
+    assert_ne!(lib, &std::fs::read(fixtures().join("multi.so")).unwrap());
+    let row = back
+        .paths
+        .as_ref()
+        .unwrap()
+        .paths
+        .iter()
+        .find(|p| p.path == "lib/libk.so")
+        .unwrap();
+    use sha2_hex::hex_sha256;
+    assert_eq!(row.sha256.as_deref(), Some(hex_sha256(lib).as_str()));
+    // py-rattler installs it (checking the files against paths.json), and the library holds
+    // the sm_90 code only.
+    let prefix = work.path().join("prefix");
+    let o = std::process::Command::new(&py)
+        .arg(repo_root().join("scripts/conda-install-local.py"))
+        .arg(&prefix)
+        .arg(&written)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        listing(&cuobjdump, &prefix.join("lib/libk.so")),
+        vec!["sm_90", "sm_90", "sm_90"]
+    );
+    assert_eq!(
+        std::fs::metadata(prefix.join("bin/tool"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o755
+    );
+}
+
+/// The sha256 of bytes as lower-case hex, computed by `sha256sum` (an oracle outside cudist).
+mod sha2_hex {
+    pub fn hex_sha256(bytes: &[u8]) -> String {
+        use std::io::Write;
+        let mut child = std::process::Command::new("sha256sum")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(bytes).unwrap();
+        let o = child.wait_with_output().unwrap();
+        String::from_utf8(o.stdout)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_string()
+    }
+}
