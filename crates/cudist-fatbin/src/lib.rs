@@ -728,8 +728,8 @@ pub fn fuzz_one(data: &[u8]) {
             // place.
             let mut copy = data.to_vec();
             let keep = |e: &Entry| e.offset % 16 < 8;
-            let removed = rewrite_section(&mut copy, section, &keep)
-                .expect("a section that parses rewrites");
+            let removed =
+                rewrite_section(&mut copy, section, &keep).expect("a section that parses rewrites");
             assert_eq!(copy.len(), data.len());
             let again = parse_section(&copy, section).expect("a rewritten section parses");
             let kept: Vec<&Entry> = entries.iter().filter(|e| keep(e)).collect();
@@ -742,7 +742,10 @@ pub fn fuzz_one(data: &[u8]) {
             for (a, b) in again.iter().zip(&kept) {
                 assert_eq!(a.container, b.container);
                 let (sa, sb) = (a.stored_size() as usize, b.stored_size() as usize);
-                assert_eq!(&copy[a.offset..a.offset + sa], &data[b.offset..b.offset + sb]);
+                assert_eq!(
+                    &copy[a.offset..a.offset + sa],
+                    &data[b.offset..b.offset + sb]
+                );
             }
         }
     }

@@ -437,17 +437,49 @@ fn the_cupy_wheel_slimmed_installs_and_imports_like_the_original() {
         serde_json::json!(["sm_86", "sm_90"])
     );
     // Installed beside numpy and cuda-pathfinder, the slimmed and the original import alike.
-    let modules_loaded = |wheel: &Path, name: &str| -> Vec<String> {
+    let modules_loaded = |wheel: &Path, name: &str| -> (Vec<String>, std::path::PathBuf) {
         let python = cupy_venv(&work.path().join(name), wheel, &deps);
-        mapped_by_import(&python, "cupy", "cupy")
+        let mapped = mapped_by_import(&python, "cupy", "cupy")
             .into_iter()
             .map(|p| p.split("site-packages/").nth(1).unwrap_or(&p).to_string())
-            .collect()
+            .collect();
+        (mapped, python)
     };
-    let a = modules_loaded(&orig, "orig");
-    let b = modules_loaded(&slimmed, "slim");
+    let (a, _) = modules_loaded(&orig, "orig");
+    let (b, python) = modules_loaded(&slimmed, "slim");
     assert!(a.len() > 40, "{a:?}");
     assert_eq!(a, b);
+    // doctor, for a machine with a Turing GPU (sm_75): the slimmed cupy has no kernel image for
+    // it, and doctor says the package was slimmed.
+    let host = write_profile(
+        &work.path().join("turing.json"),
+        &serde_json::json!({"name": "box", "driver": "575.51.03", "driver_cuda": "12.9",
+            "gpus": [{"name": "T4", "sm": 75}]}),
+    );
+    let o = cudist(&[
+        "doctor",
+        "--json",
+        "--host",
+        host.to_str().unwrap(),
+        "--import",
+        "cupy",
+        "--python",
+        python.to_str().unwrap(),
+    ]);
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
+    let reasons = v["verdict"]["reasons"].to_string();
+    assert!(
+        reasons.contains("cupy-cuda12x 14.2.0 was slimmed by cudist"),
+        "{reasons}"
+    );
+    assert!(
+        reasons.contains("thrust.cpython-311-x86_64-linux-gnu.so: T4 (sm_75): \\\"no kernel image")
+            && reasons.contains(
+                "was slimmed by cudist 0.1.0 for sm_86 sm_90; the original wheel has the rest"
+            ),
+        "{reasons}"
+    );
 }
 
 /// cupy's thrust module (13 cubins sm_50 … sm_120 and compute_100 PTX, LZ4): slimmed for a host

@@ -785,6 +785,8 @@ struct Shared<'a> {
     dlopen: &'a [String],
     /// The libraries the packages load at import, by SONAME and file name.
     loaded_first: &'a HashMap<String, PathBuf>,
+    /// Packages `cudist slim` slimmed (their directory, and what to say of it).
+    slimmed: &'a [(PathBuf, String)],
 }
 
 /// Every check of one file, and the verdict lines it adds.
@@ -796,6 +798,7 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         names,
         dlopen,
         loaded_first,
+        slimmed,
     } = *shared;
     let catalog = names.catalog;
     let mut verdict = Verdict::default();
@@ -961,13 +964,23 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
     } else {
         device::check_gpus(&entries, host, catalog)
     };
+    // A package slimmed for other GPUs: why this one has no kernel image.
+    let slim_note = slimmed
+        .iter()
+        .find(|(dir, _)| f.starts_with(dir))
+        .map(|(_, what)| format!(" ({what}; the original wheel has the rest)"))
+        .unwrap_or_default();
     for g in &gpus {
-        let status = match g.status {
+        let (status, note) = match g.status {
             "cubin" => continue,
-            "jit" => Status::Risky,
-            _ => Status::WillFailOnThisGpu,
+            "jit" => (Status::Risky, ""),
+            "no-kernel-image" => (Status::WillFailOnThisGpu, slim_note.as_str()),
+            _ => (Status::WillFailOnThisGpu, ""),
         };
-        verdict.add(status, format!("{}: {}: {}", f.display(), g.gpu, g.detail));
+        verdict.add(
+            status,
+            format!("{}: {}: {}{note}", f.display(), g.gpu, g.detail),
+        );
     }
     let mut driver_problems = device::check_driver(&majors, host, catalog);
     if majors.is_empty() && host.driver.is_some() && !entries.is_empty() {
@@ -1381,6 +1394,38 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             }
         }
     }
+    // Packages `cudist slim` slimmed: their distribution's `cudist-slim.json`.
+    let mut slimmed: Vec<(PathBuf, String)> = Vec::new();
+    for (name, dir) in &imports {
+        let Some(site) = dir.parent() else { continue };
+        let import = cudist_wheel::installed::normalise(name);
+        for d in dists.get(site).into_iter().flatten() {
+            let n = cudist_wheel::installed::normalise(&d.name);
+            if n != import && !n.starts_with(&format!("{import}-")) {
+                continue;
+            }
+            let record = cudist_fs::read_bounded(
+                &d.dist_info.join(crate::slim::RECORD_FILE),
+                cudist_fs::SMALL_FILE,
+            )
+            .ok()
+            .and_then(|b| serde_json::from_slice::<crate::slim::SlimRecord>(&b).ok());
+            if let Some(r) = record {
+                let what = format!(
+                    "{} {} was slimmed by cudist {} for {}",
+                    d.name,
+                    d.version,
+                    r.cudist_version,
+                    r.targets.join(" ")
+                );
+                report.verdict.add(
+                    Status::Ok,
+                    format!("{what}: device code for other GPUs was removed"),
+                );
+                slimmed.push((dir.clone(), what));
+            }
+        }
+    }
     let shared = Shared {
         env: &env,
         host: &report.host,
@@ -1388,6 +1433,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         names: &names,
         dlopen: &args.dlopen,
         loaded_first: &loaded_first,
+        slimmed: &slimmed,
     };
     let results: Vec<Result<Checked>> = files
         .par_iter()
