@@ -1,5 +1,5 @@
 //! `cudist slim INPUT… --gpu SPEC`: keep only the device code the target GPUs will run, in an ELF
-//! file, a directory tree or a wheel. What to keep is [`cudist_analysis::slim`]'s; this module
+//! file, a directory tree, a wheel or a conda package. What to keep is [`cudist_analysis::slim`]'s; this module
 //! reads the inputs, writes the outputs (atomically) and renders the report.
 
 use std::path::{Path, PathBuf};
@@ -42,7 +42,7 @@ pub struct SlimArgs {
     #[arg(short, long, value_name = "FILE", conflicts_with_all = ["wheel_dir", "in_place"])]
     pub output: Option<PathBuf>,
     /// Write slimmed wheels (under their own names) and conda packages (as `.conda`, the build
-    /// string ending in `_slim_sm86_sm90`) into this directory.
+    /// string ending in `_slim_sm_86_sm_90`) into this directory.
     #[arg(short = 'w', long, value_name = "DIR", conflicts_with = "in_place")]
     pub wheel_dir: Option<PathBuf>,
     /// Replace ELF files (given, or in a directory) in place, each atomically.
@@ -92,7 +92,7 @@ pub struct InputReport {
     pub input: String,
     /// `elf`, `directory`, `wheel` or `conda`.
     pub kind: String,
-    /// Where the result was written (`null` with `--dry-run`, or when nothing changed).
+    /// Where the result was written (`null` with `--dry-run`).
     pub output: Option<String>,
     /// The ELF files with device code, and what was kept and removed of each.
     pub files: Vec<FileSlim>,
@@ -101,7 +101,7 @@ pub struct InputReport {
     /// Bytes of device code removed (zero bytes in place of entries, the file sizes unchanged).
     pub bytes_removed: u64,
     /// For a wheel or a conda package: its size before, and after (`null` with `--dry-run`).
-    pub wheel_bytes: Option<(u64, Option<u64>)>,
+    pub package_bytes: Option<(u64, Option<u64>)>,
 }
 
 /// The targets of every `--gpu`, and of the `--host` profile's GPUs: one per SM.
@@ -126,8 +126,7 @@ fn parse_targets(specs: &[String], host: Option<&str>, catalog: &Catalog) -> Res
     }
     for spec in specs {
         let list = targets::parse_list_named(spec, &catalog.gpu_names)
-            .map_err(|e| anyhow::anyhow!("--gpu {spec:?}: {e}"))
-            .map_err(|e| errors::input(format!("{e:#}")))?;
+            .map_err(|e| errors::input(format!("--gpu {spec:?}: {e}")))?;
         out.extend(list);
     }
     if out.is_empty() {
@@ -170,7 +169,7 @@ pub fn run(args: SlimArgs, catalog: &Catalog) -> Result<ExitCode> {
         if !args.dry_run {
             let (output, bytes) = write(&plan, &args, &opts, &report)?;
             plan.report.output = output;
-            if let Some((_, after)) = &mut plan.report.wheel_bytes {
+            if let Some((_, after)) = &mut plan.report.package_bytes {
                 *after = bytes;
             }
         }
@@ -216,7 +215,7 @@ fn plan_input(input: &Path, opts: &Options) -> Result<Plan> {
         files: Vec::new(),
         without_device_code: Vec::new(),
         bytes_removed: 0,
-        wheel_bytes: None,
+        package_bytes: None,
     };
     let mut changed = Vec::new();
     let mut checked = Vec::new();
@@ -250,7 +249,7 @@ fn plan_input(input: &Path, opts: &Options) -> Result<Plan> {
         }
     } else if cudist_conda::is_package_path(input) {
         report.kind = "conda".into();
-        report.wheel_bytes = Some((meta.len(), None));
+        report.package_bytes = Some((meta.len(), None));
         let mut failure: Option<anyhow::Error> = None;
         cudist_conda::scan(input, cudist_conda::Parts::All, |m| {
             let cudist_conda::MemberKind::File(size) = m.kind else {
@@ -280,7 +279,7 @@ fn plan_input(input: &Path, opts: &Options) -> Result<Plan> {
     } else if input.extension().is_some_and(|e| e == "whl") {
         report.kind = "wheel".into();
         let wheel = cudist_wheel::Wheel::open(input)?;
-        report.wheel_bytes = Some((wheel.file_size(), None));
+        report.package_bytes = Some((wheel.file_size(), None));
         let mut elfs = Vec::new();
         for m in wheel.members() {
             if !m.is_dir && is_elf(&wheel.read_prefix(m.index, 4)?) {
@@ -529,9 +528,9 @@ fn render(r: &Report) -> String {
                 i.without_device_code.len()
             ));
         }
-        if let Some((before, Some(after))) = i.wheel_bytes {
+        if let Some((before, Some(after))) = i.package_bytes {
             s.push_str(&format!(
-                "  wheel: {} -> {} ({:.1}%)\n",
+                "  package: {} -> {} ({:.1}%)\n",
                 human(before),
                 human(after),
                 after as f64 * 100.0 / before.max(1) as f64

@@ -400,7 +400,7 @@ fn the_cupy_wheel_slimmed_installs_and_imports_like_the_original() {
         std::fs::metadata(&orig).unwrap().len(),
         std::fs::metadata(&slimmed).unwrap().len(),
     );
-    assert_eq!(v["inputs"][0]["wheel_bytes"][1], after);
+    assert_eq!(v["inputs"][0]["package_bytes"][1], after);
     assert!(after * 2 < before, "{before} -> {after}");
     // RECORD, checked by Python's zipfile and hashlib; the targets in dist-info.
     python(
