@@ -455,3 +455,69 @@ fn catalog_sm_check_agrees_with_nvcc() {
         assert!(refused.is_err(), "{entry}: nvcc built it");
     }
 }
+
+/// A library with compute_80 and compute_90 PTX and no cubin: a GPU newer than both JITs the
+/// compute_90 one (the highest that fits, as slim keeps), and an sm_86 GPU the compute_80 one.
+/// Slimmed for sm_120 with `--ptx newest`, only compute_90 is left and doctor's answer is the
+/// same.
+#[test]
+fn the_ptx_a_gpu_compiles_is_the_highest_that_fits() {
+    let Some(cuobjdump) = tool_from_env("CUDIST_CUOBJDUMP") else {
+        return;
+    };
+    let bin = cuobjdump.parent().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("k.cu");
+    std::fs::write(&src, "__global__ void k(int *p) { *p = 1; }\n").unwrap();
+    let so = work.path().join("two_ptx.so");
+    let o = Command::new(bin.join("nvcc"))
+        .env(
+            "PATH",
+            format!(
+                "{}:{}:{}",
+                bin.display(),
+                bin.parent().unwrap().join("nvvm/bin").display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .args(["-shared", "-Xcompiler", "-fPIC", "-o"])
+        .arg(&so)
+        .arg(&src)
+        .args([
+            "-gencode=arch=compute_80,code=compute_80",
+            "-gencode=arch=compute_90,code=compute_90",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let gpu = |file: &Path, sm: u32| -> (String, String) {
+        let host = write_profile(
+            &work.path().join(format!("h{sm}.json")),
+            &serde_json::json!({"name": "box", "driver": "999.99", "driver_cuda": "13.5",
+                "gpus": [{"name": "GPU", "sm": sm}]}),
+        );
+        let (_, v) = doctor_on_profile(&host, file);
+        let g = &v["files"][0]["gpus"][0];
+        (
+            g["status"].as_str().unwrap().to_string(),
+            g["detail"].as_str().unwrap().to_string(),
+        )
+    };
+    let (status, detail) = gpu(&so, 120);
+    assert_eq!(status, "jit");
+    assert!(detail.contains("the sm_90 PTX"), "{detail}");
+    let (status, detail) = gpu(&so, 86);
+    assert_eq!(status, "jit");
+    assert!(detail.contains("the sm_80 PTX"), "{detail}");
+    let slim = work.path().join("slim.so");
+    let o = cudist(&[
+        "slim",
+        so.to_str().unwrap(),
+        "--gpu",
+        "12.0",
+        "-o",
+        slim.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(gpu(&slim, 120), gpu(&so, 120));
+}

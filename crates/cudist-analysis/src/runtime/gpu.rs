@@ -67,11 +67,14 @@ pub fn check_gpus(entries: &[DeviceEntry], host: &Host, catalog: &Catalog) -> Ve
             });
             continue;
         }
-        let ptx: Vec<&DeviceEntry> = entries
+        // The PTX the driver would compile: of the highest SM that fits (as
+        // `targets::pick` chooses, and slim keeps), else the next the driver can compile.
+        let mut ptx: Vec<&DeviceEntry> = entries
             .iter()
             .filter(|e| matches!(e.kind, EntryKind::Ptx))
             .filter(|e| parse_arch(&e.arch).is_some_and(|(sm, suf)| runs_on(sm, suf, g.sm, true)))
             .collect();
+        ptx.sort_by_key(|e| std::cmp::Reverse(parse_arch(&e.arch).map(|(sm, _)| sm)));
         let isa_cuda = |e: &DeviceEntry| {
             CudaVersion::parse(&e.version).and_then(|isa| catalog.cuda_for_ptx_isa(isa))
         };
