@@ -49,16 +49,7 @@ pub(crate) fn write_conda<W: Write + Seek>(
         dest.push((name.to_string(), p.clone()));
     }
     let mtime = u64::try_from(opts.timestamp).unwrap_or(0);
-    let date = cudist_wheel::write::zip_time(opts.timestamp).unwrap_or_default();
-    let mut zip = zip::ZipWriter::new(out);
-    let stored = zip::write::SimpleFileOptions::default()
-        .compression_method(zip::CompressionMethod::Stored)
-        .last_modified_time(date)
-        .unix_permissions(0o644);
-    zip.start_file("metadata.json", stored)
-        .map_err(std::io::Error::other)?;
-    zip.write_all(FORMAT.as_bytes())?;
-    for (part, members) in [("pkg", &mut pkg), ("info", &mut info)] {
+    let spool_part = |members: &mut Vec<(String, PathBuf)>| -> std::io::Result<std::fs::File> {
         members.sort();
         let mut spooled = tempfile::tempfile_in(spool)?;
         let mut enc = zstd::stream::write::Encoder::new(&mut spooled, opts.zstd_level)?;
@@ -71,19 +62,11 @@ pub(crate) fn write_conda<W: Write + Seek>(
             append(&mut tar, name, path, mtime)?;
         }
         tar.into_inner()?.finish()?;
-        let size = spooled.stream_position()?;
-        spooled.rewind()?;
-        zip.start_file(
-            format!("{part}-{stem}.tar.zst"),
-            stored.large_file(size >= u64::from(u32::MAX)),
-        )
-        .map_err(std::io::Error::other)?;
-        let copied = std::io::copy(&mut spooled, &mut zip)?;
-        if copied != size {
-            return Err(std::io::Error::other("the spooled archive changed size"));
-        }
-    }
-    zip.finish().map_err(std::io::Error::other)
+        Ok(spooled)
+    };
+    let mut pkg_spool = spool_part(&mut pkg)?;
+    let mut info_spool = spool_part(&mut info)?;
+    write_parts(out, stem, opts, &mut pkg_spool, &mut info_spool)
 }
 
 /// One member of a package being repacked, as [`crate::scan`] read it: a file (with its bytes), a

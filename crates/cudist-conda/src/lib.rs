@@ -297,8 +297,6 @@ fn stage_and_pack(
     }
 
     let out = dir.join(format!("{}.conda", pkg.stem()));
-    let file = cudist_fs::AtomicFile::new(&out).map_err(io(&out))?;
-    let mut w = std::io::BufWriter::new(file);
     // Seconds from 1970 to the end of year 9999, as conda's tools read them.
     if !(0..=253_402_300_799).contains(&opts.timestamp) {
         return Err(Error::Invalid {
@@ -307,16 +305,9 @@ fn stage_and_pack(
             message: format!("{} is not a time between 1970 and 9999", opts.timestamp),
         });
     }
-    let written =
-        archive::write_conda(&mut w, stage, &paths, &pkg.stem(), opts, dir).and_then(|w| w.flush());
-    written.map_err(io(&out))?;
-    w.into_inner()
-        .map_err(|e| Error::Io {
-            path: out.clone(),
-            source: e.into_error(),
-        })?
-        .commit()
-        .map_err(io(&out))?;
+    write_atomically(&out, |w| {
+        archive::write_conda(w, stage, &paths, &pkg.stem(), opts, dir).map(drop)
+    })?;
     Ok(out)
 }
 
@@ -468,18 +459,28 @@ pub fn repack(
             .and_then(|enc| enc.finish())
             .map_err(spool)?;
     }
-    let file = cudist_fs::AtomicFile::new(&out).map_err(io(&out))?;
+    write_atomically(&out, |w| {
+        archive::write_parts(w, &stem, opts, &mut pkg_spool, &mut info_spool).map(drop)
+    })?;
+    Ok((out, changed.into_iter().map(|(p, ..)| p).collect()))
+}
+
+/// Writes `out` through a temporary beside it (created exclusively), renamed into place only when
+/// `write` has written all of it; on any failure nothing is left.
+fn write_atomically(
+    out: &Path,
+    write: impl FnOnce(&mut std::io::BufWriter<cudist_fs::AtomicFile>) -> std::io::Result<()>,
+) -> Result<(), Error> {
+    let file = cudist_fs::AtomicFile::new(out).map_err(io(out))?;
     let mut w = std::io::BufWriter::new(file);
-    archive::write_parts(&mut w, &stem, opts, &mut pkg_spool, &mut info_spool).map_err(io(&out))?;
-    w.flush().map_err(io(&out))?;
+    write(&mut w).and_then(|_| w.flush()).map_err(io(out))?;
     w.into_inner()
         .map_err(|e| Error::Io {
-            path: out.clone(),
+            path: out.to_path_buf(),
             source: e.into_error(),
         })?
         .commit()
-        .map_err(io(&out))?;
-    Ok((out, changed.into_iter().map(|(p, ..)| p).collect()))
+        .map_err(io(out))
 }
 
 /// A package read back: its metadata and, when asked for, its files unpacked in a directory.

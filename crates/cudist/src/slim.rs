@@ -405,12 +405,7 @@ fn write(
                     plan.input.display()
                 )));
             }
-            let record = serde_json::to_vec_pretty(&SlimRecord {
-                schema: "cudist.slim-record/1".into(),
-                targets: report.targets.clone(),
-                ptx: report.ptx,
-                cudist_version: report.cudist_version.clone(),
-            })?;
+            let record = slim_record(report)?;
             let wanted: std::collections::BTreeSet<&str> =
                 plan.changed.iter().map(String::as_str).collect();
             let mut transform = |name: &str, data: &mut Vec<u8>| -> Result<bool, String> {
@@ -474,12 +469,7 @@ fn write(
                 already_checked: plan.checked.iter().cloned().collect(),
                 ..Default::default()
             };
-            let record = serde_json::to_vec_pretty(&SlimRecord {
-                schema: "cudist.slim-record/1".into(),
-                targets: report.targets.clone(),
-                ptx: report.ptx,
-                cudist_version: report.cudist_version.clone(),
-            })?;
+            let record = slim_record(report)?;
             let member = format!("{dist_info}/{}", cudist_analysis::slim::RECORD_FILE);
             if wheel.members().iter().any(|m| m.name == member) {
                 rw.replace.insert(member, record);
@@ -493,6 +483,16 @@ fn write(
             ))
         }
     }
+}
+
+/// What a slimmed package records of itself (`cudist-slim.json`).
+fn slim_record(report: &Report) -> Result<Vec<u8>> {
+    Ok(serde_json::to_vec_pretty(&SlimRecord {
+        schema: "cudist.slim-record/1".into(),
+        targets: report.targets.clone(),
+        ptx: report.ptx,
+        cudist_version: report.cudist_version.clone(),
+    })?)
 }
 
 fn render(r: &Report) -> String {
