@@ -23,6 +23,17 @@ fn doctor_import(module: &str, python: &std::path::Path) -> (Option<i32>, Value)
     (o.status.code(), v)
 }
 
+/// The `tier` doctor gives the file whose path ends with `name`.
+fn tier_of(report: &Value, name: &str) -> Value {
+    report["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"].as_str().unwrap().ends_with(name))
+        .map(|f| f["tier"].clone())
+        .unwrap_or_else(|| panic!("no file ending in {name}"))
+}
+
 fn doctor(args: &[&str], code: i32) -> Value {
     let mut all = vec!["doctor", "--json"];
     all.extend_from_slice(args);
@@ -708,12 +719,7 @@ fn a_host_profile_decides_the_driver_libraries_and_the_glibc() {
 fn preloads_and_tiers_agree_with_a_real_import() {
     let work = tempfile::tempdir().unwrap();
     let venv = work.path().join("venv");
-    let o = std::process::Command::new("python3")
-        .args(["-m", "venv", "--without-pip"])
-        .arg(&venv)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    venv_without_pip(&venv);
     let site = site_of(&venv);
     let pkg = site.join("pkg");
     std::fs::create_dir_all(&pkg).unwrap();
@@ -886,15 +892,7 @@ fn preloads_and_tiers_agree_with_a_real_import() {
         "ctypes at pkg/loader.py:5 (named at pkg/_preload.json:1)"
     );
     assert_eq!(load["found_by"], "site-packages");
-    let tier = |name: &str| {
-        v["files"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["path"].as_str().unwrap().ends_with(name))
-            .map(|f| f["tier"].clone())
-            .unwrap()
-    };
+    let tier = |name: &str| tier_of(&v, name);
     assert_eq!(tier(&ext_name), "import");
     assert_eq!(tier("libprovider.so"), "on-demand");
     assert_eq!(tier("libpkg_rocm.so"), "on-demand");
@@ -1016,15 +1014,7 @@ fn cupy_without_its_cuda_wheels_imports_as_doctor_says() {
 fn a_plugin_that_needs_its_packages_extension_loads_after_the_import() {
     let work = tempfile::tempdir().unwrap();
     let venv = work.path().join("venv");
-    ok(
-        &std::process::Command::new("python3")
-            .args(["-m", "venv", "--without-pip"])
-            .arg(&venv)
-            .output()
-            .unwrap(),
-        "venv",
-    );
-    let python = venv.join("bin/python");
+    let python = venv_without_pip(&venv);
     let includes = String::from_utf8(
         std::process::Command::new(&python)
             .args([
@@ -1088,15 +1078,7 @@ fn a_plugin_that_needs_its_packages_extension_loads_after_the_import() {
         reasons.contains("libplug.so: needs libhost.so, which its package loads at import"),
         "{reasons}"
     );
-    let tier = |name: &str| {
-        v["files"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["path"].as_str().unwrap().ends_with(name))
-            .map(|f| f["tier"].clone())
-            .unwrap()
-    };
+    let tier = |name: &str| tier_of(&v, name);
     assert_eq!(tier("_C/libhost.so"), "import");
     assert_eq!(tier("plugins/libplug.so"), "on-demand");
 }

@@ -418,10 +418,8 @@ pub fn cudist_dir() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_cudist")).parent().unwrap()
 }
 
-/// A venv (without pip of its own) at `dir` holding `cupy_wheel`, numpy and cuda-pathfinder from
-/// `deps` (no NVIDIA wheel), installed offline by the pip of the interpreter that runs the tests.
-/// Returns its python.
-pub fn cupy_venv(dir: &Path, cupy_wheel: &Path, deps: &Path) -> PathBuf {
+/// A venv at `dir`, without pip of its own (`python3 -m venv --without-pip`). Returns its python.
+pub fn venv_without_pip(dir: &Path) -> PathBuf {
     ok(
         &Command::new("python3")
             .args(["-m", "venv", "--without-pip"])
@@ -430,7 +428,14 @@ pub fn cupy_venv(dir: &Path, cupy_wheel: &Path, deps: &Path) -> PathBuf {
             .unwrap(),
         "venv",
     );
-    let python = dir.join("bin/python");
+    dir.join("bin/python")
+}
+
+/// A venv (without pip of its own) at `dir` holding `cupy_wheel`, numpy and cuda-pathfinder from
+/// `deps` (no NVIDIA wheel), installed offline by the pip of the interpreter that runs the tests.
+/// Returns its python.
+pub fn cupy_venv(dir: &Path, cupy_wheel: &Path, deps: &Path) -> PathBuf {
+    let python = venv_without_pip(dir);
     ok(
         &Command::new("python3")
             .args(["-m", "pip", "--python"])
