@@ -197,7 +197,7 @@ pub struct WheelRepair {
     /// The generated loader module (`pkg/_cudist_cuda.py`) and how to use it, with `--loader`.
     pub loader: Option<Loader>,
     /// Libraries needed that repair does not handle: neither system, CUDA, nor in the wheel, and
-    /// not found to graft; or catalog libraries no known wheel installs (TensorRT, CUDA 11.0's
+    /// not found to graft; or catalog libraries no known wheel installs (CUDA 11.0's
     /// NVRTC). Never grafted, no requirement.
     pub unhandled: Vec<String>,
     /// Other GPU vendors' runtime libraries the wheel needs (a ROCm or XPU build beside the CUDA
@@ -206,6 +206,10 @@ pub struct WheelRepair {
     /// Variant libraries (one per CUDA release; the package loads one at run time) whose CUDA
     /// libraries were not made requirements, each with the SONAMEs it needs.
     pub variants: Vec<VariantLeft>,
+    /// Plain libraries the package loads only on demand (a provider, a plugin) whose CUDA
+    /// distributions were offered under an extra (`Requires-Dist: …; extra == "tensorrt"`) rather
+    /// than required.
+    pub optional_parts: Vec<OptionalPart>,
     /// Nothing needed changing: the wheel was copied as it is.
     pub unchanged: bool,
     /// Platform tags of the repaired wheel, and the policies more compatible than its own that it
@@ -233,6 +237,15 @@ pub struct VariantLeft {
     pub path: String,
     /// The CUDA libraries it needs.
     pub needs: Vec<String>,
+}
+
+/// A library loaded on demand whose CUDA needs are optional.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct OptionalPart {
+    /// Its path in the wheel.
+    pub path: String,
+    /// The distributions it needs that nothing loaded at import needs (each under an extra).
+    pub distributions: Vec<String>,
 }
 
 /// The loader module `--loader` adds.
@@ -402,6 +415,14 @@ fn repair_one(
             .variants
             .into_iter()
             .map(|(path, needs)| VariantLeft { path, needs })
+            .collect(),
+        optional_parts: plan
+            .optional_parts
+            .into_iter()
+            .map(|(path, distributions)| OptionalPart {
+                path,
+                distributions,
+            })
             .collect(),
         unchanged,
         platform: cudist_analysis::model::Platform {

@@ -47,6 +47,9 @@ pub struct Plan {
     /// become no requirement, since requiring every release's at once is what cannot be
     /// installed or wanted. Each with the SONAMEs it needs.
     pub variants: Vec<(String, Vec<String>)>,
+    /// Plain libraries loaded on demand, each with the distributions only it (or other such
+    /// libraries) needs: offered under an extra, not required.
+    pub optional_parts: Vec<(String, Vec<String>)>,
 }
 
 /// What grafting contributes to the plan: grafted SONAME → new name, the directory they go to, and
@@ -165,6 +168,9 @@ pub fn plan(
     let mut edits = BTreeMap::new();
     let mut loads = BTreeMap::new();
     let mut needs: BTreeMap<String, Need> = BTreeMap::new();
+    // Needed only by plain libraries loaded on demand (a provider, a plugin): optional.
+    let mut optional: BTreeMap<String, Need> = BTreeMap::new();
+    let mut optional_parts: Vec<(String, Vec<String>)> = Vec::new();
     let mut unhandled = BTreeSet::new();
     let mut vendor = BTreeSet::new();
     let mut variants = Vec::new();
@@ -189,8 +195,20 @@ pub fn plan(
             variants.push((e.path.clone(), sonames));
         } else {
             loads.extend(n.loads);
+            // A plain library the package loads only on demand (onnxruntime's TensorRT provider)
+            // is an optional part: what it needs is offered as an extra, not forced on everyone.
+            // An extension module imported lazily is the package's own function (cupy's cuBLAS
+            // module): what it needs stays required.
+            let plugin = e.tier == cudist_analysis::loads::Tier::OnDemand
+                && e.abi.python_extension.is_none();
+            if plugin && !n.needs.is_empty() {
+                let pips: BTreeSet<String> = n.needs.iter().map(|(p, _)| p.clone()).collect();
+                let pips = pips.into_iter().collect();
+                optional_parts.push((e.path.clone(), pips));
+            }
+            let into = if plugin { &mut optional } else { &mut needs };
             for (pip, need) in n.needs {
-                needs.entry(pip).or_insert(need);
+                into.entry(pip).or_insert(need);
             }
         }
         unhandled.extend(n.unhandled);
@@ -200,7 +218,21 @@ pub fn plan(
             edits.insert(e.path.clone(), edit);
         }
     }
-    let (requires, extras) = requirements(&needs, declared, cuda_deps, catalog);
+    optional.retain(|pip, _| !needs.contains_key(pip));
+    let (requires, extras) = requirements(&needs, &optional, declared, cuda_deps, catalog);
+    // Each part lists what was offered for it: not what is required anyway, nor what the
+    // package declares itself.
+    let added = |pip: &str| {
+        requires.iter().any(|r| {
+            r.strip_prefix(pip).is_some_and(|rest| {
+                !rest.starts_with(|c: char| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            })
+        })
+    };
+    for (_, pips) in &mut optional_parts {
+        pips.retain(|p| optional.contains_key(p) && added(p));
+    }
+    optional_parts.retain(|(_, pips)| !pips.is_empty());
     Plan {
         edits,
         loads,
@@ -211,6 +243,7 @@ pub fn plan(
         unhandled: unhandled.into_iter().collect(),
         vendor: vendor.into_iter().collect(),
         variants,
+        optional_parts,
     }
 }
 
@@ -329,8 +362,8 @@ pub fn file_needs(
         }
         match catalog.library_by_soname_hinted(&soname, hint) {
             Some(m) => {
-                // A catalog library whose wheel is not known (TensorRT): nothing to require or
-                // search, and never grafted; said as unhandled.
+                // A catalog library whose wheel is not known: nothing to require or search, and
+                // never grafted; said as unhandled.
                 if m.major.pip.is_none() && !kept {
                     out.unhandled.push(soname);
                     continue;
@@ -461,6 +494,7 @@ pub fn search_path(
 /// does not declare unconditionally, written as `cuda_deps` says.
 pub fn requirements(
     needs: &BTreeMap<String, Need>,
+    optional: &BTreeMap<String, Need>,
     declared: &[String],
     cuda_deps: &CudaDeps,
     catalog: &Catalog,
@@ -515,6 +549,21 @@ pub fn requirements(
     }
     if requires.is_empty() {
         extras.clear();
+    }
+    // Optional parts' needs: each under an extra named after its catalog library
+    // (`pip install onnxruntime-gpu[tensorrt]`), or under the extra the user chose for all.
+    for (pip, need) in optional {
+        if is_declared(pip, need) {
+            continue;
+        }
+        let extra = match cuda_deps {
+            CudaDeps::Extra(x) => x.clone(),
+            _ => need.id.clone(),
+        };
+        requires.push(format!("{pip}{}; extra == \"{extra}\"", need.range));
+        if !extras.contains(&extra) {
+            extras.push(extra);
+        }
     }
     (requires, extras)
 }
@@ -863,7 +912,7 @@ mod tests {
     fn requirements_follow_the_style_and_skip_what_is_declared() {
         let catalog = Catalog::builtin();
         let need = |soname: &str| {
-            let m = catalog.library_by_soname_hinted(soname, None).unwrap();
+            let m = catalog.library_by_soname_hinted(soname, Some(12)).unwrap();
             (
                 m.major.pip.clone().unwrap(),
                 Need {
@@ -878,37 +927,62 @@ mod tests {
             )
         };
         let needs = BTreeMap::from([need("libcublas.so.12"), need("libcudart.so.12")]);
+        let none = BTreeMap::new();
         // Declared: not added again.
         let declared = vec!["nvidia-cublas-cu12>=12.1".to_string()];
-        let (requires, extras) = requirements(&needs, &declared, &CudaDeps::PerComponent, &catalog);
+        let (requires, extras) =
+            requirements(&needs, &none, &declared, &CudaDeps::PerComponent, &catalog);
         assert_eq!(requires, vec!["nvidia-cuda-runtime-cu12>=12,<13"]);
         assert!(extras.is_empty());
         // Declared under an optional extra of the package: it stays optional.
-        let optional = vec![
+        let under_extra = vec![
             "nvidia-cublas-cu12>=12.1".to_string(),
             "nvidia-cuda-runtime-cu12; extra == 'gpu'".to_string(),
         ];
-        let (requires, _) = requirements(&needs, &optional, &CudaDeps::PerComponent, &catalog);
+        let (requires, _) = requirements(
+            &needs,
+            &none,
+            &under_extra,
+            &CudaDeps::PerComponent,
+            &catalog,
+        );
         assert!(requires.is_empty(), "{requires:?}");
         // Declared through the metapackage's extras (torch: `cuda-toolkit[cublas,cudart]==13.2.2;
         // platform_system == "Linux"`): nothing to add.
         let torch_like =
             vec!["cuda-toolkit[CUBLAS,cudart]==12.9.1; platform_system == \"Linux\"".to_string()];
-        let (requires, _) = requirements(&needs, &torch_like, &CudaDeps::PerComponent, &catalog);
+        let (requires, _) = requirements(
+            &needs,
+            &none,
+            &torch_like,
+            &CudaDeps::PerComponent,
+            &catalog,
+        );
         assert!(requires.is_empty(), "{requires:?}");
         // The same, but for Windows only: it declares nothing for a Linux wheel.
         let windows_only = vec![
             "cuda-toolkit[CUBLAS,cudart]==12.9.1; platform_system == \"Windows\"".to_string(),
             "nvidia-cublas-cu12; sys_platform == 'win32'".to_string(),
         ];
-        let (requires, _) = requirements(&needs, &windows_only, &CudaDeps::PerComponent, &catalog);
+        let (requires, _) = requirements(
+            &needs,
+            &none,
+            &windows_only,
+            &CudaDeps::PerComponent,
+            &catalog,
+        );
         assert_eq!(requires.len(), 2, "{requires:?}");
 
-        let (requires, _) = requirements(&needs, &[], &CudaDeps::Toolkit, &catalog);
+        let (requires, _) = requirements(&needs, &none, &[], &CudaDeps::Toolkit, &catalog);
         assert_eq!(requires, vec!["cuda-toolkit[cublas,cudart]==12.*"]);
 
-        let (requires, extras) =
-            requirements(&needs, &[], &CudaDeps::Extra("cuda".into()), &catalog);
+        let (requires, extras) = requirements(
+            &needs,
+            &none,
+            &[],
+            &CudaDeps::Extra("cuda".into()),
+            &catalog,
+        );
         assert_eq!(
             requires,
             vec![
@@ -920,11 +994,50 @@ mod tests {
         // Nothing to require: no extra either.
         let (requires, extras) = requirements(
             &BTreeMap::new(),
+            &none,
             &[],
             &CudaDeps::Extra("cuda".into()),
             &catalog,
         );
         assert!(requires.is_empty() && extras.is_empty());
+
+        // What only a plugin loaded on demand needs is offered under an extra named after the
+        // library (onnxruntime's TensorRT provider), beside what is required.
+        let plugin = BTreeMap::from([need("libnvinfer.so.10")]);
+        let (requires, extras) =
+            requirements(&needs, &plugin, &[], &CudaDeps::PerComponent, &catalog);
+        assert_eq!(
+            requires,
+            vec![
+                "nvidia-cublas-cu12>=12,<13",
+                "nvidia-cuda-runtime-cu12>=12,<13",
+                "tensorrt-cu12-libs>=10,<11; extra == \"tensorrt\""
+            ]
+        );
+        assert_eq!(extras, vec!["tensorrt"]);
+        // Declared by the package (under any extra): nothing added.
+        let declared = vec!["tensorrt-cu12-libs; extra == 'trt'".to_string()];
+        let (requires, extras) = requirements(
+            &BTreeMap::new(),
+            &plugin,
+            &declared,
+            &CudaDeps::PerComponent,
+            &catalog,
+        );
+        assert!(requires.is_empty() && extras.is_empty(), "{requires:?}");
+        // Under the one extra the user chose for all CUDA requirements.
+        let (requires, extras) = requirements(
+            &BTreeMap::new(),
+            &plugin,
+            &[],
+            &CudaDeps::Extra("cuda".into()),
+            &catalog,
+        );
+        assert_eq!(
+            requires,
+            vec!["tensorrt-cu12-libs>=10,<11; extra == \"cuda\""]
+        );
+        assert_eq!(extras, vec!["cuda"]);
     }
 
     #[test]

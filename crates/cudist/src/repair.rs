@@ -241,6 +241,14 @@ fn render(r: &Report, catalog: &Catalog, style: crate::util::Style) -> String {
         for q in &w.requires_added {
             let _ = writeln!(out, "  requires  {q}");
         }
+        for o in &w.optional_parts {
+            let _ = writeln!(
+                out,
+                "  optional  {} loads on demand: {} offered under an extra, not required",
+                o.path,
+                o.distributions.join(", ")
+            );
+        }
         if let Some(l) = &w.loader {
             let when = match &l.imported_by {
                 Some(init) => format!("imported first by {init}"),
