@@ -9,8 +9,9 @@
 #   2. peak RSS of each (/usr/bin/time -f %M), one extra run; slim's bound is the largest member
 #      + 64 MiB (it reads, slims and deflates one changed member at a time);
 #   3. the wheel's size before and after, and the installed size (the members' uncompressed
-#      bytes) before and after: slim zeroes removed entries in place, so the installed size is
-#      unchanged and only the wheel shrinks.
+#      bytes) before and after: by default slim also takes the zero tail of `.nv_fatbin` out of
+#      the files (the installed size shrinks); with `--keep-layout` removed entries are only
+#      zeroed in place (the installed size is unchanged, only the wheel shrinks). Both measured.
 # Usage: bench/slim.sh [--append]   (--append adds the section to BENCHMARKS.md)
 # Environment: CUDIST_CACHE (default <repo>/.cache; the wheel is $CACHE/wheels/<name>, downloaded
 # pinned when missing), CUDIST_BIN (skip the build), RUNS (default 5).
@@ -65,24 +66,29 @@ rss() {  # rss CMD... -> peak RSS in MiB
 }
 
 SLIM=("$CUDIST" slim -q "$WHEEL" --gpu 90 -w "$WORK/out")
+SLIM_KL=("$CUDIST" slim -q "$WHEEL" --gpu 90 --keep-layout -w "$WORK/out")
 UNZIP=(unzip -tq "$WHEEL")
 REPAIR=("$CUDIST" repair -q "$WHEEL" -w "$WORK/out")
 log "timing slim, unzip -t, repair ($RUNS runs each)"
 read -r SLIM_MED SLIM_MIN < <(timeit slim "${SLIM[@]}")
+read -r KL_MED KL_MIN < <(timeit slim-keep-layout "${SLIM_KL[@]}")
 read -r UNZIP_MED UNZIP_MIN < <(timeit unzip "${UNZIP[@]}")
 read -r REPAIR_MED REPAIR_MIN < <(timeit repair "${REPAIR[@]}")
 SLIM_RSS=$(rss "${SLIM[@]}")
+KL_RSS=$(rss "${SLIM_KL[@]}")
 UNZIP_RSS=$(rss "${UNZIP[@]}")
 REPAIR_RSS=$(rss "${REPAIR[@]}")
-rm -rf "$WORK/out"
+rm -rf "$WORK/out" "$WORK/out-kl"
+"${SLIM_KL[@]}"
+mv "$WORK/out" "$WORK/out-kl"
 "${SLIM[@]}"
 OUT=$WORK/out/$WHEEL_NAME
-read -r BEFORE AFTER INST_BEFORE INST_AFTER LARGEST < <(python3 - "$WHEEL" "$OUT" <<'EOF'
+read -r BEFORE AFTER INST_BEFORE INST_AFTER LARGEST KL_AFTER KL_INST < <(python3 - "$WHEEL" "$OUT" "$WORK/out-kl/$WHEEL_NAME" <<'EOF'
 import os, sys, zipfile
-a, b = sys.argv[1], sys.argv[2]
+a, b, c = sys.argv[1], sys.argv[2], sys.argv[3]
 inst = lambda w: sum(i.file_size for i in zipfile.ZipFile(w).infolist())
 largest = max(i.file_size for i in zipfile.ZipFile(a).infolist())
-print(os.path.getsize(a), os.path.getsize(b), inst(a), inst(b), largest)
+print(os.path.getsize(a), os.path.getsize(b), inst(a), inst(b), largest, os.path.getsize(c), inst(c))
 EOF
 )
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
@@ -99,6 +105,7 @@ Input: \`$WHEEL_NAME\` ($(mib "$BEFORE") MiB; its largest member $(mib "$LARGEST
 | command | median | min | peak RSS |
 |---|---|---|---|
 | \`cudist slim W --gpu 90 -w OUT\` | ${SLIM_MED} s | ${SLIM_MIN} s | ${SLIM_RSS} MiB |
+| \`cudist slim W --gpu 90 --keep-layout -w OUT\` | ${KL_MED} s | ${KL_MIN} s | ${KL_RSS} MiB |
 | \`unzip -tq W\` | ${UNZIP_MED} s | ${UNZIP_MIN} s | ${UNZIP_RSS} MiB |
 | \`cudist repair W -w OUT\` | ${REPAIR_MED} s | ${REPAIR_MIN} s | ${REPAIR_RSS} MiB |
 
@@ -107,7 +114,8 @@ Input: \`$WHEEL_NAME\` ($(mib "$BEFORE") MiB; its largest member $(mib "$LARGEST
 | slim / \`unzip -t\` (medians) | $(ratio "$SLIM_MED" "$UNZIP_MED") |
 | slim / repair (medians) | $(ratio "$SLIM_MED" "$REPAIR_MED") |
 | wheel after / before | $(mib "$AFTER") / $(mib "$BEFORE") MiB = $(ratio "$AFTER" "$BEFORE") |
-| installed after / before | $(mib "$INST_AFTER") / $(mib "$INST_BEFORE") MiB = $(ratio "$INST_AFTER" "$INST_BEFORE") (removed entries are zeroed in place) |
+| installed after / before | $(mib "$INST_AFTER") / $(mib "$INST_BEFORE") MiB = $(ratio "$INST_AFTER" "$INST_BEFORE") (the zero tails taken out of the files) |
+| with \`--keep-layout\`: wheel after / before; installed after / before | $(mib "$KL_AFTER") MiB = $(ratio "$KL_AFTER" "$BEFORE"); $(mib "$KL_INST") MiB = $(ratio "$KL_INST" "$INST_BEFORE") (zeroed in place) |
 | slim's peak RSS against its bound (largest member + 64 MiB) | ${SLIM_RSS} / ${BOUND} MiB |
 EOF
 )

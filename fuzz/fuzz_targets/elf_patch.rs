@@ -3,9 +3,12 @@
 //! Each input is patched twice: with a search path longer than any string slack (the layout
 //! change, through object-rewrite) and with an empty one (in place). A result must read again as
 //! ELF, hold the edit, and be no larger than the input plus what the edit can need; a panic,
-//! abort, timeout or out-of-memory is a bug.
+//! abort, timeout or out-of-memory is a bug. The layout edits of `cudist slim` (packing a
+//! section's pieces, cutting its tail out of the file) run on each input too: a cut file is
+//! smaller and reads again wherever the input did.
 #![no_main]
 
+use cudist_elf::cut::{cut_section_tail, pack_section, Cut};
 use cudist_elf::patch::{apply, Edits, SearchPathTag};
 use libfuzzer_sys::fuzz_target;
 
@@ -34,5 +37,19 @@ fuzz_target!(|data: &[u8]| {
             };
             assert_eq!(got, &paths);
         }
+    }
+    let reads = cudist_elf::ElfFile::parse(data).is_ok();
+    for name in [".nv_fatbin", ".rodata", ".text"] {
+        for keep in [0u64, 16, 4096] {
+            if let Ok(Cut::Done { data: out, bytes }) = cut_section_tail(data, name, keep) {
+                assert_eq!(out.len() as u64 + bytes, data.len() as u64);
+                if reads {
+                    cudist_elf::ElfFile::parse(&out).expect("a cut file reads again");
+                }
+            }
+        }
+        let mut copy = data.to_vec();
+        let _ = pack_section(&mut copy, name, &[(0, 16), (64, 16)]);
+        assert_eq!(copy.len(), data.len());
     }
 });

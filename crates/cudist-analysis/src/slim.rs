@@ -7,9 +7,11 @@
 //! exactly what that picks for each target, plus the PTX the `--ptx` policy asks for, so every
 //! target gets the same entry from the slimmed file as from the original. LTO-IR and entries of
 //! kinds nobody has named are kept; `__nv_relfatbin` (relocatable code for a later device link) is
-//! left alone. The file keeps its size and layout: removed entries become zero bytes inside their
-//! container ([`cudist_fatbin::rewrite_section`]), which a wheel's deflate shrinks to nearly
-//! nothing.
+//! left alone. Removed entries first become zero bytes inside their container
+//! ([`cudist_fatbin::rewrite_section`]), which a wheel's deflate shrinks to nearly nothing; then,
+//! unless the layout is to be kept, the zero tail of `.nv_fatbin` after the last container leaves
+//! the file where its layout allows ([`cudist_elf::cut::cut_section_tail`]: every address kept),
+//! so the installed file shrinks too.
 
 use cudist_catalog::targets::{self, Code, Target};
 use cudist_elf::ElfFile;
@@ -58,6 +60,10 @@ pub struct Options {
     pub ptx: PtxPolicy,
     /// A target nothing in a file runs on is no error.
     pub allow_empty: bool,
+    /// Keep the file's layout: removed entries stay as zero bytes, the file its size. Otherwise
+    /// the zero tail of `.nv_fatbin` leaves the file where its layout allows
+    /// ([`cudist_elf::cut::cut_section_tail`]).
+    pub keep_layout: bool,
 }
 
 /// One entry, as the report names it.
@@ -82,8 +88,14 @@ pub struct FileSlim {
     pub kept: Vec<EntryName>,
     /// Entries removed, in file order.
     pub removed: Vec<EntryName>,
-    /// Bytes of `.nv_fatbin` entries removed (now zero bytes in the file).
+    /// Bytes of `.nv_fatbin` entries removed (zero bytes in the file, or gone from it).
     pub bytes_removed: u64,
+    /// Bytes the file itself lost: the zero tail of `.nv_fatbin` taken out (0 when the layout was
+    /// kept).
+    pub file_bytes_cut: u64,
+    /// Why the file kept its size although entries were removed (`--keep-layout`, or what in its
+    /// layout prevents the cut); null when it was cut or nothing was removed.
+    pub layout_kept: Option<String>,
     /// Targets nothing in the file runs on (only with `allow_empty`).
     pub nothing_for: Vec<String>,
 }
@@ -118,6 +130,15 @@ pub enum SlimError {
         target: String,
         /// What the file has (`sm_80, sm_90, compute_90`).
         has: String,
+    },
+    /// Taking the zero tail out of the file went wrong (the layout contradicts itself).
+    #[error("{path}: cannot take the removed device code out of the file")]
+    Cut {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        #[source]
+        source: cudist_elf::patch::PatchError,
     },
 }
 
@@ -261,9 +282,91 @@ pub fn select(entries: &[Entry], opts: &Options) -> (Vec<bool>, Vec<String>) {
     (keep, nothing)
 }
 
-/// Slims one ELF file in place: `Ok(None)` when it has no `.nv_fatbin` entries (nothing to do),
-/// else what was done. `data` keeps its length; on an error it is left as it was.
+/// Slims one ELF file: `Ok(None)` when it has no `.nv_fatbin` entries (nothing to do), else what
+/// was done. `data` keeps its length with `keep_layout`, else loses the zero tail of `.nv_fatbin`
+/// where the layout allows; on an error it is left as it was.
 pub fn slim_elf(
+    path: &str,
+    data: &mut Vec<u8>,
+    opts: &Options,
+) -> Result<Option<FileSlim>, SlimError> {
+    let before = data.len();
+    let Some(mut f) = slim_in_place(path, data, opts)? else {
+        return Ok(None);
+    };
+    if f.bytes_removed == 0 {
+        return Ok(Some(f));
+    }
+    if opts.keep_layout {
+        f.layout_kept = Some("--keep-layout".into());
+        return Ok(Some(f));
+    }
+    // The containers move together to the start of the section, their wrappers' relocations
+    // with them; where something else points at them, they stay, and only the zero tail after
+    // the last one can go.
+    let elf_err = |source| SlimError::Elf {
+        path: path.to_string(),
+        source,
+    };
+    let cut_err = |source| SlimError::Cut {
+        path: path.to_string(),
+        source,
+    };
+    let elf = ElfFile::parse(data).map_err(elf_err)?;
+    let section = elf
+        .sections
+        .iter()
+        .find(|s| s.name == SectionKind::NvFatbin.section_name() && s.in_file())
+        .expect("slimmed above");
+    let bytes = elf.section_data(data, section).map_err(elf_err)?;
+    let (containers, _) =
+        cudist_fatbin::parse_containers(bytes, SectionKind::NvFatbin).map_err(|source| {
+            SlimError::Fatbin {
+                path: path.to_string(),
+                source,
+            }
+        })?;
+    let pieces: Vec<(u64, u64)> = containers
+        .iter()
+        .map(|c| (c.offset as u64, c.header_size as u64 + c.fat_size))
+        .collect();
+    let tail_only = pieces.last().map_or(0, |&(o, l)| o + l);
+    let name = SectionKind::NvFatbin.section_name();
+    // Where the packed containers would end; they are packed only when the file can then be cut.
+    let packed_end = pieces
+        .iter()
+        .fold(None, |end: Option<u64>, &(o, l)| {
+            Some(end.map_or(o, |e| e.next_multiple_of(8)) + l)
+        })
+        .unwrap_or(0);
+    let (keep, unpacked) = match cudist_elf::cut::can_cut(data, name, packed_end) {
+        Ok(Ok(_)) => match cudist_elf::cut::pack_section(data, name, &pieces) {
+            Ok(Ok(end)) => (end, None),
+            Ok(Err(why)) => (tail_only, Some(why)),
+            Err(source) => return Err(cut_err(source)),
+        },
+        Ok(Err(_)) => (tail_only, None),
+        Err(source) => return Err(cut_err(source)),
+    };
+    match cudist_elf::cut::cut_section_tail(data, name, keep) {
+        Ok(cudist_elf::cut::Cut::Done { data: cut, bytes }) => {
+            *data = cut;
+            f.file_bytes_cut = bytes;
+            debug_assert_eq!(before - data.len(), bytes as usize);
+        }
+        Ok(cudist_elf::cut::Cut::Kept(why)) => {
+            f.layout_kept = Some(match unpacked {
+                Some(u) => format!("{why}; the containers stay apart: {u}"),
+                None => why,
+            })
+        }
+        Err(source) => return Err(cut_err(source)),
+    }
+    Ok(Some(f))
+}
+
+/// [`slim_elf`] without the cut: `data` keeps its length.
+fn slim_in_place(
     path: &str,
     data: &mut [u8],
     opts: &Options,
@@ -324,6 +427,8 @@ pub fn slim_elf(
         kept: kept.into_iter().map(|(e, _)| entry_name(e)).collect(),
         removed: removed.into_iter().map(|(e, _)| entry_name(e)).collect(),
         bytes_removed,
+        file_bytes_cut: 0,
+        layout_kept: None,
         nothing_for,
     }))
 }
@@ -377,6 +482,7 @@ mod tests {
             targets: targets(list),
             ptx,
             allow_empty: false,
+            keep_layout: true,
         };
         let kept = |o: &Options| {
             let (k, nothing) = select(&entries, o);

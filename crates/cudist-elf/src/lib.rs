@@ -7,7 +7,10 @@
 //!
 //! [`patch::apply`] edits the dynamic section (RPATH/RUNPATH, NEEDED, SONAME): in place when the new
 //! strings fit, else by a layout change; every result is verified before it is returned.
+//! [`cut::cut_section_tail`] takes the zero tail of a loaded section out of the file (what `cudist
+//! slim` removed), every virtual address kept.
 
+pub mod cut;
 pub mod ldso;
 pub mod loader;
 pub mod patch;

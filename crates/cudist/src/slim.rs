@@ -51,6 +51,10 @@ pub struct SlimArgs {
     /// A target nothing in a file runs on is no error: the file keeps only what other targets run.
     #[arg(long)]
     pub allow_empty: bool,
+    /// Keep every file's size and layout: removed device code stays as zero bytes (which a
+    /// wheel's compression takes away) instead of leaving the installed file.
+    #[arg(long)]
+    pub keep_layout: bool,
     /// Say what would be removed and the bytes saved; write nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -98,8 +102,11 @@ pub struct InputReport {
     pub files: Vec<FileSlim>,
     /// ELF files without `.nv_fatbin`, left as they were.
     pub without_device_code: Vec<String>,
-    /// Bytes of device code removed (zero bytes in place of entries, the file sizes unchanged).
+    /// Bytes of device code removed (zero bytes in place of entries, or gone from the files).
     pub bytes_removed: u64,
+    /// Bytes the ELF files themselves lost (the sum of the files' `file_bytes_cut`): what the
+    /// installed size shrinks by.
+    pub file_bytes_cut: u64,
     /// For a wheel or a conda package: its size before, and after (`null` with `--dry-run`).
     pub package_bytes: Option<(u64, Option<u64>)>,
 }
@@ -142,6 +149,7 @@ pub fn run(args: SlimArgs, catalog: &Catalog) -> Result<ExitCode> {
         targets: targets.clone(),
         ptx: args.ptx,
         allow_empty: args.allow_empty,
+        keep_layout: args.keep_layout,
     };
     if args.output.is_some() && args.inputs.len() != 1 {
         bail!(errors::input("-o names one output: give one ELF input"));
@@ -215,6 +223,7 @@ fn plan_input(input: &Path, opts: &Options) -> Result<Plan> {
         files: Vec::new(),
         without_device_code: Vec::new(),
         bytes_removed: 0,
+        file_bytes_cut: 0,
         package_bytes: None,
     };
     let mut changed = Vec::new();
@@ -224,6 +233,7 @@ fn plan_input(input: &Path, opts: &Options) -> Result<Plan> {
         |name: String, slimmed: Option<FileSlim>, report: &mut InputReport| match slimmed {
             Some(f) => {
                 report.bytes_removed += f.bytes_removed;
+                report.file_bytes_cut += f.file_bytes_cut;
                 if f.bytes_removed > 0 {
                     changed.push(name);
                 }
@@ -514,8 +524,15 @@ fn render(r: &Report) -> String {
             let mut kept: Vec<&str> = f.kept.iter().map(|e| e.arch.as_str()).collect();
             kept.sort();
             kept.dedup();
+            // Which of the two shrinks it achieved: the package only (zero bytes in place), or
+            // the installed file too.
+            let file = match (&f.layout_kept, f.file_bytes_cut) {
+                (_, cut) if cut > 0 => format!("; the file shrinks by {}", human(cut)),
+                (Some(why), _) => format!("; the file keeps its size ({why})"),
+                _ => String::new(),
+            };
             s.push_str(&format!(
-                "  {}: keeps {}; removes {} entries ({})\n",
+                "  {}: keeps {}; removes {} entries ({}){file}\n",
                 f.path,
                 kept.join(" "),
                 f.removed.len(),
@@ -526,6 +543,12 @@ fn render(r: &Report) -> String {
             s.push_str(&format!(
                 "  {} ELF file(s) without device code, left as they were\n",
                 i.without_device_code.len()
+            ));
+        }
+        if i.file_bytes_cut > 0 {
+            s.push_str(&format!(
+                "  installed files: {} smaller\n",
+                human(i.file_bytes_cut)
             ));
         }
         if let Some((before, Some(after))) = i.package_bytes {

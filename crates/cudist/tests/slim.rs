@@ -103,10 +103,19 @@ fn every_target_gets_what_the_original_gave_it() {
             ]);
             assert_eq!(code, Some(0), "{fx} sm_{sm}: {v:#}");
             let file = &v["inputs"][0]["files"][0];
+            // The fixtures are too small to cut (under 64 KiB of device code): the file keeps its
+            // size, and the report says why.
             assert_eq!(
                 std::fs::metadata(&out).unwrap().len(),
                 std::fs::metadata(&orig).unwrap().len()
             );
+            assert_eq!(file["file_bytes_cut"], 0);
+            if file["bytes_removed"].as_u64().unwrap() > 0 {
+                assert!(
+                    file["layout_kept"].as_str().unwrap().contains("64 KiB"),
+                    "{file:#}"
+                );
+            }
             // cuobjdump lists the kept cubins and PTX, no more.
             let listed = listing(&cuobjdump, &out);
             let kept_listed: usize = file["kept"]
@@ -402,6 +411,20 @@ fn the_cupy_wheel_slimmed_installs_and_imports_like_the_original() {
     );
     assert_eq!(v["inputs"][0]["package_bytes"][1], after);
     assert!(after * 2 < before, "{before} -> {after}");
+    // The installed files shrink too: by what the report says, as Python's zipfile counts it.
+    let cut = v["inputs"][0]["file_bytes_cut"].as_u64().unwrap();
+    assert!(cut > 80 << 20, "{v:#}");
+    python(
+        "import sys, zipfile\n\
+         size = lambda w: sum(i.file_size for i in zipfile.ZipFile(w).infolist() if not i.filename.endswith(('RECORD', 'cudist-slim.json')))\n\
+         assert size(sys.argv[1]) - size(sys.argv[2]) == int(sys.argv[3]), (size(sys.argv[1]), size(sys.argv[2]))\n",
+
+        &[
+            orig.to_str().unwrap(),
+            slimmed.to_str().unwrap(),
+            &cut.to_string(),
+        ],
+    );
     // RECORD, checked by Python's zipfile and hashlib; the targets in dist-info.
     python(
         "import base64, csv, hashlib, io, json, sys, zipfile\n\
@@ -530,6 +553,51 @@ fn cupy_thrust_for_a_host_profile() {
     let (_, before) = doctor_on_profile(&host, &orig);
     let (_, after) = doctor_on_profile(&host, &out);
     assert_eq!(before["files"][0]["gpus"], after["files"][0]["gpus"]);
+    // The installed file shrinks too: the zero tail of .nv_fatbin left it, every address kept.
+    let cut = v["inputs"][0]["files"][0]["file_bytes_cut"]
+        .as_u64()
+        .unwrap();
+    assert!(cut > 50 << 20, "{v:#}");
+    assert_eq!(v["inputs"][0]["file_bytes_cut"], cut);
+    assert_eq!(
+        std::fs::metadata(&out).unwrap().len() + cut,
+        std::fs::metadata(&orig).unwrap().len()
+    );
+    // The real loader maps it, and its static CUDA runtime's constructor registers the fatbin
+    // through the wrapper; cuobjdump extracts both kept cubins byte-identical to the original's;
+    // eu-elflint finds nothing.
+    python(
+        "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+        &[out.to_str().unwrap()],
+    );
+    let whole = extracted(&cuobjdump, &orig, work.path());
+    let kept_parts = extracted(&cuobjdump, &out, work.path());
+    assert_eq!(kept_parts.len(), 2);
+    assert!(kept_parts.keys().all(|k| whole.contains_key(k)));
+    if let Some(lint) = tool_from_env("CUDIST_ELFLINT") {
+        let o = std::process::Command::new(lint)
+            .args(["--gnu-ld", "-q"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(o.status.success() && o.stdout.is_empty(), "{o:?}");
+    }
+    // --keep-layout: the same entries, the file its size.
+    let kept_layout = work.path().join("thrust-layout.so");
+    let (code, v) = slim(&[
+        orig.to_str().unwrap(),
+        "--host",
+        host.to_str().unwrap(),
+        "--keep-layout",
+        "-o",
+        kept_layout.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0));
+    assert_eq!(v["inputs"][0]["files"][0]["layout_kept"], "--keep-layout");
+    assert_eq!(
+        std::fs::metadata(&kept_layout).unwrap().len(),
+        std::fs::metadata(&orig).unwrap().len()
+    );
     // 9.0+PTX: sm_90 and no PTX (compute_100 cannot be JIT-compiled for sm_90).
     let out2 = work.path().join("thrust-90ptx.so");
     let (code, v) = slim(&[
