@@ -109,6 +109,8 @@ fetch() {
     fi
 }
 fetch cupy-cuda12x==14.2.0 cupy_cuda12x-14.2.0
+# cupy-cuda13x: the CUDA 13 build of the same release, for select (70 MB).
+fetch cupy-cuda13x==14.2.0 cupy_cuda13x-14.2.0
 fetch nvidia-cuda-runtime-cu12==12.9.79 nvidia_cuda_runtime_cu12-12.9.79
 fetch nvidia-cuda-runtime==13.5.37 nvidia_cuda_runtime-13.5.37
 # Packages that load their CUDA (or RAPIDS) libraries themselves (issue 20; tests/real_wheels.rs):

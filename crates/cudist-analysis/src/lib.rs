@@ -73,6 +73,7 @@ pub mod pysource;
 pub mod relink;
 pub mod requirements;
 pub mod runtime;
+pub mod select;
 pub mod slim;
 
 pub use artifact::{inspect, inspect_one};

@@ -157,33 +157,23 @@ fn section_name<'a>(d: &'a [u8], strtab: &Shdr, name: u32) -> &'a [u8] {
     &bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())]
 }
 
-fn kept(why: impl Into<String>) -> Result<Cut, PatchError> {
-    Ok(Cut::Kept(why.into()))
+/// The header tables of a 64-bit little-endian file, checked to lie in it, and the index of the
+/// section named `name`. `Ok(Err(why))` where the file is not one this module edits.
+struct Headers {
+    ph: Vec<Phdr>,
+    sh: Vec<Shdr>,
+    shoff: u64,
+    machine: u16,
+    /// The index of the section asked for.
+    si: usize,
 }
 
-/// Takes the bytes of section `name` after its first `keep` out of the file, keeping every
-/// virtual address (the module documentation says how). Those bytes must be zero (slim's
-/// removed entries); a layout that does not allow the cut gives [`Cut::Kept`] with the reason,
-/// and a contradictory one an error. Only 64-bit little-endian files are handled.
-pub fn cut_section_tail(data: &[u8], name: &str, keep: u64) -> Result<Cut, PatchError> {
-    cut(data, name, keep, false)
-}
-
-/// Whether [`cut_section_tail`] could cut the section after its first `keep` bytes, by its layout
-/// alone (the bytes there need not be zero yet): how many bytes it would take out, or why not.
-pub fn can_cut(data: &[u8], name: &str, keep: u64) -> Result<Result<u64, String>, PatchError> {
-    Ok(match cut(data, name, keep, true)? {
-        Cut::Done { bytes, .. } => Ok(bytes),
-        Cut::Kept(why) => Err(why),
-    })
-}
-
-fn cut(data: &[u8], name: &str, keep: u64, layout_only: bool) -> Result<Cut, PatchError> {
+fn read_headers(data: &[u8], name: &str) -> Result<Result<Headers, String>, PatchError> {
     if data.len() < EHDR || data[..4] != crate::ELF_MAGIC {
         return Err(PatchError::Layout("not an ELF file".into()));
     }
     if data[4] != 2 || data[5] != 1 {
-        return kept("only 64-bit little-endian files are cut");
+        return Ok(Err("only 64-bit little-endian files are edited".into()));
     }
     let phoff = u64_at(data, 32)? as usize;
     let shoff = u64_at(data, 40)?;
@@ -194,7 +184,9 @@ fn cut(data: &[u8], name: &str, keep: u64, layout_only: bool) -> Result<Cut, Pat
         u16_at(data, 62)? as usize,
     );
     if phentsize != PHDR || shentsize != SHDR || shnum == 0 || shstrndx >= shnum {
-        return kept("the header tables are not the standard 64-bit ones");
+        return Ok(Err(
+            "the header tables are not the standard 64-bit ones".into()
+        ));
     }
     let ph = phdrs(data, phoff, phnum)?;
     let sh = shdrs(data, shoff as usize, shnum)?;
@@ -217,8 +209,47 @@ fn cut(data: &[u8], name: &str, keep: u64, layout_only: bool) -> Result<Cut, Pat
         .iter()
         .position(|s| section_name(data, &strtab, s.name) == name.as_bytes())
     else {
-        return kept(format!("no section {name}"));
+        return Ok(Err(format!("no section {name}")));
     };
+    Ok(Ok(Headers {
+        ph,
+        sh,
+        shoff,
+        machine: u16_at(data, 18)?,
+        si,
+    }))
+}
+
+fn kept(why: impl Into<String>) -> Result<Cut, PatchError> {
+    Ok(Cut::Kept(why.into()))
+}
+
+/// Takes the bytes of section `name` after its first `keep` out of the file, keeping every
+/// virtual address (the module documentation says how). Those bytes must be zero (slim's
+/// removed entries); a layout that does not allow the cut gives [`Cut::Kept`] with the reason,
+/// and a contradictory one an error. Only 64-bit little-endian files are handled.
+pub fn cut_section_tail(data: &[u8], name: &str, keep: u64) -> Result<Cut, PatchError> {
+    cut(data, name, keep, false)
+}
+
+/// Whether [`cut_section_tail`] could cut the section after its first `keep` bytes, by its layout
+/// alone (the bytes there need not be zero yet): how many bytes it would take out, or why not.
+pub fn can_cut(data: &[u8], name: &str, keep: u64) -> Result<Result<u64, String>, PatchError> {
+    Ok(match cut(data, name, keep, true)? {
+        Cut::Done { bytes, .. } => Ok(bytes),
+        Cut::Kept(why) => Err(why),
+    })
+}
+
+fn cut(data: &[u8], name: &str, keep: u64, layout_only: bool) -> Result<Cut, PatchError> {
+    let Headers {
+        ph, sh, shoff, si, ..
+    } = match read_headers(data, name)? {
+        Ok(h) => h,
+        Err(why) => return kept(why),
+    };
+    let phnum = ph.len();
+    let strtab = sh[u16_at(data, 62)? as usize];
     let s = sh[si];
     if s.sh_type == SHT_NOBITS || s.flags & SHF_ALLOC == 0 || keep > s.size {
         return kept(format!("{name} is not loaded file data"));
@@ -570,38 +601,20 @@ pub fn retarget(
     name: &str,
     moves: &std::collections::BTreeMap<u64, (u64, u64)>,
 ) -> Result<Result<Retargeted, String>, PatchError> {
-    if data.len() < EHDR || data[..4] != crate::ELF_MAGIC {
-        return Err(PatchError::Layout("not an ELF file".into()));
-    }
-    if data[4] != 2 || data[5] != 1 {
-        return Ok(Err("only 64-bit little-endian files are repacked".into()));
-    }
-    let relative = match u16_at(data, 18)? {
+    let Headers {
+        ph,
+        sh,
+        machine,
+        si,
+        ..
+    } = match read_headers(data, name)? {
+        Ok(h) => h,
+        Err(why) => return Ok(Err(why)),
+    };
+    let relative = match machine {
         EM_X86_64 => 8,
         EM_AARCH64 => 1027,
         _ => return Ok(Err("relocations of this machine are not read".into())),
-    };
-    let phoff = u64_at(data, 32)? as usize;
-    let shoff = u64_at(data, 40)? as usize;
-    let (phnum, shnum, shstrndx) = (
-        u16_at(data, 56)? as usize,
-        u16_at(data, 60)? as usize,
-        u16_at(data, 62)? as usize,
-    );
-    if u16_at(data, 54)? as usize != PHDR || u16_at(data, 58)? as usize != SHDR || shstrndx >= shnum
-    {
-        return Ok(Err(
-            "the header tables are not the standard 64-bit ones".into()
-        ));
-    }
-    let ph = phdrs(data, phoff, phnum)?;
-    let sh = shdrs(data, shoff, shnum)?;
-    let strtab = sh[shstrndx];
-    let Some(si) = sh
-        .iter()
-        .position(|s| section_name(data, &strtab, s.name) == name.as_bytes())
-    else {
-        return Ok(Err(format!("no section {name}")));
     };
     let s = sh[si];
     let inside = |v: u64| v >= s.addr && v < s.addr + s.size;
@@ -749,26 +762,9 @@ pub fn pack_section(
     name: &str,
     pieces: &[(u64, u64)],
 ) -> Result<Result<u64, String>, PatchError> {
-    if data.len() < EHDR || data[..4] != crate::ELF_MAGIC {
-        return Err(PatchError::Layout("not an ELF file".into()));
-    }
-    if data[4] != 2 || data[5] != 1 {
-        return Ok(Err("only 64-bit little-endian files are repacked".into()));
-    }
-    let shoff = u64_at(data, 40)? as usize;
-    let (shnum, shstrndx) = (u16_at(data, 60)? as usize, u16_at(data, 62)? as usize);
-    if u16_at(data, 58)? as usize != SHDR || shstrndx >= shnum {
-        return Ok(Err(
-            "the header tables are not the standard 64-bit ones".into()
-        ));
-    }
-    let sh = shdrs(data, shoff, shnum)?;
-    let Some(s) = sh
-        .iter()
-        .find(|s| section_name(data, &sh[shstrndx], s.name) == name.as_bytes())
-        .copied()
-    else {
-        return Ok(Err(format!("no section {name}")));
+    let s = match read_headers(data, name)? {
+        Ok(h) => h.sh[h.si],
+        Err(why) => return Ok(Err(why)),
     };
     if s.sh_type == SHT_NOBITS || s.offset.saturating_add(s.size) > data.len() as u64 {
         return Err(PatchError::Layout(format!("{name} is not in the file")));

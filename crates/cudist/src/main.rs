@@ -11,6 +11,7 @@ mod inspect;
 mod relink;
 mod repair;
 mod schema_cmd;
+mod select;
 mod self_check;
 mod slim;
 mod split;
@@ -75,6 +76,9 @@ enum Command {
     Doctor(doctor::DoctorArgs),
     /// Keep only the device code the target GPUs will run, in ELF files, trees and wheels.
     Slim(slim::SlimArgs),
+    /// Which build of a package to install on a machine, judged by what each candidate wheel
+    /// contains (device code, CUDA needs, tags).
+    Select(select::SelectArgs),
     /// Answer questions from the CUDA catalog.
     #[command(subcommand)]
     Catalog(catalog_cmd::CatalogCmd),
@@ -121,6 +125,7 @@ fn outputs() -> Vec<schema_cmd::Output> {
         of::<catalog_cmd::Answer>("catalog", catalog_cmd::SCHEMA, Writes),
         of::<self_check::Report>("self-check", self_check::SCHEMA, Writes),
         of::<slim::Report>("slim", slim::SCHEMA, Writes),
+        of::<select::Report>("select", select::SCHEMA, Writes),
         of::<cudist_analysis::runtime::host::Host>("host", "cudist doctor --host profile", Reads),
     ];
     debug_assert!(v.iter().map(|o| o.name).eq(schema_cmd::NAMES));
@@ -168,6 +173,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => doctor::run(args, &catalog),
         Command::Relink(args) => relink::run(args, &catalog),
         Command::Slim(args) => slim::run(args, &catalog),
+        Command::Select(args) => select::run(args, &catalog),
         Command::Split(args) => split::run(args, &catalog),
         Command::Catalog(cmd) => catalog_cmd::run(cmd, &catalog),
         Command::SelfCheck(args) => self_check::run(args, &catalog),

@@ -21,7 +21,7 @@ use crate::util::outln;
 #[derive(clap::Args)]
 pub struct SchemaArgs {
     /// The output whose schema to print: `inspect`, `repair`, `doctor`, `relink`, `split`,
-    /// `toolkit`, `toolkit.env`, `catalog`, `self-check`, `slim`, or `host` (doctor's `--host` profile,
+    /// `toolkit`, `toolkit.env`, `catalog`, `self-check`, `slim`, `select`, or `host` (doctor's `--host` profile,
     /// an input). Without it, the list of names.
     #[arg(value_name = "NAME", value_parser = NAMES)]
     pub name: Option<String>,
@@ -31,7 +31,7 @@ pub struct SchemaArgs {
 }
 
 /// The names of the schemas, in the order `cudist schema` lists them.
-pub const NAMES: [&str; 11] = [
+pub const NAMES: [&str; 12] = [
     "inspect",
     "repair",
     "doctor",
@@ -42,6 +42,7 @@ pub const NAMES: [&str; 11] = [
     "catalog",
     "self-check",
     "slim",
+    "select",
     "host",
 ];
 

@@ -37,6 +37,11 @@ fn every_json_output_names_its_schema_and_the_cudist_version() {
     let so = split_out.to_str().unwrap();
     let multi = fixtures.join("multi.so");
     let slim_out = work.path().join("multi-slim.so");
+    let profile = write_profile(
+        &work.path().join("profile.json"),
+        &serde_json::json!({"name": "box", "driver": "580.65.06", "glibc": "2.39",
+            "python": "3.11", "gpus": [{"name": "H100", "sm": 90}]}),
+    );
 
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["inspect", "--json", fx], "cudist.inspect/2"),
@@ -71,6 +76,10 @@ fn every_json_output_names_its_schema_and_the_cudist_version() {
                 slim_out.to_str().unwrap(),
             ],
             "cudist.slim/1",
+        ),
+        (
+            vec!["select", "--json", "--host", profile.to_str().unwrap(), w],
+            "cudist.select/1",
         ),
     ];
     let version = env!("CARGO_PKG_VERSION");
@@ -296,7 +305,7 @@ fn sum_types_have_one_shape() {
             }
         }
     }
-    assert_eq!(seen, 11, "the schemas under {}", dir.display());
+    assert_eq!(seen, 12, "the schemas under {}", dir.display());
     assert!(
         bad.is_empty(),
         "fields with more than one shape:\n{}",

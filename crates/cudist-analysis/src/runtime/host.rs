@@ -34,6 +34,16 @@ pub struct Host {
     /// The GPUs.
     #[serde(default)]
     pub gpus: Vec<Gpu>,
+    /// AMD GPUs (read from `/sys/class/kfd`), by their LLVM target (`gfx942`): cudist reads no ROCm
+    /// device code, but `select` knows a ROCm build is the one for them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub amd_gpus: Vec<AmdGpu>,
+    /// The machine architecture as wheel tags name it (`x86_64`, `aarch64`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
+    /// The Python the wheels are for (`3.11`), for `select`'s tag check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<String>,
     /// How each value was found (or why it is missing).
     #[serde(default)]
     pub notes: Vec<String>,
@@ -63,6 +73,40 @@ pub struct Gpu {
     /// Its memory in MiB.
     #[serde(default)]
     pub memory_mib: Option<u64>,
+}
+
+/// An AMD GPU.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AmdGpu {
+    /// Its LLVM target (`gfx942`, `gfx90a`, `gfx1100`).
+    pub gfx: String,
+}
+
+/// The AMD GPUs of this machine: each KFD topology node whose `gfx_target_version` is not 0 (the
+/// CPU nodes have 0). The version is major·10000 + minor·100 + stepping, and the target name is
+/// `gfx` with the major in decimal and minor and stepping in hex (90010 → `gfx90a`).
+pub fn amd_gpus(kfd_nodes: &Path) -> Vec<AmdGpu> {
+    let Ok(dir) = std::fs::read_dir(kfd_nodes) else {
+        return Vec::new();
+    };
+    let mut nodes: Vec<_> = dir.flatten().map(|e| e.path()).collect();
+    nodes.sort();
+    nodes
+        .iter()
+        .filter_map(|n| {
+            let text = std::fs::read_to_string(n.join("properties")).ok()?;
+            let v: u32 = text
+                .lines()
+                .find_map(|l| l.strip_prefix("gfx_target_version "))?
+                .trim()
+                .parse()
+                .ok()?;
+            (v != 0).then(|| AmdGpu {
+                gfx: format!("gfx{}{:x}{:x}", v / 10000, v / 100 % 100, v % 100),
+            })
+        })
+        .collect()
 }
 
 impl Host {
@@ -119,6 +163,8 @@ impl Host {
             });
         h.glibc = glibc_version();
         h.cpu = Some(cpu());
+        h.arch = Some(std::env::consts::ARCH.to_string());
+        h.amd_gpus = amd_gpus(Path::new("/sys/class/kfd/kfd/topology/nodes"));
         let driver = std::fs::read_to_string("/sys/module/nvidia/version")
             .ok()
             .map(|s| s.trim().to_string())

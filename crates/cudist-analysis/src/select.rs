@@ -1,0 +1,544 @@
+//! Which build of a package a machine should install (`cudist select`), judged by what each
+//! candidate wheel contains rather than by its name alone.
+//!
+//! Each candidate is read as inspect reads it ([`crate::model::Artifact`]); its build (a CUDA
+//! major, CPU, ROCm) comes from its version's local label (`+cu126`, `+cpu`, `+rocm6.3`), its
+//! name (`cupy-cuda12x`, `-cu13`), and its content (the CUDA libraries it needs, its device
+//! code), and a name that disagrees with the content is said. Against the host (doctor's profile,
+//! [`Host`]) every candidate is judged on what decides whether it works there:
+//!
+//! - **installs**: its Python tag for the host's Python, its platform tag for the host's
+//!   architecture and glibc (pip's rules: `cp311`, `abi3` up to the host's minor, `py3`;
+//!   `manylinux_X_Y` up to the host's glibc, the legacy aliases, `linux_<arch>`, `any`);
+//! - **driver**: the minor-version-compatibility floor of each CUDA major it needs, and the floor
+//!   its device code carries (a static runtime too);
+//! - **GPUs**: per GPU, the worst answer over its files ([`super::runtime::gpu::check_gpus`]):
+//!   a native cubin, PTX the driver compiles at first use, or no kernel image.
+//!
+//! The ranking: what installs and whose driver floor the host meets first; then, on a machine
+//! with NVIDIA GPUs, CUDA builds whose code runs natively on every GPU before those that JIT
+//! before those with no kernel image, then the newest CUDA, then the smaller download; on a
+//! machine with AMD GPUs, ROCm builds first; on one with no GPU, CPU builds first (a GPU build
+//! still imports there, but has nothing to run on).
+
+use std::cmp::Reverse;
+
+use cudist_catalog::{driver_version_key, Catalog};
+use cudist_fatbin::SectionKind;
+use serde::Serialize;
+
+use crate::model::Artifact;
+use crate::runtime::gpu::{check_driver, check_gpus};
+use crate::runtime::host::Host;
+
+/// What kind of build a candidate is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct Build {
+    /// `cuda`, `cpu`, `rocm` or `unknown`.
+    pub kind: String,
+    /// For CUDA: the major (`12`), or major.minor from a local label (`12.6`); for ROCm its
+    /// version.
+    pub version: Option<String>,
+    /// Where it was read: `local version +cu126`, `name cupy-cuda12x`, `content (libcudart.so.13)`.
+    pub from: String,
+    /// Where the name or label says one CUDA major and the content needs another: what the
+    /// content says (the driver is judged by the content).
+    pub disagrees: Option<String>,
+}
+
+/// One GPU's answer for a candidate: the worst over its files.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct GpuFit {
+    /// The GPU (`H100 (sm_90)`).
+    pub gpu: String,
+    /// `cubin`, `jit`, `ptx-too-new`, `no-kernel-image`, or `no-device-code` (nothing to run).
+    pub status: String,
+    /// What happens, with the file it happens in.
+    pub detail: String,
+}
+
+/// How a candidate fares on the host.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Judged {
+    /// The wheel's file name.
+    pub file: String,
+    /// Its path as given.
+    pub path: String,
+    /// Distribution name (from the file name).
+    pub distribution: String,
+    /// Version (from the file name), with its local label.
+    pub version: String,
+    /// What kind of build it is.
+    pub build: Build,
+    /// Its size in bytes (the download).
+    pub size: u64,
+    /// Why pip would not install it here (Python or platform tag); empty when it would.
+    pub install_problems: Vec<String>,
+    /// Why the driver cannot run it; empty when it can.
+    pub driver_problems: Vec<String>,
+    /// Per NVIDIA GPU of the host.
+    pub gpus: Vec<GpuFit>,
+    /// 1 for the best.
+    pub rank: usize,
+    /// `best`, `works`, `jit`, `no-gpu-use`, `rejected`.
+    pub outcome: String,
+    /// Why it ranks where it does, most decisive first.
+    pub reasons: Vec<String>,
+}
+
+fn local_label(version: &str) -> Option<&str> {
+    version.split_once('+').map(|(_, l)| l)
+}
+
+/// The build a candidate is: its local label, else its name, else its content; and whether the
+/// content agrees.
+pub fn build_of(distribution: &str, version: &str, a: &Artifact) -> Build {
+    let content = content_cuda(a);
+    let mut b = declared_build(distribution, version, a, &content);
+    if let (Some((major, why)), "cuda", Some(v)) = (&content, b.kind.as_str(), &b.version) {
+        let said = v.split('.').next().and_then(|m| m.parse::<u32>().ok());
+        if said.is_some_and(|m| m != *major) {
+            b.disagrees = Some(format!(
+                "its {} says CUDA {v}, but its content needs CUDA {major} ({why})",
+                b.from
+            ));
+        }
+    }
+    b
+}
+
+fn declared_build(
+    distribution: &str,
+    version: &str,
+    a: &Artifact,
+    content: &Option<(u32, String)>,
+) -> Build {
+    let label = |kind: &str, v: Option<String>, from: String| Build {
+        kind: kind.into(),
+        version: v,
+        from,
+        disagrees: None,
+    };
+    if let Some(l) = local_label(version) {
+        let l = l.to_ascii_lowercase();
+        if let Some(d) = l
+            .strip_prefix("cu")
+            .filter(|d| d.len() >= 2 && d.bytes().all(|b| b.is_ascii_digit()))
+        {
+            let (major, minor) = d.split_at(d.len() - 1);
+            return label(
+                "cuda",
+                Some(format!("{major}.{minor}")),
+                format!("local version +{l}"),
+            );
+        }
+        if l == "cpu" {
+            return label("cpu", None, "local version +cpu".into());
+        }
+        if let Some(v) = l.strip_prefix("rocm") {
+            return label("rocm", Some(v.to_string()), format!("local version +{l}"));
+        }
+    }
+    let name = distribution.to_ascii_lowercase().replace('_', "-");
+    for part in name.split('-') {
+        let major = part
+            .strip_prefix("cuda")
+            .and_then(|r| r.strip_suffix('x'))
+            .or_else(|| part.strip_prefix("cu"))
+            .filter(|d| (2..=3).contains(&d.len()) && d.bytes().all(|b| b.is_ascii_digit()));
+        if let Some(m) = major {
+            return label("cuda", Some(m.to_string()), format!("name {distribution}"));
+        }
+        if part.starts_with("rocm") {
+            return label("rocm", None, format!("name {distribution}"));
+        }
+    }
+    match content {
+        Some((major, why)) => label("cuda", Some(major.to_string()), format!("content ({why})")),
+        None if a.device.cubins + a.device.ptx == 0 => label(
+            "cpu",
+            None,
+            "content (no CUDA library, no device code)".into(),
+        ),
+        None => label("cuda", None, "content (device code)".into()),
+    }
+}
+
+/// The CUDA major the content needs: of the CUDA libraries it links, else of its device code's
+/// driver floor; with the evidence.
+fn content_cuda(a: &Artifact) -> Option<(u32, String)> {
+    let mut majors: Vec<(u32, &str)> = a
+        .cuda_needed
+        .iter()
+        .filter_map(|n| {
+            n.library
+                .as_ref()
+                .map(|l| (l.cuda_major, n.soname.as_str()))
+        })
+        .collect();
+    majors.sort();
+    if let Some(&(m, soname)) = majors.last() {
+        return Some((m, soname.to_string()));
+    }
+    let floor = a.device.min_driver.as_ref()?;
+    let major = floor
+        .reason
+        .split("CUDA ")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|d| d.parse().ok())?;
+    Some((major, format!("device code: {}", floor.reason)))
+}
+
+/// pip's Python tag rules for CPython `3.minor`: `py3`, `py3N` (N ≤ minor), `cp3minor`, and `cp3N`
+/// with the `abi3` ABI for N ≤ minor.
+fn python_ok(python: &str, abi: &str, minor: u32) -> bool {
+    python.split('.').any(|t| {
+        if t == "py3" {
+            return true;
+        }
+        let n = |rest: &str| rest.parse::<u32>().ok();
+        if let Some(v) = t.strip_prefix("py3").and_then(n) {
+            return v <= minor;
+        }
+        if let Some(v) = t.strip_prefix("cp3").and_then(n) {
+            return abi.split('.').any(|a| {
+                (a == "abi3" && v <= minor)
+                    || (v == minor && (a == "none" || a == t || a == format!("{t}t")))
+            });
+        }
+        false
+    })
+}
+
+/// pip's platform rules on glibc Linux: `any`, `linux_<arch>`, `manylinux_X_Y_<arch>` with X.Y up
+/// to the host's glibc, and the legacy aliases (`manylinux1` = 2.5, `2010` = 2.12, `2014` = 2.17).
+fn platform_problem(platform: &str, arch: &str, glibc: Option<(u32, u32)>) -> Option<String> {
+    let mut reasons = Vec::new();
+    for tag in platform.split('.') {
+        if tag == "any" || tag == format!("linux_{arch}") {
+            return None;
+        }
+        let legacy = [
+            ("manylinux1_", (2, 5)),
+            ("manylinux2010_", (2, 12)),
+            ("manylinux2014_", (2, 17)),
+        ];
+        let (need, tag_arch) = if let Some((p, v)) = legacy.iter().find(|(p, _)| tag.starts_with(p))
+        {
+            (Some(*v), &tag[p.len()..])
+        } else if let Some(rest) = tag.strip_prefix("manylinux_") {
+            let mut it = rest.splitn(3, '_');
+            let (x, y, a) = (it.next(), it.next(), it.next().unwrap_or(""));
+            (
+                x.zip(y)
+                    .and_then(|(x, y)| Some((x.parse().ok()?, y.parse().ok()?))),
+                a,
+            )
+        } else {
+            reasons.push(format!("{tag} is not a glibc Linux tag"));
+            continue;
+        };
+        if tag_arch != arch {
+            reasons.push(format!("{tag} is for {tag_arch}, this machine is {arch}"));
+            continue;
+        }
+        match (need, glibc) {
+            (Some(n), Some(have)) if n > have => reasons.push(format!(
+                "{tag} needs glibc {}.{}, the host has {}.{}",
+                n.0, n.1, have.0, have.1
+            )),
+            _ => return None,
+        }
+    }
+    Some(reasons.join("; "))
+}
+
+fn rank_status(s: &str) -> u8 {
+    match s {
+        "cubin" => 0,
+        "jit" => 1,
+        "no-device-code" => 2,
+        "ptx-too-new" => 3,
+        _ => 4,
+    }
+}
+
+/// Judges every candidate against the host and ranks them, best first. `candidates` are
+/// (path, artifact) pairs of wheels.
+pub fn judge(candidates: &[(String, &Artifact)], host: &Host, catalog: &Catalog) -> Vec<Judged> {
+    let arch = host.arch.clone().unwrap_or_else(|| "x86_64".into());
+    let glibc = host.glibc.as_deref().and_then(|g| {
+        let (x, y) = g.split_once('.')?;
+        Some((x.parse().ok()?, y.parse().ok()?))
+    });
+    let py_minor = host
+        .python
+        .as_deref()
+        .and_then(|p| p.strip_prefix("3."))
+        .and_then(|m| m.split('.').next()?.parse::<u32>().ok());
+    let mut out = Vec::new();
+    for (path, a) in candidates {
+        let file = path.rsplit('/').next().unwrap_or(path).to_string();
+        let name = cudist_wheel::WheelName::parse(&file);
+        let (distribution, version) = name
+            .as_ref()
+            .map(|n| (n.distribution.clone(), n.version.clone()))
+            .unwrap_or_else(|| (file.clone(), String::new()));
+        let build = build_of(&distribution, &version, a);
+        let mut install_problems = Vec::new();
+        if let Some(n) = &name {
+            if let Some(minor) = py_minor {
+                if !python_ok(&n.python, &n.abi, minor) {
+                    install_problems.push(format!(
+                        "its tags {}-{} are not for Python 3.{minor}",
+                        n.python, n.abi
+                    ));
+                }
+            }
+            if let Some(p) = platform_problem(&n.platform, &arch, glibc) {
+                install_problems.push(p);
+            }
+        } else {
+            install_problems.push("not a wheel file name".into());
+        }
+        // The driver: the floor of each CUDA major it links, and its device code's floor.
+        let mut majors: Vec<u32> = a
+            .cuda_needed
+            .iter()
+            .filter_map(|n| n.library.as_ref().map(|l| l.cuda_major))
+            .collect();
+        majors.sort();
+        majors.dedup();
+        let mut driver_problems = check_driver(&majors, host, catalog);
+        if let (Some(have), Some(floor)) = (host.driver.as_deref(), &a.device.min_driver) {
+            if driver_problems.is_empty()
+                && driver_version_key(have) < driver_version_key(&floor.driver)
+            {
+                driver_problems.push(format!(
+                    "driver {have} is older than {} ({})",
+                    floor.driver, floor.reason
+                ));
+            }
+        }
+        if host.driver.is_none() && !host.gpus.is_empty() && build.kind == "cuda" {
+            driver_problems.push("no NVIDIA driver".into());
+        }
+        // Each GPU: the worst answer over the files with device code.
+        let mut gpus: Vec<GpuFit> = host
+            .gpus
+            .iter()
+            .map(|g| GpuFit {
+                gpu: format!(
+                    "{} (sm_{})",
+                    g.name.clone().unwrap_or_else(|| "GPU".into()),
+                    g.sm
+                ),
+                status: "no-device-code".into(),
+                detail: "no file carries device code".into(),
+            })
+            .collect();
+        // Per GPU: how many files give the worst answer, and the first of them.
+        let mut worst_count = vec![0usize; gpus.len()];
+        let mut with_code = 0;
+        for e in &a.elf_files {
+            let entries: Vec<_> = e
+                .device_code
+                .iter()
+                .filter(|d| d.section == SectionKind::NvFatbin)
+                .cloned()
+                .collect();
+            if entries.is_empty() {
+                continue;
+            }
+            with_code += 1;
+            for ((fit, n), r) in gpus
+                .iter_mut()
+                .zip(&mut worst_count)
+                .zip(check_gpus(&entries, host, catalog))
+            {
+                if fit.status == "no-device-code"
+                    || rank_status(r.status) > rank_status(&fit.status)
+                {
+                    fit.status = r.status.to_string();
+                    fit.detail = format!("{}: {}", e.path, r.detail);
+                    *n = 1;
+                } else if r.status == fit.status {
+                    *n += 1;
+                }
+            }
+        }
+        for (fit, n) in gpus.iter_mut().zip(worst_count) {
+            if fit.status == "cubin" {
+                fit.detail = format!(
+                    "a native cubin in each of its {with_code} file(s) with device code ({})",
+                    fit.detail
+                );
+            } else if n > 1 {
+                fit.detail = format!("{} (and {} more file(s) alike)", fit.detail, n - 1);
+            }
+        }
+        out.push(Judged {
+            file,
+            path: path.clone(),
+            distribution,
+            version,
+            build,
+            size: a.size,
+            install_problems,
+            driver_problems,
+            gpus,
+            rank: 0,
+            outcome: String::new(),
+            reasons: Vec::new(),
+        });
+    }
+    rank(&mut out, host);
+    out
+}
+
+/// Orders the judged candidates and says why.
+fn rank(all: &mut [Judged], host: &Host) {
+    let nvidia = !host.gpus.is_empty();
+    let amd = !host.amd_gpus.is_empty();
+    let worst = |j: &Judged| {
+        j.gpus
+            .iter()
+            .map(|g| rank_status(&g.status))
+            .max()
+            .unwrap_or(2)
+    };
+    let cuda_version = |j: &Judged| -> Vec<u32> {
+        j.build
+            .version
+            .as_deref()
+            .map(|v| v.split('.').filter_map(|p| p.parse().ok()).collect())
+            .unwrap_or_default()
+    };
+    // What fits the machine's GPUs: 0 best.
+    let fits = |j: &Judged| -> u8 {
+        match (j.build.kind.as_str(), nvidia, amd) {
+            ("cuda", true, _) => worst(j).min(3),
+            ("rocm", _, true) => 0,
+            ("cpu", false, false) => 0,
+            ("cpu", _, _) => 5,
+            ("unknown", _, _) => 6,
+            _ => 7,
+        }
+    };
+    all.sort_by_key(|j| {
+        (
+            !j.install_problems.is_empty(),
+            !j.driver_problems.is_empty(),
+            fits(j),
+            Reverse(cuda_version(j)),
+            j.size,
+        )
+    });
+    for (i, j) in all.iter_mut().enumerate() {
+        j.rank = i + 1;
+        let mut reasons = Vec::new();
+        reasons.extend(
+            j.install_problems
+                .iter()
+                .map(|p| format!("does not install here: {p}")),
+        );
+        reasons.extend(j.driver_problems.iter().cloned());
+        let build = match (&j.build.kind[..], &j.build.version) {
+            ("cuda", Some(v)) => format!("a CUDA {v} build"),
+            ("cuda", None) => "a CUDA build".into(),
+            ("rocm", _) => "a ROCm build".into(),
+            ("cpu", _) => "a CPU build".into(),
+            _ => "a build of unknown kind".into(),
+        };
+        let f = fits(j);
+        let outcome = if !j.install_problems.is_empty() || !j.driver_problems.is_empty() {
+            "rejected"
+        } else if nvidia && j.build.kind == "cuda" {
+            match worst(j) {
+                0 => "works",
+                1 => "jit",
+                2 => "works",
+                _ => "rejected",
+            }
+        } else if f == 0 {
+            "works"
+        } else {
+            "no-gpu-use"
+        };
+        match (nvidia, amd, j.build.kind.as_str()) {
+            (true, _, "cuda") => {
+                for g in &j.gpus {
+                    reasons.push(format!("{}: {} — {}", g.gpu, g.status, g.detail));
+                }
+            }
+            (true, _, _) => reasons.push(format!(
+                "{build}: it does not use this machine's NVIDIA GPUs"
+            )),
+            (false, true, "rocm") => reasons.push(format!(
+                "{build} for this machine's AMD GPUs ({}); cudist does not read ROCm device code",
+                host.amd_gpus
+                    .iter()
+                    .map(|g| g.gfx.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+            (false, true, _) => reasons.push(format!(
+                "{build}: this machine's GPUs are AMD ({}); a ROCm build is the one that uses them",
+                host.amd_gpus
+                    .iter()
+                    .map(|g| g.gfx.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+            (false, false, "cpu") => reasons.push(format!("{build}: this machine has no GPU")),
+            (false, false, _) => reasons.push(format!(
+                "{build}: this machine has no GPU for it to use (it may still import)"
+            )),
+        }
+        reasons.push(format!("{build} (from its {})", j.build.from));
+        if let Some(d) = &j.build.disagrees {
+            reasons.push(format!("warning: {d}"));
+        }
+        j.outcome = if i == 0 && outcome != "rejected" {
+            "best".into()
+        } else {
+            outcome.into()
+        };
+        j.reasons = reasons;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_tags_follow_pip() {
+        assert!(python_ok("cp311", "cp311", 11));
+        assert!(!python_ok("cp312", "cp312", 11));
+        assert!(python_ok("cp39", "abi3", 11) && !python_ok("cp312", "abi3", 11));
+        assert!(python_ok("py3", "none", 11) && python_ok("py2.py3", "none", 11));
+        assert!(!python_ok("cp310", "cp310", 11));
+    }
+
+    #[test]
+    fn platform_tags_follow_pip() {
+        let g = Some((2, 31));
+        assert_eq!(platform_problem("manylinux2014_x86_64", "x86_64", g), None);
+        assert_eq!(platform_problem("manylinux_2_28_x86_64", "x86_64", g), None);
+        assert!(platform_problem("manylinux_2_34_x86_64", "x86_64", g)
+            .unwrap()
+            .contains("glibc 2.34"));
+        assert!(platform_problem("manylinux_2_28_aarch64", "x86_64", g)
+            .unwrap()
+            .contains("aarch64"));
+        assert_eq!(
+            platform_problem("manylinux_2_34_x86_64.manylinux_2_17_x86_64", "x86_64", g),
+            None
+        );
+        assert_eq!(platform_problem("linux_x86_64", "x86_64", g), None);
+        assert_eq!(platform_problem("any", "x86_64", None), None);
+        assert!(platform_problem("macosx_11_0_arm64", "x86_64", g).is_some());
+    }
+}

@@ -1,0 +1,357 @@
+//! `cudist select`: the build a careful person would pick, for host profiles of the kinds people
+//! have (an old Turing box on driver 535, Ampere on 550, Hopper on 580, a newer driver, no GPU,
+//! AMD), among builds of one package that differ in CUDA major, device code and kind; and on the
+//! real cupy-cuda12x / cupy-cuda13x 14.2.0 wheels.
+
+mod common;
+
+use common::*;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+/// `cudist select --json --host PROFILE ARGS…`: exit code and report.
+fn select(host: &Path, args: &[&str]) -> (Option<i32>, Value) {
+    let mut all = vec!["select", "--json", "--host", host.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let o = cudist(&all);
+    let v = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{all:?}: {e}: {}{}", stdout(&o), stderr(&o)));
+    (o.status.code(), v)
+}
+
+fn profile(dir: &Path, name: &str, v: Value) -> PathBuf {
+    write_profile(&dir.join(format!("{name}.json")), &v)
+}
+
+/// The candidates' files in rank order, and each one's outcome.
+fn ranking(v: &Value) -> Vec<(String, String)> {
+    v["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["file"].as_str().unwrap().to_string(),
+                c["outcome"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn reasons_of(v: &Value, file_prefix: &str) -> String {
+    v["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["file"].as_str().unwrap().starts_with(file_prefix))
+        .map(|c| c["reasons"].to_string())
+        .unwrap_or_else(|| panic!("no {file_prefix} in {v:#}"))
+}
+
+/// A small family of builds of one package, made from the nvcc fixtures:
+/// - `demo_cu13` 1.0: wide.so (sm_75 … sm_120 cubins, compute_120 PTX), needs libcudart.so.13;
+/// - `demo_cu12` 1.0: wide.so slimmed to sm_75, sm_80, sm_86 (no PTX) with its NEEDED runtime
+///   renamed to libcudart.so.12 (patchelf), as a CUDA 12 build of the same code would be;
+/// - `demo` 1.0+cpu: no device code (hostonly.so);
+/// - `demo` 1.0+rocm6.3: a ROCm build (hostonly.so; cudist reads no ROCm device code).
+fn family(dir: &Path) -> Option<PathBuf> {
+    let patchelf = tool_from_env("CUDIST_PATCHELF")?;
+    let house = dir.join("wheelhouse");
+    std::fs::create_dir_all(&house).unwrap();
+    let wide = std::fs::read(fixtures().join("wide.so")).unwrap();
+    let host_only = std::fs::read(fixtures().join("hostonly.so")).unwrap();
+    let cu12 = dir.join("wide-cu12.so");
+    let o = cudist(&[
+        "slim",
+        fixtures().join("wide.so").to_str().unwrap(),
+        "--gpu",
+        "7.5;8.0;8.6",
+        "--ptx",
+        "drop",
+        "-o",
+        cu12.to_str().unwrap(),
+    ]);
+    ok(&o, "slim wide.so");
+    let o = std::process::Command::new(patchelf)
+        .args(["--replace-needed", "libcudart.so.13", "libcudart.so.12"])
+        .arg(&cu12)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let tag = "py3-none-manylinux2014_x86_64";
+    write_wheel(
+        &house.join(format!("demo_cu13-1.0-{tag}.whl")),
+        "demo_cu13",
+        &["nvidia-cuda-runtime>=13,<14"],
+        &[("demo/_k.so", wide)],
+    );
+    write_wheel(
+        &house.join(format!("demo_cu12-1.0-{tag}.whl")),
+        "demo_cu12",
+        &["nvidia-cuda-runtime-cu12>=12,<13"],
+        &[("demo/_k.so", std::fs::read(&cu12).unwrap())],
+    );
+    write_wheel_version(
+        &house.join(format!("demo-1.0+cpu-{tag}.whl")),
+        "demo",
+        "1.0+cpu",
+        &[],
+        &[("demo/_k.so", host_only.clone())],
+    );
+    write_wheel_version(
+        &house.join(format!("demo-1.0+rocm6.3-{tag}.whl")),
+        "demo",
+        "1.0+rocm6.3",
+        &[],
+        &[("demo/_k.so", host_only)],
+    );
+    Some(house)
+}
+
+#[test]
+fn each_machine_gets_the_build_a_careful_person_would_pick() {
+    let work = tempfile::tempdir().unwrap();
+    let Some(house) = family(work.path()) else {
+        assert!(!in_ci(), "CI provides patchelf");
+        return;
+    };
+    let h = house.to_str().unwrap();
+    let p = |name: &str, v: Value| profile(work.path(), name, v);
+    let base = |driver: Option<&str>, gpus: Value| {
+        let mut v =
+            serde_json::json!({"glibc": "2.35", "python": "3.11", "arch": "x86_64", "gpus": gpus});
+        if let Some(d) = driver {
+            v["driver"] = d.into();
+        }
+        v
+    };
+
+    // Turing on driver 535: CUDA 13 needs 580, so the CUDA 12 build, which has an sm_75 cubin.
+    let (code, v) = select(
+        &p(
+            "turing",
+            base(
+                Some("535.183.01"),
+                serde_json::json!([{"name": "T4", "sm": 75}]),
+            ),
+        ),
+        &[h],
+    );
+    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(v["best"], "demo_cu12-1.0-py3-none-manylinux2014_x86_64.whl");
+    assert_eq!(v["requirement"], "demo-cu12==1.0");
+    assert!(
+        reasons_of(&v, "demo_cu13").contains("driver 535.183.01 is too old for CUDA 13"),
+        "{v:#}"
+    );
+    // The CPU and ROCm builds do not use the T4.
+    assert!(reasons_of(&v, "demo-1.0+cpu").contains("does not use this machine's NVIDIA GPUs"));
+
+    // Ampere on 550: the same, with the sm_86 cubin.
+    let (_, v) = select(
+        &p(
+            "ampere",
+            base(
+                Some("550.54.14"),
+                serde_json::json!([{"name": "A10", "sm": 86}]),
+            ),
+        ),
+        &[h],
+    );
+    assert_eq!(v["best"], "demo_cu12-1.0-py3-none-manylinux2014_x86_64.whl");
+    assert!(reasons_of(&v, "demo_cu12").contains("cubin"), "{v:#}");
+
+    // Hopper on 580: the CUDA 12 build has no sm_90 cubin and no PTX (no kernel image); the
+    // CUDA 13 build runs natively.
+    let (_, v) = select(
+        &p(
+            "hopper",
+            base(
+                Some("580.65.06"),
+                serde_json::json!([{"name": "H100", "sm": 90}]),
+            ),
+        ),
+        &[h],
+    );
+    assert_eq!(v["best"], "demo_cu13-1.0-py3-none-manylinux2014_x86_64.whl");
+    let r = ranking(&v);
+    let cu12 = r.iter().find(|(f, _)| f.starts_with("demo_cu12")).unwrap();
+    assert_eq!(cu12.1, "rejected", "{v:#}");
+    assert!(
+        reasons_of(&v, "demo_cu12").contains("no-kernel-image"),
+        "{v:#}"
+    );
+
+    // No GPU: the CPU build.
+    let (_, v) = select(&p("nogpu", base(None, serde_json::json!([]))), &[h]);
+    assert_eq!(v["best"], "demo-1.0+cpu-py3-none-manylinux2014_x86_64.whl");
+    assert_eq!(v["requirement"], "demo==1.0+cpu");
+
+    // AMD MI300 (gfx942): the ROCm build.
+    let mut amd = base(None, serde_json::json!([]));
+    amd["amd_gpus"] = serde_json::json!([{"gfx": "gfx942"}]);
+    let (_, v) = select(&p("amd", amd), &[h]);
+    assert_eq!(
+        v["best"],
+        "demo-1.0+rocm6.3-py3-none-manylinux2014_x86_64.whl"
+    );
+    assert!(
+        reasons_of(&v, "demo_cu13").contains("AMD (gfx942)"),
+        "{v:#}"
+    );
+
+    // Python 3.10 and a glibc older than manylinux2014's: nothing installs, exit 1, each says why.
+    let mut old = base(
+        Some("580.65.06"),
+        serde_json::json!([{"name": "H100", "sm": 90}]),
+    );
+    old["glibc"] = "2.12".into();
+    let (code, v) = select(&p("old", old), &[h]);
+    assert_eq!(code, Some(1), "{v:#}");
+    assert!(v["best"].is_null());
+    assert!(reasons_of(&v, "demo_cu13").contains("needs glibc 2.17, the host has 2.12"));
+
+    // The one line for pip, and a name that disagrees with the content.
+    let turing = work.path().join("turing.json");
+    let o = cudist(&[
+        "select",
+        "--print-requirement",
+        "--host",
+        turing.to_str().unwrap(),
+        h,
+    ]);
+    assert_eq!(stdout(&o), "demo-cu12==1.0\n");
+    let liar = work.path().join("liar");
+    std::fs::create_dir_all(&liar).unwrap();
+    write_wheel_version(
+        &liar.join("demo_cu12-2.0-py3-none-manylinux2014_x86_64.whl"),
+        "demo_cu12",
+        "2.0",
+        &[],
+        &[(
+            "demo/_k.so",
+            std::fs::read(fixtures().join("wide.so")).unwrap(),
+        )],
+    );
+    let (_, v) = select(&turing, &[liar.to_str().unwrap()]);
+    let r = reasons_of(&v, "demo_cu12-2.0");
+    assert!(
+        r.contains("says CUDA 12, but its content needs CUDA 13 (libcudart.so.13)")
+            && r.contains("too old for CUDA 13"),
+        "{r}"
+    );
+}
+
+/// Native code beats JIT even when the JIT build is smaller; a driver too old for the PTX's ISA
+/// cannot JIT it at all.
+#[test]
+fn native_code_before_jit_and_ptx_the_driver_cannot_read() {
+    let work = tempfile::tempdir().unwrap();
+    let house = work.path().join("house");
+    std::fs::create_dir_all(&house).unwrap();
+    // multi.so slimmed to its sm_80 cubin and compute_90 PTX: an sm_90 GPU JIT-compiles it.
+    let jit = work.path().join("jit.so");
+    ok(
+        &cudist(&[
+            "slim",
+            fixtures().join("multi.so").to_str().unwrap(),
+            "--gpu",
+            "8.0",
+            "--ptx",
+            "keep",
+            "-o",
+            jit.to_str().unwrap(),
+        ]),
+        "slim multi.so",
+    );
+    let tag = "py3-none-manylinux2014_x86_64";
+    write_wheel(
+        &house.join(format!("small_jit-1.0-{tag}.whl")),
+        "small_jit",
+        &[],
+        &[("k/_k.so", std::fs::read(&jit).unwrap())],
+    );
+    write_wheel(
+        &house.join(format!("big_native-1.0-{tag}.whl")),
+        "big_native",
+        &[],
+        &[
+            (
+                "k/_k.so",
+                std::fs::read(fixtures().join("wide.so")).unwrap(),
+            ),
+            (
+                "k/pad.bin",
+                (0..400_000u32).map(|i| (i * 7919 % 251) as u8).collect(),
+            ),
+        ],
+    );
+    // A driver 620 runs CUDA 13.5 (catalog): the compute_90 PTX (ISA 9.5, CUDA 13.5) can be
+    // JIT-compiled.
+    let new = profile(
+        work.path(),
+        "new",
+        serde_json::json!({"driver": "620.42.01", "glibc": "2.39", "python": "3.11",
+            "gpus": [{"name": "H100", "sm": 90}]}),
+    );
+    let (_, v) = select(&new, &[house.to_str().unwrap()]);
+    assert_eq!(
+        ranking(&v),
+        vec![
+            (format!("big_native-1.0-{tag}.whl"), "best".to_string()),
+            (format!("small_jit-1.0-{tag}.whl"), "jit".to_string()),
+        ],
+        "{v:#}"
+    );
+    assert!(
+        reasons_of(&v, "small_jit").contains("compiles the sm_90 PTX"),
+        "{v:#}"
+    );
+    // Driver 580 runs CUDA 13.0 builds, but cannot read that PTX.
+    let old = profile(
+        work.path(),
+        "old",
+        serde_json::json!({"driver": "580.65.06", "glibc": "2.39", "python": "3.11",
+            "gpus": [{"name": "H100", "sm": 90}]}),
+    );
+    let (_, v) = select(&old, &[house.to_str().unwrap()]);
+    assert!(reasons_of(&v, "small_jit").contains("ptx-too-new"), "{v:#}");
+}
+
+/// The real cupy family: cupy-cuda12x and cupy-cuda13x 14.2.0, among other wheels (`--package
+/// cupy` keeps only its builds).
+#[test]
+fn the_real_cupy_builds() {
+    let Some(wheels) = tool_from_env("CUDIST_REAL_WHEELS") else {
+        return;
+    };
+    if !wheels
+        .join("cupy_cuda13x-14.2.0-cp311-cp311-manylinux2014_x86_64.whl")
+        .exists()
+    {
+        assert!(!in_ci(), "scripts/test.sh fetches cupy-cuda13x");
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let w = wheels.to_str().unwrap();
+    let host = |name: &str, driver: &str, sm: u32| {
+        profile(
+            work.path(),
+            name,
+            serde_json::json!({"driver": driver, "glibc": "2.35", "python": "3.11",
+                "gpus": [{"name": "GPU", "sm": sm}]}),
+        )
+    };
+    // sm_75 on 535: cupy-cuda12x (CUDA 13 needs 580).
+    let (code, v) = select(&host("t4", "535.183.01", 75), &["--package", "cupy", w]);
+    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(v["requirement"], "cupy-cuda12x==14.2.0");
+    assert_eq!(v["candidates"].as_array().unwrap().len(), 2, "{v:#}");
+    assert!(reasons_of(&v, "cupy_cuda13x").contains("too old for CUDA 13"));
+    // sm_90 on 580: both run natively; the newer CUDA (and the smaller wheel) wins.
+    let (_, v) = select(&host("h100", "580.65.06", 90), &["--package", "cupy", w]);
+    assert_eq!(v["requirement"], "cupy-cuda13x==14.2.0");
+    assert!(reasons_of(&v, "cupy_cuda13x").contains("a native cubin in each of its"));
+}
