@@ -18,6 +18,8 @@
 #   - eu-elflint from Debian's elfutils (installed with apt-get when missing and run as root);
 #   - auditwheel 6.8.2 from PyPI (a CUDA-unaware repair, whose grafts cudist repair undoes);
 #   - jsonschema 4.26.0 from PyPI (validates real --json outputs against docs/schema/);
+#   - variantlib 0.2.2 from PyPI (the wheel-variants reference library: parses and matches the
+#     variant properties cudist prints);
 #   - cupy-cuda12x 14.2.0, nvidia-cuda-runtime-cu12 12.9.79 and nvidia-cuda-runtime 13.5.37 wheels;
 #   - faiss-gpu-cu12 1.14.1.post1, rmm-cu12 / librmm-cu12 26.10.0 and bitsandbytes 0.50.2 wheels;
 #   - for `cudist toolkit`: CMake and pkg-config from Debian, and two venvs of CUDA wheels
@@ -87,6 +89,18 @@ if [[ ! -f "$JSONSCHEMA/.complete" ]]; then
     touch "$JSONSCHEMA/.complete"
 fi
 export CUDIST_JSONSCHEMA_PYTHON="$JSONSCHEMA/bin/python"
+# variantlib: the reference reader of wheel-variant properties (cudist select / inspect
+# --variant-properties).
+VARIANTLIB="$CACHE/variantlib"
+if [[ ! -f "$VARIANTLIB/.complete" ]]; then
+    log "installing variantlib into $VARIANTLIB"
+    rm -rf "$VARIANTLIB"
+    python3 -m venv "$VARIANTLIB"
+    "$VARIANTLIB/bin/pip" install --quiet --disable-pip-version-check variantlib==0.2.2 \
+        packaging==26.3 platformdirs==4.14.7
+    touch "$VARIANTLIB/.complete"
+fi
+export CUDIST_VARIANTLIB_PYTHON="$VARIANTLIB/bin/python"
 
 # 3. eu-elflint (Debian's elfutils), the consistency check for patched ELF files.
 if ! command -v eu-elflint >/dev/null 2>&1; then

@@ -542,3 +542,166 @@ mod tests {
         assert!(platform_problem("macosx_11_0_arm64", "x86_64", g).is_some());
     }
 }
+
+/// Wheel-variant properties (WheelNext's proposal; `variantlib` 0.2.2 reads them): what a machine
+/// supports, as NVIDIA's provider plugin reports it, and what a wheel's content needs.
+///
+/// The names and the host's value lists follow `nvidia-variant-provider` 0.0.2
+/// (github.com/wheelnext/nvidia-variant-provider, `nvidia_variant_provider/plugin.py` at commit
+/// 2ab96595): namespace `nvidia`; `cuda_version_lower_bound` (values `12.9`, `12`: the driver's
+/// CUDA, down to 11.0), `cuda_version_upper_bound` (excluded bounds above it, up to 15.20) and
+/// `sm_arch` (`90_real`, `80_virtual`: for the highest GPU, its major's real SMs up to its own,
+/// then the major's `0_virtual`). The plugin is not on PyPI; docs/select.md says which version
+/// this follows.
+pub mod variants {
+    use super::*;
+
+    /// The namespace of NVIDIA's provider.
+    pub const NAMESPACE: &str = "nvidia";
+    const UMD_MAJORS: std::ops::RangeInclusive<u32> = 11..=15;
+    const UMD_MAX_MINOR: u32 = 20;
+
+    fn prop(feature: &str, value: String) -> String {
+        format!("{NAMESPACE} :: {feature} :: {value}")
+    }
+
+    /// The properties this host supports, in the plugin's priority order: nothing without a
+    /// driver (the plugin reports nothing then).
+    pub fn host_properties(host: &Host, catalog: &Catalog) -> Vec<String> {
+        let Some(cuda) = host.cuda(catalog) else {
+            return Vec::new();
+        };
+        let (major, minor) = (cuda.major, cuda.minor);
+        if !UMD_MAJORS.contains(&major) || minor > UMD_MAX_MINOR {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        let values = |maj: u32, minors: Vec<u32>, with_major: bool| -> Vec<String> {
+            let mut v: Vec<String> = minors.iter().map(|m| format!("{maj}.{m}")).collect();
+            if with_major {
+                v.push(maj.to_string());
+            }
+            v
+        };
+        for maj in (*UMD_MAJORS.start()..=major).rev() {
+            let top = if maj < major { UMD_MAX_MINOR } else { minor };
+            for v in values(maj, (0..=top).rev().collect(), true) {
+                out.push(prop("cuda_version_lower_bound", v));
+            }
+        }
+        for maj in (major..=*UMD_MAJORS.end()).rev() {
+            let (minors, with_major) = if maj > major {
+                ((0..=UMD_MAX_MINOR).rev().collect(), true)
+            } else {
+                (((minor + 1)..=UMD_MAX_MINOR).rev().collect(), false)
+            };
+            for v in values(maj, minors, with_major) {
+                out.push(prop("cuda_version_upper_bound", v));
+            }
+        }
+        // The highest GPU; the plugin leaves out GPUs below 5.0.
+        if let Some(sm) = host.gpus.iter().map(|g| g.sm).max().filter(|&s| s >= 50) {
+            let (gmaj, gmin) = (sm / 10, sm % 10);
+            for m in (0..=gmin).rev() {
+                out.push(prop("sm_arch", format!("{gmaj}{m}_real")));
+            }
+            out.push(prop("sm_arch", format!("{gmaj}0_virtual")));
+        }
+        out
+    }
+
+    /// The properties a wheel's content needs: the CUDA major it links (as a lower bound), and an
+    /// `sm_arch` value per SM it has a cubin for (`_real`, `a`/`f` cubins under their SM's digits)
+    /// or PTX for (`_virtual`).
+    pub fn content_properties(a: &Artifact) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some((major, _)) = content_cuda(a) {
+            out.push(prop("cuda_version_lower_bound", major.to_string()));
+        }
+        let mut sms = std::collections::BTreeSet::new();
+        for d in a
+            .elf_files
+            .iter()
+            .flat_map(|e| &e.device_code)
+            .filter(|d| d.section == SectionKind::NvFatbin)
+        {
+            let kind = match d.kind {
+                cudist_fatbin::EntryKind::Cubin => "real",
+                cudist_fatbin::EntryKind::Ptx => "virtual",
+                _ => continue,
+            };
+            sms.insert((kind, d.sm));
+        }
+        for (kind, sm) in sms.iter().rev() {
+            out.push(prop("sm_arch", format!("{sm}_{kind}")));
+        }
+        out
+    }
+
+    /// The properties a wheel declares in `<dist-info>/variant.json` (`{"variants": {label:
+    /// {namespace: {feature: [values]}}}}`), as `namespace :: feature :: value` lines.
+    pub fn declared_properties(variant_json: &[u8]) -> Result<Vec<String>, String> {
+        let v: serde_json::Value = serde_json::from_slice(variant_json)
+            .map_err(|e| format!("variant.json is not JSON: {e}"))?;
+        let variants = v
+            .get("variants")
+            .and_then(|x| x.as_object())
+            .ok_or("variant.json has no `variants` object")?;
+        let mut out = Vec::new();
+        for desc in variants.values() {
+            for (ns, features) in desc.as_object().ok_or("a variant is not an object")? {
+                for (feature, values) in
+                    features.as_object().ok_or("a namespace is not an object")?
+                {
+                    for value in values.as_array().ok_or("feature values are not a list")? {
+                        let value = value.as_str().ok_or("a value is not a string")?;
+                        out.push(format!("{ns} :: {feature} :: {value}"));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Where the declared properties and the content disagree, in words: a declared SM with no
+    /// code for it, code for an SM left undeclared, a CUDA lower bound below what the content
+    /// links.
+    pub fn disagreements(declared: &[String], content: &[String]) -> Vec<String> {
+        let of = |list: &[String], feature: &str| -> Vec<String> {
+            let head = format!("{NAMESPACE} :: {feature} :: ");
+            list.iter()
+                .filter_map(|p| p.strip_prefix(&head).map(str::to_string))
+                .collect()
+        };
+        let mut out = Vec::new();
+        let (d_sm, c_sm) = (of(declared, "sm_arch"), of(content, "sm_arch"));
+        for v in &d_sm {
+            if !c_sm.contains(v) {
+                out.push(format!("declares sm_arch {v}, but no file has code for it"));
+            }
+        }
+        if !d_sm.is_empty() {
+            for v in &c_sm {
+                if !d_sm.contains(v) {
+                    out.push(format!(
+                        "has code for sm_arch {v}, which it does not declare"
+                    ));
+                }
+            }
+        }
+        let major = |v: &String| v.split('.').next().and_then(|m| m.parse::<u32>().ok());
+        let need = of(content, "cuda_version_lower_bound")
+            .first()
+            .and_then(major);
+        for v in of(declared, "cuda_version_lower_bound") {
+            if let (Some(d), Some(n)) = (major(&v), need) {
+                if d < n {
+                    out.push(format!(
+                        "declares cuda_version_lower_bound {v}, but its content needs CUDA {n}"
+                    ));
+                }
+            }
+        }
+        out
+    }
+}

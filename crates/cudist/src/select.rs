@@ -21,8 +21,15 @@ pub const SCHEMA: &str = "cudist.select/1";
 #[derive(clap::Args, Debug)]
 pub struct SelectArgs {
     /// Candidate wheels, or wheelhouse directories (every `.whl` at their top level).
-    #[arg(value_name = "CANDIDATE", required = true)]
+    #[arg(
+        value_name = "CANDIDATE",
+        required_unless_present = "variant_properties"
+    )]
     pub candidates: Vec<PathBuf>,
+    /// Print the host's wheel-variant properties (`nvidia :: sm_arch :: 90_real`, one per line, in
+    /// priority order), as NVIDIA's variant provider plugin would report them; no candidates.
+    #[arg(long, conflicts_with_all = ["json", "print_requirement", "candidates"])]
+    pub variant_properties: bool,
     /// Only candidates of this package: its name, or the family name its builds share
     /// (`cupy` for cupy-cuda12x and cupy-cuda13x, `torch`).
     #[arg(long, value_name = "NAME")]
@@ -107,6 +114,19 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
         (Some(p), _) => host.python = Some(python_version(p)?),
         (None, None) => host.python = python_version("python3").ok(),
         _ => {}
+    }
+    if args.variant_properties {
+        let props = cudist_analysis::select::variants::host_properties(&host, catalog);
+        let mut text = String::new();
+        if props.is_empty() {
+            text.push_str("# no NVIDIA driver (or one outside CUDA 11.0-15.20): the provider reports nothing\n");
+        }
+        for p in props {
+            text.push_str(&p);
+            text.push('\n');
+        }
+        util::emit(&text);
+        return Ok(ExitCode::SUCCESS);
     }
     let (inputs, errors) = expand_inputs(&args.candidates);
     if let Some(e) = errors.first() {

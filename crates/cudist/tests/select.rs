@@ -355,3 +355,116 @@ fn the_real_cupy_builds() {
     assert_eq!(v["requirement"], "cupy-cuda13x==14.2.0");
     assert!(reasons_of(&v, "cupy_cuda13x").contains("a native cubin in each of its"));
 }
+
+/// Wheel-variant properties, checked by `variantlib` 0.2.2 (the reference library): every line
+/// cudist prints parses as a property; the properties a candidate's content needs are supported
+/// by the host's (variantlib's own property filter) exactly where select finds that the driver
+/// and the GPU run it; a `variant.json` that declares code the wheel does not have is said.
+#[test]
+fn variant_properties_parse_and_match_as_variantlib_says() {
+    let Some(variantlib) = tool_from_env("CUDIST_VARIANTLIB_PYTHON") else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let Some(house) = family(work.path()) else {
+        assert!(!in_ci(), "CI provides patchelf");
+        return;
+    };
+    let lines = |o: &std::process::Output| -> Vec<String> {
+        stdout(o)
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(str::to_string)
+            .collect()
+    };
+    let wheels = ["demo_cu12", "demo_cu13"];
+    for (name, driver, sm) in [
+        ("turing", "535.183.01", 75),
+        ("hopper", "580.65.06", 90),
+        ("ampere", "550.54.14", 86),
+    ] {
+        let host = profile(
+            work.path(),
+            name,
+            serde_json::json!({"driver": driver, "glibc": "2.35", "python": "3.11",
+                "gpus": [{"name": "GPU", "sm": sm}]}),
+        );
+        let o = cudist(&[
+            "select",
+            "--variant-properties",
+            "--host",
+            host.to_str().unwrap(),
+        ]);
+        ok(&o, "select --variant-properties");
+        let host_props = lines(&o);
+        assert!(host_props
+            .iter()
+            .any(|p| p == &format!("nvidia :: sm_arch :: {sm}_real")));
+        let (_, v) = select(&host, &[house.to_str().unwrap()]);
+        for w in wheels {
+            let file = house.join(format!("{w}-1.0-py3-none-manylinux2014_x86_64.whl"));
+            let o = cudist(&["inspect", "--variant-properties", file.to_str().unwrap()]);
+            ok(&o, "inspect --variant-properties");
+            let content = lines(&o);
+            assert!(content.len() >= 2, "{content:?}");
+            // variantlib's verdict.
+            let script = r#"
+import json, sys
+from variantlib.models.variant import VariantDescription, VariantProperty
+from variantlib.resolver.filtering import filter_variants_by_property
+host = [VariantProperty.from_str(l) for l in json.loads(sys.argv[1])]
+wheel = [VariantProperty.from_str(l) for l in json.loads(sys.argv[2])]
+ok = list(filter_variants_by_property([VariantDescription(wheel)], allowed_properties=host))
+print("supported" if ok else "unsupported")
+"#;
+            let o = std::process::Command::new(&variantlib)
+                .arg("-c")
+                .arg(script)
+                .arg(serde_json::to_string(&host_props).unwrap())
+                .arg(serde_json::to_string(&content).unwrap())
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let says = String::from_utf8_lossy(&o.stdout).trim().to_string();
+            let outcome = v["candidates"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["file"].as_str().unwrap().starts_with(w))
+                .map(|c| c["outcome"].as_str().unwrap().to_string())
+                .unwrap();
+            let runs = outcome == "best" || outcome == "works";
+            assert_eq!(
+                says == "supported",
+                runs,
+                "{name} {w}: variantlib says {says}, select says {outcome}"
+            );
+        }
+    }
+    // A variant.json declaring sm_90 code for the CUDA 12 build, which has none, and a CUDA 11
+    // lower bound: both said, exit 1.
+    let liar = work
+        .path()
+        .join("demo_cu12-1.0-py3-none-manylinux2014_x86_64.whl");
+    let mut members = vec![(
+        "demo/_k.so",
+        std::fs::read(work.path().join("wide-cu12.so")).unwrap(),
+    )];
+    let declared = serde_json::json!({"variants": {"cu12sm90": {"nvidia": {
+        "cuda_version_lower_bound": ["11"], "sm_arch": ["90_real", "86_real"]}}}});
+    members.push((
+        "demo_cu12-1.0.dist-info/variant.json",
+        serde_json::to_vec(&declared).unwrap(),
+    ));
+    write_wheel(&liar, "demo_cu12", &[], &members);
+    let o = cudist(&["inspect", "--variant-properties", liar.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("# disagrees: declares sm_arch 90_real, but no file has code for it")
+            && text
+                .contains("# disagrees: has code for sm_arch 75_real, which it does not declare")
+            && text.contains("declares cuda_version_lower_bound 11, but its content needs CUDA 12"),
+        "{text}"
+    );
+}

@@ -36,6 +36,11 @@ pub struct InspectArgs {
     /// Exit with code 1 when any artifact's verdict is not OK (--fail-on with every kind).
     #[arg(long, conflicts_with = "fail_on")]
     pub strict: bool,
+    /// Print, per wheel, the wheel-variant properties its content needs (`nvidia :: sm_arch ::
+    /// 90_real`, `nvidia :: cuda_version_lower_bound :: 13`), those its `variant.json` declares,
+    /// and where the two disagree (exit 1 then).
+    #[arg(long, conflicts_with_all = ["json", "files", "entries", "cuobjdump"])]
+    pub variant_properties: bool,
 }
 
 /// A `--fail-on` kind: a verdict status as the JSON writes it.
@@ -65,6 +70,9 @@ pub fn run(args: InspectArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
     errors.append(&mut report.errors);
     report.errors = errors;
     let style = util::Style::detect();
+    if args.variant_properties {
+        return variant_properties(&report);
+    }
     if args.json {
         util::print_json(&report)?;
     } else if args.cuobjdump {
@@ -134,4 +142,41 @@ fn cuobjdump_listings(report: &cudist_analysis::model::Report, args: &[PathBuf])
         }
     }
     out
+}
+
+/// `--variant-properties`: per wheel, what its content needs, what it declares, and where they
+/// disagree.
+fn variant_properties(report: &cudist_analysis::model::Report) -> anyhow::Result<ExitCode> {
+    use cudist_analysis::select::variants;
+    let mut out = String::new();
+    let mut disagree = false;
+    for a in &report.artifacts {
+        if a.kind != cudist_analysis::model::ArtifactKind::Wheel {
+            continue;
+        }
+        out.push_str(&format!("# {}\n", a.path));
+        let content = variants::content_properties(a);
+        for p in &content {
+            out.push_str(&format!("{p}\n"));
+        }
+        let wheel = cudist_wheel::Wheel::open(std::path::Path::new(&a.path))?;
+        let dist_info = wheel.dist_info()?;
+        if let Some(json) = wheel.dist_info_file(&dist_info, "variant.json")? {
+            let declared = variants::declared_properties(&json)
+                .map_err(|e| crate::errors::input(format!("{}: {e}", a.path)))?;
+            for p in &declared {
+                out.push_str(&format!("# declared: {p}\n"));
+            }
+            for d in variants::disagreements(&declared, &content) {
+                disagree = true;
+                out.push_str(&format!("# disagrees: {d}\n"));
+            }
+        }
+    }
+    util::emit(&out);
+    Ok(if disagree {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
