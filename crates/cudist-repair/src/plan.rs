@@ -198,9 +198,15 @@ pub fn plan(
             // A plain library the package loads only on demand (onnxruntime's TensorRT provider)
             // is an optional part: what it needs is offered as an extra, not forced on everyone.
             // An extension module imported lazily is the package's own function (cupy's cuBLAS
-            // module): what it needs stays required.
+            // module): what it needs stays required. Extension modules are known by their init
+            // function or, failing that, by their file name's ABI tag.
+            let base = e.path.rsplit('/').next().unwrap_or(&e.path);
+            let module_name = [".cpython-", ".abi3.so", ".pypy"]
+                .iter()
+                .any(|s| base.contains(s));
             let plugin = e.tier == cudist_analysis::loads::Tier::OnDemand
-                && e.abi.python_extension.is_none();
+                && e.abi.python_extension.is_none()
+                && !module_name;
             if plugin && !n.needs.is_empty() {
                 let pips: BTreeSet<String> = n.needs.iter().map(|(p, _)| p.clone()).collect();
                 let pips = pips.into_iter().collect();
