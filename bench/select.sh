@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# bench/select.sh — benchmark `cudist select` (issue 15) on the cupy family (cupy-cuda12x and
+# cupy-cuda13x 14.2.0, 197 MiB of wheels in one directory) against `pip download --no-deps` of the
+# build pip would be told to take, from the same directory (--no-index --find-links): what a user
+# runs either way to end with the right wheel. Both read local files (select has no index reader
+# yet), so the comparison is time; bytes read are the wheels' sizes for select (it reads every
+# candidate whole) and the chosen wheel's for pip.
+#
+# Measures, in one run: wall time (1 warm-up + $RUNS runs, median and min) and peak RSS of
+# `cudist select --package cupy --host PROFILE DIR` (a profile: sm_90, driver 580) and of
+# `pip download --no-deps --no-index --find-links DIR -d OUT cupy-cuda13x==14.2.0`.
+# Usage: bench/select.sh [--append]
+# Environment: CUDIST_CACHE (default <repo>/.cache; the wheels are $CACHE/wheels/cupy_cuda1*,
+# downloaded pinned when missing), CUDIST_BIN (skip the build), RUNS (default 5).
+set -euo pipefail
+shopt -s inherit_errexit
+
+RUNS=${RUNS:-5}
+APPEND=0
+case "${1:-}" in --append) APPEND=1 ;; "") ;; *) echo "usage: $0 [--append]" >&2; exit 2 ;; esac
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=${CUDIST_CACHE:-$REPO/.cache}
+CACHE=$(mkdir -p "$CACHE" && cd "$CACHE" && pwd)
+WORK=$CACHE/bench-select
+rm -rf "$WORK" && mkdir -p "$WORK/house" "$CACHE/wheels"
+# shellcheck source=bench/lib.sh
+source "$REPO/bench/lib.sh"
+for spec in cupy-cuda12x==14.2.0 cupy-cuda13x==14.2.0; do
+  name=${spec%%==*}; name=${name//-/_}
+  if ! ls "$CACHE/wheels/${name}-14.2.0-"*.whl > /dev/null 2>&1; then
+    log "pip download $spec"
+    python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 \
+      --platform manylinux2014_x86_64 -d "$CACHE/wheels" "$spec"
+  fi
+  ln -s "$CACHE/wheels/${name}-14.2.0-"*.whl "$WORK/house/"
+done
+use_cudist
+machine_facts
+cat > "$WORK/h100.json" <<'JSON'
+{"name": "H100, driver 580", "driver": "580.65.06", "glibc": "2.35", "python": "3.11", "arch": "x86_64", "gpus": [{"name": "H100", "sm": 90}]}
+JSON
+SELECT=("$CUDIST" select -q --package cupy --host "$WORK/h100.json" "$WORK/house")
+PICK=$("$CUDIST" select --print-requirement --package cupy --host "$WORK/h100.json" "$WORK/house")
+PIP=(python3 -m pip download -q --disable-pip-version-check --no-deps --no-index \
+  --find-links "$WORK/house" -d "$WORK/out" "$PICK")
+
+timeit() {
+  python3 - "$RUNS" "$WORK/out" "$@" <<'PY'
+import shutil, statistics, subprocess, sys, time
+runs, out, cmd = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+times = []
+for i in range(runs + 1):
+    shutil.rmtree(out, ignore_errors=True)
+    t = time.perf_counter()
+    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    d = time.perf_counter() - t
+    if r.returncode != 0:
+        sys.exit(f"{cmd}: exit {r.returncode}")
+    if i:
+        times.append(d)
+print("%.3f %.3f" % (statistics.median(times), min(times)))
+PY
+}
+rss() {
+  rm -rf "$WORK/out"
+  /usr/bin/time -f %M -o "$WORK/rss" "$@" > /dev/null 2>&1
+  awk '{ printf "%.0f", $1 / 1024 }' "$WORK/rss"
+}
+log "timing select and pip download ($RUNS runs each)"
+read -r S_MED S_MIN < <(timeit "${SELECT[@]}")
+read -r P_MED P_MIN < <(timeit "${PIP[@]}")
+S_RSS=$(rss "${SELECT[@]}")
+P_RSS=$(rss "${PIP[@]}")
+ALL=$(du -L -b "$WORK/house"/*.whl | awk '{ s += $1 } END { print s }')
+ONE=$(python3 -c "import glob,os,sys; n=sys.argv[1].split('==')[0].replace('-','_'); print(sum(os.path.getsize(p) for p in glob.glob(sys.argv[2]+'/'+n+'-*.whl')))" "$PICK" "$WORK/house")
+mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+REV=$(cd "$REPO" && git rev-parse --short HEAD)$(cd "$REPO" && git diff --quiet HEAD -- crates || echo +dirty)
+SECTION=$(cat <<MD
+
+## $(date -u '+%Y-%m-%d %H:%M UTC') — cudist select (issue 15), cudist $REV
+
+Machine: $CPU, $(nproc) cores, $RAM. Timer: $TIMER; $RUNS runs after 1 warm-up. Binary: $BUILT.
+Input: cupy-cuda12x and cupy-cuda13x 14.2.0 in one directory ($(mib "$ALL") MiB), a host profile with
+an H100 on driver 580; select picks \`$PICK\`. Script: \`bench/select.sh\`.
+
+| command | median | min | peak RSS | bytes read |
+|---|---|---|---|---|
+| \`cudist select --package cupy --host P DIR\` | ${S_MED} s | ${S_MIN} s | ${S_RSS} MiB | $(mib "$ALL") MiB (every candidate, whole) |
+| \`pip download --no-deps --no-index --find-links DIR $PICK\` | ${P_MED} s | ${P_MIN} s | ${P_RSS} MiB | $(mib "$ONE") MiB (the one wheel, copied) |
+
+| ratio | value |
+|---|---|
+| select / pip download (medians) | $(ratio "$S_MED" "$P_MED") |
+MD
+)
+echo "$SECTION"
+if (( APPEND )); then echo "$SECTION" >> "$REPO/BENCHMARKS.md"; log "appended to BENCHMARKS.md"; fi
