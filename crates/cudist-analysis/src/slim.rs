@@ -284,7 +284,7 @@ pub fn select(entries: &[Entry], opts: &Options) -> (Vec<bool>, Vec<String>) {
 
 /// Slims one ELF file: `Ok(None)` when it has no `.nv_fatbin` entries (nothing to do), else what
 /// was done. `data` keeps its length with `keep_layout`, else loses the zero tail of `.nv_fatbin`
-/// where the layout allows; on an error it is left as it was.
+/// where the layout allows. On an error `data` may be half-changed: callers write nothing then.
 pub fn slim_elf(
     path: &str,
     data: &mut Vec<u8>,
