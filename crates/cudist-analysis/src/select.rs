@@ -86,14 +86,45 @@ pub struct Judged {
     pub reasons: Vec<String>,
 }
 
+/// What one `-`-separated part of a distribution name says of its build.
+enum NamePart<'a> {
+    /// `cuda12x`, `cu12`: a CUDA major.
+    Cuda(&'a str),
+    /// `rocm`, `rocm6`.
+    Rocm,
+}
+
+fn name_part(part: &str) -> Option<NamePart<'_>> {
+    let digits = |d: &&str| (2..=3).contains(&d.len()) && d.bytes().all(|b| b.is_ascii_digit());
+    if let Some(m) = part
+        .strip_prefix("cuda")
+        .and_then(|r| r.strip_suffix('x'))
+        .or_else(|| part.strip_prefix("cu"))
+        .filter(digits)
+    {
+        return Some(NamePart::Cuda(m));
+    }
+    part.starts_with("rocm").then_some(NamePart::Rocm)
+}
+
+/// The family a distribution belongs to: its name without the parts that name a build
+/// (`cupy-cuda12x` → `cupy`, `nvidia-cublas-cu12` → `nvidia-cublas`).
+pub fn family(distribution: &str) -> String {
+    let name = distribution.to_ascii_lowercase().replace('_', "-");
+    name.split('-')
+        .filter(|p| name_part(p).is_none())
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
 fn local_label(version: &str) -> Option<&str> {
     version.split_once('+').map(|(_, l)| l)
 }
 
 /// The build a candidate is: its local label, else its name, else its content; and whether the
 /// content agrees.
-pub fn build_of(distribution: &str, version: &str, a: &Artifact) -> Build {
-    let content = content_cuda(a);
+pub fn build_of(distribution: &str, version: &str, a: &Artifact, catalog: &Catalog) -> Build {
+    let content = content_cuda(a, catalog);
     let mut b = declared_build(distribution, version, a, &content);
     if let (Some((major, why)), "cuda", Some(v)) = (&content, b.kind.as_str(), &b.version) {
         let said = v.split('.').next().and_then(|m| m.parse::<u32>().ok());
@@ -141,16 +172,12 @@ fn declared_build(
     }
     let name = distribution.to_ascii_lowercase().replace('_', "-");
     for part in name.split('-') {
-        let major = part
-            .strip_prefix("cuda")
-            .and_then(|r| r.strip_suffix('x'))
-            .or_else(|| part.strip_prefix("cu"))
-            .filter(|d| (2..=3).contains(&d.len()) && d.bytes().all(|b| b.is_ascii_digit()));
-        if let Some(m) = major {
-            return label("cuda", Some(m.to_string()), format!("name {distribution}"));
-        }
-        if part.starts_with("rocm") {
-            return label("rocm", None, format!("name {distribution}"));
+        match name_part(part) {
+            Some(NamePart::Cuda(m)) => {
+                return label("cuda", Some(m.to_string()), format!("name {distribution}"))
+            }
+            Some(NamePart::Rocm) => return label("rocm", None, format!("name {distribution}")),
+            None => {}
         }
     }
     match content {
@@ -165,8 +192,8 @@ fn declared_build(
 }
 
 /// The CUDA major the content needs: of the CUDA libraries it links, else of its device code's
-/// driver floor; with the evidence.
-fn content_cuda(a: &Artifact) -> Option<(u32, String)> {
+/// driver floor (the catalog's minor-version-compatibility floor it is); with the evidence.
+fn content_cuda(a: &Artifact, catalog: &Catalog) -> Option<(u32, String)> {
     let mut majors: Vec<(u32, &str)> = a
         .cuda_needed
         .iter()
@@ -181,12 +208,11 @@ fn content_cuda(a: &Artifact) -> Option<(u32, String)> {
         return Some((m, soname.to_string()));
     }
     let floor = a.device.min_driver.as_ref()?;
-    let major = floor
-        .reason
-        .split("CUDA ")
-        .nth(1)
-        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|d| d.parse().ok())?;
+    let major = catalog
+        .minor_compat
+        .iter()
+        .find(|m| m.min_driver == floor.driver)?
+        .major;
     Some((major, format!("device code: {}", floor.reason)))
 }
 
@@ -285,7 +311,7 @@ pub fn judge(candidates: &[(String, &Artifact)], host: &Host, catalog: &Catalog)
             .as_ref()
             .map(|n| (n.distribution.clone(), n.version.clone()))
             .unwrap_or_else(|| (file.clone(), String::new()));
-        let build = build_of(&distribution, &version, a);
+        let build = build_of(&distribution, &version, a, catalog);
         let mut install_problems = Vec::new();
         if let Some(n) = &name {
             if let Some(minor) = py_minor {
@@ -523,6 +549,16 @@ mod tests {
     }
 
     #[test]
+    fn families_drop_the_build_parts() {
+        assert_eq!(family("cupy-cuda12x"), "cupy");
+        assert_eq!(family("cupy_cuda13x"), "cupy");
+        assert_eq!(family("nvidia-cublas-cu12"), "nvidia-cublas");
+        assert_eq!(family("torch"), "torch");
+        assert_eq!(family("faiss-gpu-cu12"), "faiss-gpu");
+        assert_eq!(family("vllm-rocm"), "vllm");
+    }
+
+    #[test]
     fn platform_tags_follow_pip() {
         let g = Some((2, 31));
         assert_eq!(platform_problem("manylinux2014_x86_64", "x86_64", g), None);
@@ -613,9 +649,9 @@ pub mod variants {
     /// The properties a wheel's content needs: the CUDA major it links (as a lower bound), and an
     /// `sm_arch` value per SM it has a cubin for (`_real`, `a`/`f` cubins under their SM's digits)
     /// or PTX for (`_virtual`).
-    pub fn content_properties(a: &Artifact) -> Vec<String> {
+    pub fn content_properties(a: &Artifact, catalog: &Catalog) -> Vec<String> {
         let mut out = Vec::new();
-        if let Some((major, _)) = content_cuda(a) {
+        if let Some((major, _)) = content_cuda(a, catalog) {
             out.push(prop("cuda_version_lower_bound", major.to_string()));
         }
         let mut sms = std::collections::BTreeSet::new();

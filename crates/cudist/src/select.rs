@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 use cudist_analysis::open::{expand_inputs, Input};
 use cudist_analysis::runtime::host::Host;
-use cudist_analysis::select::{judge, Judged};
+use cudist_analysis::select::{family, judge, Judged};
 use cudist_catalog::Catalog;
 use serde::Serialize;
 
@@ -64,26 +64,6 @@ pub struct Report {
     pub requirement: Option<String>,
     /// Every candidate, best first, with why it ranks there.
     pub candidates: Vec<Judged>,
-}
-
-/// The family a distribution belongs to: its name without a CUDA or ROCm suffix
-/// (`cupy-cuda12x` → `cupy`, `nvidia-cublas-cu12` → `nvidia-cublas`).
-fn family(name: &str) -> String {
-    let n = name.to_ascii_lowercase().replace('_', "-");
-    let parts: Vec<&str> = n.split('-').collect();
-    let keep: Vec<&str> = parts
-        .iter()
-        .copied()
-        .filter(|p| {
-            let digits = |d: &str| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit());
-            !(p.strip_prefix("cuda")
-                .and_then(|r| r.strip_suffix('x'))
-                .is_some_and(digits)
-                || p.strip_prefix("cu").is_some_and(digits)
-                || p.starts_with("rocm"))
-        })
-        .collect();
-    keep.join("-")
 }
 
 /// The Python version of `--python`: a version as given, or what an interpreter says.
@@ -241,18 +221,4 @@ fn render(r: &Report) -> String {
         }
     }
     s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::family;
-
-    #[test]
-    fn families_drop_the_build_suffix() {
-        assert_eq!(family("cupy-cuda12x"), "cupy");
-        assert_eq!(family("cupy_cuda13x"), "cupy");
-        assert_eq!(family("nvidia-cublas-cu12"), "nvidia-cublas");
-        assert_eq!(family("torch"), "torch");
-        assert_eq!(family("faiss-gpu-cu12"), "faiss-gpu");
-    }
 }

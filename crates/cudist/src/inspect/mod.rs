@@ -71,7 +71,7 @@ pub fn run(args: InspectArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
     report.errors = errors;
     let style = util::Style::detect();
     if args.variant_properties {
-        return variant_properties(&report);
+        return variant_properties(&report, catalog);
     }
     if args.json {
         util::print_json(&report)?;
@@ -146,7 +146,10 @@ fn cuobjdump_listings(report: &cudist_analysis::model::Report, args: &[PathBuf])
 
 /// `--variant-properties`: per wheel, what its content needs, what it declares, and where they
 /// disagree.
-fn variant_properties(report: &cudist_analysis::model::Report) -> anyhow::Result<ExitCode> {
+fn variant_properties(
+    report: &cudist_analysis::model::Report,
+    catalog: &Catalog,
+) -> anyhow::Result<ExitCode> {
     use cudist_analysis::select::variants;
     let mut out = String::new();
     let mut disagree = false;
@@ -155,7 +158,7 @@ fn variant_properties(report: &cudist_analysis::model::Report) -> anyhow::Result
             continue;
         }
         out.push_str(&format!("# {}\n", a.path));
-        let content = variants::content_properties(a);
+        let content = variants::content_properties(a, catalog);
         for p in &content {
             out.push_str(&format!("{p}\n"));
         }
