@@ -290,9 +290,12 @@ fn rank_status(s: &str) -> u8 {
     }
 }
 
-/// Judges every candidate against the host and ranks them, best first. `candidates` are
-/// (path, artifact) pairs of wheels.
-pub fn judge(candidates: &[(String, &Artifact)], host: &Host, catalog: &Catalog) -> Vec<Judged> {
+/// Why pip would not install a wheel of this file name on the host (its Python and platform
+/// tags); empty when it would.
+pub fn install_problems(file: &str, host: &Host) -> Vec<String> {
+    let Some(n) = cudist_wheel::WheelName::parse(file) else {
+        return vec!["not a wheel file name".into()];
+    };
     let arch = host.arch.clone().unwrap_or_else(|| "x86_64".into());
     let glibc = host.glibc.as_deref().and_then(|g| {
         let (x, y) = g.split_once('.')?;
@@ -304,6 +307,86 @@ pub fn judge(candidates: &[(String, &Artifact)], host: &Host, catalog: &Catalog)
         .and_then(|p| p.strip_prefix("3."))
         .and_then(|m| m.split('.').next()?.parse::<u32>().ok());
     let mut out = Vec::new();
+    if let Some(minor) = py_minor {
+        if !python_ok(&n.python, &n.abi, minor) {
+            out.push(format!(
+                "its tags {}-{} are not for Python 3.{minor}",
+                n.python, n.abi
+            ));
+        }
+    }
+    if let Some(p) = platform_problem(&n.platform, &arch, glibc) {
+        out.push(p);
+    }
+    out
+}
+
+/// What a wheel's file name alone rules out on the host, before it is fetched: its tags, and a
+/// CUDA major (from its local label or name) whose minor-version-compatibility floor the driver
+/// does not meet. Empty when only its content can tell.
+pub fn rejected_by_name(file: &str, host: &Host, catalog: &Catalog) -> Vec<String> {
+    let mut out: Vec<String> = install_problems(file, host)
+        .into_iter()
+        .map(|p| format!("does not install here: {p}"))
+        .collect();
+    let Some(n) = cudist_wheel::WheelName::parse(file) else {
+        return out;
+    };
+    let major = local_label(&n.version)
+        .and_then(|l| l.strip_prefix("cu"))
+        .filter(|d| d.len() >= 2 && d.bytes().all(|b| b.is_ascii_digit()))
+        .map(|d| d[..d.len() - 1].to_string())
+        .or_else(|| {
+            n.distribution
+                .to_ascii_lowercase()
+                .replace('_', "-")
+                .split('-')
+                .find_map(|p| match name_part(p) {
+                    Some(NamePart::Cuda(m)) => Some(m.to_string()),
+                    _ => None,
+                })
+        })
+        .and_then(|m| m.parse::<u32>().ok());
+    if let Some(m) = major {
+        out.extend(
+            check_driver(&[m], host, catalog)
+                .into_iter()
+                .map(|p| format!("{p} (from its file name; the wheel was not fetched)")),
+        );
+    }
+    out
+}
+
+/// A candidate the file name ruled out ([`rejected_by_name`]), judged without its content.
+pub fn judged_by_name(file: &str, url: &str, reasons: Vec<String>) -> Judged {
+    let name = cudist_wheel::WheelName::parse(file);
+    Judged {
+        file: file.to_string(),
+        path: url.to_string(),
+        distribution: name
+            .as_ref()
+            .map_or_else(|| file.to_string(), |n| n.distribution.clone()),
+        version: name.map(|n| n.version).unwrap_or_default(),
+        build: Build {
+            kind: "unknown".into(),
+            version: None,
+            from: "file name only (not fetched)".into(),
+            disagrees: None,
+        },
+        size: 0,
+        install_problems: Vec::new(),
+        driver_problems: Vec::new(),
+        gpus: Vec::new(),
+        rank: 0,
+        outcome: "rejected".into(),
+        reasons,
+    }
+}
+
+/// Judges every candidate against the host and ranks them, best first. `candidates` are
+/// (path, artifact) pairs of wheels.
+pub fn judge(candidates: &[(String, &Artifact)], host: &Host, catalog: &Catalog) -> Vec<Judged> {
+    let mut out = Vec::new();
     for (path, a) in candidates {
         let file = path.rsplit('/').next().unwrap_or(path).to_string();
         let name = cudist_wheel::WheelName::parse(&file);
@@ -312,22 +395,7 @@ pub fn judge(candidates: &[(String, &Artifact)], host: &Host, catalog: &Catalog)
             .map(|n| (n.distribution.clone(), n.version.clone()))
             .unwrap_or_else(|| (file.clone(), String::new()));
         let build = build_of(&distribution, &version, a, catalog);
-        let mut install_problems = Vec::new();
-        if let Some(n) = &name {
-            if let Some(minor) = py_minor {
-                if !python_ok(&n.python, &n.abi, minor) {
-                    install_problems.push(format!(
-                        "its tags {}-{} are not for Python 3.{minor}",
-                        n.python, n.abi
-                    ));
-                }
-            }
-            if let Some(p) = platform_problem(&n.platform, &arch, glibc) {
-                install_problems.push(p);
-            }
-        } else {
-            install_problems.push("not a wheel file name".into());
-        }
+        let install_problems = install_problems(&file, host);
         // The driver: the floor of each CUDA major it links, and its device code's floor.
         let mut majors: Vec<u32> = a
             .cuda_needed

@@ -23,17 +23,27 @@ pub struct SelectArgs {
     /// Candidate wheels, or wheelhouse directories (every `.whl` at their top level).
     #[arg(
         value_name = "CANDIDATE",
-        required_unless_present = "variant_properties"
+        required_unless_present_any = ["variant_properties", "index"]
     )]
     pub candidates: Vec<PathBuf>,
+    /// A package index's simple API (`https://pypi.org/simple`, a mirror, `http://…`): the newest
+    /// release of each `--package` is listed there (PEP 691 JSON or PEP 503 HTML); wheels the file
+    /// name already rules out are not fetched, the others are fetched into the cache and read.
+    #[arg(long, value_name = "URL", requires = "package")]
+    pub index: Option<String>,
+    /// Where fetched wheels are kept, by sha256 (default: $XDG_CACHE_HOME/cudist/wheels, else
+    /// ~/.cache/cudist/wheels).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
     /// Print the host's wheel-variant properties (`nvidia :: sm_arch :: 90_real`, one per line, in
     /// priority order), as NVIDIA's variant provider plugin would report them; no candidates.
     #[arg(long, conflicts_with_all = ["json", "print_requirement", "candidates"])]
     pub variant_properties: bool,
     /// Only candidates of this package: its name, or the family name its builds share
-    /// (`cupy` for cupy-cuda12x and cupy-cuda13x, `torch`).
+    /// (`cupy` for cupy-cuda12x and cupy-cuda13x, `torch`). With --index, the projects to list
+    /// there (repeatable: `--package cupy-cuda12x --package cupy-cuda13x`).
     #[arg(long, value_name = "NAME")]
-    pub package: Option<String>,
+    pub package: Vec<String>,
     /// The machine: a doctor `--host` profile (FILE), or `this` (the default).
     #[arg(long, value_name = "FILE|this", default_value = "this")]
     pub host: String,
@@ -64,6 +74,98 @@ pub struct Report {
     pub requirement: Option<String>,
     /// Every candidate, best first, with why it ranks there.
     pub candidates: Vec<Judged>,
+    /// With --index: what was listed and fetched.
+    pub index: Option<IndexReport>,
+}
+
+/// What `--index` read.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct IndexReport {
+    /// The index.
+    pub url: String,
+    /// Wheels of the newest release of each project listed there.
+    pub listed: usize,
+    /// Wheels fetched now (the others were in the cache or ruled out by their file name).
+    pub fetched: Vec<String>,
+    /// Wheels ruled out by their file name, never fetched.
+    pub not_fetched: Vec<String>,
+    /// Bytes received from the index (pages and files).
+    pub bytes_received: u64,
+}
+
+/// The release segment of a version (`14.2.0` of `14.2.0.post1+cu126`), for picking the newest.
+fn release_key(version: &str) -> Vec<u64> {
+    let public = version.split('+').next().unwrap_or(version);
+    public
+        .split('.')
+        .map_while(|p| p.parse::<u64>().ok())
+        .collect()
+}
+
+fn default_cache() -> PathBuf {
+    match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+        Some(d) => PathBuf::from(d).join("cudist/wheels"),
+        None => PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| ".".into()))
+            .join(".cache/cudist/wheels"),
+    }
+}
+
+/// The newest release's wheels of each project on the index: those the file name rules out are
+/// judged as they are; the others are fetched into the cache and returned as local paths.
+fn from_index(
+    index: &str,
+    args: &SelectArgs,
+    host: &Host,
+    catalog: &Catalog,
+) -> Result<(Vec<PathBuf>, Vec<Judged>, IndexReport)> {
+    let limits = cudist_index::Limits::default();
+    let cache = args.cache_dir.clone().unwrap_or_else(default_cache);
+    let mut report = IndexReport {
+        url: index.to_string(),
+        listed: 0,
+        fetched: Vec::new(),
+        not_fetched: Vec::new(),
+        bytes_received: 0,
+    };
+    let mut paths = Vec::new();
+    let mut ruled_out = Vec::new();
+    for project in &args.package {
+        let files = cudist_index::project_files(index, project, limits)
+            .map_err(|e| errors::input(e.to_string()))?;
+        let wheels: Vec<(cudist_wheel::WheelName, &cudist_index::IndexFile)> = files
+            .iter()
+            .filter_map(|f| cudist_wheel::WheelName::parse(&f.filename).map(|n| (n, f)))
+            .collect();
+        let Some(newest) = wheels.iter().map(|(n, _)| release_key(&n.version)).max() else {
+            bail!(errors::input(format!("{index}: {project} has no wheel")));
+        };
+        for (_, f) in wheels
+            .iter()
+            .filter(|(n, _)| release_key(&n.version) == newest)
+        {
+            report.listed += 1;
+            let why = cudist_analysis::select::rejected_by_name(&f.filename, host, catalog);
+            if !why.is_empty() {
+                report.not_fetched.push(f.filename.clone());
+                ruled_out.push(cudist_analysis::select::judged_by_name(
+                    &f.filename,
+                    &f.url,
+                    why,
+                ));
+                continue;
+            }
+            let spinner = util::Spinner::start(format!("fetching {}", f.filename));
+            let (path, fresh) =
+                cudist_index::fetch(f, &cache, limits).map_err(|e| errors::input(e.to_string()))?;
+            drop(spinner);
+            if fresh {
+                report.fetched.push(f.filename.clone());
+            }
+            paths.push(path);
+        }
+    }
+    report.bytes_received = cudist_index::received();
+    Ok((paths, ruled_out, report))
 }
 
 /// The Python version of `--python`: a version as given, or what an interpreter says.
@@ -108,7 +210,15 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
         util::emit(&text);
         return Ok(ExitCode::SUCCESS);
     }
-    let (inputs, errors) = expand_inputs(&args.candidates);
+    let mut paths = args.candidates.clone();
+    let (mut ruled_out, mut index_report) = (Vec::new(), None);
+    if let Some(index) = &args.index {
+        let (fetched, out, report) = from_index(index, &args, &host, catalog)?;
+        paths.extend(fetched);
+        ruled_out = out;
+        index_report = Some(report);
+    }
+    let (inputs, errors) = expand_inputs(&paths);
     if let Some(e) = errors.first() {
         bail!(errors::input(format!("{}: {}", e.path, e.error)));
     }
@@ -121,7 +231,7 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
             "select judges wheels: give wheel files or directories of wheels"
         ));
     }
-    let wanted = args.package.as_deref().map(family);
+    let wanted: Vec<String> = args.package.iter().map(|p| family(p)).collect();
     let mut artifacts = Vec::new();
     for w in wheels {
         let file = w
@@ -130,8 +240,8 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
             .unwrap_or_default()
             .to_string_lossy()
             .to_string();
-        if let (Some(f), Some(n)) = (&wanted, cudist_wheel::WheelName::parse(&file)) {
-            if family(&n.distribution) != *f {
+        if let (false, Some(n)) = (wanted.is_empty(), cudist_wheel::WheelName::parse(&file)) {
+            if !wanted.contains(&family(&n.distribution)) {
                 continue;
             }
         }
@@ -140,15 +250,27 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
         drop(spinner);
         artifacts.push((w.path().display().to_string(), a));
     }
-    if artifacts.is_empty() {
-        bail!(errors::input(match &args.package {
-            Some(p) => format!("no candidate wheel of {p}"),
-            None => "no candidate wheel".to_string(),
+    if artifacts.is_empty() && ruled_out.is_empty() {
+        bail!(errors::input(if args.package.is_empty() {
+            "no candidate wheel".to_string()
+        } else {
+            format!("no candidate wheel of {}", args.package.join(", "))
         }));
     }
     let refs: Vec<(String, &cudist_analysis::model::Artifact)> =
         artifacts.iter().map(|(p, a)| (p.clone(), a)).collect();
-    let judged = judge(&refs, &host, catalog);
+    let mut judged = judge(&refs, &host, catalog);
+    // What the file name ruled out ranks after everything read: first what would install here
+    // (its CUDA is what rules it out), then the wheels for other Pythons or platforms.
+    ruled_out.sort_by_key(|j| {
+        j.reasons
+            .iter()
+            .any(|r| r.starts_with("does not install here"))
+    });
+    for mut j in ruled_out {
+        j.rank = judged.len() + 1;
+        judged.push(j);
+    }
     let best = judged.first().filter(|j| j.outcome == "best");
     let requirement = best.map(|j| {
         format!(
@@ -164,6 +286,7 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
         requirement: requirement.clone(),
         host,
         candidates: judged,
+        index: index_report,
     };
     if args.print_requirement {
         match &requirement {
@@ -204,21 +327,48 @@ fn render(r: &Report) -> String {
         h.glibc.as_deref().unwrap_or("?"),
         h.arch.as_deref().unwrap_or("x86_64"),
     ));
+    if let Some(ix) = &r.index {
+        s.push_str(&format!(
+            "index {}: {} wheel(s) of the newest releases listed, {} fetched now, {} ruled out by their file name and not fetched; {} received\n",
+            ix.url,
+            ix.listed,
+            ix.fetched.len(),
+            ix.not_fetched.len(),
+            cudist_analysis::human_bytes(ix.bytes_received)
+        ));
+    }
     match (&r.best, &r.requirement) {
         (Some(b), Some(req)) => s.push_str(&format!("best: {b}\n  install: {req}\n")),
         _ => s.push_str("no candidate works here\n"),
     }
-    for j in &r.candidates {
-        s.push_str(&format!(
-            "{:>3}  {:<10} {}  ({})\n",
-            j.rank,
-            j.outcome,
-            j.file,
+    // Wheels only for other Pythons or platforms, never fetched, are counted, not listed (the
+    // JSON has them all).
+    let elsewhere = |j: &&Judged| {
+        j.size == 0
+            && j.outcome == "rejected"
+            && j.reasons
+                .iter()
+                .any(|r| r.starts_with("does not install here"))
+    };
+    let hidden = r.candidates.iter().filter(elsewhere).count();
+    for j in r.candidates.iter().filter(|j| !elsewhere(j)) {
+        let size = if j.size == 0 {
+            "not fetched".to_string()
+        } else {
             cudist_analysis::human_bytes(j.size)
+        };
+        s.push_str(&format!(
+            "{:>3}  {:<10} {}  ({size})\n",
+            j.rank, j.outcome, j.file
         ));
         for reason in &j.reasons {
             s.push_str(&format!("       {reason}\n"));
         }
+    }
+    if hidden > 0 {
+        s.push_str(&format!(
+            "  and {hidden} wheel(s) for other Pythons or platforms, not fetched (--json lists them)\n"
+        ));
     }
     s
 }

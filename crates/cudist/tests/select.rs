@@ -468,3 +468,136 @@ print("supported" if ok else "unsupported")
         "{text}"
     );
 }
+
+/// A PEP 691 / PEP 503 index served on loopback by the test (Python's http.server, counting the
+/// bytes it sends): the newest release of each project is listed; a wheel whose name rules it out
+/// (CUDA 13 on driver 535) is never fetched; a second run fetches nothing (the cache, by sha256).
+#[test]
+fn candidates_from_an_index_are_fetched_only_when_their_name_allows() {
+    let work = tempfile::tempdir().unwrap();
+    let Some(house) = family(work.path()) else {
+        assert!(!in_ci(), "CI provides patchelf");
+        return;
+    };
+    // An older release that must not be read: demo_cu12 0.9.
+    let tag = "py3-none-manylinux2014_x86_64";
+    write_wheel_version(
+        &house.join(format!("demo_cu12-0.9-{tag}.whl")),
+        "demo_cu12",
+        "0.9",
+        &[],
+        &[("demo/_k.so", b"not even ELF".to_vec())],
+    );
+    let log = work.path().join("served.log");
+    let server = r#"
+import hashlib, http.server, json, os, sys
+house, log = sys.argv[1], sys.argv[2]
+def norm(n): return n.lower().replace("_", "-").replace(".", "-")
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def send(self, body, ctype):
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        with open(log, "a") as f: f.write("%s %d\n" % (self.path, len(body)))
+    def do_GET(self):
+        parts = self.path.strip("/").split("/")
+        if parts[0] == "simple" and len(parts) == 2:
+            files = [n for n in sorted(os.listdir(house)) if norm(n.split("-")[0]) == parts[1]]
+            entries = [(n, "/files/" + n, hashlib.sha256(open(os.path.join(house, n), "rb").read()).hexdigest()) for n in files]
+            if "application/vnd.pypi.simple.v1+json" in self.headers.get("Accept", "") and parts[1] != "demo":
+                body = json.dumps({"meta": {"api-version": "1.1"}, "name": parts[1], "files": [
+                    {"filename": n, "url": u, "hashes": {"sha256": h}} for n, u, h in entries]}).encode()
+                return self.send(body, "application/vnd.pypi.simple.v1+json")
+            links = "".join('<a href="%s#sha256=%s">%s</a><br/>' % (u, h, n) for n, u, h in entries)
+            return self.send(("<html><body>%s</body></html>" % links).encode(), "text/html")
+        if parts[0] == "files" and len(parts) == 2 and parts[1] in os.listdir(house):
+            return self.send(open(os.path.join(house, parts[1]), "rb").read(), "application/octet-stream")
+        self.send_error(404)
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+    let mut child = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(server)
+        .arg(&house)
+        .arg(&log)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut port = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut port,
+    )
+    .unwrap();
+    let index = format!("http://127.0.0.1:{}/simple", port.trim());
+    let host = profile(
+        work.path(),
+        "turing",
+        serde_json::json!({"driver": "535.183.01", "glibc": "2.35", "python": "3.11",
+            "gpus": [{"name": "T4", "sm": 75}]}),
+    );
+    let cache = work.path().join("cache");
+    let run = || {
+        select(
+            &host,
+            &[
+                "--index",
+                &index,
+                "--package",
+                "demo-cu12",
+                "--package",
+                "demo-cu13",
+                "--package",
+                "demo",
+                "--cache-dir",
+                cache.to_str().unwrap(),
+            ],
+        )
+    };
+    let (code, v) = run();
+    let (code2, v2) = run();
+    let served = std::fs::read_to_string(&log).unwrap_or_default();
+    child.kill().ok();
+    child.wait().ok();
+    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(v["best"], format!("demo_cu12-1.0-{tag}.whl"), "{v:#}");
+    let ix = &v["index"];
+    assert_eq!(ix["listed"], 4, "{ix:#}");
+    assert_eq!(
+        ix["not_fetched"],
+        serde_json::json!([format!("demo_cu13-1.0-{tag}.whl")])
+    );
+    assert!(
+        reasons_of(&v, "demo_cu13").contains("the wheel was not fetched"),
+        "{v:#}"
+    );
+    // What the server sent: the three pages and the three wheels read, never the CUDA 13 one or
+    // the old release; the second run only the pages.
+    let files: Vec<&str> = served
+        .lines()
+        .filter_map(|l| l.split(' ').next())
+        .filter(|p| p.starts_with("/files/"))
+        .collect();
+    assert_eq!(files.len(), 3, "{served}");
+    assert!(
+        files
+            .iter()
+            .all(|f| !f.contains("demo_cu13") && !f.contains("0.9")),
+        "{served}"
+    );
+    let sent: u64 = served
+        .lines()
+        .filter_map(|l| l.split(' ').nth(1)?.parse::<u64>().ok())
+        .sum();
+    let first_run_bytes = v["index"]["bytes_received"].as_u64().unwrap();
+    let second_run_bytes = v2["index"]["bytes_received"].as_u64().unwrap();
+    assert_eq!(first_run_bytes + second_run_bytes, sent, "{served}");
+    assert_eq!(code2, Some(0));
+    assert_eq!(v2["index"]["fetched"], serde_json::json!([]));
+    assert_eq!(v2["best"], v["best"]);
+}
