@@ -105,15 +105,47 @@ pub fn received() -> u64 {
 
 /// GETs a URL: its body, at most `limit` bytes.
 pub fn get(url: &str, accept: Option<&str>, limit: u64) -> Result<Vec<u8>, IndexError> {
-    let body = if let Some(rest) = url.strip_prefix("http://") {
-        http_get(url, rest, accept, limit)?
+    let mut body = Vec::new();
+    transfer(url, accept, limit, &mut body)?;
+    Ok(body)
+}
+
+/// GETs a URL into `sink`, at most `limit` bytes, without holding the body: the bytes written.
+pub fn transfer(
+    url: &str,
+    accept: Option<&str>,
+    limit: u64,
+    sink: &mut dyn Write,
+) -> Result<u64, IndexError> {
+    let n = if let Some(rest) = url.strip_prefix("http://") {
+        http_get(url, rest, accept, limit, sink)?
     } else if url.starts_with("https://") {
-        curl_get(url, accept, limit)?
+        curl_get(url, accept, limit, sink)?
     } else {
         return Err(IndexError::Scheme(url.to_string()));
     };
-    RECEIVED.fetch_add(body.len() as u64, Ordering::Relaxed);
-    Ok(body)
+    RECEIVED.fetch_add(n, Ordering::Relaxed);
+    Ok(n)
+}
+
+/// Copies at most `limit` bytes from `from` to `to`; more is an error.
+fn bounded_copy(
+    url: &str,
+    from: &mut dyn Read,
+    to: &mut dyn Write,
+    limit: u64,
+) -> Result<u64, IndexError> {
+    let n = std::io::copy(&mut from.take(limit + 1), to).map_err(|e| IndexError::Transfer {
+        url: url.to_string(),
+        message: e.to_string(),
+    })?;
+    if n > limit {
+        return Err(IndexError::TooLarge {
+            url: url.to_string(),
+            limit,
+        });
+    }
+    Ok(n)
 }
 
 /// HTTP/1.1 over a plain TCP connection: one request, `Connection: close`, a body framed by
@@ -123,7 +155,8 @@ fn http_get(
     rest: &str,
     accept: Option<&str>,
     limit: u64,
-) -> Result<Vec<u8>, IndexError> {
+    sink: &mut dyn Write,
+) -> Result<u64, IndexError> {
     let err = |message: String| IndexError::Transfer {
         url: url.to_string(),
         message,
@@ -151,9 +184,16 @@ fn http_get(
         .write_all(req.as_bytes())
         .map_err(|e| err(e.to_string()))?;
     let mut r = BufReader::new(stream);
-    let mut status_line = String::new();
-    r.read_line(&mut status_line)
-        .map_err(|e| err(e.to_string()))?;
+    // A header line, bounded.
+    let line = |r: &mut BufReader<TcpStream>| -> Result<String, IndexError> {
+        let mut l = String::new();
+        (&mut *r)
+            .take(16 << 10)
+            .read_line(&mut l)
+            .map_err(|e| err(e.to_string()))?;
+        Ok(l)
+    };
+    let status_line = line(&mut r)?;
     let status: u16 = status_line
         .split_whitespace()
         .nth(1)
@@ -161,16 +201,13 @@ fn http_get(
         .ok_or_else(|| err(format!("not an HTTP answer: {:?}", status_line.trim())))?;
     let mut length = None;
     let mut chunked = false;
-    loop {
-        let mut line = String::new();
-        if r.read_line(&mut line).map_err(|e| err(e.to_string()))? == 0 || line.len() > 16 << 10 {
+    for _ in 0..256 {
+        let l = line(&mut r)?;
+        let l = l.trim_end();
+        if l.is_empty() {
             break;
         }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = line.split_once(':') {
+        if let Some((k, v)) = l.split_once(':') {
             match k.trim().to_ascii_lowercase().as_str() {
                 "content-length" => length = v.trim().parse::<u64>().ok(),
                 "transfer-encoding" => chunked = v.to_ascii_lowercase().contains("chunked"),
@@ -184,68 +221,85 @@ fn http_get(
             status,
         });
     }
-    let too_large = || IndexError::TooLarge {
-        url: url.to_string(),
-        limit,
-    };
-    let mut body = Vec::new();
-    if chunked {
-        loop {
-            let mut size = String::new();
-            r.read_line(&mut size).map_err(|e| err(e.to_string()))?;
-            let n = u64::from_str_radix(size.trim().split(';').next().unwrap_or(""), 16)
-                .map_err(|_| err(format!("bad chunk size {:?}", size.trim())))?;
-            if n == 0 {
-                break;
-            }
-            if body.len() as u64 + n > limit {
-                return Err(too_large());
-            }
-            let start = body.len();
-            body.resize(start + n as usize, 0);
-            r.read_exact(&mut body[start..])
-                .map_err(|e| err(e.to_string()))?;
-            let mut crlf = [0u8; 2];
-            r.read_exact(&mut crlf).map_err(|e| err(e.to_string()))?;
-        }
-    } else {
-        if length.is_some_and(|n| n > limit) {
-            return Err(too_large());
-        }
-        r.take(limit + 1)
-            .read_to_end(&mut body)
-            .map_err(|e| err(e.to_string()))?;
-        if body.len() as u64 > limit {
-            return Err(too_large());
-        }
-        if let Some(n) = length {
-            if body.len() as u64 != n {
-                return Err(err(format!("{} of {n} bytes received", body.len())));
-            }
-        }
+    if length.is_some_and(|n| n > limit) {
+        return Err(IndexError::TooLarge {
+            url: url.to_string(),
+            limit,
+        });
     }
-    Ok(body)
+    if !chunked {
+        let n = bounded_copy(url, &mut r, sink, limit)?;
+        if length.is_some_and(|want| want != n) {
+            return Err(err(format!(
+                "{n} of {} bytes received",
+                length.unwrap_or(0)
+            )));
+        }
+        return Ok(n);
+    }
+    let mut total = 0u64;
+    loop {
+        let size = line(&mut r)?;
+        let n = u64::from_str_radix(size.trim().split(';').next().unwrap_or(""), 16)
+            .map_err(|_| err(format!("bad chunk size {:?}", size.trim())))?;
+        if n == 0 {
+            return Ok(total);
+        }
+        if total.saturating_add(n) > limit {
+            return Err(IndexError::TooLarge {
+                url: url.to_string(),
+                limit,
+            });
+        }
+        let got = bounded_copy(url, &mut (&mut r).take(n), sink, n)?;
+        if got != n {
+            return Err(err("the connection ended inside a chunk".into()));
+        }
+        total += n;
+        let _ = line(&mut r)?;
+    }
 }
 
-/// The system's curl for https: `--fail`, redirects followed, the size bounded.
-fn curl_get(url: &str, accept: Option<&str>, limit: u64) -> Result<Vec<u8>, IndexError> {
+/// The system's curl for https: `--fail`, redirects followed, the size bounded, the body streamed.
+fn curl_get(
+    url: &str,
+    accept: Option<&str>,
+    limit: u64,
+    sink: &mut dyn Write,
+) -> Result<u64, IndexError> {
     let mut cmd = std::process::Command::new("curl");
     cmd.args(["-sS", "--fail", "-L", "--max-filesize"])
         .arg(limit.to_string());
     if let Some(a) = accept {
         cmd.arg("-H").arg(format!("Accept: {a}"));
     }
-    let out = cmd.arg(url).output().map_err(|e| IndexError::Transfer {
+    let mut child = cmd
+        .arg(url)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| IndexError::Transfer {
+            url: url.to_string(),
+            message: format!("https is read through curl, which cannot be run here: {e}"),
+        })?;
+    let mut out = child.stdout.take().expect("piped");
+    let copied = bounded_copy(url, &mut out, sink, limit);
+    drop(out);
+    if copied.is_err() {
+        let _ = child.kill();
+    }
+    let done = child.wait_with_output().map_err(|e| IndexError::Transfer {
         url: url.to_string(),
-        message: format!("https is read through curl, which cannot be run here: {e}"),
+        message: e.to_string(),
     })?;
-    if !out.status.success() {
+    let n = copied?;
+    if !done.status.success() {
         return Err(IndexError::Transfer {
             url: url.to_string(),
-            message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            message: String::from_utf8_lossy(&done.stderr).trim().to_string(),
         });
     }
-    Ok(out.stdout)
+    Ok(n)
 }
 
 /// One file of a project, as the index lists it.
@@ -388,7 +442,12 @@ pub fn fetch(
         .sha256
         .clone()
         .unwrap_or_else(|| hex(&Sha256::digest(file.url.as_bytes())));
-    if file.filename.contains('/') || file.filename.starts_with('.') || key.contains('/') {
+    // Both come from the index: a hex digest and a plain file name, nothing that walks out of
+    // the cache.
+    let plain = |n: &str| {
+        !n.is_empty() && !n.starts_with('.') && !n.contains(['/', '\\', '\0']) && n.len() <= 255
+    };
+    if !plain(&file.filename) || !key.bytes().all(|b| b.is_ascii_hexdigit()) || key.len() != 64 {
         return Err(IndexError::Page {
             url: file.url.clone(),
             message: format!("{:?} is not a plain file name", file.filename),
@@ -399,32 +458,52 @@ pub fn fetch(
     if path.is_file() {
         return Ok((path, false));
     }
-    let body = get(&file.url, None, limits.file)?;
-    if let Some(want) = &file.sha256 {
-        let got = hex(&Sha256::digest(&body));
-        if !got.eq_ignore_ascii_case(want) {
+    let cache_err = |source| IndexError::Cache {
+        path: path.clone(),
+        source,
+    };
+    std::fs::create_dir_all(&dir).map_err(cache_err)?;
+    // A temporary created exclusively beside the file, filled while hashing, renamed into place;
+    // removed on any failure.
+    let tmp = dir.join(format!(".{}.{}.part", file.filename, std::process::id()));
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(cache_err)?;
+    struct Hashing(std::fs::File, Sha256);
+    impl Write for Hashing {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            let n = self.0.write(b)?;
+            self.1.update(&b[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            self.0.flush()
+        }
+    }
+    let mut sink = Hashing(f, Sha256::new());
+    let done = transfer(&file.url, None, limits.file, &mut sink).and_then(|_| {
+        let Hashing(f, h) = sink;
+        let got = hex(&h.finalize());
+        if let Some(want) = file
+            .sha256
+            .as_ref()
+            .filter(|w| !got.eq_ignore_ascii_case(w))
+        {
             return Err(IndexError::Hash {
                 url: file.url.clone(),
                 got,
                 want: want.clone(),
             });
         }
+        f.sync_all().map_err(cache_err)?;
+        std::fs::rename(&tmp, &path).map_err(cache_err)
+    });
+    if let Err(e) = done {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
     }
-    let cache_err = |source| IndexError::Cache {
-        path: path.clone(),
-        source,
-    };
-    std::fs::create_dir_all(&dir).map_err(cache_err)?;
-    // A temporary created exclusively beside the file, then renamed into place.
-    let tmp = dir.join(format!(".{}.{}.part", file.filename, std::process::id()));
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .map_err(cache_err)?;
-    f.write_all(&body).map_err(cache_err)?;
-    f.sync_all().map_err(cache_err)?;
-    std::fs::rename(&tmp, &path).map_err(cache_err)?;
     Ok((path, true))
 }
 
@@ -467,6 +546,13 @@ mod tests {
         };
         let dir = tempfile::tempdir().unwrap();
         assert!(fetch(&f, dir.path(), Limits::default()).is_err());
+        // A "digest" that is a path.
+        let g = IndexFile {
+            filename: "x.whl".into(),
+            url: "http://h/x.whl".into(),
+            sha256: Some("..".into()),
+        };
+        assert!(fetch(&g, dir.path(), Limits::default()).is_err());
         assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
     }
 }

@@ -507,6 +507,11 @@ class H(http.server.BaseHTTPRequestHandler):
         if parts[0] == "simple" and len(parts) == 2:
             files = [n for n in sorted(os.listdir(house)) if norm(n.split("-")[0]) == parts[1]]
             entries = [(n, "/files/" + n, hashlib.sha256(open(os.path.join(house, n), "rb").read()).hexdigest()) for n in files]
+            if parts[1] == "demo-bad":
+                files = [n for n in sorted(os.listdir(house)) if n.startswith("demo_cu12-1.0")]
+                body = json.dumps({"meta": {"api-version": "1.1"}, "name": "demo-bad", "files": [
+                    {"filename": n, "url": "/files/" + n, "hashes": {"sha256": "0" * 64}} for n in files]}).encode()
+                return self.send(body, "application/vnd.pypi.simple.v1+json")
             if "application/vnd.pypi.simple.v1+json" in self.headers.get("Accept", "") and parts[1] != "demo":
                 body = json.dumps({"meta": {"api-version": "1.1"}, "name": parts[1], "files": [
                     {"filename": n, "url": u, "hashes": {"sha256": h}} for n, u, h in entries]}).encode()
@@ -562,8 +567,25 @@ s.serve_forever()
     let (code, v) = run();
     let (code2, v2) = run();
     let served = std::fs::read_to_string(&log).unwrap_or_default();
+    // A page whose sha256 does not match the file: exit 3, nothing left in the cache.
+    let bad_cache = work.path().join("bad-cache");
+    let o = cudist(&[
+        "select",
+        "--host",
+        host.to_str().unwrap(),
+        "--index",
+        &index,
+        "--package",
+        "demo-bad",
+        "--cache-dir",
+        bad_cache.to_str().unwrap(),
+    ]);
     child.kill().ok();
     child.wait().ok();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("sha256"), "{}", stderr(&o));
+    let left: Vec<_> = walk(&bad_cache);
+    assert!(left.is_empty(), "{left:?}");
     assert_eq!(code, Some(0), "{v:#}");
     assert_eq!(v["best"], format!("demo_cu12-1.0-{tag}.whl"), "{v:#}");
     let ix = &v["index"];
@@ -600,4 +622,18 @@ s.serve_forever()
     assert_eq!(code2, Some(0));
     assert_eq!(v2["index"]["fetched"], serde_json::json!([]));
     assert_eq!(v2["best"], v["best"]);
+}
+
+/// The regular files under a directory (none when it does not exist).
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
 }
