@@ -29,8 +29,10 @@ pub struct SelectArgs {
     /// A package index's simple API (`https://pypi.org/simple`, a mirror, `http://…`): the newest
     /// release of each `--package` is listed there (PEP 691 JSON or PEP 503 HTML); wheels the file
     /// name already rules out are not fetched, the others are fetched into the cache and read.
+    /// Repeatable: builds on separate per-CUDA indexes (PyTorch's `…/whl/cu126`, `…/whl/cu130`)
+    /// are compared together, and `--print-requirement` names the index of the one chosen.
     #[arg(long, value_name = "URL", requires = "package")]
-    pub index: Option<String>,
+    pub index: Vec<String>,
     /// Where fetched wheels are kept, by sha256 (default: $XDG_CACHE_HOME/cudist/wheels, else
     /// ~/.cache/cudist/wheels).
     #[arg(long, value_name = "DIR")]
@@ -74,8 +76,10 @@ pub struct Report {
     pub requirement: Option<String>,
     /// Every candidate, best first, with why it ranks there.
     pub candidates: Vec<Judged>,
-    /// With --index: what was listed and fetched.
-    pub index: Option<IndexReport>,
+    /// The index the best candidate came from (`--index`); null for a local candidate.
+    pub index_url: Option<String>,
+    /// With --index: what was listed and fetched, per index.
+    pub indexes: Vec<IndexReport>,
 }
 
 /// What `--index` read.
@@ -118,6 +122,7 @@ fn from_index(
     host: &Host,
     catalog: &Catalog,
 ) -> Result<(Vec<PathBuf>, Vec<Judged>, IndexReport)> {
+    let before = cudist_index::received();
     let limits = cudist_index::Limits::default();
     let cache = args.cache_dir.clone().unwrap_or_else(default_cache);
     let mut report = IndexReport {
@@ -164,7 +169,7 @@ fn from_index(
             paths.push(path);
         }
     }
-    report.bytes_received = cudist_index::received();
+    report.bytes_received = cudist_index::received() - before;
     Ok((paths, ruled_out, report))
 }
 
@@ -211,12 +216,19 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut paths = args.candidates.clone();
-    let (mut ruled_out, mut index_report) = (Vec::new(), None);
-    if let Some(index) = &args.index {
+    let (mut ruled_out, mut indexes) = (Vec::new(), Vec::new());
+    // Where each fetched wheel came from.
+    let mut origin: std::collections::HashMap<String, String> = Default::default();
+    for index in &args.index {
         let (fetched, out, report) = from_index(index, &args, &host, catalog)?;
+        for p in &fetched {
+            origin
+                .entry(p.display().to_string())
+                .or_insert_with(|| index.clone());
+        }
         paths.extend(fetched);
-        ruled_out = out;
-        index_report = Some(report);
+        ruled_out.extend(out);
+        indexes.push(report);
     }
     let (inputs, errors) = expand_inputs(&paths);
     if let Some(e) = errors.first() {
@@ -279,19 +291,25 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
             j.version
         )
     });
+    let index_url = best.and_then(|j| origin.get(&j.path).cloned());
     let report = Report {
         schema: SCHEMA.into(),
         cudist_version: env!("CARGO_PKG_VERSION").into(),
         best: best.map(|j| j.file.clone()),
         requirement: requirement.clone(),
+        index_url,
         host,
         candidates: judged,
-        index: index_report,
+        indexes,
     };
     if args.print_requirement {
-        match &requirement {
-            Some(r) => util::emit(&format!("{r}\n")),
-            None => util::emit(&render(&report)),
+        match (&requirement, &report.index_url) {
+            // PyPI is pip's default; another index is named, as PyTorch's instructions do.
+            (Some(r), Some(ix)) if ix.trim_end_matches('/') != "https://pypi.org/simple" => {
+                util::emit(&format!("{r} --index-url {ix}\n"))
+            }
+            (Some(r), _) => util::emit(&format!("{r}\n")),
+            (None, _) => util::emit(&render(&report)),
         }
     } else if args.json {
         util::print_json(&report)?;
@@ -327,7 +345,7 @@ fn render(r: &Report) -> String {
         h.glibc.as_deref().unwrap_or("?"),
         h.arch.as_deref().unwrap_or("x86_64"),
     ));
-    if let Some(ix) = &r.index {
+    for ix in &r.indexes {
         s.push_str(&format!(
             "index {}: {} wheel(s) of the newest releases listed, {} fetched now, {} ruled out by their file name and not fetched; {} received\n",
             ix.url,
@@ -338,7 +356,13 @@ fn render(r: &Report) -> String {
         ));
     }
     match (&r.best, &r.requirement) {
-        (Some(b), Some(req)) => s.push_str(&format!("best: {b}\n  install: {req}\n")),
+        (Some(b), Some(req)) => {
+            s.push_str(&format!("best: {b}\n  install: {req}"));
+            if let Some(ix) = &r.index_url {
+                s.push_str(&format!(" (from {ix})"));
+            }
+            s.push('\n');
+        }
         _ => s.push_str("no candidate works here\n"),
     }
     // Wheels only for other Pythons or platforms, never fetched, are counted, not listed (the

@@ -489,57 +489,8 @@ fn candidates_from_an_index_are_fetched_only_when_their_name_allows() {
         &[("demo/_k.so", b"not even ELF".to_vec())],
     );
     let log = work.path().join("served.log");
-    let server = r#"
-import hashlib, http.server, json, os, sys
-house, log = sys.argv[1], sys.argv[2]
-def norm(n): return n.lower().replace("_", "-").replace(".", "-")
-class H(http.server.BaseHTTPRequestHandler):
-    def log_message(self, *a): pass
-    def send(self, body, ctype):
-        self.send_response(200)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-        with open(log, "a") as f: f.write("%s %d\n" % (self.path, len(body)))
-    def do_GET(self):
-        parts = self.path.strip("/").split("/")
-        if parts[0] == "simple" and len(parts) == 2:
-            files = [n for n in sorted(os.listdir(house)) if norm(n.split("-")[0]) == parts[1]]
-            entries = [(n, "/files/" + n, hashlib.sha256(open(os.path.join(house, n), "rb").read()).hexdigest()) for n in files]
-            if parts[1] == "demo-bad":
-                files = [n for n in sorted(os.listdir(house)) if n.startswith("demo_cu12-1.0")]
-                body = json.dumps({"meta": {"api-version": "1.1"}, "name": "demo-bad", "files": [
-                    {"filename": n, "url": "/files/" + n, "hashes": {"sha256": "0" * 64}} for n in files]}).encode()
-                return self.send(body, "application/vnd.pypi.simple.v1+json")
-            if "application/vnd.pypi.simple.v1+json" in self.headers.get("Accept", "") and parts[1] != "demo":
-                body = json.dumps({"meta": {"api-version": "1.1"}, "name": parts[1], "files": [
-                    {"filename": n, "url": u, "hashes": {"sha256": h}} for n, u, h in entries]}).encode()
-                return self.send(body, "application/vnd.pypi.simple.v1+json")
-            links = "".join('<a href="%s#sha256=%s">%s</a><br/>' % (u, h, n) for n, u, h in entries)
-            return self.send(("<html><body>%s</body></html>" % links).encode(), "text/html")
-        if parts[0] == "files" and len(parts) == 2 and parts[1] in os.listdir(house):
-            return self.send(open(os.path.join(house, parts[1]), "rb").read(), "application/octet-stream")
-        self.send_error(404)
-s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-print(s.server_address[1], flush=True)
-s.serve_forever()
-"#;
-    let mut child = std::process::Command::new("python3")
-        .arg("-c")
-        .arg(server)
-        .arg(&house)
-        .arg(&log)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut port = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
-        &mut port,
-    )
-    .unwrap();
-    let index = format!("http://127.0.0.1:{}/simple", port.trim());
+    let (mut child, port) = serve(&[("main", &house)], &log);
+    let index = format!("http://127.0.0.1:{port}/main/simple");
     let host = profile(
         work.path(),
         "turing",
@@ -588,7 +539,7 @@ s.serve_forever()
     assert!(left.is_empty(), "{left:?}");
     assert_eq!(code, Some(0), "{v:#}");
     assert_eq!(v["best"], format!("demo_cu12-1.0-{tag}.whl"), "{v:#}");
-    let ix = &v["index"];
+    let ix = &v["indexes"][0];
     assert_eq!(ix["listed"], 4, "{ix:#}");
     assert_eq!(
         ix["not_fetched"],
@@ -603,7 +554,7 @@ s.serve_forever()
     let files: Vec<&str> = served
         .lines()
         .filter_map(|l| l.split(' ').next())
-        .filter(|p| p.starts_with("/files/"))
+        .filter(|p| p.contains("/files/"))
         .collect();
     assert_eq!(files.len(), 3, "{served}");
     assert!(
@@ -616,11 +567,11 @@ s.serve_forever()
         .lines()
         .filter_map(|l| l.split(' ').nth(1)?.parse::<u64>().ok())
         .sum();
-    let first_run_bytes = v["index"]["bytes_received"].as_u64().unwrap();
-    let second_run_bytes = v2["index"]["bytes_received"].as_u64().unwrap();
+    let first_run_bytes = v["indexes"][0]["bytes_received"].as_u64().unwrap();
+    let second_run_bytes = v2["indexes"][0]["bytes_received"].as_u64().unwrap();
     assert_eq!(first_run_bytes + second_run_bytes, sent, "{served}");
     assert_eq!(code2, Some(0));
-    assert_eq!(v2["index"]["fetched"], serde_json::json!([]));
+    assert_eq!(v2["indexes"][0]["fetched"], serde_json::json!([]));
     assert_eq!(v2["best"], v["best"]);
 }
 
@@ -636,4 +587,151 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// A simple-API server on loopback for the tests: each `(name, dir)` is an index at
+/// `/<name>/simple/<project>/` listing the wheels in `dir` whose name normalises to the project,
+/// with their files at `/<name>/files/<file>`. JSON pages (PEP 691) when asked for, except for
+/// project `demo`, which gets HTML (PEP 503); project `demo-bad` lists `demo_cu12-1.0` with a
+/// wrong sha256. Every answer's path and size are appended to `log`. Returns the server and its
+/// port.
+fn serve(indexes: &[(&str, &Path)], log: &Path) -> (std::process::Child, String) {
+    let server = r#"
+import hashlib, http.server, json, os, sys
+log, pairs = sys.argv[1], sys.argv[2:]
+houses = dict(zip(pairs[::2], pairs[1::2]))
+def norm(n): return n.lower().replace("_", "-").replace(".", "-")
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def send(self, body, ctype):
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        with open(log, "a") as f: f.write("%s %d\n" % (self.path, len(body)))
+    def do_GET(self):
+        parts = self.path.strip("/").split("/")
+        if len(parts) < 3 or parts[0] not in houses:
+            return self.send_error(404)
+        ix, house = parts[0], houses[parts[0]]
+        if parts[1] == "simple" and len(parts) == 3:
+            project = parts[2]
+            files = [n for n in sorted(os.listdir(house)) if norm(n.split("-")[0]) == project]
+            entries = [(n, "/%s/files/%s" % (ix, n), hashlib.sha256(open(os.path.join(house, n), "rb").read()).hexdigest()) for n in files]
+            if project == "demo-bad":
+                entries = [(n, "/%s/files/%s" % (ix, n), "0" * 64) for n in sorted(os.listdir(house)) if n.startswith("demo_cu12-1.0")]
+            if "application/vnd.pypi.simple.v1+json" in self.headers.get("Accept", "") and project != "demo":
+                body = json.dumps({"meta": {"api-version": "1.1"}, "name": project, "files": [
+                    {"filename": n, "url": u, "hashes": {"sha256": h}} for n, u, h in entries]}).encode()
+                return self.send(body, "application/vnd.pypi.simple.v1+json")
+            links = "".join('<a href="%s#sha256=%s">%s</a><br/>' % (u, h, n) for n, u, h in entries)
+            return self.send(("<html><body>%s</body></html>" % links).encode(), "text/html")
+        if parts[1] == "files" and len(parts) == 3 and parts[2] in os.listdir(house):
+            return self.send(open(os.path.join(house, parts[2]), "rb").read(), "application/octet-stream")
+        self.send_error(404)
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+"#;
+    let mut cmd = std::process::Command::new("python3");
+    cmd.arg("-c").arg(server).arg(log);
+    for (name, dir) in indexes {
+        cmd.arg(name).arg(dir);
+    }
+    let mut child = cmd.stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut port = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut port,
+    )
+    .unwrap();
+    (child, port.trim().to_string())
+}
+
+/// PyTorch's layout: one project, one release, its CUDA builds on separate indexes (`…/cu126`,
+/// `…/cu130`) told apart by local labels. Both indexes are read; the build for the machine wins,
+/// and the requirement names its index.
+#[test]
+fn builds_on_per_cuda_indexes_are_compared_and_the_index_is_named() {
+    let work = tempfile::tempdir().unwrap();
+    // The family's CUDA 12 library (wide-cu12.so) is reused below.
+    let Some(_house) = family(work.path()) else {
+        assert!(!in_ci(), "CI provides patchelf");
+        return;
+    };
+    let tag = "py3-none-manylinux2014_x86_64";
+    let (cu126, cu130) = (work.path().join("cu126"), work.path().join("cu130"));
+    std::fs::create_dir_all(&cu126).unwrap();
+    std::fs::create_dir_all(&cu130).unwrap();
+    let so = |f: &str| std::fs::read(f).unwrap();
+    write_wheel_version(
+        &cu126.join(format!("demo-1.0+cu126-{tag}.whl")),
+        "demo",
+        "1.0+cu126",
+        &[],
+        &[(
+            "demo/_k.so",
+            so(work.path().join("wide-cu12.so").to_str().unwrap()),
+        )],
+    );
+    write_wheel_version(
+        &cu130.join(format!("demo-1.0+cu130-{tag}.whl")),
+        "demo",
+        "1.0+cu130",
+        &[],
+        &[(
+            "demo/_k.so",
+            so(fixtures().join("wide.so").to_str().unwrap()),
+        )],
+    );
+    let log = work.path().join("served.log");
+    let (mut child, port) = serve(&[("cu126", &cu126), ("cu130", &cu130)], &log);
+    let ix126 = format!("http://127.0.0.1:{port}/cu126/simple");
+    let ix130 = format!("http://127.0.0.1:{port}/cu130/simple");
+    let cache = work.path().join("cache");
+    let pick = |name: &str, driver: &str, sm: u32| {
+        let host = profile(
+            work.path(),
+            name,
+            serde_json::json!({"driver": driver, "glibc": "2.35", "python": "3.11",
+                "gpus": [{"name": "GPU", "sm": sm}]}),
+        );
+        let o = cudist(&[
+            "select",
+            "--print-requirement",
+            "--host",
+            host.to_str().unwrap(),
+            "--index",
+            &ix126,
+            "--index",
+            &ix130,
+            "--package",
+            "demo",
+            "--cache-dir",
+            cache.to_str().unwrap(),
+        ]);
+        (o.status.code(), stdout(&o))
+    };
+    let hopper = pick("hopper", "580.65.06", 90);
+    let turing = pick("turing", "535.183.01", 75);
+    let served = std::fs::read_to_string(&log).unwrap_or_default();
+    child.kill().ok();
+    child.wait().ok();
+    assert_eq!(
+        hopper,
+        (Some(0), format!("demo==1.0+cu130 --index-url {ix130}\n")),
+        "{served}"
+    );
+    assert_eq!(
+        turing,
+        (Some(0), format!("demo==1.0+cu126 --index-url {ix126}\n")),
+        "{served}"
+    );
+    // The +cu130 wheel was fetched once (for the H100), never for the driver-535 machine.
+    let cu130_gets = served
+        .lines()
+        .filter(|l| l.contains("/cu130/files/"))
+        .count();
+    assert_eq!(cu130_gets, 1, "{served}");
 }
