@@ -79,19 +79,19 @@ struct Shdr {
 }
 
 fn u16_at(d: &[u8], at: usize) -> Result<u16, PatchError> {
-    d.get(at..at + 2)
+    d.get(at..at.saturating_add(2))
         .map(|b| u16::from_le_bytes([b[0], b[1]]))
         .ok_or_else(|| PatchError::Layout("the ELF header is cut short".into()))
 }
 
 fn u32_at(d: &[u8], at: usize) -> Result<u32, PatchError> {
-    d.get(at..at + 4)
+    d.get(at..at.saturating_add(4))
         .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
         .ok_or_else(|| PatchError::Layout("a header table runs past the end of the file".into()))
 }
 
 fn u64_at(d: &[u8], at: usize) -> Result<u64, PatchError> {
-    d.get(at..at + 8)
+    d.get(at..at.saturating_add(8))
         .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
         .ok_or_else(|| PatchError::Layout("a header table runs past the end of the file".into()))
 }
@@ -104,7 +104,18 @@ fn put64(d: &mut [u8], at: usize, v: u64) {
     d[at..at + 8].copy_from_slice(&v.to_le_bytes());
 }
 
+/// A header table of `num` entries of `size` bytes at `off` lies in the file.
+fn table_fits(d: &[u8], off: usize, num: usize, size: usize) -> Result<(), PatchError> {
+    match off.checked_add(num * size) {
+        Some(end) if end <= d.len() => Ok(()),
+        _ => Err(PatchError::Layout(
+            "a header table runs past the end of the file".into(),
+        )),
+    }
+}
+
 fn phdrs(d: &[u8], phoff: usize, phnum: usize) -> Result<Vec<Phdr>, PatchError> {
+    table_fits(d, phoff, phnum, PHDR)?;
     (0..phnum)
         .map(|i| {
             let at = phoff + i * PHDR;
@@ -134,6 +145,7 @@ fn write_phdr(d: &mut [u8], at: usize, p: &Phdr) {
 }
 
 fn shdrs(d: &[u8], shoff: usize, shnum: usize) -> Result<Vec<Shdr>, PatchError> {
+    table_fits(d, shoff, shnum, SHDR)?;
     (0..shnum)
         .map(|i| {
             let at = shoff + i * SHDR;
@@ -190,9 +202,12 @@ fn read_headers(data: &[u8], name: &str) -> Result<Result<Headers, String>, Patc
     }
     let ph = phdrs(data, phoff, phnum)?;
     let sh = shdrs(data, shoff as usize, shnum)?;
-    // Every table this reads or compares must lie in the file.
+    // Every table this reads or compares must lie in the file, and every address it adds to
+    // stay far from overflowing (real files use addresses below 2^47).
     let len = data.len() as u64;
     let within = |off: u64, size: u64| off.checked_add(size).is_some_and(|e| e <= len);
+    const ADDRESSES: u64 = 1 << 62;
+    let addressable = |a: u64, size: u64| a.checked_add(size).is_some_and(|e| e < ADDRESSES);
     if ph
         .iter()
         .any(|p| p.p_type == PT_LOAD && !within(p.offset, p.filesz))
@@ -202,6 +217,15 @@ fn read_headers(data: &[u8], name: &str) -> Result<Result<Headers, String>, Patc
     {
         return Err(PatchError::Layout(
             "a segment or section runs past the end of the file".into(),
+        ));
+    }
+    if ph
+        .iter()
+        .any(|p| !addressable(p.vaddr, p.memsz.max(p.filesz)) || !addressable(p.paddr, p.memsz))
+        || sh.iter().any(|s| !addressable(s.addr, s.size))
+    {
+        return Err(PatchError::Layout(
+            "a segment or section lies at addresses no loader maps".into(),
         ));
     }
     let strtab = sh[shstrndx];
@@ -621,7 +645,11 @@ pub fn retarget(
     // The file offset of a loaded address.
     let file_of = |v: u64| {
         ph.iter()
-            .find(|p| p.p_type == PT_LOAD && v >= p.vaddr && v + 8 <= p.vaddr + p.filesz)
+            .find(|p| {
+                p.p_type == PT_LOAD
+                    && v >= p.vaddr
+                    && v.checked_add(8).is_some_and(|e| e <= p.vaddr + p.filesz)
+            })
             .map(|p| (p.offset + (v - p.vaddr)) as usize)
     };
     let mut writes: Vec<(usize, u64)> = Vec::new();
@@ -690,14 +718,14 @@ pub fn retarget(
             let mut slots = Vec::new();
             if word & 1 == 0 {
                 slots.push(word);
-                base = word + 8;
+                base = word.wrapping_add(8);
             } else {
                 for bit in 1..64 {
                     if word >> bit & 1 == 1 {
-                        slots.push(base + (bit - 1) * 8);
+                        slots.push(base.wrapping_add((bit - 1) * 8));
                     }
                 }
-                base += 63 * 8;
+                base = base.wrapping_add(63 * 8);
             }
             for a in slots {
                 let Some(f) = file_of(a) else { continue };
