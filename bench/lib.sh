@@ -23,3 +23,30 @@ machine_facts() {
   CPU=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
   RAM=$(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)
 }
+
+# timeit_runs CMD... -> "median min" in seconds over $RUNS runs after one warm-up (a Python loop
+# around each process), $WORK/out emptied before every run; a non-zero exit fails the bench.
+timeit_runs() {
+  python3 - "$RUNS" "$WORK/out" "$@" <<'PY'
+import shutil, statistics, subprocess, sys, time
+runs, out, cmd = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+times = []
+for i in range(runs + 1):
+    shutil.rmtree(out, ignore_errors=True)
+    t = time.perf_counter()
+    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    d = time.perf_counter() - t
+    if r.returncode != 0:
+        sys.exit(f"{cmd}: exit {r.returncode}")
+    if i:
+        times.append(d)
+print("%.3f %.3f" % (statistics.median(times), min(times)))
+PY
+}
+
+# peak_rss CMD... -> peak RSS in MiB of one run (/usr/bin/time), $WORK/out emptied first.
+peak_rss() {
+  rm -rf "$WORK/out"
+  /usr/bin/time -f %M -o "$WORK/rss" "$@" > /dev/null 2>&1
+  awk '{ printf "%.0f", $1 / 1024 }' "$WORK/rss"
+}

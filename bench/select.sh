@@ -44,33 +44,11 @@ PICK=$("$CUDIST" select --print-requirement --package cupy --host "$WORK/h100.js
 PIP=(python3 -m pip download -q --disable-pip-version-check --no-deps --no-index \
   --find-links "$WORK/house" -d "$WORK/out" "$PICK")
 
-timeit() {
-  python3 - "$RUNS" "$WORK/out" "$@" <<'PY'
-import shutil, statistics, subprocess, sys, time
-runs, out, cmd = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
-times = []
-for i in range(runs + 1):
-    shutil.rmtree(out, ignore_errors=True)
-    t = time.perf_counter()
-    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    d = time.perf_counter() - t
-    if r.returncode != 0:
-        sys.exit(f"{cmd}: exit {r.returncode}")
-    if i:
-        times.append(d)
-print("%.3f %.3f" % (statistics.median(times), min(times)))
-PY
-}
-rss() {
-  rm -rf "$WORK/out"
-  /usr/bin/time -f %M -o "$WORK/rss" "$@" > /dev/null 2>&1
-  awk '{ printf "%.0f", $1 / 1024 }' "$WORK/rss"
-}
 log "timing select and pip download ($RUNS runs each)"
-read -r S_MED S_MIN < <(timeit "${SELECT[@]}")
-read -r P_MED P_MIN < <(timeit "${PIP[@]}")
-S_RSS=$(rss "${SELECT[@]}")
-P_RSS=$(rss "${PIP[@]}")
+read -r S_MED S_MIN < <(timeit_runs "${SELECT[@]}")
+read -r P_MED P_MIN < <(timeit_runs "${PIP[@]}")
+S_RSS=$(peak_rss "${SELECT[@]}")
+P_RSS=$(peak_rss "${PIP[@]}")
 ALL=$(du -L -b "$WORK/house"/*.whl | awk '{ s += $1 } END { print s }')
 ONE=$(python3 -c "import glob,os,sys; n=sys.argv[1].split('==')[0].replace('-','_'); print(sum(os.path.getsize(p) for p in glob.glob(sys.argv[2]+'/'+n+'-*.whl')))" "$PICK" "$WORK/house")
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }

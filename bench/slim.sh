@@ -40,44 +40,20 @@ use_cudist
 machine_facts
 TIMER="Python loop (time.perf_counter around each process)"
 
-# timeit NAME CMD... -> "median min" in seconds; the output directory is emptied before every run.
-timeit() {
-  local name=$1; shift
-  python3 - "$RUNS" "$WORK/out" "$@" <<'EOF'
-import shutil, statistics, subprocess, sys, time
-runs, out, cmd = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
-times = []
-for i in range(runs + 1):
-    shutil.rmtree(out, ignore_errors=True)
-    t = time.perf_counter()
-    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    d = time.perf_counter() - t
-    if r.returncode != 0:
-        sys.exit(f"{cmd}: exit {r.returncode}")
-    if i:
-        times.append(d)
-print("%.3f %.3f" % (statistics.median(times), min(times)))
-EOF
-}
-rss() {  # rss CMD... -> peak RSS in MiB
-  rm -rf "$WORK/out"
-  /usr/bin/time -f %M -o "$WORK/rss" "$@" > /dev/null 2>&1
-  awk '{ printf "%.0f", $1 / 1024 }' "$WORK/rss"
-}
-
+# timeit_runs and peak_rss: bench/lib.sh.
 SLIM=("$CUDIST" slim -q "$WHEEL" --gpu 90 -w "$WORK/out")
 SLIM_KL=("$CUDIST" slim -q "$WHEEL" --gpu 90 --keep-layout -w "$WORK/out")
 UNZIP=(unzip -tq "$WHEEL")
 REPAIR=("$CUDIST" repair -q "$WHEEL" -w "$WORK/out")
 log "timing slim, unzip -t, repair ($RUNS runs each)"
-read -r SLIM_MED SLIM_MIN < <(timeit slim "${SLIM[@]}")
-read -r KL_MED KL_MIN < <(timeit slim-keep-layout "${SLIM_KL[@]}")
-read -r UNZIP_MED UNZIP_MIN < <(timeit unzip "${UNZIP[@]}")
-read -r REPAIR_MED REPAIR_MIN < <(timeit repair "${REPAIR[@]}")
-SLIM_RSS=$(rss "${SLIM[@]}")
-KL_RSS=$(rss "${SLIM_KL[@]}")
-UNZIP_RSS=$(rss "${UNZIP[@]}")
-REPAIR_RSS=$(rss "${REPAIR[@]}")
+read -r SLIM_MED SLIM_MIN < <(timeit_runs "${SLIM[@]}")
+read -r KL_MED KL_MIN < <(timeit_runs "${SLIM_KL[@]}")
+read -r UNZIP_MED UNZIP_MIN < <(timeit_runs "${UNZIP[@]}")
+read -r REPAIR_MED REPAIR_MIN < <(timeit_runs "${REPAIR[@]}")
+SLIM_RSS=$(peak_rss "${SLIM[@]}")
+KL_RSS=$(peak_rss "${SLIM_KL[@]}")
+UNZIP_RSS=$(peak_rss "${UNZIP[@]}")
+REPAIR_RSS=$(peak_rss "${REPAIR[@]}")
 rm -rf "$WORK/out" "$WORK/out-kl"
 "${SLIM_KL[@]}"
 mv "$WORK/out" "$WORK/out-kl"
