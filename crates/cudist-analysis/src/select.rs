@@ -110,8 +110,8 @@ fn name_part(part: &str) -> Option<NamePart<'_>> {
 /// The family a distribution belongs to: its name without the parts that name a build
 /// (`cupy-cuda12x` → `cupy`, `nvidia-cublas-cu12` → `nvidia-cublas`).
 pub fn family(distribution: &str) -> String {
-    let name = distribution.to_ascii_lowercase().replace('_', "-");
-    name.split('-')
+    cudist_wheel::installed::normalise(distribution)
+        .split('-')
         .filter(|p| name_part(p).is_none())
         .collect::<Vec<_>>()
         .join("-")
@@ -170,8 +170,7 @@ fn declared_build(
             return label("rocm", Some(v.to_string()), format!("local version +{l}"));
         }
     }
-    let name = distribution.to_ascii_lowercase().replace('_', "-");
-    for part in name.split('-') {
+    for part in cudist_wheel::installed::normalise(distribution).split('-') {
         match name_part(part) {
             Some(NamePart::Cuda(m)) => {
                 return label("cuda", Some(m.to_string()), format!("name {distribution}"))
@@ -337,9 +336,7 @@ pub fn rejected_by_name(file: &str, host: &Host, catalog: &Catalog) -> Vec<Strin
         .filter(|d| d.len() >= 2 && d.bytes().all(|b| b.is_ascii_digit()))
         .map(|d| d[..d.len() - 1].to_string())
         .or_else(|| {
-            n.distribution
-                .to_ascii_lowercase()
-                .replace('_', "-")
+            cudist_wheel::installed::normalise(&n.distribution)
                 .split('-')
                 .find_map(|p| match name_part(p) {
                     Some(NamePart::Cuda(m)) => Some(m.to_string()),

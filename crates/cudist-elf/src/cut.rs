@@ -576,35 +576,6 @@ fn verify(
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn refuses_what_it_does_not_handle() {
-        assert!(cut_section_tail(b"not elf at all, really not", ".x", 0).is_err());
-        let mut elf32 = vec![0u8; 64];
-        elf32[..4].copy_from_slice(&crate::ELF_MAGIC);
-        elf32[4] = 1;
-        elf32[5] = 1;
-        assert!(matches!(
-            cut_section_tail(&elf32, ".nv_fatbin", 0),
-            Ok(Cut::Kept(_))
-        ));
-    }
-}
-
-/// What [`retarget`] changed.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Retargeted {
-    /// Relocation addends rewritten (`R_*_RELATIVE` in RELA tables).
-    pub relocations: usize,
-    /// Pointers rewritten in the file's bytes (the values relocations or RELR apply to).
-    pub in_place: usize,
-    /// `.symtab` symbols moved.
-    pub symbols: usize,
-}
-
 const SHT_SYMTAB: u32 = 2;
 const SHT_RELA: u32 = 4;
 const SHT_DYNSYM: u32 = 11;
@@ -624,7 +595,7 @@ pub fn retarget(
     data: &mut [u8],
     name: &str,
     moves: &std::collections::BTreeMap<u64, (u64, u64)>,
-) -> Result<Result<Retargeted, String>, PatchError> {
+) -> Result<Result<(), String>, PatchError> {
     let Headers {
         ph,
         sh,
@@ -654,7 +625,6 @@ pub fn retarget(
     };
     let mut writes: Vec<(usize, u64)> = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
-    let mut done = Retargeted::default();
     // Every pointer found: where it is (file offset of the 8 bytes), what it points at.
     let mut point = |at: Option<usize>, target: u64, writes: &mut Vec<(usize, u64)>| {
         let Some(&(new, _)) = moves.get(&target) else {
@@ -701,11 +671,7 @@ pub fn retarget(
             // The value in place, where the linker also wrote it.
             let slot = file_of(offset).filter(|&f| u64_at(data, f).ok() == Some(addend));
             match point(slot, addend, &mut writes) {
-                Ok(new) => {
-                    writes.push((at + 16, new));
-                    done.relocations += 1;
-                    done.in_place += slot.is_some() as usize;
-                }
+                Ok(new) => writes.push((at + 16, new)),
                 Err(why) => return Ok(Err(why)),
             }
         }
@@ -731,9 +697,8 @@ pub fn retarget(
                 let Some(f) = file_of(a) else { continue };
                 let v = u64_at(data, f)?;
                 if inside(v) {
-                    match point(Some(f), v, &mut writes) {
-                        Ok(_) => done.in_place += 1,
-                        Err(why) => return Ok(Err(why)),
+                    if let Err(why) = point(Some(f), v, &mut writes) {
+                        return Ok(Err(why));
                     }
                 }
             }
@@ -760,7 +725,6 @@ pub fn retarget(
                     if old_size != 0 {
                         writes.push((at + 16, size));
                     }
-                    done.symbols += 1;
                 }
                 None => return Ok(Err(format!("a symbol points into {name} at {value:#x}"))),
             }
@@ -777,7 +741,7 @@ pub fn retarget(
     for (at, v) in writes {
         put64(data, at, v);
     }
-    Ok(Ok(done))
+    Ok(Ok(()))
 }
 
 /// Packs the pieces of section `name` (each `(offset in the section, length)`, in order, not
@@ -849,4 +813,22 @@ pub fn pack_section(
         }
     }
     Ok(Ok(end))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_what_it_does_not_handle() {
+        assert!(cut_section_tail(b"not elf at all, really not", ".x", 0).is_err());
+        let mut elf32 = vec![0u8; 64];
+        elf32[..4].copy_from_slice(&crate::ELF_MAGIC);
+        elf32[4] = 1;
+        elf32[5] = 1;
+        assert!(matches!(
+            cut_section_tail(&elf32, ".nv_fatbin", 0),
+            Ok(Cut::Kept(_))
+        ));
+    }
 }

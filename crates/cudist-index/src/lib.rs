@@ -321,7 +321,7 @@ pub fn project_files(
     project: &str,
     limits: Limits,
 ) -> Result<Vec<IndexFile>, IndexError> {
-    let name = normalise(project);
+    let name = cudist_wheel::installed::normalise(project);
     let url = format!("{}/{name}/", index.trim_end_matches('/'));
     let body = get(
         &url,
@@ -390,21 +390,6 @@ fn html_unescape(s: &str) -> String {
     s.replace("&amp;", "&")
         .replace("&#x27;", "'")
         .replace("&quot;", "\"")
-}
-
-/// PEP 503's normalised project name.
-pub fn normalise(name: &str) -> String {
-    let mut out = String::new();
-    for c in name.chars() {
-        if matches!(c, '-' | '_' | '.') {
-            if !out.ends_with('-') {
-                out.push('-');
-            }
-        } else {
-            out.push(c.to_ascii_lowercase());
-        }
-    }
-    out
 }
 
 /// A link's absolute URL, from the page it is on.
@@ -529,12 +514,6 @@ mod tests {
         assert_eq!(f[0].url, "http://h:1/f/demo-1.0-py3-none-any.whl");
         assert_eq!(f[0].sha256.as_deref(), Some("cd34"));
         assert!(parse_page("http://h/simple/x/", b"just words").is_err());
-    }
-
-    #[test]
-    fn names_normalise_as_pep_503_says() {
-        assert_eq!(normalise("Cupy_CUDA12x"), "cupy-cuda12x");
-        assert_eq!(normalise("a.-_b"), "a-b");
     }
 
     #[test]

@@ -287,7 +287,7 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
     let requirement = best.map(|j| {
         format!(
             "{}=={}",
-            j.distribution.to_ascii_lowercase().replace('_', "-"),
+            cudist_wheel::installed::normalise(&j.distribution),
             j.version
         )
     });
