@@ -447,7 +447,7 @@ fn parse_generic<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfF
         }
     }
     if out.machine == elf::EM_X86_64 {
-        out.x86_isa_needed = x86_isa_needed::<E>(&table, endian, data, header.is_type_64());
+        out.x86_isa_needed = x86_isa_needed::<E>(header, &table, endian, data);
     }
 
     // Dynamic symbols with versions.
@@ -485,23 +485,37 @@ fn parse_generic<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfF
 }
 
 /// `GNU_PROPERTY_X86_ISA_1_NEEDED` from the `NT_GNU_PROPERTY_TYPE_0` notes: the ISA levels the
-/// code needs (what `-march=x86-64-v3` records). Hand-written: object's note reader stops at the
-/// note; the property array inside it is GNU's format (type, size, data padded to the word).
+/// code needs (what `-march=x86-64-v3` records). The notes come from the section table, or, for a
+/// file read without one, from its `PT_NOTE` segments, as ld.so reads them. Hand-written: object's
+/// note reader stops at the note; the property array inside it is GNU's format (type, size, data
+/// padded to the word).
 fn x86_isa_needed<'d, E: FileHeader<Endian = Endianness>>(
+    header: &'d E,
     table: &object::read::elf::SectionTable<'d, E, &'d [u8]>,
     endian: Endianness,
     data: &'d [u8],
-    is64: bool,
 ) -> Option<u32> {
     const GNU_PROPERTY_X86_ISA_1_NEEDED: u32 = 0xc000_8002;
-    let align = if is64 { 8 } else { 4 };
-    for s in table.iter() {
-        if s.sh_type(endian) != elf::SHT_NOTE {
-            continue;
+    let align = if header.is_type_64() { 8 } else { 4 };
+    let mut all = Vec::new();
+    if table.is_empty() {
+        for p in header.program_headers(endian, data).ok()? {
+            if p.p_type(endian) == elf::PT_NOTE {
+                if let Ok(Some(n)) = p.notes(endian, data) {
+                    all.push(n);
+                }
+            }
         }
-        let Ok(Some(mut notes)) = s.notes(endian, data) else {
-            continue;
-        };
+    } else {
+        for s in table.iter() {
+            if s.sh_type(endian) == elf::SHT_NOTE {
+                if let Ok(Some(n)) = s.notes(endian, data) {
+                    all.push(n);
+                }
+            }
+        }
+    }
+    for mut notes in all {
         while let Ok(Some(note)) = notes.next() {
             if note.name() != b"GNU" || note.n_type(endian) != elf::NT_GNU_PROPERTY_TYPE_0 {
                 continue;
@@ -683,4 +697,92 @@ mod tests {
             let _ = defined_symbols_among(&d, &["main"]);
         }
     }
+}
+
+/// What the front of an ELF file says about the rest, for a reader that gets the file front to
+/// back and may stop early (a wheel member fetched by range requests, `cudist select`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Front {
+    /// 32 or 64.
+    pub class: u8,
+    pub machine: u16,
+    pub kind: ElfKind,
+    /// Where the bytes a loader maps end: the furthest `PT_LOAD` file extent. Device code the
+    /// CUDA runtime registers lies before it; debug information and the section table after.
+    pub loaded_end: u64,
+    /// Where the dynamic section (`PT_DYNAMIC`) ends, if the file has one: a prefix this long
+    /// holds NEEDED, SONAME and the search paths ([`parse_front`]).
+    pub dynamic_end: Option<u64>,
+}
+
+/// Reads [`Front`] from the first bytes of an ELF file: `Ok(None)` while `prefix` is too short to
+/// hold the file header and program headers.
+pub fn front(prefix: &[u8]) -> Result<Option<Front>> {
+    if !is_elf(prefix) {
+        return Err(ElfError::NotElf);
+    }
+    match prefix.get(4) {
+        None => Ok(None),
+        Some(&elf::ELFCLASS64) => front_generic::<elf::FileHeader64<Endianness>>(prefix),
+        Some(&elf::ELFCLASS32) => front_generic::<elf::FileHeader32<Endianness>>(prefix),
+        Some(other) => Err(ElfError::Invalid(format!("unknown ELF class {other}"))),
+    }
+}
+
+fn front_generic<E: FileHeader<Endian = Endianness>>(prefix: &[u8]) -> Result<Option<Front>> {
+    if prefix.len() < std::mem::size_of::<E>() {
+        return Ok(None);
+    }
+    let header = E::parse(prefix).map_err(malformed("file header"))?;
+    let endian = header.endian().map_err(malformed("endianness"))?;
+    let phoff: u64 = header.e_phoff(endian).into();
+    let table = (header.e_phnum(endian) as u64) * (header.e_phentsize(endian) as u64);
+    if phoff.saturating_add(table) > prefix.len() as u64 {
+        return Ok(None);
+    }
+    let phdrs = header
+        .program_headers(endian, prefix)
+        .map_err(malformed("program headers"))?;
+    let mut out = Front {
+        class: if header.is_type_64() { 64 } else { 32 },
+        machine: header.e_machine(endian),
+        kind: match header.e_type(endian) {
+            elf::ET_EXEC => ElfKind::Executable,
+            elf::ET_DYN => ElfKind::Shared,
+            elf::ET_REL => ElfKind::Relocatable,
+            _ => ElfKind::Other,
+        },
+        loaded_end: 0,
+        dynamic_end: None,
+    };
+    for p in phdrs {
+        let end = Into::<u64>::into(p.p_offset(endian))
+            .checked_add(p.p_filesz(endian).into())
+            .ok_or_else(|| ElfError::Invalid("a segment ends beyond 2^64".into()))?;
+        match p.p_type(endian) {
+            elf::PT_LOAD => out.loaded_end = out.loaded_end.max(end),
+            elf::PT_DYNAMIC => out.dynamic_end = Some(end),
+            _ => {}
+        }
+    }
+    Ok(Some(out))
+}
+
+/// Reads an ELF file from its front alone: `prefix` reaches at least [`Front::dynamic_end`], and
+/// the section table (past the loaded bytes) is not there, so it is read the way ld.so reads a
+/// file, through its program headers: NEEDED, SONAME and the search paths, no sections. The
+/// section-table fields of `prefix`'s file header are cleared for that.
+pub fn parse_front(prefix: &mut [u8]) -> Result<ElfFile> {
+    // e_shoff, e_shentsize, e_shnum, e_shstrndx by class.
+    let (shoff, shoff_len, rest) = match prefix.get(4) {
+        Some(&elf::ELFCLASS64) => (0x28, 8, 0x3A),
+        Some(&elf::ELFCLASS32) => (0x20, 4, 0x2E),
+        _ => return ElfFile::parse(prefix),
+    };
+    if prefix.len() < rest + 6 {
+        return Err(ElfError::Invalid("the file header is cut short".into()));
+    }
+    prefix[shoff..shoff + shoff_len].fill(0);
+    prefix[rest..rest + 6].fill(0);
+    ElfFile::parse(prefix)
 }

@@ -12,7 +12,10 @@
 //!
 //! [`parse_section`] walks a section and returns [`Entry`] values (never panics on hostile input);
 //! [`Entry::decompress`] returns the payload; [`cuobjdump_listing`] prints the listing in the same
-//! form as `cuobjdump --list-elf --list-ptx`.
+//! form as `cuobjdump --list-elf --list-ptx`. [`stream::StreamScan`] finds entries in a file read
+//! front to back, keeping only their headers.
+
+pub mod stream;
 
 use std::fmt;
 
@@ -303,13 +306,13 @@ impl Entry {
     }
 }
 
-fn u16_at(d: &[u8], o: usize) -> u16 {
+pub(crate) fn u16_at(d: &[u8], o: usize) -> u16 {
     u16::from_le_bytes([d[o], d[o + 1]])
 }
-fn u32_at(d: &[u8], o: usize) -> u32 {
+pub(crate) fn u32_at(d: &[u8], o: usize) -> u32 {
     u32::from_le_bytes(d[o..o + 4].try_into().unwrap())
 }
-fn u64_at(d: &[u8], o: usize) -> u64 {
+pub(crate) fn u64_at(d: &[u8], o: usize) -> u64 {
     u64::from_le_bytes(d[o..o + 8].try_into().unwrap())
 }
 
@@ -491,85 +494,106 @@ fn parse_entries(
                 have,
             });
         }
-        let compressed_size = u32_at(data, off + 0x10) as u64;
-        let options_off = u32_at(data, off + 0x14) as usize;
-        let version_minor = u16_at(data, off + 0x18);
-        let version_major = u16_at(data, off + 0x1A);
-        let sm = u32_at(data, off + 0x1C);
-        let ident_off = u32_at(data, off + 0x20) as usize;
-        let ident_len = u32_at(data, off + 0x24) as usize;
-        let flags = u64_at(data, off + 0x28);
-        let uncompressed = u64_at(data, off + 0x38);
-        let codec = if flags & flags::ANY_COMPRESSION == 0 {
-            Codec::None
-        } else if flags & flags::COMPRESSED_ZSTD != 0 {
-            Codec::Zstd
-        } else if flags & flags::COMPRESSED_LZ4 != 0 {
-            Codec::Lz4
-        } else {
-            Codec::Unknown
-        };
-        if codec == Codec::Unknown {
-            // Nothing can list such an entry (cuobjdump must inflate cubins to name them).
-            return Err(FatbinError::UnknownCodec { offset: off, flags });
-        }
-        if codec != Codec::None {
-            if compressed_size > payload_size {
-                return Err(bad(format!(
-                    "compressed size {compressed_size} exceeds the payload size {payload_size}"
-                )));
-            }
-            if uncompressed > MAX_UNCOMPRESSED {
-                return Err(bad(format!(
-                    "uncompressed size {uncompressed} is beyond any real device image"
-                )));
-            }
-        }
-        let header = &data[off..off + header_size as usize];
-        let kind = EntryKind::from_raw(raw_kind);
-        let suffix = arch_suffix(kind, flags);
-        let images = if kind == EntryKind::Concat {
-            concat_table(header, options_off, uncompressed.max(payload_size))
-                .map_err(|p| bad(format!("concatenated entry: {p}")))?
-        } else {
-            Vec::new()
-        };
-        let options = if kind == EntryKind::Concat || flags & flags::COMPAT_RECORD != 0 {
-            None // binary records, not option strings
-        } else {
-            options_record(header, options_off).filter(|s| s.chars().all(|c| !c.is_control()))
-        };
-        out.push(Entry {
+        out.push(entry_from_header(
+            &data[off..off + header_size as usize],
+            off,
             section,
             container,
-            offset: off,
-            kind,
-            raw_kind,
-            header_size,
-            sm,
-            suffix,
-            version_major,
-            version_minor,
-            flags,
-            codec,
-            payload_size,
-            compressed_size: if codec == Codec::None {
-                0
-            } else {
-                compressed_size
-            },
-            uncompressed_size: if codec == Codec::None {
-                payload_size
-            } else {
-                uncompressed
-            },
-            identifier: header_string(header, ident_off, Some(ident_len)),
-            options,
-            images,
-        });
+        )?);
         off += total as usize;
     }
     Ok(())
+}
+
+/// One entry from its header bytes (`header_size` of them; the payload is not needed), at `off`.
+pub(crate) fn entry_from_header(
+    header: &[u8],
+    off: usize,
+    section: SectionKind,
+    container: usize,
+) -> Result<Entry, FatbinError> {
+    let bad = |problem: String| FatbinError::BadEntry {
+        offset: off,
+        problem,
+    };
+    let raw_kind = u16_at(header, 0);
+    let header_size = u32_at(header, 4);
+    let payload_size = u64_at(header, 8);
+    let compressed_size = u32_at(header, 0x10) as u64;
+    let options_off = u32_at(header, 0x14) as usize;
+    let version_minor = u16_at(header, 0x18);
+    let version_major = u16_at(header, 0x1A);
+    let sm = u32_at(header, 0x1C);
+    let ident_off = u32_at(header, 0x20) as usize;
+    let ident_len = u32_at(header, 0x24) as usize;
+    let flags = u64_at(header, 0x28);
+    let uncompressed = u64_at(header, 0x38);
+    let codec = if flags & flags::ANY_COMPRESSION == 0 {
+        Codec::None
+    } else if flags & flags::COMPRESSED_ZSTD != 0 {
+        Codec::Zstd
+    } else if flags & flags::COMPRESSED_LZ4 != 0 {
+        Codec::Lz4
+    } else {
+        Codec::Unknown
+    };
+    if codec == Codec::Unknown {
+        // Nothing can list such an entry (cuobjdump must inflate cubins to name them).
+        return Err(FatbinError::UnknownCodec { offset: off, flags });
+    }
+    if codec != Codec::None {
+        if compressed_size > payload_size {
+            return Err(bad(format!(
+                "compressed size {compressed_size} exceeds the payload size {payload_size}"
+            )));
+        }
+        if uncompressed > MAX_UNCOMPRESSED {
+            return Err(bad(format!(
+                "uncompressed size {uncompressed} is beyond any real device image"
+            )));
+        }
+    }
+    let kind = EntryKind::from_raw(raw_kind);
+    let suffix = arch_suffix(kind, flags);
+    let images = if kind == EntryKind::Concat {
+        concat_table(header, options_off, uncompressed.max(payload_size))
+            .map_err(|p| bad(format!("concatenated entry: {p}")))?
+    } else {
+        Vec::new()
+    };
+    let options = if kind == EntryKind::Concat || flags & flags::COMPAT_RECORD != 0 {
+        None // binary records, not option strings
+    } else {
+        options_record(header, options_off).filter(|s| s.chars().all(|c| !c.is_control()))
+    };
+    Ok(Entry {
+        section,
+        container,
+        offset: off,
+        kind,
+        raw_kind,
+        header_size,
+        sm,
+        suffix,
+        version_major,
+        version_minor,
+        flags,
+        codec,
+        payload_size,
+        compressed_size: if codec == Codec::None {
+            0
+        } else {
+            compressed_size
+        },
+        uncompressed_size: if codec == Codec::None {
+            payload_size
+        } else {
+            uncompressed
+        },
+        identifier: header_string(header, ident_off, Some(ident_len)),
+        options,
+        images,
+    })
 }
 
 /// The `a`/`f` suffix of an entry, by the rules cuobjdump follows (`docs/fatbin.md`): PTX carries
@@ -713,6 +737,19 @@ pub fn cuobjdump_listing<'a>(
 
 /// Entry point for fuzzing and robustness tests: parse, then decompress every entry. Never panics.
 pub fn fuzz_one(data: &[u8]) {
+    // The stream scan, fed in uneven pieces, never panics, and finds the same entries whatever
+    // the pieces.
+    let scan = |piece: usize| {
+        let mut s = stream::StreamScan::new(SectionKind::NvFatbin, data.len() as u64);
+        for chunk in data.chunks(piece) {
+            s.feed(chunk);
+        }
+        s.entries()
+            .iter()
+            .map(|e| (e.offset, e.sm, e.section))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(scan(1), scan(4096));
     for section in [SectionKind::NvFatbin, SectionKind::RelFatbin] {
         if let Ok(entries) = parse_section(data, section) {
             for e in &entries {

@@ -57,6 +57,9 @@ pub enum IndexError {
         /// What is wrong.
         message: String,
     },
+    /// A server that answered a range request with the whole file.
+    #[error("{0}: the server does not answer range requests")]
+    NoRanges(String),
     /// A fetched file whose sha256 is not the index's.
     #[error("{url}: sha256 {got}, the index says {want}")]
     Hash {
@@ -117,15 +120,42 @@ pub fn transfer(
     limit: u64,
     sink: &mut dyn Write,
 ) -> Result<u64, IndexError> {
-    let n = if let Some(rest) = url.strip_prefix("http://") {
-        http_get(url, rest, accept, limit, sink)?
+    request(url, accept, None, limit, sink).map(|(n, _)| n)
+}
+
+/// One GET, with an optional `Range` header: the body's length and the answer's `Content-Range`
+/// (for a range request, which must be answered 206).
+fn request(
+    url: &str,
+    accept: Option<&str>,
+    range: Option<&str>,
+    limit: u64,
+    sink: &mut dyn Write,
+) -> Result<(u64, Option<String>), IndexError> {
+    let (n, content_range) = if let Some(rest) = url.strip_prefix("http://") {
+        http_get(url, rest, accept, range, limit, sink)?
     } else if url.starts_with("https://") {
-        curl_get(url, accept, limit, sink)?
+        curl_get(url, accept, range, limit, sink)?
     } else {
         return Err(IndexError::Scheme(url.to_string()));
     };
     RECEIVED.fetch_add(n, Ordering::Relaxed);
-    Ok(n)
+    Ok((n, content_range))
+}
+
+/// Checks an answer's status: 2xx, and 206 to a range request (a server that answers a range
+/// request with the whole file does not serve ranges).
+fn check_status(url: &str, status: u16, range: Option<&str>) -> Result<(), IndexError> {
+    if !(200..300).contains(&status) {
+        return Err(IndexError::Status {
+            url: url.to_string(),
+            status,
+        });
+    }
+    if range.is_some() && status != 206 {
+        return Err(IndexError::NoRanges(url.to_string()));
+    }
+    Ok(())
 }
 
 /// Copies at most `limit` bytes from `from` to `to`; more is an error.
@@ -154,9 +184,10 @@ fn http_get(
     url: &str,
     rest: &str,
     accept: Option<&str>,
+    range: Option<&str>,
     limit: u64,
     sink: &mut dyn Write,
-) -> Result<u64, IndexError> {
+) -> Result<(u64, Option<String>), IndexError> {
     let err = |message: String| IndexError::Transfer {
         url: url.to_string(),
         message,
@@ -178,6 +209,9 @@ fn http_get(
     );
     if let Some(a) = accept {
         req.push_str(&format!("Accept: {a}\r\n"));
+    }
+    if let Some(r) = range {
+        req.push_str(&format!("Range: bytes={r}\r\n"));
     }
     req.push_str("\r\n");
     stream
@@ -201,6 +235,7 @@ fn http_get(
         .ok_or_else(|| err(format!("not an HTTP answer: {:?}", status_line.trim())))?;
     let mut length = None;
     let mut chunked = false;
+    let mut content_range = None;
     for _ in 0..256 {
         let l = line(&mut r)?;
         let l = l.trim_end();
@@ -211,16 +246,12 @@ fn http_get(
             match k.trim().to_ascii_lowercase().as_str() {
                 "content-length" => length = v.trim().parse::<u64>().ok(),
                 "transfer-encoding" => chunked = v.to_ascii_lowercase().contains("chunked"),
+                "content-range" => content_range = Some(v.trim().to_string()),
                 _ => {}
             }
         }
     }
-    if !(200..300).contains(&status) {
-        return Err(IndexError::Status {
-            url: url.to_string(),
-            status,
-        });
-    }
+    check_status(url, status, range)?;
     if length.is_some_and(|n| n > limit) {
         return Err(IndexError::TooLarge {
             url: url.to_string(),
@@ -235,7 +266,7 @@ fn http_get(
                 length.unwrap_or(0)
             )));
         }
-        return Ok(n);
+        return Ok((n, content_range));
     }
     let mut total = 0u64;
     loop {
@@ -243,7 +274,7 @@ fn http_get(
         let n = u64::from_str_radix(size.trim().split(';').next().unwrap_or(""), 16)
             .map_err(|_| err(format!("bad chunk size {:?}", size.trim())))?;
         if n == 0 {
-            return Ok(total);
+            return Ok((total, content_range));
         }
         if total.saturating_add(n) > limit {
             return Err(IndexError::TooLarge {
@@ -261,45 +292,269 @@ fn http_get(
 }
 
 /// The system's curl for https: `--fail`, redirects followed, the size bounded, the body streamed.
+/// The headers come first on its output (`-D -`), one block per answer when redirected; the last
+/// block is the answer.
 fn curl_get(
     url: &str,
     accept: Option<&str>,
+    range: Option<&str>,
     limit: u64,
     sink: &mut dyn Write,
-) -> Result<u64, IndexError> {
+) -> Result<(u64, Option<String>), IndexError> {
+    let err = |message: String| IndexError::Transfer {
+        url: url.to_string(),
+        message,
+    };
     let mut cmd = std::process::Command::new("curl");
-    cmd.args(["-sS", "--fail", "-L", "--max-filesize"])
+    cmd.args(["-sS", "--fail", "-L", "-D", "-", "--max-filesize"])
         .arg(limit.to_string());
     if let Some(a) = accept {
         cmd.arg("-H").arg(format!("Accept: {a}"));
+    }
+    if let Some(r) = range {
+        cmd.arg("-r").arg(r);
     }
     let mut child = cmd
         .arg(url)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .map_err(|e| IndexError::Transfer {
-            url: url.to_string(),
-            message: format!("https is read through curl, which cannot be run here: {e}"),
+        .map_err(|e| {
+            err(format!(
+                "https is read through curl, which cannot be run here: {e}"
+            ))
         })?;
-    let mut out = child.stdout.take().expect("piped");
-    let copied = bounded_copy(url, &mut out, sink, limit);
+    let mut out = BufReader::new(child.stdout.take().expect("piped"));
+    let mut headers = || -> Result<(u16, Option<String>), IndexError> {
+        loop {
+            let mut status = None;
+            let mut content_range = None;
+            for i in 0..256 {
+                let mut l = String::new();
+                (&mut out)
+                    .take(16 << 10)
+                    .read_line(&mut l)
+                    .map_err(|e| err(e.to_string()))?;
+                if l.is_empty() {
+                    return Err(err("curl gave no answer".into()));
+                }
+                let l = l.trim_end();
+                if l.is_empty() {
+                    break;
+                }
+                if i == 0 {
+                    status = l
+                        .split_whitespace()
+                        .nth(1)
+                        .and_then(|s| s.parse::<u16>().ok());
+                } else if let Some((k, v)) = l.split_once(':') {
+                    if k.trim().eq_ignore_ascii_case("content-range") {
+                        content_range = Some(v.trim().to_string());
+                    }
+                }
+            }
+            let status = status.ok_or_else(|| err("curl printed no status line".into()))?;
+            // Interim answers and redirects curl followed: another block comes.
+            if (100..200).contains(&status) || (300..400).contains(&status) {
+                continue;
+            }
+            return Ok((status, content_range));
+        }
+    };
+    let copied = headers().and_then(|(status, content_range)| {
+        check_status(url, status, range)?;
+        bounded_copy(url, &mut out, sink, limit).map(|n| (n, content_range))
+    });
     drop(out);
     if copied.is_err() {
         let _ = child.kill();
     }
-    let done = child.wait_with_output().map_err(|e| IndexError::Transfer {
-        url: url.to_string(),
-        message: e.to_string(),
-    })?;
-    let n = copied?;
+    let done = child.wait_with_output().map_err(|e| err(e.to_string()))?;
+    let got = copied?;
     if !done.status.success() {
-        return Err(IndexError::Transfer {
-            url: url.to_string(),
-            message: String::from_utf8_lossy(&done.stderr).trim().to_string(),
-        });
+        return Err(err(String::from_utf8_lossy(&done.stderr)
+            .trim()
+            .to_string()));
     }
-    Ok(n)
+    Ok(got)
+}
+
+/// Bytes `start..start + len` of a URL, by a range request, and the file's whole length (from
+/// `Content-Range`). With `start` None, the last `len` bytes.
+pub fn get_range(
+    url: &str,
+    start: Option<u64>,
+    len: u64,
+) -> Result<(u64, Vec<u8>, u64), IndexError> {
+    let spec = match start {
+        Some(s) => format!("{s}-{}", s + len.max(1) - 1),
+        None => format!("-{}", len.max(1)),
+    };
+    let mut body = Vec::new();
+    let (n, content_range) = request(url, None, Some(&spec), len.max(1), &mut body)?;
+    let bad = |why: String| IndexError::Transfer {
+        url: url.to_string(),
+        message: format!("answer to the range {spec}: {why}"),
+    };
+    // `bytes 100-199/1000`
+    let cr = content_range.ok_or_else(|| bad("no Content-Range".into()))?;
+    let parse = || -> Option<(u64, u64, u64)> {
+        let rest = cr.strip_prefix("bytes ")?;
+        let (span, total) = rest.split_once('/')?;
+        let (a, b) = span.split_once('-')?;
+        Some((
+            a.trim().parse().ok()?,
+            b.trim().parse().ok()?,
+            total.trim().parse().ok()?,
+        ))
+    };
+    let (a, b, total) = parse().ok_or_else(|| bad(format!("Content-Range {cr:?}")))?;
+    if b < a || b - a + 1 != n || start.is_some_and(|s| s != a) || b >= total {
+        return Err(bad(format!("Content-Range {cr:?} for {n} bytes")));
+    }
+    Ok((a, body, total))
+}
+
+/// A file on an index read by HTTP range requests ([`get_range`]), for reading a wheel's central
+/// directory and the front of a few members without fetching it whole
+/// ([`cudist_wheel::Wheel::open_source`]). What was fetched is kept (up to
+/// [`RemoteFile::KEEP`]) and never asked for twice: a read that misses fetches only the gap up to
+/// the next kept bytes. Reads that follow one another ask for growing ranges (16 KiB up to
+/// [`RemoteFile::MAX_REQUEST`]), never past the member the reader said it is in
+/// ([`cudist_wheel::ReadAt::hint`]), so a reader that stops early has fetched little it did not
+/// use.
+pub struct RemoteFile {
+    url: String,
+    len: u64,
+    state: std::sync::Mutex<Blocks>,
+}
+
+#[derive(Default)]
+struct Blocks {
+    /// Disjoint fetched ranges by offset.
+    kept: std::collections::BTreeMap<u64, Vec<u8>>,
+    kept_bytes: u64,
+    /// Where the last request ended, and its size.
+    last_end: u64,
+    last_size: u64,
+    /// The span the reader said it reads in.
+    hint: Option<(u64, u64)>,
+    requests: u64,
+}
+
+impl RemoteFile {
+    /// The first request for the end of the file (where a zip's central directory ends).
+    pub const TAIL: u64 = 64 << 10;
+    /// The smallest request.
+    pub const MIN_REQUEST: u64 = 16 << 10;
+    /// The largest request a run of sequential reads grows to.
+    pub const MAX_REQUEST: u64 = 256 << 10;
+    /// A request past the span the reader expected to read.
+    pub const STEP: u64 = 16 << 10;
+    /// Fetched bytes kept; past it the oldest ranges (lowest offsets) are dropped.
+    pub const KEEP: u64 = 64 << 20;
+
+    /// Opens a remote file: one request for its last 64 KiB (where a zip's central directory
+    /// ends), which also gives its length.
+    pub fn open(url: &str) -> Result<RemoteFile, IndexError> {
+        let (at, tail, len) = get_range(url, None, Self::TAIL)?;
+        let mut blocks = Blocks {
+            requests: 1,
+            kept_bytes: tail.len() as u64,
+            ..Blocks::default()
+        };
+        blocks.kept.insert(at, tail);
+        Ok(RemoteFile {
+            url: url.to_string(),
+            len,
+            state: std::sync::Mutex::new(blocks),
+        })
+    }
+
+    /// The file's length.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the file is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Range requests made so far.
+    pub fn requests(&self) -> u64 {
+        self.state.lock().map(|s| s.requests).unwrap_or(0)
+    }
+}
+
+impl cudist_wheel::ReadAt for RemoteFile {
+    fn hint(&self, start: u64, end: u64) {
+        if let Ok(mut s) = self.state.lock() {
+            s.hint = Some((start, end));
+        }
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        if offset >= self.len || buf.is_empty() {
+            return Ok(0);
+        }
+        let mut s = self
+            .state
+            .lock()
+            .map_err(|_| std::io::Error::other("a reader panicked"))?;
+        let hit = s
+            .kept
+            .range(..=offset)
+            .next_back()
+            .filter(|(at, b)| offset < **at + b.len() as u64)
+            .map(|(at, _)| *at);
+        let at = match hit {
+            Some(at) => at,
+            None => {
+                // The gap up to the next kept range, the end of the file, and the member read.
+                let mut end = s
+                    .kept
+                    .range(offset + 1..)
+                    .next()
+                    .map_or(self.len, |(at, _)| *at);
+                // Inside the span the reader expects to read, sequential reads grow; past it
+                // (the reader went on beyond its guess) they stay small.
+                let expected = s.hint.filter(|(hs, he)| (*hs..*he).contains(&offset));
+                if let Some((_, he)) = expected {
+                    end = end.min(he);
+                }
+                let size = if expected.is_none() && s.hint.is_some() {
+                    Self::STEP
+                } else if offset == s.last_end {
+                    (s.last_size * 2).clamp(Self::MIN_REQUEST, Self::MAX_REQUEST)
+                } else {
+                    Self::MIN_REQUEST
+                }
+                .min(end - offset);
+                let (_, bytes, _) = get_range(&self.url, Some(offset), size)
+                    .map_err(|e| std::io::Error::other(e.to_string()))?;
+                s.requests += 1;
+                s.last_end = offset + size;
+                s.last_size = size;
+                s.kept_bytes += size;
+                s.kept.insert(offset, bytes);
+                while s.kept_bytes > Self::KEEP && s.kept.len() > 1 {
+                    let first = *s.kept.keys().next().expect("not empty");
+                    if first == offset {
+                        break;
+                    }
+                    let dropped = s.kept.remove(&first).map_or(0, |b| b.len() as u64);
+                    s.kept_bytes -= dropped;
+                }
+                offset
+            }
+        };
+        let bytes = &s.kept[&at];
+        let from = (offset - at) as usize;
+        let n = buf.len().min(bytes.len() - from);
+        buf[..n].copy_from_slice(&bytes[from..from + n]);
+        Ok(n)
+    }
 }
 
 /// One file of a project, as the index lists it.
@@ -416,19 +671,13 @@ fn join(page: &str, href: &str) -> String {
     format!("{base}{}", href.strip_prefix("./").unwrap_or(href))
 }
 
-/// Fetches a file into `cache` (`<cache>/<sha256 or url digest>/<filename>`), unless it is there;
-/// checks its sha256 when the index gave one. Returns its path and whether it was fetched now.
-pub fn fetch(
-    file: &IndexFile,
-    cache: &Path,
-    limits: Limits,
-) -> Result<(PathBuf, bool), IndexError> {
+/// Where a file is kept in `cache`: `<cache>/<sha256 or url digest>/<filename>`. Both parts come
+/// from the index: a hex digest and a plain file name, nothing that walks out of the cache.
+fn cache_path(file: &IndexFile, cache: &Path) -> Result<PathBuf, IndexError> {
     let key = file
         .sha256
         .clone()
         .unwrap_or_else(|| hex(&Sha256::digest(file.url.as_bytes())));
-    // Both come from the index: a hex digest and a plain file name, nothing that walks out of
-    // the cache.
     let plain = |n: &str| {
         !n.is_empty() && !n.starts_with('.') && !n.contains(['/', '\\', '\0']) && n.len() <= 255
     };
@@ -438,8 +687,23 @@ pub fn fetch(
             message: format!("{:?} is not a plain file name", file.filename),
         });
     }
-    let dir = cache.join(&key);
-    let path = dir.join(&file.filename);
+    Ok(cache.join(key).join(&file.filename))
+}
+
+/// The file's path in `cache` when it is there ([`fetch`] put it there).
+pub fn cached(file: &IndexFile, cache: &Path) -> Option<PathBuf> {
+    cache_path(file, cache).ok().filter(|p| p.is_file())
+}
+
+/// Fetches a file into `cache` (`<cache>/<sha256 or url digest>/<filename>`), unless it is there;
+/// checks its sha256 when the index gave one. Returns its path and whether it was fetched now.
+pub fn fetch(
+    file: &IndexFile,
+    cache: &Path,
+    limits: Limits,
+) -> Result<(PathBuf, bool), IndexError> {
+    let path = cache_path(file, cache)?;
+    let dir = path.parent().expect("joined").to_path_buf();
     if path.is_file() {
         return Ok((path, false));
     }
@@ -514,6 +778,117 @@ mod tests {
         assert_eq!(f[0].url, "http://h:1/f/demo-1.0-py3-none-any.whl");
         assert_eq!(f[0].sha256.as_deref(), Some("cd34"));
         assert!(parse_page("http://h/simple/x/", b"just words").is_err());
+    }
+
+    /// A one-file HTTP server on loopback for `requests` requests: with `ranges`, it answers
+    /// `Range: bytes=a-b` / `bytes=-n` with 206; without, the whole file with 200. Returns its
+    /// URL and the (start, end) of every range it sent.
+    fn one_file_server(
+        data: Vec<u8>,
+        ranges: bool,
+        requests: usize,
+    ) -> (String, std::thread::JoinHandle<Vec<(u64, u64)>>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/f.whl", listener.local_addr().unwrap());
+        let handle = std::thread::spawn(move || {
+            let mut sent = Vec::new();
+            for _ in 0..requests {
+                let (stream, _) = listener.accept().unwrap();
+                let mut r = BufReader::new(stream.try_clone().unwrap());
+                let mut range = None;
+                let mut request = String::new();
+                r.read_line(&mut request).unwrap();
+                if request.is_empty() {
+                    continue; // a connection that only unblocks the accept
+                }
+                loop {
+                    let mut l = String::new();
+                    r.read_line(&mut l).unwrap();
+                    if l.trim().is_empty() {
+                        break;
+                    }
+                    if let Some(v) = l.strip_prefix("Range: bytes=") {
+                        let (a, b) = v.trim().split_once('-').unwrap();
+                        let len = data.len() as u64;
+                        range = Some(if a.is_empty() {
+                            (len - b.parse::<u64>().unwrap(), len - 1)
+                        } else {
+                            (a.parse().unwrap(), b.parse::<u64>().unwrap().min(len - 1))
+                        });
+                    }
+                }
+                let mut w = stream;
+                match range.filter(|_| ranges) {
+                    Some((a, b)) => {
+                        write!(
+                            w,
+                            "HTTP/1.1 206 Partial Content\r\nContent-Length: {}\r\nContent-Range: bytes {a}-{b}/{}\r\n\r\n",
+                            b - a + 1,
+                            data.len()
+                        )
+                        .unwrap();
+                        w.write_all(&data[a as usize..=b as usize]).unwrap();
+                        sent.push((a, b));
+                    }
+                    None => {
+                        // The client hangs up once it sees the status: errors are expected.
+                        let _ = write!(
+                            w,
+                            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n",
+                            data.len()
+                        );
+                        let _ = w.write_all(&data);
+                    }
+                }
+            }
+            sent
+        });
+        (url, handle)
+    }
+
+    #[test]
+    fn a_remote_file_reads_right_and_asks_for_no_byte_twice() {
+        use cudist_wheel::ReadAt;
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        // The tail on open, then gaps only: at most a handful of requests.
+        let (url, server) = one_file_server(data.clone(), true, 6);
+        let f = RemoteFile::open(&url).unwrap();
+        assert_eq!(f.len(), data.len() as u64);
+        let mut buf = vec![0u8; 40_000];
+        for at in [1000u64, 1000, 20_000, 299_000, 250_000] {
+            let mut got = Vec::new();
+            let want = (data.len() as u64 - at).min(buf.len() as u64) as usize;
+            while got.len() < want {
+                let n = f
+                    .read_at(&mut buf[..want - got.len()], at + got.len() as u64)
+                    .unwrap();
+                assert!(n > 0);
+                got.extend_from_slice(&buf[..n]);
+            }
+            assert_eq!(got, data[at as usize..at as usize + want]);
+        }
+        let requests = f.requests();
+        drop(f);
+        // Unblock the server's remaining accepts.
+        for _ in requests..6 {
+            let _ =
+                TcpStream::connect(url.trim_start_matches("http://").trim_end_matches("/f.whl"));
+        }
+        let mut sent = server.join().unwrap();
+        sent.sort();
+        for w in sent.windows(2) {
+            assert!(w[0].1 < w[1].0, "ranges overlap: {sent:?}");
+        }
+    }
+
+    #[test]
+    fn a_server_without_ranges_is_told_apart() {
+        let (url, server) = one_file_server(vec![7u8; 100_000], false, 1);
+        assert!(matches!(
+            RemoteFile::open(&url),
+            Err(IndexError::NoRanges(_))
+        ));
+        server.join().unwrap();
     }
 
     #[test]

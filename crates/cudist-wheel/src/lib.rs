@@ -74,12 +74,43 @@ pub enum WheelError {
 
 type Result<T> = std::result::Result<T, WheelError>;
 
-/// A file handle that reads with `pread`, so clones share one descriptor and never race on a
-/// cursor: each clone of the archive can be read on its own thread. Reads go through a read-ahead
-/// buffer (allocated on first use; a clone starts without one), since the zip reader asks for a
-/// few KiB at a time.
+/// Where a wheel's bytes come from: positional reads of a fixed-length source. A local file is
+/// one; a wheel on an index read by HTTP range requests (`cudist-index`) is another.
+pub trait ReadAt: Send + Sync {
+    /// Reads into `buf` from `offset`; the bytes read (0 only at the end).
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+
+    /// Says that the reads to come lie in `start..end` (a member's bytes), so a source that
+    /// fetches ahead need not fetch past it. The default ignores it.
+    fn hint(&self, _start: u64, _end: u64) {}
+
+    /// Fills `buf` from `offset`, or fails.
+    fn read_exact_at(&self, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
+        while !buf.is_empty() {
+            match self.read_at(buf, offset)? {
+                0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+                n => {
+                    buf = &mut buf[n..];
+                    offset += n as u64;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ReadAt for File {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        FileExt::read_at(self, buf, offset)
+    }
+}
+
+/// A source read with positional reads (`pread` for a file), so clones share one handle and never
+/// race on a cursor: each clone of the archive can be read on its own thread. Reads go through a
+/// read-ahead buffer (allocated on first use; a clone starts without one), since the zip reader
+/// asks for a few KiB at a time.
 struct SharedFile {
-    file: Arc<File>,
+    file: Arc<dyn ReadAt>,
     len: u64,
     pos: u64,
     buf: Vec<u8>,
@@ -90,9 +121,9 @@ struct SharedFile {
 const READ_AHEAD: usize = 256 * 1024;
 
 impl SharedFile {
-    fn new(file: File, len: u64) -> SharedFile {
+    fn new(file: Arc<dyn ReadAt>, len: u64) -> SharedFile {
         SharedFile {
-            file: Arc::new(file),
+            file,
             len,
             pos: 0,
             buf: Vec::new(),
@@ -216,6 +247,10 @@ pub struct Wheel {
     archive: ZipArchive<SharedFile>,
     members: Vec<Member>,
     file_size: u64,
+    /// Where each member's bytes lie (its local header up to the next member's, or the central
+    /// directory), by index.
+    spans: Vec<(u64, u64)>,
+    source: Arc<dyn ReadAt>,
 }
 
 impl Wheel {
@@ -227,11 +262,17 @@ impl Wheel {
             other => WheelError::Io(other.into_io()),
         })?;
         let len = file.metadata()?.len();
-        let reader = SharedFile::new(file, len);
+        Wheel::open_source(path, Arc::new(file), len)
+    }
+
+    /// Opens a wheel whose bytes come from `source` (`len` bytes long), named `path` (its file
+    /// name is what the `.dist-info` is checked against); the same checks as [`Wheel::open`].
+    pub fn open_source(path: &Path, source: Arc<dyn ReadAt>, len: u64) -> Result<Wheel> {
+        let reader = SharedFile::new(source.clone(), len);
         // The central directory as pip's reader walks it, by its size: every entry name, whatever
         // count the end record states.
         let walked = central_directory(&reader);
-        let mut archive = ZipArchive::new(reader).map_err(|e| match e {
+        let archive = ZipArchive::new(reader).map_err(|e| match e {
             zip::result::ZipError::InvalidArchive(ref m) if m.contains("uplicate") => {
                 match walked.as_ref().ok().and_then(|w| first_duplicate(w)) {
                     Some(name) => WheelError::Duplicate { name },
@@ -253,20 +294,24 @@ impl Wheel {
             });
         }
         let mut members = Vec::with_capacity(archive.len());
+        let mut starts = Vec::with_capacity(archive.len());
         let mut seen = std::collections::HashSet::new();
         let mut unpacked: u64 = 0;
-        for index in 0..archive.len() {
-            let f = archive.by_index_raw(index).map_err(WheelError::Zip)?;
-            let name = f.name().to_string();
+        // Each member as the walk read it (the same order as the zip crate's: duplicates were
+        // refused above), named as the zip crate decodes the name.
+        for (index, e) in walked.iter().enumerate() {
+            let name = archive
+                .name_for_index(index)
+                .unwrap_or(e.name.as_str())
+                .to_string();
             cudist_fs::member_name(&name).map_err(WheelError::UnsafeName)?;
-            if f.enclosed_name().is_none() {
-                return Err(WheelError::UnsafeName(cudist_fs::PathError::Escapes(name)));
-            }
-            unpacked = unpacked.saturating_add(f.size());
-            if f.is_symlink() {
+            starts.push(e.header.saturating_add(archive.offset()));
+            unpacked = unpacked.saturating_add(e.size);
+            let mode = e.unix_mode();
+            if mode.is_some_and(|m| m & 0o120000 == 0o120000) {
                 return Err(WheelError::Symlink { name });
             }
-            if f.encrypted() {
+            if e.flags & 1 != 0 {
                 return Err(WheelError::Encrypted { name });
             }
             if !seen.insert(name.clone()) {
@@ -274,11 +319,11 @@ impl Wheel {
             }
             members.push(Member {
                 index,
+                is_dir: name.ends_with('/'),
                 name,
-                size: f.size(),
-                compressed_size: f.compressed_size(),
-                is_dir: f.is_dir(),
-                mode: f.unix_mode(),
+                size: e.size,
+                compressed_size: e.compressed,
+                mode,
             });
         }
         let limit = cudist_fs::limits().unpacked;
@@ -288,11 +333,27 @@ impl Wheel {
                 limit,
             });
         }
+        let mut sorted = starts.clone();
+        sorted.sort_unstable();
+        sorted.push(
+            archive
+                .central_directory_start()
+                .max(sorted.last().copied().unwrap_or(0)),
+        );
+        let spans = starts
+            .iter()
+            .map(|&s| {
+                let i = sorted.partition_point(|&x| x <= s);
+                (s, sorted.get(i).copied().unwrap_or(len).max(s))
+            })
+            .collect();
         Ok(Wheel {
             path: path.to_path_buf(),
             archive,
             members,
             file_size: len,
+            spans,
+            source,
         })
     }
 
@@ -319,6 +380,8 @@ impl Wheel {
         f: impl FnOnce(&mut dyn Read) -> Result<T>,
     ) -> Result<T> {
         let m = &self.members[index];
+        let (start, end) = self.spans[index];
+        self.source.hint(start, end);
         let mut archive = self.archive.clone();
         let mut z = archive
             .by_index(index)
@@ -362,6 +425,49 @@ impl Wheel {
                 return Err(self.damaged(index, why));
             }
             Ok(out)
+        })
+    }
+
+    /// Says that only about the first `fraction` of member `index` will be read (a reader that
+    /// stops at an ELF file's loaded bytes), so a source that fetches ahead can stop near there:
+    /// the member's compressed bytes are assumed spread evenly, with a small margin. Reads past
+    /// that still work; they are fetched as they come.
+    pub fn expect_prefix(&self, index: usize, fraction: f64) {
+        let (start, end) = self.spans[index];
+        let span = (end - start) as f64;
+        let guess = start + (span * fraction.min(1.0)) as u64 + (8 << 10);
+        self.source.hint(start, guess.min(end));
+    }
+
+    /// Reads member `index` front to back, inflating as it goes, and hands `f` each piece (at most
+    /// 16 KiB) with its offset in the member, until `f` returns false or the member ends: for a
+    /// reader that needs only the front of a member. A member that ends before its declared size
+    /// is an error. Returns the bytes handed over.
+    pub fn stream_member(
+        &self,
+        index: usize,
+        mut f: impl FnMut(u64, &[u8]) -> bool,
+    ) -> Result<u64> {
+        let size = self.members[index].size;
+        self.with_member(index, |r| {
+            let mut buf = vec![0u8; 16 << 10];
+            let mut at = 0u64;
+            while at < size {
+                let want = buf.len().min((size - at) as usize);
+                let n = r
+                    .read(&mut buf[..want])
+                    .map_err(|e| self.damaged(index, e))?;
+                if n == 0 {
+                    let why = format!("ends after {at} of its declared {size} bytes");
+                    return Err(self.damaged(index, why));
+                }
+                let go_on = f(at, &buf[..n]);
+                at += n as u64;
+                if !go_on {
+                    break;
+                }
+            }
+            Ok(at)
         })
     }
 
@@ -498,9 +604,53 @@ pub(crate) fn describe_io(e: &dyn std::fmt::Display) -> String {
 }
 
 /// The first name that appears twice.
-fn first_duplicate(names: &[String]) -> Option<String> {
+fn first_duplicate(entries: &[CdEntry]) -> Option<String> {
     let mut seen = std::collections::HashSet::new();
-    names.iter().find(|n| !seen.insert(n.as_str())).cloned()
+    entries
+        .iter()
+        .find(|e| !seen.insert(e.name.as_str()))
+        .map(|e| e.name.clone())
+}
+
+/// One entry of the central directory as [`central_directory`] walks it: what a member's
+/// listing needs, read without touching its local header (which the zip crate reads for every
+/// member it lists: for a wheel fetched by range requests, a request per member).
+struct CdEntry {
+    name: String,
+    /// General-purpose flags (bit 0: encrypted).
+    flags: u16,
+    /// The system that made the entry (the high byte of "version made by": 0 DOS, 3 Unix).
+    system: u8,
+    compressed: u64,
+    size: u64,
+    /// Where its local header is.
+    header: u64,
+    external: u32,
+}
+
+impl CdEntry {
+    /// The Unix mode, by the zip crate's rules: Unix entries carry it in the high half of the
+    /// external attributes; DOS entries get one from the directory and read-only bits.
+    fn unix_mode(&self) -> Option<u32> {
+        if self.external == 0 {
+            return None;
+        }
+        match self.system {
+            3 => Some(self.external >> 16),
+            0 => {
+                let mut mode = if self.external & 0x10 != 0 {
+                    0o040775
+                } else {
+                    0o100664
+                };
+                if self.external & 0x01 != 0 {
+                    mode &= 0o0555;
+                }
+                Some(mode)
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The entry names of the central directory, walked as Python's `zipfile` (pip's reader) walks
@@ -510,7 +660,7 @@ fn first_duplicate(names: &[String]) -> Option<String> {
 ///
 /// Hand-written because no zip reader exposes the directory as walked: they index members by the
 /// stated count and by name.
-fn central_directory(file: &SharedFile) -> Result<Vec<String>> {
+fn central_directory(file: &SharedFile) -> Result<Vec<CdEntry>> {
     let bad = |m: String| WheelError::CentralDirectory(m);
     let len = file.len;
     let tail_len = len.min(65_557);
@@ -572,7 +722,36 @@ fn central_directory(file: &SharedFile) -> Result<Vec<String>> {
                 names.len() + 1
             )));
         }
-        names.push(String::from_utf8_lossy(&cd[pos + 46..pos + 46 + n]).into_owned());
+        let mut e = CdEntry {
+            name: String::from_utf8_lossy(&cd[pos + 46..pos + 46 + n]).into_owned(),
+            flags: u16_at(&cd, pos + 8) as u16,
+            system: cd[pos + 5],
+            compressed: u32_at(&cd, pos + 20),
+            size: u32_at(&cd, pos + 24),
+            header: u32_at(&cd, pos + 42),
+            external: u32_at(&cd, pos + 38) as u32,
+        };
+        // Zip64: the fields that overflow are 0xFFFFFFFF, their values in extra field 0x0001,
+        // in this order.
+        let mut extra = &cd[pos + 46 + n..pos + 46 + n + m];
+        while extra.len() >= 4 {
+            let (id, len) = (u16_at(extra, 0), u16_at(extra, 2) as usize);
+            let body = &extra[4..(4 + len).min(extra.len())];
+            if id == 1 {
+                let mut at = 0;
+                for field in [&mut e.size, &mut e.compressed, &mut e.header] {
+                    if *field == 0xFFFF_FFFF {
+                        if at + 8 > body.len() {
+                            return Err(bad(format!("entry {:?} lacks its zip64 sizes", e.name)));
+                        }
+                        *field = u64_at(body, at);
+                        at += 8;
+                    }
+                }
+            }
+            extra = &extra[(4 + len).min(extra.len())..];
+        }
+        names.push(e);
         pos = next;
     }
     if names.len() as u64 != count {
