@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # bench/select.sh — benchmark `cudist select` (issue 15) on the cupy family (cupy-cuda12x and
-# cupy-cuda13x 14.2.0, 197 MiB of wheels in one directory) against `pip download --no-deps` of the
-# build pip would be told to take, from the same directory (--no-index --find-links): what a user
-# runs either way to end with the right wheel. Both read local files (select has no index reader
-# yet), so the comparison is time; bytes read are the wheels' sizes for select (it reads every
-# candidate whole) and the chosen wheel's for pip.
+# cupy-cuda13x 14.2.0, 197 MiB of wheels) against `pip download --no-deps` of the build pip would be
+# told to take: what a user runs either way to end up knowing (or holding) the right wheel.
 #
-# Measures, in one run: wall time (1 warm-up + $RUNS runs, median and min) and peak RSS of
-# `cudist select --package cupy --host PROFILE DIR` (a profile: sm_90, driver 580) and of
-# `pip download --no-deps --no-index --find-links DIR -d OUT cupy-cuda13x==14.2.0`.
+# Two settings, measured in one run:
+# - a local directory (--no-index --find-links DIR for pip): select reads every candidate whole;
+# - a PEP 691 index on loopback (scripts/index-server.py, which logs every byte it sends): select
+#   reads the wheels by range requests (`--fetch front`), pip downloads the chosen wheel whole
+#   (`--index-url`, `--no-cache-dir`). Bytes are what the server sent, for one run of each.
+#
+# Measures wall time (1 warm-up + $RUNS runs, median and min) and peak RSS, for a profile with
+# an H100 on driver 580 (select picks cupy-cuda13x).
 # Usage: bench/select.sh [--append]
 # Environment: CUDIST_CACHE (default <repo>/.cache; the wheels are $CACHE/wheels/cupy_cuda1*,
 # downloaded pinned when missing), CUDIST_BIN (skip the build), RUNS (default 5).
@@ -44,11 +46,33 @@ PICK=$("$CUDIST" select --print-requirement --package cupy --host "$WORK/h100.js
 PIP=(python3 -m pip download -q --disable-pip-version-check --no-deps --no-index \
   --find-links "$WORK/house" -d "$WORK/out" "$PICK")
 
-log "timing select and pip download ($RUNS runs each)"
+log "timing select and pip download from a directory ($RUNS runs each)"
 read -r S_MED S_MIN < <(timeit_runs "${SELECT[@]}")
 read -r P_MED P_MIN < <(timeit_runs "${PIP[@]}")
 S_RSS=$(peak_rss "${SELECT[@]}")
 P_RSS=$(peak_rss "${PIP[@]}")
+
+log "serving the directory as an index on loopback"
+python3 "$REPO/scripts/index-server.py" "$WORK/served.log" main "$WORK/house" > "$WORK/port" &
+SERVER=$!
+trap 'kill $SERVER 2> /dev/null || true' EXIT
+for _ in $(seq 50); do [[ -s $WORK/port ]] && break; sleep 0.1; done
+INDEX=http://127.0.0.1:$(head -1 "$WORK/port")/main/simple
+ISELECT=("$CUDIST" select -q --index "$INDEX" --package cupy-cuda12x --package cupy-cuda13x
+  --host "$WORK/h100.json" --cache-dir "$WORK/select-cache")
+IPIP=(python3 -m pip download -q --disable-pip-version-check --no-deps --no-cache-dir
+  --index-url "$INDEX" -d "$WORK/out-index" "$PICK")
+sent() { : > "$WORK/served.log"; "$@" > /dev/null; rm -rf "$WORK/out-index"; awk '{ s += $2 } END { print s + 0 }' "$WORK/served.log"; }
+IPICK=$("$CUDIST" select --print-requirement --index "$INDEX" --package cupy-cuda12x \
+  --package cupy-cuda13x --host "$WORK/h100.json" --cache-dir "$WORK/select-cache")
+[[ $IPICK == "$PICK" ]] || { echo "select from the index picks $IPICK, from the directory $PICK" >&2; exit 1; }
+log "timing select and pip download from the index ($RUNS runs each)"
+read -r IS_MED IS_MIN < <(timeit_runs "${ISELECT[@]}")
+read -r IP_MED IP_MIN < <(timeit_runs "${IPIP[@]}")
+IS_RSS=$(peak_rss "${ISELECT[@]}")
+IP_RSS=$(peak_rss "${IPIP[@]}")
+IS_BYTES=$(sent "${ISELECT[@]}")
+IP_BYTES=$(sent "${IPIP[@]}")
 ALL=$(du -L -b "$WORK/house"/*.whl | awk '{ s += $1 } END { print s }')
 ONE=$(python3 -c "import glob,os,sys; n=sys.argv[1].split('==')[0].replace('-','_'); print(sum(os.path.getsize(p) for p in glob.glob(sys.argv[2]+'/'+n+'-*.whl')))" "$PICK" "$WORK/house")
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
@@ -67,9 +91,20 @@ an H100 on driver 580; select picks \`$PICK\`. Script: \`bench/select.sh\`.
 | \`cudist select --package cupy --host P DIR\` | ${S_MED} s | ${S_MIN} s | ${S_RSS} MiB | $(mib "$ALL") MiB (every candidate, whole) |
 | \`pip download --no-deps --no-index --find-links DIR $PICK\` | ${P_MED} s | ${P_MIN} s | ${P_RSS} MiB | $(mib "$ONE") MiB (the one wheel, copied) |
 
+From a PEP 691 index on loopback (\`scripts/index-server.py\`; bytes as the server counted them,
+pages included):
+
+| command | median | min | peak RSS | bytes sent by the index |
+|---|---|---|---|---|
+| \`cudist select --index URL --package cupy-cuda12x --package cupy-cuda13x --host P\` | ${IS_MED} s | ${IS_MIN} s | ${IS_RSS} MiB | $(mib "$IS_BYTES") MiB (by range requests) |
+| \`pip download --no-deps --no-cache-dir --index-url URL $PICK\` | ${IP_MED} s | ${IP_MIN} s | ${IP_RSS} MiB | $(mib "$IP_BYTES") MiB (the one wheel) |
+
 | ratio | value |
 |---|---|
-| select / pip download (medians) | $(ratio "$S_MED" "$P_MED") |
+| select / pip download, from a directory (medians) | $(ratio "$S_MED" "$P_MED") |
+| select / pip download, from the index (medians) | $(ratio "$IS_MED" "$IP_MED") |
+| bytes: select / pip download, from the index | $(ratio "$IS_BYTES" "$IP_BYTES") |
+| bytes: select / both wheels | $(ratio "$IS_BYTES" "$ALL") |
 MD
 )
 echo "$SECTION"

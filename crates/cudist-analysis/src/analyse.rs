@@ -247,6 +247,77 @@ pub fn analyse_elf(
     })
 }
 
+/// An ELF file of which only the front was read ([`crate::open::scan_wheel_front`]): what its
+/// dynamic section says when the read reached it (`elf`), the device code seen, its size. What
+/// needs the whole file (symbols, sections, static-linking evidence) is left empty.
+pub fn analyse_front(
+    path: &str,
+    size: u64,
+    front: &cudist_elf::Front,
+    elf: Option<&ElfFile>,
+    device_code: Vec<DeviceEntry>,
+    catalog: &Catalog,
+) -> Analysed {
+    let fat_bytes: u64 = device_code.iter().map(|d| d.stored_size).sum();
+    let abi = match elf {
+        Some(elf) => platform::elf_abi(path, elf),
+        None => ElfAbi::default(),
+    };
+    Analysed {
+        report: ElfReport {
+            path: path.to_string(),
+            size,
+            class: front.class,
+            machine: cudist_elf::machine_name(front.machine),
+            elf_type: front.kind,
+            soname: elf.and_then(|e| e.soname.clone()),
+            needed: elf
+                .map(|e| {
+                    e.needed
+                        .iter()
+                        .map(|n| classify_needed(n, catalog, None))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            rpath: elf
+                .map(|e| e.rpath.iter().map(|r| raw_entry(r)).collect())
+                .unwrap_or_default(),
+            runpath: elf
+                .map(|e| e.runpath.iter().map(|r| raw_entry(r)).collect())
+                .unwrap_or_default(),
+            static_cuda: Vec::new(),
+            symbol_versions: elf
+                .map(|e| {
+                    e.verneed
+                        .iter()
+                        .filter(|(file, _)| !platform::is_loader(file))
+                        .map(|(_, v)| v.clone())
+                        .collect::<BTreeSet<_>>()
+                        .into_iter()
+                        .collect()
+                })
+                .unwrap_or_default(),
+            blacklisted_imports: Vec::new(),
+            abi,
+            device_code,
+            sizes: ElfSizes {
+                host_code: 0,
+                device_code: fat_bytes,
+                other: size.saturating_sub(fat_bytes),
+            },
+            vendored: None,
+            tier: Default::default(),
+            tier_reason: None,
+            variant_cuda: None,
+        },
+        defined_markers: BTreeMap::new(),
+        strings_found: BTreeMap::new(),
+        hint: None,
+        own_library: None,
+        mentions: Vec::new(),
+    }
+}
+
 fn raw_entry(raw: &str) -> SearchPathEntry {
     SearchPathEntry {
         raw: raw.to_string(),

@@ -56,6 +56,20 @@ pub fn inspect_one(input: &Input, catalog: &Catalog) -> Result<Artifact, Error> 
     Ok(assemble(input, scanned, catalog))
 }
 
+/// Inspects a wheel from the front of its members only ([`crate::open::scan_wheel_front`]): for
+/// a wheel on an index read by range requests. `name` is its file name; `enough` says when the
+/// device code seen in a member answers the caller's question.
+pub fn inspect_front(
+    wheel: &cudist_wheel::Wheel,
+    name: &str,
+    enough: &dyn Fn(&[DeviceEntry]) -> bool,
+    catalog: &Catalog,
+) -> Result<(Artifact, crate::open::FrontRead), Error> {
+    let (scanned, read) = crate::open::scan_wheel_front(wheel, enough, catalog)?;
+    let input = Input::Wheel(PathBuf::from(name));
+    Ok((assemble(&input, scanned, catalog), read))
+}
+
 /// Folds per-file analyses into the artifact report.
 fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
     let Scanned {

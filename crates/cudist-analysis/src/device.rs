@@ -83,7 +83,7 @@ pub fn entries(
 
 /// Adds one fatbin entry to the report; a concatenated entry becomes one cubin row per image, each
 /// with its share of the stored bytes, as cuobjdump lists them.
-fn push_device_entries(e: &cudist_fatbin::Entry, out: &mut Vec<DeviceEntry>) {
+pub(crate) fn push_device_entries(e: &cudist_fatbin::Entry, out: &mut Vec<DeviceEntry>) {
     let row =
         |kind, arch: String, sm, version: String, share: f64, uncompressed, flags, concatenated| {
             DeviceEntry {

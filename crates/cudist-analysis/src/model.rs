@@ -422,7 +422,7 @@ pub struct StaticCuda {
     pub evidence: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 /// One fatbin entry: a cubin, PTX or LTO-IR for one architecture.
 pub struct DeviceEntry {
     /// which section it came from: device code that the runtime loads, or relocatable device code

@@ -404,6 +404,208 @@ fn scan_wheel(path: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
     })
 }
 
+/// How much of a wheel [`scan_wheel_front`] read.
+#[derive(Debug, Default, Clone, serde::Serialize, schemars::JsonSchema)]
+pub struct FrontRead {
+    /// ELF members read (members named like shared libraries: `x.so`, `libx.so.12`).
+    pub members_read: usize,
+    /// Members whose read stopped once the device code seen answered the question: what follows
+    /// in them (more containers, their dynamic section) was not read.
+    pub stopped_early: Vec<String>,
+    /// Members whose dynamic section was not reached: what they need is not known.
+    pub dynamic_unread: Vec<String>,
+    /// Bytes of members inflated.
+    pub inflated: u64,
+}
+
+/// The most of a member's front kept to read its dynamic section from.
+const FRONT_KEEP: u64 = 64 << 20;
+
+/// Whether a member's name is a shared library's (`x.so`, `x.cpython-311-x86_64-linux-gnu.so`,
+/// `libx.so.12.1`).
+fn shared_library_name(name: &str) -> bool {
+    let base = name.rsplit('/').next().unwrap_or(name);
+    match base.find(".so") {
+        Some(i) => {
+            let rest = &base[i + 3..];
+            rest.is_empty()
+                || (rest.starts_with('.')
+                    && rest[1..]
+                        .split('.')
+                        .all(|p| p.bytes().all(|b| b.is_ascii_digit())))
+        }
+        None => false,
+    }
+}
+
+/// Scans a wheel whose bytes are costly to get (fetched by range requests): its central
+/// directory and METADATA, then each member named like a shared library, front to back, only as
+/// far as needed: through its loaded bytes (its device code and dynamic section lie there, its
+/// debug information and section table after), or until `enough` says the device code seen so far
+/// answers the caller's question. NEEDED and the search paths come from the dynamic section when
+/// the read reached it ([`FrontRead::dynamic_unread`] lists where it did not). Python sources are
+/// not read.
+pub fn scan_wheel_front(
+    wheel: &Wheel,
+    enough: &dyn Fn(&[crate::model::DeviceEntry]) -> bool,
+    catalog: &cudist_catalog::Catalog,
+) -> Result<(Scanned, FrontRead)> {
+    use cudist_fatbin::stream::StreamScan;
+    let md = wheel.metadata()?;
+    let members = wheel.members();
+    let installed_size = members.iter().filter(|m| !m.is_dir).map(|m| m.size).sum();
+    let files: BTreeSet<String> = members
+        .iter()
+        .filter(|m| !m.is_dir)
+        .map(|m| install_path(&m.name))
+        .collect();
+    let mut read = FrontRead::default();
+    let mut elfs = Vec::new();
+    let mut problems = Vec::new();
+    for m in members
+        .iter()
+        .filter(|m| !m.is_dir && m.size >= 52 && shared_library_name(&m.name))
+    {
+        let path = install_path(&m.name);
+        let mut prefix: Vec<u8> = Vec::new();
+        let mut front: Option<cudist_elf::Front> = None;
+        let mut scan: Option<StreamScan> = None;
+        let mut seen = 0;
+        let mut stopped = false;
+        let mut bad: Option<String> = None;
+        let mut not_elf = false;
+        let device = |scan: &StreamScan| {
+            let mut out = Vec::new();
+            for e in scan.entries() {
+                crate::device::push_device_entries(e, &mut out);
+            }
+            out
+        };
+        let inflated = wheel.stream_member(m.index, |at, piece| {
+            let keep = front.map_or(FRONT_KEEP, |f| f.dynamic_end.unwrap_or(0).min(FRONT_KEEP));
+            if (prefix.len() as u64) < keep {
+                let room = (keep - prefix.len() as u64).min(piece.len() as u64) as usize;
+                prefix.extend_from_slice(&piece[..room]);
+            }
+            match (&front, &mut scan) {
+                (Some(_), Some(s)) => s.feed(piece),
+                _ => {
+                    if prefix.len() >= 4 && !cudist_elf::is_elf(&prefix) {
+                        not_elf = true;
+                        return false;
+                    }
+                    match cudist_elf::front(&prefix) {
+                        Ok(Some(f)) => {
+                            wheel.expect_prefix(m.index, f.loaded_end as f64 / m.size as f64);
+                            let mut s =
+                                StreamScan::new(cudist_fatbin::SectionKind::NvFatbin, f.loaded_end);
+                            s.feed(&prefix);
+                            front = Some(f);
+                            scan = Some(s);
+                        }
+                        Ok(None) if prefix.len() < 1 << 20 => return true,
+                        Ok(None) => {
+                            bad = Some("its program headers do not lie in its first MiB".into());
+                            return false;
+                        }
+                        Err(e) => {
+                            bad = Some(e.to_string());
+                            return false;
+                        }
+                    }
+                }
+            }
+            let (Some(f), Some(s)) = (&front, &scan) else {
+                return true;
+            };
+            if s.entries().len() != seen {
+                seen = s.entries().len();
+                if enough(&device(s)) {
+                    stopped = true;
+                    return false;
+                }
+            }
+            at + (piece.len() as u64) < f.loaded_end
+        });
+        let inflated = match inflated {
+            Ok(n) => n,
+            Err(e) => {
+                problems.push(input_error(m.name.clone(), &e));
+                continue;
+            }
+        };
+        read.inflated += inflated;
+        if not_elf {
+            continue;
+        }
+        let (Some(f), Some(s)) = (front, scan) else {
+            problems.push(InputError {
+                path: m.name.clone(),
+                error: bad.unwrap_or_else(|| "its ELF header is cut short".into()),
+                hint: None,
+            });
+            continue;
+        };
+        read.members_read += 1;
+        if stopped {
+            read.stopped_early.push(path.clone());
+        }
+        if let Some(p) = s.problem() {
+            problems.push(InputError {
+                path: m.name.clone(),
+                error: format!("its device code: {p}"),
+                hint: None,
+            });
+        }
+        let elf = match f.dynamic_end {
+            Some(end) if end <= prefix.len() as u64 => {
+                match cudist_elf::parse_front(&mut prefix[..end as usize]) {
+                    Ok(elf) => Some(elf),
+                    Err(e) => {
+                        problems.push(input_error(m.name.clone(), &e));
+                        continue;
+                    }
+                }
+            }
+            Some(_) => {
+                read.dynamic_unread.push(path.clone());
+                None
+            }
+            None => None,
+        };
+        elfs.push(crate::analyse::analyse_front(
+            &path,
+            m.size,
+            &f,
+            elf.as_ref(),
+            device(&s),
+            catalog,
+        ));
+    }
+    let wheel_info = WheelInfo {
+        name: md.name,
+        version: md.version,
+        tags: md.tags,
+        requires_dist: md.requires_dist,
+        members: members.len(),
+        slimmed: None,
+    };
+    Ok((
+        Scanned {
+            kind: ArtifactKind::Wheel,
+            size: wheel.file_size(),
+            installed_size,
+            wheel: Some(wheel_info),
+            conda: None,
+            elfs,
+            problems,
+            files,
+            sources: Vec::new(),
+        },
+        read,
+    ))
+}
+
 fn scan_dir(root: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
     let mut files = Vec::new();
     walk(root, "", &mut files)?;

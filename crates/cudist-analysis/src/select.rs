@@ -76,6 +76,10 @@ pub struct Judged {
     pub install_problems: Vec<String>,
     /// Why the driver cannot run it; empty when it can.
     pub driver_problems: Vec<String>,
+    /// Why this CPU cannot run it: files that need a higher x86-64 level (their GNU property
+    /// note) than the host's CPU has, which ld.so refuses to load ("CPU ISA level is lower than
+    /// required"); empty when none.
+    pub cpu_problems: Vec<String>,
     /// Per NVIDIA GPU of the host.
     pub gpus: Vec<GpuFit>,
     /// 1 for the best.
@@ -84,6 +88,12 @@ pub struct Judged {
     pub outcome: String,
     /// Why it ranks where it does, most decisive first.
     pub reasons: Vec<String>,
+    /// How much of it was read: `whole` (a local or cached file), `front` (fetched by range
+    /// requests: the central directory and METADATA, then each shared library as far as its
+    /// device code and dynamic section need), or `none` (judged by its file name).
+    pub read: String,
+    /// Bytes received from its index to judge it (0 for a local or cached file).
+    pub bytes_received: u64,
 }
 
 /// What one `-`-separated part of a distribution name says of its build.
@@ -144,11 +154,36 @@ fn declared_build(
     a: &Artifact,
     content: &Option<(u32, String)>,
 ) -> Build {
+    if let Some(b) = build_from_name(distribution, version) {
+        return b;
+    }
     let label = |kind: &str, v: Option<String>, from: String| Build {
         kind: kind.into(),
         version: v,
         from,
         disagrees: None,
+    };
+    match content {
+        Some((major, why)) => label("cuda", Some(major.to_string()), format!("content ({why})")),
+        None if a.device.cubins + a.device.ptx == 0 => label(
+            "cpu",
+            None,
+            "content (no CUDA library, no device code)".into(),
+        ),
+        None => label("cuda", None, "content (device code)".into()),
+    }
+}
+
+/// The build a local label (`+cu126`, `+cpu`, `+rocm6.3`) or a distribution name
+/// (`cupy-cuda12x`, `-cu13`, `-rocm`) says; None when neither says one.
+fn build_from_name(distribution: &str, version: &str) -> Option<Build> {
+    let label = |kind: &str, v: Option<String>, from: String| {
+        Some(Build {
+            kind: kind.into(),
+            version: v,
+            from,
+            disagrees: None,
+        })
     };
     if let Some(l) = local_label(version) {
         let l = l.to_ascii_lowercase();
@@ -179,15 +214,7 @@ fn declared_build(
             None => {}
         }
     }
-    match content {
-        Some((major, why)) => label("cuda", Some(major.to_string()), format!("content ({why})")),
-        None if a.device.cubins + a.device.ptx == 0 => label(
-            "cpu",
-            None,
-            "content (no CUDA library, no device code)".into(),
-        ),
-        None => label("cuda", None, "content (device code)".into()),
-    }
+    None
 }
 
 /// The CUDA major the content needs: of the CUDA libraries it links, else of its device code's
@@ -373,10 +400,13 @@ pub fn judged_by_name(file: &str, url: &str, reasons: Vec<String>) -> Judged {
         size: 0,
         install_problems: Vec::new(),
         driver_problems: Vec::new(),
+        cpu_problems: Vec::new(),
         gpus: Vec::new(),
         rank: 0,
         outcome: "rejected".into(),
         reasons,
+        read: "none".into(),
+        bytes_received: 0,
     }
 }
 
@@ -478,14 +508,161 @@ pub fn judge(candidates: &[(String, &Artifact)], host: &Host, catalog: &Catalog)
             size: a.size,
             install_problems,
             driver_problems,
+            cpu_problems: cpu_problems(a, host),
             gpus,
             rank: 0,
             outcome: String::new(),
             reasons: Vec::new(),
+            read: "whole".into(),
+            bytes_received: 0,
         });
     }
     rank(&mut out, host);
     out
+}
+
+/// The files of `a` that need a higher x86-64 level than the host's CPU has, in one line per
+/// level (on an x86-64 host whose level is known).
+fn cpu_problems(a: &Artifact, host: &Host) -> Vec<String> {
+    let Some(have) = host.cpu.as_ref().and_then(|c| c.x86_64_level) else {
+        return Vec::new();
+    };
+    if host.arch.as_deref().is_some_and(|x| x != "x86_64") {
+        return Vec::new();
+    }
+    let mut by_level: std::collections::BTreeMap<u8, Vec<&str>> = Default::default();
+    for e in &a.elf_files {
+        let need = e
+            .abi
+            .isa_level
+            .as_deref()
+            .and_then(|l| l.strip_prefix("x86_64_v"))
+            .and_then(|n| n.parse::<u8>().ok());
+        if let Some(n) = need.filter(|&n| n > have) {
+            by_level.entry(n).or_default().push(&e.path);
+        }
+    }
+    by_level
+        .into_iter()
+        .map(|(n, files)| {
+            format!(
+                "{} file(s) need x86-64-v{n} instructions (their GNU property note: {}{}), this \
+                 CPU is x86-64-v{have}: ld.so refuses to load them (\"CPU ISA level is lower \
+                 than required\")",
+                files.len(),
+                files[0],
+                if files.len() > 1 { ", …" } else { "" }
+            )
+        })
+        .collect()
+}
+
+/// Whether the device code seen so far in one file settles that file's judgement, so a reader
+/// fetching it by range requests can stop: every NVIDIA GPU of the host has a cubin for exactly
+/// its SM (the runtime's first choice: no later entry can do better), or, on a host without
+/// NVIDIA GPUs, there is device code at all.
+pub fn settled(entries: &[crate::model::DeviceEntry], host: &Host) -> bool {
+    let mut code = entries
+        .iter()
+        .filter(|e| e.section == SectionKind::NvFatbin)
+        .peekable();
+    if host.gpus.is_empty() {
+        return code.peek().is_some();
+    }
+    let cubins: Vec<u32> = code
+        .filter(|e| e.kind == cudist_fatbin::EntryKind::Cubin)
+        .map(|e| e.sm)
+        .collect();
+    host.gpus.iter().all(|g| cubins.contains(&g.sm))
+}
+
+/// The best a candidate not read yet could do on the host, from its file name alone: its build
+/// from its local label or name, no install or driver problem, a native cubin on every GPU, the
+/// download `size` (0 when unknown). None when its name does not say its build, so only reading
+/// it can tell.
+pub fn optimistic(file: &str, size: u64, host: &Host) -> Option<Judged> {
+    let n = cudist_wheel::WheelName::parse(file)?;
+    let build = build_from_name(&n.distribution, &n.version)?;
+    let gpus = host
+        .gpus
+        .iter()
+        .map(|g| GpuFit {
+            gpu: format!("sm_{}", g.sm),
+            status: "cubin".into(),
+            detail: String::new(),
+        })
+        .collect();
+    Some(Judged {
+        file: file.to_string(),
+        path: String::new(),
+        distribution: n.distribution,
+        version: n.version,
+        build,
+        size,
+        install_problems: Vec::new(),
+        driver_problems: Vec::new(),
+        cpu_problems: Vec::new(),
+        gpus,
+        rank: 0,
+        outcome: String::new(),
+        reasons: Vec::new(),
+        read: "none".into(),
+        bytes_received: 0,
+    })
+}
+
+/// Where a judged candidate sorts on the host: smaller is better ([`judge`]'s order).
+pub fn sort_key(j: &Judged, host: &Host) -> impl Ord {
+    let nvidia = !host.gpus.is_empty();
+    let amd = !host.amd_gpus.is_empty();
+    let worst = j
+        .gpus
+        .iter()
+        .map(|g| rank_status(&g.status))
+        .max()
+        .unwrap_or(2);
+    let cuda_version: Vec<u32> = j
+        .build
+        .version
+        .as_deref()
+        .map(|v| v.split('.').filter_map(|p| p.parse().ok()).collect())
+        .unwrap_or_default();
+    // What fits the machine's GPUs: 0 best.
+    let fits: u8 = match (j.build.kind.as_str(), nvidia, amd) {
+        ("cuda", true, _) => worst.min(3),
+        ("rocm", _, true) => 0,
+        ("cpu", false, false) => 0,
+        ("cpu", _, _) => 5,
+        ("unknown", _, _) => 6,
+        _ => 7,
+    };
+    (
+        !j.install_problems.is_empty(),
+        !(j.driver_problems.is_empty() && j.cpu_problems.is_empty()),
+        fits,
+        Reverse(cuda_version),
+        j.size,
+    )
+}
+
+/// A candidate left unread because it cannot rank above `best`, which was read: judged by its
+/// file name, with why.
+pub fn judged_unread(file: &str, url: &str, best: &Judged) -> Judged {
+    let mut j = judged_by_name(
+        file,
+        url,
+        vec![format!(
+            "not read: at best (a native cubin on every GPU) it ranks below {}, which was read",
+            best.file
+        )],
+    );
+    j.outcome = "unread".into();
+    if let Some(n) = cudist_wheel::WheelName::parse(file) {
+        if let Some(b) = build_from_name(&n.distribution, &n.version) {
+            j.build = b;
+        }
+    }
+    j
 }
 
 /// Orders the judged candidates and says why.
@@ -499,14 +676,6 @@ fn rank(all: &mut [Judged], host: &Host) {
             .max()
             .unwrap_or(2)
     };
-    let cuda_version = |j: &Judged| -> Vec<u32> {
-        j.build
-            .version
-            .as_deref()
-            .map(|v| v.split('.').filter_map(|p| p.parse().ok()).collect())
-            .unwrap_or_default()
-    };
-    // What fits the machine's GPUs: 0 best.
     let fits = |j: &Judged| -> u8 {
         match (j.build.kind.as_str(), nvidia, amd) {
             ("cuda", true, _) => worst(j).min(3),
@@ -517,15 +686,7 @@ fn rank(all: &mut [Judged], host: &Host) {
             _ => 7,
         }
     };
-    all.sort_by_key(|j| {
-        (
-            !j.install_problems.is_empty(),
-            !j.driver_problems.is_empty(),
-            fits(j),
-            Reverse(cuda_version(j)),
-            j.size,
-        )
-    });
+    all.sort_by_cached_key(|j| sort_key(j, host));
     for (i, j) in all.iter_mut().enumerate() {
         j.rank = i + 1;
         let mut reasons = Vec::new();
@@ -535,6 +696,7 @@ fn rank(all: &mut [Judged], host: &Host) {
                 .map(|p| format!("does not install here: {p}")),
         );
         reasons.extend(j.driver_problems.iter().cloned());
+        reasons.extend(j.cpu_problems.iter().cloned());
         let build = match (&j.build.kind[..], &j.build.version) {
             ("cuda", Some(v)) => format!("a CUDA {v} build"),
             ("cuda", None) => "a CUDA build".into(),
@@ -543,7 +705,10 @@ fn rank(all: &mut [Judged], host: &Host) {
             _ => "a build of unknown kind".into(),
         };
         let f = fits(j);
-        let outcome = if !j.install_problems.is_empty() || !j.driver_problems.is_empty() {
+        let outcome = if !j.install_problems.is_empty()
+            || !j.driver_problems.is_empty()
+            || !j.cpu_problems.is_empty()
+        {
             "rejected"
         } else if nvidia && j.build.kind == "cuda" {
             match worst(j) {

@@ -33,6 +33,13 @@ pub struct SelectArgs {
     /// are compared together, and `--print-requirement` names the index of the one chosen.
     #[arg(long, value_name = "URL", requires = "package")]
     pub index: Vec<String>,
+    /// How a wheel on an index is read: `front` (the default) asks for byte ranges: the central
+    /// directory, METADATA, and each shared library from its start only as far as needed (its
+    /// device code up to a cubin for each GPU's own SM, its dynamic section), and wheels that
+    /// cannot rank above one already read are not read at all; `whole` fetches each wheel into
+    /// the cache and reads all of it (what a server without range requests gets too).
+    #[arg(long, value_enum, default_value = "front")]
+    pub fetch: Fetch,
     /// Where fetched wheels are kept, by sha256 (default: $XDG_CACHE_HOME/cudist/wheels, else
     /// ~/.cache/cudist/wheels).
     #[arg(long, value_name = "DIR")]
@@ -59,6 +66,15 @@ pub struct SelectArgs {
     /// Print the report as JSON (schema cudist.select/1).
     #[arg(long)]
     pub json: bool,
+}
+
+/// How wheels on an index are read (`--fetch`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fetch {
+    /// By range requests, only as far as the judgement needs.
+    Front,
+    /// Whole, into the cache.
+    Whole,
 }
 
 /// The report of `cudist select`.
@@ -89,8 +105,12 @@ pub struct IndexReport {
     pub url: String,
     /// Wheels of the newest release of each project listed there.
     pub listed: usize,
-    /// Wheels fetched now (the others were in the cache or ruled out by their file name).
+    /// Wheels fetched whole now (`--fetch whole`, or a server without range requests).
     pub fetched: Vec<String>,
+    /// Wheels read by range requests, only as far as needed (`--fetch front`).
+    pub read_front: Vec<String>,
+    /// Wheels not read because one already read ranks above anything they could do.
+    pub unread: Vec<String>,
     /// Wheels ruled out by their file name, never fetched.
     pub not_fetched: Vec<String>,
     /// Bytes received from the index (pages and files).
@@ -114,25 +134,34 @@ fn default_cache() -> PathBuf {
     }
 }
 
+/// A wheel on an index that its file name does not rule out.
+struct Remote {
+    file: cudist_index::IndexFile,
+    /// Which `--index` (its position).
+    index: usize,
+}
+
 /// The newest release's wheels of each project on the index: those the file name rules out are
-/// judged as they are; the others are fetched into the cache and returned as local paths.
-fn from_index(
+/// judged as they are; the others are returned to be read.
+fn list_index(
     index: &str,
+    at: usize,
     args: &SelectArgs,
     host: &Host,
     catalog: &Catalog,
-) -> Result<(Vec<PathBuf>, Vec<Judged>, IndexReport)> {
+) -> Result<(Vec<Remote>, Vec<Judged>, IndexReport)> {
     let before = cudist_index::received();
     let limits = cudist_index::Limits::default();
-    let cache = args.cache_dir.clone().unwrap_or_else(default_cache);
     let mut report = IndexReport {
         url: index.to_string(),
         listed: 0,
         fetched: Vec::new(),
+        read_front: Vec::new(),
+        unread: Vec::new(),
         not_fetched: Vec::new(),
         bytes_received: 0,
     };
-    let mut paths = Vec::new();
+    let mut remotes = Vec::new();
     let mut ruled_out = Vec::new();
     for project in &args.package {
         let files = cudist_index::project_files(index, project, limits)
@@ -159,18 +188,75 @@ fn from_index(
                 ));
                 continue;
             }
-            let spinner = util::Spinner::start(format!("fetching {}", f.filename));
-            let (path, fresh) =
-                cudist_index::fetch(f, &cache, limits).map_err(|e| errors::input(e.to_string()))?;
-            drop(spinner);
-            if fresh {
-                report.fetched.push(f.filename.clone());
-            }
-            paths.push(path);
+            remotes.push(Remote {
+                file: (*f).clone(),
+                index: at,
+            });
         }
     }
     report.bytes_received = cudist_index::received() - before;
-    Ok((paths, ruled_out, report))
+    Ok((remotes, ruled_out, report))
+}
+
+/// An error and its causes, joined with `: `.
+fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        out.push_str(&format!(": {c}"));
+        cause = c.source();
+    }
+    out
+}
+
+/// Reads a wheel on an index by range requests, as far as the judgement on `host` needs; None
+/// when the server does not answer range requests.
+fn read_front(
+    remote: &Remote,
+    host: &Host,
+    catalog: &Catalog,
+) -> Result<Option<(cudist_analysis::model::Artifact, String)>> {
+    let f = &remote.file;
+    let source = match cudist_index::RemoteFile::open(&f.url) {
+        Ok(s) => s,
+        Err(cudist_index::IndexError::NoRanges(_)) => return Ok(None),
+        Err(e) => bail!(errors::input(e.to_string())),
+    };
+    let len = source.len();
+    let source = std::sync::Arc::new(source);
+    let wheel = cudist_wheel::Wheel::open_source(Path::new(&f.filename), source.clone(), len)
+        .map_err(|e| errors::input(format!("{}: {}", f.url, chain(&e))))?;
+    let (a, read) = cudist_analysis::artifact::inspect_front(
+        &wheel,
+        &f.filename,
+        &|d| cudist_analysis::select::settled(d, host),
+        catalog,
+    )
+    .map_err(|e| errors::input(format!("{}: {}", f.url, chain(&e))))?;
+    if let Some(p) = a.problems.first() {
+        bail!(errors::input(format!("{}: {}: {}", f.url, p.path, p.error)));
+    }
+    let mut note = format!(
+        "read by range requests: {} shared librar{} from their start ({} inflated), {} request(s)",
+        read.members_read,
+        if read.members_read == 1 { "y" } else { "ies" },
+        cudist_analysis::human_bytes(read.inflated),
+        source.requests()
+    );
+    if !read.stopped_early.is_empty() {
+        note.push_str(&format!(
+            "; {} stopped at a cubin for each GPU's own SM ({})",
+            read.stopped_early.len(),
+            read.stopped_early.join(", ")
+        ));
+    }
+    if !read.dynamic_unread.is_empty() {
+        note.push_str(&format!(
+            "; what {} need(s) was not read",
+            read.dynamic_unread.join(", ")
+        ));
+    }
+    Ok(Some((a, note)))
 }
 
 /// The Python version of `--python`: a version as given, or what an interpreter says.
@@ -216,19 +302,39 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut paths = args.candidates.clone();
-    let (mut ruled_out, mut indexes) = (Vec::new(), Vec::new());
-    // Where each fetched wheel came from.
-    let mut origin: std::collections::HashMap<String, String> = Default::default();
-    for index in &args.index {
-        let (fetched, out, report) = from_index(index, &args, &host, catalog)?;
-        for p in &fetched {
-            origin
-                .entry(p.display().to_string())
-                .or_insert_with(|| index.clone());
-        }
-        paths.extend(fetched);
+    let (mut ruled_out, mut indexes, mut remotes) = (Vec::new(), Vec::new(), Vec::new());
+    for (at, index) in args.index.iter().enumerate() {
+        let (found, out, report) = list_index(index, at, &args, &host, catalog)?;
+        remotes.extend(found);
         ruled_out.extend(out);
         indexes.push(report);
+    }
+    // Where each candidate read from an index came from: its file name → (index, URL).
+    let mut origin: std::collections::HashMap<String, (usize, String)> = Default::default();
+    // Wheels in the cache, or all of them with `--fetch whole`, are read whole from disk.
+    let cache = args.cache_dir.clone().unwrap_or_else(default_cache);
+    let limits = cudist_index::Limits::default();
+    let mut pending = Vec::new();
+    for r in remotes {
+        origin.insert(r.file.filename.clone(), (r.index, r.file.url.clone()));
+        let cached = cudist_index::cached(&r.file, &cache);
+        match (cached, args.fetch) {
+            (Some(p), _) => paths.push(p),
+            (None, Fetch::Whole) => {
+                let before = cudist_index::received();
+                let spinner = util::Spinner::start(format!("fetching {}", r.file.filename));
+                let (path, fresh) = cudist_index::fetch(&r.file, &cache, limits)
+                    .map_err(|e| errors::input(e.to_string()))?;
+                drop(spinner);
+                let ix = &mut indexes[r.index];
+                ix.bytes_received += cudist_index::received() - before;
+                if fresh {
+                    ix.fetched.push(r.file.filename.clone());
+                }
+                paths.push(path);
+            }
+            (None, Fetch::Front) => pending.push(r),
+        }
     }
     let (inputs, errors) = expand_inputs(&paths);
     if let Some(e) = errors.first() {
@@ -244,7 +350,14 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
         ));
     }
     let wanted: Vec<String> = args.package.iter().map(|p| family(p)).collect();
-    let mut artifacts = Vec::new();
+    // (path, artifact, how it was read, bytes received for it, a note on the read)
+    let mut artifacts: Vec<(
+        String,
+        cudist_analysis::model::Artifact,
+        &str,
+        u64,
+        Option<String>,
+    )> = Vec::new();
     for w in wheels {
         let file = w
             .path()
@@ -260,7 +373,77 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
         let spinner = util::Spinner::start(format!("reading {}", w.path().display()));
         let a = cudist_analysis::artifact::inspect_one(w, catalog)?;
         drop(spinner);
-        artifacts.push((w.path().display().to_string(), a));
+        let path = if origin.contains_key(&file) {
+            file
+        } else {
+            w.path().display().to_string()
+        };
+        artifacts.push((path, a, "whole", 0, None));
+    }
+    // The wheels to read by range requests, most promising first: each is read only if what its
+    // name allows could rank above the best read so far.
+    let mut pending: Vec<(Option<Judged>, Remote)> = pending
+        .into_iter()
+        .map(|r| {
+            (
+                cudist_analysis::select::optimistic(&r.file.filename, 0, &host),
+                r,
+            )
+        })
+        .collect();
+    // Those whose name says nothing of their build are read first (nothing bounds them).
+    pending.sort_by_cached_key(|(o, _)| {
+        o.as_ref()
+            .map(|o| (true, Some(cudist_analysis::select::sort_key(o, &host))))
+            .unwrap_or((false, None))
+    });
+    let mut unread = Vec::new();
+    for (bound, r) in pending {
+        let best = artifacts
+            .iter()
+            .map(|(p, a, ..)| judge(&[(p.clone(), a)], &host, catalog).remove(0))
+            .min_by_key(|j| cudist_analysis::select::sort_key(j, &host));
+        if let (Some(b), Some(o)) = (&best, &bound) {
+            if cudist_analysis::select::sort_key(b, &host)
+                <= cudist_analysis::select::sort_key(o, &host)
+            {
+                indexes[r.index].unread.push(r.file.filename.clone());
+                unread.push(cudist_analysis::select::judged_unread(
+                    &r.file.filename,
+                    &r.file.url,
+                    b,
+                ));
+                continue;
+            }
+        }
+        let before = cudist_index::received();
+        let spinner =
+            util::Spinner::start(format!("reading {} by range requests", r.file.filename));
+        let front = read_front(&r, &host, catalog)?;
+        drop(spinner);
+        let (a, read, note) = match front {
+            Some((a, note)) => (a, "front", Some(note)),
+            None => {
+                // A server without range requests: the wheel is fetched whole and read.
+                let spinner = util::Spinner::start(format!("fetching {}", r.file.filename));
+                let (path, fresh) = cudist_index::fetch(&r.file, &cache, limits)
+                    .map_err(|e| errors::input(e.to_string()))?;
+                drop(spinner);
+                if fresh {
+                    indexes[r.index].fetched.push(r.file.filename.clone());
+                }
+                let a = cudist_analysis::artifact::inspect_one(&Input::Wheel(path), catalog)?;
+                let note = "fetched whole: the server does not answer range requests".to_string();
+                (a, "whole", Some(note))
+            }
+        };
+        let got = cudist_index::received() - before;
+        let ix = &mut indexes[r.index];
+        ix.bytes_received += got;
+        if read == "front" {
+            ix.read_front.push(r.file.filename.clone());
+        }
+        artifacts.push((r.file.filename.clone(), a, read, got, note));
     }
     if artifacts.is_empty() && ruled_out.is_empty() {
         bail!(errors::input(if args.package.is_empty() {
@@ -270,16 +453,29 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
         }));
     }
     let refs: Vec<(String, &cudist_analysis::model::Artifact)> =
-        artifacts.iter().map(|(p, a)| (p.clone(), a)).collect();
+        artifacts.iter().map(|(p, a, ..)| (p.clone(), a)).collect();
     let mut judged = judge(&refs, &host, catalog);
-    // What the file name ruled out ranks after everything read: first what would install here
-    // (its CUDA is what rules it out), then the wheels for other Pythons or platforms.
+    for j in &mut judged {
+        if let Some((_, _, read, got, note)) = artifacts.iter().find(|(p, ..)| *p == j.path) {
+            j.read = read.to_string();
+            j.bytes_received = *got;
+            if let Some(n) = note {
+                j.reasons.push(n.clone());
+            }
+        }
+        if let Some((_, url)) = origin.get(&j.file) {
+            j.path = url.clone();
+        }
+    }
+    // What was not read ranks after everything read; then what the file name ruled out: first
+    // what would install here (its CUDA is what rules it out), then the wheels for other
+    // Pythons or platforms.
     ruled_out.sort_by_key(|j| {
         j.reasons
             .iter()
             .any(|r| r.starts_with("does not install here"))
     });
-    for mut j in ruled_out {
+    for mut j in unread.into_iter().chain(ruled_out) {
         j.rank = judged.len() + 1;
         judged.push(j);
     }
@@ -291,7 +487,7 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
             j.version
         )
     });
-    let index_url = best.and_then(|j| origin.get(&j.path).cloned());
+    let index_url = best.and_then(|j| origin.get(&j.file).map(|(ix, _)| args.index[*ix].clone()));
     let report = Report {
         schema: SCHEMA.into(),
         cudist_version: env!("CARGO_PKG_VERSION").into(),

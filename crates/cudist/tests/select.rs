@@ -512,6 +512,9 @@ fn candidates_from_an_index_are_fetched_only_when_their_name_allows() {
                 "demo",
                 "--cache-dir",
                 cache.to_str().unwrap(),
+                // Whole files, into the cache (front reads are tested below).
+                "--fetch",
+                "whole",
             ],
         )
     };
@@ -530,6 +533,8 @@ fn candidates_from_an_index_are_fetched_only_when_their_name_allows() {
         "demo-bad",
         "--cache-dir",
         bad_cache.to_str().unwrap(),
+        "--fetch",
+        "whole",
     ]);
     child.kill().ok();
     child.wait().ok();
@@ -589,53 +594,16 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// A simple-API server on loopback for the tests: each `(name, dir)` is an index at
-/// `/<name>/simple/<project>/` listing the wheels in `dir` whose name normalises to the project,
-/// with their files at `/<name>/files/<file>`. JSON pages (PEP 691) when asked for, except for
-/// project `demo`, which gets HTML (PEP 503); project `demo-bad` lists `demo_cu12-1.0` with a
-/// wrong sha256. Every answer's path and size are appended to `log`. Returns the server and its
-/// port.
+/// The simple-API server on loopback (`scripts/index-server.py`): each `(name, dir)` is an index
+/// at `/<name>/simple/<project>/` listing the wheels in `dir` whose name normalises to the
+/// project, with their files at `/<name>/files/<file>`, whole or by byte range. JSON pages (PEP
+/// 691) when asked for, except for project `demo`, which gets HTML (PEP 503); project `demo-bad`
+/// lists `demo_cu12-1.0` with a wrong sha256. Every answer's path, size and range are appended
+/// to `log`. Returns the server and its port.
 fn serve(indexes: &[(&str, &Path)], log: &Path) -> (std::process::Child, String) {
-    let server = r#"
-import hashlib, http.server, json, os, sys
-log, pairs = sys.argv[1], sys.argv[2:]
-houses = dict(zip(pairs[::2], pairs[1::2]))
-def norm(n): return n.lower().replace("_", "-").replace(".", "-")
-class H(http.server.BaseHTTPRequestHandler):
-    def log_message(self, *a): pass
-    def send(self, body, ctype):
-        self.send_response(200)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-        with open(log, "a") as f: f.write("%s %d\n" % (self.path, len(body)))
-    def do_GET(self):
-        parts = self.path.strip("/").split("/")
-        if len(parts) < 3 or parts[0] not in houses:
-            return self.send_error(404)
-        ix, house = parts[0], houses[parts[0]]
-        if parts[1] == "simple" and len(parts) == 3:
-            project = parts[2]
-            files = [n for n in sorted(os.listdir(house)) if norm(n.split("-")[0]) == project]
-            entries = [(n, "/%s/files/%s" % (ix, n), hashlib.sha256(open(os.path.join(house, n), "rb").read()).hexdigest()) for n in files]
-            if project == "demo-bad":
-                entries = [(n, "/%s/files/%s" % (ix, n), "0" * 64) for n in sorted(os.listdir(house)) if n.startswith("demo_cu12-1.0")]
-            if "application/vnd.pypi.simple.v1+json" in self.headers.get("Accept", "") and project != "demo":
-                body = json.dumps({"meta": {"api-version": "1.1"}, "name": project, "files": [
-                    {"filename": n, "url": u, "hashes": {"sha256": h}} for n, u, h in entries]}).encode()
-                return self.send(body, "application/vnd.pypi.simple.v1+json")
-            links = "".join('<a href="%s#sha256=%s">%s</a><br/>' % (u, h, n) for n, u, h in entries)
-            return self.send(("<html><body>%s</body></html>" % links).encode(), "text/html")
-        if parts[1] == "files" and len(parts) == 3 and parts[2] in os.listdir(house):
-            return self.send(open(os.path.join(house, parts[2]), "rb").read(), "application/octet-stream")
-        self.send_error(404)
-s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-print(s.server_address[1], flush=True)
-s.serve_forever()
-"#;
+    let server = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/index-server.py");
     let mut cmd = std::process::Command::new("python3");
-    cmd.arg("-c").arg(server).arg(log);
+    cmd.arg(server).arg(log);
     for (name, dir) in indexes {
         cmd.arg(name).arg(dir);
     }
@@ -713,8 +681,9 @@ fn builds_on_per_cuda_indexes_are_compared_and_the_index_is_named() {
         ]);
         (o.status.code(), stdout(&o))
     };
-    let hopper = pick("hopper", "580.65.06", 90);
     let turing = pick("turing", "535.183.01", 75);
+    let served_turing = std::fs::read_to_string(&log).unwrap_or_default();
+    let hopper = pick("hopper", "580.65.06", 90);
     let served = std::fs::read_to_string(&log).unwrap_or_default();
     child.kill().ok();
     child.wait().ok();
@@ -728,10 +697,334 @@ fn builds_on_per_cuda_indexes_are_compared_and_the_index_is_named() {
         (Some(0), format!("demo==1.0+cu126 --index-url {ix126}\n")),
         "{served}"
     );
-    // The +cu130 wheel was fetched once (for the H100), never for the driver-535 machine.
-    let cu130_gets = served
+    // The +cu130 wheel was read (by range requests) for the H100, never for the driver-535
+    // machine.
+    assert!(!served_turing.contains("/cu130/files/"), "{served_turing}");
+    assert!(served.contains("/cu130/files/"), "{served}");
+}
+
+/// The outcome and per-GPU statuses of each candidate that was read, by file.
+fn verdicts(v: &Value) -> Vec<(String, String, Vec<String>)> {
+    let mut out: Vec<_> = v["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["read"] != "none")
+        .map(|c| {
+            (
+                c["file"].as_str().unwrap().to_string(),
+                c["outcome"].as_str().unwrap().to_string(),
+                c["gpus"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|g| g["status"].as_str().unwrap().to_string())
+                    .collect(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Bytes the loopback server sent for wheel files (ranges included), from its log.
+fn file_bytes_sent(log: &Path, file_part: &str) -> u64 {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
         .lines()
-        .filter(|l| l.contains("/cu130/files/"))
-        .count();
-    assert_eq!(cu130_gets, 1, "{served}");
+        .filter(|l| l.contains("/files/") && l.contains(file_part))
+        .filter_map(|l| l.split(' ').nth(1)?.parse::<u64>().ok())
+        .sum()
+}
+
+/// Reading wheels on an index by range requests (`--fetch front`, the default) judges every
+/// machine as reading them whole does: the same best build, and for every candidate that front
+/// reading reads, the same outcome and GPU verdicts; a candidate it leaves unread cannot have been
+/// the best. A server that answers range requests with whole files gets the wheels fetched whole.
+#[test]
+fn front_reads_judge_as_whole_reads_do() {
+    let work = tempfile::tempdir().unwrap();
+    let Some(house) = family(work.path()) else {
+        assert!(!in_ci(), "CI provides patchelf");
+        return;
+    };
+    let log = work.path().join("served.log");
+    let (mut child, port) = serve(&[("main", &house)], &log);
+    let index = format!("http://127.0.0.1:{port}/main/simple");
+    let hosts = [
+        (
+            "turing",
+            serde_json::json!({"driver": "535.183.01", "gpus": [{"name": "T4", "sm": 75}]}),
+        ),
+        (
+            "ampere",
+            serde_json::json!({"driver": "550.54.14", "gpus": [{"name": "A10", "sm": 86}]}),
+        ),
+        (
+            "hopper",
+            serde_json::json!({"driver": "580.65.06", "gpus": [{"name": "H100", "sm": 90}]}),
+        ),
+        (
+            "blackwell",
+            serde_json::json!({"driver": "580.65.06", "gpus": [{"name": "B200", "sm": 100}, {"name": "L4", "sm": 89}]}),
+        ),
+        ("nogpu", serde_json::json!({"gpus": []})),
+        (
+            "amd",
+            serde_json::json!({"gpus": [], "amd_gpus": [{"gfx": "gfx942"}]}),
+        ),
+    ];
+    for (name, mut v) in hosts {
+        v["glibc"] = "2.35".into();
+        v["python"] = "3.11".into();
+        let host = profile(work.path(), name, v);
+        let run = |fetch: &str| {
+            let cache = work.path().join(format!("cache-{name}-{fetch}"));
+            select(
+                &host,
+                &[
+                    "--index",
+                    &index,
+                    "--package",
+                    "demo-cu12",
+                    "--package",
+                    "demo-cu13",
+                    "--package",
+                    "demo",
+                    "--cache-dir",
+                    cache.to_str().unwrap(),
+                    "--fetch",
+                    fetch,
+                ],
+            )
+        };
+        let (wcode, whole) = run("whole");
+        let (fcode, front) = run("front");
+        assert_eq!(
+            (fcode, &front["best"]),
+            (wcode, &whole["best"]),
+            "{name}: {front:#}"
+        );
+        assert_eq!(front["requirement"], whole["requirement"], "{name}");
+        let w = verdicts(&whole);
+        for f in verdicts(&front) {
+            assert!(
+                w.contains(&f),
+                "{name}: front read {f:?}, whole reads {w:?}"
+            );
+        }
+        for c in front["candidates"].as_array().unwrap() {
+            match c["outcome"].as_str().unwrap() {
+                "unread" => assert_ne!(c["file"], whole["best"], "{name}: {front:#}"),
+                _ if c["read"] == "front" => {
+                    assert!(c["bytes_received"].as_u64().unwrap() > 0, "{c:#}")
+                }
+                _ => {}
+            }
+        }
+        // Nothing was put in the front run's cache.
+        assert!(walk(&work.path().join(format!("cache-{name}-front"))).is_empty());
+    }
+    child.kill().ok();
+    child.wait().ok();
+    // On the H100 the CUDA 13 build, read first, runs natively: the CUDA 12 build cannot rank
+    // above it and is not read at all.
+    let _ = std::fs::remove_file(&log);
+    let (mut child, port) = serve(&[("main", &house)], &log);
+    let index = format!("http://127.0.0.1:{port}/main/simple");
+    let hopper = work.path().join("hopper.json");
+    let (_, v) = select(
+        &hopper,
+        &[
+            "--index",
+            &index,
+            "--package",
+            "demo-cu12",
+            "--package",
+            "demo-cu13",
+            "--cache-dir",
+            work.path().join("c2").to_str().unwrap(),
+        ],
+    );
+    child.kill().ok();
+    child.wait().ok();
+    assert_eq!(
+        v["indexes"][0]["unread"],
+        serde_json::json!(["demo_cu12-1.0-py3-none-manylinux2014_x86_64.whl"]),
+        "{v:#}"
+    );
+    assert_eq!(file_bytes_sent(&log, "demo_cu12"), 0);
+    assert!(reasons_of(&v, "demo_cu12").contains("not read"), "{v:#}");
+    let sent = file_bytes_sent(&log, "demo_cu13");
+    assert_eq!(
+        v["indexes"][0]["bytes_received"].as_u64().unwrap(),
+        sent + page_bytes(&log),
+        "{v:#}"
+    );
+}
+
+/// Bytes the loopback server sent for index pages.
+fn page_bytes(log: &Path) -> u64 {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("/simple/"))
+        .filter_map(|l| l.split(' ').nth(1)?.parse::<u64>().ok())
+        .sum()
+}
+
+/// The real cupy-cuda12x and cupy-cuda13x 14.2.0 wheels on a loopback index, read by range
+/// requests: for an H100 on driver 580 the bytes the server sends are under 10% of the two
+/// wheels, and the judgement is the one reading them whole gives (`the_real_cupy_builds`).
+#[test]
+fn selecting_among_remote_cupy_wheels_reads_a_tenth_of_them() {
+    let Some(wheels) = tool_from_env("CUDIST_REAL_WHEELS") else {
+        return;
+    };
+    let files = [
+        "cupy_cuda12x-14.2.0-cp311-cp311-manylinux2014_x86_64.whl",
+        "cupy_cuda13x-14.2.0-cp311-cp311-manylinux2014_x86_64.whl",
+    ];
+    if files.iter().any(|f| !wheels.join(f).exists()) {
+        assert!(!in_ci(), "scripts/test.sh fetches both cupy wheels");
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let house = work.path().join("house");
+    std::fs::create_dir_all(&house).unwrap();
+    let mut total = 0;
+    for f in files {
+        std::os::unix::fs::symlink(wheels.join(f), house.join(f)).unwrap();
+        total += std::fs::metadata(wheels.join(f)).unwrap().len();
+    }
+    let log = work.path().join("served.log");
+    let (mut child, port) = serve(&[("main", &house)], &log);
+    let index = format!("http://127.0.0.1:{port}/main/simple");
+    let host = |name: &str, driver: &str, sm: u32| {
+        profile(
+            work.path(),
+            name,
+            serde_json::json!({"driver": driver, "glibc": "2.35", "python": "3.11",
+                "gpus": [{"name": "GPU", "sm": sm}]}),
+        )
+    };
+    let args = [
+        "--index",
+        &index,
+        "--package",
+        "cupy-cuda12x",
+        "--package",
+        "cupy-cuda13x",
+    ];
+    let (code, h100) = select(&host("h100", "580.65.06", 90), &args);
+    let sent_h100 = file_bytes_sent(&log, "cupy");
+    let _ = std::fs::remove_file(&log);
+    let (_, t4) = select(&host("t4", "535.183.01", 75), &args);
+    let sent_t4 = file_bytes_sent(&log, "cupy");
+    child.kill().ok();
+    child.wait().ok();
+    assert_eq!(code, Some(0), "{h100:#}");
+    assert_eq!(h100["requirement"], "cupy-cuda13x==14.2.0");
+    assert!(
+        reasons_of(&h100, "cupy_cuda13x").contains("a native cubin in each of its 3"),
+        "{h100:#}"
+    );
+    assert_eq!(h100["indexes"][0]["unread"][0], files[0], "{h100:#}");
+    assert!(
+        sent_h100 * 10 < total,
+        "H100: {sent_h100} of {total} bytes ({:.1}%)",
+        100.0 * sent_h100 as f64 / total as f64
+    );
+    eprintln!(
+        "H100: {sent_h100} of {total} bytes ({:.2}%); T4: {sent_t4} ({:.2}%)",
+        100.0 * sent_h100 as f64 / total as f64,
+        100.0 * sent_t4 as f64 / total as f64
+    );
+    // The T4 on 535: CUDA 13 is ruled out by name, cupy-cuda12x is read up to its sm_75 cubins
+    // (its sixth architecture): less than its own size, but not a tenth of the pair.
+    assert_eq!(t4["requirement"], "cupy-cuda12x==14.2.0");
+    assert!(
+        reasons_of(&t4, "cupy_cuda12x").contains("runs the sm_75 cubin"),
+        "{t4:#}"
+    );
+    assert!(
+        sent_t4 < std::fs::metadata(wheels.join(files[0])).unwrap().len() / 2,
+        "{sent_t4}"
+    );
+}
+
+/// A build compiled for x86-64-v3 (its GNU property note, `ld -z x86-64-v3`) is rejected on a
+/// CPU that is only v2, where ld.so refuses to load it, and chosen on a v3 CPU; read from a
+/// directory or by range requests from an index (the note is then read from the program
+/// headers, as ld.so reads it).
+#[test]
+fn a_build_for_a_higher_x86_64_level_than_the_cpu_is_rejected() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let plain = gcc_shared(d, "plain.so", None, "int g(void) { return 1; }\n", &[]);
+    let v3 = gcc_shared(
+        d,
+        "v3.so",
+        None,
+        "int g(void) { return 3; }\n",
+        &["-Wl,-z,x86-64-v3"],
+    );
+    let house = d.join("house");
+    std::fs::create_dir_all(&house).unwrap();
+    let tag = "py3-none-manylinux2014_x86_64";
+    // The v3 build is the smaller download, so only the CPU check can put the plain one first.
+    write_wheel_version(
+        &house.join(format!("demo-1.0+cpu-{tag}.whl")),
+        "demo",
+        "1.0+cpu",
+        &[],
+        &[
+            ("demo/_k.so", std::fs::read(&plain).unwrap()),
+            ("demo/README.txt", vec![b'x'; 4096]),
+        ],
+    );
+    write_wheel_version(
+        &house.join(format!("demo_v3-1.0+cpu-{tag}.whl")),
+        "demo_v3",
+        "1.0+cpu",
+        &[],
+        &[("demo/_k.so", std::fs::read(&v3).unwrap())],
+    );
+    let host = |level: u8| {
+        profile(
+            d,
+            &format!("v{level}"),
+            serde_json::json!({"glibc": "2.35", "python": "3.11", "arch": "x86_64",
+                "cpu": {"x86_64_level": level}, "gpus": []}),
+        )
+    };
+    let log = d.join("served.log");
+    let (mut child, port) = serve(&[("main", &house)], &log);
+    let index = format!("http://127.0.0.1:{port}/main/simple");
+    let from_index = [
+        "--index",
+        &index,
+        "--package",
+        "demo",
+        "--package",
+        "demo-v3",
+    ];
+    let (_, v2_dir) = select(&host(2), &[house.to_str().unwrap()]);
+    let (_, v2_index) = select(&host(2), &from_index);
+    let (_, v3_index) = select(&host(3), &from_index);
+    child.kill().ok();
+    child.wait().ok();
+    for v in [&v2_dir, &v2_index] {
+        assert_eq!(v["best"], format!("demo-1.0+cpu-{tag}.whl"), "{v:#}");
+        let r = reasons_of(v, "demo_v3");
+        assert!(
+            r.contains("need x86-64-v3 instructions") && r.contains("this CPU is x86-64-v2"),
+            "{r}"
+        );
+    }
+    assert_eq!(
+        v3_index["best"],
+        format!("demo_v3-1.0+cpu-{tag}.whl"),
+        "{v3_index:#}"
+    );
 }
