@@ -4,7 +4,8 @@
 
 Each NAME/DIR pair is an index at /NAME/simple/<project>/ listing the wheels in DIR whose name
 normalises to the project (PEP 691 JSON when asked for with its Accept type, else PEP 503 HTML),
-with their files at /NAME/files/<file>. Files are served whole or by one byte range (`Range:
+with their files at /NAME/files/<file>, and a find-links page at /NAME/links.html linking to
+every wheel (relative links, as pip's --find-links pages may have). Files are served whole or by one byte range (`Range:
 bytes=a-b`, `bytes=a-`, `bytes=-n`: 206 with Content-Range), as PyPI's file host serves them.
 Project `demo` always gets HTML; project `demo-bad` lists demo_cu12-1.0 with a wrong sha256. Every
 answer appends "PATH BYTES [RANGE]" to LOG. The port is printed on the first line of stdout.
@@ -87,6 +88,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):
         parts = self.path.strip("/").split("/")
+        if len(parts) == 2 and parts[0] in houses and parts[1] == "links.html":
+            names = sorted(n for n in os.listdir(houses[parts[0]]) if n.endswith(".whl"))
+            links = "".join('<a href="files/%s">%s</a><br/>\n' % (n, n) for n in names)
+            return self.send(("<html><body>%s</body></html>" % links).encode(), "text/html")
         if len(parts) < 3 or parts[0] not in houses:
             return self.send_error(404)
         ix, house = parts[0], houses[parts[0]]

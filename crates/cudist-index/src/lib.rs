@@ -4,7 +4,10 @@
 //!   with `Accept: application/vnd.pypi.simple.v1+json`) or HTML (PEP 503 anchors), with their
 //!   sha256 where the index gives it;
 //! - [`fetch`]: one file into a cache directory, by its sha256 (checked) or its URL, written
-//!   through a temporary and renamed; a cached file is not fetched again.
+//!   through a temporary and renamed; a cached file is not fetched again;
+//! - [`RemoteFile`]: a file read by HTTP range requests ([`get_range`]), as a
+//!   [`cudist_wheel::ReadAt`] source, so a wheel's central directory and the front of its members
+//!   can be read without fetching it whole.
 //!
 //! cudist is an offline tool and carries no network stack: `http://` URLs (a local mirror, the
 //! tests' loopback server) are spoken to with the few lines of HTTP/1.1 below, and `https://` URLs

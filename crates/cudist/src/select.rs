@@ -23,7 +23,7 @@ pub struct SelectArgs {
     /// Candidate wheels, or wheelhouse directories (every `.whl` at their top level).
     #[arg(
         value_name = "CANDIDATE",
-        required_unless_present_any = ["variant_properties", "index"]
+        required_unless_present_any = ["variant_properties", "index", "find_links"]
     )]
     pub candidates: Vec<PathBuf>,
     /// A package index's simple API (`https://pypi.org/simple`, a mirror, `http://…`): the newest
@@ -33,6 +33,12 @@ pub struct SelectArgs {
     /// are compared together, and `--print-requirement` names the index of the one chosen.
     #[arg(long, value_name = "URL", requires = "package")]
     pub index: Vec<String>,
+    /// As pip's `--find-links`: a directory of wheels (read like a CANDIDATE directory), or the
+    /// URL of an HTML page linking to wheels (a `find-links` page, as JAX and PyG publish): the
+    /// newest release of each `--package` among its links is judged, read as `--index` wheels
+    /// are, and `--print-requirement` adds `--find-links URL`. Repeatable.
+    #[arg(long, value_name = "URL|DIR", requires = "package")]
+    pub find_links: Vec<String>,
     /// How a wheel on an index is read: `front` (the default) asks for byte ranges: the central
     /// directory, METADATA, and each shared library from its start only as far as needed (its
     /// device code up to a cubin for each GPU's own SM, its dynamic section), and wheels that
@@ -94,15 +100,19 @@ pub struct Report {
     pub candidates: Vec<Judged>,
     /// The index the best candidate came from (`--index`); null for a local candidate.
     pub index_url: Option<String>,
+    /// The find-links page the best candidate came from (`--find-links URL`); null otherwise.
+    pub find_links: Option<String>,
     /// With --index: what was listed and fetched, per index.
     pub indexes: Vec<IndexReport>,
 }
 
-/// What `--index` read.
+/// What `--index` or `--find-links` read.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct IndexReport {
-    /// The index.
+    /// The index (its simple API root), or the find-links page.
     pub url: String,
+    /// `index` or `find-links`.
+    pub kind: String,
     /// Wheels of the newest release of each project listed there.
     pub listed: usize,
     /// Wheels fetched whole now (`--fetch whole`, or a server without range requests).
@@ -145,6 +155,7 @@ struct Remote {
 /// judged as they are; the others are returned to be read.
 fn list_index(
     index: &str,
+    find_links: bool,
     at: usize,
     args: &SelectArgs,
     host: &Host,
@@ -152,8 +163,17 @@ fn list_index(
 ) -> Result<(Vec<Remote>, Vec<Judged>, IndexReport)> {
     let before = cudist_index::received();
     let limits = cudist_index::Limits::default();
+    // A find-links page lists every project at once: read it once.
+    let page = if find_links {
+        let body = cudist_index::get(index, Some("text/html"), limits.page)
+            .map_err(|e| errors::input(e.to_string()))?;
+        cudist_index::parse_page(index, &body).map_err(|e| errors::input(e.to_string()))?
+    } else {
+        Vec::new()
+    };
     let mut report = IndexReport {
         url: index.to_string(),
+        kind: if find_links { "find-links" } else { "index" }.into(),
         listed: 0,
         fetched: Vec::new(),
         read_front: Vec::new(),
@@ -164,8 +184,22 @@ fn list_index(
     let mut remotes = Vec::new();
     let mut ruled_out = Vec::new();
     for project in &args.package {
-        let files = cudist_index::project_files(index, project, limits)
-            .map_err(|e| errors::input(e.to_string()))?;
+        let files = if find_links {
+            // The page's wheels of this project, or of this family (`cupy` for cupy-cuda12x).
+            let want = cudist_wheel::installed::normalise(project);
+            page.iter()
+                .filter(|f| {
+                    cudist_wheel::WheelName::parse(&f.filename).is_some_and(|n| {
+                        cudist_wheel::installed::normalise(&n.distribution) == want
+                            || family(&n.distribution) == want
+                    })
+                })
+                .cloned()
+                .collect()
+        } else {
+            cudist_index::project_files(index, project, limits)
+                .map_err(|e| errors::input(e.to_string()))?
+        };
         let wheels: Vec<(cudist_wheel::WheelName, &cudist_index::IndexFile)> = files
             .iter()
             .filter_map(|f| cudist_wheel::WheelName::parse(&f.filename).map(|n| (n, f)))
@@ -303,8 +337,18 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
     }
     let mut paths = args.candidates.clone();
     let (mut ruled_out, mut indexes, mut remotes) = (Vec::new(), Vec::new(), Vec::new());
-    for (at, index) in args.index.iter().enumerate() {
-        let (found, out, report) = list_index(index, at, &args, &host, catalog)?;
+    // The remote sources, in order: the indexes, then the find-links pages (a find-links
+    // directory is a candidate directory).
+    let mut sources: Vec<(String, bool)> = args.index.iter().map(|i| (i.clone(), false)).collect();
+    for f in &args.find_links {
+        if f.contains("://") {
+            sources.push((f.clone(), true));
+        } else {
+            paths.push(PathBuf::from(f));
+        }
+    }
+    for (at, (url, find_links)) in sources.iter().enumerate() {
+        let (found, out, report) = list_index(url, *find_links, at, &args, &host, catalog)?;
         remotes.extend(found);
         ruled_out.extend(out);
         indexes.push(report);
@@ -487,25 +531,29 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
             j.version
         )
     });
-    let index_url = best.and_then(|j| origin.get(&j.file).map(|(ix, _)| args.index[*ix].clone()));
+    let source = best.and_then(|j| origin.get(&j.file).map(|(ix, _)| &sources[*ix]));
+    let index_url = source.filter(|(_, fl)| !fl).map(|(u, _)| u.clone());
+    let find_links = source.filter(|(_, fl)| *fl).map(|(u, _)| u.clone());
     let report = Report {
         schema: SCHEMA.into(),
         cudist_version: env!("CARGO_PKG_VERSION").into(),
         best: best.map(|j| j.file.clone()),
         requirement: requirement.clone(),
         index_url,
+        find_links,
         host,
         candidates: judged,
         indexes,
     };
     if args.print_requirement {
-        match (&requirement, &report.index_url) {
+        match (&requirement, &report.index_url, &report.find_links) {
             // PyPI is pip's default; another index is named, as PyTorch's instructions do.
-            (Some(r), Some(ix)) if ix.trim_end_matches('/') != "https://pypi.org/simple" => {
+            (Some(r), Some(ix), _) if ix.trim_end_matches('/') != "https://pypi.org/simple" => {
                 util::emit(&format!("{r} --index-url {ix}\n"))
             }
-            (Some(r), _) => util::emit(&format!("{r}\n")),
-            (None, _) => util::emit(&render(&report)),
+            (Some(r), _, Some(fl)) => util::emit(&format!("{r} --find-links {fl}\n")),
+            (Some(r), _, _) => util::emit(&format!("{r}\n")),
+            (None, _, _) => util::emit(&render(&report)),
         }
     } else if args.json {
         util::print_json(&report)?;
@@ -543,10 +591,13 @@ fn render(r: &Report) -> String {
     ));
     for ix in &r.indexes {
         s.push_str(&format!(
-            "index {}: {} wheel(s) of the newest releases listed, {} fetched now, {} ruled out by their file name and not fetched; {} received\n",
+            "{} {}: {} wheel(s) of the newest releases listed; {} read by range requests, {} fetched whole, {} not read (they cannot rank above one read), {} ruled out by their file name; {} received\n",
+            ix.kind,
             ix.url,
             ix.listed,
+            ix.read_front.len(),
             ix.fetched.len(),
+            ix.unread.len(),
             ix.not_fetched.len(),
             cudist_analysis::human_bytes(ix.bytes_received)
         ));
@@ -554,7 +605,7 @@ fn render(r: &Report) -> String {
     match (&r.best, &r.requirement) {
         (Some(b), Some(req)) => {
             s.push_str(&format!("best: {b}\n  install: {req}"));
-            if let Some(ix) = &r.index_url {
+            if let Some(ix) = r.index_url.as_ref().or(r.find_links.as_ref()) {
                 s.push_str(&format!(" (from {ix})"));
             }
             s.push('\n');

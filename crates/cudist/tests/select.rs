@@ -1028,3 +1028,53 @@ fn a_build_for_a_higher_x86_64_level_than_the_cpu_is_rejected() {
         "{v3_index:#}"
     );
 }
+
+/// `--find-links`: a page of links (relative ones, as pip reads them) holding every build of the
+/// family is read like an index (the newest release of each `--package`, the family name
+/// covering its builds), and the requirement names the page; a directory works as a candidate
+/// directory does.
+#[test]
+fn find_links_pages_and_directories() {
+    let work = tempfile::tempdir().unwrap();
+    let Some(house) = family(work.path()) else {
+        assert!(!in_ci(), "CI provides patchelf");
+        return;
+    };
+    let log = work.path().join("served.log");
+    let (mut child, port) = serve(&[("main", &house)], &log);
+    let page = format!("http://127.0.0.1:{port}/main/links.html");
+    let turing = profile(
+        work.path(),
+        "turing",
+        serde_json::json!({"driver": "535.183.01", "glibc": "2.35", "python": "3.11",
+            "gpus": [{"name": "T4", "sm": 75}]}),
+    );
+    let o = cudist(&[
+        "select",
+        "--print-requirement",
+        "--host",
+        turing.to_str().unwrap(),
+        "--find-links",
+        &page,
+        "--package",
+        "demo",
+    ]);
+    let (_, v) = select(&turing, &["--find-links", &page, "--package", "demo"]);
+    child.kill().ok();
+    child.wait().ok();
+    assert_eq!(
+        stdout(&o),
+        format!("demo-cu12==1.0 --find-links {page}\n"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(v["find_links"], page.as_str());
+    assert_eq!(v["indexes"][0]["kind"], "find-links");
+    assert_eq!(v["indexes"][0]["listed"], 4, "{v:#}");
+    let (_, d) = select(
+        &turing,
+        &["--find-links", house.to_str().unwrap(), "--package", "demo"],
+    );
+    assert_eq!(d["best"], v["best"]);
+    assert!(d["find_links"].is_null());
+}
