@@ -569,6 +569,8 @@ pub struct IndexFile {
     pub url: String,
     /// Its sha256, hex, when the index gives it.
     pub sha256: Option<String>,
+    /// Its size in bytes, when the index gives it (PEP 700 `size` in JSON pages).
+    pub size: Option<u64>,
 }
 
 const JSON_TYPE: &str = "application/vnd.pypi.simple.v1+json";
@@ -612,6 +614,7 @@ pub fn parse_page(url: &str, body: &[u8]) -> Result<Vec<IndexFile>, IndexError> 
                     filename: filename.to_string(),
                     url: join(url, href),
                     sha256: f["hashes"]["sha256"].as_str().map(str::to_string),
+                    size: f["size"].as_u64(),
                 })
             })
             .collect();
@@ -636,6 +639,7 @@ pub fn parse_page(url: &str, body: &[u8]) -> Result<Vec<IndexFile>, IndexError> 
             filename,
             url: join(url, href),
             sha256: fragment.strip_prefix("sha256=").map(str::to_string),
+            size: None,
         });
     }
     if out.is_empty() && !text.contains("<a") && !text.trim_start().starts_with('<') {
@@ -900,6 +904,7 @@ mod tests {
             filename: "../../etc/x.whl".into(),
             url: "http://h/x.whl".into(),
             sha256: None,
+            size: None,
         };
         let dir = tempfile::tempdir().unwrap();
         assert!(fetch(&f, dir.path(), Limits::default()).is_err());
@@ -908,6 +913,7 @@ mod tests {
             filename: "x.whl".into(),
             url: "http://h/x.whl".into(),
             sha256: Some("..".into()),
+            size: None,
         };
         assert!(fetch(&g, dir.path(), Limits::default()).is_err());
         assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());

@@ -430,7 +430,12 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
         .into_iter()
         .map(|r| {
             (
-                cudist_analysis::select::optimistic(&r.file.filename, 0, &host),
+                // The size the index gives bounds the best case too; unknown, it is 0.
+                cudist_analysis::select::optimistic(
+                    &r.file.filename,
+                    r.file.size.unwrap_or(0),
+                    &host,
+                ),
                 r,
             )
         })

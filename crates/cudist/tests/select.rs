@@ -980,7 +980,13 @@ fn a_build_for_a_higher_x86_64_level_than_the_cpu_is_rejected() {
         &[],
         &[
             ("demo/_k.so", std::fs::read(&plain).unwrap()),
-            ("demo/README.txt", vec![b'x'; 4096]),
+            // Incompressible padding.
+            (
+                "demo/data.bin",
+                (0..8192u32)
+                    .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+                    .collect(),
+            ),
         ],
     );
     write_wheel_version(
