@@ -65,7 +65,7 @@ IPIP=(python3 -m pip download -q --disable-pip-version-check --no-deps --no-cach
 sent() { : > "$WORK/served.log"; "$@" > /dev/null; rm -rf "$WORK/out-index"; awk '{ s += $2 } END { print s + 0 }' "$WORK/served.log"; }
 IPICK=$("$CUDIST" select --print-requirement --index "$INDEX" --package cupy-cuda12x \
   --package cupy-cuda13x --host "$WORK/h100.json" --cache-dir "$WORK/select-cache")
-[[ $IPICK == "$PICK" ]] || { echo "select from the index picks $IPICK, from the directory $PICK" >&2; exit 1; }
+[[ $IPICK == "$PICK --index-url $INDEX" ]] || { echo "select from the index picks $IPICK, from the directory $PICK" >&2; exit 1; }
 log "timing select and pip download from the index ($RUNS runs each)"
 read -r IS_MED IS_MIN < <(timeit_runs "${ISELECT[@]}")
 read -r IP_MED IP_MIN < <(timeit_runs "${IPIP[@]}")

@@ -315,18 +315,41 @@ pub fn install_path(member: &str) -> String {
     member.to_string()
 }
 
-fn scan_wheel(path: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
-    let wheel = Wheel::open(path)?;
-    // pip installs only a wheel with one .dist-info holding METADATA, WHEEL and RECORD; one that
-    // has none or two is not a wheel to judge.
-    let md = Some(wheel.metadata()?);
+/// What every wheel scan starts from: its metadata (pip installs only a wheel with one
+/// .dist-info holding METADATA, WHEEL and RECORD; one that has none or two is not a wheel to
+/// judge), the bytes its files take once installed, and their install paths.
+fn wheel_listing(wheel: &Wheel) -> Result<(cudist_wheel::Metadata, u64, BTreeSet<String>)> {
+    let md = wheel.metadata()?;
     let members = wheel.members();
     let installed_size = members.iter().filter(|m| !m.is_dir).map(|m| m.size).sum();
-    let files: BTreeSet<String> = members
+    let files = members
         .iter()
         .filter(|m| !m.is_dir)
         .map(|m| install_path(&m.name))
         .collect();
+    Ok((md, installed_size, files))
+}
+
+/// The model's wheel metadata.
+fn wheel_info(
+    md: cudist_wheel::Metadata,
+    members: usize,
+    slimmed: Option<crate::slim::SlimRecord>,
+) -> WheelInfo {
+    WheelInfo {
+        name: md.name,
+        version: md.version,
+        tags: md.tags,
+        requires_dist: md.requires_dist,
+        members,
+        slimmed,
+    }
+}
+
+fn scan_wheel(path: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
+    let wheel = Wheel::open(path)?;
+    let (md, installed_size, files) = wheel_listing(&wheel)?;
+    let members = wheel.members();
     let mut candidates: Vec<usize> = members
         .iter()
         .filter(|m| !m.is_dir && m.size >= 52 && !surely_not_elf(&m.name))
@@ -383,19 +406,11 @@ fn scan_wheel(path: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
                 .flatten()
         })
         .and_then(|b| serde_json::from_slice::<crate::slim::SlimRecord>(&b).ok());
-    let wheel_info = md.map(|md| WheelInfo {
-        name: md.name,
-        version: md.version,
-        tags: md.tags,
-        requires_dist: md.requires_dist,
-        members: members.len(),
-        slimmed,
-    });
     Ok(Scanned {
         kind: ArtifactKind::Wheel,
         size: wheel.file_size(),
         installed_size,
-        wheel: wheel_info,
+        wheel: Some(wheel_info(md, members.len(), slimmed)),
         conda: None,
         elfs,
         problems,
@@ -451,14 +466,8 @@ pub fn scan_wheel_front(
     catalog: &cudist_catalog::Catalog,
 ) -> Result<(Scanned, FrontRead)> {
     use cudist_fatbin::stream::StreamScan;
-    let md = wheel.metadata()?;
+    let (md, installed_size, files) = wheel_listing(wheel)?;
     let members = wheel.members();
-    let installed_size = members.iter().filter(|m| !m.is_dir).map(|m| m.size).sum();
-    let files: BTreeSet<String> = members
-        .iter()
-        .filter(|m| !m.is_dir)
-        .map(|m| install_path(&m.name))
-        .collect();
     let mut read = FrontRead::default();
     let mut elfs = Vec::new();
     let mut problems = Vec::new();
@@ -582,14 +591,7 @@ pub fn scan_wheel_front(
             catalog,
         ));
     }
-    let wheel_info = WheelInfo {
-        name: md.name,
-        version: md.version,
-        tags: md.tags,
-        requires_dist: md.requires_dist,
-        members: members.len(),
-        slimmed: None,
-    };
+    let wheel_info = wheel_info(md, members.len(), None);
     Ok((
         Scanned {
             kind: ArtifactKind::Wheel,

@@ -789,11 +789,11 @@ pub fn fuzz_one(data: &[u8]) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Builds one entry: header (0x40) + payload padded to 8.
-    fn entry(
+    pub(crate) fn entry(
         kind: u16,
         sm: u32,
         flags: u64,
@@ -819,7 +819,8 @@ mod tests {
         h
     }
 
-    fn container(entries: &[Vec<u8>]) -> Vec<u8> {
+    /// Builds one container of entries.
+    pub(crate) fn container(entries: &[Vec<u8>]) -> Vec<u8> {
         let body: Vec<u8> = entries.concat();
         let mut c = Vec::new();
         c.extend_from_slice(&CONTAINER_MAGIC.to_le_bytes());

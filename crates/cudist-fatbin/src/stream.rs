@@ -340,26 +340,21 @@ impl StreamScan {
 mod tests {
     use super::*;
 
-    /// A container of entries (kind, sm, payload length), as nvcc lays one out.
+    /// A container of entries (kind, sm, payload length), as nvcc lays one out: an ELF-looking
+    /// cubin payload of type ET_EXEC.
     fn container(entries: &[(u16, u32, usize)]) -> Vec<u8> {
-        let mut body = Vec::new();
-        for &(kind, sm, len) in entries {
-            let mut h = vec![0u8; 0x40];
-            h[0..2].copy_from_slice(&kind.to_le_bytes());
-            h[4..8].copy_from_slice(&0x40u32.to_le_bytes());
-            h[8..16].copy_from_slice(&(len as u64).to_le_bytes());
-            h[0x1C..0x20].copy_from_slice(&sm.to_le_bytes());
-            h[0x28..0x30].copy_from_slice(&0x11u64.to_le_bytes());
-            body.extend_from_slice(&h);
-            body.extend(std::iter::repeat_n(0xABu8, len));
-        }
-        let mut c = Vec::new();
-        c.extend_from_slice(&CONTAINER_MAGIC.to_le_bytes());
-        c.extend_from_slice(&1u16.to_le_bytes());
-        c.extend_from_slice(&16u16.to_le_bytes());
-        c.extend_from_slice(&(body.len() as u64).to_le_bytes());
-        c.extend_from_slice(&body);
-        c
+        let built: Vec<Vec<u8>> = entries
+            .iter()
+            .map(|&(kind, sm, len)| {
+                let mut payload = vec![0xABu8; len];
+                if len >= 18 {
+                    payload[..4].copy_from_slice(b"\x7fELF");
+                    payload[16..18].copy_from_slice(&2u16.to_le_bytes());
+                }
+                crate::tests::entry(kind, sm, 0, &payload, None)
+            })
+            .collect();
+        crate::tests::container(&built)
     }
 
     #[test]
