@@ -491,7 +491,15 @@ pub fn scan_wheel_front(
             out
         };
         let inflated = wheel.stream_member(m.index, |at, piece| {
-            let keep = front.map_or(FRONT_KEEP, |f| f.dynamic_end.unwrap_or(0).min(FRONT_KEEP));
+            // The loaded bytes are kept (up to FRONT_KEEP): the dynamic section's strings need
+            // not come before it (patchelf moves them to a segment of their own at the end).
+            let keep = front.map_or(FRONT_KEEP, |f| {
+                if f.dynamic_end.is_some() {
+                    f.loaded_end.min(FRONT_KEEP)
+                } else {
+                    0
+                }
+            });
             if (prefix.len() as u64) < keep {
                 let room = (keep - prefix.len() as u64).min(piece.len() as u64) as usize;
                 prefix.extend_from_slice(&piece[..room]);
@@ -566,16 +574,20 @@ pub fn scan_wheel_front(
                 hint: None,
             });
         }
+        let whole = prefix.len() as u64 >= f.loaded_end;
         let elf = match f.dynamic_end {
-            Some(end) if end <= prefix.len() as u64 => {
-                match cudist_elf::parse_front(&mut prefix[..end as usize]) {
-                    Ok(elf) => Some(elf),
-                    Err(e) => {
-                        problems.push(input_error(m.name.clone(), &e));
-                        continue;
-                    }
+            Some(end) if end <= prefix.len() as u64 => match cudist_elf::parse_front(&mut prefix) {
+                Ok(elf) => Some(elf),
+                // Its strings lie past what was kept or read: not known.
+                Err(_) if !whole => {
+                    read.dynamic_unread.push(path.clone());
+                    None
                 }
-            }
+                Err(e) => {
+                    problems.push(input_error(m.name.clone(), &e));
+                    continue;
+                }
+            },
             Some(_) => {
                 read.dynamic_unread.push(path.clone());
                 None

@@ -94,6 +94,12 @@ pub struct Judged {
     pub read: String,
     /// Bytes received from its index to judge it (0 for a local or cached file).
     pub bytes_received: u64,
+    /// For a build offered as an extra (`jax[cuda12]`): the extra. Its verdict is over the
+    /// package and the build packages the extra pulls in (`parts`).
+    pub extra: Option<String>,
+    /// For a build offered as an extra: the wheels judged with it, one per package it pulls in
+    /// (`jax_cuda12_pjrt-0.10.2-…whl`), each the best of its package's for this host.
+    pub parts: Vec<String>,
 }
 
 /// What one `-`-separated part of a distribution name says of its build.
@@ -106,11 +112,12 @@ enum NamePart<'a> {
 
 fn name_part(part: &str) -> Option<NamePart<'_>> {
     let digits = |d: &&str| (2..=3).contains(&d.len()) && d.bytes().all(|b| b.is_ascii_digit());
+    // `cuda12x` (cupy), `cuda12` (jax-cuda12-plugin), `cu12`.
     if let Some(m) = part
         .strip_prefix("cuda")
-        .and_then(|r| r.strip_suffix('x'))
-        .or_else(|| part.strip_prefix("cu"))
+        .map(|r| r.strip_suffix('x').unwrap_or(r))
         .filter(digits)
+        .or_else(|| part.strip_prefix("cu").filter(digits))
     {
         return Some(NamePart::Cuda(m));
     }
@@ -407,6 +414,8 @@ pub fn judged_by_name(file: &str, url: &str, reasons: Vec<String>) -> Judged {
         reasons,
         read: "none".into(),
         bytes_received: 0,
+        extra: None,
+        parts: Vec::new(),
     }
 }
 
@@ -515,6 +524,8 @@ pub fn judge(candidates: &[(String, &Artifact)], host: &Host, catalog: &Catalog)
             reasons: Vec::new(),
             read: "whole".into(),
             bytes_received: 0,
+            extra: None,
+            parts: Vec::new(),
         });
     }
     rank(&mut out, host);
@@ -608,6 +619,8 @@ pub fn optimistic(file: &str, size: u64, host: &Host) -> Option<Judged> {
         reasons: Vec::new(),
         read: "none".into(),
         bytes_received: 0,
+        extra: None,
+        parts: Vec::new(),
     })
 }
 
@@ -665,8 +678,8 @@ pub fn judged_unread(file: &str, url: &str, best: &Judged) -> Judged {
     j
 }
 
-/// Orders the judged candidates and says why.
-fn rank(all: &mut [Judged], host: &Host) {
+/// Orders the judged candidates and says why (their `reasons` are written anew).
+pub fn rank(all: &mut [Judged], host: &Host) {
     let nvidia = !host.gpus.is_empty();
     let amd = !host.amd_gpus.is_empty();
     let worst = |j: &Judged| {
@@ -765,6 +778,203 @@ fn rank(all: &mut [Judged], host: &Host) {
     }
 }
 
+/// A build a package offers through an extra (`jax[cuda12]`, `jax[cpu]`): the device code is in
+/// the packages the extra pulls in (`jax-cuda12-plugin`, and its `jax-cuda12-pjrt`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExtraBuild {
+    /// The extra, normalised (`cuda12`, `cuda12-local`, `rocm7-local`).
+    pub extra: String,
+    /// The build its name says, or, for a plain `cuda`, its packages' names.
+    pub build: Build,
+    /// The packages it pulls in that are builds of the same family (`jax-cuda12-plugin`), whose
+    /// own such requirements are followed too ([`build_parts`]).
+    pub parts: Vec<String>,
+}
+
+/// The build an extra's name says: `cpu`; `cuda12`, `cuda12-local`, `cu126`; `rocm7-local`.
+fn extra_build(extra: &str) -> Option<(String, Option<String>)> {
+    let head = extra.split(['-', '_']).next().unwrap_or(extra);
+    if head == "cpu" {
+        return Some(("cpu".into(), None));
+    }
+    let digits = |d: &str| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit());
+    if let Some(d) = head.strip_prefix("cuda") {
+        return (d.is_empty() || digits(d)).then(|| ("cuda".into(), digits(d).then(|| d.into())));
+    }
+    if let Some(d) = head
+        .strip_prefix("cu")
+        .filter(|d| digits(d) && d.len() >= 2)
+    {
+        let (major, minor) = d.split_at(2.min(d.len()));
+        let v = if minor.is_empty() {
+            major.to_string()
+        } else {
+            format!("{major}.{minor}")
+        };
+        return Some(("cuda".into(), Some(v)));
+    }
+    if let Some(d) = head.strip_prefix("rocm") {
+        return (d.is_empty() || digits(d)).then(|| ("rocm".into(), digits(d).then(|| d.into())));
+    }
+    None
+}
+
+/// The requirements of `requires_dist` that are builds of `distribution`'s family: a name with a
+/// build part (`-cuda12-`, `-cu12`, `-rocm7-`) whose family extends the package's
+/// (`jax-cuda12-plugin` and `jax-cuda12-pjrt` for `jax`; not `nvidia-cublas-cu12`, a CUDA
+/// library), under `extra` (or unconditional, for `None`). For what a part pulls in, give the
+/// package's name, not the part's.
+pub fn build_parts(
+    distribution: &str,
+    requires_dist: &[String],
+    extra: Option<&str>,
+) -> Vec<String> {
+    let base = family(distribution);
+    let mut out: Vec<String> = requires_dist
+        .iter()
+        .filter_map(|r| crate::requirements::ReqName::parse(r))
+        .filter(|r| r.on_linux && r.in_extra.as_deref() == extra)
+        .filter(|r| family(&r.name) != r.name && family(&r.name).starts_with(&base))
+        .map(|r| r.name)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The builds a package offers as extras, from its `Requires-Dist` lines (`Requires-Dist:
+/// jax-cuda12-plugin[with-cuda]; extra == "cuda12"`).
+pub fn extra_builds(distribution: &str, requires_dist: &[String]) -> Vec<ExtraBuild> {
+    let mut extras: Vec<String> = requires_dist
+        .iter()
+        .filter_map(|r| crate::requirements::ReqName::parse(r)?.in_extra)
+        .collect();
+    // An extra that requires nothing (`cpu`) appears only as Provides-Extra, which is not kept:
+    // the package itself is that build. Extras that pull in the same packages (`cuda`,
+    // `cuda12`, `cuda12-local`) are one build, named by the plainest name that says its CUDA.
+    extras.sort_by_key(|e| {
+        (
+            e.contains(['-', '_']),
+            !e.bytes().any(|b| b.is_ascii_digit()),
+            e.clone(),
+        )
+    });
+    extras.dedup();
+    let mut out = Vec::new();
+    for extra in extras {
+        let Some((kind, version)) = extra_build(&extra) else {
+            continue;
+        };
+        let parts = build_parts(distribution, requires_dist, Some(&extra));
+        // A plain `cuda` extra: the major from its packages' names.
+        let version = version.or_else(|| {
+            parts.iter().find_map(|p| {
+                p.split('-').find_map(|x| match name_part(x) {
+                    Some(NamePart::Cuda(m)) => Some(m.to_string()),
+                    _ => None,
+                })
+            })
+        });
+        if kind != "cpu" && parts.is_empty() || out.iter().any(|b: &ExtraBuild| b.parts == parts) {
+            continue;
+        }
+        out.push(ExtraBuild {
+            build: Build {
+                kind,
+                version,
+                from: format!("extra [{extra}]"),
+                disagrees: None,
+            },
+            extra,
+            parts,
+        });
+    }
+    out
+}
+
+/// Judges a build offered as an extra: the package's own wheel (`base`) with, for each package
+/// the extra pulls in, the best of that package's wheels for the host (`parts`: each judged, with
+/// the build packages its own requirements pull in, [`build_parts`]). It installs if all of them
+/// do, the driver and CPU must run all of them, and each GPU gets the worst answer over them. A
+/// package of the extra with no wheel at all is an install problem.
+pub fn judge_extra(
+    base: &Judged,
+    extra: &ExtraBuild,
+    parts: &[(Judged, Vec<String>)],
+    host: &Host,
+) -> Judged {
+    let mut j = base.clone();
+    j.extra = Some(extra.extra.clone());
+    j.build = extra.build.clone();
+    j.file = format!("{}[{}]", base.file, extra.extra);
+    j.gpus.iter_mut().for_each(|g| {
+        g.status = "no-device-code".into();
+        g.detail = "no package of the extra carries device code".into();
+    });
+    let wanted = wanted_parts(extra, parts);
+    for name in wanted {
+        let best = parts
+            .iter()
+            .map(|(p, _)| p)
+            .filter(|p| crate::requirements::normalise_dist(&p.distribution) == name)
+            .min_by_key(|p| sort_key(p, host));
+        let Some(p) = best else {
+            j.install_problems.push(format!(
+                "{name}, which the extra pulls in, has no wheel here"
+            ));
+            continue;
+        };
+        j.parts.push(p.file.clone());
+        j.size += p.size;
+        j.bytes_received += p.bytes_received;
+        let tagged = |v: &[String]| {
+            v.iter()
+                .map(|x| format!("{}: {x}", p.file))
+                .collect::<Vec<_>>()
+        };
+        if p.read == "none" && p.outcome == "rejected" {
+            // Ruled out by its file name (its reasons say what: tags, or the CUDA it names).
+            j.driver_problems.extend(tagged(&p.reasons));
+            continue;
+        }
+        j.install_problems.extend(tagged(&p.install_problems));
+        j.driver_problems.extend(tagged(&p.driver_problems));
+        j.cpu_problems.extend(tagged(&p.cpu_problems));
+        for (g, pg) in j.gpus.iter_mut().zip(&p.gpus) {
+            if pg.status != "no-device-code"
+                && (g.status == "no-device-code"
+                    || rank_status(&pg.status) > rank_status(&g.status))
+            {
+                g.status = pg.status.clone();
+                g.detail = format!("{}: {}", p.file, pg.detail);
+            }
+        }
+    }
+    j
+}
+
+/// The packages an extra pulls in, its own and theirs (`jax-cuda12-plugin` pulls in
+/// `jax-cuda12-pjrt`), as far as the judged parts say.
+fn wanted_parts(extra: &ExtraBuild, parts: &[(Judged, Vec<String>)]) -> Vec<String> {
+    let mut wanted = extra.parts.clone();
+    let mut i = 0;
+    while i < wanted.len() && wanted.len() < 16 {
+        let name = wanted[i].clone();
+        for (_, theirs) in parts
+            .iter()
+            .filter(|(p, _)| crate::requirements::normalise_dist(&p.distribution) == name)
+        {
+            for more in theirs {
+                if !wanted.contains(more) {
+                    wanted.push(more.clone());
+                }
+            }
+        }
+        i += 1;
+    }
+    wanted
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -786,6 +996,8 @@ mod tests {
         assert_eq!(family("torch"), "torch");
         assert_eq!(family("faiss-gpu-cu12"), "faiss-gpu");
         assert_eq!(family("vllm-rocm"), "vllm");
+        assert_eq!(family("jax-cuda12-plugin"), "jax-plugin");
+        assert_eq!(family("jax_cuda13_pjrt"), "jax-pjrt");
     }
 
     #[test]

@@ -39,6 +39,21 @@ fn fixture_wheel(dir: &Path) -> PathBuf {
         }
     }
     assert!(n >= 5, "the device fixtures are missing");
+    // A library as auditwheel leaves it: patchelf gave it a long RPATH, which moves its dynamic
+    // strings to a new segment at the end of its loaded bytes, after the dynamic section.
+    if let Some(patchelf) = std::env::var_os("CUDIST_PATCHELF") {
+        let copy = dir.join("patched.so");
+        std::fs::copy(repo().join("tests/fixtures/device/multi.so"), &copy).unwrap();
+        let long = format!("$ORIGIN/{}", "x".repeat(300));
+        let o = std::process::Command::new(patchelf)
+            .args(["--set-rpath", &long])
+            .arg(&copy)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{o:?}");
+        z.start_file("demo/patched.so", opts).unwrap();
+        z.write_all(&std::fs::read(&copy).unwrap()).unwrap();
+    }
     for (name, text) in [
         (
             "METADATA",

@@ -144,6 +144,16 @@ fn default_cache() -> PathBuf {
     }
 }
 
+/// A candidate read: its path (the file name for one from an index), its artifact, how it was
+/// read, the bytes received for it, and a note on the read.
+type Read = (
+    String,
+    cudist_analysis::model::Artifact,
+    &'static str,
+    u64,
+    Option<String>,
+);
+
 /// A wheel on an index that its file name does not rule out.
 struct Remote {
     file: cudist_index::IndexFile,
@@ -157,7 +167,7 @@ fn list_index(
     index: &str,
     find_links: bool,
     at: usize,
-    args: &SelectArgs,
+    projects: &[String],
     host: &Host,
     catalog: &Catalog,
 ) -> Result<(Vec<Remote>, Vec<Judged>, IndexReport)> {
@@ -183,7 +193,7 @@ fn list_index(
     };
     let mut remotes = Vec::new();
     let mut ruled_out = Vec::new();
-    for project in &args.package {
+    for project in projects {
         let files = if find_links {
             // The page's wheels of this project, or of this family (`cupy` for cupy-cuda12x).
             let want = cudist_wheel::installed::normalise(project);
@@ -293,6 +303,148 @@ fn read_front(
     Ok(Some((a, note)))
 }
 
+/// Reads a wheel on an index or find-links page: from the cache when it is there, else whole
+/// into the cache (`--fetch whole`, or a server without range requests), else by range requests.
+/// Returns the artifact, how it was read, the bytes received and a note on the read.
+fn read_remote(
+    r: &Remote,
+    host: &Host,
+    catalog: &Catalog,
+    cache: &Path,
+    fetch: Fetch,
+    indexes: &mut [IndexReport],
+) -> Result<(
+    cudist_analysis::model::Artifact,
+    &'static str,
+    u64,
+    Option<String>,
+)> {
+    let before = cudist_index::received();
+    let cached = cudist_index::cached(&r.file, cache);
+    let fallback = cached.is_none() && fetch == Fetch::Front;
+    let front = match (&cached, fetch) {
+        (None, Fetch::Front) => {
+            let spinner =
+                util::Spinner::start(format!("reading {} by range requests", r.file.filename));
+            let front = read_front(r, host, catalog)?;
+            drop(spinner);
+            front
+        }
+        _ => None,
+    };
+    let (a, read, note) = match front {
+        Some((a, note)) => (a, "front", Some(note)),
+        None => {
+            let path = match cached {
+                Some(p) => p,
+                None => {
+                    let spinner = util::Spinner::start(format!("fetching {}", r.file.filename));
+                    let (path, fresh) =
+                        cudist_index::fetch(&r.file, cache, cudist_index::Limits::default())
+                            .map_err(|e| errors::input(e.to_string()))?;
+                    drop(spinner);
+                    if fresh {
+                        indexes[r.index].fetched.push(r.file.filename.clone());
+                    }
+                    path
+                }
+            };
+            let a = cudist_analysis::artifact::inspect_one(&Input::Wheel(path), catalog)?;
+            let note = fallback
+                .then(|| "fetched whole: the server does not answer range requests".to_string());
+            (a, "whole", note)
+        }
+    };
+    let got = cudist_index::received() - before;
+    let ix = &mut indexes[r.index];
+    ix.bytes_received += got;
+    if read == "front" {
+        ix.read_front.push(r.file.filename.clone());
+    }
+    Ok((a, read, got, note))
+}
+
+/// Builds offered as extras (`jax[cuda12]`): for each candidate from an index or a find-links
+/// page that carries no device code and whose METADATA offers build extras, the packages those
+/// extras pull in (and the build packages those pull in) are listed on the same source and read,
+/// all of them (they are parts of a candidate, not its rivals), and each extra is judged as one
+/// candidate beside the package itself.
+#[allow(clippy::too_many_arguments)]
+fn extras(
+    judged: &[Judged],
+    artifacts: &[Read],
+    origin: &std::collections::HashMap<String, (usize, String)>,
+    sources: &[(String, bool)],
+    host: &Host,
+    catalog: &Catalog,
+    cache: &Path,
+    fetch: Fetch,
+    indexes: &mut [IndexReport],
+) -> Result<Vec<Judged>> {
+    use cudist_analysis::select::{build_parts, extra_builds, judge_extra};
+    let mut composites = Vec::new();
+    for (file, a, ..) in artifacts {
+        let (Some(w), Some((at, _))) = (&a.wheel, origin.get(file)) else {
+            continue;
+        };
+        if a.device.cubins + a.device.ptx + a.device.lto_ir > 0 {
+            continue;
+        }
+        let dist = w.name.clone().unwrap_or_default();
+        let builds = extra_builds(&dist, &w.requires_dist);
+        let Some(base) = judged.iter().find(|j| &j.file == file) else {
+            continue;
+        };
+        if builds.is_empty() {
+            continue;
+        }
+        let (url, find_links) = &sources[*at];
+        let mut queue: Vec<String> = builds.iter().flat_map(|b| b.parts.clone()).collect();
+        let mut listed = std::collections::HashSet::new();
+        let mut parts = Vec::new();
+        while let Some(name) = queue.pop() {
+            if listed.len() >= 16 || !listed.insert(name.clone()) {
+                continue;
+            }
+            // A package the index does not have: the extra says so when it is judged.
+            let Ok((found, out, report)) =
+                list_index(url, *find_links, *at, &[name], host, catalog)
+            else {
+                continue;
+            };
+            let ix = &mut indexes[*at];
+            ix.listed += report.listed;
+            ix.not_fetched.extend(report.not_fetched);
+            ix.bytes_received += report.bytes_received;
+            parts.extend(out.into_iter().map(|j| (j, Vec::new())));
+            for r in found {
+                let (a, read, got, _) = read_remote(&r, host, catalog, cache, fetch, indexes)?;
+                let mut j = judge(&[(r.file.filename.clone(), &a)], host, catalog).remove(0);
+                j.read = read.into();
+                j.bytes_received = got;
+                // Builds of the package's family that this part pulls in in turn.
+                let theirs = a
+                    .wheel
+                    .as_ref()
+                    .map_or_else(Vec::new, |w| build_parts(&dist, &w.requires_dist, None));
+                queue.extend(theirs.iter().cloned());
+                parts.push((j, theirs));
+            }
+        }
+        for b in &builds {
+            composites.push(judge_extra(base, b, &parts, host));
+        }
+    }
+    Ok(composites)
+}
+
+/// The wheel a candidate's file names: itself, or, for a build offered as an extra
+/// (`jax-0.10.2-py3-none-any.whl[cuda12]`), the package's wheel.
+fn base_file(file: &str) -> &str {
+    file.split_once(".whl[")
+        .map_or(file, |(w, _)| &file[..w.len() + 4])
+}
+
 /// The Python version of `--python`: a version as given, or what an interpreter says.
 fn python_version(spec: &str) -> Result<String> {
     if spec.split('.').all(|p| p.parse::<u32>().is_ok()) && spec.starts_with("3.") {
@@ -348,7 +500,7 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
         }
     }
     for (at, (url, find_links)) in sources.iter().enumerate() {
-        let (found, out, report) = list_index(url, *find_links, at, &args, &host, catalog)?;
+        let (found, out, report) = list_index(url, *find_links, at, &args.package, &host, catalog)?;
         remotes.extend(found);
         ruled_out.extend(out);
         indexes.push(report);
@@ -394,14 +546,7 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
         ));
     }
     let wanted: Vec<String> = args.package.iter().map(|p| family(p)).collect();
-    // (path, artifact, how it was read, bytes received for it, a note on the read)
-    let mut artifacts: Vec<(
-        String,
-        cudist_analysis::model::Artifact,
-        &str,
-        u64,
-        Option<String>,
-    )> = Vec::new();
+    let mut artifacts: Vec<Read> = Vec::new();
     for w in wheels {
         let file = w
             .path()
@@ -465,33 +610,8 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
                 continue;
             }
         }
-        let before = cudist_index::received();
-        let spinner =
-            util::Spinner::start(format!("reading {} by range requests", r.file.filename));
-        let front = read_front(&r, &host, catalog)?;
-        drop(spinner);
-        let (a, read, note) = match front {
-            Some((a, note)) => (a, "front", Some(note)),
-            None => {
-                // A server without range requests: the wheel is fetched whole and read.
-                let spinner = util::Spinner::start(format!("fetching {}", r.file.filename));
-                let (path, fresh) = cudist_index::fetch(&r.file, &cache, limits)
-                    .map_err(|e| errors::input(e.to_string()))?;
-                drop(spinner);
-                if fresh {
-                    indexes[r.index].fetched.push(r.file.filename.clone());
-                }
-                let a = cudist_analysis::artifact::inspect_one(&Input::Wheel(path), catalog)?;
-                let note = "fetched whole: the server does not answer range requests".to_string();
-                (a, "whole", Some(note))
-            }
-        };
-        let got = cudist_index::received() - before;
-        let ix = &mut indexes[r.index];
-        ix.bytes_received += got;
-        if read == "front" {
-            ix.read_front.push(r.file.filename.clone());
-        }
+        let (a, read, got, note) =
+            read_remote(&r, &host, catalog, &cache, args.fetch, &mut indexes)?;
         artifacts.push((r.file.filename.clone(), a, read, got, note));
     }
     if artifacts.is_empty() && ruled_out.is_empty() {
@@ -504,15 +624,39 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
     let refs: Vec<(String, &cudist_analysis::model::Artifact)> =
         artifacts.iter().map(|(p, a, ..)| (p.clone(), a)).collect();
     let mut judged = judge(&refs, &host, catalog);
+    let composites = extras(
+        &judged,
+        &artifacts,
+        &origin,
+        &sources,
+        &host,
+        catalog,
+        &cache,
+        args.fetch,
+        &mut indexes,
+    )?;
+    // The package itself stays a candidate: installed plainly, it is the build its content is
+    // (jax alone: the CPU one).
+    if !composites.is_empty() {
+        judged.extend(composites);
+        cudist_analysis::select::rank(&mut judged, &host);
+    }
     for j in &mut judged {
         if let Some((_, _, read, got, note)) = artifacts.iter().find(|(p, ..)| *p == j.path) {
             j.read = read.to_string();
-            j.bytes_received = *got;
+            // A build offered as an extra has its packages' bytes already.
+            j.bytes_received += *got;
             if let Some(n) = note {
                 j.reasons.push(n.clone());
             }
         }
-        if let Some((_, url)) = origin.get(&j.file) {
+        if !j.parts.is_empty() {
+            j.reasons.push(format!(
+                "judged with what the extra pulls in: {}",
+                j.parts.join(", ")
+            ));
+        }
+        if let Some((_, url)) = origin.get(base_file(&j.file)) {
             j.path = url.clone();
         }
     }
@@ -531,12 +675,15 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
     let best = judged.first().filter(|j| j.outcome == "best");
     let requirement = best.map(|j| {
         format!(
-            "{}=={}",
+            "{}{}=={}",
             cudist_wheel::installed::normalise(&j.distribution),
+            j.extra
+                .as_ref()
+                .map_or_else(String::new, |e| format!("[{e}]")),
             j.version
         )
     });
-    let source = best.and_then(|j| origin.get(&j.file).map(|(ix, _)| &sources[*ix]));
+    let source = best.and_then(|j| origin.get(base_file(&j.file)).map(|(ix, _)| &sources[*ix]));
     let index_url = source.filter(|(_, fl)| !fl).map(|(u, _)| u.clone());
     let find_links = source.filter(|(_, fl)| *fl).map(|(u, _)| u.clone());
     let report = Report {

@@ -600,21 +600,45 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 /// 691) when asked for, except for project `demo`, which gets HTML (PEP 503); project `demo-bad`
 /// lists `demo_cu12-1.0` with a wrong sha256. Every answer's path, size and range are appended
 /// to `log`. Returns the server and its port.
-fn serve(indexes: &[(&str, &Path)], log: &Path) -> (std::process::Child, String) {
+fn serve(indexes: &[(&str, &Path)], log: &Path) -> (Served, String) {
     let server = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/index-server.py");
     let mut cmd = std::process::Command::new("python3");
     cmd.arg(server).arg(log);
     for (name, dir) in indexes {
         cmd.arg(name).arg(dir);
     }
-    let mut child = cmd.stdout(std::process::Stdio::piped()).spawn().unwrap();
+    // Its stderr is not the test's: a server left behind must not hold the test's output open.
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
     let mut port = String::new();
     std::io::BufRead::read_line(
         &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
         &mut port,
     )
     .unwrap();
-    (child, port.trim().to_string())
+    (Served(child), port.trim().to_string())
+}
+
+/// The loopback server, stopped when dropped (a failing test does not leave it running).
+struct Served(std::process::Child);
+
+impl Served {
+    fn kill(&mut self) -> std::io::Result<()> {
+        self.0.kill()
+    }
+    fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        self.0.wait()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// PyTorch's layout: one project, one release, its CUDA builds on separate indexes (`…/cu126`,
@@ -1083,4 +1107,119 @@ fn find_links_pages_and_directories() {
     );
     assert_eq!(d["best"], v["best"]);
     assert!(d["find_links"].is_null());
+}
+
+/// JAX's layout: one pure package whose extras are its builds (`demo[cuda12]` pulls in
+/// `demo-cuda12-plugin`, which pulls in `demo-cuda12-pjrt`, where the device code is;
+/// `demo[cuda13]` pulls in `demo-cuda13-plugin`). Each extra is judged as one candidate over the
+/// packages it pulls in, read from the same index; the package alone is the CPU build.
+#[test]
+fn builds_offered_as_extras_are_judged_with_what_they_pull_in() {
+    let work = tempfile::tempdir().unwrap();
+    // The family's CUDA 12 library (wide-cu12.so) is reused.
+    let Some(_house) = family(work.path()) else {
+        assert!(!in_ci(), "CI provides patchelf");
+        return;
+    };
+    let house = work.path().join("extras");
+    std::fs::create_dir_all(&house).unwrap();
+    let tag = "py3-none-manylinux2014_x86_64";
+    write_wheel_version(
+        &house.join("demo-2.0-py3-none-any.whl"),
+        "demo",
+        "2.0",
+        &[
+            "numpy",
+            "demo-cuda12-plugin==2.0; extra == \"cuda12\"",
+            "demo-cuda12-plugin==2.0; extra == \"cuda12-local\"",
+            "demo-cuda13-plugin==2.0; extra == \"cuda13\"",
+            "nvidia-cublas-cu12; extra == \"cuda12\"",
+            "pytest; extra == \"test\"",
+        ],
+        &[("demo/__init__.py", b"".to_vec())],
+    );
+    write_wheel_version(
+        &house.join(format!("demo_cuda12_plugin-2.0-{tag}.whl")),
+        "demo_cuda12_plugin",
+        "2.0",
+        &["demo-cuda12-pjrt==2.0"],
+        &[("demo_cuda12_plugin/__init__.py", b"".to_vec())],
+    );
+    write_wheel_version(
+        &house.join(format!("demo_cuda12_pjrt-2.0-{tag}.whl")),
+        "demo_cuda12_pjrt",
+        "2.0",
+        &[],
+        &[(
+            "demo_cuda12_pjrt/_k.so",
+            std::fs::read(work.path().join("wide-cu12.so")).unwrap(),
+        )],
+    );
+    write_wheel_version(
+        &house.join(format!("demo_cuda13_plugin-2.0-{tag}.whl")),
+        "demo_cuda13_plugin",
+        "2.0",
+        &[],
+        &[(
+            "demo_cuda13_plugin/_k.so",
+            std::fs::read(fixtures().join("wide.so")).unwrap(),
+        )],
+    );
+    let log = work.path().join("served.log");
+    let (mut child, port) = serve(&[("main", &house)], &log);
+    let index = format!("http://127.0.0.1:{port}/main/simple");
+    let pick = |name: &str, v: Value| {
+        let mut v = v;
+        v["glibc"] = "2.35".into();
+        v["python"] = "3.11".into();
+        let host = profile(work.path(), name, v);
+        let o = cudist(&[
+            "select",
+            "--print-requirement",
+            "--host",
+            host.to_str().unwrap(),
+            "--index",
+            &index,
+            "--package",
+            "demo",
+        ]);
+        let (_, j) = select(&host, &["--index", &index, "--package", "demo"]);
+        (stdout(&o), j)
+    };
+    let (turing, tj) = pick(
+        "turing",
+        serde_json::json!({"driver": "535.183.01", "gpus": [{"name": "T4", "sm": 75}]}),
+    );
+    let (hopper, hj) = pick(
+        "hopper",
+        serde_json::json!({"driver": "580.65.06", "gpus": [{"name": "H100", "sm": 90}]}),
+    );
+    let (nogpu, _) = pick("nogpu", serde_json::json!({"gpus": []}));
+    child.kill().ok();
+    child.wait().ok();
+    let ix = format!(" --index-url {index}\n");
+    assert_eq!(turing, format!("demo[cuda12]==2.0{ix}"), "{tj:#}");
+    assert_eq!(hopper, format!("demo[cuda13]==2.0{ix}"), "{hj:#}");
+    assert_eq!(nogpu, format!("demo==2.0{ix}"));
+    // The CUDA 12 build was judged by its pjrt package's device code (two levels down), and
+    // `cuda12-local`, which pulls in the same, is not a second candidate.
+    let c12 = reasons_of(&tj, "demo-2.0-py3-none-any.whl[cuda12]");
+    assert!(
+        c12.contains("demo_cuda12_pjrt-2.0") && c12.contains("sm_75"),
+        "{c12}"
+    );
+    let extras: Vec<&str> = tj["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["extra"].as_str())
+        .collect();
+    assert_eq!(extras.len(), 2, "{extras:?}");
+    // On the H100, the CUDA 12 build has no kernel image (its pjrt has no sm_90 code); on the
+    // T4 the CUDA 13 build needs a newer driver, said from the plugin's name.
+    assert!(reasons_of(&hj, "demo-2.0-py3-none-any.whl[cuda12]").contains("no-kernel-image"));
+    assert!(reasons_of(&tj, "demo-2.0-py3-none-any.whl[cuda13]").contains("too old for CUDA 13"));
+    // nvidia-cublas-cu12 is a CUDA library, not a build of demo: never listed.
+    let served = std::fs::read_to_string(&log).unwrap();
+    assert!(!served.contains("nvidia"), "{served}");
 }
