@@ -7,7 +7,8 @@ normalises to the project (PEP 691 JSON when asked for with its Accept type, els
 with their files at /NAME/files/<file>, and a find-links page at /NAME/links.html linking to
 every wheel (relative links, as pip's --find-links pages may have). Files are served whole or by one byte range (`Range:
 bytes=a-b`, `bytes=a-`, `bytes=-n`: 206 with Content-Range), as PyPI's file host serves them.
-Project `demo` always gets HTML; project `demo-bad` lists demo_cu12-1.0 with a wrong sha256. Every
+JSON pages give each file's size and Requires-Python (from its METADATA). Project `demo`
+always gets HTML; project `demo-bad` lists demo_cu12-1.0 with a wrong sha256. Every
 answer appends "PATH BYTES [RANGE]" to LOG. The port is printed on the first line of stdout.
 """
 import hashlib
@@ -23,6 +24,20 @@ hashes = {}
 
 def norm(n):
     return n.lower().replace("_", "-").replace(".", "-")
+
+
+def requires_python(path):
+    import zipfile
+    try:
+        with zipfile.ZipFile(path) as z:
+            for n in z.namelist():
+                if n.endswith(".dist-info/METADATA"):
+                    for line in z.read(n).decode("utf-8", "replace").splitlines():
+                        if line.lower().startswith("requires-python:"):
+                            return line.split(":", 1)[1].strip()
+    except (OSError, zipfile.BadZipFile):
+        pass
+    return None
 
 
 def sha256(path):
@@ -107,7 +122,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if "application/vnd.pypi.simple.v1+json" in accept and project != "demo":
                 body = json.dumps({"meta": {"api-version": "1.1"}, "name": project, "files": [
                     {"filename": n, "url": u, "hashes": {"sha256": h},
-                     "size": os.path.getsize(os.path.join(house, n))}
+                     "size": os.path.getsize(os.path.join(house, n)),
+                     "requires-python": requires_python(os.path.join(house, n))}
                     for n, u, h in entries]}).encode()
                 return self.send(body, "application/vnd.pypi.simple.v1+json")
             links = "".join('<a href="%s#sha256=%s">%s</a><br/>' % (u, h, n) for n, u, h in entries)

@@ -224,6 +224,8 @@ pub struct WheelInfo {
     pub tags: Vec<String>,
     /// the `Requires-Dist:` lines, verbatim, environment markers included
     pub requires_dist: Vec<String>,
+    /// `Requires-Python:` from `METADATA` (`>=3.10`), verbatim. `null` if missing
+    pub requires_python: Option<String>,
     /// entries in the zip's central directory, directories included
     pub members: usize,
     /// What `cudist slim` kept (its `<dist-info>/cudist-slim.json`), when it slimmed the wheel

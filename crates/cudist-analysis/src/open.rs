@@ -341,6 +341,7 @@ fn wheel_info(
         version: md.version,
         tags: md.tags,
         requires_dist: md.requires_dist,
+        requires_python: md.requires_python,
         members,
         slimmed,
     }

@@ -354,6 +354,49 @@ pub fn install_problems(file: &str, host: &Host) -> Vec<String> {
     out
 }
 
+/// Whether a `Requires-Python` specifier (`>=3.10`, `>=3.9,<3.14`) admits the host's Python
+/// (`3.11`: some 3.11.x, so the first and a late patch release are both tried). A specifier that
+/// does not parse admits it: pip would be the one to say.
+pub fn python_allows(requires_python: &str, python: &str) -> bool {
+    use std::str::FromStr;
+    let Ok(spec) = pep440_rs::VersionSpecifiers::from_str(requires_python.trim()) else {
+        return true;
+    };
+    let two = python.split('.').count() == 2;
+    let tries: Vec<String> = if two {
+        vec![format!("{python}.0"), format!("{python}.99")]
+    } else {
+        vec![python.to_string()]
+    };
+    tries
+        .iter()
+        .any(|v| pep440_rs::Version::from_str(v).is_ok_and(|v| spec.contains(&v)))
+}
+
+/// Whether `version` satisfies a requirement's specifier (`==0.10.2`, `<=0.10.2,>=0.10.2`); an
+/// empty or unreadable specifier admits every version.
+pub fn version_allowed(specifier: &str, version: &str) -> bool {
+    use std::str::FromStr;
+    let (Ok(spec), Ok(v)) = (
+        pep440_rs::VersionSpecifiers::from_str(specifier.trim()),
+        pep440_rs::Version::from_str(version),
+    ) else {
+        return true;
+    };
+    spec.contains(&v)
+}
+
+/// The version specifiers `requires_dist` pins the packages it names to (`jax-cuda12-pjrt` →
+/// `==0.10.2`), by normalised name.
+pub fn pins(requires_dist: &[String]) -> Vec<(String, String)> {
+    requires_dist
+        .iter()
+        .filter_map(|r| crate::requirements::ReqName::parse(r))
+        .filter(|r| !r.specifier.is_empty())
+        .map(|r| (r.name, r.specifier))
+        .collect()
+}
+
 /// What a wheel's file name alone rules out on the host, before it is fetched: its tags, and a
 /// CUDA major (from its local label or name) whose minor-version-compatibility floor the driver
 /// does not meet. Empty when only its content can tell.
@@ -431,7 +474,15 @@ pub fn judge(candidates: &[(String, &Artifact)], host: &Host, catalog: &Catalog)
             .map(|n| (n.distribution.clone(), n.version.clone()))
             .unwrap_or_else(|| (file.clone(), String::new()));
         let build = build_of(&distribution, &version, a, catalog);
-        let install_problems = install_problems(&file, host);
+        let mut install_problems = install_problems(&file, host);
+        if let (Some(rp), Some(py)) = (
+            a.wheel.as_ref().and_then(|w| w.requires_python.as_deref()),
+            host.python.as_deref(),
+        ) {
+            if !python_allows(rp, py) {
+                install_problems.push(format!("it requires Python {rp}, the host has {py}"));
+            }
+        }
         // The driver: the floor of each CUDA major it links, and its device code's floor.
         let mut majors: Vec<u32> = a
             .cuda_needed
@@ -903,6 +954,14 @@ pub fn judge_extra(
     parts: &[(Judged, Vec<String>)],
     host: &Host,
 ) -> Judged {
+    if !uses_gpus_of(&extra.build, host) {
+        // Its packages were not read: a build for GPUs the host does not have.
+        let mut j = base.clone();
+        j.extra = Some(extra.extra.clone());
+        j.build = extra.build.clone();
+        j.file = format!("{}[{}]", base.file, extra.extra);
+        return j;
+    }
     let mut j = base.clone();
     j.extra = Some(extra.extra.clone());
     j.build = extra.build.clone();
@@ -913,11 +972,19 @@ pub fn judge_extra(
     });
     let wanted = wanted_parts(extra, parts);
     for name in wanted {
+        // The best for the host; among wheels ruled out by name, one for this platform first
+        // (what rules it out then is what matters).
         let best = parts
             .iter()
             .map(|(p, _)| p)
             .filter(|p| crate::requirements::normalise_dist(&p.distribution) == name)
-            .min_by_key(|p| sort_key(p, host));
+            .min_by_key(|p| {
+                let elsewhere = p.read == "none"
+                    && p.reasons
+                        .iter()
+                        .any(|r| r.starts_with("does not install here"));
+                (elsewhere, sort_key(p, host))
+            });
         let Some(p) = best else {
             j.install_problems.push(format!(
                 "{name}, which the extra pulls in, has no wheel here"
@@ -953,6 +1020,17 @@ pub fn judge_extra(
     j
 }
 
+/// Whether a build is for GPUs the host has: a CUDA build on a host with NVIDIA GPUs, a ROCm
+/// build on one with AMD GPUs; a CPU build always. The packages of an extra that is not are not
+/// read.
+pub fn uses_gpus_of(build: &Build, host: &Host) -> bool {
+    match build.kind.as_str() {
+        "cuda" => !host.gpus.is_empty(),
+        "rocm" => !host.amd_gpus.is_empty(),
+        _ => true,
+    }
+}
+
 /// The packages an extra pulls in, its own and theirs (`jax-cuda12-plugin` pulls in
 /// `jax-cuda12-pjrt`), as far as the judged parts say.
 fn wanted_parts(extra: &ExtraBuild, parts: &[(Judged, Vec<String>)]) -> Vec<String> {
@@ -986,6 +1064,17 @@ mod tests {
         assert!(python_ok("cp39", "abi3", 11) && !python_ok("cp312", "abi3", 11));
         assert!(python_ok("py3", "none", 11) && python_ok("py2.py3", "none", 11));
         assert!(!python_ok("cp310", "cp310", 11));
+    }
+
+    #[test]
+    fn requires_python_as_pip_reads_it() {
+        assert!(python_allows(">=3.10", "3.11"));
+        assert!(!python_allows(">=3.12", "3.11"));
+        assert!(python_allows(">3.11", "3.11")); // 3.11.1 and later
+        assert!(!python_allows("<3.11", "3.11"));
+        assert!(python_allows(">=3.9,!=3.10.*", "3.11"));
+        assert!(!python_allows(">=3.9,!=3.11.*", "3.11"));
+        assert!(python_allows("not a specifier", "3.11"));
     }
 
     #[test]

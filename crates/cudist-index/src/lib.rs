@@ -571,6 +571,9 @@ pub struct IndexFile {
     pub sha256: Option<String>,
     /// Its size in bytes, when the index gives it (PEP 700 `size` in JSON pages).
     pub size: Option<u64>,
+    /// The Python versions it is for (`requires-python` in JSON, `data-requires-python` in HTML,
+    /// PEP 503/691), as pip reads them before choosing a release.
+    pub requires_python: Option<String>,
 }
 
 const JSON_TYPE: &str = "application/vnd.pypi.simple.v1+json";
@@ -615,6 +618,7 @@ pub fn parse_page(url: &str, body: &[u8]) -> Result<Vec<IndexFile>, IndexError> 
                     url: join(url, href),
                     sha256: f["hashes"]["sha256"].as_str().map(str::to_string),
                     size: f["size"].as_u64(),
+                    requires_python: f["requires-python"].as_str().map(str::to_string),
                 })
             })
             .collect();
@@ -640,6 +644,7 @@ pub fn parse_page(url: &str, body: &[u8]) -> Result<Vec<IndexFile>, IndexError> 
             url: join(url, href),
             sha256: fragment.strip_prefix("sha256=").map(str::to_string),
             size: None,
+            requires_python: attribute(anchor, "data-requires-python"),
         });
     }
     if out.is_empty() && !text.contains("<a") && !text.trim_start().starts_with('<') {
@@ -648,10 +653,19 @@ pub fn parse_page(url: &str, body: &[u8]) -> Result<Vec<IndexFile>, IndexError> 
     Ok(out)
 }
 
+/// An HTML attribute's value in an anchor (`data-requires-python="&gt;=3.10"`), unescaped.
+fn attribute(anchor: &str, name: &str) -> Option<String> {
+    let at = anchor.find(&format!("{name}=\""))? + name.len() + 2;
+    let end = anchor[at..].find('"')?;
+    Some(html_unescape(&anchor[at..at + end]))
+}
+
 fn html_unescape(s: &str) -> String {
-    s.replace("&amp;", "&")
+    s.replace("&gt;", ">")
+        .replace("&lt;", "<")
         .replace("&#x27;", "'")
         .replace("&quot;", "\"")
+        .replace("&amp;", "&")
 }
 
 /// A link's absolute URL, from the page it is on.
@@ -779,11 +793,12 @@ mod tests {
         let f = parse_page("http://h:1/simple/demo/", json).unwrap();
         assert_eq!(f[0].url, "http://h:1/files/demo-1.0-py3-none-any.whl");
         assert_eq!(f[0].sha256.as_deref(), Some("ab12"));
-        let html = b"<html><body><a href=\"/f/demo-1.0-py3-none-any.whl#sha256=cd34\" data-x=\"1\">demo-1.0-py3-none-any.whl</a><br/></body></html>";
+        let html = b"<html><body><a href=\"/f/demo-1.0-py3-none-any.whl#sha256=cd34\" data-requires-python=\"&gt;=3.10\">demo-1.0-py3-none-any.whl</a><br/></body></html>";
         let f = parse_page("http://h:1/simple/demo/", html).unwrap();
         assert_eq!(f[0].filename, "demo-1.0-py3-none-any.whl");
         assert_eq!(f[0].url, "http://h:1/f/demo-1.0-py3-none-any.whl");
         assert_eq!(f[0].sha256.as_deref(), Some("cd34"));
+        assert_eq!(f[0].requires_python.as_deref(), Some(">=3.10"));
         assert!(parse_page("http://h/simple/x/", b"just words").is_err());
     }
 
@@ -905,6 +920,7 @@ mod tests {
             url: "http://h/x.whl".into(),
             sha256: None,
             size: None,
+            requires_python: None,
         };
         let dir = tempfile::tempdir().unwrap();
         assert!(fetch(&f, dir.path(), Limits::default()).is_err());
@@ -914,6 +930,7 @@ mod tests {
             url: "http://h/x.whl".into(),
             sha256: Some("..".into()),
             size: None,
+            requires_python: None,
         };
         assert!(fetch(&g, dir.path(), Limits::default()).is_err());
         assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());

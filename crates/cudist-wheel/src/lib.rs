@@ -233,6 +233,8 @@ pub struct Metadata {
     pub name: Option<String>,
     pub version: Option<String>,
     pub requires_dist: Vec<String>,
+    /// `Requires-Python:`, as written (`>=3.10`).
+    pub requires_python: Option<String>,
     /// `Tag:` lines of the `WHEEL` file.
     pub tags: Vec<String>,
     pub root_is_purelib: Option<bool>,
@@ -575,6 +577,7 @@ impl Wheel {
                     "name" => md.name = Some(v),
                     "version" => md.version = Some(v),
                     "requires-dist" => md.requires_dist.push(v),
+                    "requires-python" => md.requires_python = Some(v),
                     _ => {}
                 }
             }

@@ -167,7 +167,7 @@ fn list_index(
     index: &str,
     find_links: bool,
     at: usize,
-    projects: &[String],
+    projects: &[(String, String)],
     host: &Host,
     catalog: &Catalog,
 ) -> Result<(Vec<Remote>, Vec<Judged>, IndexReport)> {
@@ -193,7 +193,8 @@ fn list_index(
     };
     let mut remotes = Vec::new();
     let mut ruled_out = Vec::new();
-    for project in projects {
+    // Each project with the version specifier it is wanted at (empty: any).
+    for (project, specifier) in projects {
         let files = if find_links {
             // The page's wheels of this project, or of this family (`cupy` for cupy-cuda12x).
             let want = cudist_wheel::installed::normalise(project);
@@ -210,9 +211,15 @@ fn list_index(
             cudist_index::project_files(index, project, limits)
                 .map_err(|e| errors::input(e.to_string()))?
         };
+        // As pip does, releases whose files require another Python are passed over.
         let wheels: Vec<(cudist_wheel::WheelName, &cudist_index::IndexFile)> = files
             .iter()
+            .filter(|f| match (&f.requires_python, &host.python) {
+                (Some(rp), Some(py)) => cudist_analysis::select::python_allows(rp, py),
+                _ => true,
+            })
             .filter_map(|f| cudist_wheel::WheelName::parse(&f.filename).map(|n| (n, f)))
+            .filter(|(n, _)| cudist_analysis::select::version_allowed(specifier, &n.version))
             .collect();
         let Some(newest) = wheels.iter().map(|(n, _)| release_key(&n.version)).max() else {
             bail!(errors::input(format!("{index}: {project} has no wheel")));
@@ -399,7 +406,16 @@ fn extras(
             continue;
         }
         let (url, find_links) = &sources[*at];
-        let mut queue: Vec<String> = builds.iter().flat_map(|b| b.parts.clone()).collect();
+        // The packages of the builds that use this host's GPUs, at the versions pinned.
+        let mut queue: Vec<String> = builds
+            .iter()
+            .filter(|b| cudist_analysis::select::uses_gpus_of(&b.build, host))
+            .flat_map(|b| b.parts.clone())
+            .collect();
+        let mut pinned: std::collections::HashMap<String, String> =
+            cudist_analysis::select::pins(&w.requires_dist)
+                .into_iter()
+                .collect();
         let mut listed = std::collections::HashSet::new();
         let mut parts = Vec::new();
         while let Some(name) = queue.pop() {
@@ -407,8 +423,9 @@ fn extras(
                 continue;
             }
             // A package the index does not have: the extra says so when it is judged.
+            let spec = pinned.get(&name).cloned().unwrap_or_default();
             let Ok((found, out, report)) =
-                list_index(url, *find_links, *at, &[name], host, catalog)
+                list_index(url, *find_links, *at, &[(name, spec)], host, catalog)
             else {
                 continue;
             };
@@ -422,11 +439,14 @@ fn extras(
                 let mut j = judge(&[(r.file.filename.clone(), &a)], host, catalog).remove(0);
                 j.read = read.into();
                 j.bytes_received = got;
-                // Builds of the package's family that this part pulls in in turn.
-                let theirs = a
-                    .wheel
-                    .as_ref()
-                    .map_or_else(Vec::new, |w| build_parts(&dist, &w.requires_dist, None));
+                // Builds of the package's family that this part pulls in in turn, and the
+                // versions it pins them to.
+                let theirs = a.wheel.as_ref().map_or_else(Vec::new, |w| {
+                    for (n, spec) in cudist_analysis::select::pins(&w.requires_dist) {
+                        pinned.entry(n).or_insert(spec);
+                    }
+                    build_parts(&dist, &w.requires_dist, None)
+                });
                 queue.extend(theirs.iter().cloned());
                 parts.push((j, theirs));
             }
@@ -500,7 +520,12 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
         }
     }
     for (at, (url, find_links)) in sources.iter().enumerate() {
-        let (found, out, report) = list_index(url, *find_links, at, &args.package, &host, catalog)?;
+        let projects: Vec<(String, String)> = args
+            .package
+            .iter()
+            .map(|p| (p.clone(), String::new()))
+            .collect();
+        let (found, out, report) = list_index(url, *find_links, at, &projects, &host, catalog)?;
         remotes.extend(found);
         ruled_out.extend(out);
         indexes.push(report);

@@ -1223,3 +1223,49 @@ fn builds_offered_as_extras_are_judged_with_what_they_pull_in() {
     let served = std::fs::read_to_string(&log).unwrap();
     assert!(!served.contains("nvidia"), "{served}");
 }
+
+/// `Requires-Python`, as pip reads it: on an index the newest release whose files admit the
+/// host's Python is the one judged (JSON pages give `requires-python` per file); a wheel whose
+/// METADATA excludes it does not install.
+#[test]
+fn releases_for_another_python_are_passed_over() {
+    let work = tempfile::tempdir().unwrap();
+    let house = work.path().join("house");
+    std::fs::create_dir_all(&house).unwrap();
+    let tag = "py3-none-any";
+    // The METADATA line rides on a requirement (the helper writes only Requires-Dist lines).
+    write_wheel_version(
+        &house.join(format!("demo_py-3.0-{tag}.whl")),
+        "demo_py",
+        "3.0",
+        &["numpy\nRequires-Python: >=3.12"],
+        &[("demo_py/__init__.py", b"".to_vec())],
+    );
+    write_wheel_version(
+        &house.join(format!("demo_py-2.0-{tag}.whl")),
+        "demo_py",
+        "2.0",
+        &["numpy\nRequires-Python: >=3.9"],
+        &[("demo_py/__init__.py", b"".to_vec())],
+    );
+    let host = profile(
+        work.path(),
+        "py311",
+        serde_json::json!({"glibc": "2.35", "python": "3.11", "gpus": []}),
+    );
+    let log = work.path().join("served.log");
+    let (mut child, port) = serve(&[("main", &house)], &log);
+    let index = format!("http://127.0.0.1:{port}/main/simple");
+    let (code, v) = select(&host, &["--index", &index, "--package", "demo-py"]);
+    child.kill().ok();
+    child.wait().ok();
+    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(v["requirement"], "demo-py==2.0", "{v:#}");
+    // From a directory both are candidates; 3.0 says why it does not install.
+    let (_, d) = select(&host, &[house.to_str().unwrap()]);
+    assert_eq!(d["requirement"], "demo-py==2.0", "{d:#}");
+    assert!(
+        reasons_of(&d, "demo_py-3.0").contains("requires Python >=3.12, the host has 3.11"),
+        "{d:#}"
+    );
+}
