@@ -50,6 +50,16 @@ fn reasons_of(v: &Value, file_prefix: &str) -> String {
         .unwrap_or_else(|| panic!("no {file_prefix} in {v:#}"))
 }
 
+/// The `--package` arguments naming the family's projects on an index.
+const FAMILY: [&str; 6] = [
+    "--package",
+    "demo-cu12",
+    "--package",
+    "demo-cu13",
+    "--package",
+    "demo",
+];
+
 /// A small family of builds of one package, made from the nvcc fixtures:
 /// - `demo_cu13` 1.0: wide.so (sm_75 … sm_120 cubins, compute_120 PTX), needs libcudart.so.13;
 /// - `demo_cu12` 1.0: wide.so slimmed to sm_75, sm_80, sm_86 (no PTX) with its NEEDED runtime
@@ -499,24 +509,11 @@ fn candidates_from_an_index_are_fetched_only_when_their_name_allows() {
     );
     let cache = work.path().join("cache");
     let run = || {
-        select(
-            &host,
-            &[
-                "--index",
-                &index,
-                "--package",
-                "demo-cu12",
-                "--package",
-                "demo-cu13",
-                "--package",
-                "demo",
-                "--cache-dir",
-                cache.to_str().unwrap(),
-                // Whole files, into the cache (front reads are tested below).
-                "--fetch",
-                "whole",
-            ],
-        )
+        let mut args = vec!["--index", &index];
+        args.extend(FAMILY);
+        // Whole files, into the cache (front reads are tested below).
+        args.extend(["--cache-dir", cache.to_str().unwrap(), "--fetch", "whole"]);
+        select(&host, &args)
     };
     let (code, v) = run();
     let (code2, v2) = run();
@@ -804,23 +801,10 @@ fn front_reads_judge_as_whole_reads_do() {
         let host = profile(work.path(), name, v);
         let run = |fetch: &str| {
             let cache = work.path().join(format!("cache-{name}-{fetch}"));
-            select(
-                &host,
-                &[
-                    "--index",
-                    &index,
-                    "--package",
-                    "demo-cu12",
-                    "--package",
-                    "demo-cu13",
-                    "--package",
-                    "demo",
-                    "--cache-dir",
-                    cache.to_str().unwrap(),
-                    "--fetch",
-                    fetch,
-                ],
-            )
+            let mut args = vec!["--index", &index];
+            args.extend(FAMILY);
+            args.extend(["--cache-dir", cache.to_str().unwrap(), "--fetch", fetch]);
+            select(&host, &args)
         };
         let (wcode, whole) = run("whole");
         let (fcode, front) = run("front");
