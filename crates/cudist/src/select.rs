@@ -422,8 +422,8 @@ fn extras(
             if listed.len() >= 16 || !listed.insert(name.clone()) {
                 continue;
             }
-            // A package the index does not have: the extra says so when it is judged.
             let spec = pinned.get(&name).cloned().unwrap_or_default();
+            // A package the index does not have: the extra says so when it is judged.
             let Ok((found, out, report)) =
                 list_index(url, *find_links, *at, &[(name, spec)], host, catalog)
             else {
