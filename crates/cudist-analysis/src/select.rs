@@ -1000,8 +1000,12 @@ pub fn judge_extra(
                 .collect::<Vec<_>>()
         };
         if p.read == "none" && p.outcome == "rejected" {
-            // Ruled out by its file name (its reasons say what: tags, or the CUDA it names).
+            // Ruled out by its file name (its reasons say what: tags, or the CUDA it names), so
+            // its device code was never read.
             j.driver_problems.extend(tagged(&p.reasons));
+            for g in j.gpus.iter_mut().filter(|g| g.status == "no-device-code") {
+                g.detail = format!("{} was ruled out by its name and not read", p.file);
+            }
             continue;
         }
         j.install_problems.extend(tagged(&p.install_problems));

@@ -1202,7 +1202,11 @@ fn builds_offered_as_extras_are_judged_with_what_they_pull_in() {
     // On the H100, the CUDA 12 build has no kernel image (its pjrt has no sm_90 code); on the
     // T4 the CUDA 13 build needs a newer driver, said from the plugin's name.
     assert!(reasons_of(&hj, "demo-2.0-py3-none-any.whl[cuda12]").contains("no-kernel-image"));
-    assert!(reasons_of(&tj, "demo-2.0-py3-none-any.whl[cuda13]").contains("too old for CUDA 13"));
+    let c13 = reasons_of(&tj, "demo-2.0-py3-none-any.whl[cuda13]");
+    assert!(
+        c13.contains("too old for CUDA 13") && c13.contains("ruled out by its name and not read"),
+        "{c13}"
+    );
     // nvidia-cublas-cu12 is a CUDA library, not a build of demo: never listed.
     let served = std::fs::read_to_string(&log).unwrap();
     assert!(!served.contains("nvidia"), "{served}");
