@@ -744,6 +744,7 @@ pub fn fuzz_one(data: &[u8]) {
         for chunk in data.chunks(piece) {
             s.feed(chunk);
         }
+        s.finish();
         s.entries()
             .iter()
             .map(|e| (e.offset, e.sm, e.section))

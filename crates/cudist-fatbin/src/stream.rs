@@ -72,9 +72,9 @@ enum State {
     Entries,
     /// Skipping bytes up to `until` (a payload, a container's zero tail).
     Skip { until: u64 },
-    /// Keeping the first `keep` bytes of a cubin's payload (entry `entry`, which ends at `until`)
-    /// to read its ELF type.
-    Peek { entry: usize, keep: u64, until: u64 },
+    /// Keeping the first `keep` bytes of the payload of the last held cubin (which ends at
+    /// `until`) to read its ELF type.
+    Peek { keep: u64, until: u64 },
     /// Past the bytes containers may be in.
     Done,
 }
@@ -94,6 +94,12 @@ pub struct StreamScan {
     in_container: usize,
     containers: usize,
     entries: Vec<Entry>,
+    /// Entries of the container being read while its kind is not known: they join `entries`
+    /// once its first cubin's ELF type is read (or it ends), so an entry once seen never
+    /// changes its label.
+    held: Vec<Entry>,
+    /// Whether the kind of the container being read is known.
+    decided: bool,
     problem: Option<String>,
     /// The container found to hold relocatable code.
     relocatable: Option<usize>,
@@ -113,14 +119,29 @@ impl StreamScan {
             in_container: 0,
             containers: 0,
             entries: Vec::new(),
+            held: Vec::new(),
+            decided: false,
             problem: None,
             relocatable: None,
         }
     }
 
-    /// The entries seen so far, in file order.
+    /// The entries seen so far, in file order. An entry is listed once its container's kind
+    /// (plain or relocatable) is known, and is not changed after.
     pub fn entries(&self) -> &[Entry] {
         &self.entries
+    }
+
+    /// Ends the scan where the bytes ended: entries of a container cut short whose kind was not
+    /// yet known are listed as of the scan's section.
+    pub fn finish(&mut self) {
+        self.release();
+    }
+
+    /// Lists the held entries: the container's kind is known.
+    fn release(&mut self) {
+        self.decided = true;
+        self.entries.append(&mut self.held);
     }
 
     /// Containers read to their end.
@@ -191,19 +212,19 @@ impl StreamScan {
                     false
                 }
             }
-            State::Peek { entry, keep, until } => {
+            State::Peek { keep, until } => {
                 if (self.pending.len() as u64) < keep {
                     return false;
                 }
-                let e = &self.entries[entry];
-                if cubin_elf_type(e.codec, &self.pending[..keep as usize]) == Some(1) {
+                let codec = self.held.last().map_or(Codec::None, |e| e.codec);
+                if cubin_elf_type(codec, &self.pending[..keep as usize]) == Some(1) {
                     // ET_REL: relocatable code, and so is the rest of its container.
-                    let container = e.container;
-                    for e in self.entries.iter_mut().filter(|e| e.container == container) {
+                    for e in &mut self.held {
                         e.section = SectionKind::RelFatbin;
                     }
-                    self.relocatable = Some(container);
+                    self.relocatable = Some(self.containers);
                 }
+                self.release();
                 self.state = State::Skip { until };
                 true
             }
@@ -231,6 +252,7 @@ impl StreamScan {
                             self.consume(i);
                             self.end = start + header_size + fat_size;
                             self.in_container = 0;
+                            self.decided = false;
                             self.state = State::Skip {
                                 until: start + header_size,
                             };
@@ -249,6 +271,7 @@ impl StreamScan {
             }
             State::Entries => {
                 if self.at >= self.end {
+                    self.release();
                     self.containers += 1;
                     self.state = State::Seek;
                     return true;
@@ -305,15 +328,15 @@ impl StreamScan {
                         }
                         .min(stored);
                         let is_cubin = e.kind == EntryKind::Cubin;
-                        self.entries.push(e);
+                        if self.decided {
+                            self.entries.push(e);
+                        } else {
+                            self.held.push(e);
+                        }
                         self.in_container += 1;
                         self.consume(header_size as usize);
-                        self.state = if is_cubin && self.relocatable != Some(self.containers) {
-                            State::Peek {
-                                entry: self.entries.len() - 1,
-                                keep: peek,
-                                until,
-                            }
+                        self.state = if is_cubin && !self.decided {
+                            State::Peek { keep: peek, until }
                         } else {
                             State::Skip { until }
                         };
@@ -331,6 +354,7 @@ impl StreamScan {
         if self.in_container > 0 && self.problem.is_none() {
             self.problem = Some(why);
         }
+        self.release();
         self.state = State::Seek;
         true
     }
@@ -343,13 +367,18 @@ mod tests {
     /// A container of entries (kind, sm, payload length), as nvcc lays one out: an ELF-looking
     /// cubin payload of type ET_EXEC.
     fn container(entries: &[(u16, u32, usize)]) -> Vec<u8> {
+        container_of(entries, 2)
+    }
+
+    /// The same, with cubins of ELF type `elf_type` (1 for the relocatable code of `-rdc`).
+    fn container_of(entries: &[(u16, u32, usize)], elf_type: u16) -> Vec<u8> {
         let built: Vec<Vec<u8>> = entries
             .iter()
             .map(|&(kind, sm, len)| {
                 let mut payload = vec![0xABu8; len];
                 if len >= 18 {
                     payload[..4].copy_from_slice(b"\x7fELF");
-                    payload[16..18].copy_from_slice(&2u16.to_le_bytes());
+                    payload[16..18].copy_from_slice(&elf_type.to_le_bytes());
                 }
                 crate::tests::entry(kind, sm, 0, &payload, None)
             })
@@ -384,6 +413,55 @@ mod tests {
             assert_eq!(s.containers_done(), 2);
             assert!(s.done() && s.problem().is_none());
         }
+    }
+
+    #[test]
+    fn an_entry_once_listed_keeps_its_label_whatever_the_piece_sizes() {
+        // A plain container, then a relocatable one whose PTX comes before its first cubin:
+        // that PTX is relocatable too, which is known only at the cubin's ELF header.
+        let mut file = container(&[(1, 90, 300), (2, 90, 200)]);
+        file.resize(file.len().next_multiple_of(8), 0);
+        file.extend(container_of(&[(1, 80, 300), (2, 80, 200), (2, 90, 200)], 1));
+        let want = [SectionKind::NvFatbin; 2]
+            .into_iter()
+            .chain([SectionKind::RelFatbin; 3])
+            .collect::<Vec<_>>();
+        for piece in [1, 16, 100, file.len()] {
+            let mut s = StreamScan::new(SectionKind::NvFatbin, file.len() as u64);
+            let mut seen: Vec<SectionKind> = Vec::new();
+            for chunk in file.chunks(piece) {
+                s.feed(chunk);
+                let now: Vec<SectionKind> = s.entries().iter().map(|e| e.section).collect();
+                assert_eq!(
+                    now[..seen.len()],
+                    seen[..],
+                    "piece {piece}: a label changed"
+                );
+                seen = now;
+            }
+            s.finish();
+            assert_eq!(seen, want, "piece {piece}");
+            assert_eq!(s.containers_done(), 2);
+        }
+    }
+
+    #[test]
+    fn a_container_cut_short_lists_its_entries_when_finished() {
+        let file = container(&[(1, 90, 300), (2, 90, 200)]);
+        let mut s = StreamScan::new(SectionKind::NvFatbin, file.len() as u64);
+        // The bytes end inside the cubin's ELF header: its kind is not known.
+        s.feed(&file[..file.len() - 200 + 8]);
+        assert_eq!(s.entries().len(), 0);
+        s.finish();
+        let got: Vec<(EntryKind, SectionKind)> =
+            s.entries().iter().map(|e| (e.kind, e.section)).collect();
+        assert_eq!(
+            got,
+            [
+                (EntryKind::Ptx, SectionKind::NvFatbin),
+                (EntryKind::Cubin, SectionKind::NvFatbin)
+            ]
+        );
     }
 
     #[test]
