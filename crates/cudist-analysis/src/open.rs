@@ -480,17 +480,13 @@ pub fn scan_wheel_front(
         let mut prefix: Vec<u8> = Vec::new();
         let mut front: Option<cudist_elf::Front> = None;
         let mut scan: Option<StreamScan> = None;
+        // The device entries of the scan's entries so far: an entry once listed does not
+        // change, so only new ones are converted.
+        let mut device: Vec<crate::model::DeviceEntry> = Vec::new();
         let mut seen = 0;
         let mut stopped = false;
         let mut bad: Option<String> = None;
         let mut not_elf = false;
-        let device = |scan: &StreamScan| {
-            let mut out = Vec::new();
-            for e in scan.entries() {
-                crate::device::push_device_entries(e, &mut out);
-            }
-            out
-        };
         let inflated = wheel.stream_member(m.index, |at, piece| {
             // The loaded bytes are kept (up to FRONT_KEEP): the dynamic section's strings need
             // not come before it (patchelf moves them to a segment of their own at the end).
@@ -537,8 +533,11 @@ pub fn scan_wheel_front(
                 return true;
             };
             if s.entries().len() != seen {
+                for e in &s.entries()[seen..] {
+                    crate::device::push_device_entries(e, &mut device);
+                }
                 seen = s.entries().len();
-                if enough(&device(s)) {
+                if enough(&device) {
                     stopped = true;
                     return false;
                 }
@@ -556,7 +555,7 @@ pub fn scan_wheel_front(
         if not_elf {
             continue;
         }
-        let (Some(f), Some(s)) = (front, scan) else {
+        let (Some(f), Some(mut s)) = (front, scan) else {
             problems.push(InputError {
                 path: m.name.clone(),
                 error: bad.unwrap_or_else(|| "its ELF header is cut short".into()),
@@ -565,6 +564,10 @@ pub fn scan_wheel_front(
             continue;
         };
         read.members_read += 1;
+        s.finish();
+        for e in &s.entries()[seen..] {
+            crate::device::push_device_entries(e, &mut device);
+        }
         if stopped {
             read.stopped_early.push(path.clone());
         }
@@ -600,7 +603,7 @@ pub fn scan_wheel_front(
             m.size,
             &f,
             elf.as_ref(),
-            device(&s),
+            device,
             catalog,
         ));
     }
