@@ -617,15 +617,21 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
             .unwrap_or((false, None))
     });
     let mut unread = Vec::new();
+    // The best candidate read so far, kept up to date as candidates are read.
+    let key = |j: &Judged| cudist_analysis::select::sort_key(j, &host);
+    let mut best: Option<Judged> = None;
+    let better = |best: &mut Option<Judged>, (p, a, ..): &Read| {
+        let j = judge(&[(p.clone(), a)], &host, catalog).remove(0);
+        if best.as_ref().is_none_or(|b| key(&j) < key(b)) {
+            *best = Some(j);
+        }
+    };
+    for a in &artifacts {
+        better(&mut best, a);
+    }
     for (bound, r) in pending {
-        let best = artifacts
-            .iter()
-            .map(|(p, a, ..)| judge(&[(p.clone(), a)], &host, catalog).remove(0))
-            .min_by_key(|j| cudist_analysis::select::sort_key(j, &host));
         if let (Some(b), Some(o)) = (&best, &bound) {
-            if cudist_analysis::select::sort_key(b, &host)
-                <= cudist_analysis::select::sort_key(o, &host)
-            {
+            if key(b) <= key(o) {
                 indexes[r.index].unread.push(r.file.filename.clone());
                 unread.push(cudist_analysis::select::judged_unread(
                     &r.file.filename,
@@ -638,6 +644,7 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
         let (a, read, got, note) =
             read_remote(&r, &host, catalog, &cache, args.fetch, &mut indexes)?;
         artifacts.push((r.file.filename.clone(), a, read, got, note));
+        better(&mut best, artifacts.last().expect("just pushed"));
     }
     if artifacts.is_empty() && ruled_out.is_empty() {
         bail!(errors::input(if args.package.is_empty() {
