@@ -66,8 +66,13 @@ const FAMILY: [&str; 6] = [
 ///   renamed to libcudart.so.12 (patchelf), as a CUDA 12 build of the same code would be;
 /// - `demo` 1.0+cpu: no device code (hostonly.so);
 /// - `demo` 1.0+rocm6.3: a ROCm build (hostonly.so; cudist reads no ROCm device code).
+///
+/// `None` (the test has nothing to judge) only outside CI, where patchelf may be missing.
 fn family(dir: &Path) -> Option<PathBuf> {
-    let patchelf = tool_from_env("CUDIST_PATCHELF")?;
+    let Some(patchelf) = tool_from_env("CUDIST_PATCHELF") else {
+        assert!(!in_ci(), "CI provides patchelf");
+        return None;
+    };
     let house = dir.join("wheelhouse");
     std::fs::create_dir_all(&house).unwrap();
     let wide = std::fs::read(fixtures().join("wide.so")).unwrap();
@@ -124,7 +129,6 @@ fn family(dir: &Path) -> Option<PathBuf> {
 fn each_machine_gets_the_build_a_careful_person_would_pick() {
     let work = tempfile::tempdir().unwrap();
     let Some(house) = family(work.path()) else {
-        assert!(!in_ci(), "CI provides patchelf");
         return;
     };
     let h = house.to_str().unwrap();
@@ -377,7 +381,6 @@ fn variant_properties_parse_and_match_as_variantlib_says() {
     };
     let work = tempfile::tempdir().unwrap();
     let Some(house) = family(work.path()) else {
-        assert!(!in_ci(), "CI provides patchelf");
         return;
     };
     let lines = |o: &std::process::Output| -> Vec<String> {
@@ -486,7 +489,6 @@ print("supported" if ok else "unsupported")
 fn candidates_from_an_index_are_fetched_only_when_their_name_allows() {
     let work = tempfile::tempdir().unwrap();
     let Some(house) = family(work.path()) else {
-        assert!(!in_ci(), "CI provides patchelf");
         return;
     };
     // An older release that must not be read: demo_cu12 0.9.
@@ -646,7 +648,6 @@ fn builds_on_per_cuda_indexes_are_compared_and_the_index_is_named() {
     let work = tempfile::tempdir().unwrap();
     // The family's CUDA 12 library (wide-cu12.so) is reused below.
     let Some(_house) = family(work.path()) else {
-        assert!(!in_ci(), "CI provides patchelf");
         return;
     };
     let tag = "py3-none-manylinux2014_x86_64";
@@ -766,7 +767,6 @@ fn file_bytes_sent(log: &Path, file_part: &str) -> u64 {
 fn front_reads_judge_as_whole_reads_do() {
     let work = tempfile::tempdir().unwrap();
     let Some(house) = family(work.path()) else {
-        assert!(!in_ci(), "CI provides patchelf");
         return;
     };
     let log = work.path().join("served.log");
@@ -1051,7 +1051,6 @@ fn a_build_for_a_higher_x86_64_level_than_the_cpu_is_rejected() {
 fn find_links_pages_and_directories() {
     let work = tempfile::tempdir().unwrap();
     let Some(house) = family(work.path()) else {
-        assert!(!in_ci(), "CI provides patchelf");
         return;
     };
     let log = work.path().join("served.log");
@@ -1102,7 +1101,6 @@ fn builds_offered_as_extras_are_judged_with_what_they_pull_in() {
     let work = tempfile::tempdir().unwrap();
     // The family's CUDA 12 library (wide-cu12.so) is reused.
     let Some(_house) = family(work.path()) else {
-        assert!(!in_ci(), "CI provides patchelf");
         return;
     };
     let house = work.path().join("extras");
