@@ -430,6 +430,8 @@ pub struct RemoteFile {
     url: String,
     len: u64,
     state: std::sync::Mutex<Blocks>,
+    /// Bytes taken from an earlier run's reads ([`RemoteFile::open_saved`]).
+    saved: u64,
 }
 
 #[derive(Default)]
@@ -471,7 +473,78 @@ impl RemoteFile {
             url: url.to_string(),
             len,
             state: std::sync::Mutex::new(blocks),
+            saved: 0,
         })
+    }
+
+    /// Opens a remote file with the bytes an earlier run read of it ([`RemoteFile::save`] wrote
+    /// them to `saved`): reads they cover ask for nothing, and with them not even the opening
+    /// request is made. A missing, damaged or oversized save is passed over, as if absent.
+    pub fn open_saved(url: &str, saved: &Path) -> Result<RemoteFile, IndexError> {
+        match load_ranges(saved) {
+            Some((len, kept)) => {
+                let kept_bytes = kept.values().map(|b| b.len() as u64).sum();
+                Ok(RemoteFile {
+                    url: url.to_string(),
+                    len,
+                    state: std::sync::Mutex::new(Blocks {
+                        kept,
+                        kept_bytes,
+                        ..Blocks::default()
+                    }),
+                    saved: kept_bytes,
+                })
+            }
+            None => Self::open(url),
+        }
+    }
+
+    /// Bytes taken from an earlier run's reads.
+    pub fn saved_bytes(&self) -> u64 {
+        self.saved
+    }
+
+    /// Writes the bytes read so far to `path` for a later [`RemoteFile::open_saved`]: through a
+    /// temporary created exclusively beside it and renamed into place.
+    pub fn save(&self, path: &Path) -> Result<(), IndexError> {
+        let cache_err = |source| IndexError::Cache {
+            path: path.to_path_buf(),
+            source,
+        };
+        let s = self
+            .state
+            .lock()
+            .map_err(|_| cache_err(std::io::Error::other("a reader panicked")))?;
+        let mut out = Vec::with_capacity(32 + s.kept.len() * 16 + s.kept_bytes as usize);
+        out.extend_from_slice(RANGES_MAGIC);
+        out.extend_from_slice(&self.len.to_le_bytes());
+        out.extend_from_slice(&(s.kept.len() as u64).to_le_bytes());
+        for (at, b) in &s.kept {
+            out.extend_from_slice(&at.to_le_bytes());
+            out.extend_from_slice(&(b.len() as u64).to_le_bytes());
+        }
+        for b in s.kept.values() {
+            out.extend_from_slice(b);
+        }
+        drop(s);
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(cache_err)?;
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        let tmp = dir.join(format!(".{name}.{}.part", std::process::id()));
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .and_then(|mut f| {
+                f.write_all(&out)?;
+                f.sync_all()
+            })
+            .and_then(|_| std::fs::rename(&tmp, path));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(cache_err(e));
+        }
+        Ok(())
     }
 
     /// The file's length.
@@ -558,6 +631,48 @@ impl cudist_wheel::ReadAt for RemoteFile {
         buf[..n].copy_from_slice(&bytes[from..from + n]);
         Ok(n)
     }
+}
+
+/// The start of a saved [`RemoteFile`]'s bytes. After it: the file's length, the number of
+/// ranges, each range's offset and size (all little-endian u64), then the ranges' bytes in order.
+const RANGES_MAGIC: &[u8; 16] = b"cudist-ranges/1\n";
+
+/// A saved [`RemoteFile`]: its length and ranges, when the file is whole and sane (ranges in
+/// order, apart, inside the file, at most [`RemoteFile::KEEP`] bytes in all).
+fn load_ranges(path: &Path) -> Option<(u64, std::collections::BTreeMap<u64, Vec<u8>>)> {
+    const MAX_RANGES: u64 = 1 << 16;
+    let size = std::fs::symlink_metadata(path)
+        .ok()
+        .filter(|m| m.is_file())?
+        .len();
+    if size > 32 + MAX_RANGES * 16 + RemoteFile::KEEP {
+        return None;
+    }
+    let data = std::fs::read(path).ok()?;
+    let word = |at: usize| -> Option<u64> {
+        Some(u64::from_le_bytes(data.get(at..at + 8)?.try_into().ok()?))
+    };
+    if data.get(..16)? != RANGES_MAGIC {
+        return None;
+    }
+    let (len, count) = (word(16)?, word(24)?);
+    if count > MAX_RANGES {
+        return None;
+    }
+    let mut at = 32 + count as usize * 16;
+    let mut end = 0u64;
+    let mut kept = std::collections::BTreeMap::new();
+    for i in 0..count as usize {
+        let (offset, n) = (word(32 + i * 16)?, word(40 + i * 16)?);
+        if offset < end || n == 0 || offset.checked_add(n)? > len {
+            return None;
+        }
+        end = offset + n;
+        let bytes = data.get(at..at.checked_add(n as usize)?)?;
+        kept.insert(offset, bytes.to_vec());
+        at += n as usize;
+    }
+    (at == data.len()).then_some((len, kept))
 }
 
 /// One file of a project, as the index lists it.
@@ -709,6 +824,16 @@ fn cache_path(file: &IndexFile, cache: &Path) -> Result<PathBuf, IndexError> {
         });
     }
     Ok(cache.join(key).join(&file.filename))
+}
+
+/// Where an earlier run's range reads of a file are saved ([`RemoteFile::save`]):
+/// `<cache>/<sha256>/<filename>.<url digest>.ranges`. Only for a file whose sha256 the index
+/// gave, and per URL: bytes one server sent are not taken for another's.
+pub fn ranges_path(file: &IndexFile, cache: &Path) -> Option<PathBuf> {
+    file.sha256.as_ref()?;
+    let path = cache_path(file, cache).ok()?;
+    let url = hex(&Sha256::digest(file.url.as_bytes()));
+    Some(path.with_file_name(format!("{}.{}.ranges", file.filename, &url[..16])))
 }
 
 /// The file's path in `cache` when it is there ([`fetch`] put it there).
@@ -901,6 +1026,66 @@ mod tests {
         for w in sent.windows(2) {
             assert!(w[0].1 < w[1].0, "ranges overlap: {sent:?}");
         }
+    }
+
+    /// Reads `len` bytes at `at` through `ReadAt`, piece by piece.
+    fn read_span(f: &RemoteFile, at: u64, len: usize) -> Vec<u8> {
+        use cudist_wheel::ReadAt;
+        let mut got = vec![0u8; len];
+        let mut done = 0;
+        while done < len {
+            let n = f.read_at(&mut got[done..], at + done as u64).unwrap();
+            assert!(n > 0);
+            done += n;
+        }
+        got
+    }
+
+    #[test]
+    fn saved_reads_are_not_asked_for_again() {
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i * 13 % 251) as u8).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let saved = dir.path().join("sub").join("f.whl.0123.ranges");
+        // First run: the tail, then 1000..41000 (16 KiB, then 32 KiB: up to 50152).
+        let (url, server) = one_file_server(data.clone(), true, 3);
+        let f = RemoteFile::open_saved(&url, &saved).unwrap();
+        assert_eq!(read_span(&f, 1000, 40_000), data[1000..41_000]);
+        assert_eq!((f.requests(), f.saved_bytes()), (3, 0));
+        f.save(&saved).unwrap();
+        drop(f);
+        assert_eq!(server.join().unwrap().len(), 3);
+        // Second run: the same reads ask for nothing (no server at all); a read past them only
+        // for the gap, from a server that answers once.
+        let f = RemoteFile::open_saved("http://127.0.0.1:9/f.whl", &saved).unwrap();
+        assert_eq!(f.len(), data.len() as u64);
+        assert_eq!(read_span(&f, 1000, 40_000), data[1000..41_000]);
+        assert_eq!(read_span(&f, 150_000, 50_000), data[150_000..]);
+        assert_eq!(f.requests(), 0);
+        assert!(f.saved_bytes() >= 40_000 + RemoteFile::TAIL);
+        let (url, server) = one_file_server(data.clone(), true, 1);
+        let f = RemoteFile::open_saved(&url, &saved).unwrap();
+        assert_eq!(read_span(&f, 100_000, 1000), data[100_000..101_000]);
+        assert_eq!(f.requests(), 1);
+        assert_eq!(server.join().unwrap(), [(100_000, 100_000 + 16_383)]);
+        // Nothing is left beside the save but the save.
+        let names: Vec<_> = std::fs::read_dir(saved.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [saved.file_name().unwrap()]);
+        // A damaged save is passed over: the file is opened afresh.
+        let mut bytes = std::fs::read(&saved).unwrap();
+        for (cut, what) in [(bytes.len() - 1, "cut short"), (20, "its length cut")] {
+            std::fs::write(&saved, &bytes[..cut]).unwrap();
+            let (url, server) = one_file_server(data.clone(), true, 1);
+            let f = RemoteFile::open_saved(&url, &saved).unwrap();
+            assert_eq!((f.requests(), f.saved_bytes()), (1, 0), "{what}");
+            server.join().unwrap();
+        }
+        // Ranges that overlap.
+        bytes[40..48].copy_from_slice(&u64::MAX.to_le_bytes());
+        std::fs::write(&saved, &bytes).unwrap();
+        assert!(load_ranges(&saved).is_none());
     }
 
     #[test]

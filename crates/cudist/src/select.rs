@@ -266,9 +266,16 @@ fn read_front(
     remote: &Remote,
     host: &Host,
     catalog: &Catalog,
+    cache: &Path,
 ) -> Result<Option<(cudist_analysis::model::Artifact, String)>> {
     let f = &remote.file;
-    let source = match cudist_index::RemoteFile::open(&f.url) {
+    // An earlier run's reads of the same file from the same URL are not asked for again.
+    let saved = cudist_index::ranges_path(f, cache);
+    let opened = match &saved {
+        Some(p) => cudist_index::RemoteFile::open_saved(&f.url, p),
+        None => cudist_index::RemoteFile::open(&f.url),
+    };
+    let source = match opened {
         Ok(s) => s,
         Err(cudist_index::IndexError::NoRanges(_)) => return Ok(None),
         Err(e) => bail!(errors::input(e.to_string())),
@@ -287,6 +294,12 @@ fn read_front(
     if let Some(p) = a.problems.first() {
         bail!(errors::input(format!("{}: {}: {}", f.url, p.path, p.error)));
     }
+    if let (Some(p), true) = (&saved, source.requests() > 0) {
+        // The cache is a help, not the answer: a save that fails is said and passed over.
+        if let Err(e) = source.save(p) {
+            eprintln!("warning: the bytes read are not kept for the next run: {e}");
+        }
+    }
     let mut note = format!(
         "read by range requests: {} shared librar{} from their start ({} inflated), {} request(s)",
         read.members_read,
@@ -294,6 +307,12 @@ fn read_front(
         cudist_analysis::human_bytes(read.inflated),
         source.requests()
     );
+    if source.saved_bytes() > 0 {
+        note.push_str(&format!(
+            ", {} kept from an earlier run",
+            cudist_analysis::human_bytes(source.saved_bytes())
+        ));
+    }
     if !read.stopped_early.is_empty() {
         note.push_str(&format!(
             "; {} stopped at a cubin for each GPU's own SM ({})",
@@ -333,7 +352,7 @@ fn read_remote(
         (None, Fetch::Front) => {
             let spinner =
                 util::Spinner::start(format!("reading {} by range requests", r.file.filename));
-            let front = read_front(r, host, catalog)?;
+            let front = read_front(r, host, catalog, cache)?;
             drop(spinner);
             front
         }

@@ -762,7 +762,7 @@ fn file_bytes_sent(log: &Path, file_part: &str) -> u64 {
 /// Reading wheels on an index by range requests (`--fetch front`, the default) judges every
 /// machine as reading them whole does: the same best build, and for every candidate that front
 /// reading reads, the same outcome and GPU verdicts; a candidate it leaves unread cannot have been
-/// the best. A server that answers range requests with whole files gets the wheels fetched whole.
+/// the best. What a front read read is kept in the cache: a second run asks for none of it again.
 #[test]
 fn front_reads_judge_as_whole_reads_do() {
     let work = tempfile::tempdir().unwrap();
@@ -830,8 +830,33 @@ fn front_reads_judge_as_whole_reads_do() {
                 _ => {}
             }
         }
-        // Nothing was put in the front run's cache.
-        assert!(walk(&work.path().join(format!("cache-{name}-front"))).is_empty());
+        // The front run's cache holds what it read, not wheels; a second run asks for none of
+        // those bytes again and judges the same.
+        let kept = walk(&work.path().join(format!("cache-{name}-front")));
+        assert!(
+            kept.iter()
+                .all(|p| p.extension().is_some_and(|e| e == "ranges")),
+            "{name}: {kept:?}"
+        );
+        let before = file_bytes_sent(&log, "demo");
+        let (again_code, again) = run("front");
+        assert_eq!(
+            (again_code, &again["best"]),
+            (fcode, &front["best"]),
+            "{name}: {again:#}"
+        );
+        for c in again["candidates"].as_array().unwrap() {
+            if c["read"] == "front" {
+                assert_eq!(c["bytes_received"], 0, "{name}: {c:#}");
+                assert!(
+                    c["reasons"]
+                        .to_string()
+                        .contains("kept from an earlier run"),
+                    "{c:#}"
+                );
+            }
+        }
+        assert_eq!(file_bytes_sent(&log, "demo"), before, "{name}");
     }
     child.kill().ok();
     child.wait().ok();
