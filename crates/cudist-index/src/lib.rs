@@ -7,7 +7,8 @@
 //!   through a temporary and renamed; a cached file is not fetched again;
 //! - [`RemoteFile`]: a file read by HTTP range requests ([`get_range`]), as a
 //!   [`cudist_wheel::ReadAt`] source, so a wheel's central directory and the front of its members
-//!   can be read without fetching it whole.
+//!   can be read without fetching it whole; what it received can be saved ([`ranges_path`]) and
+//!   taken up by a later run, which then asks only for what it lacks.
 //!
 //! cudist is an offline tool and carries no network stack: `http://` URLs (a local mirror, the
 //! tests' loopback server) are spoken to with the few lines of HTTP/1.1 below, and `https://` URLs
