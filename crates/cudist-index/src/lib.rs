@@ -446,6 +446,36 @@ struct Blocks {
     /// The span the reader said it reads in.
     hint: Option<(u64, u64)>,
     requests: u64,
+    /// The shortest request seen (seconds): the cost of a request apart from its bytes.
+    latency: Option<f64>,
+    /// The fastest rate a request was seen to go at (bytes per second): a lower bound of the
+    /// link's, which larger requests bring closer.
+    rate: f64,
+    /// A request size set by the caller.
+    fixed: Option<u64>,
+}
+
+impl Blocks {
+    /// Takes one request's size and time into the estimates.
+    fn timed(&mut self, bytes: u64, secs: f64) {
+        let secs = secs.max(1e-6);
+        self.latency = Some(self.latency.map_or(secs, |l| l.min(secs)));
+        self.rate = self.rate.max(bytes as f64 / secs);
+    }
+
+    /// The bytes worth one request: those that come in the time a request takes to make (the
+    /// link's bandwidth-delay product, as measured). A request of that size costs little more
+    /// than an empty one, so a reader that stops early has wasted at most about one request's
+    /// time, while reading on costs as few requests as the link makes worth it. The rate is
+    /// measured from whole requests (their latency included), so it starts low and rises as
+    /// requests grow; a slow link keeps requests small.
+    fn worth(&self) -> u64 {
+        if let Some(n) = self.fixed {
+            return n;
+        }
+        let bdp = self.latency.unwrap_or(0.0) * self.rate;
+        (bdp as u64).clamp(RemoteFile::MIN_REQUEST, RemoteFile::LARGEST)
+    }
 }
 
 impl RemoteFile {
@@ -453,8 +483,11 @@ impl RemoteFile {
     pub const TAIL: u64 = 64 << 10;
     /// The smallest request.
     pub const MIN_REQUEST: u64 = 16 << 10;
-    /// The largest request a run of sequential reads grows to.
+    /// The largest request a run of sequential reads grows to, unless the link makes larger
+    /// ones worth it (up to [`RemoteFile::LARGEST`]).
     pub const MAX_REQUEST: u64 = 256 << 10;
+    /// The largest request at all.
+    pub const LARGEST: u64 = 16 << 20;
     /// A request past the span the reader expected to read.
     pub const STEP: u64 = 16 << 10;
     /// Fetched bytes kept; past it the oldest ranges (lowest offsets) are dropped.
@@ -463,12 +496,14 @@ impl RemoteFile {
     /// Opens a remote file: one request for its last 64 KiB (where a zip's central directory
     /// ends), which also gives its length.
     pub fn open(url: &str) -> Result<RemoteFile, IndexError> {
+        let began = std::time::Instant::now();
         let (at, tail, len) = get_range(url, None, Self::TAIL)?;
         let mut blocks = Blocks {
             requests: 1,
             kept_bytes: tail.len() as u64,
             ..Blocks::default()
         };
+        blocks.timed(tail.len() as u64, began.elapsed().as_secs_f64());
         blocks.kept.insert(at, tail);
         Ok(RemoteFile {
             url: url.to_string(),
@@ -498,6 +533,15 @@ impl RemoteFile {
             }
             None => Self::open(url),
         }
+    }
+
+    /// Makes every range request (but the opening one) `size` bytes, instead of what the link
+    /// makes worth it.
+    pub fn with_request_size(self, size: Option<u64>) -> RemoteFile {
+        if let Ok(mut s) = self.state.lock() {
+            s.fixed = size;
+        }
+        self
     }
 
     /// Bytes taken from an earlier run's reads.
@@ -594,22 +638,28 @@ impl cudist_wheel::ReadAt for RemoteFile {
                     .range(offset + 1..)
                     .next()
                     .map_or(self.len, |(at, _)| *at);
-                // Inside the span the reader expects to read, sequential reads grow; past it
-                // (the reader went on beyond its guess) they stay small.
+                // A read starts with one request's worth; inside the span the reader expects to
+                // read, sequential reads grow (to twice what a request is worth, so the measured
+                // rate can rise); past it (the reader went on beyond its guess) they stay small.
                 let expected = s.hint.filter(|(hs, he)| (*hs..*he).contains(&offset));
                 if let Some((_, he)) = expected {
                     end = end.min(he);
                 }
+                let worth = s.worth();
                 let size = if expected.is_none() && s.hint.is_some() {
                     Self::STEP
+                } else if s.fixed.is_some() {
+                    worth
                 } else if offset == s.last_end {
-                    (s.last_size * 2).clamp(Self::MIN_REQUEST, Self::MAX_REQUEST)
+                    (s.last_size * 2).clamp(worth, Self::MAX_REQUEST.max(2 * worth))
                 } else {
-                    Self::MIN_REQUEST
+                    worth
                 }
                 .min(end - offset);
+                let began = std::time::Instant::now();
                 let (_, bytes, _) = get_range(&self.url, Some(offset), size)
                     .map_err(|e| std::io::Error::other(e.to_string()))?;
+                s.timed(size, began.elapsed().as_secs_f64());
                 s.requests += 1;
                 s.last_end = offset + size;
                 s.last_size = size;
@@ -1047,16 +1097,17 @@ mod tests {
         let data: Vec<u8> = (0..200_000u32).map(|i| (i * 13 % 251) as u8).collect();
         let dir = tempfile::tempdir().unwrap();
         let saved = dir.path().join("sub").join("f.whl.0123.ranges");
-        // First run: the tail, then 1000..41000 (16 KiB, then 32 KiB: up to 50152).
-        let (url, server) = one_file_server(data.clone(), true, 3);
+        // First run: the tail, then 1000..41000 in one request of what the opening one
+        // measured a request to be worth (its own size, 64 KiB: up to 66536).
+        let (url, server) = one_file_server(data.clone(), true, 2);
         let f = RemoteFile::open_saved(&url, &saved).unwrap();
         assert_eq!(read_span(&f, 1000, 40_000), data[1000..41_000]);
-        assert_eq!((f.requests(), f.saved_bytes()), (3, 0));
+        assert_eq!((f.requests(), f.saved_bytes()), (2, 0));
         f.save(&saved).unwrap();
         drop(f);
-        assert_eq!(server.join().unwrap().len(), 3);
+        assert_eq!(server.join().unwrap(), [(134_464, 199_999), (1000, 66_535)]);
         // Second run: the same reads ask for nothing (no server at all); a read past them only
-        // for the gap, from a server that answers once.
+        // for the gap (16 KiB: nothing measured yet), from a server that answers once.
         let f = RemoteFile::open_saved("http://127.0.0.1:9/f.whl", &saved).unwrap();
         assert_eq!(f.len(), data.len() as u64);
         assert_eq!(read_span(&f, 1000, 40_000), data[1000..41_000]);

@@ -46,6 +46,12 @@ pub struct SelectArgs {
     /// the cache and reads all of it (what a server without range requests gets too).
     #[arg(long, value_enum, default_value = "front")]
     pub fetch: Fetch,
+    /// The size of one range request (`16K`, `1M`). By default each request is as large as the
+    /// link makes worth it: the bytes that arrive in the time a request takes to make, measured
+    /// as the read goes (small on a slow link, up to 16 MiB on a fast one with a slow start).
+    /// A small fixed size keeps the bytes received to the least, at the cost of more requests.
+    #[arg(long, value_name = "SIZE", value_parser = parse_range_size)]
+    pub range_size: Option<u64>,
     /// Where fetched wheels are kept, by sha256 (default: $XDG_CACHE_HOME/cudist/wheels, else
     /// ~/.cache/cudist/wheels).
     #[arg(long, value_name = "DIR")]
@@ -134,6 +140,27 @@ fn release_key(version: &str) -> Vec<u64> {
         .split('.')
         .map_while(|p| p.parse::<u64>().ok())
         .collect()
+}
+
+fn parse_range_size(s: &str) -> std::result::Result<u64, String> {
+    let n = cudist_fs::limits::parse_size(s)?;
+    if (4096..=cudist_index::RemoteFile::LARGEST).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!(
+            "{s}: a range request is from 4K to {} bytes",
+            cudist_index::RemoteFile::LARGEST
+        ))
+    }
+}
+
+/// How wheels on an index or a find-links page are read.
+struct Reading {
+    /// Where whole wheels and saved range reads are kept.
+    cache: PathBuf,
+    fetch: Fetch,
+    /// A fixed range-request size (`--range-size`).
+    range_size: Option<u64>,
 }
 
 fn default_cache() -> PathBuf {
@@ -266,11 +293,11 @@ fn read_front(
     remote: &Remote,
     host: &Host,
     catalog: &Catalog,
-    cache: &Path,
+    how: &Reading,
 ) -> Result<Option<(cudist_analysis::model::Artifact, String)>> {
     let f = &remote.file;
     // An earlier run's reads of the same file from the same URL are not asked for again.
-    let saved = cudist_index::ranges_path(f, cache);
+    let saved = cudist_index::ranges_path(f, &how.cache);
     let opened = match &saved {
         Some(p) => cudist_index::RemoteFile::open_saved(&f.url, p),
         None => cudist_index::RemoteFile::open(&f.url),
@@ -280,6 +307,7 @@ fn read_front(
         Err(cudist_index::IndexError::NoRanges(_)) => return Ok(None),
         Err(e) => bail!(errors::input(e.to_string())),
     };
+    let source = source.with_request_size(how.range_size);
     let len = source.len();
     let source = std::sync::Arc::new(source);
     let wheel = cudist_wheel::Wheel::open_source(Path::new(&f.filename), source.clone(), len)
@@ -336,8 +364,7 @@ fn read_remote(
     r: &Remote,
     host: &Host,
     catalog: &Catalog,
-    cache: &Path,
-    fetch: Fetch,
+    how: &Reading,
     indexes: &mut [IndexReport],
 ) -> Result<(
     cudist_analysis::model::Artifact,
@@ -346,13 +373,13 @@ fn read_remote(
     Option<String>,
 )> {
     let before = cudist_index::received();
-    let cached = cudist_index::cached(&r.file, cache);
-    let fallback = cached.is_none() && fetch == Fetch::Front;
-    let front = match (&cached, fetch) {
+    let cached = cudist_index::cached(&r.file, &how.cache);
+    let fallback = cached.is_none() && how.fetch == Fetch::Front;
+    let front = match (&cached, how.fetch) {
         (None, Fetch::Front) => {
             let spinner =
                 util::Spinner::start(format!("reading {} by range requests", r.file.filename));
-            let front = read_front(r, host, catalog, cache)?;
+            let front = read_front(r, host, catalog, how)?;
             drop(spinner);
             front
         }
@@ -366,7 +393,7 @@ fn read_remote(
                 None => {
                     let spinner = util::Spinner::start(format!("fetching {}", r.file.filename));
                     let (path, fresh) =
-                        cudist_index::fetch(&r.file, cache, cudist_index::Limits::default())
+                        cudist_index::fetch(&r.file, &how.cache, cudist_index::Limits::default())
                             .map_err(|e| errors::input(e.to_string()))?;
                     drop(spinner);
                     if fresh {
@@ -403,8 +430,7 @@ fn extras(
     sources: &[(String, bool)],
     host: &Host,
     catalog: &Catalog,
-    cache: &Path,
-    fetch: Fetch,
+    how: &Reading,
     indexes: &mut [IndexReport],
 ) -> Result<Vec<Judged>> {
     use cudist_analysis::select::{build_parts, extra_builds, judge_extra};
@@ -454,7 +480,7 @@ fn extras(
             ix.bytes_received += report.bytes_received;
             parts.extend(out.into_iter().map(|j| (j, Vec::new())));
             for r in found {
-                let (a, read, got, _) = read_remote(&r, host, catalog, cache, fetch, indexes)?;
+                let (a, read, got, _) = read_remote(&r, host, catalog, how, indexes)?;
                 let mut j = judge(&[(r.file.filename.clone(), &a)], host, catalog).remove(0);
                 j.read = read.into();
                 j.bytes_received = got;
@@ -552,18 +578,23 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
     // Where each candidate read from an index came from: its file name → (index, URL).
     let mut origin: std::collections::HashMap<String, (usize, String)> = Default::default();
     // Wheels in the cache, or all of them with `--fetch whole`, are read whole from disk.
-    let cache = args.cache_dir.clone().unwrap_or_else(default_cache);
+    let how = Reading {
+        cache: args.cache_dir.clone().unwrap_or_else(default_cache),
+        fetch: args.fetch,
+        range_size: args.range_size,
+    };
+    let cache = &how.cache;
     let limits = cudist_index::Limits::default();
     let mut pending = Vec::new();
     for r in remotes {
         origin.insert(r.file.filename.clone(), (r.index, r.file.url.clone()));
-        let cached = cudist_index::cached(&r.file, &cache);
+        let cached = cudist_index::cached(&r.file, cache);
         match (cached, args.fetch) {
             (Some(p), _) => paths.push(p),
             (None, Fetch::Whole) => {
                 let before = cudist_index::received();
                 let spinner = util::Spinner::start(format!("fetching {}", r.file.filename));
-                let (path, fresh) = cudist_index::fetch(&r.file, &cache, limits)
+                let (path, fresh) = cudist_index::fetch(&r.file, cache, limits)
                     .map_err(|e| errors::input(e.to_string()))?;
                 drop(spinner);
                 let ix = &mut indexes[r.index];
@@ -660,8 +691,7 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
                 continue;
             }
         }
-        let (a, read, got, note) =
-            read_remote(&r, &host, catalog, &cache, args.fetch, &mut indexes)?;
+        let (a, read, got, note) = read_remote(&r, &host, catalog, &how, &mut indexes)?;
         artifacts.push((r.file.filename.clone(), a, read, got, note));
         better(&mut best, artifacts.last().expect("just pushed"));
     }
@@ -682,8 +712,7 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
         &sources,
         &host,
         catalog,
-        &cache,
-        args.fetch,
+        &how,
         &mut indexes,
     )?;
     // The package itself stays a candidate: installed plainly, it is the build its content is

@@ -12,9 +12,15 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 /// `cudist select --json --host PROFILE ARGS…`: exit code and report.
+/// A run of `select` with this host profile. Without `--cache-dir`, a cache of its own (what a
+/// run reads is kept there), so no run sees another's.
 fn select(host: &Path, args: &[&str]) -> (Option<i32>, Value) {
     let mut all = vec!["select", "--json", "--host", host.to_str().unwrap()];
     all.extend_from_slice(args);
+    let cache = tempfile::tempdir().unwrap();
+    if !args.contains(&"--cache-dir") {
+        all.extend(["--cache-dir", cache.path().to_str().unwrap()]);
+    }
     let o = cudist(&all);
     let v = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("{all:?}: {e}: {}{}", stdout(&o), stderr(&o)));
@@ -907,8 +913,10 @@ fn page_bytes(log: &Path) -> u64 {
 }
 
 /// The real cupy-cuda12x and cupy-cuda13x 14.2.0 wheels on a loopback index, read by range
-/// requests: for an H100 on driver 580 the bytes the server sends are under 10% of the two
-/// wheels, and the judgement is the one reading them whole gives (`the_real_cupy_builds`).
+/// requests of 16 KiB (`--range-size`, the fewest bytes): for an H100 on driver 580 the bytes the
+/// server sends are under 10% of the two wheels, and the judgement is the one reading them whole
+/// gives (`the_real_cupy_builds`). Requests sized by the link (the default) are far fewer, for a
+/// few more bytes, and judge the same.
 #[test]
 fn selecting_among_remote_cupy_wheels_reads_a_tenth_of_them() {
     let Some(wheels) = tool_from_env("CUDIST_REAL_WHEELS") else {
@@ -941,7 +949,7 @@ fn selecting_among_remote_cupy_wheels_reads_a_tenth_of_them() {
                 "gpus": [{"name": "GPU", "sm": sm}]}),
         )
     };
-    let args = [
+    let mut args = vec![
         "--index",
         &index,
         "--package",
@@ -949,13 +957,39 @@ fn selecting_among_remote_cupy_wheels_reads_a_tenth_of_them() {
         "--package",
         "cupy-cuda13x",
     ];
+    // Requests sized by the link: the H100's answer, the requests made and the bytes sent.
+    let (auto_code, auto) = select(&host("h100", "580.65.06", 90), &args);
+    let requests = |log: &Path| {
+        std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("/files/"))
+            .count()
+    };
+    let (auto_requests, auto_sent) = (requests(&log), file_bytes_sent(&log, "cupy"));
+    let _ = std::fs::remove_file(&log);
+    args.extend(["--range-size", "16K"]);
     let (code, h100) = select(&host("h100", "580.65.06", 90), &args);
     let sent_h100 = file_bytes_sent(&log, "cupy");
+    let requests_h100 = requests(&log);
     let _ = std::fs::remove_file(&log);
     let (_, t4) = select(&host("t4", "535.183.01", 75), &args);
     let sent_t4 = file_bytes_sent(&log, "cupy");
     child.kill().ok();
     child.wait().ok();
+    eprintln!(
+        "H100, requests sized by the link: {auto_requests} requests, {auto_sent} bytes; \
+         of 16 KiB: {requests_h100} requests, {sent_h100} bytes"
+    );
+    assert_eq!(
+        (auto_code, &auto["requirement"]),
+        (Some(0), &serde_json::json!("cupy-cuda13x==14.2.0")),
+        "{auto:#}"
+    );
+    assert!(
+        auto_requests * 3 < requests_h100 && auto_sent * 4 < total,
+        "{auto_requests} requests, {auto_sent} bytes"
+    );
     assert_eq!(code, Some(0), "{h100:#}");
     assert_eq!(h100["requirement"], "cupy-cuda13x==14.2.0");
     assert!(
