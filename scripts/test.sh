@@ -19,7 +19,8 @@
 #   - auditwheel 6.8.2 from PyPI (a CUDA-unaware repair, whose grafts cudist repair undoes);
 #   - jsonschema 4.26.0 from PyPI (validates real --json outputs against docs/schema/);
 #   - variantlib 0.2.2 from PyPI (the wheel-variants reference library: parses and matches the
-#     variant properties cudist prints);
+#     variant properties cudist prints), with provider-variant-x86-64 0.0.1.post2 and archspec
+#     0.2.7 (the x86-64 level of this machine);
 #   - cupy-cuda12x 14.2.0, nvidia-cuda-runtime-cu12 12.9.79 and nvidia-cuda-runtime 13.5.37 wheels;
 #   - faiss-gpu-cu12 1.14.1.post1, rmm-cu12 / librmm-cu12 26.10.0 and bitsandbytes 0.50.2 wheels;
 #   - for `cudist toolkit`: CMake and pkg-config from Debian, and two venvs of CUDA wheels
@@ -91,14 +92,18 @@ fi
 export CUDIST_JSONSCHEMA_PYTHON="$JSONSCHEMA/bin/python"
 # variantlib: the reference reader of wheel-variant properties (cudist select / inspect
 # --variant-properties).
+# With the x86-64 provider plugin (and archspec, which it reads the CPU with), whose `level`
+# values for this machine cudist's must equal.
 VARIANTLIB="$CACHE/variantlib"
-if [[ ! -f "$VARIANTLIB/.complete" ]]; then
+VARIANTLIB_PINS="variantlib==0.2.2 packaging==26.3 platformdirs==4.14.7 \
+provider-variant-x86-64==0.0.1.post2 archspec==0.2.7"
+if [[ "$(cat "$VARIANTLIB/.complete" 2>/dev/null)" != "$VARIANTLIB_PINS" ]]; then
     log "installing variantlib into $VARIANTLIB"
     rm -rf "$VARIANTLIB"
     python3 -m venv "$VARIANTLIB"
-    "$VARIANTLIB/bin/pip" install --quiet --disable-pip-version-check variantlib==0.2.2 \
-        packaging==26.3 platformdirs==4.14.7
-    touch "$VARIANTLIB/.complete"
+    # shellcheck disable=SC2086
+    "$VARIANTLIB/bin/pip" install --quiet --disable-pip-version-check $VARIANTLIB_PINS
+    echo "$VARIANTLIB_PINS" > "$VARIANTLIB/.complete"
 fi
 export CUDIST_VARIANTLIB_PYTHON="$VARIANTLIB/bin/python"
 

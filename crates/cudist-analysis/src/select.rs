@@ -1129,6 +1129,11 @@ pub mod variants {
 
     /// The namespace of NVIDIA's provider.
     pub const NAMESPACE: &str = "nvidia";
+    /// The namespace of the x86-64 provider (`provider-variant-x86-64`), whose `level` feature
+    /// cudist reports: `v4` … `v1`, the highest the CPU has first.
+    pub const X86_64: &str = "x86_64";
+    /// The highest level that provider knows (0.0.1.post2: `max_known_level = 4`).
+    const X86_64_MAX_LEVEL: u8 = 4;
     const UMD_MAJORS: std::ops::RangeInclusive<u32> = 11..=15;
     const UMD_MAX_MINOR: u32 = 20;
 
@@ -1136,9 +1141,33 @@ pub mod variants {
         format!("{NAMESPACE} :: {feature} :: {value}")
     }
 
-    /// The properties this host supports, in the plugin's priority order: nothing without a
-    /// driver (the plugin reports nothing then).
+    /// The properties this host supports: NVIDIA's, in its plugin's priority order (nothing
+    /// without a driver: the plugin reports nothing then), then the x86-64 level's
+    /// ([`x86_64_properties`]).
     pub fn host_properties(host: &Host, catalog: &Catalog) -> Vec<String> {
+        let mut out = nvidia_properties(host, catalog);
+        out.extend(x86_64_properties(host));
+        out
+    }
+
+    /// The x86-64 provider's `level` values for this host's CPU, highest first. Like that
+    /// provider, nothing for a CPU below x86-64-v2 (its generic microarchitecture is then plain
+    /// `x86_64`, which names no level) or for another architecture.
+    pub fn x86_64_properties(host: &Host) -> Vec<String> {
+        if host.arch.as_deref().is_some_and(|a| a != "x86_64") {
+            return Vec::new();
+        }
+        match host.cpu.as_ref().and_then(|c| c.x86_64_level) {
+            Some(level) if level >= 2 => (1..=level.min(X86_64_MAX_LEVEL))
+                .rev()
+                .map(|l| format!("{X86_64} :: level :: v{l}"))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// NVIDIA's provider's properties for this host, in its priority order.
+    fn nvidia_properties(host: &Host, catalog: &Catalog) -> Vec<String> {
         let Some(cuda) = host.cuda(catalog) else {
             return Vec::new();
         };
@@ -1181,9 +1210,10 @@ pub mod variants {
         out
     }
 
-    /// The properties a wheel's content needs: the CUDA major it links (as a lower bound), and an
+    /// The properties a wheel's content needs: the CUDA major it links (as a lower bound), an
     /// `sm_arch` value per SM it has a cubin for (`_real`, `a`/`f` cubins under their SM's digits)
-    /// or PTX for (`_virtual`).
+    /// or PTX for (`_virtual`), and the highest x86-64 level its files' GNU property notes
+    /// require (from v2: v1 is every x86-64 CPU).
     pub fn content_properties(a: &Artifact, catalog: &Catalog) -> Vec<String> {
         let mut out = Vec::new();
         if let Some((major, _)) = content_cuda(a, catalog) {
@@ -1205,6 +1235,15 @@ pub mod variants {
         }
         for (kind, sm) in sms.iter().rev() {
             out.push(prop("sm_arch", format!("{sm}_{kind}")));
+        }
+        let level = a
+            .elf_files
+            .iter()
+            .filter_map(|e| e.abi.isa_level.as_deref()?.strip_prefix("x86_64_v"))
+            .filter_map(|n| n.parse::<u8>().ok())
+            .max();
+        if let Some(n) = level.filter(|&n| n >= 2) {
+            out.push(format!("{X86_64} :: level :: v{n}"));
         }
         out
     }
@@ -1236,8 +1275,30 @@ pub mod variants {
 
     /// Where the declared properties and the content disagree, in words: a declared SM with no
     /// code for it, code for an SM left undeclared, a CUDA lower bound below what the content
-    /// links.
+    /// links, an x86-64 level below what the files require (a CPU of the declared level would
+    /// install the wheel and ld.so refuse its files).
     pub fn disagreements(declared: &[String], content: &[String]) -> Vec<String> {
+        let level = |list: &[String]| -> Vec<u8> {
+            let head = format!("{X86_64} :: level :: v");
+            list.iter()
+                .filter_map(|p| p.strip_prefix(&head)?.parse().ok())
+                .collect()
+        };
+        let mut out = Vec::new();
+        if let Some(need) = level(content).into_iter().max() {
+            let low = level(declared).into_iter().filter(|&d| d < need).min();
+            if let Some(d) = low {
+                out.push(format!(
+                    "declares x86_64 level v{d}, but its files require x86-64-v{need} (their GNU \
+                     property notes): ld.so refuses them on a v{d} CPU"
+                ));
+            }
+        }
+        out.extend(nvidia_disagreements(declared, content));
+        out
+    }
+
+    fn nvidia_disagreements(declared: &[String], content: &[String]) -> Vec<String> {
         let of = |list: &[String], feature: &str| -> Vec<String> {
             let head = format!("{NAMESPACE} :: {feature} :: ");
             list.iter()

@@ -57,7 +57,8 @@ pub struct SelectArgs {
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
     /// Print the host's wheel-variant properties (`nvidia :: sm_arch :: 90_real`, one per line, in
-    /// priority order), as NVIDIA's variant provider plugin would report them; no candidates.
+    /// priority order), as NVIDIA's variant provider plugin would report them, then the x86-64
+    /// level's (`x86_64 :: level :: v3`), as the x86-64 provider would; no candidates.
     #[arg(long, conflicts_with_all = ["json", "print_requirement", "candidates"])]
     pub variant_properties: bool,
     /// Only candidates of this package: its name, or the family name its builds share
@@ -542,8 +543,8 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
     if args.variant_properties {
         let props = cudist_analysis::select::variants::host_properties(&host, catalog);
         let mut text = String::new();
-        if props.is_empty() {
-            text.push_str("# no NVIDIA driver (or one outside CUDA 11.0-15.20): the provider reports nothing\n");
+        if !props.iter().any(|p| p.starts_with("nvidia ::")) {
+            text.push_str("# no NVIDIA driver (or one outside CUDA 11.0-15.20): NVIDIA's provider reports nothing\n");
         }
         for p in props {
             text.push_str(&p);

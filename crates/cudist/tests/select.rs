@@ -376,6 +376,40 @@ fn the_real_cupy_builds() {
     assert!(reasons_of(&v, "cupy_cuda13x").contains("a native cubin in each of its"));
 }
 
+/// variantlib's verdict on a wheel with the properties `wheel` for a host with `host`'s:
+/// `supported` or `unsupported` (its own property filter).
+fn variantlib_verdict(python: &Path, host: &[String], wheel: &[String]) -> String {
+    let script = r#"
+import json, sys
+from variantlib.models.variant import VariantDescription, VariantProperty
+from variantlib.resolver.filtering import filter_variants_by_property
+host = [VariantProperty.from_str(l) for l in json.loads(sys.argv[1])]
+wheel = [VariantProperty.from_str(l) for l in json.loads(sys.argv[2])]
+ok = list(filter_variants_by_property([VariantDescription(wheel)], allowed_properties=host))
+print("supported" if ok else "unsupported")
+"#;
+    let o = std::process::Command::new(python)
+        .arg("-c")
+        .arg(script)
+        .arg(serde_json::to_string(host).unwrap())
+        .arg(serde_json::to_string(wheel).unwrap())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// The host's wheel-variant properties (`select --variant-properties`), comments left out.
+fn host_variant_properties(host: &str) -> Vec<String> {
+    let o = cudist(&["select", "--variant-properties", "--host", host]);
+    ok(&o, "select --variant-properties");
+    stdout(&o)
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(str::to_string)
+        .collect()
+}
+
 /// Wheel-variant properties, checked by `variantlib` 0.2.2 (the reference library): every line
 /// cudist prints parses as a property; the properties a candidate's content needs are supported
 /// by the host's (variantlib's own property filter) exactly where select finds that the driver
@@ -408,14 +442,7 @@ fn variant_properties_parse_and_match_as_variantlib_says() {
             serde_json::json!({"driver": driver, "glibc": "2.35", "python": "3.11",
                 "gpus": [{"name": "GPU", "sm": sm}]}),
         );
-        let o = cudist(&[
-            "select",
-            "--variant-properties",
-            "--host",
-            host.to_str().unwrap(),
-        ]);
-        ok(&o, "select --variant-properties");
-        let host_props = lines(&o);
+        let host_props = host_variant_properties(host.to_str().unwrap());
         assert!(host_props
             .iter()
             .any(|p| p == &format!("nvidia :: sm_arch :: {sm}_real")));
@@ -426,25 +453,7 @@ fn variant_properties_parse_and_match_as_variantlib_says() {
             ok(&o, "inspect --variant-properties");
             let content = lines(&o);
             assert!(content.len() >= 2, "{content:?}");
-            // variantlib's verdict.
-            let script = r#"
-import json, sys
-from variantlib.models.variant import VariantDescription, VariantProperty
-from variantlib.resolver.filtering import filter_variants_by_property
-host = [VariantProperty.from_str(l) for l in json.loads(sys.argv[1])]
-wheel = [VariantProperty.from_str(l) for l in json.loads(sys.argv[2])]
-ok = list(filter_variants_by_property([VariantDescription(wheel)], allowed_properties=host))
-print("supported" if ok else "unsupported")
-"#;
-            let o = std::process::Command::new(&variantlib)
-                .arg("-c")
-                .arg(script)
-                .arg(serde_json::to_string(&host_props).unwrap())
-                .arg(serde_json::to_string(&content).unwrap())
-                .output()
-                .unwrap();
-            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-            let says = String::from_utf8_lossy(&o.stdout).trim().to_string();
+            let says = variantlib_verdict(&variantlib, &host_props, &content);
             let outcome = v["candidates"]
                 .as_array()
                 .unwrap()
@@ -1100,6 +1109,95 @@ fn a_build_for_a_higher_x86_64_level_than_the_cpu_is_rejected() {
         format!("demo_v3-1.0+cpu-{tag}.whl"),
         "{v3_index:#}"
     );
+    // As wheel-variant properties: the v3 build's content needs `x86_64 :: level :: v3`, and
+    // variantlib's filter, given each host's levels, agrees with select.
+    let o = cudist(&[
+        "inspect",
+        "--variant-properties",
+        house
+            .join(format!("demo_v3-1.0+cpu-{tag}.whl"))
+            .to_str()
+            .unwrap(),
+    ]);
+    ok(&o, "inspect --variant-properties");
+    let content: Vec<String> = stdout(&o)
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(str::to_string)
+        .collect();
+    assert!(
+        content.contains(&"x86_64 :: level :: v3".to_string()),
+        "{content:?}"
+    );
+    let Some(variantlib) = tool_from_env("CUDIST_VARIANTLIB_PYTHON") else {
+        return;
+    };
+    for (level, verdict) in [(2, "unsupported"), (3, "supported"), (4, "supported")] {
+        let props = host_variant_properties(host(level).to_str().unwrap());
+        assert_eq!(
+            variantlib_verdict(&variantlib, &props, &content),
+            verdict,
+            "v{level}: {props:?}"
+        );
+    }
+    // A variant.json declaring level v2 for files that need v3 is said, exit 1.
+    let liar = d.join(format!("demo_v3-1.0+cpu-{tag}.whl"));
+    let declared = serde_json::json!({"variants": {"v2": {"x86_64": {"level": ["v2"]}}}});
+    write_wheel_version(
+        &liar,
+        "demo_v3",
+        "1.0+cpu",
+        &[],
+        &[
+            ("demo/_k.so", std::fs::read(&v3).unwrap()),
+            (
+                "demo_v3-1.0+cpu.dist-info/variant.json",
+                serde_json::to_vec(&declared).unwrap(),
+            ),
+        ],
+    );
+    let o = cudist(&["inspect", "--variant-properties", liar.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stdout(&o)
+            .contains("# disagrees: declares x86_64 level v2, but its files require x86-64-v3"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+/// This machine's x86-64 level properties are the ones the x86-64 provider plugin
+/// (`provider-variant-x86-64`, which reads the CPU through archspec) reports here.
+#[test]
+fn this_machines_x86_64_level_is_the_providers() {
+    let Some(variantlib) = tool_from_env("CUDIST_VARIANTLIB_PYTHON") else {
+        return;
+    };
+    if std::env::consts::ARCH != "x86_64" {
+        return;
+    }
+    let script = r#"
+from provider_variant_x86_64.plugin import X8664Plugin
+for c in X8664Plugin().get_supported_configs(None):
+    if c.name == "level":
+        for v in c.values:
+            print("x86_64 :: level ::", v)
+"#;
+    let o = std::process::Command::new(&variantlib)
+        .arg("-c")
+        .arg(script)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let want: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let got: Vec<String> = host_variant_properties("this")
+        .into_iter()
+        .filter(|p| p.starts_with("x86_64 ::"))
+        .collect();
+    assert_eq!(got, want);
 }
 
 /// `--find-links`: a page of links (relative ones, as pip reads them) holding every build of the
