@@ -37,8 +37,8 @@ pub struct InspectArgs {
     #[arg(long, conflicts_with = "fail_on")]
     pub strict: bool,
     /// Print, per wheel, the wheel-variant properties its content needs (`nvidia :: sm_arch ::
-    /// 90_real`, `nvidia :: cuda_version_lower_bound :: 13`), those its `variant.json` declares,
-    /// and where the two disagree (exit 1 then).
+    /// 90_real`, `nvidia :: cuda_version_lower_bound :: 13`, `x86_64 :: level :: v3`), those its
+    /// `variant.json` declares, and where the two disagree (exit 1 then).
     #[arg(long, conflicts_with_all = ["json", "files", "entries", "cuobjdump"])]
     pub variant_properties: bool,
 }
