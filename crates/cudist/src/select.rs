@@ -418,11 +418,11 @@ fn read_remote(
     Ok((a, read, got, note))
 }
 
-/// Builds offered as extras (`jax[cuda12]`): for each candidate from an index or a find-links
-/// page that carries no device code and whose METADATA offers build extras, the packages those
-/// extras pull in (and the build packages those pull in) are listed on the same source and read,
-/// all of them (they are parts of a candidate, not its rivals), and each extra is judged as one
-/// candidate beside the package itself.
+/// Builds offered as extras (`jax[cuda12]`): for each candidate that carries no device code and
+/// whose METADATA offers build extras, the packages those extras pull in (and the build packages
+/// those pull in) are found where the candidate was (on the same index or find-links page, or
+/// among the local wheels given, `pool`) and read, all of them (they are parts of a candidate,
+/// not its rivals), and each extra is judged as one candidate beside the package itself.
 #[allow(clippy::too_many_arguments)]
 fn extras(
     judged: &[Judged],
@@ -432,26 +432,28 @@ fn extras(
     host: &Host,
     catalog: &Catalog,
     how: &Reading,
+    pool: &[PathBuf],
     indexes: &mut [IndexReport],
 ) -> Result<Vec<Judged>> {
     use cudist_analysis::select::{build_parts, extra_builds, judge_extra};
     let mut composites = Vec::new();
     for (file, a, ..) in artifacts {
-        let (Some(w), Some((at, _))) = (&a.wheel, origin.get(file)) else {
+        let Some(w) = &a.wheel else {
             continue;
         };
+        // Where its parts are: its index (by position), or the local wheels.
+        let at = origin.get(file).map(|(at, _)| *at);
         if a.device.cubins + a.device.ptx + a.device.lto_ir > 0 {
             continue;
         }
         let dist = w.name.clone().unwrap_or_default();
         let builds = extra_builds(&dist, &w.requires_dist);
-        let Some(base) = judged.iter().find(|j| &j.file == file) else {
+        let Some(base) = judged.iter().find(|j| &j.path == file) else {
             continue;
         };
         if builds.is_empty() {
             continue;
         }
-        let (url, find_links) = &sources[*at];
         // The packages of the builds that use this host's GPUs, at the versions pinned.
         let mut queue: Vec<String> = builds
             .iter()
@@ -469,20 +471,35 @@ fn extras(
                 continue;
             }
             let spec = pinned.get(&name).cloned().unwrap_or_default();
-            // A package the index does not have: the extra says so when it is judged.
-            let Ok((found, out, report)) =
-                list_index(url, *find_links, *at, &[(name, spec)], host, catalog)
-            else {
-                continue;
-            };
-            let ix = &mut indexes[*at];
-            ix.listed += report.listed;
-            ix.not_fetched.extend(report.not_fetched);
-            ix.bytes_received += report.bytes_received;
-            parts.extend(out.into_iter().map(|j| (j, Vec::new())));
-            for r in found {
-                let (a, read, got, _) = read_remote(&r, host, catalog, how, indexes)?;
-                let mut j = judge(&[(r.file.filename.clone(), &a)], host, catalog).remove(0);
+            // The part's wheels read, and those their names rule out.
+            let mut read_parts: Vec<Read> = Vec::new();
+            match at {
+                Some(at) => {
+                    let (url, find_links) = &sources[at];
+                    // A package the index does not have: the extra says so when it is judged.
+                    let Ok((found, out, report)) =
+                        list_index(url, *find_links, at, &[(name, spec)], host, catalog)
+                    else {
+                        continue;
+                    };
+                    let ix = &mut indexes[at];
+                    ix.listed += report.listed;
+                    ix.not_fetched.extend(report.not_fetched);
+                    ix.bytes_received += report.bytes_received;
+                    parts.extend(out.into_iter().map(|j| (j, Vec::new())));
+                    for r in found {
+                        let (a, read, got, note) = read_remote(&r, host, catalog, how, indexes)?;
+                        read_parts.push((r.file.filename.clone(), a, read, got, note));
+                    }
+                }
+                None => {
+                    let (found, out) = local_parts(pool, &name, &spec, host, catalog)?;
+                    parts.extend(out.into_iter().map(|j| (j, Vec::new())));
+                    read_parts.extend(found);
+                }
+            }
+            for (part, a, read, got, _) in read_parts {
+                let mut j = judge(&[(part, &a)], host, catalog).remove(0);
                 j.read = read.into();
                 j.bytes_received = got;
                 // Builds of the package's family that this part pulls in in turn, and the
@@ -502,6 +519,45 @@ fn extras(
         }
     }
     Ok(composites)
+}
+
+/// The newest release of package `name` among the local wheels `pool` that `spec` allows: those
+/// the host can install, read whole, and those their names rule out, judged by name.
+fn local_parts(
+    pool: &[PathBuf],
+    name: &str,
+    spec: &str,
+    host: &Host,
+    catalog: &Catalog,
+) -> Result<(Vec<Read>, Vec<Judged>)> {
+    let wheels: Vec<(cudist_wheel::WheelName, &PathBuf)> = pool
+        .iter()
+        .filter_map(|p| {
+            let n = cudist_wheel::WheelName::parse(&p.file_name()?.to_string_lossy())?;
+            (cudist_wheel::installed::normalise(&n.distribution) == name
+                && cudist_analysis::select::version_allowed(spec, &n.version))
+            .then_some((n, p))
+        })
+        .collect();
+    let Some(newest) = wheels.iter().map(|(n, _)| release_key(&n.version)).max() else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let (mut found, mut out) = (Vec::new(), Vec::new());
+    for (_, p) in wheels
+        .iter()
+        .filter(|(n, _)| release_key(&n.version) == newest)
+    {
+        let file = p.file_name().unwrap_or_default().to_string_lossy();
+        let shown = p.display().to_string();
+        let why = cudist_analysis::select::rejected_by_name(&file, host, catalog);
+        if !why.is_empty() {
+            out.push(cudist_analysis::select::judged_by_name(&file, &shown, why));
+            continue;
+        }
+        let a = cudist_analysis::artifact::inspect_one(&Input::Wheel((*p).clone()), catalog)?;
+        found.push((shown, a, "whole", 0, None));
+    }
+    Ok((found, out))
 }
 
 /// The wheel a candidate's file names: itself, or, for a build offered as an extra
@@ -621,6 +677,15 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
             "select judges wheels: give wheel files or directories of wheels"
         ));
     }
+    // The local wheels given, all of them: where the parts of a local candidate's extras are.
+    let pool: Vec<PathBuf> = wheels
+        .iter()
+        .map(|w| w.path().to_path_buf())
+        .filter(|p| {
+            !p.file_name()
+                .is_some_and(|f| origin.contains_key(&*f.to_string_lossy()))
+        })
+        .collect();
     let wanted: Vec<String> = args.package.iter().map(|p| family(p)).collect();
     let mut artifacts: Vec<Read> = Vec::new();
     for w in wheels {
@@ -714,6 +779,7 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
         &host,
         catalog,
         &how,
+        &pool,
         &mut indexes,
     )?;
     // The package itself stays a candidate: installed plainly, it is the build its content is

@@ -1365,6 +1365,29 @@ fn builds_offered_as_extras_are_judged_with_what_they_pull_in() {
     // nvidia-cublas-cu12 is a CUDA library, not a build of demo: never listed.
     let served = std::fs::read_to_string(&log).unwrap();
     assert!(!served.contains("nvidia"), "{served}");
+    // The same wheels in a directory: the extras' packages are found among them, and each
+    // machine gets the same build.
+    let dir = house.to_str().unwrap();
+    for (name, want) in [
+        ("turing", "demo[cuda12]==2.0"),
+        ("hopper", "demo[cuda13]==2.0"),
+        ("nogpu", "demo==2.0"),
+    ] {
+        let host = work.path().join(format!("{name}.json"));
+        let (code, v) = select(&host, &[dir, "--package", "demo"]);
+        assert_eq!(code, Some(0), "{name}: {v:#}");
+        assert!(
+            v["requirement"].as_str().unwrap().starts_with(want),
+            "{name}: {v:#}"
+        );
+        if name == "turing" {
+            let c12 = reasons_of(&v, "demo-2.0-py3-none-any.whl[cuda12]");
+            assert!(
+                c12.contains("demo_cuda12_pjrt-2.0") && c12.contains("sm_75"),
+                "{c12}"
+            );
+        }
+    }
 }
 
 /// `Requires-Python`, as pip reads it: on an index the newest release whose files admit the
