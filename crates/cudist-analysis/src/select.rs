@@ -143,6 +143,12 @@ fn local_label(version: &str) -> Option<&str> {
 pub fn build_of(distribution: &str, version: &str, a: &Artifact, catalog: &Catalog) -> Build {
     let content = content_cuda(a, catalog);
     let mut b = declared_build(distribution, version, a, &content);
+    if let (Some((major, why)), "cpu") = (&content, b.kind.as_str()) {
+        b.disagrees = Some(format!(
+            "its {} says a CPU build, but its content needs CUDA {major} ({why})",
+            b.from
+        ));
+    }
     if let (Some((major, why)), "cuda", Some(v)) = (&content, b.kind.as_str(), &b.version) {
         let said = v.split('.').next().and_then(|m| m.parse::<u32>().ok());
         if said.is_some_and(|m| m != *major) {
@@ -220,6 +226,10 @@ fn build_from_name(distribution: &str, version: &str) -> Option<Build> {
             Some(NamePart::Rocm) => return label("rocm", None, format!("name {distribution}")),
             None => {}
         }
+    }
+    // `faiss-cpu`, `tensorflow-cpu`: a name that ends in `-cpu` names the CPU build.
+    if cudist_wheel::installed::normalise(distribution).ends_with("-cpu") {
+        return label("cpu", None, format!("name {distribution}"));
     }
     None
 }
@@ -679,12 +689,7 @@ pub fn optimistic(file: &str, size: u64, host: &Host) -> Option<Judged> {
 pub fn sort_key(j: &Judged, host: &Host) -> impl Ord {
     let nvidia = !host.gpus.is_empty();
     let amd = !host.amd_gpus.is_empty();
-    let worst = j
-        .gpus
-        .iter()
-        .map(|g| rank_status(&g.status))
-        .max()
-        .unwrap_or(2);
+    let worst = worst_gpu(j);
     let cuda_version: Vec<u32> = j
         .build
         .version
@@ -693,7 +698,7 @@ pub fn sort_key(j: &Judged, host: &Host) -> impl Ord {
         .unwrap_or_default();
     // What fits the machine's GPUs: 0 best.
     let fits: u8 = match (j.build.kind.as_str(), nvidia, amd) {
-        ("cuda", true, _) => worst.min(3),
+        ("cuda", true, _) => worst.min(2),
         ("rocm", _, true) => 0,
         ("cpu", false, false) => 0,
         ("cpu", _, _) => 5,
@@ -701,12 +706,33 @@ pub fn sort_key(j: &Judged, host: &Host) -> impl Ord {
         _ => 7,
     };
     (
+        // Whatever else it offers, a candidate that fails here ranks below one that works (a
+        // GPU build with no kernel image for the GPU below the CPU build).
+        rejected(j, host),
         !j.install_problems.is_empty(),
         !(j.driver_problems.is_empty() && j.cpu_problems.is_empty()),
         fits,
         Reverse(cuda_version),
         j.size,
     )
+}
+
+/// The worst GPU verdict of a candidate ([`rank_status`]; 2 without GPUs).
+fn worst_gpu(j: &Judged) -> u8 {
+    j.gpus
+        .iter()
+        .map(|g| rank_status(&g.status))
+        .max()
+        .unwrap_or(2)
+}
+
+/// Whether a candidate fails on the host: it does not install, its driver or CPU cannot run it,
+/// or (a CUDA build on an NVIDIA machine) a GPU has no kernel it can run.
+fn rejected(j: &Judged, host: &Host) -> bool {
+    !j.install_problems.is_empty()
+        || !j.driver_problems.is_empty()
+        || !j.cpu_problems.is_empty()
+        || (!host.gpus.is_empty() && j.build.kind == "cuda" && worst_gpu(j) >= 3)
 }
 
 /// A candidate left unread because it cannot rank above `best`, which was read: judged by its
@@ -733,16 +759,9 @@ pub fn judged_unread(file: &str, url: &str, best: &Judged) -> Judged {
 pub fn rank(all: &mut [Judged], host: &Host) {
     let nvidia = !host.gpus.is_empty();
     let amd = !host.amd_gpus.is_empty();
-    let worst = |j: &Judged| {
-        j.gpus
-            .iter()
-            .map(|g| rank_status(&g.status))
-            .max()
-            .unwrap_or(2)
-    };
     let fits = |j: &Judged| -> u8 {
         match (j.build.kind.as_str(), nvidia, amd) {
-            ("cuda", true, _) => worst(j).min(3),
+            ("cuda", true, _) => worst_gpu(j).min(2),
             ("rocm", _, true) => 0,
             ("cpu", false, false) => 0,
             ("cpu", _, _) => 5,
@@ -769,17 +788,12 @@ pub fn rank(all: &mut [Judged], host: &Host) {
             _ => "a build of unknown kind".into(),
         };
         let f = fits(j);
-        let outcome = if !j.install_problems.is_empty()
-            || !j.driver_problems.is_empty()
-            || !j.cpu_problems.is_empty()
-        {
+        let outcome = if rejected(j, host) {
             "rejected"
         } else if nvidia && j.build.kind == "cuda" {
-            match worst(j) {
-                0 => "works",
+            match worst_gpu(j) {
                 1 => "jit",
-                2 => "works",
-                _ => "rejected",
+                _ => "works",
             }
         } else if f == 0 {
             "works"

@@ -73,7 +73,8 @@ pub struct SelectArgs {
     /// profile's `python`, else `python3` on PATH.
     #[arg(long, value_name = "VERSION|PATH")]
     pub python: Option<String>,
-    /// Print only the requirement to hand to pip or uv (`cupy-cuda12x==14.2.0`).
+    /// Print only the requirement to hand to pip or uv (`cupy-cuda12x==14.2.0`); when no
+    /// candidate works, nothing on stdout (the report goes to stderr) and exit 1.
     #[arg(long, conflicts_with = "json")]
     pub print_requirement: bool,
     /// Print the report as JSON (schema cudist.select/1).
@@ -852,7 +853,8 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
             }
             (Some(r), _, Some(fl)) => util::emit(&format!("{r} --find-links {fl}\n")),
             (Some(r), _, _) => util::emit(&format!("{r}\n")),
-            (None, _, _) => util::emit(&render(&report)),
+            // Nothing for pip to read on stdout: why, on stderr, and exit 1.
+            (None, _, _) => eprint!("{}", render(&report)),
         }
     } else if args.json {
         util::print_json(&report)?;

@@ -1029,6 +1029,64 @@ fn selecting_among_remote_cupy_wheels_reads_a_tenth_of_them() {
     );
 }
 
+/// A GPU build with no kernel image for the machine's GPU ranks below the CPU build, which is
+/// chosen (faiss-gpu-cu12, built for sm_70 and sm_80 only, against faiss-cpu on an H100). With
+/// no CPU build nothing works: `--print-requirement` prints nothing on stdout, exit 1.
+#[test]
+fn a_gpu_build_that_cannot_run_ranks_below_the_cpu_build() {
+    let work = tempfile::tempdir().unwrap();
+    let Some(house) = family(work.path()) else {
+        return;
+    };
+    let two = work.path().join("two");
+    std::fs::create_dir_all(&two).unwrap();
+    for e in std::fs::read_dir(&house).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().to_string();
+        if name.starts_with("demo_cu12-") || name.starts_with("demo-1.0+cpu-") {
+            std::fs::copy(house.join(&name), two.join(&name)).unwrap();
+        }
+    }
+    let hopper = profile(
+        work.path(),
+        "hopper",
+        serde_json::json!({"driver": "580.65.06", "glibc": "2.35", "python": "3.11",
+            "gpus": [{"name": "H100", "sm": 90}]}),
+    );
+    let (code, v) = select(&hopper, &[two.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{v:#}");
+    assert!(
+        v["best"].as_str().unwrap().starts_with("demo-1.0+cpu-"),
+        "{v:#}"
+    );
+    let gpu = v["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["file"].as_str().unwrap().starts_with("demo_cu12-"))
+        .unwrap();
+    assert_eq!(gpu["outcome"], "rejected", "{gpu:#}");
+    assert!(
+        gpu["reasons"].to_string().contains("no-kernel-image"),
+        "{gpu:#}"
+    );
+    for e in std::fs::read_dir(&two).unwrap() {
+        let p = e.unwrap().path();
+        if p.to_string_lossy().contains("+cpu") {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+    let o = cudist(&[
+        "select",
+        "--print-requirement",
+        "--host",
+        hopper.to_str().unwrap(),
+        two.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert_eq!(stdout(&o), "");
+    assert!(stderr(&o).contains("no-kernel-image"), "{}", stderr(&o));
+}
+
 /// A build compiled for x86-64-v3 (its GNU property note, `ld -z x86-64-v3`) is rejected on a
 /// CPU that is only v2, where ld.so refuses to load it, and chosen on a v3 CPU; read from a
 /// directory or by range requests from an index (the note is then read from the program
