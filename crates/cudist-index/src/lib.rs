@@ -445,6 +445,9 @@ struct Blocks {
     last_size: u64,
     /// The span the reader said it reads in.
     hint: Option<(u64, u64)>,
+    /// The span of the member read: the first span hinted from its start (a later hint from
+    /// the same start narrows `hint` to where the reader guesses it will stop).
+    member: Option<(u64, u64)>,
     requests: u64,
     /// The shortest request seen (seconds): the cost of a request apart from its bytes.
     latency: Option<f64>,
@@ -474,7 +477,7 @@ impl Blocks {
             return n;
         }
         let bdp = self.latency.unwrap_or(0.0) * self.rate;
-        (bdp as u64).clamp(RemoteFile::MIN_REQUEST, RemoteFile::LARGEST)
+        (bdp.round() as u64).clamp(RemoteFile::MIN_REQUEST, RemoteFile::LARGEST)
     }
 }
 
@@ -611,6 +614,9 @@ impl RemoteFile {
 impl cudist_wheel::ReadAt for RemoteFile {
     fn hint(&self, start: u64, end: u64) {
         if let Ok(mut s) = self.state.lock() {
+            if s.member.is_none_or(|(ms, _)| ms != start) {
+                s.member = Some((start, end));
+            }
             s.hint = Some((start, end));
         }
     }
@@ -640,17 +646,24 @@ impl cudist_wheel::ReadAt for RemoteFile {
                     .map_or(self.len, |(at, _)| *at);
                 // A read starts with one request's worth; inside the span the reader expects to
                 // read, sequential reads grow (to twice what a request is worth, so the measured
-                // rate can rise); past it (the reader went on beyond its guess) they stay small.
+                // rate can rise). Past it (the reader went on beyond its guess) they start small
+                // again, and grow while the reader goes on, up to the member's end.
                 let expected = s.hint.filter(|(hs, he)| (*hs..*he).contains(&offset));
-                if let Some((_, he)) = expected {
+                let in_member = s.member.filter(|(ms, me)| (*ms..*me).contains(&offset));
+                if let Some((_, he)) = expected.or(in_member) {
                     end = end.min(he);
                 }
                 let worth = s.worth();
-                let size = if expected.is_none() && s.hint.is_some() {
-                    Self::STEP
-                } else if s.fixed.is_some() {
+                let sequential = offset == s.last_end;
+                let size = if s.fixed.is_some() {
                     worth
-                } else if offset == s.last_end {
+                } else if expected.is_none() && s.hint.is_some() {
+                    if in_member.is_some() && sequential {
+                        (s.last_size * 2).clamp(Self::STEP, Self::MAX_REQUEST.max(2 * worth))
+                    } else {
+                        Self::STEP
+                    }
+                } else if sequential {
                     (s.last_size * 2).clamp(worth, Self::MAX_REQUEST.max(2 * worth))
                 } else {
                     worth
@@ -1138,6 +1151,35 @@ mod tests {
         bytes[40..48].copy_from_slice(&u64::MAX.to_le_bytes());
         std::fs::write(&saved, &bytes).unwrap();
         assert!(load_ranges(&saved).is_none());
+    }
+
+    #[test]
+    fn a_reader_past_its_guess_gets_growing_requests() {
+        use cudist_wheel::ReadAt;
+        let data: Vec<u8> = (0..1_000_000u32).map(|i| (i * 31 % 251) as u8).collect();
+        let (url, server) = one_file_server(data.clone(), true, 12);
+        let f = RemoteFile::open(&url).unwrap();
+        // A member of the whole file, whose reader guessed it would stop at 50 000 and reads
+        // on to 600 000, 16 KiB at a time (as an inflater asks).
+        f.hint(0, data.len() as u64);
+        f.hint(0, 50_000);
+        let mut at = 0;
+        let mut buf = vec![0u8; 16 << 10];
+        while at < 600_000 {
+            let n = f.read_at(&mut buf, at).unwrap();
+            assert_eq!(buf[..n], data[at as usize..at as usize + n]);
+            at += n as u64;
+        }
+        // Past the guess requests double from 16 KiB (34 of 16 KiB before).
+        let requests = f.requests();
+        assert!(requests <= 9, "{requests} requests");
+        drop(f);
+        for _ in requests..12 {
+            let _ =
+                TcpStream::connect(url.trim_start_matches("http://").trim_end_matches("/f.whl"));
+        }
+        let sent = server.join().unwrap();
+        assert!(sent.iter().all(|(_, b)| *b < 1_000_000), "{sent:?}");
     }
 
     #[test]
