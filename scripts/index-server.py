@@ -7,7 +7,8 @@ normalises to the project (PEP 691 JSON when asked for with its Accept type, els
 with their files at /NAME/files/<file>, and a find-links page at /NAME/links.html linking to
 every wheel (relative links, as pip's --find-links pages may have). Files are served whole or by one byte range (`Range:
 bytes=a-b`, `bytes=a-`, `bytes=-n`: 206 with Content-Range), as PyPI's file host serves them.
-JSON pages give each file's size and Requires-Python (from its METADATA). Project `demo`
+JSON pages give each file's size and Requires-Python (from its METADATA). A file `W.yanked`
+beside wheel W marks W yanked (PEP 592), its content the reason. Project `demo`
 always gets HTML; project `demo-bad` lists demo_cu12-1.0 with a wrong sha256. Every
 answer appends "PATH BYTES [RANGE]" to LOG. The port is printed on the first line of stdout.
 """
@@ -38,6 +39,15 @@ def requires_python(path):
     except (OSError, zipfile.BadZipFile):
         pass
     return None
+
+
+def yanked(path):
+    """The yank reason of a wheel (`W.yanked` beside it), or None."""
+    try:
+        with open(path + ".yanked") as f:
+            return f.read().strip() or True
+    except OSError:
+        return None
 
 
 def sha256(path):
@@ -123,10 +133,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 body = json.dumps({"meta": {"api-version": "1.1"}, "name": project, "files": [
                     {"filename": n, "url": u, "hashes": {"sha256": h},
                      "size": os.path.getsize(os.path.join(house, n)),
-                     "requires-python": requires_python(os.path.join(house, n))}
+                     "requires-python": requires_python(os.path.join(house, n)),
+                     "yanked": yanked(os.path.join(house, n)) or False}
                     for n, u, h in entries]}).encode()
                 return self.send(body, "application/vnd.pypi.simple.v1+json")
-            links = "".join('<a href="%s#sha256=%s">%s</a><br/>' % (u, h, n) for n, u, h in entries)
+            def anchor(n, u, h):
+                y = yanked(os.path.join(house, n))
+                attr = "" if y is None else ' data-yanked="%s"' % ("" if y is True else y)
+                return '<a href="%s#sha256=%s"%s>%s</a><br/>' % (u, h, attr, n)
+            links = "".join(anchor(n, u, h) for n, u, h in entries)
             body = ("<html><body>%s</body></html>" % links).encode()
             return self.send(body, "text/html")
         if parts[1] == "files" and len(parts) == 3 and parts[2] in os.listdir(house):

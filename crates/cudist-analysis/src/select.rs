@@ -396,6 +396,51 @@ pub fn version_allowed(specifier: &str, version: &str) -> bool {
     spec.contains(&v)
 }
 
+/// Of a project's files (each a version and whether it is yanked), those of the release pip would
+/// take for `specifier`, as indexes into `files`:
+/// - versions the specifier excludes, and unparsable ones, are passed over;
+/// - yanked files (PEP 592) only when the specifier pins a version exactly (`==1.2`, `===1.2`);
+/// - pre-releases and development releases only when the specifier names one, or when no final
+///   release is left (as `packaging`'s filter, which pip uses, falls back);
+/// - the newest public version wins (post releases count: `1.14.1.post1` after `1.14.1`), with
+///   all of its local-label builds (`+cu126`, `+cu130`).
+pub fn pip_release(files: &[(&str, bool)], specifier: &str) -> Vec<usize> {
+    use std::str::FromStr;
+    let spec = pep440_rs::VersionSpecifiers::from_str(specifier.trim()).ok();
+    let pinned = spec.as_ref().is_some_and(|s| {
+        s.iter().any(|v| {
+            matches!(
+                v.operator(),
+                pep440_rs::Operator::Equal | pep440_rs::Operator::ExactEqual
+            )
+        })
+    });
+    let names_pre = spec
+        .as_ref()
+        .is_some_and(|s| s.iter().any(|v| v.any_prerelease()));
+    let usable: Vec<(usize, pep440_rs::Version)> = files
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, yanked))| !yanked || pinned)
+        .filter_map(|(i, (v, _))| Some((i, pep440_rs::Version::from_str(v).ok()?)))
+        .filter(|(_, v)| spec.as_ref().is_none_or(|s| s.contains(v)))
+        .collect();
+    let finals = usable.iter().any(|(_, v)| !v.any_prerelease());
+    let allowed: Vec<(usize, pep440_rs::Version)> = usable
+        .into_iter()
+        .filter(|(_, v)| names_pre || !finals || !v.any_prerelease())
+        .map(|(i, v)| (i, v.without_local()))
+        .collect();
+    let Some(newest) = allowed.iter().map(|(_, v)| v).max().cloned() else {
+        return Vec::new();
+    };
+    allowed
+        .into_iter()
+        .filter(|(_, v)| *v == newest)
+        .map(|(i, _)| i)
+        .collect()
+}
+
 /// The version specifiers `requires_dist` pins the packages it names to (`jax-cuda12-pjrt` →
 /// `==0.10.2`), by normalised name.
 pub fn pins(requires_dist: &[String]) -> Vec<(String, String)> {
@@ -1093,6 +1138,27 @@ mod tests {
         assert!(python_allows(">=3.9,!=3.10.*", "3.11"));
         assert!(!python_allows(">=3.9,!=3.11.*", "3.11"));
         assert!(python_allows("not a specifier", "3.11"));
+    }
+
+    #[test]
+    fn releases_as_pip_takes_them() {
+        let files = [
+            ("1.9", false),
+            ("1.9.post1", false),
+            ("2.0.dev3", false),
+            ("2.1+cu126", true),
+            ("2.1+cu130", true),
+            ("1.9.post1+cu126", false),
+        ];
+        // The newest final that is not yanked, with its local-label builds.
+        assert_eq!(pip_release(&files, ""), [1, 5]);
+        // A yanked release when pinned exactly; a pre-release when named.
+        assert_eq!(pip_release(&files, "==2.1"), [3, 4]);
+        assert!(pip_release(&files, ">2.0").is_empty());
+        assert_eq!(pip_release(&files, ">=2.0.dev1"), [2]);
+        // Only pre-releases: the newest of them.
+        assert_eq!(pip_release(&[("3.0a1", false), ("3.0a2", false)], ""), [1]);
+        assert!(pip_release(&[("not a version", false)], "").is_empty());
     }
 
     #[test]

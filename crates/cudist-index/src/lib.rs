@@ -753,6 +753,9 @@ pub struct IndexFile {
     /// The Python versions it is for (`requires-python` in JSON, `data-requires-python` in HTML,
     /// PEP 503/691), as pip reads them before choosing a release.
     pub requires_python: Option<String>,
+    /// Yanked (PEP 592: `yanked` in JSON, `data-yanked` in HTML): pip takes it only when a
+    /// requirement pins its version exactly.
+    pub yanked: bool,
 }
 
 const JSON_TYPE: &str = "application/vnd.pypi.simple.v1+json";
@@ -798,6 +801,12 @@ pub fn parse_page(url: &str, body: &[u8]) -> Result<Vec<IndexFile>, IndexError> 
                     sha256: f["hashes"]["sha256"].as_str().map(str::to_string),
                     size: f["size"].as_u64(),
                     requires_python: f["requires-python"].as_str().map(str::to_string),
+                    // `false`, `true`, or the reason as a string.
+                    yanked: match &f["yanked"] {
+                        serde_json::Value::Bool(b) => *b,
+                        serde_json::Value::String(_) => true,
+                        _ => false,
+                    },
                 })
             })
             .collect();
@@ -824,6 +833,7 @@ pub fn parse_page(url: &str, body: &[u8]) -> Result<Vec<IndexFile>, IndexError> 
             sha256: fragment.strip_prefix("sha256=").map(str::to_string),
             size: None,
             requires_python: attribute(anchor, "data-requires-python"),
+            yanked: has_attribute(anchor, "data-yanked"),
         });
     }
     if out.is_empty() && !text.contains("<a") && !text.trim_start().starts_with('<') {
@@ -837,6 +847,18 @@ fn attribute(anchor: &str, name: &str) -> Option<String> {
     let at = anchor.find(&format!("{name}=\""))? + name.len() + 2;
     let end = anchor[at..].find('"')?;
     Some(html_unescape(&anchor[at..at + end]))
+}
+
+/// Whether an anchor carries an attribute, with or without a value (`data-yanked`,
+/// `data-yanked=""`, `data-yanked="reason"`).
+fn has_attribute(anchor: &str, name: &str) -> bool {
+    let head = anchor.split_once('>').map_or(anchor, |(h, _)| h);
+    head.match_indices(name).any(|(i, _)| {
+        let before = head[..i].chars().next_back();
+        let after = head[i + name.len()..].chars().next();
+        before.is_some_and(char::is_whitespace)
+            && after.is_none_or(|c| c == '=' || c == '/' || c.is_whitespace())
+    })
 }
 
 fn html_unescape(s: &str) -> String {
@@ -988,6 +1010,26 @@ mod tests {
         assert_eq!(f[0].url, "http://h:1/f/demo-1.0-py3-none-any.whl");
         assert_eq!(f[0].sha256.as_deref(), Some("cd34"));
         assert_eq!(f[0].requires_python.as_deref(), Some(">=3.10"));
+        assert!(!f[0].yanked);
+        // Yanked files (PEP 592), in both formats, with a reason or without.
+        let json = br#"{"files": [
+            {"filename": "a-1.0-py3-none-any.whl", "url": "a", "yanked": "broken"},
+            {"filename": "a-1.1-py3-none-any.whl", "url": "b", "yanked": true},
+            {"filename": "a-1.2-py3-none-any.whl", "url": "c", "yanked": false}]}"#;
+        let f = parse_page("http://h:1/simple/a/", json).unwrap();
+        assert_eq!(
+            f.iter().map(|f| f.yanked).collect::<Vec<_>>(),
+            [true, true, false]
+        );
+        let html = br#"<a href="a" data-yanked="">a-1.0-py3-none-any.whl</a>
+            <a href="b" data-yanked>a-1.1-py3-none-any.whl</a>
+            <a href="c" data-requires-python="&gt;=3">a-1.2-py3-none-any.whl</a>
+            <a href="d">data-yanked-1.3-py3-none-any.whl</a>"#;
+        let f = parse_page("http://h:1/simple/a/", html).unwrap();
+        assert_eq!(
+            f.iter().map(|f| f.yanked).collect::<Vec<_>>(),
+            [true, true, false, false]
+        );
         assert!(parse_page("http://h/simple/x/", b"just words").is_err());
     }
 
@@ -1200,6 +1242,7 @@ mod tests {
             sha256: None,
             size: None,
             requires_python: None,
+            yanked: false,
         };
         let dir = tempfile::tempdir().unwrap();
         assert!(fetch(&f, dir.path(), Limits::default()).is_err());
@@ -1210,6 +1253,7 @@ mod tests {
             sha256: Some("..".into()),
             size: None,
             requires_python: None,
+            yanked: false,
         };
         assert!(fetch(&g, dir.path(), Limits::default()).is_err());
         assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());

@@ -135,15 +135,6 @@ pub struct IndexReport {
     pub bytes_received: u64,
 }
 
-/// The release segment of a version (`14.2.0` of `14.2.0.post1+cu126`), for picking the newest.
-fn release_key(version: &str) -> Vec<u64> {
-    let public = version.split('+').next().unwrap_or(version);
-    public
-        .split('.')
-        .map_while(|p| p.parse::<u64>().ok())
-        .collect()
-}
-
 fn parse_range_size(s: &str) -> std::result::Result<u64, String> {
     let n = cudist_fs::limits::parse_size(s)?;
     if (4096..=cudist_index::RemoteFile::LARGEST).contains(&n) {
@@ -248,15 +239,18 @@ fn list_index(
                 _ => true,
             })
             .filter_map(|f| cudist_wheel::WheelName::parse(&f.filename).map(|n| (n, f)))
-            .filter(|(n, _)| cudist_analysis::select::version_allowed(specifier, &n.version))
             .collect();
-        let Some(newest) = wheels.iter().map(|(n, _)| release_key(&n.version)).max() else {
-            bail!(errors::input(format!("{index}: {project} has no wheel")));
-        };
-        for (_, f) in wheels
+        // The release pip would take: no yanked file unless pinned, no pre-release unless
+        // asked for or alone.
+        let versions: Vec<(&str, bool)> = wheels
             .iter()
-            .filter(|(n, _)| release_key(&n.version) == newest)
-        {
+            .map(|(n, f)| (n.version.as_str(), f.yanked))
+            .collect();
+        let chosen = cudist_analysis::select::pip_release(&versions, specifier);
+        if chosen.is_empty() {
+            bail!(errors::input(format!("{index}: {project} has no wheel")));
+        }
+        for f in chosen.iter().map(|&i| wheels[i].1) {
             report.listed += 1;
             let why = cudist_analysis::select::rejected_by_name(&f.filename, host, catalog);
             if !why.is_empty() {
@@ -535,18 +529,17 @@ fn local_parts(
         .iter()
         .filter_map(|p| {
             let n = cudist_wheel::WheelName::parse(&p.file_name()?.to_string_lossy())?;
-            (cudist_wheel::installed::normalise(&n.distribution) == name
-                && cudist_analysis::select::version_allowed(spec, &n.version))
-            .then_some((n, p))
+            (cudist_wheel::installed::normalise(&n.distribution) == name).then_some((n, p))
         })
         .collect();
-    let Some(newest) = wheels.iter().map(|(n, _)| release_key(&n.version)).max() else {
-        return Ok((Vec::new(), Vec::new()));
-    };
-    let (mut found, mut out) = (Vec::new(), Vec::new());
-    for (_, p) in wheels
+    let versions: Vec<(&str, bool)> = wheels
         .iter()
-        .filter(|(n, _)| release_key(&n.version) == newest)
+        .map(|(n, _)| (n.version.as_str(), false))
+        .collect();
+    let (mut found, mut out) = (Vec::new(), Vec::new());
+    for p in cudist_analysis::select::pip_release(&versions, spec)
+        .into_iter()
+        .map(|i| wheels[i].1)
     {
         let file = p.file_name().unwrap_or_default().to_string_lossy();
         let shown = p.display().to_string();

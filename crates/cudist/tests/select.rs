@@ -1029,6 +1029,84 @@ fn selecting_among_remote_cupy_wheels_reads_a_tenth_of_them() {
     );
 }
 
+/// The release judged is the one pip takes, with pip as the oracle (`pip download` from the same
+/// loopback index): a post release after its final, no pre-release while a final is there, no
+/// yanked file (PEP 592), in JSON and HTML pages alike; and only pre-releases, as pip does then.
+#[test]
+fn the_release_judged_is_the_one_pip_takes() {
+    let work = tempfile::tempdir().unwrap();
+    let house = work.path().join("house");
+    std::fs::create_dir_all(&house).unwrap();
+    // `rel` gets JSON pages, `demo` HTML (scripts/index-server.py); `only` has pre-releases only.
+    let mut files = Vec::new();
+    for project in ["rel", "demo"] {
+        for v in ["1.9", "1.9.post1", "2.0.dev3", "2.1"] {
+            files.push((project, v));
+        }
+    }
+    files.extend([("only", "3.0a1"), ("only", "3.0a2")]);
+    for (project, v) in &files {
+        let path = house.join(format!("{project}-{v}-py3-none-any.whl"));
+        write_wheel_version(
+            &path,
+            project,
+            v,
+            &[],
+            &[(&format!("{project}/__init__.py"), b"".to_vec())],
+        );
+        if *v == "2.1" {
+            std::fs::write(format!("{}.yanked", path.display()), "broken build").unwrap();
+        }
+    }
+    let log = work.path().join("served.log");
+    let (mut child, port) = serve(&[("main", &house)], &log);
+    let index = format!("http://127.0.0.1:{port}/main/simple");
+    let host = profile(
+        work.path(),
+        "host",
+        serde_json::json!({"glibc": "2.35", "python": "3.11", "arch": "x86_64", "gpus": []}),
+    );
+    for project in ["rel", "demo", "only"] {
+        let out = work.path().join(format!("pip-{project}"));
+        let pip = std::process::Command::new("python3")
+            .args([
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--no-deps",
+                "--no-cache-dir",
+            ])
+            .args(["--disable-pip-version-check", "--index-url", &index, "-d"])
+            .arg(&out)
+            .arg(project)
+            .output()
+            .unwrap();
+        if !pip.status.success() {
+            assert!(
+                !in_ci(),
+                "CI has pip: {}",
+                String::from_utf8_lossy(&pip.stderr)
+            );
+            child.kill().ok();
+            return;
+        }
+        let got: Vec<String> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .collect();
+        let (_, v) = select(&host, &["--index", &index, "--package", project]);
+        assert_eq!(
+            got,
+            [v["best"].as_str().unwrap().to_string()],
+            "{project}: pip took {got:?}; select judged {:#}",
+            v["candidates"]
+        );
+    }
+    child.kill().ok();
+    child.wait().ok();
+}
+
 /// A GPU build with no kernel image for the machine's GPU ranks below the CPU build, which is
 /// chosen (faiss-gpu-cu12, built for sm_70 and sm_80 only, against faiss-cpu on an H100). With
 /// no CPU build nothing works: `--print-requirement` prints nothing on stdout, exit 1.
