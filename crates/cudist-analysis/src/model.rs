@@ -27,7 +27,7 @@ pub struct Report {
     pub summary: Summary,
 }
 
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 /// An input, or a file inside one, that could not be read: where, what went wrong, and what to do.
 pub struct InputError {
     /// in `errors[]`: the input as given on the command line (for a wheelhouse, the wheel's path).
@@ -72,7 +72,7 @@ pub enum ArtifactKind {
     Conda,
 }
 
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 /// One input (or one package of a wheelhouse or channel) and everything found in it.
 pub struct Artifact {
     /// the input path as given (wheelhouse members: the directory joined with the wheel's file
@@ -171,7 +171,7 @@ pub struct PolicyBlock {
 }
 
 /// A conda package's metadata and the CUDA overlinking check.
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CondaInfo {
     /// What the package says of itself (its fields appear inline).
     #[serde(flatten)]
@@ -200,7 +200,7 @@ pub struct CondaMeta {
 }
 
 /// One CUDA library a conda package links.
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CondaLink {
     /// The linked library's SONAME.
     pub soname: String,
@@ -212,7 +212,7 @@ pub struct CondaLink {
     pub shipped: bool,
 }
 
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 /// What a wheel's file name and metadata say.
 pub struct WheelInfo {
     /// `Name:` from `METADATA`, as written (not normalised). `null` if missing
@@ -232,7 +232,7 @@ pub struct WheelInfo {
     pub slimmed: Option<crate::slim::SlimRecord>,
 }
 
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 /// One ELF file of an artifact: what it needs, where it looks, what CUDA it carries, its device code.
 pub struct ElfReport {
     /// Path inside the artifact (`/`-separated), or the file name for a single ELF.
@@ -523,7 +523,7 @@ pub struct Vendored {
     pub evidence: Vec<String>,
 }
 
-#[derive(Debug, Default, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 /// Counts cover the device code the runtime loads: per file, `.nv_fatbin` when present, else
 /// `__nv_relfatbin` (object files). `ElfReport.device_code` lists both sections.
 pub struct DeviceSummary {
@@ -570,7 +570,7 @@ pub struct DriverFloor {
     pub reason: String,
 }
 
-#[derive(Debug, Default, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 /// An artifact's installed bytes by kind.
 pub struct Breakdown {
     /// sum of `sizes.host_code` over non-vendored ELF files
@@ -610,7 +610,7 @@ pub enum VerdictStatus {
     BundlesDriver,
 }
 
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 /// The one-word judgement of an artifact and the lines that explain it.
 pub struct Verdict {
     /// the most severe finding, in this order of severity

@@ -246,7 +246,17 @@ fn content_cuda(a: &Artifact, catalog: &Catalog) -> Option<(u32, String)> {
                 .map(|l| (l.cuda_major, n.soname.as_str()))
         })
         .collect();
-    majors.sort();
+    // The newest major, named by the library that says it best: the runtime, else one whose
+    // SONAME carries the major (`libcublas.so.13`), not one that is versioned on its own
+    // (`libnvonnxparser.so.10`, `libnvshmem_host.so.3`).
+    majors.sort_by_key(|&(m, soname)| {
+        (
+            m,
+            soname.starts_with("libcudart."),
+            soname.ends_with(&format!(".so.{m}")),
+            std::cmp::Reverse(soname.to_string()),
+        )
+    });
     if let Some(&(m, soname)) = majors.last() {
         return Some((m, soname.to_string()));
     }
@@ -522,120 +532,203 @@ pub fn judged_by_name(file: &str, url: &str, reasons: Vec<String>) -> Judged {
 pub fn judge(candidates: &[(String, &Artifact)], host: &Host, catalog: &Catalog) -> Vec<Judged> {
     let mut out = Vec::new();
     for (path, a) in candidates {
-        let file = path.rsplit('/').next().unwrap_or(path).to_string();
-        let name = cudist_wheel::WheelName::parse(&file);
-        let (distribution, version) = name
-            .as_ref()
-            .map(|n| (n.distribution.clone(), n.version.clone()))
-            .unwrap_or_else(|| (file.clone(), String::new()));
-        let build = build_of(&distribution, &version, a, catalog);
-        let mut install_problems = install_problems(&file, host);
-        if let (Some(rp), Some(py)) = (
-            a.wheel.as_ref().and_then(|w| w.requires_python.as_deref()),
-            host.python.as_deref(),
-        ) {
-            if !python_allows(rp, py) {
-                install_problems.push(format!("it requires Python {rp}, the host has {py}"));
-            }
+        let views = variant_views(a);
+        if views.is_empty() {
+            out.push(judge_one(path, a, None, host, catalog));
+            continue;
         }
-        // The driver: the floor of each CUDA major it links, and its device code's floor.
-        let mut majors: Vec<u32> = a
-            .cuda_needed
-            .iter()
-            .filter_map(|n| n.library.as_ref().map(|l| l.cuda_major))
-            .collect();
-        majors.sort();
-        majors.dedup();
-        let mut driver_problems = check_driver(&majors, host, catalog);
-        if let (Some(have), Some(floor)) = (host.driver.as_deref(), &a.device.min_driver) {
-            if driver_problems.is_empty()
-                && driver_version_key(have) < driver_version_key(&floor.driver)
-            {
-                driver_problems.push(format!(
-                    "driver {have} is older than {} ({})",
-                    floor.driver, floor.reason
-                ));
-            }
-        }
-        if host.driver.is_none() && !host.gpus.is_empty() && build.kind == "cuda" {
-            driver_problems.push("no NVIDIA driver".into());
-        }
-        // Each GPU: the worst answer over the files with device code.
-        let mut gpus: Vec<GpuFit> = host
-            .gpus
-            .iter()
-            .map(|g| GpuFit {
-                gpu: format!(
-                    "{} (sm_{})",
-                    g.name.clone().unwrap_or_else(|| "GPU".into()),
-                    g.sm
-                ),
-                status: "no-device-code".into(),
-                detail: "no file carries device code".into(),
-            })
-            .collect();
-        // Per GPU: how many files give the worst answer, and the first of them.
-        let mut worst_count = vec![0usize; gpus.len()];
-        let mut with_code = 0;
-        for e in &a.elf_files {
-            let entries: Vec<_> = e
-                .device_code
-                .iter()
-                .filter(|d| d.section == SectionKind::NvFatbin)
-                .cloned()
-                .collect();
-            if entries.is_empty() {
-                continue;
-            }
-            with_code += 1;
-            for ((fit, n), r) in gpus
-                .iter_mut()
-                .zip(&mut worst_count)
-                .zip(check_gpus(&entries, host, catalog))
-            {
-                if fit.status == "no-device-code"
-                    || rank_status(r.status) > rank_status(&fit.status)
-                {
-                    fit.status = r.status.to_string();
-                    fit.detail = format!("{}: {}", e.path, r.detail);
-                    *n = 1;
-                } else if r.status == fit.status {
-                    *n += 1;
-                }
-            }
-        }
-        for (fit, n) in gpus.iter_mut().zip(worst_count) {
-            if fit.status == "cubin" {
-                fit.detail = format!(
-                    "a native cubin in each of its {with_code} file(s) with device code ({})",
-                    fit.detail
+        // A package that loads one of its per-CUDA libraries (bitsandbytes'
+        // libbitsandbytes_cuda126.so …) runs here if one of them does: judged by the best.
+        let n = views.len();
+        let best = views
+            .into_iter()
+            .map(|(variant, cuda, view)| {
+                let mut j = judge_one(path, &view, Some(&cuda), host, catalog);
+                j.build.from = format!(
+                    "library {variant}: of its {n} per-CUDA libraries, the package loads one at \
+                     run time (by the CUDA it finds), and this one runs best here"
                 );
-            } else if n > 1 {
-                fit.detail = format!("{} (and {} more file(s) alike)", fit.detail, n - 1);
-            }
-        }
-        out.push(Judged {
-            file,
-            path: path.clone(),
-            distribution,
-            version,
-            build,
-            size: a.size,
-            install_problems,
-            driver_problems,
-            cpu_problems: cpu_problems(a, host),
-            gpus,
-            rank: 0,
-            outcome: String::new(),
-            reasons: Vec::new(),
-            read: "whole".into(),
-            bytes_received: 0,
-            extra: None,
-            parts: Vec::new(),
-        });
+                j
+            })
+            .min_by_key(|j| sort_key(j, host))
+            .expect("views is not empty");
+        out.push(best);
     }
     rank(&mut out, host);
     out
+}
+
+/// For a package with per-CUDA libraries (ELF files of tier `variant`), one view per such
+/// library: the artifact with that library and its other files, no other variant; with the
+/// library's path and the CUDA release its name says. Empty without variants.
+fn variant_views(a: &Artifact) -> Vec<(String, String, Artifact)> {
+    // By their names (`libbitsandbytes_cuda126.so` in group `libbitsandbytes_cuda*.so`), as the
+    // load analysis tells variants apart, so a read that saw no Python source finds them too:
+    // the largest group of two or more.
+    let mut groups: std::collections::BTreeMap<String, Vec<(&str, String)>> = Default::default();
+    for e in &a.elf_files {
+        if let Some(v) = crate::loads::variant_name(&e.path) {
+            let dir = e.path.rsplit_once('/').map_or("", |(d, _)| d);
+            groups
+                .entry(format!("{dir}/{}", v.group))
+                .or_default()
+                .push((e.path.as_str(), v.cuda));
+        }
+    }
+    let Some(variants) = groups
+        .into_values()
+        .filter(|g| g.len() >= 2)
+        .max_by_key(|g| g.len())
+    else {
+        return Vec::new();
+    };
+    let variants: Vec<(&str, &str)> = variants.iter().map(|(p, c)| (*p, c.as_str())).collect();
+    let is_other_variant =
+        |path: &str, keep: &str| path != keep && variants.iter().any(|(p, _)| *p == path);
+    variants
+        .iter()
+        .map(|(keep, cuda)| {
+            let mut view = a.clone();
+            view.elf_files.retain(|e| !is_other_variant(&e.path, keep));
+            view.cuda_needed
+                .retain(|n| n.needed_by.iter().any(|b| !is_other_variant(b, keep)));
+            // The device code's driver floor is the library's own (the artifact's is that of
+            // its oldest variant).
+            view.device.min_driver = a
+                .variants
+                .iter()
+                .find(|v| v.path == *keep)
+                .and_then(|v| v.min_driver.clone());
+            (keep.to_string(), cuda.to_string(), view)
+        })
+        .collect()
+}
+
+/// One candidate's judgement; `variant_cuda`, for a view of one per-CUDA library, is the CUDA
+/// release its name says (its major counts among those the driver must run, even when its
+/// dependencies were not read).
+fn judge_one(
+    path: &str,
+    a: &Artifact,
+    variant_cuda: Option<&str>,
+    host: &Host,
+    catalog: &Catalog,
+) -> Judged {
+    let file = path.rsplit('/').next().unwrap_or(path).to_string();
+    let name = cudist_wheel::WheelName::parse(&file);
+    let (distribution, version) = name
+        .as_ref()
+        .map(|n| (n.distribution.clone(), n.version.clone()))
+        .unwrap_or_else(|| (file.clone(), String::new()));
+    let mut build = build_of(&distribution, &version, a, catalog);
+    let variant_major = variant_cuda.and_then(|c| c.split('.').next()?.parse::<u32>().ok());
+    if let Some(c) = variant_cuda {
+        build.kind = "cuda".into();
+        build.version = Some(c.to_string());
+    }
+    let mut install_problems = install_problems(&file, host);
+    if let (Some(rp), Some(py)) = (
+        a.wheel.as_ref().and_then(|w| w.requires_python.as_deref()),
+        host.python.as_deref(),
+    ) {
+        if !python_allows(rp, py) {
+            install_problems.push(format!("it requires Python {rp}, the host has {py}"));
+        }
+    }
+    // The driver: the floor of each CUDA major it links, and its device code's floor.
+    let mut majors: Vec<u32> = a
+        .cuda_needed
+        .iter()
+        .filter_map(|n| n.library.as_ref().map(|l| l.cuda_major))
+        .chain(variant_major)
+        .collect();
+    majors.sort();
+    majors.dedup();
+    let mut driver_problems = check_driver(&majors, host, catalog);
+    if let (Some(have), Some(floor)) = (host.driver.as_deref(), &a.device.min_driver) {
+        if driver_problems.is_empty()
+            && driver_version_key(have) < driver_version_key(&floor.driver)
+        {
+            driver_problems.push(format!(
+                "driver {have} is older than {} ({})",
+                floor.driver, floor.reason
+            ));
+        }
+    }
+    if host.driver.is_none() && !host.gpus.is_empty() && build.kind == "cuda" {
+        driver_problems.push("no NVIDIA driver".into());
+    }
+    // Each GPU: the worst answer over the files with device code.
+    let mut gpus: Vec<GpuFit> = host
+        .gpus
+        .iter()
+        .map(|g| GpuFit {
+            gpu: format!(
+                "{} (sm_{})",
+                g.name.clone().unwrap_or_else(|| "GPU".into()),
+                g.sm
+            ),
+            status: "no-device-code".into(),
+            detail: "no file carries device code".into(),
+        })
+        .collect();
+    // Per GPU: how many files give the worst answer, and the first of them.
+    let mut worst_count = vec![0usize; gpus.len()];
+    let mut with_code = 0;
+    for e in &a.elf_files {
+        let entries: Vec<_> = e
+            .device_code
+            .iter()
+            .filter(|d| d.section == SectionKind::NvFatbin)
+            .cloned()
+            .collect();
+        if entries.is_empty() {
+            continue;
+        }
+        with_code += 1;
+        for ((fit, n), r) in gpus
+            .iter_mut()
+            .zip(&mut worst_count)
+            .zip(check_gpus(&entries, host, catalog))
+        {
+            if fit.status == "no-device-code" || rank_status(r.status) > rank_status(&fit.status) {
+                fit.status = r.status.to_string();
+                fit.detail = format!("{}: {}", e.path, r.detail);
+                *n = 1;
+            } else if r.status == fit.status {
+                *n += 1;
+            }
+        }
+    }
+    for (fit, n) in gpus.iter_mut().zip(worst_count) {
+        if fit.status == "cubin" {
+            fit.detail = format!(
+                "a native cubin in each of its {with_code} file(s) with device code ({})",
+                fit.detail
+            );
+        } else if n > 1 {
+            fit.detail = format!("{} (and {} more file(s) alike)", fit.detail, n - 1);
+        }
+    }
+    Judged {
+        file,
+        path: path.to_string(),
+        distribution,
+        version,
+        build,
+        size: a.size,
+        install_problems,
+        driver_problems,
+        cpu_problems: cpu_problems(a, host),
+        gpus,
+        rank: 0,
+        outcome: String::new(),
+        reasons: Vec::new(),
+        read: "whole".into(),
+        bytes_received: 0,
+        extra: None,
+        parts: Vec::new(),
+    }
 }
 
 /// The files of `a` that need a higher x86-64 level than the host's CPU has, in one line per

@@ -339,8 +339,13 @@ fn read_front(
     }
     if !read.stopped_early.is_empty() {
         note.push_str(&format!(
-            "; {} stopped at a cubin for each GPU's own SM ({})",
+            "; {} stopped at {} ({})",
             read.stopped_early.len(),
+            if host.gpus.is_empty() {
+                "their first device code (this machine has no NVIDIA GPU)"
+            } else {
+                "a cubin for each GPU's own SM"
+            },
             read.stopped_early.join(", ")
         ));
     }
@@ -637,6 +642,8 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
     let cache = &how.cache;
     let limits = cudist_index::Limits::default();
     let mut pending = Vec::new();
+    // Bytes received for each wheel fetched whole now, by file name.
+    let mut fetched_bytes: std::collections::HashMap<String, u64> = Default::default();
     for r in remotes {
         origin.insert(r.file.filename.clone(), (r.index, r.file.url.clone()));
         let cached = cudist_index::cached(&r.file, cache);
@@ -649,7 +656,9 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
                     .map_err(|e| errors::input(e.to_string()))?;
                 drop(spinner);
                 let ix = &mut indexes[r.index];
-                ix.bytes_received += cudist_index::received() - before;
+                let got = cudist_index::received() - before;
+                ix.bytes_received += got;
+                fetched_bytes.insert(r.file.filename.clone(), got);
                 if fresh {
                     ix.fetched.push(r.file.filename.clone());
                 }
@@ -702,7 +711,8 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
         } else {
             w.path().display().to_string()
         };
-        artifacts.push((path, a, "whole", 0, None));
+        let got = fetched_bytes.get(&path).copied().unwrap_or(0);
+        artifacts.push((path, a, "whole", got, None));
     }
     // The wheels to read by range requests, most promising first: each is read only if what its
     // name allows could rank above the best read so far.
@@ -743,11 +753,11 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
         if let (Some(b), Some(o)) = (&best, &bound) {
             if key(b) <= key(o) {
                 indexes[r.index].unread.push(r.file.filename.clone());
-                unread.push(cudist_analysis::select::judged_unread(
-                    &r.file.filename,
-                    &r.file.url,
-                    b,
-                ));
+                let mut j =
+                    cudist_analysis::select::judged_unread(&r.file.filename, &r.file.url, b);
+                // The size the index gives (PEP 700), where it gives one.
+                j.size = r.file.size.unwrap_or(0);
+                unread.push(j);
                 continue;
             }
         }

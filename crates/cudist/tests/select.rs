@@ -1107,6 +1107,64 @@ fn the_release_judged_is_the_one_pip_takes() {
     child.wait().ok();
 }
 
+/// A package that carries one library per CUDA release and loads one of them (the real
+/// bitsandbytes 0.50.2: libbitsandbytes_cuda118.so … cuda132.so) runs where one of them does, and
+/// is judged by that one, read whole or by range requests alike: CUDA 12 on a T4 on 535 (its CUDA
+/// 13 libraries need 580), CUDA 13 on an H100 on 580, and on a P100 (sm_60) a library up to CUDA
+/// 12.6, the last with sm_60 code.
+#[test]
+fn a_package_with_per_cuda_libraries_runs_where_one_of_them_does() {
+    let Some(wheels) = tool_from_env("CUDIST_REAL_WHEELS") else {
+        return;
+    };
+    let file = "bitsandbytes-0.50.2-py3-none-manylinux_2_24_x86_64.whl";
+    if !wheels.join(file).exists() {
+        assert!(!in_ci(), "scripts/test.sh fetches bitsandbytes");
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let house = work.path().join("house");
+    std::fs::create_dir_all(&house).unwrap();
+    std::os::unix::fs::symlink(wheels.join(file), house.join(file)).unwrap();
+    let log = work.path().join("served.log");
+    let (mut child, port) = serve(&[("main", &house)], &log);
+    let index = format!("http://127.0.0.1:{port}/main/simple");
+    for (name, driver, sm, cuda) in [
+        ("t4", "535.183.01", 75, "12."),
+        ("h100", "580.65.06", 90, "13."),
+        ("p100", "535.183.01", 60, "12."),
+    ] {
+        let host = profile(
+            work.path(),
+            name,
+            serde_json::json!({"driver": driver, "glibc": "2.35", "python": "3.11",
+                "gpus": [{"name": "GPU", "sm": sm}]}),
+        );
+        let (dir_code, dir) = select(&host, &[house.to_str().unwrap()]);
+        let (front_code, front) = select(&host, &["--index", &index, "--package", "bitsandbytes"]);
+        for (code, v) in [(dir_code, &dir), (front_code, &front)] {
+            assert_eq!(code, Some(0), "{name}: {v:#}");
+            let best = &v["candidates"][0];
+            assert_eq!(best["outcome"], "best", "{name}: {v:#}");
+            assert_eq!(best["gpus"][0]["status"], "cubin", "{name}: {best:#}");
+            assert!(
+                best["build"]["version"].as_str().unwrap().starts_with(cuda),
+                "{name}: {best:#}"
+            );
+        }
+        assert_eq!(
+            dir["candidates"][0]["build"], front["candidates"][0]["build"],
+            "{name}"
+        );
+        if name == "p100" {
+            let v = dir["candidates"][0]["build"]["version"].as_str().unwrap();
+            assert!(["11.8", "12.1", "12.4", "12.6"].contains(&v), "{v}");
+        }
+    }
+    child.kill().ok();
+    child.wait().ok();
+}
+
 /// A GPU build with no kernel image for the machine's GPU ranks below the CPU build, which is
 /// chosen (faiss-gpu-cu12, built for sm_70 and sm_80 only, against faiss-cpu on an H100). With
 /// no CPU build nothing works: `--print-requirement` prints nothing on stdout, exit 1.
