@@ -1176,6 +1176,58 @@ pub fn judge_extra(
     j
 }
 
+/// The best an extra could do before its packages are read: the package's judgement with the
+/// extra's build, a native cubin on every GPU, and the driver floor of the CUDA its name says.
+pub fn optimistic_extra(
+    base: &Judged,
+    extra: &ExtraBuild,
+    host: &Host,
+    catalog: &Catalog,
+) -> Judged {
+    let mut j = base.clone();
+    j.extra = Some(extra.extra.clone());
+    j.build = extra.build.clone();
+    j.file = format!("{}[{}]", base.file, extra.extra);
+    for g in &mut j.gpus {
+        g.status = "cubin".into();
+    }
+    let major = extra
+        .build
+        .version
+        .as_deref()
+        .and_then(|v| v.split('.').next()?.parse::<u32>().ok());
+    j.driver_problems = major.map_or_else(Vec::new, |m| check_driver(&[m], host, catalog));
+    j
+}
+
+/// An extra whose packages were not read because even at its best (`optimistic`, from
+/// [`optimistic_extra`]) it cannot rank above `best`, which was: what its name already says
+/// against it (the driver its CUDA needs), and why it was not read.
+pub fn extra_unread(
+    base: &Judged,
+    extra: &ExtraBuild,
+    best: &Judged,
+    optimistic: &Judged,
+) -> Judged {
+    let mut j = base.clone();
+    j.extra = Some(extra.extra.clone());
+    j.build = extra.build.clone();
+    j.file = format!("{}[{}]", base.file, extra.extra);
+    j.outcome = "unread".into();
+    // Nothing of it was judged.
+    j.gpus.clear();
+    j.read = "none".into();
+    j.bytes_received = 0;
+    j.driver_problems = optimistic.driver_problems.clone();
+    j.reasons = optimistic.driver_problems.clone();
+    j.reasons.push(format!(
+        "its packages were not read: at best (a native cubin on every GPU) it ranks below {}, \
+         which was read",
+        best.file
+    ));
+    j
+}
+
 /// Whether a build is for GPUs the host has: a CUDA build on a host with NVIDIA GPUs, a ROCm
 /// build on one with AMD GPUs; a CPU build always. The packages of an extra that is not are not
 /// read.

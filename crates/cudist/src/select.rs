@@ -434,9 +434,11 @@ fn extras(
     how: &Reading,
     pool: &[PathBuf],
     indexes: &mut [IndexReport],
-) -> Result<Vec<Judged>> {
-    use cudist_analysis::select::{build_parts, extra_builds, judge_extra};
-    let mut composites = Vec::new();
+) -> Result<(Vec<Judged>, Vec<Judged>)> {
+    use cudist_analysis::select::{
+        build_parts, extra_builds, extra_unread, judge_extra, optimistic_extra, sort_key,
+    };
+    let (mut composites, mut unread) = (Vec::new(), Vec::new());
     for (file, a, ..) in artifacts {
         let Some(w) = &a.wheel else {
             continue;
@@ -454,71 +456,86 @@ fn extras(
         if builds.is_empty() {
             continue;
         }
-        // The packages of the builds that use this host's GPUs, at the versions pinned.
-        let mut queue: Vec<String> = builds
-            .iter()
-            .filter(|b| cudist_analysis::select::uses_gpus_of(&b.build, host))
-            .flat_map(|b| b.parts.clone())
-            .collect();
+        // The builds most promising first: one that cannot rank above the best judged so far (the
+        // package itself, or another build) has its packages left unread.
+        let mut order: Vec<&cudist_analysis::select::ExtraBuild> = builds.iter().collect();
+        order.sort_by_cached_key(|b| sort_key(&optimistic_extra(base, b, host, catalog), host));
+        let mut best = base.clone();
         let mut pinned: std::collections::HashMap<String, String> =
             cudist_analysis::select::pins(&w.requires_dist)
                 .into_iter()
                 .collect();
         let mut listed = std::collections::HashSet::new();
         let mut parts = Vec::new();
-        while let Some(name) = queue.pop() {
-            if listed.len() >= 16 || !listed.insert(name.clone()) {
+        for b in order {
+            if !cudist_analysis::select::uses_gpus_of(&b.build, host) {
+                composites.push(judge_extra(base, b, &parts, host));
                 continue;
             }
-            let spec = pinned.get(&name).cloned().unwrap_or_default();
-            // The part's wheels read, and those their names rule out.
-            let mut read_parts: Vec<Read> = Vec::new();
-            match at {
-                Some(at) => {
-                    let (url, find_links) = &sources[at];
-                    // A package the index does not have: the extra says so when it is judged.
-                    let Ok((found, out, report)) =
-                        list_index(url, *find_links, at, &[(name, spec)], host, catalog)
-                    else {
-                        continue;
-                    };
-                    let ix = &mut indexes[at];
-                    ix.listed += report.listed;
-                    ix.not_fetched.extend(report.not_fetched);
-                    ix.bytes_received += report.bytes_received;
-                    parts.extend(out.into_iter().map(|j| (j, Vec::new())));
-                    for r in found {
-                        let (a, read, got, note) = read_remote(&r, host, catalog, how, indexes)?;
-                        read_parts.push((r.file.filename.clone(), a, read, got, note));
+            let optimistic = optimistic_extra(base, b, host, catalog);
+            if sort_key(&best, host) <= sort_key(&optimistic, host) {
+                unread.push(extra_unread(base, b, &best, &optimistic));
+                continue;
+            }
+            // Its packages, at the versions pinned.
+            let mut queue: Vec<String> = b.parts.clone();
+            while let Some(name) = queue.pop() {
+                if listed.len() >= 16 || !listed.insert(name.clone()) {
+                    continue;
+                }
+                let spec = pinned.get(&name).cloned().unwrap_or_default();
+                // The part's wheels read, and those their names rule out.
+                let mut read_parts: Vec<Read> = Vec::new();
+                match at {
+                    Some(at) => {
+                        let (url, find_links) = &sources[at];
+                        // A package the index does not have: the extra says so when it is judged.
+                        let Ok((found, out, report)) =
+                            list_index(url, *find_links, at, &[(name, spec)], host, catalog)
+                        else {
+                            continue;
+                        };
+                        let ix = &mut indexes[at];
+                        ix.listed += report.listed;
+                        ix.not_fetched.extend(report.not_fetched);
+                        ix.bytes_received += report.bytes_received;
+                        parts.extend(out.into_iter().map(|j| (j, Vec::new())));
+                        for r in found {
+                            let (a, read, got, note) =
+                                read_remote(&r, host, catalog, how, indexes)?;
+                            read_parts.push((r.file.filename.clone(), a, read, got, note));
+                        }
+                    }
+                    None => {
+                        let (found, out) = local_parts(pool, &name, &spec, host, catalog)?;
+                        parts.extend(out.into_iter().map(|j| (j, Vec::new())));
+                        read_parts.extend(found);
                     }
                 }
-                None => {
-                    let (found, out) = local_parts(pool, &name, &spec, host, catalog)?;
-                    parts.extend(out.into_iter().map(|j| (j, Vec::new())));
-                    read_parts.extend(found);
+                for (part, a, read, got, _) in read_parts {
+                    let mut j = judge(&[(part, &a)], host, catalog).remove(0);
+                    j.read = read.into();
+                    j.bytes_received = got;
+                    // Builds of the package's family that this part pulls in in turn, and the
+                    // versions it pins them to.
+                    let theirs = a.wheel.as_ref().map_or_else(Vec::new, |w| {
+                        for (n, spec) in cudist_analysis::select::pins(&w.requires_dist) {
+                            pinned.entry(n).or_insert(spec);
+                        }
+                        build_parts(&dist, &w.requires_dist, None)
+                    });
+                    queue.extend(theirs.iter().cloned());
+                    parts.push((j, theirs));
                 }
             }
-            for (part, a, read, got, _) in read_parts {
-                let mut j = judge(&[(part, &a)], host, catalog).remove(0);
-                j.read = read.into();
-                j.bytes_received = got;
-                // Builds of the package's family that this part pulls in in turn, and the
-                // versions it pins them to.
-                let theirs = a.wheel.as_ref().map_or_else(Vec::new, |w| {
-                    for (n, spec) in cudist_analysis::select::pins(&w.requires_dist) {
-                        pinned.entry(n).or_insert(spec);
-                    }
-                    build_parts(&dist, &w.requires_dist, None)
-                });
-                queue.extend(theirs.iter().cloned());
-                parts.push((j, theirs));
+            let j = judge_extra(base, b, &parts, host);
+            if sort_key(&j, host) < sort_key(&best, host) {
+                best = j.clone();
             }
-        }
-        for b in &builds {
-            composites.push(judge_extra(base, b, &parts, host));
+            composites.push(j);
         }
     }
-    Ok(composites)
+    Ok((composites, unread))
 }
 
 /// The newest release of package `name` among the local wheels `pool` that `spec` allows: those
@@ -775,7 +792,7 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
     let refs: Vec<(String, &cudist_analysis::model::Artifact)> =
         artifacts.iter().map(|(p, a, ..)| (p.clone(), a)).collect();
     let mut judged = judge(&refs, &host, catalog);
-    let composites = extras(
+    let (composites, extras_unread) = extras(
         &judged,
         &artifacts,
         &origin,
@@ -792,6 +809,7 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
         judged.extend(composites);
         cudist_analysis::select::rank(&mut judged, &host);
     }
+    unread.extend(extras_unread);
     for j in &mut judged {
         if let Some((_, _, read, got, note)) = artifacts.iter().find(|(p, ..)| *p == j.path) {
             j.read = read.to_string();
@@ -821,6 +839,9 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
     });
     for mut j in unread.into_iter().chain(ruled_out) {
         j.rank = judged.len() + 1;
+        if let Some((_, url)) = origin.get(base_file(&j.file)) {
+            j.path = url.clone();
+        }
         judged.push(j);
     }
     let best = judged.first().filter(|j| j.outcome == "best");

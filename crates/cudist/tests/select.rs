@@ -1548,12 +1548,23 @@ fn builds_offered_as_extras_are_judged_with_what_they_pull_in() {
         .filter_map(|c| c["extra"].as_str())
         .collect();
     assert_eq!(extras.len(), 2, "{extras:?}");
-    // On the H100, the CUDA 12 build has no kernel image (its pjrt has no sm_90 code); on the
-    // T4 the CUDA 13 build needs a newer driver, said from the plugin's name.
-    assert!(reasons_of(&hj, "demo-2.0-py3-none-any.whl[cuda12]").contains("no-kernel-image"));
+    // On the H100 the CUDA 13 build, read first, runs natively: the CUDA 12 build cannot rank
+    // above it, and its packages are not read. On the T4 the CUDA 13 build needs a newer driver,
+    // said from the plugin's name.
+    let c12 = hj["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["file"] == "demo-2.0-py3-none-any.whl[cuda12]")
+        .unwrap();
+    assert_eq!(c12["outcome"], "unread", "{c12:#}");
+    assert!(
+        c12["reasons"].to_string().contains("were not read"),
+        "{c12:#}"
+    );
     let c13 = reasons_of(&tj, "demo-2.0-py3-none-any.whl[cuda13]");
     assert!(
-        c13.contains("too old for CUDA 13") && c13.contains("ruled out by its name and not read"),
+        c13.contains("too old for CUDA 13") && c13.contains("were not read"),
         "{c13}"
     );
     // nvidia-cublas-cu12 is a CUDA library, not a build of demo: never listed.
