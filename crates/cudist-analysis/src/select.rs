@@ -558,9 +558,10 @@ pub fn judge(candidates: &[(String, &Artifact)], host: &Host, catalog: &Catalog)
     out
 }
 
-/// For a package with per-CUDA libraries (ELF files of tier `variant`), one view per such
-/// library: the artifact with that library and its other files, no other variant; with the
-/// library's path and the CUDA release its name says. Empty without variants.
+/// For a package with per-CUDA libraries (two or more files named alike but for a `cudaNNN`
+/// part), one view per such library: the artifact with that library and its other files, no
+/// other of the group; with the library's path and the CUDA release its name says. Empty
+/// without such a group.
 fn variant_views(a: &Artifact) -> Vec<(String, String, Artifact)> {
     // By their names (`libbitsandbytes_cuda126.so` in group `libbitsandbytes_cuda*.so`), as the
     // load analysis tells variants apart, so a read that saw no Python source finds them too:
