@@ -499,6 +499,14 @@ pub fn rejected_by_name(file: &str, host: &Host, catalog: &Catalog) -> Vec<Strin
 /// A candidate the file name ruled out ([`rejected_by_name`]), judged without its content.
 pub fn judged_by_name(file: &str, url: &str, reasons: Vec<String>) -> Judged {
     let name = cudist_wheel::WheelName::parse(file);
+    // The build its name says (`cupy_cuda13x`, `+cu126`), where it says one.
+    let build = name
+        .as_ref()
+        .and_then(|n| build_from_name(&n.distribution, &n.version))
+        .map(|mut b| {
+            b.from = format!("{} (file name only, not fetched)", b.from);
+            b
+        });
     Judged {
         file: file.to_string(),
         path: url.to_string(),
@@ -506,12 +514,12 @@ pub fn judged_by_name(file: &str, url: &str, reasons: Vec<String>) -> Judged {
             .as_ref()
             .map_or_else(|| file.to_string(), |n| n.distribution.clone()),
         version: name.map(|n| n.version).unwrap_or_default(),
-        build: Build {
+        build: build.unwrap_or_else(|| Build {
             kind: "unknown".into(),
             version: None,
             from: "file name only (not fetched)".into(),
             disagrees: None,
-        },
+        }),
         size: 0,
         install_problems: Vec::new(),
         driver_problems: Vec::new(),
@@ -546,12 +554,18 @@ pub fn judge(candidates: &[(String, &Artifact)], host: &Host, catalog: &Catalog)
                 let mut j = judge_one(path, &view, Some(&cuda), host, catalog);
                 j.build.from = format!(
                     "library {variant}: of its {n} per-CUDA libraries, the package loads one at \
-                     run time (by the CUDA it finds), and this one runs best here"
+                     run time (by the CUDA it finds)"
                 );
                 j
             })
             .min_by_key(|j| sort_key(j, host))
             .expect("views is not empty");
+        let mut best = best;
+        best.build.from.push_str(if rejected(&best, host) {
+            ", and none runs here: this one comes nearest"
+        } else {
+            ", and this one runs best here"
+        });
         out.push(best);
     }
     rank(&mut out, host);
@@ -881,17 +895,23 @@ pub fn judged_unread(file: &str, url: &str, best: &Judged) -> Judged {
         file,
         url,
         vec![format!(
-            "not read: at best (a native cubin on every GPU) it ranks below {}, which was read",
+            "not read: at best{} it ranks below {}, which was read",
+            at_best(best),
             best.file
         )],
     );
     j.outcome = "unread".into();
-    if let Some(n) = cudist_wheel::WheelName::parse(file) {
-        if let Some(b) = build_from_name(&n.distribution, &n.version) {
-            j.build = b;
-        }
-    }
     j
+}
+
+/// What "at best" means for the host `best` was judged for: a native cubin on every GPU, where
+/// it has NVIDIA GPUs.
+fn at_best(best: &Judged) -> &'static str {
+    if best.gpus.is_empty() {
+        ""
+    } else {
+        " (a native cubin on every GPU)"
+    }
 }
 
 /// Orders the judged candidates and says why (their `reasons` are written anew).
@@ -1222,8 +1242,8 @@ pub fn extra_unread(
     j.driver_problems = optimistic.driver_problems.clone();
     j.reasons = optimistic.driver_problems.clone();
     j.reasons.push(format!(
-        "its packages were not read: at best (a native cubin on every GPU) it ranks below {}, \
-         which was read",
+        "its packages were not read: at best{} it ranks below {}, which was read",
+        at_best(optimistic),
         best.file
     ));
     j

@@ -63,8 +63,9 @@ pub struct SelectArgs {
     pub variant_properties: bool,
     /// Only candidates of this package: its name, or the family name its builds share
     /// (`cupy` for cupy-cuda12x and cupy-cuda13x, `torch`). With --index, the projects to list
-    /// there (repeatable: `--package cupy-cuda12x --package cupy-cuda13x`).
-    #[arg(long, value_name = "NAME")]
+    /// there (repeatable: `--package cupy-cuda12x --package cupy-cuda13x`), each with an
+    /// optional version specifier, as pip takes one (`jax<0.11`, `demo>=2.0rc1`).
+    #[arg(long, value_name = "NAME[SPEC]")]
     pub package: Vec<String>,
     /// The machine: a doctor `--host` profile (FILE), or `this` (the default).
     #[arg(long, value_name = "FILE|this", default_value = "this")]
@@ -147,6 +148,10 @@ fn parse_range_size(s: &str) -> std::result::Result<u64, String> {
     }
 }
 
+/// Said when a project is not on an index.
+const FAMILY_HINT: &str = "; an index lists each build of a family as its own project: name \
+    each (`--package cupy-cuda12x --package cupy-cuda13x`)";
+
 /// How wheels on an index or a find-links page are read.
 struct Reading {
     /// Where whole wheels and saved range reads are kept.
@@ -228,8 +233,12 @@ fn list_index(
                 .cloned()
                 .collect()
         } else {
-            cudist_index::project_files(index, project, limits)
-                .map_err(|e| errors::input(e.to_string()))?
+            cudist_index::project_files(index, project, limits).map_err(|e| match e {
+                cudist_index::IndexError::Status { status: 404, .. } => errors::input(format!(
+                    "{index}: no project {project} there (HTTP 404){FAMILY_HINT}"
+                )),
+                e => errors::input(e.to_string()),
+            })?
         };
         // As pip does, releases whose files require another Python are passed over.
         let wheels: Vec<(cudist_wheel::WheelName, &cudist_index::IndexFile)> = files
@@ -248,18 +257,28 @@ fn list_index(
             .collect();
         let chosen = cudist_analysis::select::pip_release(&versions, specifier);
         if chosen.is_empty() {
-            bail!(errors::input(format!("{index}: {project} has no wheel")));
+            let any_wheel = files
+                .iter()
+                .any(|f| cudist_wheel::WheelName::parse(&f.filename).is_some());
+            bail!(errors::input(if files.is_empty() {
+                format!("{index}: nothing of {project} there{FAMILY_HINT}")
+            } else if !any_wheel {
+                format!("{index}: {project} has no wheel there, only sources{FAMILY_HINT}")
+            } else {
+                format!(
+                    "{index}: no wheel of {project} that pip would take (for this Python, at \
+                     the version asked for, not yanked)"
+                )
+            }));
         }
         for f in chosen.iter().map(|&i| wheels[i].1) {
             report.listed += 1;
             let why = cudist_analysis::select::rejected_by_name(&f.filename, host, catalog);
             if !why.is_empty() {
                 report.not_fetched.push(f.filename.clone());
-                ruled_out.push(cudist_analysis::select::judged_by_name(
-                    &f.filename,
-                    &f.url,
-                    why,
-                ));
+                let mut j = cudist_analysis::select::judged_by_name(&f.filename, &f.url, why);
+                j.size = f.size.unwrap_or(0);
+                ruled_out.push(j);
                 continue;
             }
             remotes.push(Remote {
@@ -625,6 +644,22 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
         util::emit(&text);
         return Ok(ExitCode::SUCCESS);
     }
+    // Each --package as a name and a version specifier (`cupy-cuda12x`, `demo>=2.0rc1`).
+    let packages: Vec<(String, String)> = args
+        .package
+        .iter()
+        .map(|p| {
+            cudist_analysis::requirements::ReqName::parse(p)
+                .filter(|r| r.extras.is_empty())
+                .map(|r| (r.name, r.specifier))
+                .ok_or_else(|| {
+                    errors::input(format!(
+                        "--package {p}: not a project name with an optional version specifier \
+                         (`cupy-cuda12x`, `demo>=2.0rc1`)"
+                    ))
+                })
+        })
+        .collect::<Result<_>>()?;
     let mut paths = args.candidates.clone();
     let (mut ruled_out, mut indexes, mut remotes) = (Vec::new(), Vec::new(), Vec::new());
     // The remote sources, in order: the indexes, then the find-links pages (a find-links
@@ -638,12 +673,7 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
         }
     }
     for (at, (url, find_links)) in sources.iter().enumerate() {
-        let projects: Vec<(String, String)> = args
-            .package
-            .iter()
-            .map(|p| (p.clone(), String::new()))
-            .collect();
-        let (found, out, report) = list_index(url, *find_links, at, &projects, &host, catalog)?;
+        let (found, out, report) = list_index(url, *find_links, at, &packages, &host, catalog)?;
         remotes.extend(found);
         ruled_out.extend(out);
         indexes.push(report);
@@ -706,7 +736,7 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
                 .is_some_and(|f| origin.contains_key(&*f.to_string_lossy()))
         })
         .collect();
-    let wanted: Vec<String> = args.package.iter().map(|p| family(p)).collect();
+    let wanted: Vec<String> = packages.iter().map(|(p, _)| family(p)).collect();
     let mut artifacts: Vec<Read> = Vec::new();
     for w in wheels {
         let file = w
@@ -813,9 +843,10 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
     for j in &mut judged {
         if let Some((_, _, read, got, note)) = artifacts.iter().find(|(p, ..)| *p == j.path) {
             j.read = read.to_string();
-            // A build offered as an extra has its packages' bytes already.
+            // A build offered as an extra has its packages' bytes already; the package's own
+            // read is not the extra's.
             j.bytes_received += *got;
-            if let Some(n) = note {
+            if let (Some(n), None) = (note, &j.extra) {
                 j.reasons.push(n.clone());
             }
         }
@@ -846,12 +877,22 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
     }
     let best = judged.first().filter(|j| j.outcome == "best");
     let requirement = best.map(|j| {
+        // `==1.0` also matches `1.0+cu126`, which pip prefers: where a build with a local label
+        // shares the chosen plain version, only `===1.0` pins the plain one.
+        let name = cudist_wheel::installed::normalise(&j.distribution);
+        let shadowed = !j.version.contains('+')
+            && judged.iter().any(|o| {
+                cudist_wheel::installed::normalise(&o.distribution) == name
+                    && o.version
+                        .split_once('+')
+                        .is_some_and(|(public, _)| public == j.version)
+            });
         format!(
-            "{}{}=={}",
-            cudist_wheel::installed::normalise(&j.distribution),
+            "{name}{}{}{}",
             j.extra
                 .as_ref()
                 .map_or_else(String::new, |e| format!("[{e}]")),
+            if shadowed { "===" } else { "==" },
             j.version
         )
     });

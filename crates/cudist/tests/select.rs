@@ -1103,6 +1103,74 @@ fn the_release_judged_is_the_one_pip_takes() {
             v["candidates"]
         );
     }
+    // `--package` takes a version specifier, as pip does; a project the index lacks is said
+    // with a hint (a family's builds are projects of their own there).
+    let (_, v) = select(&host, &["--index", &index, "--package", "rel<1.9.post1"]);
+    assert_eq!(v["best"], "rel-1.9-py3-none-any.whl", "{v:#}");
+    let o = cudist(&[
+        "select",
+        "--host",
+        host.to_str().unwrap(),
+        "--index",
+        &index,
+        "--package",
+        "nosuch",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("nothing of nosuch there") && stderr(&o).contains("name each"),
+        "{}",
+        stderr(&o)
+    );
+    // A plain build and one with a local label in one release: `==1.0` would let pip take
+    // `1.0+cu126`; the requirement printed pins the plain one, and pip takes it.
+    for v in ["1.0", "1.0+cu126"] {
+        write_wheel_version(
+            &house.join(format!("lbl-{v}-py3-none-any.whl")),
+            "lbl",
+            v,
+            &[],
+            &[("lbl/__init__.py", b"".to_vec())],
+        );
+    }
+    let o = cudist(&[
+        "select",
+        "--print-requirement",
+        "--host",
+        host.to_str().unwrap(),
+        "--index",
+        &index,
+        "--package",
+        "lbl",
+    ]);
+    ok(&o, "select --print-requirement");
+    let requirement = stdout(&o);
+    assert_eq!(requirement, format!("lbl===1.0 --index-url {index}\n"));
+    let out = work.path().join("pip-lbl");
+    let pip = std::process::Command::new("python3")
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--no-cache-dir",
+        ])
+        .args(["--disable-pip-version-check", "-d"])
+        .arg(&out)
+        .args(requirement.split_whitespace())
+        .output()
+        .unwrap();
+    assert!(
+        pip.status.success(),
+        "{}",
+        String::from_utf8_lossy(&pip.stderr)
+    );
+    let got: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    assert_eq!(got, ["lbl-1.0-py3-none-any.whl"]);
     child.kill().ok();
     child.wait().ok();
 }

@@ -83,13 +83,14 @@ pub fn check_gpus(entries: &[DeviceEntry], host: &Host, catalog: &Catalog) -> Ve
             (None, _) => true,
             (Some(_), None) => true,
         });
-        let natives: Vec<&str> = entries
+        // In SM order (sm_70 before sm_100), each once.
+        let mut natives: Vec<&str> = entries
             .iter()
             .filter(|e| matches!(e.kind, EntryKind::Cubin))
             .map(|e| e.arch.as_str())
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
             .collect();
+        natives.sort_by_key(|a| (parse_arch(a).map(|(sm, _)| sm), *a));
+        natives.dedup();
         let result = if let Some(e) = jittable {
             GpuResult {
                 gpu: label,
