@@ -678,11 +678,11 @@ impl cudist_wheel::ReadAt for RemoteFile {
                 s.last_size = size;
                 s.kept_bytes += size;
                 s.kept.insert(offset, bytes);
+                // Past KEEP, the lowest ranges go, all but the one just fetched.
                 while s.kept_bytes > Self::KEEP && s.kept.len() > 1 {
-                    let first = *s.kept.keys().next().expect("not empty");
-                    if first == offset {
+                    let Some(first) = s.kept.keys().copied().find(|&k| k != offset) else {
                         break;
-                    }
+                    };
                     let dropped = s.kept.remove(&first).map_or(0, |b| b.len() as u64);
                     s.kept_bytes -= dropped;
                 }
