@@ -1129,16 +1129,9 @@ pub fn judge_extra(
 ) -> Judged {
     if !uses_gpus_of(&extra.build, host) {
         // Its packages were not read: a build for GPUs the host does not have.
-        let mut j = base.clone();
-        j.extra = Some(extra.extra.clone());
-        j.build = extra.build.clone();
-        j.file = format!("{}[{}]", base.file, extra.extra);
-        return j;
+        return as_extra(base, extra);
     }
-    let mut j = base.clone();
-    j.extra = Some(extra.extra.clone());
-    j.build = extra.build.clone();
-    j.file = format!("{}[{}]", base.file, extra.extra);
+    let mut j = as_extra(base, extra);
     j.gpus.iter_mut().for_each(|g| {
         g.status = "no-device-code".into();
         g.detail = "no package of the extra carries device code".into();
@@ -1197,6 +1190,15 @@ pub fn judge_extra(
     j
 }
 
+/// The package's judgement as the candidate `package[extra]`, of the extra's build.
+fn as_extra(base: &Judged, extra: &ExtraBuild) -> Judged {
+    let mut j = base.clone();
+    j.extra = Some(extra.extra.clone());
+    j.build = extra.build.clone();
+    j.file = format!("{}[{}]", base.file, extra.extra);
+    j
+}
+
 /// The best an extra could do before its packages are read: the package's judgement with the
 /// extra's build, a native cubin on every GPU, and the driver floor of the CUDA its name says.
 pub fn optimistic_extra(
@@ -1205,10 +1207,7 @@ pub fn optimistic_extra(
     host: &Host,
     catalog: &Catalog,
 ) -> Judged {
-    let mut j = base.clone();
-    j.extra = Some(extra.extra.clone());
-    j.build = extra.build.clone();
-    j.file = format!("{}[{}]", base.file, extra.extra);
+    let mut j = as_extra(base, extra);
     for g in &mut j.gpus {
         g.status = "cubin".into();
     }
@@ -1230,10 +1229,7 @@ pub fn extra_unread(
     best: &Judged,
     optimistic: &Judged,
 ) -> Judged {
-    let mut j = base.clone();
-    j.extra = Some(extra.extra.clone());
-    j.build = extra.build.clone();
-    j.file = format!("{}[{}]", base.file, extra.extra);
+    let mut j = as_extra(base, extra);
     j.outcome = "unread".into();
     // Nothing of it was judged.
     j.gpus.clear();
