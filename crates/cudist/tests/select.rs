@@ -1029,6 +1029,39 @@ fn selecting_among_remote_cupy_wheels_reads_a_tenth_of_them() {
     );
 }
 
+/// The files `pip download --no-deps ARGS` saves into `out`; None where pip cannot run (never
+/// in CI).
+fn pip_download(out: &Path, args: &[&str]) -> Option<Vec<String>> {
+    let pip = std::process::Command::new("python3")
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--no-cache-dir",
+        ])
+        .args(["--disable-pip-version-check", "-d"])
+        .arg(out)
+        .args(args)
+        .output()
+        .unwrap();
+    if !pip.status.success() {
+        assert!(
+            !in_ci(),
+            "CI has pip: {}",
+            String::from_utf8_lossy(&pip.stderr)
+        );
+        return None;
+    }
+    Some(
+        std::fs::read_dir(out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .collect(),
+    )
+}
+
 /// The release judged is the one pip takes, with pip as the oracle (`pip download` from the same
 /// loopback index): a post release after its final, no pre-release while a final is there, no
 /// yanked file (PEP 592), in JSON and HTML pages alike; and only pre-releases, as pip does then.
@@ -1068,33 +1101,10 @@ fn the_release_judged_is_the_one_pip_takes() {
     );
     for project in ["rel", "demo", "only"] {
         let out = work.path().join(format!("pip-{project}"));
-        let pip = std::process::Command::new("python3")
-            .args([
-                "-m",
-                "pip",
-                "download",
-                "--quiet",
-                "--no-deps",
-                "--no-cache-dir",
-            ])
-            .args(["--disable-pip-version-check", "--index-url", &index, "-d"])
-            .arg(&out)
-            .arg(project)
-            .output()
-            .unwrap();
-        if !pip.status.success() {
-            assert!(
-                !in_ci(),
-                "CI has pip: {}",
-                String::from_utf8_lossy(&pip.stderr)
-            );
+        let Some(got) = pip_download(&out, &["--index-url", &index, project]) else {
             child.kill().ok();
             return;
-        }
-        let got: Vec<String> = std::fs::read_dir(&out)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
-            .collect();
+        };
         let (_, v) = select(&host, &["--index", &index, "--package", project]);
         assert_eq!(
             got,
@@ -1146,30 +1156,8 @@ fn the_release_judged_is_the_one_pip_takes() {
     ok(&o, "select --print-requirement");
     let requirement = stdout(&o);
     assert_eq!(requirement, format!("lbl===1.0 --index-url {index}\n"));
-    let out = work.path().join("pip-lbl");
-    let pip = std::process::Command::new("python3")
-        .args([
-            "-m",
-            "pip",
-            "download",
-            "--quiet",
-            "--no-deps",
-            "--no-cache-dir",
-        ])
-        .args(["--disable-pip-version-check", "-d"])
-        .arg(&out)
-        .args(requirement.split_whitespace())
-        .output()
-        .unwrap();
-    assert!(
-        pip.status.success(),
-        "{}",
-        String::from_utf8_lossy(&pip.stderr)
-    );
-    let got: Vec<String> = std::fs::read_dir(&out)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
-        .collect();
+    let args: Vec<&str> = requirement.split_whitespace().collect();
+    let got = pip_download(&work.path().join("pip-lbl"), &args).expect("pip downloaded before");
     assert_eq!(got, ["lbl-1.0-py3-none-any.whl"]);
     child.kill().ok();
     child.wait().ok();
