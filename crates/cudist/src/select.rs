@@ -477,8 +477,11 @@ fn extras(
         }
         // The builds most promising first: one that cannot rank above the best judged so far (the
         // package itself, or another build) has its packages left unread.
-        let mut order: Vec<&cudist_analysis::select::ExtraBuild> = builds.iter().collect();
-        order.sort_by_cached_key(|b| sort_key(&optimistic_extra(base, b, host, catalog), host));
+        let mut order: Vec<(&cudist_analysis::select::ExtraBuild, Judged)> = builds
+            .iter()
+            .map(|b| (b, optimistic_extra(base, b, host, catalog)))
+            .collect();
+        order.sort_by_cached_key(|(_, o)| sort_key(o, host));
         let mut best = base.clone();
         let mut pinned: std::collections::HashMap<String, String> =
             cudist_analysis::select::pins(&w.requires_dist)
@@ -486,12 +489,11 @@ fn extras(
                 .collect();
         let mut listed = std::collections::HashSet::new();
         let mut parts = Vec::new();
-        for b in order {
+        for (b, optimistic) in order {
             if !cudist_analysis::select::uses_gpus_of(&b.build, host) {
                 composites.push(judge_extra(base, b, &parts, host));
                 continue;
             }
-            let optimistic = optimistic_extra(base, b, host, catalog);
             if sort_key(&best, host) <= sort_key(&optimistic, host) {
                 unread.push(extra_unread(base, b, &best, &optimistic));
                 continue;
