@@ -112,6 +112,11 @@ pub struct Library {
     pub toolkit_extra: Option<String>,
     #[serde(default)]
     pub dlopens: Vec<String>,
+    /// Of `dlopens`, those the library itself treats as optional: it works without them, and
+    /// only the capability they add is missing (cuFile without its RDMA library runs in
+    /// compatibility mode). Their absence is said, never counted as a failure.
+    #[serde(default)]
+    pub optional_dlopens: Vec<String>,
     #[serde(default)]
     pub static_archives: Vec<String>,
     #[serde(default)]

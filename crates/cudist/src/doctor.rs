@@ -26,9 +26,28 @@ pub struct DoctorArgs {
     /// are always checked.
     #[arg(long = "dlopen", value_name = "SONAME")]
     pub dlopen: Vec<String>,
-    /// Check a Python package as installed for the interpreter (located without importing it).
+    /// Check a Python package as installed for the interpreter: the import is run there first
+    /// (what it loads, from where, and whether it fails), and the files' model explains it and
+    /// judges what the import does not load.
     #[arg(long = "import", value_name = "NAME")]
     pub import: Vec<String>,
+    /// Judge --import packages from their files alone: do not run the import (it runs the
+    /// package's code, as `python -c "import NAME"` does).
+    #[arg(long = "static", requires = "import")]
+    pub static_only: bool,
+    /// The time limit of each real import, in seconds (past it the import is killed and
+    /// reported as hanging).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 300,
+        requires = "import"
+    )]
+    pub import_timeout: u64,
+    /// Exit 1 also when the import works but features fail on first use (a library loaded on
+    /// demand is missing).
+    #[arg(long)]
+    pub strict: bool,
     /// The interpreter for --import (default: python3 on PATH).
     #[arg(long, value_name = "PATH", requires = "import")]
     pub python: Option<PathBuf>,
@@ -67,6 +86,8 @@ pub fn run(args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
         python: args.python.clone(),
         host: args.host.as_deref().map(host::Host::load).transpose()?,
         ld_library_path: args.ld_library_path.clone(),
+        static_only: args.static_only,
+        import_timeout: Some(std::time::Duration::from_secs(args.import_timeout.max(1))),
     };
     let spinner = util::Spinner::start(if options.imports.is_empty() {
         "simulating the loader".to_string()
@@ -84,8 +105,11 @@ fn finish(args: &DoctorArgs, report: Report) -> Result<ExitCode> {
     } else {
         util::emit(&render(&report, Style::detect()));
     }
+    // The import fails, or the GPU cannot run it: 1. It imports and only features used later
+    // fail: 0, unless --strict.
     Ok(match report.verdict.status {
         Status::Ok | Status::Risky => ExitCode::SUCCESS,
+        Status::WillFailWhenLoaded if !args.strict => ExitCode::SUCCESS,
         _ => ExitCode::from(1),
     })
 }
@@ -114,6 +138,7 @@ fn rule_text(r: &Resolution) -> String {
 fn render(r: &Report, style: Style) -> String {
     let mut s = String::new();
     render_verdict(&mut s, r, style);
+    render_imports_run(&mut s, r, style);
     render_host(&mut s, &r.host, style);
     render_runtime_loads(&mut s, r, style);
     render_installations(&mut s, r, style);
@@ -129,7 +154,7 @@ fn render_verdict(s: &mut String, r: &Report, style: Style) {
         Status::Ok => style.green("OK"),
         Status::Risky => style.yellow("risky"),
         Status::WillFailWhenLoaded => {
-            style.red("imports, but fails when a library is loaded on demand")
+            style.yellow("imports; features that load a missing library fail on first use")
         }
         Status::WillFailOnThisGpu if r.profile => {
             style.red("will load but fail on the profile's machine")
@@ -157,6 +182,62 @@ fn render_verdict(s: &mut String, r: &Report, style: Style) {
                 w.by, w.package, w.at
             ))
         ));
+    }
+}
+
+/// What each real import did, and where it contradicted the model.
+fn render_imports_run(s: &mut String, r: &Report, style: Style) {
+    for t in &r.imports_run {
+        let outcome = match &t.error {
+            None => style.green("imported"),
+            Some(_) => style.red("failed"),
+        };
+        s.push_str(&format!(
+            "\nreal import of {} ({} {}, {:.1} s): {outcome}, {} shared object(s) loaded\n",
+            t.module,
+            t.python,
+            t.python_version.as_deref().unwrap_or("?"),
+            t.seconds,
+            t.loaded.len()
+        ));
+        for l in t.loaded.iter().filter(|l| l.by.is_some()) {
+            s.push_str(&format!(
+                "  {:<28} {}  ({})\n",
+                l.soname.clone().unwrap_or_else(|| l
+                    .path
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned()),
+                l.path.display(),
+                l.by.as_deref().unwrap_or_default()
+            ));
+        }
+        for d in t.dlopens.iter().filter(|d| d.loaded.is_none()) {
+            s.push_str(&format!(
+                "  {} {} at {}: nothing loaded{}\n",
+                style.dim("ctypes.CDLL"),
+                d.name.as_deref().unwrap_or("None"),
+                d.frames.first().map(String::as_str).unwrap_or("?"),
+                if t.ok {
+                    " (the import went on without it)"
+                } else {
+                    ""
+                }
+            ));
+        }
+        if let Some(tail) = t.stderr_tail.as_deref().filter(|_| t.error.is_some()) {
+            let last: Vec<&str> = tail.lines().rev().take(5).collect();
+            for line in last.into_iter().rev() {
+                s.push_str(&format!("  {}\n", style.dim(line)));
+            }
+        }
+    }
+    if !r.disagreements.is_empty() {
+        s.push_str("\nwhere the real import corrected the model of the files:\n");
+        for d in &r.disagreements {
+            s.push_str(&format!("  - {d}\n"));
+        }
     }
 }
 

@@ -1452,15 +1452,18 @@ fn hostile_command_line_values() {
             "doctor",
             "--import",
             "evilpkg.sub",
+            "--static",
             "--python",
             &python,
             "--json",
         ],
         &[],
     );
+    // --static judges from the files alone: not even a `.pth` line runs. (Without it doctor
+    // runs the import, as the user's own `import` would: tests/doctor.rs.)
     assert!(
         !marker.exists(),
-        "doctor --import ran package code: {}",
+        "doctor --import --static ran package code: {}",
         o.stderr
     );
     assert!(

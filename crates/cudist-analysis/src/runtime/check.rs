@@ -41,7 +41,15 @@ pub struct Options {
     pub host: Option<host::Host>,
     /// Simulate with this LD_LIBRARY_PATH instead of the current one (`""` for none).
     pub ld_library_path: Option<String>,
+    /// Judge `imports` from the files alone: do not run the import in the interpreter
+    /// ([`trace`](super::trace)). A `host` profile is always judged so.
+    pub static_only: bool,
+    /// The time limit of each real import (default [`DEFAULT_IMPORT_TIMEOUT`]).
+    pub import_timeout: Option<std::time::Duration>,
 }
+
+/// How long a real import may take before it is killed and reported as hanging.
+pub const DEFAULT_IMPORT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// The schema identifier of doctor's report.
 pub const SCHEMA: &str = "cudist.doctor/1";
@@ -74,6 +82,14 @@ pub struct Report {
     pub installations: Vec<machine::Installation>,
     /// Libraries visible in several CUDA majors at once.
     pub conflicts: Vec<machine::Conflict>,
+    /// What each `--import` really did when run in the interpreter (none with `--static` or a
+    /// profile): the at-import truth the verdict starts from.
+    pub imports_run: Vec<super::trace::ImportTrace>,
+    /// Where the real import and the model of the files disagree (a file the model placed at
+    /// import that the import did not load, a library the model did not find that the process
+    /// loaded, a load the model said fails that the import survived): the model is checked by
+    /// reality at every use, and these are what reality corrected.
+    pub disagreements: Vec<String>,
 }
 
 /// Ordered: `Ok` < `Risky` < `WillFailWhenLoaded` < `WillFailOnThisGpu` < `WillFailToLoad`.
@@ -107,6 +123,21 @@ pub struct Verdict {
     /// The status of each reason.
     #[serde(skip)]
     statuses: Vec<Status>,
+    /// Reasons with one root cause (a missing library) over several files, made one line each
+    /// by [`Verdict::settle`].
+    #[serde(skip)]
+    causes: Vec<Cause>,
+}
+
+/// One root cause seen in files: what to say when one file has it, and when several do.
+#[derive(Debug)]
+struct Cause {
+    key: String,
+    status: Status,
+    /// (file, the line for that file alone).
+    files: Vec<(String, String)>,
+    /// The line for several files, which are listed after it.
+    several: String,
 }
 
 impl Verdict {
@@ -121,10 +152,75 @@ impl Verdict {
         self.statuses.insert(at, status);
     }
 
+    /// Adds a reason that has a root cause shared by other files (`key`): [`Verdict::settle`]
+    /// makes one line of each cause, `one` when a single file has it, else `several` followed by
+    /// the files.
+    fn add_cause(
+        &mut self,
+        status: Status,
+        key: String,
+        file: String,
+        one: String,
+        several: String,
+    ) {
+        match self.causes.iter_mut().find(|c| c.key == key) {
+            Some(c) => {
+                c.status = c.status.max(status);
+                c.files.push((file, one));
+            }
+            None => self.causes.push(Cause {
+                key,
+                status,
+                files: vec![(file, one)],
+                several,
+            }),
+        }
+    }
+
+    /// Turns each root cause into one reason.
+    fn settle(&mut self) {
+        for c in std::mem::take(&mut self.causes) {
+            let line = if c.files.len() == 1 {
+                c.files
+                    .into_iter()
+                    .next()
+                    .map(|(_, one)| one)
+                    .unwrap_or_default()
+            } else {
+                let n = c.files.len();
+                let shown: Vec<&str> = c.files.iter().take(3).map(|(f, _)| f.as_str()).collect();
+                format!(
+                    "{}: in {n} files ({}{})",
+                    c.several,
+                    shown.join(", "),
+                    if n > 3 {
+                        format!(" and {} more", n - 3)
+                    } else {
+                        String::new()
+                    }
+                )
+            };
+            self.add(c.status, line);
+        }
+    }
+
+    /// Puts a reason first, whatever its status (the real import's failure leads the reasons
+    /// that explain it).
+    fn lead(&mut self, status: Status, reason: String) {
+        self.status = self.status.max(status);
+        self.reasons.insert(0, reason);
+        self.statuses.insert(0, self.status);
+    }
+
     /// Adds another verdict's reasons (one file's, to the whole report's).
     fn merge(&mut self, other: Verdict) {
         for (r, s) in other.reasons.into_iter().zip(other.statuses) {
             self.add(s, r);
+        }
+        for c in other.causes {
+            for (file, one) in c.files {
+                self.add_cause(c.status, c.key.clone(), file, one, c.several.clone());
+            }
         }
     }
 }
@@ -685,8 +781,8 @@ fn scan_dlopen_name(library: &Path, pattern: &str) -> Option<String> {
     })
 }
 
-/// One file's report and its verdict.
-type Checked = (FileReport, Verdict);
+/// One file's report, its verdict, and where the real import contradicted the model.
+type Checked = (FileReport, Verdict, Vec<String>);
 
 /// A CUDA runtime linked into a file (nvcc's default, `-cudart static`).
 struct LinkedRuntime {
@@ -785,6 +881,9 @@ struct Shared<'a> {
     dlopen: &'a [String],
     /// The libraries the packages load at import, by SONAME and file name.
     loaded_first: &'a HashMap<String, PathBuf>,
+    /// What the real imports left loaded, by SONAME and file name ([`super::trace`]): a later
+    /// load of the name gets that object.
+    traced: &'a HashMap<String, PathBuf>,
     /// Packages `cudist slim` slimmed (their directory, and what to say of it).
     slimmed: &'a [(PathBuf, String)],
 }
@@ -798,10 +897,12 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         names,
         dlopen,
         loaded_first,
+        traced,
         slimmed,
     } = *shared;
     let catalog = names.catalog;
     let mut verdict = Verdict::default();
+    let mut disagreements = Vec::new();
     let tier = placed.tier;
     // A file the import does not reach fails only when it is loaded; a variant, only when the
     // package picks it and the process has not loaded what it needs.
@@ -857,13 +958,26 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
     // which loads at import gets that one: glibc reuses a loaded library whose SONAME is the name
     // (triton's plugins need `libtriton.so`, the SONAME of its extension module `_C/libtriton.so`).
     let mut after_import: Vec<(String, &PathBuf)> = Vec::new();
-    if tier != crate::loads::Tier::Import {
-        for m in sim.missing() {
-            if let Some(p) = loaded_first.get(&m.name) {
-                if !after_import.iter().any(|(n, _)| n == &m.name) {
-                    after_import.push((m.name.clone(), p));
-                }
+    for m in sim.missing() {
+        if after_import.iter().any(|(n, _)| n == &m.name) {
+            continue;
+        }
+        if tier != crate::loads::Tier::Import {
+            if let Some(p) = loaded_first.get(&m.name).or_else(|| traced.get(&m.name)) {
+                after_import.push((m.name.clone(), p));
             }
+        } else if let Some(p) = traced.get(&m.name) {
+            // Loaded at import, yet the simulated search finds no such library: the process
+            // had it (from a load the model does not know of). Reality wins, and is said.
+            disagreements.push(format!(
+                "{}: the model finds no {} (needed by {}; tried {}), but the real import had it loaded from {}",
+                f.display(),
+                m.name,
+                m.needed_by.display(),
+                m.tried.len(),
+                p.display()
+            ));
+            after_import.push((m.name.clone(), p));
         }
     }
     for (name, p) in &after_import {
@@ -941,14 +1055,22 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         );
     }
     for m in missing.iter().filter(|_| !other_vendor_build) {
-        verdict.add(
+        let fix = m
+            .fix
+            .as_deref()
+            .map(|x| format!(" (fix: {x})"))
+            .unwrap_or_default();
+        verdict.add_cause(
             fails,
+            format!("missing {}", m.name),
+            f.display().to_string(),
             format!(
                 "{}: {} not found (needed by {}){when}",
                 f.display(),
                 m.name,
                 m.needed_by.display()
             ),
+            format!("{} not found{fix}", m.name),
         );
     }
     // The device code is read only when there is a GPU to judge it for, or a driver to judge a
@@ -1034,20 +1156,76 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             }
         }
     }
+    // A name the process has loaded already (at import, by the package or the real import)
+    // is what a later dlopen of it gets.
+    for r in dl.iter_mut().filter(|r| r.path.is_none()) {
+        if let Some(p) = loaded_first.get(&r.name).or_else(|| traced.get(&r.name)) {
+            r.path = Some(p.clone());
+            r.rule = Some(cudist_elf::loader::Rule::AlreadyLoaded);
+        }
+    }
+    // Which library asks for each name, and whether it treats the name as optional.
+    let optional = |r: &Resolution| {
+        let base = r.needed_by.file_name().and_then(|n| n.to_str());
+        let so = sim
+            .objects
+            .iter()
+            .find(|o| o.path == r.needed_by)
+            .and_then(|o| o.soname.as_deref())
+            .or(base);
+        so.and_then(|so| match catalog.classify(so) {
+            SonameClass::Toolkit(m) | SonameClass::External(m) => {
+                Some(m.library.optional_dlopens.contains(&r.name))
+            }
+            _ => None,
+        })
+        .unwrap_or(false)
+    };
     for r in dl.iter().filter(|r| r.path.is_none()) {
         let driver_lib = catalog.driver_lib(&r.name).is_some();
-        if driver_lib && host.driver.is_none() {
-            continue; // No driver here: said once, in the host notes.
+        if driver_lib && (host.driver.is_none() || profile) {
+            // No driver here: said once, in the host notes. A profile's driver provides its
+            // own libraries: this machine's are not looked for.
+            continue;
         }
-        verdict.add(
-            Status::WillFailOnThisGpu,
+        if optional(r) {
+            let by = r
+                .needed_by
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let what = format!(
+                "{} is not here; {by} works without it (an optional capability, which is missing)",
+                r.name
+            );
+            verdict.add_cause(
+                Status::Ok,
+                format!("optional {}", r.name),
+                f.display().to_string(),
+                format!("{}: {what}", f.display()),
+                what,
+            );
+            continue;
+        }
+        // Without the driver's own libraries the GPU is unusable; any other library opened at
+        // run time fails the feature that opens it, on first use.
+        let status = if driver_lib {
+            Status::WillFailOnThisGpu
+        } else {
+            Status::WillFailWhenLoaded
+        };
+        verdict.add_cause(
+            status,
+            format!("dlopen {}", r.name),
+            f.display().to_string(),
             format!(
-                "{}: dlopen({}) from {} will fail: not found (tried {})",
+                "{}: dlopen({}) from {} will fail on first use: not found (tried {})",
                 f.display(),
                 r.name,
                 r.needed_by.display(),
                 r.tried.len()
             ),
+            format!("dlopen({}) will fail on first use: not found", r.name),
         );
     }
     Ok((
@@ -1064,6 +1242,7 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             tier_reason: placed.why,
         },
         verdict,
+        disagreements,
     ))
 }
 
@@ -1072,6 +1251,19 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
 pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     let mut paths = args.paths.clone();
     let python = args.python.clone().unwrap_or_else(|| "python3".into());
+    // The real imports start first, each in its own process, and run while the files are read
+    // ([`super::trace`]); a profile is another machine, judged from the files alone.
+    let mut runs = Vec::new();
+    if !args.static_only && args.host.is_none() {
+        for n in &args.imports {
+            runs.push(super::trace::start(&super::trace::Run {
+                python: &python,
+                module: n,
+                ld_library_path: args.ld_library_path.as_deref(),
+                timeout: args.import_timeout.unwrap_or(DEFAULT_IMPORT_TIMEOUT),
+            })?);
+        }
+    }
     // Packages are located without running any of their code (`pyfind`): the interpreter is
     // asked only for its search path, started now so it runs while the machine is read.
     let mut pending: Vec<String> = Vec::new();
@@ -1115,6 +1307,8 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         imported_with: Vec::new(),
         installations: Vec::new(),
         conflicts: Vec::new(),
+        imports_run: Vec::new(),
+        disagreements: Vec::new(),
     };
     if report.host.driver.is_some() && report.host.gpus.is_empty() {
         report.host.notes.push("no GPU known: the device code is not checked (`--host FILE` checks it for a described machine)".into());
@@ -1188,6 +1382,39 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         i += 1;
     }
     paths.extend(imports.iter().map(|(_, d)| d.clone()));
+    for r in runs {
+        report.imports_run.push(super::trace::finish(r)?);
+    }
+    let traces = &report.imports_run;
+    // The run of the import asked for that a package's import is part of (a package followed
+    // into is imported by the run of the one that imports it).
+    let trace_of = |name: &str| -> Option<&super::trace::ImportTrace> {
+        let mut name = name;
+        for _ in 0..=MAX_FOLLOW {
+            match report.imported_with.iter().find(|w| w.package == name) {
+                Some(w) => name = &w.by,
+                None => break,
+            }
+        }
+        traces.iter().find(|t| t.module == name)
+    };
+    // What the real imports left loaded, by SONAME and file name.
+    let mut traced: HashMap<String, PathBuf> = HashMap::new();
+    for t in traces {
+        for l in &t.loaded {
+            for key in l
+                .soname
+                .iter()
+                .map(String::as_str)
+                .chain(l.path.file_name().and_then(|n| n.to_str()))
+            {
+                traced
+                    .entry(key.to_string())
+                    .or_insert_with(|| l.path.clone());
+            }
+        }
+    }
+    let mut disagreements: Vec<String> = Vec::new();
     // The distributions of each site, read once.
     let mut dists: HashMap<PathBuf, Vec<cudist_wheel::installed::Installed>> = HashMap::new();
     for (_, dir) in &imports {
@@ -1215,22 +1442,30 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 None => {
                     let on_use = (pkg.when == cudist_catalog::LoadTime::OnUse)
                         .then(|| pkg.on_use.as_deref().unwrap_or("on first use"));
-                    report.verdict.add(
-                        if on_use.is_some() {
-                            Status::WillFailWhenLoaded
-                        } else {
-                            Status::WillFailToLoad
-                        },
-                        not_found(
-                            &l.package,
-                            &imported_by(&report.imported_with, name),
-                            &l.soname,
-                            on_use,
-                            &l.loader,
-                            &l.tried,
-                            l.pip.as_deref(),
-                        ),
-                    )
+                    let reason = not_found(
+                        &l.package,
+                        &imported_by(&report.imported_with, name),
+                        &l.soname,
+                        on_use,
+                        &l.loader,
+                        &l.tried,
+                        l.pip.as_deref(),
+                    );
+                    let status = if on_use.is_some() {
+                        Status::WillFailWhenLoaded
+                    } else {
+                        Status::WillFailToLoad
+                    };
+                    match reality(
+                        trace_of(name),
+                        &l.soname,
+                        status,
+                        reason,
+                        &mut disagreements,
+                    ) {
+                        Reality::Loaded(p) => preload.push(p),
+                        Reality::Fails(status, reason) => report.verdict.add(status, reason),
+                    }
                 }
             }
         }
@@ -1260,9 +1495,8 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 let pip = wheel_for(&f.name, &declared, major, catalog);
                 match &f.path {
                     Some(path) => preload.push(path.clone()),
-                    None => report.verdict.add(
-                        Status::WillFailToLoad,
-                        not_found(
+                    None => {
+                        let reason = not_found(
                             name,
                             &imported_by(&report.imported_with, name),
                             &f.name,
@@ -1270,8 +1504,18 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                             &p.place(),
                             &f.tried,
                             pip.as_deref(),
-                        ),
-                    ),
+                        );
+                        match reality(
+                            trace_of(name),
+                            &f.name,
+                            Status::WillFailToLoad,
+                            reason,
+                            &mut disagreements,
+                        ) {
+                            Reality::Loaded(p) => preload.push(p),
+                            Reality::Fails(status, reason) => report.verdict.add(status, reason),
+                        }
+                    }
                 }
                 report.runtime_loads.push(RuntimeLoad {
                     package: name.clone(),
@@ -1315,6 +1559,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 },
             );
         }
+        report.verdict.settle();
         return Ok(report);
     }
     let mut files = Vec::new();
@@ -1323,6 +1568,13 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             Some(listed) => files.extend(listed),
             None => files.extend(crate::elf_files::loadable(p)?),
         }
+    }
+    if files.is_empty()
+        && args.paths.is_empty()
+        && !(report.imports_run.is_empty() && report.runtime_loads.is_empty())
+    {
+        // Pure Python: the real import, and what its Python loads, are the whole answer.
+        return Ok(conclude(report, disagreements));
     }
     if files.is_empty() {
         // A package file (a wheel, a conda package) holds what would be installed, not what is:
@@ -1364,7 +1616,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             &package_modules,
         ))
         .collect();
-    let tiers: Vec<crate::loads::Placed> = files
+    let mut tiers: Vec<crate::loads::Placed> = files
         .iter()
         .map(|f| {
             tier_of
@@ -1376,6 +1628,57 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 })
         })
         .collect();
+    // Reality places the files of a package whose import ran to its end: loaded at import when
+    // the process mapped them, else not (what the import did not exercise stays the model's).
+    let mut moved: std::collections::BTreeMap<&str, (Vec<String>, Vec<String>)> =
+        Default::default();
+    for (f, placed) in files.iter().zip(tiers.iter_mut()) {
+        let Some((name, _)) = imports.iter().find(|(_, d)| f.starts_with(d)) else {
+            continue;
+        };
+        let Some(t) = trace_of(name).filter(|t| t.ok) else {
+            continue;
+        };
+        let short = f.display().to_string();
+        if t.mapped(f) {
+            if placed.tier != crate::loads::Tier::Import {
+                moved.entry(name).or_default().1.push(short);
+                *placed = crate::loads::Placed {
+                    tier: crate::loads::Tier::Import,
+                    why: Some("the real import loaded it".into()),
+                };
+            }
+        } else if placed.tier == crate::loads::Tier::Import {
+            moved.entry(name).or_default().0.push(short);
+            *placed = crate::loads::Placed {
+                tier: crate::loads::Tier::OnDemand,
+                why: Some("the real import did not load it".into()),
+            };
+        }
+    }
+    for (name, (not_loaded, loaded)) in &moved {
+        let list = |v: &Vec<String>| {
+            let shown: Vec<&str> = v.iter().take(3).map(String::as_str).collect();
+            match v.len().saturating_sub(3) {
+                0 => shown.join(", "),
+                more => format!("{} and {more} more", shown.join(", ")),
+            }
+        };
+        if !not_loaded.is_empty() {
+            disagreements.push(format!(
+                "import {name}: the model placed {} file(s) at import that the real import did not load ({}): judged as loaded on demand",
+                not_loaded.len(),
+                list(not_loaded)
+            ));
+        }
+        if !loaded.is_empty() {
+            disagreements.push(format!(
+                "import {name}: the real import loaded {} file(s) the model placed on demand ({}): judged as loaded at import",
+                loaded.len(),
+                list(loaded)
+            ));
+        }
+    }
     // The libraries the packages load at import, by SONAME and file name.
     let mut loaded_first: HashMap<String, PathBuf> = HashMap::new();
     for (f, p) in files.iter().zip(&tiers) {
@@ -1433,6 +1736,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         names: &names,
         dlopen: &args.dlopen,
         loaded_first: &loaded_first,
+        traced: &traced,
         slimmed: &slimmed,
     };
     let results: Vec<Result<Checked>> = files
@@ -1441,11 +1745,78 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         .map(|(f, tier)| check_file(f, &shared, tier))
         .collect();
     for r in results {
-        let (file, verdict) = r?;
+        let (file, verdict, disagree) = r?;
         report.verdict.merge(verdict);
         report.files.push(file);
+        disagreements.extend(disagree);
     }
-    Ok(report)
+    Ok(conclude(report, disagreements))
+}
+
+/// The verdict made whole: one line per root cause, and the real import's failure leading.
+fn conclude(mut report: Report, mut disagreements: Vec<String>) -> Report {
+    report.verdict.settle();
+    // The real import's failure leads: what the model found explains it. A failure the model
+    // has no reason for is a disagreement too.
+    let model_fails = report.verdict.status == Status::WillFailToLoad;
+    for t in report.imports_run.iter().rev() {
+        if let Some(e) = &t.error {
+            report.verdict.lead(
+                Status::WillFailToLoad,
+                format!("import {} fails: {e}", t.module),
+            );
+            if !model_fails {
+                disagreements.push(format!(
+                    "import {}: the real import fails, and the model of its files found no reason for it: the error is the package's own (above)",
+                    t.module
+                ));
+            }
+        }
+    }
+    report.disagreements = disagreements;
+    report
+}
+
+/// What reality says of a library the model says a package loads at import and does not find.
+enum Reality {
+    /// The real import loaded it (from here): the model was wrong.
+    Loaded(PathBuf),
+    /// It fails, with this status and reason.
+    Fails(Status, String),
+}
+
+/// Checks a load the model says fails against the real import of the package, when one ran:
+/// loaded there, the model missed where it is found; not loaded but the import ran to its end,
+/// the package went on without it (a guarded load), so what uses it fails on first use, not the
+/// import.
+fn reality(
+    trace: Option<&super::trace::ImportTrace>,
+    soname: &str,
+    status: Status,
+    reason: String,
+    disagreements: &mut Vec<String>,
+) -> Reality {
+    let Some(t) = trace else {
+        return Reality::Fails(status, reason);
+    };
+    if let Some(l) = t.loaded_as(soname) {
+        disagreements.push(format!(
+            "{reason} — but the real import of {} loaded it from {}",
+            t.module,
+            l.path.display()
+        ));
+        return Reality::Loaded(l.path.clone());
+    }
+    if t.ok && status == Status::WillFailToLoad {
+        return Reality::Fails(
+            Status::WillFailWhenLoaded,
+            format!(
+                "{reason} (the real import of {} went on without it: what uses it fails on first use)",
+                t.module
+            ),
+        );
+    }
+    Reality::Fails(status, reason)
 }
 
 /// The reason for a library a package's own Python loads that is not found, one wording whoever

@@ -8,6 +8,7 @@
 //! - [`gpu`]: whether device code runs on each GPU, and whether the driver is new enough;
 //! - [`preload`]: what an installed package's own Python loads at import, and its files' tiers;
 //! - [`python`]: where `import NAME` would find a package, without running its code;
+//! - [`trace`]: what `import NAME` really loads, run in the target interpreter;
 //! - [`check`]: every check of a set of files, and the verdict ([`check::diagnose`]).
 
 pub mod check;
@@ -16,3 +17,4 @@ pub mod host;
 pub mod installations;
 pub mod preload;
 pub mod python;
+pub mod trace;

@@ -131,6 +131,20 @@ pub fn gcc_shared(
     gcc(dir, out, source, &args)
 }
 
+/// C source of a working extension module `name` whose init function runs `body` first. The
+/// stable ABI's module definition is declared here (its layout is part of the limited API), so
+/// no Python headers are needed: a real import of it succeeds.
+pub fn py_extension_source(name: &str, decls: &str, body: &str) -> String {
+    format!(
+        "typedef struct {{ long refcnt; void *type; void *m_init; long m_index; void *m_copy; }} Base;\n\
+         typedef struct {{ Base base; const char *name; const char *doc; long size; void *methods; \
+         void *slots; void *traverse; void *clear; void *free; }} Def;\n\
+         void *PyModule_Create2(Def *, int);\n{decls}\n\
+         static Def def = {{ {{1, 0, 0, 0, 0}}, \"{name}\", 0, -1, 0, 0, 0, 0, 0 }};\n\
+         void *PyInit_{name}(void) {{ {body} return PyModule_Create2(&def, 1013); }}\n"
+    )
+}
+
 /// A fake CUDA library: the SONAME and one exported entry point, as the real one has.
 pub fn fake_lib(dir: &Path, file: &str, soname: &str, symbol: &str) -> PathBuf {
     gcc_shared(

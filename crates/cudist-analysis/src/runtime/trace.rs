@@ -1,0 +1,407 @@
+//! What `import NAME` really does in the target interpreter: the at-import truth doctor's verdict
+//! starts from ([`trace_import`]).
+//!
+//! The interpreter is started as the user would start it (site-packages, `.pth` files), with an
+//! audit hook that records every `ctypes.dlopen` event (PEP 578: the name asked for, and the Python
+//! frames that asked), then imports the module and reports, as one JSON document on a duplicate of
+//! its standard output (the package's own prints go to standard error):
+//! - the exception the import raised, if any;
+//! - every shared object the process mapped during the import, read from `/proc/self/maps` before
+//!   and after (what the loader loaded for extension modules' `DT_NEEDED`, what ctypes and native
+//!   code dlopened, in the order first mapped);
+//! - the `ctypes.dlopen` calls, each with the package frame that made it.
+//!
+//! This runs the package's code, as `python -c "import NAME"` does: doctor's `--static` judges from
+//! the files alone. The run is bounded: a time limit (the process group is killed past it), at
+//! most [`MAX_OUTPUT`] bytes of report and the last [`STDERR_TAIL`] bytes of standard error kept.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::error::{Result, ResultExt};
+
+/// The most bytes of the report read from the interpreter.
+pub const MAX_OUTPUT: u64 = 16 << 20;
+/// The bytes kept from the end of the interpreter's standard error, for a run that crashed.
+pub const STDERR_TAIL: usize = 4096;
+/// The most `ctypes.dlopen` calls recorded.
+const MAX_EVENTS: usize = 10_000;
+
+/// The script the interpreter runs; `sys.argv[1]` is the module, `sys.argv[2]` the most events.
+/// Frames of ctypes itself and of the import machinery are skipped when naming who called dlopen;
+/// up to six frames are kept, innermost first.
+const SCRIPT: &str = r#"
+import importlib, json, os, sys
+_out = os.fdopen(os.dup(1), 'w')
+os.dup2(2, 1)
+_name, _max = sys.argv[1], int(sys.argv[2])
+_events = []
+def _frames():
+    f, out = sys._getframe(2), []
+    while f is not None and len(out) < 6:
+        fn = f.f_code.co_filename
+        if not (fn.endswith(os.sep + 'ctypes' + os.sep + '__init__.py') or fn.startswith('<frozen')):
+            out.append([fn, f.f_lineno])
+        f = f.f_back
+    return out
+def _hook(ev, args):
+    if ev == 'ctypes.dlopen' and len(_events) < _max:
+        _events.append({'name': None if not args or args[0] is None else str(args[0]), 'frames': _frames()})
+sys.addaudithook(_hook)
+def _maps():
+    seen, out = set(), []
+    try:
+        with open('/proc/self/maps') as f:
+            for line in f:
+                parts = line.rstrip('\n').split(None, 5)
+                if len(parts) == 6 and parts[5].startswith('/') and parts[5] not in seen:
+                    seen.add(parts[5])
+                    out.append(parts[5])
+    except OSError:
+        pass
+    return out
+_before = set(_maps())
+_error = None
+try:
+    importlib.import_module(_name)
+except BaseException as e:
+    _error = {'type': type(e).__name__, 'message': str(e)[:4000]}
+_out.write(json.dumps({'python': sys.version.split()[0], 'executable': sys.executable, 'error': _error,
+                       'mapped': [p for p in _maps() if p not in _before], 'dlopens': _events}))
+_out.flush()
+os._exit(0)
+"#;
+
+/// What the real import did.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct ImportTrace {
+    /// The module imported.
+    pub module: String,
+    /// The interpreter that ran it, and its version.
+    pub python: String,
+    /// Its version (`3.11.9`), when it reported.
+    pub python_version: Option<String>,
+    /// The import succeeded.
+    pub ok: bool,
+    /// The exception the import raised (`ImportError: libcublas.so.12: cannot open shared object
+    /// file: No such file or directory`), or how the process ended when it did not report (a
+    /// signal, a time-out).
+    pub error: Option<String>,
+    /// Every shared object the import mapped, in the order first mapped, with its SONAME when it
+    /// has one and who loaded it when a `ctypes.dlopen` call names it.
+    pub loaded: Vec<Loaded>,
+    /// The `ctypes.dlopen` calls the import made, with the frames that made them.
+    pub dlopens: Vec<DlopenCall>,
+    /// Wall time of the run, in seconds.
+    pub seconds: f64,
+    /// The end of the interpreter's standard error when the run failed or crashed.
+    pub stderr_tail: Option<String>,
+}
+
+/// A shared object the import mapped.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Loaded {
+    /// Its path, as the process mapped it.
+    pub path: PathBuf,
+    /// Its SONAME, when the file has one.
+    pub soname: Option<String>,
+    /// The `ctypes.dlopen` call that loaded it (`pkg/loader.py:5`), when one names it; else it came
+    /// with another object (a `DT_NEEDED` entry) or from native code's own dlopen.
+    pub by: Option<String>,
+}
+
+/// One `ctypes.dlopen` call of the import.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct DlopenCall {
+    /// The name or path passed.
+    pub name: Option<String>,
+    /// `file:line` of the frames that called it, innermost first (ctypes' own left out).
+    pub frames: Vec<String>,
+    /// The object it loaded, when the process mapped one of that name or path; none: the load
+    /// failed (and the import went on without it) or named something mapped before the import.
+    pub loaded: Option<PathBuf>,
+}
+
+#[derive(serde::Deserialize)]
+struct RawEvent {
+    name: Option<String>,
+    frames: Vec<(String, u64)>,
+}
+
+#[derive(serde::Deserialize)]
+struct RawError {
+    #[serde(rename = "type")]
+    kind: String,
+    message: String,
+}
+
+#[derive(serde::Deserialize)]
+struct Raw {
+    python: String,
+    error: Option<RawError>,
+    mapped: Vec<String>,
+    dlopens: Vec<RawEvent>,
+}
+
+/// How a run is started: the interpreter, the module and the environment changes.
+pub struct Run<'a> {
+    /// The interpreter.
+    pub python: &'a Path,
+    /// The module to import.
+    pub module: &'a str,
+    /// `Some("")` removes `LD_LIBRARY_PATH`, `Some(x)` sets it, none leaves it as it is: the
+    /// same search doctor simulates.
+    pub ld_library_path: Option<&'a str>,
+    /// Past this the process group is killed and the run reported as timed out.
+    pub timeout: Duration,
+}
+
+/// A run started ([`start`]); [`finish`] collects it.
+pub struct Started {
+    child: std::process::Child,
+    module: String,
+    python: PathBuf,
+    started: Instant,
+    timeout: Duration,
+    stdout: std::sync::mpsc::Receiver<Vec<u8>>,
+    stderr: std::sync::mpsc::Receiver<Vec<u8>>,
+}
+
+/// Starts the import in a process group of its own, so it runs while doctor reads the files.
+pub fn start(run: &Run) -> Result<Started> {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(run.python);
+    cmd.args(["-c", SCRIPT, run.module, &MAX_EVENTS.to_string()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .process_group(0);
+    match run.ld_library_path {
+        Some("") => {
+            cmd.env_remove("LD_LIBRARY_PATH");
+        }
+        Some(v) => {
+            cmd.env("LD_LIBRARY_PATH", v);
+        }
+        None => {}
+    }
+    let mut child = cmd.spawn().with_context(|| {
+        format!(
+            "cannot run {} to import {}",
+            run.python.display(),
+            run.module
+        )
+    })?;
+    let out = child.stdout.take().expect("piped");
+    let err = child.stderr.take().expect("piped");
+    let (tx, stdout) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = out.take(MAX_OUTPUT).read_to_end(&mut buf);
+        let _ = tx.send(buf);
+    });
+    let (tx, stderr) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        // Keep only the tail: a chatty import cannot grow memory.
+        let mut tail: Vec<u8> = Vec::new();
+        let mut err = err;
+        let mut chunk = [0u8; 8192];
+        while let Ok(n) = err.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            tail.extend_from_slice(&chunk[..n]);
+            if tail.len() > 2 * STDERR_TAIL {
+                tail.drain(..tail.len() - STDERR_TAIL);
+            }
+        }
+        if tail.len() > STDERR_TAIL {
+            tail.drain(..tail.len() - STDERR_TAIL);
+        }
+        let _ = tx.send(tail);
+    });
+    Ok(Started {
+        child,
+        module: run.module.to_string(),
+        python: run.python.to_path_buf(),
+        started: Instant::now(),
+        timeout: run.timeout,
+        stdout,
+        stderr,
+    })
+}
+
+/// Kills the process group of a run (the interpreter and what it started).
+fn kill_group(child: &mut std::process::Child) {
+    let pid = child.id() as i32;
+    // SAFETY: killpg only sends a signal; the group is the child's own (process_group(0)).
+    unsafe {
+        libc::killpg(pid, libc::SIGKILL);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Waits for the run (no longer than its time limit) and reads its report.
+pub fn finish(mut s: Started) -> Result<ImportTrace> {
+    let deadline = s.started + s.timeout;
+    let status = loop {
+        match s.child.try_wait() {
+            Ok(Some(st)) => break Some(st),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+            Ok(None) => {
+                kill_group(&mut s.child);
+                break None;
+            }
+            Err(e) => {
+                kill_group(&mut s.child);
+                return Err(e).with_context(|| {
+                    format!(
+                        "cannot wait for {} importing {}",
+                        s.python.display(),
+                        s.module
+                    )
+                });
+            }
+        }
+    };
+    // Processes the import left behind may hold the pipes: end them, and wait no longer.
+    // SAFETY: as in kill_group.
+    unsafe {
+        libc::killpg(s.child.id() as i32, libc::SIGKILL);
+    }
+    let grace = Duration::from_secs(2);
+    let out = s.stdout.recv_timeout(grace).unwrap_or_default();
+    let err = s.stderr.recv_timeout(grace).unwrap_or_default();
+    let seconds = s.started.elapsed().as_secs_f64();
+    let tail = || {
+        let t = String::from_utf8_lossy(&err).trim().to_string();
+        (!t.is_empty()).then_some(t)
+    };
+    let mut trace = ImportTrace {
+        module: s.module.clone(),
+        python: s.python.display().to_string(),
+        python_version: None,
+        ok: false,
+        error: None,
+        loaded: Vec::new(),
+        dlopens: Vec::new(),
+        seconds,
+        stderr_tail: None,
+    };
+    let raw: Option<Raw> = serde_json::from_slice(&out).ok();
+    let Some(raw) = raw else {
+        trace.error = Some(match status {
+            None => format!(
+                "the import did not finish within {} s (killed)",
+                s.timeout.as_secs()
+            ),
+            Some(st) => {
+                use std::os::unix::process::ExitStatusExt;
+                match st.signal() {
+                    Some(sig) => format!("the interpreter died of signal {sig} during the import"),
+                    None => format!(
+                        "the interpreter ended with exit code {} without reporting",
+                        st.code().unwrap_or(-1)
+                    ),
+                }
+            }
+        });
+        trace.stderr_tail = tail();
+        return Ok(trace);
+    };
+    trace.python_version = Some(raw.python);
+    trace.ok = raw.error.is_none();
+    if let Some(e) = raw.error {
+        trace.error = Some(format!("{}: {}", e.kind, e.message));
+        trace.stderr_tail = tail();
+    }
+    trace.loaded = raw
+        .mapped
+        .into_iter()
+        .map(PathBuf::from)
+        .filter(|p| is_shared_object(p))
+        .map(|path| Loaded {
+            soname: soname_of(&path),
+            path,
+            by: None,
+        })
+        .collect();
+    for e in raw.dlopens {
+        let loaded = e
+            .name
+            .as_deref()
+            .and_then(|n| trace.loaded.iter().find(|l| names(l, n)))
+            .map(|l| l.path.clone());
+        trace.dlopens.push(DlopenCall {
+            name: e.name,
+            frames: e
+                .frames
+                .into_iter()
+                .map(|(f, l)| format!("{f}:{l}"))
+                .collect(),
+            loaded,
+        });
+    }
+    for l in &mut trace.loaded {
+        if let Some(d) = trace
+            .dlopens
+            .iter()
+            .find(|d| d.loaded.as_ref() == Some(&l.path))
+        {
+            l.by = d.frames.first().map(|f| format!("ctypes.CDLL at {f}"));
+        }
+    }
+    Ok(trace)
+}
+
+/// Runs the import and collects it ([`start`], then [`finish`]).
+pub fn trace_import(run: &Run) -> Result<ImportTrace> {
+    finish(start(run)?)
+}
+
+/// Whether a mapped file is a shared object (not the interpreter, a data file or a locale
+/// archive): its name has `.so` as a part.
+fn is_shared_object(p: &Path) -> bool {
+    p.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.ends_with(".so") || n.contains(".so."))
+}
+
+/// Whether `loaded` is what dlopen(`name`) names: the same path for a name with a slash, else a
+/// file of that name or that SONAME.
+fn names(loaded: &Loaded, name: &str) -> bool {
+    if name.contains('/') {
+        let a = std::fs::canonicalize(name).ok();
+        let b = std::fs::canonicalize(&loaded.path).ok();
+        return Path::new(name) == loaded.path || (a.is_some() && a == b);
+    }
+    loaded.soname.as_deref() == Some(name)
+        || loaded.path.file_name().and_then(|n| n.to_str()) == Some(name)
+}
+
+/// The SONAME of a mapped file, read from its dynamic section (mapped: only the pages read cost).
+fn soname_of(p: &Path) -> Option<String> {
+    let map = cudist_elf::map_file(p).ok()?;
+    cudist_elf::ElfFile::parse(&map).ok()?.soname
+}
+
+impl ImportTrace {
+    /// Whether the import mapped `path` (compared as the process saw it, and canonicalised).
+    pub fn mapped(&self, path: &Path) -> bool {
+        let canon = std::fs::canonicalize(path).ok();
+        self.loaded.iter().any(|l| {
+            l.path == path || (canon.is_some() && std::fs::canonicalize(&l.path).ok() == canon)
+        })
+    }
+
+    /// The object the import left loaded under this SONAME or file name: a later dlopen of the
+    /// name, or a `DT_NEEDED` entry of it, gets that one.
+    pub fn loaded_as(&self, name: &str) -> Option<&Loaded> {
+        self.loaded.iter().find(|l| names(l, name))
+    }
+}
