@@ -195,6 +195,8 @@ pub fn analyse_elf(
         Vec::new()
     };
 
+    let lazy_loads = lazy_loads(path, &elf, data, &rodata, catalog)?;
+
     // Classified without a CUDA-major hint here; `assemble` refines it with the artifact's context.
     let needed = elf
         .needed
@@ -214,6 +216,7 @@ pub fn analyse_elf(
             rpath: elf.rpath.iter().map(|r| raw_entry(r)).collect(),
             runpath: elf.runpath.iter().map(|r| raw_entry(r)).collect(),
             static_cuda: Vec::new(),
+            lazy_loads,
             // A weak reference is optional (Rust's std and much C++ probe for
             // __cxa_thread_atexit_impl at run time): auditwheel checks only strong imports.
             blacklisted_imports: elf
@@ -286,6 +289,7 @@ pub fn analyse_front(
                 .map(|e| e.runpath.iter().map(|r| raw_entry(r)).collect())
                 .unwrap_or_default(),
             static_cuda: Vec::new(),
+            lazy_loads: Vec::new(),
             symbol_versions: elf
                 .map(|e| {
                     e.verneed
@@ -316,6 +320,120 @@ pub fn analyse_front(
         own_library: None,
         mentions: Vec::new(),
     }
+}
+
+/// The catalog library a trampoline table is named for: Implib.so calls the table of `libX.so.N`
+/// `_libX_so_N_tramp_table` by default, and TSL/XLA name theirs `_X_tramp_table`
+/// (`_cublas_tramp_table`).
+fn trampoline_library<'c>(
+    symbol: &str,
+    catalog: &'c Catalog,
+) -> Option<&'c cudist_catalog::Library> {
+    let name = symbol.strip_prefix('_')?.strip_suffix("_tramp_table")?;
+    let name = name.strip_prefix("lib").unwrap_or(name);
+    let name = match name.find("_so") {
+        Some(at)
+            if name[at + 3..]
+                .chars()
+                .all(|c| c == '_' || c.is_ascii_digit()) =>
+        {
+            &name[..at]
+        }
+        _ => name,
+    };
+    let stem = format!("lib{name}");
+    catalog.libraries.iter().find(|l| l.stem == stem)
+}
+
+/// The CUDA libraries a file loads itself on the first call into them. Two shapes, both the
+/// file's own code (the library is not in `DT_NEEDED`):
+/// - a trampoline table (`_cublas_tramp_table`): generated stubs for every entry point that jump
+///   through a table filled by dlopen and dlsym on the first call;
+/// - dlsym stubs: the file imports `dlopen` and holds the library's SONAME (`libcublas.so.12`) or
+///   linker name (`libcublas.so`) as a C string in its read-only data, to open it by.
+///
+/// Hand-written because no crate knows which libraries are CUDA's: the catalog does.
+pub(crate) fn lazy_loads(
+    path: &str,
+    elf: &ElfFile,
+    data: &[u8],
+    rodata: &[&[u8]],
+    catalog: &Catalog,
+) -> Result<Vec<LazyLoad>, Error> {
+    let needs = |id: &str| {
+        elf.needed.iter().any(|n| match catalog.classify(n) {
+            SonameClass::Toolkit(m) | SonameClass::External(m) => m.library.id == id,
+            _ => false,
+        })
+    };
+    let mut out: Vec<LazyLoad> = Vec::new();
+    let tables = cudist_elf::defined_symbols_where(data, |n| {
+        n.starts_with('_') && n.ends_with("_tramp_table")
+    })
+    .map_err(|source| Error::Elf {
+        context: format!("{path}: cannot read symbol tables"),
+        source,
+    })?;
+    for (table, _) in tables {
+        let Some(lib) = trampoline_library(&table, catalog) else {
+            continue;
+        };
+        if needs(&lib.id) || out.iter().any(|l| l.library == lib.id) {
+            continue;
+        }
+        out.push(LazyLoad {
+            library: lib.id.clone(),
+            soname: None,
+            evidence: format!("trampoline table {table}: its entry points are stubs filled by dlopen on the first call"),
+        });
+    }
+    let opens = elf
+        .undefined_dynamic()
+        .any(|s| s.name == "dlopen" || s.name == "dlmopen");
+    if opens {
+        let mut seen: BTreeSet<&[u8]> = BTreeSet::new();
+        for bytes in rodata {
+            let mut pieces = bytes.split(|b| *b == 0);
+            let _ = pieces.next_back();
+            for s in pieces {
+                if s.len() < 7 || s.len() > 64 || !s.starts_with(b"lib") || !seen.insert(s) {
+                    continue;
+                }
+                let Ok(name) = std::str::from_utf8(s) else {
+                    continue;
+                };
+                let (lib, soname) = match catalog.classify(name) {
+                    SonameClass::Toolkit(m) | SonameClass::External(m) => {
+                        (m.library, Some(name.to_string()))
+                    }
+                    _ => match name.strip_suffix(".so") {
+                        // A linker name: the stem of a catalog library.
+                        Some(stem) => match catalog.libraries.iter().find(|l| l.stem == stem) {
+                            Some(l) => (l, None),
+                            None => continue,
+                        },
+                        None => continue,
+                    },
+                };
+                if needs(&lib.id) {
+                    continue;
+                }
+                match out.iter_mut().find(|l| l.library == lib.id) {
+                    Some(l) => {
+                        if l.soname.is_none() {
+                            l.soname = soname;
+                        }
+                    }
+                    None => out.push(LazyLoad {
+                        library: lib.id.clone(),
+                        soname,
+                        evidence: format!("imports dlopen and names {name:?} to open"),
+                    }),
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn raw_entry(raw: &str) -> SearchPathEntry {

@@ -257,6 +257,9 @@ pub struct ElfReport {
     pub runpath: Vec<SearchPathEntry>,
     /// CUDA libraries linked into this file statically
     pub static_cuda: Vec<StaticCuda>,
+    /// CUDA libraries the file loads itself on the first call into them (dlopen trampolines and
+    /// stub tables), which are not in `needed`: never static linking.
+    pub lazy_loads: Vec<LazyLoad>,
     /// Symbol versions the file requires from other libraries (`GLIBC_2.17`, `GLIBCXX_3.4.21`),
     /// sorted: what decides its manylinux policy.
     pub symbol_versions: Vec<String>,
@@ -424,6 +427,21 @@ pub struct StaticCuda {
     pub evidence: Vec<String>,
 }
 
+/// A CUDA library a file loads itself on the first call into it: the file defines the library's
+/// entry points as stubs that dlopen it and resolve the real ones (a generated trampoline table,
+/// as Implib.so makes and TSL/XLA/JAX use, or hand-written dlsym stubs with the library's SONAME
+/// in the file). A missing library fails that first call, not the load of the file.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct LazyLoad {
+    /// Catalog library id (`cublas`).
+    pub library: String,
+    /// The SONAME loaded: written in the file, or the catalog's for the file's CUDA major (none
+    /// when that major is unknown).
+    pub soname: Option<String>,
+    /// What shows it, for people.
+    pub evidence: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 /// One fatbin entry: a cubin, PTX or LTO-IR for one architecture.
 pub struct DeviceEntry {
@@ -504,6 +522,9 @@ pub struct NeededLibrary {
     pub tier: crate::loads::Tier,
     /// The package's own Python loads it (a match in `preloads`).
     pub preload: Option<crate::loads::Preload>,
+    /// Set when no file needs it in `DT_NEEDED` and files load it themselves on the first call
+    /// into it ([`LazyLoad`]): how. Its absence fails that call, not the import.
+    pub lazy: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]

@@ -312,26 +312,39 @@ pub fn machine_from_name(name: &str) -> Option<u16> {
 /// Looks for symbols this file *defines* among `names`, in `.symtab` and `.dynsym`; returns the
 /// names found. This is the evidence for statically linked libraries.
 pub fn defined_symbols_among(data: &[u8], names: &[&str]) -> Result<Vec<String>> {
+    Ok(defined_symbols_where(data, |n| names.contains(&n))?
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect())
+}
+
+/// The symbols defined in `.symtab` or `.dynsym` whose names `wanted` accepts, with their sizes
+/// (`st_size`: 0 for a label without a size, such as a generated trampoline), sorted by name and
+/// each once (the larger size when the tables differ).
+pub fn defined_symbols_where(
+    data: &[u8],
+    wanted: impl Fn(&str) -> bool,
+) -> Result<Vec<(String, u64)>> {
     if !is_elf(data) {
         return Err(ElfError::NotElf);
     }
     match data.get(4) {
-        Some(&elf::ELFCLASS64) => find_defined::<elf::FileHeader64<Endianness>>(data, names),
-        Some(&elf::ELFCLASS32) => find_defined::<elf::FileHeader32<Endianness>>(data, names),
+        Some(&elf::ELFCLASS64) => find_defined::<elf::FileHeader64<Endianness>>(data, &wanted),
+        Some(&elf::ELFCLASS32) => find_defined::<elf::FileHeader32<Endianness>>(data, &wanted),
         other => Err(ElfError::Invalid(format!("unknown ELF class {other:?}"))),
     }
 }
 
 fn find_defined<E: FileHeader<Endian = Endianness>>(
     data: &[u8],
-    names: &[&str],
-) -> Result<Vec<String>> {
+    wanted: &dyn Fn(&str) -> bool,
+) -> Result<Vec<(String, u64)>> {
     let header = E::parse(data).map_err(malformed("file header"))?;
     let endian = header.endian().map_err(malformed("endianness"))?;
     let sections = header
         .sections(endian, data)
         .map_err(malformed("section headers"))?;
-    let mut found = std::collections::BTreeSet::new();
+    let mut found: std::collections::BTreeMap<String, u64> = Default::default();
     for sh_type in [elf::SHT_SYMTAB, elf::SHT_DYNSYM] {
         let table = sections
             .symbols(endian, data, sh_type)
@@ -343,8 +356,10 @@ fn find_defined<E: FileHeader<Endian = Endianness>>(
             }
             if let Ok(name) = sym.name(endian, strings) {
                 if let Ok(name) = std::str::from_utf8(name) {
-                    if names.contains(&name) {
-                        found.insert(name.to_string());
+                    if wanted(name) {
+                        let size: u64 = sym.st_size(endian).into();
+                        let at = found.entry(name.to_string()).or_default();
+                        *at = (*at).max(size);
                     }
                 }
             }

@@ -640,6 +640,7 @@ mod tests {
                 .collect(),
             runpath: Vec::new(),
             static_cuda: Vec::new(),
+            lazy_loads: Vec::new(),
             symbol_versions: Vec::new(),
             blacklisted_imports: Vec::new(),
             abi: ElfAbi::default(),

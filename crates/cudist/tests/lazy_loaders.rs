@@ -1,0 +1,182 @@
+//! Lazy loaders are loaders: a file that defines a CUDA library's entry points as stubs that
+//! dlopen the library on the first call (hand-written dlsym stubs naming its SONAME, as
+//! ctranslate2 does; a generated trampoline table, as JAX's plugins have) loads that library, and
+//! does not link it statically. Checked against a real first call through such a stub, and
+//! doctor's answer for it.
+
+mod common;
+use common::*;
+
+use serde_json::Value;
+
+/// dlsym stubs: `cublasCreate_v2` opens libcublas.so.12 on the first call and forwards to it;
+/// -1 when the library cannot be opened.
+const STUB: &str = "#include <dlfcn.h>\n\
+static void *h;\n\
+int cublasCreate_v2(void *p) {\n\
+  if (!h) h = dlopen(\"libcublas.so.12\", RTLD_NOW | RTLD_LOCAL);\n\
+  if (!h) return -1;\n\
+  int (*f)(void *) = (int (*)(void *))dlsym(h, \"cublasCreate_v2\");\n\
+  return f ? 100 + f(p) : -2;\n\
+}\n";
+
+fn reasons(v: &Value) -> Vec<String> {
+    v["verdict"]["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn stubs_and_trampolines_are_lazy_loads_not_static_linking() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let stub = gcc_shared(d, "libstub.so", Some("libstub.so"), STUB, &["-ldl"]);
+    // A trampoline table as Implib.so generates it (TSL/XLA name theirs `_X_tramp_table`), beside
+    // a cuSPARSE entry point that jumps through it.
+    let tramp = gcc_shared(
+        d,
+        "libtramp.so",
+        Some("libtramp.so"),
+        "void *_cusparse_tramp_table[2];\n\
+         int cusparseCreate(void *p) { return ((int (*)(void *))_cusparse_tramp_table[0])(p); }\n",
+        &[],
+    );
+    // cuFFT's entry point with no loader in sight: linked in, as before.
+    let linked = gcc_shared(
+        d,
+        "liblinked.so",
+        Some("liblinked.so"),
+        "int cufftCreate(void *p) { return p == 0; }\nint cufftPlanMany(void) { return 0; }\n",
+        &[],
+    );
+    let wheel = d.join("lazy-1.0-cp311-cp311-manylinux_2_17_x86_64.whl");
+    write_wheel(
+        &wheel,
+        "lazy",
+        &[],
+        &[
+            ("lazy/libstub.so", std::fs::read(&stub).unwrap()),
+            ("lazy/libtramp.so", std::fs::read(&tramp).unwrap()),
+            ("lazy/liblinked.so", std::fs::read(&linked).unwrap()),
+        ],
+    );
+    let v = inspect_json(&[wheel.to_str().unwrap()], 0);
+    let a = artifact(&v, ".whl");
+    let file = |name: &str| {
+        a["elf_files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"].as_str().unwrap().ends_with(name))
+            .unwrap()
+            .clone()
+    };
+    let stub_f = file("libstub.so");
+    assert_eq!(stub_f["static_cuda"], serde_json::json!([]), "{stub_f:#}");
+    assert_eq!(stub_f["lazy_loads"][0]["library"], "cublas");
+    assert_eq!(stub_f["lazy_loads"][0]["soname"], "libcublas.so.12");
+    let tramp_f = file("libtramp.so");
+    assert_eq!(tramp_f["static_cuda"], serde_json::json!([]), "{tramp_f:#}");
+    assert_eq!(tramp_f["lazy_loads"][0]["library"], "cusparse");
+    assert!(tramp_f["lazy_loads"][0]["evidence"]
+        .as_str()
+        .unwrap()
+        .contains("_cusparse_tramp_table"));
+    let linked_f = file("liblinked.so");
+    assert_eq!(
+        linked_f["static_cuda"][0]["library"], "cufft",
+        "{linked_f:#}"
+    );
+    assert_eq!(linked_f["lazy_loads"], serde_json::json!([]));
+    // The package needs cuBLAS, on the first call: a row of its needs, marked as such.
+    let row = needed(a, "libcublas.so.12");
+    assert!(row["lazy"].as_str().unwrap().contains("dlopen"), "{row:#}");
+    assert_eq!(row["tier"], "on-demand");
+    assert_eq!(row["declared"], false);
+    let lines = verdict_lines(a);
+    assert!(
+        lines.iter().any(|l| l.starts_with("the first call into cublas fails (lazy/libstub.so loads it itself on the first call")
+            && l.ends_with("needs libcublas.so.12 but has no RPATH to nvidia/cublas/lib and no dependency on nvidia-cublas-cu12")),
+        "{lines:#?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l == "links CUDA statically: cufft in 1 file(s)"),
+        "{lines:#?}"
+    );
+}
+
+/// doctor checks the library a stub opens as a load on first use, with the stub's search path,
+/// and agrees with a real first call: found → the call reaches the library; not found → the call
+/// fails, the program still loads (exit 0, `will-fail-when-loaded`).
+#[test]
+fn doctor_judges_a_lazy_load_as_the_first_call_does() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let lib = d.join("lib");
+    let cublas = d.join("cublas");
+    gcc_shared(&lib, "libstub.so", Some("libstub.so"), STUB, &["-ldl"]);
+    fake_lib(
+        &cublas,
+        "libcublas.so.12",
+        "libcublas.so.12",
+        "cublasCreate_v2",
+    );
+    let exe = gcc(
+        d,
+        "caller",
+        "int cublasCreate_v2(void *);\nint main(void) { return cublasCreate_v2(0) == 101 ? 0 : 7; }\n",
+        &[
+            &format!("-L{}", lib.display()),
+            "-l:libstub.so",
+            &format!("-Wl,-rpath,{}", lib.display()),
+        ],
+    );
+    for (ld_path, works) in [("", false), (cublas.to_str().unwrap(), true)] {
+        let real = std::process::Command::new(&exe)
+            .env("LD_LIBRARY_PATH", ld_path)
+            .status()
+            .unwrap();
+        // The program loads either way; only the first call tells.
+        assert_eq!(real.code(), Some(if works { 0 } else { 7 }));
+        let o = cudist(&[
+            "doctor",
+            "--json",
+            "--ld-library-path",
+            ld_path,
+            exe.to_str().unwrap(),
+        ]);
+        let v: Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
+        let dl = v["files"][0]["dlopen"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "libcublas.so.12")
+            .unwrap_or_else(|| panic!("{v:#}"))
+            .clone();
+        if works {
+            assert_eq!(
+                std::fs::canonicalize(dl["path"].as_str().unwrap()).unwrap(),
+                std::fs::canonicalize(cublas.join("libcublas.so.12")).unwrap()
+            );
+            assert_eq!(v["verdict"]["status"], "ok", "{v:#}");
+            assert_eq!(o.status.code(), Some(0));
+        } else {
+            assert!(dl["path"].is_null(), "{dl:#}");
+            assert_eq!(v["verdict"]["status"], "will-fail-when-loaded", "{v:#}");
+            assert_eq!(o.status.code(), Some(0));
+            assert!(
+                reasons(&v)
+                    .iter()
+                    .any(|r| r.contains("dlopen(libcublas.so.12) from")
+                        && r.contains("will fail on first use")),
+                "{v:#}"
+            );
+        }
+    }
+}
