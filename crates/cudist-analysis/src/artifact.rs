@@ -93,6 +93,46 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         .map(normalise_dist);
     let conda_name = conda.as_ref().map(|c| c.name.as_str());
     let vendored = mark_vendored(&mut elfs, this_dist.as_deref(), conda_name, catalog);
+    // Lazy loads: a library's own file names itself, and the SONAME of a trampoline table's
+    // library is the one of the file's CUDA major.
+    for a in &mut elfs {
+        let own = a.own_library.clone().or_else(|| a.report.vendored.clone());
+        // A CUDA library's own run-time loads (NVRTC's builtins, the runtime's driver) are the
+        // catalog's `dlopens` facts, which doctor checks: lazy loading is what other files do.
+        if own.is_some() {
+            a.report.lazy_loads.clear();
+        }
+        // Without a major from its NEEDED entries, the file's own lazily loaded SONAMEs that
+        // belong to one major say it (ctranslate2 names libcublas.so.12 beside libnccl.so.2).
+        if a.hint.is_none() {
+            let majors: BTreeSet<u32> = a
+                .report
+                .lazy_loads
+                .iter()
+                .filter_map(|l| l.soname.as_deref())
+                .filter_map(|s| match catalog.majors_of(s).as_slice() {
+                    [one] => Some(*one),
+                    _ => None,
+                })
+                .collect();
+            if majors.len() == 1 {
+                a.hint = majors.into_iter().next();
+            }
+        }
+        let hint = a.hint;
+        for l in a
+            .report
+            .lazy_loads
+            .iter_mut()
+            .filter(|l| l.soname.is_none())
+        {
+            l.soname = catalog
+                .library(&l.library)
+                .and_then(|lib| lib.cuda.iter().find(|m| Some(m.major) == hint))
+                .and_then(|m| m.sonames.iter().rev().find(|s| !s.contains(".alt.")))
+                .cloned();
+        }
+    }
     // Static CUDA: marker definitions in files that are not that library themselves.
     for a in &mut elfs {
         a.report.static_cuda = static_cuda(a);
@@ -456,8 +496,10 @@ fn aggregate_needs(
                         .filter(|p| p.loads(&n.soname))
                         .min_by_key(|p| !p.at_import)
                         .cloned(),
+                    lazy: None,
                 }
             });
+            row.lazy = None;
             row.tier = row.tier.min(a.report.tier);
             row.needed_by.push(a.report.path.clone());
             // Every directory the library's wheel installs it in, across its release lines.
@@ -469,6 +511,54 @@ fn aggregate_needs(
                 .unwrap_or_default();
             let covered = search_path_covers(&a.report, &n.soname, &want, files);
             row.rpath_covers &= covered;
+        }
+        // Libraries the file loads itself on the first call: the file's own dlopen searches
+        // its RPATH/RUNPATH as a NEEDED entry's search does.
+        for l in &a.report.lazy_loads {
+            let Some(lib) = catalog.library(&l.library) else {
+                continue;
+            };
+            let soname = l
+                .soname
+                .clone()
+                .unwrap_or_else(|| format!("{}.so", lib.stem));
+            let m = catalog.library_by_soname_hinted(&soname, a.hint);
+            let library = m.as_ref().map(crate::analyse::library_ref);
+            let row = cuda_needed.entry(soname.clone()).or_insert_with(|| {
+                let provision = library
+                    .as_ref()
+                    .and_then(|l| crate::requirements::provision_of(requires, l));
+                NeededLibrary {
+                    soname: soname.clone(),
+                    library: library.clone(),
+                    needed_by: Vec::new(),
+                    rpath_covers: true,
+                    declared: provision.is_some(),
+                    declared_extra: provision.as_ref().and_then(|p| p.in_extra.clone()),
+                    declared_by: provision.map(|p| p.by),
+                    vendored: false,
+                    tier: crate::loads::Tier::OnDemand,
+                    preload: preloads
+                        .iter()
+                        .filter(|p| p.loads(&soname))
+                        .min_by_key(|p| !p.at_import)
+                        .cloned(),
+                    lazy: Some(l.evidence.clone()),
+                }
+            });
+            if !row.needed_by.contains(&a.report.path) {
+                row.needed_by.push(a.report.path.clone());
+            }
+            // Carried by the artifact itself: not a need from outside.
+            row.vendored |= elfs.iter().any(|b| {
+                b.report.soname.as_deref() == Some(soname.as_str())
+                    || b.report.path.rsplit('/').next() == Some(soname.as_str())
+            });
+            let want: Vec<&str> = m
+                .as_ref()
+                .map(|m| m.major.pip_dirs().into_iter().map(|(d, _)| d).collect())
+                .unwrap_or_default();
+            row.rpath_covers &= search_path_covers(&a.report, &soname, &want, files);
         }
     }
     (
@@ -640,6 +730,7 @@ pub(crate) fn static_cuda(a: &Analysed) -> Vec<StaticCuda> {
             .iter()
             .any(|n| n.library.as_ref().is_some_and(|l| l.id == id))
     };
+    let lazy = |id: &str| a.report.lazy_loads.iter().any(|l| l.library == id);
     let mut libs: BTreeSet<&String> = a.defined_markers.keys().collect();
     libs.extend(a.strings_found.keys());
     let mut out: Vec<StaticCuda> = Vec::new();
@@ -647,6 +738,12 @@ pub(crate) fn static_cuda(a: &Analysed) -> Vec<StaticCuda> {
         // A library's own file, or a file that links it dynamically (and so may quote its
         // messages), is no evidence of static linking.
         if Some(lib.as_str()) == own || needs(lib) {
+            continue;
+        }
+        // Entry points defined as stubs that load the library on the first call are a loader,
+        // not the library: only the library's own code (its strings and name table) says it
+        // is linked in as well.
+        if lazy(lib) && !a.strings_found.contains_key(lib) {
             continue;
         }
         let mut evidence = Vec::new();
@@ -675,7 +772,11 @@ pub(crate) fn static_cuda(a: &Analysed) -> Vec<StaticCuda> {
         .device_code
         .iter()
         .any(|e| e.section == SectionKind::NvFatbin);
-    if has_device && !needs("cudart") && own.is_none() && !out.iter().any(|s| s.library == "cudart")
+    if has_device
+        && !needs("cudart")
+        && !lazy("cudart")
+        && own.is_none()
+        && !out.iter().any(|s| s.library == "cudart")
     {
         out.push(StaticCuda {
             library: "cudart".into(),
@@ -1149,30 +1250,41 @@ fn verdict(
         if n.tier == crate::loads::Tier::Variant {
             continue;
         }
-        // Which load fails: the import, or the first on-demand library that needs it.
-        let fails = match n.tier {
-            crate::loads::Tier::Import => "fails at import".to_string(),
-            _ => {
-                let first = n.needed_by.first();
-                // An extension module the import does not reach: its module and why.
-                let ext = first.and_then(|p| {
-                    let a = elfs.iter().find(|a| &a.report.path == p)?;
-                    a.report.abi.python_extension?;
-                    let m = crate::loads::extension_module(p)?;
-                    Some(match &a.report.tier_reason {
-                        Some(why) => format!("fails when {m} is imported ({why})"),
-                        None => format!("fails when {m} is imported"),
+        // Which load fails: the import, or the first on-demand library that needs it; for a
+        // library a file loads itself, the first call into it.
+        let lazy_fails = n.lazy.as_ref().map(|how| {
+            let first = n.needed_by.first().map(String::as_str).unwrap_or("a file");
+            format!(
+                "the first call into {} fails ({first} loads it itself on the first call: {how})",
+                l.id
+            )
+        });
+        let fails = match lazy_fails {
+            Some(f) => f,
+            None => match n.tier {
+                crate::loads::Tier::Import => "fails at import".to_string(),
+                _ => {
+                    let first = n.needed_by.first();
+                    // An extension module the import does not reach: its module and why.
+                    let ext = first.and_then(|p| {
+                        let a = elfs.iter().find(|a| &a.report.path == p)?;
+                        a.report.abi.python_extension?;
+                        let m = crate::loads::extension_module(p)?;
+                        Some(match &a.report.tier_reason {
+                            Some(why) => format!("fails when {m} is imported ({why})"),
+                            None => format!("fails when {m} is imported"),
+                        })
+                    });
+                    ext.unwrap_or_else(|| {
+                        format!(
+                            "fails when {} is loaded",
+                            first
+                                .map(|p| p.rsplit('/').next().unwrap_or(p))
+                                .unwrap_or("it")
+                        )
                     })
-                });
-                ext.unwrap_or_else(|| {
-                    format!(
-                        "fails when {} is loaded",
-                        first
-                            .map(|p| p.rsplit('/').next().unwrap_or(p))
-                            .unwrap_or("it")
-                    )
-                })
-            }
+                }
+            },
         };
         // The package's own Python preloads it: at import, or when a function is called.
         let preload = n.preload.as_ref();

@@ -60,6 +60,10 @@ pub struct DoctorArgs {
     /// Simulate with this LD_LIBRARY_PATH instead of the current one ("" for none).
     #[arg(long, value_name = "DIRS")]
     pub ld_library_path: Option<String>,
+    /// List every file with every library it loads; by default only files with something to
+    /// say are listed, the others counted.
+    #[arg(long, short)]
+    pub verbose: bool,
     /// Print the report as JSON (schema cudist.doctor/1, docs/doctor.md).
     #[arg(long)]
     pub json: bool,
@@ -103,7 +107,7 @@ fn finish(args: &DoctorArgs, report: Report) -> Result<ExitCode> {
     if args.json {
         util::print_json(&report)?;
     } else {
-        util::emit(&render(&report, Style::detect()));
+        util::emit(&render(&report, args.verbose, Style::detect()));
     }
     // The import fails, or the GPU cannot run it: 1. It imports and only features used later
     // fail: 0, unless --strict.
@@ -135,17 +139,46 @@ fn rule_text(r: &Resolution) -> String {
     }
 }
 
-fn render(r: &Report, style: Style) -> String {
+fn render(r: &Report, verbose: bool, style: Style) -> String {
     let mut s = String::new();
     render_verdict(&mut s, r, style);
     render_imports_run(&mut s, r, style);
     render_host(&mut s, &r.host, style);
     render_runtime_loads(&mut s, r, style);
     render_installations(&mut s, r, style);
+    let mut quiet = 0;
     for f in &r.files {
-        render_file(&mut s, f, style);
+        if verbose || has_news(f) {
+            render_file(&mut s, f, verbose, style);
+        } else {
+            quiet += 1;
+        }
+    }
+    if quiet > 0 {
+        s.push_str(&format!(
+            "\n{}\n",
+            style.dim(&format!(
+                "{quiet} other file(s) load with every library found{} (--verbose lists them)",
+                if r.host.gpus.is_empty() {
+                    ""
+                } else {
+                    " and run on every GPU"
+                }
+            ))
+        ));
     }
     s
+}
+
+/// Whether a file has something to say beyond "every library found": a library or symbol
+/// missing, a GPU that does not run its code natively, a library opened at run time not found,
+/// a driver problem.
+fn has_news(f: &FileReport) -> bool {
+    !f.missing.is_empty()
+        || !f.missing_symbols.is_empty()
+        || f.gpus.iter().any(|g| g.status != "cubin")
+        || f.dlopen.iter().any(|r| r.path.is_none())
+        || !f.driver_problems.is_empty()
 }
 
 /// The verdict and its reasons.
@@ -213,7 +246,12 @@ fn render_imports_run(s: &mut String, r: &Report, style: Style) {
                 l.by.as_deref().unwrap_or_default()
             ));
         }
-        for d in t.dlopens.iter().filter(|d| d.loaded.is_none()) {
+        // A call without a name is ctypes' own handle on the process (`PyDLL(None)`).
+        for d in t
+            .dlopens
+            .iter()
+            .filter(|d| d.loaded.is_none() && d.name.is_some())
+        {
             s.push_str(&format!(
                 "  {} {} at {}: nothing loaded{}\n",
                 style.dim("ctypes.CDLL"),
@@ -345,13 +383,15 @@ fn render_installations(s: &mut String, r: &Report, style: Style) {
     }
 }
 
-/// One file: where each library loads from, what is missing and why, its GPUs, dlopen and driver.
-fn render_file(s: &mut String, f: &FileReport, style: Style) {
+/// One file: where each library loads from (`verbose`: every one; else only those not found),
+/// what is missing and why, its GPUs, dlopen and driver.
+fn render_file(s: &mut String, f: &FileReport, verbose: bool, style: Style) {
     s.push_str(&format!("\n{}\n", style.bold(&f.path)));
     for res in f
         .resolutions
         .iter()
         .filter(|x| x.rule != Some(cudist_elf::loader::Rule::AlreadyLoaded))
+        .filter(|x| verbose || x.path.is_none())
     {
         match &res.path {
             None if f.from_profile_driver.contains(&res.name) => {
@@ -399,7 +439,7 @@ fn render_file(s: &mut String, f: &FileReport, style: Style) {
         };
         s.push_str(&format!("  {} {tag}: {}\n", g.gpu, g.detail));
     }
-    for r in &f.dlopen {
+    for r in f.dlopen.iter().filter(|r| verbose || r.path.is_none()) {
         match &r.path {
             Some(p) => s.push_str(&format!(
                 "  dlopen {:<21} {}  ({})\n",

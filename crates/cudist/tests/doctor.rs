@@ -181,6 +181,20 @@ fn a_missing_cuda_library_is_named_with_the_paths_tried_and_the_package_that_shi
         text.contains("will fail to load") && text.contains("fix: nvidia-cublas-cu12 is installed"),
         "{text}"
     );
+    // The file that loads is counted, and listed with --verbose.
+    assert!(
+        !text.contains("_rpath.so")
+            && text.contains("1 other file(s) load with every library found"),
+        "{text}"
+    );
+    let o = cudist(&[
+        "doctor",
+        "--verbose",
+        pkg.to_str().unwrap(),
+        "--ld-library-path",
+        "",
+    ]);
+    let text = stdout(&o);
     assert!(
         text.contains("_rpath.so") && text.contains("(RPATH)"),
         "{text}"
@@ -687,6 +701,35 @@ fn a_host_profile_decides_the_driver_libraries_and_the_glibc() {
         .as_str()
         .unwrap()
         .contains("the profile has none"));
+
+    // What a CUDA library dlopens from the driver (nvJitLink 13: libcuda.so.1 and
+    // libnvidia-tileiras.so.1) is the profile's driver's too: never looked for on this machine,
+    // which has none.
+    let jl = dir.join("jitlink");
+    std::fs::create_dir_all(&jl).unwrap();
+    let user = jl.join("user.so");
+    std::fs::write(
+        &user,
+        ext_needing(&jl, "nvJitLink", "libnvJitLink.so.13", "nvJitLinkCreate"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("libnvJitLink.so", jl.join("libnvJitLink.so.13")).unwrap();
+    let o = cudist(&[
+        "doctor",
+        "--json",
+        "--ld-library-path",
+        jl.to_str().unwrap(),
+        "--host",
+        with_driver.to_str().unwrap(),
+        user.to_str().unwrap(),
+    ]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(o.status.code(), Some(0), "{v:#}");
+    let said = v["verdict"]["reasons"].to_string();
+    assert!(
+        !said.contains("libcuda.so.1") && !said.contains("libnvidia-tileiras.so.1"),
+        "{v:#}"
+    );
 
     // glibc: 2.26 needed, 2.28 in the profile is enough, 2.17 is not.
     let (code, v) = doctor_on_profile(&with_driver, &new_glibc);
@@ -1448,4 +1491,179 @@ fn optional_capabilities_are_not_failures() {
         exe.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+}
+
+/// A library the package loads at import inside `try … except OSError`, whose own dependency is
+/// missing (cupy's cuTENSOR without cuBLASLt): the real import goes on without it, so the files
+/// are judged without it loaded, and only what needs it fails, on first use. The model alone
+/// (`--static`) takes it as loaded and the import as failing: the disagreement is said.
+#[test]
+fn a_guarded_preload_that_fails_is_judged_as_the_import_leaves_it() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[(
+            "gp/__init__.py",
+            "import ctypes, os\ntry:\n    ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'libhelper.so'), mode=ctypes.RTLD_GLOBAL)\nexcept OSError:\n    pass\nfrom . import _ext\n",
+        )],
+    );
+    let pkg = site.join("gp");
+    let dep = work.path().join("dep");
+    fake_lib(
+        &dep,
+        "libcublasLt.so.12",
+        "libcublasLt.so.12",
+        "cublasLtCreate",
+    );
+    gcc_shared(
+        &pkg,
+        "libhelper.so",
+        Some("libhelper.so"),
+        "int cublasLtCreate(void *); int helper(void) { return cublasLtCreate(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", dep.display()),
+            "-l:libcublasLt.so.12",
+        ],
+    );
+    std::fs::remove_dir_all(&dep).unwrap();
+    let suffix = String::from_utf8_lossy(
+        &std::process::Command::new(&python)
+            .args([
+                "-c",
+                "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))",
+            ])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .trim()
+    .to_string();
+    // An extension that needs nothing CUDA: the preload is loaded before it, in the model.
+    let ext = gcc_shared(
+        work.path(),
+        "_ext.so",
+        None,
+        &py_extension_source("_ext", "", ""),
+        &[],
+    );
+    std::fs::copy(&ext, pkg.join(format!("_ext{suffix}"))).unwrap();
+    let o = std::process::Command::new(&python)
+        .args(["-c", "import gp"])
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "doctor",
+            "--json",
+            "--ld-library-path",
+            "",
+            "--import",
+            "gp",
+            "--python",
+            python.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let o = cudist(&args);
+        let v: Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
+        (o.status.code(), v)
+    };
+    let (code, v) = run(&[]);
+    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(v["verdict"]["status"], "will-fail-when-loaded", "{v:#}");
+    // The helper's missing dependency is the one reason, and it is a first-use failure.
+    let reasons = v["verdict"]["reasons"].as_array().unwrap();
+    assert_eq!(reasons.len(), 1, "{v:#}");
+    assert!(
+        reasons[0]
+            .as_str()
+            .unwrap()
+            .contains("libcublasLt.so.12 not found"),
+        "{v:#}"
+    );
+    assert_eq!(tier_of(&v, "libhelper.so"), "on-demand");
+    assert!(
+        v["disagreements"].as_array().unwrap().iter().any(|d| d
+            .as_str()
+            .unwrap()
+            .contains("the model has libhelper.so loaded at import")),
+        "{v:#}"
+    );
+    let call = v["imports_run"][0]["dlopens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| {
+            c["name"]
+                .as_str()
+                .is_some_and(|n| n.ends_with("libhelper.so"))
+        })
+        .unwrap_or_else(|| panic!("{v:#}"))
+        .clone();
+    assert!(call["loaded"].is_null());
+    // The files alone: the preload is taken as loaded, and its missing dependency fails the
+    // import.
+    let (code, v) = run(&["--static"]);
+    assert_eq!(code, Some(1), "{v:#}");
+    assert_eq!(v["verdict"]["status"], "will-fail-to-load", "{v:#}");
+}
+
+/// One root cause, one line: a library missing for many files is one reason that counts and
+/// names a few of them, and the human report stays short.
+#[test]
+fn one_missing_library_is_one_line_however_many_files_need_it() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let gone = d.join("gone");
+    fake_lib(
+        &gone,
+        "libcublas.so.12",
+        "libcublas.so.12",
+        "cublasCreate_v2",
+    );
+    let pkg = d.join("pkg");
+    for i in 0..6 {
+        gcc_shared(
+            &pkg,
+            &format!("libuser{i}.so"),
+            Some(&format!("libuser{i}.so")),
+            "int cublasCreate_v2(void *); int f(void) { return cublasCreate_v2(0); }\n",
+            &[
+                "-Wl,--no-as-needed",
+                &format!("-L{}", gone.display()),
+                "-l:libcublas.so.12",
+            ],
+        );
+    }
+    std::fs::remove_dir_all(&gone).unwrap();
+    let v = doctor(&[pkg.to_str().unwrap(), "--ld-library-path", ""], 1);
+    let reasons: Vec<&str> = v["verdict"]["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    assert_eq!(reasons.len(), 1, "{reasons:#?}");
+    assert!(
+        reasons[0].starts_with("libcublas.so.12 not found (fix: install nvidia-cublas-cu12")
+            && reasons[0].contains(": in 6 files (")
+            && reasons[0].ends_with(" and 3 more)"),
+        "{reasons:#?}"
+    );
+    // Each file still has its own report.
+    assert_eq!(v["files"].as_array().unwrap().len(), 6);
+    let o = cudist(&["doctor", pkg.to_str().unwrap(), "--ld-library-path", ""]);
+    let text = stdout(&o);
+    assert!(text.lines().count() < 60, "{text}");
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.contains("libcublas.so.12") && l.contains("not found"))
+            .count(),
+        // The verdict line, and each file's not-found line.
+        1 + 6,
+        "{text}"
+    );
 }

@@ -285,12 +285,18 @@ pub struct Missing {
 /// The fix for a library that is not found: the package that ships it and where it installs.
 /// `tried` is where the loader looked: a wheel directory among them is one the search path
 /// already reaches, so only the install is missing.
-fn fix_for(name: &str, needed_by: &Path, tried: &[PathBuf], catalog: &Catalog) -> Option<String> {
+fn fix_for(
+    name: &str,
+    needed_by: &Path,
+    tried: &[PathBuf],
+    major: Option<u32>,
+    catalog: &Catalog,
+) -> Option<String> {
     let file = needed_by
         .file_name()
         .map(|f| f.to_string_lossy().into_owned())
         .unwrap_or_default();
-    match catalog.classify(name) {
+    match catalog.classify_hinted(name, major) {
         SonameClass::Toolkit(m) | SonameClass::External(m) => {
             let pip = m.major.pip.as_deref()?;
             // Releases may install it in different directories (cuSPARSELt 0.8 and 0.9).
@@ -781,6 +787,88 @@ fn scan_dlopen_name(library: &Path, pattern: &str) -> Option<String> {
     })
 }
 
+/// The SONAMEs a file loads itself on the first call into them ([`crate::model::LazyLoad`]): a
+/// trampoline table's library by the catalog's SONAME of `major` (skipped when no major is
+/// known). Read once per file for all the files of a run.
+fn lazy_names(path: &Path, catalog: &Catalog, major: Option<u32>) -> Vec<String> {
+    type Found = Vec<(String, Option<String>)>;
+    type Seen = std::collections::HashMap<PathBuf, Found>;
+    static SEEN: std::sync::OnceLock<std::sync::Mutex<Seen>> = std::sync::OnceLock::new();
+    let seen = SEEN.get_or_init(Default::default);
+    let cached = seen.lock().ok().and_then(|m| m.get(path).cloned());
+    let found = match cached {
+        Some(f) => f,
+        None => {
+            let f = scan_lazy(path, catalog);
+            if let Ok(mut m) = seen.lock() {
+                m.insert(path.to_path_buf(), f.clone());
+            }
+            f
+        }
+    };
+    found
+        .into_iter()
+        .filter_map(|(id, soname)| {
+            soname.or_else(|| {
+                catalog
+                    .library(&id)?
+                    .cuda
+                    .iter()
+                    .find(|m| Some(m.major) == major)?
+                    .sonames
+                    .iter()
+                    .rev()
+                    .find(|s| !s.contains(".alt."))
+                    .cloned()
+            })
+        })
+        .collect()
+}
+
+fn scan_lazy(path: &Path, catalog: &Catalog) -> Vec<(String, Option<String>)> {
+    let Ok(map) = cudist_elf::map_file(path) else {
+        return Vec::new();
+    };
+    let Ok(elf) = cudist_elf::ElfFile::parse(&map) else {
+        return Vec::new();
+    };
+    let rodata: Vec<&[u8]> = elf
+        .sections
+        .iter()
+        .filter(|s| s.name.starts_with(".rodata"))
+        .filter_map(|s| elf.section_data(&map, s).ok())
+        .collect();
+    crate::analyse::lazy_loads(&path.display().to_string(), &elf, &map, &rodata, catalog)
+        .map(|v| v.into_iter().map(|l| (l.library, l.soname)).collect())
+        .unwrap_or_default()
+}
+
+/// The CUDA major of a simulation: the one most of its CUDA libraries (found or missing) whose
+/// SONAME belongs to a single major say.
+fn sim_major(sim: &loader::Simulation, catalog: &Catalog) -> Option<u32> {
+    let mut votes: std::collections::BTreeMap<u32, usize> = Default::default();
+    let names = sim
+        .objects
+        .iter()
+        .filter_map(|o| o.soname.as_deref())
+        .chain(sim.missing().map(|m| m.name.as_str()));
+    for name in names {
+        if !matches!(
+            catalog.classify(name),
+            SonameClass::Toolkit(_) | SonameClass::External(_)
+        ) {
+            continue;
+        }
+        if let [one] = catalog.majors_of(name).as_slice() {
+            *votes.entry(*one).or_default() += 1;
+        }
+    }
+    votes
+        .into_iter()
+        .max_by_key(|(m, n)| (*n, *m))
+        .map(|(m, _)| m)
+}
+
 /// One file's report, its verdict, and where the real import contradicted the model.
 type Checked = (FileReport, Verdict, Vec<String>);
 
@@ -990,6 +1078,9 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             ),
         );
     }
+    // The CUDA major of what loads, for the wheel a missing library's fix names (a -cu12
+    // package's libcutensor.so.2 is cutensor-cu12's, though cuTENSOR 2 ships for CUDA 13 too).
+    let major = sim_major(&sim, catalog);
     let missing: Vec<Missing> = sim
         .missing()
         .filter(|m| !from_profile_driver.contains(&m.name))
@@ -1004,7 +1095,7 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
                     m.name
                 ))
             } else {
-                fix_for(&m.name, &m.needed_by, &m.tried, catalog)
+                fix_for(&m.name, &m.needed_by, &m.tried, major, catalog)
             },
         })
         .collect();
@@ -1131,11 +1222,20 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         dl.push(sim.dlopen(0, name, env));
     }
     for (i, o) in sim.objects.iter().enumerate() {
-        let Some(so) = &o.soname else { continue };
+        let class = o.soname.as_deref().map(|so| catalog.classify(so));
+        // Any other object may load CUDA libraries itself on the first call into them
+        // (trampolines, dlsym stubs: [`crate::model::LazyLoad`]).
+        if matches!(class, None | Some(SonameClass::Other)) {
+            for name in lazy_names(&o.path, catalog, majors.first().copied()) {
+                if !dl.iter().any(|r: &Resolution| r.name == name) {
+                    dl.push(sim.dlopen(i, &name, env));
+                }
+            }
+        }
         // The catalog lists what a library dlopens across its CUDA majors (cuFFT 12 opens
         // libnvJitLink.so.12, cuFFT 13 libnvJitLink.so.13): keep the names of this major.
-        let known: Vec<String> = match catalog.classify(so) {
-            SonameClass::Toolkit(m) | SonameClass::External(m) => m
+        let known: Vec<String> = match class {
+            Some(SonameClass::Toolkit(m)) | Some(SonameClass::External(m)) => m
                 .library
                 .dlopens
                 .iter()
@@ -1438,7 +1538,15 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         let loads = runtime_loads(pkg, site, &env, catalog);
         for l in &loads {
             match &l.path {
-                Some(p) => preload.push(p.clone()),
+                Some(p) => {
+                    // A load on first use (cupy's, before the module that links it) is not the
+                    // import's to confirm: it stays loaded for the modules it comes before.
+                    let on_use = pkg.when == cudist_catalog::LoadTime::OnUse;
+                    if on_use || loaded_at_import(trace_of(name), p, &l.soname, &mut disagreements)
+                    {
+                        preload.push(p.clone());
+                    }
+                }
                 None => {
                     let on_use = (pkg.when == cudist_catalog::LoadTime::OnUse)
                         .then(|| pkg.on_use.as_deref().unwrap_or("on first use"));
@@ -1494,7 +1602,11 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 }
                 let pip = wheel_for(&f.name, &declared, major, catalog);
                 match &f.path {
-                    Some(path) => preload.push(path.clone()),
+                    Some(path) => {
+                        if loaded_at_import(trace_of(name), path, &f.name, &mut disagreements) {
+                            preload.push(path.clone());
+                        }
+                    }
                     None => {
                         let reason = not_found(
                             name,
@@ -1562,13 +1674,17 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         report.verdict.settle();
         return Ok(report);
     }
-    let mut files = Vec::new();
+    let mut files: Vec<PathBuf> = Vec::new();
     for p in &paths {
         match elfs.remove(p) {
             Some(listed) => files.extend(listed),
             None => files.extend(crate::elf_files::loadable(p)?),
         }
     }
+    // A package and its subpackage, or a package asked for and one followed into, list the
+    // same files: each is checked once.
+    let mut listed: std::collections::HashSet<PathBuf> = Default::default();
+    files.retain(|f| listed.insert(f.clone()));
     if files.is_empty()
         && args.paths.is_empty()
         && !(report.imports_run.is_empty() && report.runtime_loads.is_empty())
@@ -1633,7 +1749,13 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     let mut moved: std::collections::BTreeMap<&str, (Vec<String>, Vec<String>)> =
         Default::default();
     for (f, placed) in files.iter().zip(tiers.iter_mut()) {
-        let Some((name, _)) = imports.iter().find(|(_, d)| f.starts_with(d)) else {
+        // The innermost package holding the file (`nvidia.nvimgcodec`, not the namespace
+        // `nvidia` it was followed into).
+        let Some((name, _)) = imports
+            .iter()
+            .filter(|(_, d)| f.starts_with(d))
+            .max_by_key(|(_, d)| d.components().count())
+        else {
             continue;
         };
         let Some(t) = trace_of(name).filter(|t| t.ok) else {
@@ -1777,6 +1899,31 @@ fn conclude(mut report: Report, mut disagreements: Vec<String>) -> Report {
     report
 }
 
+/// Whether a library the model says a package loads at import, found at `path`, is loaded when
+/// the files are simulated: yes without a real import, or when the real import failed (the model
+/// explains the failure); after a real import that ran to its end, only if the process mapped it
+/// (a guarded load that failed, or one the import never made, leaves nothing loaded: cupy's
+/// `try: load libcutensor … except` where libcutensor's own cuBLASLt is missing).
+fn loaded_at_import(
+    trace: Option<&super::trace::ImportTrace>,
+    path: &Path,
+    soname: &str,
+    disagreements: &mut Vec<String>,
+) -> bool {
+    let Some(t) = trace.filter(|t| t.ok) else {
+        return true;
+    };
+    if t.mapped(path) || t.loaded_as(soname).is_some() {
+        return true;
+    }
+    disagreements.push(format!(
+        "import {}: the model has {soname} loaded at import from {}, but the real import did not load it (its load failed or was never made): the files are judged without it",
+        t.module,
+        path.display()
+    ));
+    false
+}
+
 /// What reality says of a library the model says a package loads at import and does not find.
 enum Reality {
     /// The real import loaded it (from here): the model was wrong.
@@ -1808,6 +1955,26 @@ fn reality(
         return Reality::Loaded(l.path.clone());
     }
     if t.ok && status == Status::WillFailToLoad {
+        let tried = t.dlopens.iter().any(|d| {
+            d.name.as_deref().is_some_and(|n| {
+                n == soname || Path::new(n).file_name().and_then(|f| f.to_str()) == Some(soname)
+            })
+        });
+        if !tried {
+            // The reading of the Python placed the load at import; the import never made it
+            // (a candidate name of a loader that found another, a check in a function).
+            disagreements.push(format!(
+                "import {}: the model reads a load of {soname} at import, but the real import made no such load",
+                t.module
+            ));
+            return Reality::Fails(
+                Status::Ok,
+                format!(
+                    "{reason} (the real import of {} did not try to load it: not needed at import)",
+                    t.module
+                ),
+            );
+        }
         return Reality::Fails(
             Status::WillFailWhenLoaded,
             format!(

@@ -65,12 +65,15 @@ def _maps():
     return out
 _before = set(_maps())
 _error = None
+import time
+_t = time.monotonic()
 try:
     importlib.import_module(_name)
 except BaseException as e:
     _error = {'type': type(e).__name__, 'message': str(e)[:4000]}
+_t = time.monotonic() - _t
 _out.write(json.dumps({'python': sys.version.split()[0], 'executable': sys.executable, 'error': _error,
-                       'mapped': [p for p in _maps() if p not in _before], 'dlopens': _events}))
+                       'mapped': [p for p in _maps() if p not in _before], 'dlopens': _events, 'seconds': _t}))
 _out.flush()
 os._exit(0)
 "#;
@@ -95,9 +98,10 @@ pub struct ImportTrace {
     pub loaded: Vec<Loaded>,
     /// The `ctypes.dlopen` calls the import made, with the frames that made them.
     pub dlopens: Vec<DlopenCall>,
-    /// Wall time of the run, in seconds.
+    /// Seconds the import took (as the interpreter measured it; the whole run's when it did not
+    /// report).
     pub seconds: f64,
-    /// The end of the interpreter's standard error when the run failed or crashed.
+    /// The end of the interpreter's standard error (the last 4 KiB), when it wrote any.
     pub stderr_tail: Option<String>,
 }
 
@@ -141,6 +145,7 @@ struct RawError {
 #[derive(serde::Deserialize)]
 struct Raw {
     python: String,
+    seconds: Option<f64>,
     error: Option<RawError>,
     mapped: Vec<String>,
     dlopens: Vec<RawEvent>,
@@ -315,11 +320,16 @@ pub fn finish(mut s: Started) -> Result<ImportTrace> {
         return Ok(trace);
     };
     trace.python_version = Some(raw.python);
+    if let Some(s) = raw.seconds {
+        trace.seconds = s;
+    }
     trace.ok = raw.error.is_none();
     if let Some(e) = raw.error {
-        trace.error = Some(format!("{}: {}", e.kind, e.message));
-        trace.stderr_tail = tail();
+        trace.error = Some(format!("{}: {}", e.kind, e.message.trim_end()));
     }
+    // What the package said on standard error (a native loader's "[ERROR] nvJPEG not loaded"),
+    // whether or not the import failed.
+    trace.stderr_tail = tail();
     trace.loaded = raw
         .mapped
         .into_iter()
