@@ -469,7 +469,18 @@ pub fn classify_needed(soname: &str, catalog: &Catalog, hint: Option<u32>) -> Ne
         SonameClass::Driver(_) => (NeededClass::Driver, None),
         SonameClass::Vendor(_) => (NeededClass::Vendor, None),
         SonameClass::System(_) => (NeededClass::System, None),
-        SonameClass::Other => (NeededClass::Other, None),
+        // A renamed copy (a repair tool's graft: `libcudart-5a077122.so.12.0.107`) is the
+        // library it copies; only a file of that exact name satisfies it.
+        SonameClass::Other => match catalog.renamed_copy_of(soname, hint) {
+            Some(m) => (
+                match m.library.kind {
+                    cudist_catalog::LibraryKind::External => NeededClass::External,
+                    _ => NeededClass::Toolkit,
+                },
+                Some(library_ref(&m)),
+            ),
+            None => (NeededClass::Other, None),
+        },
     };
     Needed {
         soname: soname.to_string(),

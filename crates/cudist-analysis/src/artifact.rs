@@ -1244,6 +1244,16 @@ fn verdict(
     }
     for n in cuda_needed.iter().filter(|n| !n.vendored) {
         let Some(l) = &n.library else { continue };
+        // A renamed copy another wheel carries: no wheel of NVIDIA's has that name.
+        if let Some(plain) = cudist_catalog::unhashed(&n.soname) {
+            lines.push(format!(
+                "needs {}, a renamed copy of {} ({plain}) that a repair tool grafted into another wheel: only a file of that exact name satisfies it, so it loads where a search path reaches that wheel's copy ({})",
+                n.soname,
+                l.id,
+                n.needed_by.join(", ")
+            ));
+            continue;
+        }
         let dir = l.pip_dir.as_deref().unwrap_or("(no wheel directory known)");
         let pip = l.pip.as_deref().unwrap_or("(no wheel known)");
         // Variants are judged one by one (`variant_lines`).

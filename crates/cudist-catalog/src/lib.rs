@@ -1190,6 +1190,13 @@ impl Catalog {
         SonameClass::Other
     }
 
+    /// The catalog library a renamed copy is of ([`unhashed`]): `libcudart-5a077122.so.12.0.107`
+    /// is cudart's `libcudart.so.12`. None for a name without a repair tool's hash.
+    pub fn renamed_copy_of(&self, name: &str, hint: Option<u32>) -> Option<LibraryMatch<'_>> {
+        let plain = unhashed(name)?;
+        self.library_by_name_hinted(&plain, hint).map(|(m, _)| m)
+    }
+
     /// A `major.minor` library's SONAME for a minor the catalog does not list.
     fn major_minor_family(
         &self,
@@ -1331,6 +1338,22 @@ pub fn strip_graft_hash(name: &str) -> String {
         }
     }
     name.to_string()
+}
+
+/// The name without the hash a repair tool put in a renamed copy of a library, when it has one:
+/// auditwheel's `<stem>-<8 hex>.so…` (`libcudart-5a077122.so.12.0.107`) or the `<stem>.<8 hex>.so…`
+/// form other tools write (`libnvjpeg.4a0b5c81.so.13`). None for a name without such a hash.
+pub fn unhashed(name: &str) -> Option<String> {
+    let dashed = strip_graft_hash(name);
+    if dashed != name {
+        return Some(dashed);
+    }
+    let so = name.find(".so")?;
+    let (head, tail) = name.split_at(so);
+    let dot = head.rfind('.')?;
+    let hash = &head[dot + 1..];
+    (hash.len() == 8 && hash.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| format!("{}{}", &head[..dot], tail))
 }
 
 /// Whether `s` is a PEP 508 distribution name: ASCII letters and digits, with `.`, `_` or `-`

@@ -408,7 +408,15 @@ pub fn file_needs(
                     ));
                 }
             }
-            None if n.class == NeededClass::Other => out.unhandled.push(soname),
+            // Unknown, or a renamed copy of a CUDA library that the wheel does not carry (it comes
+            // with another wheel's grafts): kept as it is, and said.
+            None if matches!(
+                n.class,
+                NeededClass::Other | NeededClass::Toolkit | NeededClass::External
+            ) =>
+            {
+                out.unhandled.push(soname)
+            }
             None if n.class == NeededClass::Vendor => out.vendor.push(soname),
             None => {}
         }

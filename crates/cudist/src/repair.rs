@@ -286,6 +286,11 @@ fn render(r: &Report, catalog: &Catalog, style: crate::util::Style) -> String {
             let known = catalog.library_by_soname(u).map(|m| m.library.id.as_str());
             let why = if u.contains('/') {
                 "a NEEDED entry that names a path: ld.so opens exactly that path on the user's machine, so it is never grafted".to_string()
+            } else if let Some(m) = catalog.renamed_copy_of(u, None) {
+                format!(
+                    "a renamed copy of {} (a repair tool's graft, carried by another wheel): kept as it is, neither grafted nor required; it loads where a search path reaches that wheel's copy",
+                    m.library.id
+                )
             } else if let Some(id) = known {
                 format!("a catalog library ({id}) whose wheel, or the wheel of this SONAME, the catalog does not know: not grafted and not required; the user's machine must provide it")
             } else {

@@ -741,3 +741,86 @@ fn on_demand_and_variant_libraries() {
     );
     assert_eq!(r["wheels"][0]["variants"].as_array().unwrap().len(), 2);
 }
+
+/// Renamed copies in NEEDED (a repair tool's graft in another wheel: auditwheel's
+/// `libcudart-5a077122.so.12.0.107`, or `libnvjpeg.4a0b5c81.so.13`) are the library they copy:
+/// CUDA, of that library's major, never "other" (which repair would try to graft), and said as
+/// a copy only that exact file satisfies.
+#[test]
+fn renamed_copies_in_needed_are_the_library_they_copy() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let libs = d.join("other.libs");
+    fake_lib(
+        &libs,
+        "libcudart-5a077122.so.12.0.107",
+        "libcudart-5a077122.so.12.0.107",
+        "cudaMalloc",
+    );
+    fake_lib(
+        &libs,
+        "libnvjpeg.4a0b5c81.so.13",
+        "libnvjpeg.4a0b5c81.so.13",
+        "nvjpegCreateSimple",
+    );
+    let user = gcc_shared(
+        d,
+        "libuser.so",
+        Some("libuser.so"),
+        "int cudaMalloc(void *); int nvjpegCreateSimple(void *);\n\
+         int f(void) { return cudaMalloc(0) + nvjpegCreateSimple(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.display()),
+            "-l:libcudart-5a077122.so.12.0.107",
+            "-l:libnvjpeg.4a0b5c81.so.13",
+        ],
+    );
+    let wheel = d.join("user-1.0-cp311-cp311-manylinux_2_17_x86_64.whl");
+    write_wheel(
+        &wheel,
+        "user",
+        &[],
+        &[("user/libuser.so", std::fs::read(&user).unwrap())],
+    );
+    let v = inspect_json(&[wheel.to_str().unwrap()], 0);
+    let a = artifact(&v, ".whl");
+    let f = &a["elf_files"][0];
+    let needed = f["needed"].as_array().unwrap();
+    let cudart = needed
+        .iter()
+        .find(|n| n["soname"] == "libcudart-5a077122.so.12.0.107")
+        .unwrap();
+    assert_eq!(cudart["class"], "toolkit", "{cudart:#}");
+    assert_eq!(cudart["library"]["id"], "cudart");
+    assert_eq!(cudart["library"]["cuda_major"], 12);
+    let nvjpeg = needed
+        .iter()
+        .find(|n| n["soname"] == "libnvjpeg.4a0b5c81.so.13")
+        .unwrap();
+    assert_eq!(nvjpeg["class"], "toolkit", "{nvjpeg:#}");
+    assert_eq!(nvjpeg["library"]["id"], "nvjpeg");
+    assert_eq!(f["static_cuda"], serde_json::json!([]));
+    let lines = verdict_lines(a);
+    assert!(
+        lines.iter().any(|l| l.starts_with(
+            "needs libcudart-5a077122.so.12.0.107, a renamed copy of cudart (libcudart.so.12.0.107) that a repair tool grafted into another wheel"
+        )),
+        "{lines:#?}"
+    );
+    // repair neither grafts it nor requires a wheel for it: it stays, and is said.
+    let out = d.join("out");
+    let o = cudist(&[
+        "repair",
+        "-w",
+        out.to_str().unwrap(),
+        wheel.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("needs libcudart-5a077122.so.12.0.107: a renamed copy of cudart (a repair tool's graft, carried by another wheel): kept as it is"),
+        "{text}"
+    );
+    assert!(!text.contains("nvidia-cuda-runtime"), "{text}");
+}
