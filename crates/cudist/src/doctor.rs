@@ -100,14 +100,14 @@ pub fn run(args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
     });
     let report = diagnose(&options, catalog)?;
     drop(spinner);
-    finish(&args, report)
+    finish(&args, report, catalog)
 }
 
-fn finish(args: &DoctorArgs, report: Report) -> Result<ExitCode> {
+fn finish(args: &DoctorArgs, report: Report, catalog: &Catalog) -> Result<ExitCode> {
     if args.json {
         util::print_json(&report)?;
     } else {
-        util::emit(&render(&report, args.verbose, Style::detect()));
+        util::emit(&render(&report, args.verbose, catalog, Style::detect()));
     }
     // The import fails, or the GPU cannot run it: 1. It imports and only features used later
     // fail: 0, unless --strict.
@@ -139,18 +139,23 @@ fn rule_text(r: &Resolution) -> String {
     }
 }
 
-fn render(r: &Report, verbose: bool, style: Style) -> String {
+fn render(r: &Report, verbose: bool, catalog: &Catalog, style: Style) -> String {
     let mut s = String::new();
     render_verdict(&mut s, r, style);
     render_imports_run(&mut s, r, style);
     render_host(&mut s, &r.host, style);
     render_runtime_loads(&mut s, r, style);
     render_installations(&mut s, r, style);
+    // Without a driver, its libraries' absence is said once, in the host notes.
+    let said = |name: &str| r.host.driver.is_none() && catalog.driver_lib(name).is_some();
+    if !verbose {
+        render_missing(&mut s, r, style);
+    }
     let mut quiet = 0;
     for f in &r.files {
-        if verbose || has_news(f) {
-            render_file(&mut s, f, verbose, style);
-        } else {
+        if verbose || has_news(f, &said) {
+            render_file(&mut s, f, verbose, &said, style);
+        } else if f.missing.is_empty() {
             quiet += 1;
         }
     }
@@ -170,14 +175,59 @@ fn render(r: &Report, verbose: bool, style: Style) -> String {
     s
 }
 
-/// Whether a file has something to say beyond "every library found": a library or symbol
-/// missing, a GPU that does not run its code natively, a library opened at run time not found,
-/// a driver problem.
-fn has_news(f: &FileReport) -> bool {
-    !f.missing.is_empty()
-        || !f.missing_symbols.is_empty()
+/// Each library not found, once, with the files that need it, where the first was looked for,
+/// and the fix (the per-file lists are `--verbose`'s).
+fn render_missing(s: &mut String, r: &Report, style: Style) {
+    let mut by_name: Vec<(
+        &str,
+        Vec<(&FileReport, &cudist_analysis::runtime::check::Missing)>,
+    )> = Vec::new();
+    for f in &r.files {
+        for m in &f.missing {
+            match by_name.iter_mut().find(|(n, _)| *n == m.name) {
+                Some((_, v)) => v.push((f, m)),
+                None => by_name.push((&m.name, vec![(f, m)])),
+            }
+        }
+    }
+    for (name, users) in &by_name {
+        let shown: Vec<&str> = users.iter().take(3).map(|(f, _)| f.path.as_str()).collect();
+        let more = users.len().saturating_sub(3);
+        s.push_str(&format!(
+            "\n{} {}, needed by {} file(s): {}{}\n",
+            name,
+            style.red("not found"),
+            users.len(),
+            shown.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        ));
+        let (_, first) = users[0];
+        if !first.tried.is_empty() {
+            let tried: Vec<String> = first
+                .tried
+                .iter()
+                .map(|t| t.display().to_string())
+                .collect();
+            s.push_str(&format!("  tried: {}\n", tried.join(", ")));
+        }
+        if let Some(fix) = &first.fix {
+            s.push_str(&format!("  fix: {fix}\n"));
+        }
+    }
+}
+
+/// Whether a file has something to say beyond "every library found" (a missing library is said
+/// with the others, in its own list): a symbol missing, a GPU that does not run its code
+/// natively, a library opened at run time not found (the driver's, on a machine without one,
+/// is said once), a driver problem.
+fn has_news(f: &FileReport, said: &dyn Fn(&str) -> bool) -> bool {
+    !f.missing_symbols.is_empty()
         || f.gpus.iter().any(|g| g.status != "cubin")
-        || f.dlopen.iter().any(|r| r.path.is_none())
+        || f.dlopen.iter().any(|r| r.path.is_none() && !said(&r.name))
         || !f.driver_problems.is_empty()
 }
 
@@ -385,13 +435,20 @@ fn render_installations(s: &mut String, r: &Report, style: Style) {
 
 /// One file: where each library loads from (`verbose`: every one; else only those not found),
 /// what is missing and why, its GPUs, dlopen and driver.
-fn render_file(s: &mut String, f: &FileReport, verbose: bool, style: Style) {
+fn render_file(
+    s: &mut String,
+    f: &FileReport,
+    verbose: bool,
+    said: &dyn Fn(&str) -> bool,
+    style: Style,
+) {
     s.push_str(&format!("\n{}\n", style.bold(&f.path)));
+    // Without --verbose, the libraries not found are listed once for all files.
     for res in f
         .resolutions
         .iter()
         .filter(|x| x.rule != Some(cudist_elf::loader::Rule::AlreadyLoaded))
-        .filter(|x| verbose || x.path.is_none())
+        .filter(|_| verbose)
     {
         match &res.path {
             None if f.from_profile_driver.contains(&res.name) => {
@@ -422,7 +479,7 @@ fn render_file(s: &mut String, f: &FileReport, verbose: bool, style: Style) {
             m.library_stem()
         ));
     }
-    for m in &f.missing {
+    for m in f.missing.iter().filter(|_| verbose) {
         if !m.tried.is_empty() {
             let tried: Vec<String> = m.tried.iter().map(|t| t.display().to_string()).collect();
             s.push_str(&format!("    {} tried: {}\n", m.name, tried.join(", ")));
@@ -439,7 +496,11 @@ fn render_file(s: &mut String, f: &FileReport, verbose: bool, style: Style) {
         };
         s.push_str(&format!("  {} {tag}: {}\n", g.gpu, g.detail));
     }
-    for r in f.dlopen.iter().filter(|r| verbose || r.path.is_none()) {
+    for r in f
+        .dlopen
+        .iter()
+        .filter(|r| verbose || (r.path.is_none() && !said(&r.name)))
+    {
         match &r.path {
             Some(p) => s.push_str(&format!(
                 "  dlopen {:<21} {}  ({})\n",

@@ -1069,11 +1069,17 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         }
     }
     for (name, p) in &after_import {
-        verdict.add(
+        verdict.add_cause(
             Status::Ok,
+            format!("after import {name}"),
+            f.display().to_string(),
             format!(
                 "{}: needs {name}, which its package loads at import ({}): it loads after that, and gets the loaded one",
                 f.display(),
+                p.display()
+            ),
+            format!(
+                "needs {name}, which its package loads at import ({}): these load after that, and get the loaded one",
                 p.display()
             ),
         );
@@ -1570,9 +1576,11 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                         status,
                         reason,
                         &mut disagreements,
+                        catalog,
                     ) {
                         Reality::Loaded(p) => preload.push(p),
                         Reality::Fails(status, reason) => report.verdict.add(status, reason),
+                        Reality::Nothing => {}
                     }
                 }
             }
@@ -1623,9 +1631,11 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                             Status::WillFailToLoad,
                             reason,
                             &mut disagreements,
+                            catalog,
                         ) {
                             Reality::Loaded(p) => preload.push(p),
                             Reality::Fails(status, reason) => report.verdict.add(status, reason),
+                            Reality::Nothing => {}
                         }
                     }
                 }
@@ -1650,7 +1660,25 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         package_files.extend(files);
         crate::pysource::merge_modules(&mut package_modules, scan.modules);
     }
-    env.set_preload(preload);
+    // A preload that cannot load itself (cupy's cuTENSOR where cuBLASLt is missing) is not
+    // loaded: its loader's dlopen fails, and what needs it is judged without it. Each is tried
+    // with those before it loaded, in order, as the process loads them.
+    let mut loaded: Vec<PathBuf> = Vec::new();
+    for p in preload {
+        env.set_preload(loaded.clone());
+        let ok = loader::simulate(&p, &env)
+            .map(|sim| sim.missing().next().is_none())
+            .unwrap_or(false);
+        if ok {
+            loaded.push(p);
+        } else {
+            disagreements.push(format!(
+                "{} would be loaded first by its package, but cannot load itself here (a library it needs is missing): the files are judged without it",
+                p.display()
+            ));
+        }
+    }
+    env.set_preload(loaded);
     if paths.is_empty() {
         report.installations = machine::installations(catalog);
         report.conflicts = machine::conflicts(&report.installations);
@@ -1930,6 +1958,8 @@ enum Reality {
     Loaded(PathBuf),
     /// It fails, with this status and reason.
     Fails(Status, String),
+    /// Nothing to say but the disagreement: the import did not need it.
+    Nothing,
 }
 
 /// Checks a load the model says fails against the real import of the package, when one ran:
@@ -1942,6 +1972,7 @@ fn reality(
     status: Status,
     reason: String,
     disagreements: &mut Vec<String>,
+    catalog: &Catalog,
 ) -> Reality {
     let Some(t) = trace else {
         return Reality::Fails(status, reason);
@@ -1954,6 +1985,29 @@ fn reality(
         ));
         return Reality::Loaded(l.path.clone());
     }
+    // A loader that tries several names of one library (cuda-pathfinder's candidates,
+    // libnvrtc.so.13 then .12) needs one: another SONAME of the same library loaded is it.
+    let library_of = |name: &str| match catalog.classify(name) {
+        SonameClass::Toolkit(m) | SonameClass::External(m) => Some(m.library.id.clone()),
+        _ => None,
+    };
+    if t.ok {
+        if let Some(id) = library_of(soname) {
+            if let Some(other) = t
+                .loaded
+                .iter()
+                .find(|l| l.soname.as_deref().and_then(library_of).as_ref() == Some(&id))
+            {
+                disagreements.push(format!(
+                    "import {}: the model reads a load of {soname} at import; the real import loaded {} ({}) of the same library instead",
+                    t.module,
+                    other.soname.as_deref().unwrap_or_default(),
+                    other.path.display()
+                ));
+                return Reality::Nothing;
+            }
+        }
+    }
     if t.ok && status == Status::WillFailToLoad {
         let tried = t.dlopens.iter().any(|d| {
             d.name.as_deref().is_some_and(|n| {
@@ -1962,18 +2016,13 @@ fn reality(
         });
         if !tried {
             // The reading of the Python placed the load at import; the import never made it
-            // (a candidate name of a loader that found another, a check in a function).
+            // (a candidate name of a loader that found another, a check in a function): not a
+            // failure of anything the import does.
             disagreements.push(format!(
                 "import {}: the model reads a load of {soname} at import, but the real import made no such load",
                 t.module
             ));
-            return Reality::Fails(
-                Status::Ok,
-                format!(
-                    "{reason} (the real import of {} did not try to load it: not needed at import)",
-                    t.module
-                ),
-            );
+            return Reality::Nothing;
         }
         return Reality::Fails(
             Status::WillFailWhenLoaded,
