@@ -18,6 +18,9 @@ pub struct Installed {
     /// The distributions its `Requires-Dist` names (normalised, markers and extras not
     /// weighed): what the package says it needs.
     pub requires: Vec<String>,
+    /// The requirements its `Requires-Dist` makes only under an extra (`cuda-toolkit[cublas,
+    /// cufft]==12.*; extra == "ctk"`), for advice such as `pip install "cupy-cuda12x[ctk]"`.
+    pub requires_in_extra: Vec<ExtraRequirement>,
     /// The `.dist-info` directory.
     pub dist_info: PathBuf,
     /// The `RECORD` rows, paths relative to the site-packages directory.
@@ -25,6 +28,17 @@ pub struct Installed {
 }
 
 pub use crate::record::RecordRow;
+
+/// A `Requires-Dist` entry that applies only with one of the distribution's extras.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtraRequirement {
+    /// The distribution required (normalised).
+    pub name: String,
+    /// The extras asked of it (`cuda-toolkit[cublas,cufft]`: `cublas`, `cufft`), normalised.
+    pub with: Vec<String>,
+    /// The extra of this distribution that brings it (`ctk`).
+    pub extra: String,
+}
 
 /// Parses a `RECORD` file (a row that is not CSV ends the rows read).
 pub fn parse_record(text: &str) -> Vec<RecordRow> {
@@ -60,6 +74,7 @@ fn scan_with(site: &Path, read_record: bool) -> io::Result<Vec<Installed>> {
         let mut name = None;
         let mut version = None;
         let mut requires = Vec::new();
+        let mut requires_in_extra = Vec::new();
         for (k, v) in header_fields(&meta) {
             match k.as_str() {
                 "name" if name.is_none() => name = Some(v),
@@ -69,6 +84,19 @@ fn scan_with(site: &Path, read_record: bool) -> io::Result<Vec<Installed>> {
                         .find(|c: char| !(c.is_alphanumeric() || "-_.".contains(c)))
                         .unwrap_or(v.len());
                     requires.push(normalise(&v[..end]));
+                    if let Some(extra) = v.split_once(';').and_then(|(_, m)| marker_extra(m)) {
+                        let with = v[end..]
+                            .trim_start()
+                            .strip_prefix('[')
+                            .and_then(|r| r.split_once(']'))
+                            .map(|(inside, _)| inside.split(',').map(normalise).collect())
+                            .unwrap_or_default();
+                        requires_in_extra.push(ExtraRequirement {
+                            name: normalise(&v[..end]),
+                            with,
+                            extra,
+                        });
+                    }
                 }
                 _ => {}
             }
@@ -88,12 +116,29 @@ fn scan_with(site: &Path, read_record: bool) -> io::Result<Vec<Installed>> {
             name,
             version,
             requires,
+            requires_in_extra,
             dist_info,
             record,
         });
     }
     out.sort_by_key(|d| normalise(&d.name));
     Ok(out)
+}
+
+/// The extra a `Requires-Dist` marker names (`extra == "ctk"`, `python_version >= "3.9" and
+/// extra == 'ctk'`), normalised. Only the `extra == <quoted>` form is read: the form every build
+/// backend writes (PEP 685).
+fn marker_extra(marker: &str) -> Option<String> {
+    let at = marker.find("extra")?;
+    let rest = marker[at + 5..]
+        .trim_start()
+        .strip_prefix("==")?
+        .trim_start();
+    let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
+    let body = &rest[1..];
+    let end = body.find(quote)?;
+    let name = normalise(&body[..end]);
+    (!name.is_empty()).then_some(name)
 }
 
 /// The PEP 503 normal form of a distribution name (`Nvidia_CUDA.Runtime` → `nvidia-cuda-runtime`):
@@ -146,6 +191,18 @@ pub fn append_record(dist_info: &Path, rows: &[RecordRow]) -> io::Result<usize> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_extra_of_a_marker() {
+        assert_eq!(marker_extra(" extra == \"ctk\"").as_deref(), Some("ctk"));
+        assert_eq!(
+            marker_extra(" python_version >= '3.9' and extra == 'CUDA_12'").as_deref(),
+            Some("cuda-12")
+        );
+        assert_eq!(marker_extra(" platform_system == \"Linux\""), None);
+        assert_eq!(marker_extra(" extra == "), None);
+        assert_eq!(marker_extra(" extra == \"unterminated"), None);
+    }
 
     #[test]
     fn scan_reads_names_versions_records_and_appends() {

@@ -1682,3 +1682,37 @@ fn one_missing_library_is_one_line_however_many_files_need_it() {
         "{text}"
     );
 }
+
+/// The fix names the package's own extra when one brings the missing library (cupy's `[ctk]`,
+/// which requires `cuda-toolkit[cublas,…]`): what the package's users are told to install.
+#[test]
+fn the_fix_is_the_packages_own_extra_when_it_has_one() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, _) = venv_with(
+        &work.path().join("venv"),
+        &[
+            ("xt/__init__.py", "import ctypes\nctypes.CDLL('libcublas.so.12')\n"),
+            (
+                "xt_cu12-1.0.dist-info/METADATA",
+                "Metadata-Version: 2.1\nName: xt-cu12\nVersion: 1.0\nProvides-Extra: ctk\nRequires-Dist: numpy\nRequires-Dist: cuda-toolkit[cublas,cufft]==12.*; extra == \"ctk\"\n",
+            ),
+        ],
+    );
+    let (code, v) = doctor_import("xt", &python);
+    assert_eq!(code, Some(1), "{v:#}");
+    let reasons: Vec<&str> = v["verdict"]["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    assert!(
+        reasons[0].starts_with("import xt fails: OSError: libcublas.so.12"),
+        "{reasons:#?}"
+    );
+    assert!(
+        reasons[1]
+            .ends_with("install nvidia-cublas-cu12 (`pip install \"xt-cu12[ctk]\"` brings it)"),
+        "{reasons:#?}"
+    );
+}

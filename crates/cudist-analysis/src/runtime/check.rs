@@ -466,6 +466,42 @@ fn declared_requirements(
         .collect()
 }
 
+/// What to install for a missing library that wheel `pip` provides: the package's own extra
+/// that brings it, when it has one (`cupy-cuda12x[ctk]`, which requires `cuda-toolkit[cublas]`),
+/// else the wheel itself.
+fn install_advice(
+    installed: &[cudist_wheel::installed::Installed],
+    import: &str,
+    soname: &str,
+    pip: &str,
+    catalog: &Catalog,
+) -> String {
+    let import = cudist_wheel::installed::normalise(import);
+    let prefix = format!("{import}-");
+    let pip_n = cudist_wheel::installed::normalise(pip);
+    let toolkit_extra = catalog
+        .library_by_soname(soname)
+        .and_then(|m| m.library.toolkit_extra.clone());
+    for d in installed {
+        let n = cudist_wheel::installed::normalise(&d.name);
+        if n != import && !n.starts_with(&prefix) {
+            continue;
+        }
+        let brings = d.requires_in_extra.iter().find(|r| {
+            r.name == pip_n
+                || (r.name == "cuda-toolkit"
+                    && toolkit_extra.as_ref().is_some_and(|x| r.with.contains(x)))
+        });
+        if let Some(r) = brings {
+            return format!(
+                "{pip} (`pip install \"{}[{}]\"` brings it)",
+                d.name, r.extra
+            );
+        }
+    }
+    pip.to_string()
+}
+
 /// The wheel to install for a missing library: of the CUDA major whose wheel the package
 /// declares, else of `major`, else of the newest major that has the SONAME.
 fn wheel_for(
@@ -1556,6 +1592,10 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 None => {
                     let on_use = (pkg.when == cudist_catalog::LoadTime::OnUse)
                         .then(|| pkg.on_use.as_deref().unwrap_or("on first use"));
+                    let advice = l
+                        .pip
+                        .as_deref()
+                        .map(|p| install_advice(&dists[site], name, &l.soname, p, catalog));
                     let reason = not_found(
                         &l.package,
                         &imported_by(&report.imported_with, name),
@@ -1563,7 +1603,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                         on_use,
                         &l.loader,
                         &l.tried,
-                        l.pip.as_deref(),
+                        advice.as_deref(),
                     );
                     let status = if on_use.is_some() {
                         Status::WillFailWhenLoaded
@@ -1616,6 +1656,9 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                         }
                     }
                     None => {
+                        let advice = pip
+                            .as_deref()
+                            .map(|p| install_advice(&dists[site], name, &f.name, p, catalog));
                         let reason = not_found(
                             name,
                             &imported_by(&report.imported_with, name),
@@ -1623,7 +1666,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                             None,
                             &p.place(),
                             &f.tried,
-                            pip.as_deref(),
+                            advice.as_deref(),
                         );
                         match reality(
                             trace_of(name),
