@@ -1097,6 +1097,19 @@ fn device_summary<'a>(
                     "built with CUDA {m}; minor-version compatibility floor of CUDA {m}"
                 ),
             });
+            // zstd-compressed entries need a driver that decompresses them.
+            if let Some(z) = f
+                .zstd_min_driver
+                .as_ref()
+                .filter(|_| d.codecs.contains_key("zstd"))
+            {
+                d.min_driver = Some(DriverFloor {
+                    driver: z.clone(),
+                    reason: format!(
+                        "built with CUDA {m}, with zstd-compressed device code (nvcc --compress-mode=size or balance), which drivers of CUDA {m} decompress from {z}"
+                    ),
+                });
+            }
         }
     }
     d

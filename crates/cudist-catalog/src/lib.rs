@@ -530,6 +530,10 @@ pub struct ToolkitDriver {
 pub struct MinorCompat {
     pub major: u32,
     pub min_driver: String,
+    /// The oldest driver of this major that decompresses zstd-compressed fatbin entries (nvcc
+    /// `--compress-mode=size` or `balance`), when it is newer than `min_driver`.
+    #[serde(default)]
+    pub zstd_min_driver: Option<String>,
     #[serde(default)]
     pub sources: Vec<String>,
 }

@@ -1716,3 +1716,54 @@ fn the_fix_is_the_packages_own_extra_when_it_has_one() {
         "{reasons:#?}"
     );
 }
+
+/// zstd-compressed device code (nvcc `--compress-mode=size`) needs a driver that decompresses it:
+/// with CUDA 12, 550.54.14 (rapids-cmake's rule), above the major's 525.60.13 floor. The nvcc
+/// fixture `zstd.so` (every entry zstd) made to need CUDA 12's runtime with patchelf: inspect
+/// raises the floor, doctor fails it on a 535 driver and not on a 560 one.
+#[test]
+fn zstd_compressed_device_code_sets_a_driver_floor() {
+    let Some(patchelf) = tool_from_env("CUDIST_PATCHELF") else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let z12 = work.path().join("z12.so");
+    std::fs::copy(fixtures().join("zstd.so"), &z12).unwrap();
+    ok(
+        &std::process::Command::new(patchelf)
+            .args(["--replace-needed", "libcudart.so.13", "libcudart.so.12"])
+            .arg(&z12)
+            .output()
+            .unwrap(),
+        "patchelf",
+    );
+    let v = inspect_json(&[z12.to_str().unwrap()], 0);
+    let floor = &v["artifacts"][0]["device"]["min_driver"];
+    assert_eq!(floor["driver"], "550.54.14", "{floor:#}");
+    assert!(
+        floor["reason"].as_str().unwrap().contains("zstd"),
+        "{floor:#}"
+    );
+    // The same code with LZ4 (the default): the major's floor.
+    let v = inspect_json(&[fixtures().join("lz4.so").to_str().unwrap()], 0);
+    assert!(!v["artifacts"][0]["device"]["min_driver"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("zstd"));
+    let host = |name: &str, driver: &str| {
+        write_profile(
+            &work.path().join(name),
+            &serde_json::json!({"name": name, "driver": driver, "gpus": [{"name": "NVIDIA H100", "sm": 90}]}),
+        )
+    };
+    let said = |profile: &std::path::Path| {
+        let (_, v) = doctor_on_profile(profile, &z12);
+        v["verdict"]["reasons"].as_array().unwrap().iter().any(|r| {
+            r.as_str()
+                .unwrap()
+                .contains("cannot decompress its zstd-compressed device code")
+        })
+    };
+    assert!(said(&host("old.json", "535.104.05")));
+    assert!(!said(&host("new.json", "560.35.03")));
+}

@@ -1256,6 +1256,25 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             }
         }
     }
+    // zstd-compressed device code needs a driver that decompresses it (CUDA 12: 550.54.14).
+    if let Some(driver) = &host.driver {
+        let zstd = entries
+            .iter()
+            .any(|e| e.codec == cudist_fatbin::Codec::Zstd);
+        for m in majors.iter().filter(|_| zstd) {
+            let Some(z) = catalog
+                .minor_compat_floor(*m)
+                .and_then(|f| f.zstd_min_driver.as_ref())
+            else {
+                continue;
+            };
+            if cudist_catalog::driver_version_key(driver) < cudist_catalog::driver_version_key(z) {
+                driver_problems.push(format!(
+                    "driver {driver} cannot decompress its zstd-compressed device code: CUDA {m} drivers do from {z} (nvcc --compress-mode=size or balance); update the driver, or rebuild with --compress-mode=speed"
+                ));
+            }
+        }
+    }
     for d in &driver_problems {
         verdict.add(Status::WillFailOnThisGpu, format!("{}: {d}", f.display()));
     }
