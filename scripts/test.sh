@@ -23,7 +23,8 @@
 #     0.2.7 (the x86-64 level of this machine);
 #   - cupy-cuda12x 14.2.0, nvidia-cuda-runtime-cu12 12.9.79 and nvidia-cuda-runtime 13.5.37 wheels;
 #   - faiss-gpu-cu12 1.14.1.post1, rmm-cu12 / librmm-cu12 26.10.0 and bitsandbytes 0.50.2 wheels;
-#   - for `cudist toolkit`: CMake and pkg-config from Debian, and two venvs of CUDA wheels
+#   - for `cudist toolkit`: CMake and pkg-config from Debian, CMake 4.3.4 from PyPI, and two venvs
+#     of CUDA wheels
 #     (CUDA 13.5: nvcc, nvvm, crt, runtime, cccl, curand, nvrtc; CUDA 12.9: runtime, curand, nvcc-cu12).
 # The tests read their locations from CUDIST_* variables; with CI=true a missing one fails the run.
 # CUDIST_WHEEL (cudist's own wheel, for tests/own_wheel.rs and the cibuildwheel recipe) comes from
@@ -200,6 +201,17 @@ export CUDIST_TK_WHEELS13="$TK/wheels-cu13" CUDIST_TK_WHEELS12="$TK/wheels-cu12"
 CUDIST_CMAKE="$(command -v cmake || true)"
 CUDIST_PKG_CONFIG="$(command -v pkg-config || true)"
 export CUDIST_CMAKE CUDIST_PKG_CONFIG
+# CMake 4.3 from PyPI beside Debian's 3.25: how FindCUDAToolkit finds a root without nvcc changed
+# in 4.2 (tests/toolkit.rs).
+CMAKE43="$CACHE/cmake-4.3"
+if [[ ! -f "$CMAKE43/.complete" ]]; then
+    log "installing CMake 4.3.4 into $CMAKE43"
+    rm -rf "$CMAKE43"
+    python3 -m venv "$CMAKE43"
+    "$CMAKE43/bin/pip" install --quiet --disable-pip-version-check cmake==4.3.4
+    touch "$CMAKE43/.complete"
+fi
+export CUDIST_CMAKE43="$CMAKE43/bin/cmake"
 
 export CUDIST_CUOBJDUMP="$CUOBJDUMP"
 export CUDIST_FRESH_FIXTURES="$FRESH"

@@ -54,8 +54,9 @@ pub fn of_root(root: &Path) -> Result<Dirs> {
     let mut notes = vec![];
     if !root.join("bin/nvcc").exists() {
         notes.push(format!(
-            "no nvcc in this root: CMake's FindCUDAToolkit finds it only through -DCUDAToolkit_ROOT={} \
-             (the CUDAToolkit_ROOT environment variable is not enough without nvcc)",
+            "no nvcc in this root: CMake's FindCUDAToolkit finds it through -DCUDAToolkit_ROOT={}, and from \
+             CMake 4.2 on also through the CUDAToolkit_ROOT environment variable set here; \
+             CUDA_PATH or CUDA_HOME alone is not enough for any CMake without nvcc",
             root.display()
         ));
     }

@@ -380,6 +380,57 @@ fn cuda12_root_links_host_code_through_cmake_and_pkg_config_and_says_nvcc_is_mis
             assert!(n.iter().any(|x| x == w), "{w} not in {n:?}");
         }
     }
+    // How each CMake finds a root without nvcc, as the note says: the variable always, the
+    // environment variable from 4.2 on, CUDA_PATH never.
+    let cmakes: Vec<(PathBuf, bool)> = [("CUDIST_CMAKE", false), ("CUDIST_CMAKE43", true)]
+        .into_iter()
+        .filter_map(|(var, env_works)| tool_from_env(var).map(|c| (c, env_works)))
+        .collect();
+    let proj = work.path().join("find-only");
+    std::fs::create_dir_all(&proj).unwrap();
+    std::fs::write(
+        proj.join("CMakeLists.txt"),
+        "cmake_minimum_required(VERSION 3.24)\nproject(tk LANGUAGES C)\n\
+         find_package(CUDAToolkit REQUIRED)\nmessage(STATUS \"cudist-check ${CUDAToolkit_VERSION}\")\n",
+    )
+    .unwrap();
+    for (cmake, env_works) in &cmakes {
+        let configure = |how: &str| {
+            let build = work.path().join(format!("b-{how}"));
+            let _ = std::fs::remove_dir_all(&build);
+            let mut c = Command::new(cmake);
+            c.arg("-S")
+                .arg(&proj)
+                .arg("-B")
+                .arg(&build)
+                .env_remove("CUDA_PATH")
+                .env_remove("CUDA_HOME")
+                .env_remove("CUDAToolkit_ROOT");
+            match how {
+                "variable" => {
+                    c.arg(format!("-DCUDAToolkit_ROOT={}", root.display()));
+                }
+                "environment" => {
+                    c.env("CUDAToolkit_ROOT", &root);
+                }
+                _ => {
+                    c.env("CUDA_PATH", &root);
+                }
+            }
+            let o = run(&mut c);
+            o.status.success()
+                && String::from_utf8_lossy(&o.stdout).contains("cudist-check 12.9.79")
+        };
+        assert!(configure("variable"), "{}", cmake.display());
+        assert_eq!(configure("environment"), *env_works, "{}", cmake.display());
+        assert!(!configure("cuda_path"), "{}", cmake.display());
+    }
+    let env_text = stdout(&cudist(&["toolkit", "env", root.to_str().unwrap()]));
+    assert!(
+        env_text
+            .contains("from CMake 4.2 on also through the CUDAToolkit_ROOT environment variable"),
+        "{env_text}"
+    );
     if let Some(pc) = tool_from_env("CUDIST_PKG_CONFIG") {
         pkg_config_links(
             &pc,
