@@ -37,7 +37,6 @@ pub(crate) struct QuotedStrings {
 
 /// Catalog marker symbols, indexed for the static-linking check.
 pub struct MarkerIndex {
-    names: Vec<String>,
     owner: HashMap<String, String>,
     /// (library id, string) pairs.
     strings: Vec<(String, String)>,
@@ -50,7 +49,6 @@ pub struct MarkerIndex {
 impl MarkerIndex {
     /// Indexes the marker symbols and strings of every catalog library.
     pub fn new(catalog: &Catalog) -> MarkerIndex {
-        let mut names = Vec::new();
         let mut owner = HashMap::new();
         let mut strings = Vec::new();
         let mut name_tables = HashMap::new();
@@ -59,7 +57,6 @@ impl MarkerIndex {
                 name_tables.insert(lib.id.clone(), t.clone());
             }
             for m in &lib.static_markers {
-                names.push(m.clone());
                 owner.insert(m.clone(), lib.id.clone());
             }
             for s in &lib.static_strings {
@@ -71,7 +68,6 @@ impl MarkerIndex {
             .flat_map(|p| p.blacklist.values().flatten().map(String::as_str))
             .collect();
         MarkerIndex {
-            names,
             owner,
             strings,
             name_tables,
@@ -131,15 +127,20 @@ pub fn analyse_elf(
     };
 
     // Which catalog libraries' API entry points does this file define?
-    let names: Vec<&str> = markers.names.iter().map(String::as_str).collect();
-    let found = cudist_elf::defined_symbols_among(data, &names).map_err(|source| Error::Elf {
+    // One pass over the symbol tables finds them and the trampoline tables of lazy loaders.
+    let found = cudist_elf::defined_symbols_where(data, |n| {
+        is_trampoline_table(n) || markers.owner.contains_key(n)
+    })
+    .map_err(|source| Error::Elf {
         context: format!("{path}: cannot read symbol tables"),
         source,
     })?;
     let mut defined_markers: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for sym in found {
-        if let Some(lib) = markers.owner.get(&sym) {
-            defined_markers.entry(lib.clone()).or_default().push(sym);
+    let mut tables = Vec::new();
+    for (sym, _) in found {
+        match markers.owner.get(&sym) {
+            Some(lib) => defined_markers.entry(lib.clone()).or_default().push(sym),
+            None => tables.push(sym),
         }
     }
     // Characteristic strings in read-only data: these survive `strip`. Any program may quote a
@@ -195,7 +196,7 @@ pub fn analyse_elf(
         Vec::new()
     };
 
-    let lazy_loads = lazy_loads(path, &elf, data, &rodata, catalog)?;
+    let lazy_loads = lazy_loads(&elf, &tables, &rodata, catalog);
 
     // Classified without a CUDA-major hint here; `assemble` refines it with the artifact's context.
     let needed = elf
@@ -354,12 +355,11 @@ fn trampoline_library<'c>(
 ///
 /// Hand-written because no crate knows which libraries are CUDA's: the catalog does.
 pub(crate) fn lazy_loads(
-    path: &str,
     elf: &ElfFile,
-    data: &[u8],
+    tables: &[String],
     rodata: &[&[u8]],
     catalog: &Catalog,
-) -> Result<Vec<LazyLoad>, Error> {
+) -> Vec<LazyLoad> {
     let needs = |id: &str| {
         elf.needed.iter().any(|n| match catalog.classify(n) {
             SonameClass::Toolkit(m) | SonameClass::External(m) => m.library.id == id,
@@ -367,15 +367,8 @@ pub(crate) fn lazy_loads(
         })
     };
     let mut out: Vec<LazyLoad> = Vec::new();
-    let tables = cudist_elf::defined_symbols_where(data, |n| {
-        n.starts_with('_') && n.ends_with("_tramp_table")
-    })
-    .map_err(|source| Error::Elf {
-        context: format!("{path}: cannot read symbol tables"),
-        source,
-    })?;
-    for (table, _) in tables {
-        let Some(lib) = trampoline_library(&table, catalog) else {
+    for table in tables {
+        let Some(lib) = trampoline_library(table, catalog) else {
             continue;
         };
         if needs(&lib.id) || out.iter().any(|l| l.library == lib.id) {
@@ -433,7 +426,12 @@ pub(crate) fn lazy_loads(
             }
         }
     }
-    Ok(out)
+    out
+}
+
+/// Whether a symbol names a trampoline table (`_cublas_tramp_table`, `_libfoo_so_1_tramp_table`).
+pub(crate) fn is_trampoline_table(name: &str) -> bool {
+    name.starts_with('_') && name.ends_with("_tramp_table")
 }
 
 fn raw_entry(raw: &str) -> SearchPathEntry {

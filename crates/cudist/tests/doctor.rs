@@ -1032,7 +1032,9 @@ fn cupy_without_its_cuda_wheels_imports_as_doctor_says() {
     assert!(
         reasons.iter().any(|r| r.starts_with(
             "cupy-cuda12x loads libcublas.so.12 on first use of the module that links it"
-        ) && r.ends_with("install nvidia-cublas-cu12")),
+        ) && r.ends_with(
+            "install nvidia-cublas-cu12 (`pip install \"cupy-cuda12x[ctk]\"` brings it)"
+        )),
         "{reasons:#?}"
     );
     // Per file: one that misses a library is on demand, and the real import did not load it;

@@ -874,9 +874,14 @@ fn scan_lazy(path: &Path, catalog: &Catalog) -> Vec<(String, Option<String>)> {
         .filter(|s| s.name.starts_with(".rodata"))
         .filter_map(|s| elf.section_data(&map, s).ok())
         .collect();
-    crate::analyse::lazy_loads(&path.display().to_string(), &elf, &map, &rodata, catalog)
-        .map(|v| v.into_iter().map(|l| (l.library, l.soname)).collect())
-        .unwrap_or_default()
+    let tables: Vec<String> =
+        cudist_elf::defined_symbols_where(&map, crate::analyse::is_trampoline_table)
+            .map(|v| v.into_iter().map(|(n, _)| n).collect())
+            .unwrap_or_default();
+    crate::analyse::lazy_loads(&elf, &tables, &rodata, catalog)
+        .into_iter()
+        .map(|l| (l.library, l.soname))
+        .collect()
 }
 
 /// The CUDA major of a simulation: the one most of its CUDA libraries (found or missing) whose
