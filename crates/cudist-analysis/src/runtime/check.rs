@@ -1728,22 +1728,37 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         crate::pysource::merge_modules(&mut package_modules, scan.modules);
     }
     // A preload that cannot load itself (cupy's cuTENSOR where cuBLASLt is missing) is not
-    // loaded: its loader's dlopen fails, and what needs it is judged without it. Each is tried
-    // with those before it loaded, in order, as the process loads them.
+    // loaded: its loader's dlopen fails, and what needs it is judged without it. The order the
+    // preloads are listed in is not always the order a package's loaders run in (RAPIDS' loaders
+    // load cuBLAS before libraft), so each is tried with every other that loads, until no more
+    // does.
     let mut loaded: Vec<PathBuf> = Vec::new();
-    for p in preload {
-        env.set_preload(loaded.clone());
-        let ok = loader::simulate(&p, &env)
-            .map(|sim| sim.missing().next().is_none())
-            .unwrap_or(false);
-        if ok {
-            loaded.push(p);
-        } else {
-            disagreements.push(format!(
-                "{} would be loaded first by its package, but cannot load itself here (a library it needs is missing): the files are judged without it",
-                p.display()
-            ));
+    let mut waiting: Vec<PathBuf> = preload;
+    loop {
+        let mut progress = false;
+        let mut still = Vec::new();
+        for p in std::mem::take(&mut waiting) {
+            env.set_preload(loaded.clone());
+            let ok = loader::simulate(&p, &env)
+                .map(|sim| sim.missing().next().is_none())
+                .unwrap_or(false);
+            if ok {
+                loaded.push(p);
+                progress = true;
+            } else {
+                still.push(p);
+            }
         }
+        waiting = still;
+        if !progress || waiting.is_empty() {
+            break;
+        }
+    }
+    for p in &waiting {
+        disagreements.push(format!(
+            "{} would be loaded first by its package, but cannot load itself here (a library it needs is missing): the files are judged without it",
+            p.display()
+        ));
     }
     env.set_preload(loaded);
     if paths.is_empty() {
