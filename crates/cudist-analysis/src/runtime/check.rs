@@ -454,16 +454,23 @@ fn declared_requirements(
     installed: &[cudist_wheel::installed::Installed],
     name: &str,
 ) -> Vec<String> {
-    let import = cudist_wheel::installed::normalise(name);
-    let prefix = format!("{import}-");
-    installed
-        .iter()
-        .filter(|d| {
-            let n = cudist_wheel::installed::normalise(&d.name);
-            n == import || n.starts_with(&prefix)
-        })
+    providers(installed, name)
         .flat_map(|d| d.requires.iter().cloned())
         .collect()
+}
+
+/// The distributions among `installed` that provide import `name`: its name is the import's or
+/// starts with it (`rmm-cu12` for `rmm`, `cupy-cuda12x` for `cupy`).
+fn providers<'a>(
+    installed: &'a [cudist_wheel::installed::Installed],
+    name: &str,
+) -> impl Iterator<Item = &'a cudist_wheel::installed::Installed> {
+    let import = cudist_wheel::installed::normalise(name);
+    let prefix = format!("{import}-");
+    installed.iter().filter(move |d| {
+        let n = cudist_wheel::installed::normalise(&d.name);
+        n == import || n.starts_with(&prefix)
+    })
 }
 
 /// What to install for a missing library that wheel `pip` provides: the package's own extra
@@ -476,17 +483,11 @@ fn install_advice(
     pip: &str,
     catalog: &Catalog,
 ) -> String {
-    let import = cudist_wheel::installed::normalise(import);
-    let prefix = format!("{import}-");
     let pip_n = cudist_wheel::installed::normalise(pip);
     let toolkit_extra = catalog
         .library_by_soname(soname)
         .and_then(|m| m.library.toolkit_extra.clone());
-    for d in installed {
-        let n = cudist_wheel::installed::normalise(&d.name);
-        if n != import && !n.starts_with(&prefix) {
-            continue;
-        }
+    for d in providers(installed, import) {
         let brings = d.requires_in_extra.iter().find(|r| {
             r.name == pip_n
                 || (r.name == "cuda-toolkit"
@@ -1634,18 +1635,15 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                     } else {
                         Status::WillFailToLoad
                     };
-                    match reality(
+                    reality(
                         trace_of(name),
                         &l.soname,
                         status,
                         reason,
                         &mut disagreements,
                         catalog,
-                    ) {
-                        Reality::Loaded(p) => preload.push(p),
-                        Reality::Fails(status, reason) => report.verdict.add(status, reason),
-                        Reality::Nothing => {}
-                    }
+                    )
+                    .apply(&mut preload, &mut report.verdict);
                 }
             }
         }
@@ -1692,18 +1690,15 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                             &f.tried,
                             advice.as_deref(),
                         );
-                        match reality(
+                        reality(
                             trace_of(name),
                             &f.name,
                             Status::WillFailToLoad,
                             reason,
                             &mut disagreements,
                             catalog,
-                        ) {
-                            Reality::Loaded(p) => preload.push(p),
-                            Reality::Fails(status, reason) => report.verdict.add(status, reason),
-                            Reality::Nothing => {}
-                        }
+                        )
+                        .apply(&mut preload, &mut report.verdict);
                     }
                 }
                 report.runtime_loads.push(RuntimeLoad {
@@ -2042,6 +2037,18 @@ enum Reality {
     Fails(Status, String),
     /// Nothing to say but the disagreement: the import did not need it.
     Nothing,
+}
+
+impl Reality {
+    /// Takes it into account: a library loaded is preloaded for the simulations, a failure is a
+    /// reason of the verdict.
+    fn apply(self, preload: &mut Vec<PathBuf>, verdict: &mut Verdict) {
+        match self {
+            Reality::Loaded(p) => preload.push(p),
+            Reality::Fails(status, reason) => verdict.add(status, reason),
+            Reality::Nothing => {}
+        }
+    }
 }
 
 /// Checks a load the model says fails against the real import of the package, when one ran:

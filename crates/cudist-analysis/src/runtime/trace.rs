@@ -115,6 +115,9 @@ pub struct Loaded {
     /// The `ctypes.dlopen` call that loaded it (`pkg/loader.py:5`), when one names it; else it came
     /// with another object (a `DT_NEEDED` entry) or from native code's own dlopen.
     pub by: Option<String>,
+    /// Its path with every link resolved, once, for comparing with other paths.
+    #[serde(skip)]
+    canonical: Option<PathBuf>,
 }
 
 /// One `ctypes.dlopen` call of the import.
@@ -337,6 +340,7 @@ pub fn finish(mut s: Started) -> Result<ImportTrace> {
         .filter(|p| is_shared_object(p))
         .map(|path| Loaded {
             soname: soname_of(&path),
+            canonical: std::fs::canonicalize(&path).ok(),
             path,
             by: None,
         })
@@ -345,7 +349,7 @@ pub fn finish(mut s: Started) -> Result<ImportTrace> {
         let loaded = e
             .name
             .as_deref()
-            .and_then(|n| trace.loaded.iter().find(|l| names(l, n)))
+            .and_then(|n| trace.loaded_as(n))
             .map(|l| l.path.clone());
         trace.dlopens.push(DlopenCall {
             name: e.name,
@@ -382,18 +386,6 @@ fn is_shared_object(p: &Path) -> bool {
         .is_some_and(|n| n.ends_with(".so") || n.contains(".so."))
 }
 
-/// Whether `loaded` is what dlopen(`name`) names: the same path for a name with a slash, else a
-/// file of that name or that SONAME.
-fn names(loaded: &Loaded, name: &str) -> bool {
-    if name.contains('/') {
-        let a = std::fs::canonicalize(name).ok();
-        let b = std::fs::canonicalize(&loaded.path).ok();
-        return Path::new(name) == loaded.path || (a.is_some() && a == b);
-    }
-    loaded.soname.as_deref() == Some(name)
-        || loaded.path.file_name().and_then(|n| n.to_str()) == Some(name)
-}
-
 /// The SONAME of a mapped file, read from its dynamic section (mapped: only the pages read cost).
 fn soname_of(p: &Path) -> Option<String> {
     let map = cudist_elf::map_file(p).ok()?;
@@ -403,15 +395,27 @@ fn soname_of(p: &Path) -> Option<String> {
 impl ImportTrace {
     /// Whether the import mapped `path` (compared as the process saw it, and canonicalised).
     pub fn mapped(&self, path: &Path) -> bool {
+        self.at_path(path).is_some()
+    }
+
+    /// The object mapped from `path` (compared as given, and with links resolved).
+    fn at_path(&self, path: &Path) -> Option<&Loaded> {
         let canon = std::fs::canonicalize(path).ok();
-        self.loaded.iter().any(|l| {
-            l.path == path || (canon.is_some() && std::fs::canonicalize(&l.path).ok() == canon)
-        })
+        self.loaded
+            .iter()
+            .find(|l| l.path == path || (canon.is_some() && l.canonical == canon))
     }
 
     /// The object the import left loaded under this SONAME or file name: a later dlopen of the
-    /// name, or a `DT_NEEDED` entry of it, gets that one.
+    /// name, or a `DT_NEEDED` entry of it, gets that one. A name with a slash is a path, which
+    /// dlopen opens as it is.
     pub fn loaded_as(&self, name: &str) -> Option<&Loaded> {
-        self.loaded.iter().find(|l| names(l, name))
+        if name.contains('/') {
+            return self.at_path(Path::new(name));
+        }
+        self.loaded.iter().find(|l| {
+            l.soname.as_deref() == Some(name)
+                || l.path.file_name().and_then(|n| n.to_str()) == Some(name)
+        })
     }
 }
