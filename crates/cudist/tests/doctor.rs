@@ -9,7 +9,16 @@ use serde_json::Value;
 /// `cudist doctor --json --ld-library-path "" --import MODULE --python PYTHON`: the exit code and
 /// the report.
 fn doctor_import(module: &str, python: &std::path::Path) -> (Option<i32>, Value) {
-    let o = cudist(&[
+    doctor_import_with(module, python, &[])
+}
+
+/// [`doctor_import`] with more arguments (`--static`, `--strict`).
+fn doctor_import_with(
+    module: &str,
+    python: &std::path::Path,
+    extra: &[&str],
+) -> (Option<i32>, Value) {
+    let mut args = vec![
         "doctor",
         "--json",
         "--ld-library-path",
@@ -18,7 +27,9 @@ fn doctor_import(module: &str, python: &std::path::Path) -> (Option<i32>, Value)
         module,
         "--python",
         python.to_str().unwrap(),
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let o = cudist(&args);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
     (o.status.code(), v)
 }
@@ -789,20 +800,7 @@ fn preloads_and_tiers_agree_with_a_real_import() {
             "-l:libcublas.so.12",
         ],
     );
-    let ext_name = format!(
-        "_ext{}",
-        String::from_utf8_lossy(
-            &std::process::Command::new(venv.join("bin/python"))
-                .args([
-                    "-c",
-                    "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))"
-                ])
-                .output()
-                .unwrap()
-                .stdout
-        )
-        .trim()
-    );
+    let ext_name = format!("_ext{}", ext_suffix(&venv.join("bin/python")));
     std::fs::copy(&ext, pkg.join(&ext_name)).unwrap();
     std::fs::write(
         pkg.join("__init__.py"),
@@ -876,24 +874,7 @@ fn preloads_and_tiers_agree_with_a_real_import() {
         )
     };
     let real_import = || real_import_of("pkg");
-    let doctor_of = |module: &str| {
-        let o = std::process::Command::new(env!("CARGO_BIN_EXE_cudist"))
-            .args([
-                "doctor",
-                "--json",
-                "--ld-library-path",
-                "",
-                "--import",
-                module,
-                "--python",
-            ])
-            .arg(&python)
-            .output()
-            .unwrap();
-        let v: Value =
-            serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
-        (o.status.code(), v)
-    };
+    let doctor_of = |module: &str| doctor_import(module, &python);
     let doctor = || doctor_of("pkg");
     let (loaded, err) = real_import();
     assert!(loaded, "{err}");
@@ -1281,23 +1262,7 @@ fn guarded_loads_and_the_models_misses_are_judged_by_the_real_import() {
             "import ctypes\ntry:\n    ctypes.CDLL('libcublas.so.12')\nexcept OSError:\n    pass\n",
         )],
     );
-    let doctor = |extra: &[&str]| {
-        let mut args = vec![
-            "doctor",
-            "--json",
-            "--ld-library-path",
-            "",
-            "--import",
-            "guarded",
-            "--python",
-            python.to_str().unwrap(),
-        ];
-        args.extend_from_slice(extra);
-        let o = cudist(&args);
-        let v: Value =
-            serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
-        (o.status.code(), v)
-    };
+    let doctor = |extra: &[&str]| doctor_import_with("guarded", &python, extra);
     // The real import works without cuBLAS.
     let o = std::process::Command::new(&python)
         .args(["-c", "import guarded"])
@@ -1375,33 +1340,10 @@ fn guarded_loads_and_the_models_misses_are_judged_by_the_real_import() {
             "-l:libcurand.so.10",
         ],
     );
-    let ext_name = format!(
-        "_ext{}",
-        String::from_utf8_lossy(
-            &std::process::Command::new(&python)
-                .args([
-                    "-c",
-                    "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))"
-                ])
-                .output()
-                .unwrap()
-                .stdout
-        )
-        .trim()
-    );
+    let ext_name = format!("_ext{}", ext_suffix(&python));
     std::fs::copy(&ext, pkg.join(&ext_name)).unwrap();
-    let o = cudist(&[
-        "doctor",
-        "--json",
-        "--ld-library-path",
-        "",
-        "--import",
-        "computed",
-        "--python",
-        python.to_str().unwrap(),
-    ]);
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
-    assert_eq!(o.status.code(), Some(0), "{v:#}");
+    let (code, v) = doctor_import("computed", &python);
+    assert_eq!(code, Some(0), "{v:#}");
     assert_eq!(v["verdict"]["status"], "ok", "{v:#}");
     assert!(
         v["disagreements"].as_array().unwrap().iter().any(|d| {
@@ -1411,18 +1353,8 @@ fn guarded_loads_and_the_models_misses_are_judged_by_the_real_import() {
         "{v:#}"
     );
     // Without running it, the model says what it sees.
-    let o = cudist(&[
-        "doctor",
-        "--json",
-        "--static",
-        "--ld-library-path",
-        "",
-        "--import",
-        "computed",
-        "--python",
-        python.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let (code, v) = doctor_import_with("computed", &python, &["--static"]);
+    assert_eq!(code, Some(1), "{v:#}");
 }
 
 /// A library a CUDA library treats as optional (cuFile's RDMA support, catalog
@@ -1529,18 +1461,7 @@ fn a_guarded_preload_that_fails_is_judged_as_the_import_leaves_it() {
         ],
     );
     std::fs::remove_dir_all(&dep).unwrap();
-    let suffix = String::from_utf8_lossy(
-        &std::process::Command::new(&python)
-            .args([
-                "-c",
-                "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))",
-            ])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .trim()
-    .to_string();
+    let suffix = ext_suffix(&python);
     // An extension that needs nothing CUDA: the preload is loaded before it, in the model.
     let ext = gcc_shared(
         work.path(),
@@ -1556,23 +1477,7 @@ fn a_guarded_preload_that_fails_is_judged_as_the_import_leaves_it() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    let run = |extra: &[&str]| {
-        let mut args = vec![
-            "doctor",
-            "--json",
-            "--ld-library-path",
-            "",
-            "--import",
-            "gp",
-            "--python",
-            python.to_str().unwrap(),
-        ];
-        args.extend_from_slice(extra);
-        let o = cudist(&args);
-        let v: Value =
-            serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
-        (o.status.code(), v)
-    };
+    let run = |extra: &[&str]| doctor_import_with("gp", &python, extra);
     let (code, v) = run(&[]);
     assert_eq!(code, Some(0), "{v:#}");
     assert_eq!(v["verdict"]["status"], "will-fail-when-loaded", "{v:#}");

@@ -131,6 +131,19 @@ pub fn gcc_shared(
     gcc(dir, out, source, &args)
 }
 
+/// The file-name suffix of extension modules for `python` (`.cpython-311-x86_64-linux-gnu.so`).
+pub fn ext_suffix(python: &Path) -> String {
+    let o = Command::new(python)
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))",
+        ])
+        .output()
+        .unwrap();
+    ok(&o, "EXT_SUFFIX");
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
 /// C source of a working extension module `name` whose init function runs `body` first. The
 /// stable ABI's module definition is declared here (its layout is part of the limited API), so
 /// no Python headers are needed: a real import of it succeeds.
