@@ -6,34 +6,6 @@ use common::*;
 
 use serde_json::Value;
 
-/// `cudist doctor --json --ld-library-path "" --import MODULE --python PYTHON`: the exit code and
-/// the report.
-fn doctor_import(module: &str, python: &std::path::Path) -> (Option<i32>, Value) {
-    doctor_import_with(module, python, &[])
-}
-
-/// [`doctor_import`] with more arguments (`--static`, `--strict`).
-fn doctor_import_with(
-    module: &str,
-    python: &std::path::Path,
-    extra: &[&str],
-) -> (Option<i32>, Value) {
-    let mut args = vec![
-        "doctor",
-        "--json",
-        "--ld-library-path",
-        "",
-        "--import",
-        module,
-        "--python",
-        python.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    let o = cudist(&args);
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
-    (o.status.code(), v)
-}
-
 /// The `tier` doctor gives the file whose path ends with `name`.
 fn tier_of(report: &Value, name: &str) -> Value {
     report["files"]

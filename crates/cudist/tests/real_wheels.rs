@@ -439,18 +439,7 @@ fn repaired_cupy_resolves_every_cuda_library_once_its_dependencies_are_installed
         std::fs::copy(originals.path().join(m), Path::new(&site).join(m)).unwrap();
     }
     let python = venv.join("bin/python");
-    let o = cudist(&[
-        "doctor",
-        "--json",
-        "--ld-library-path",
-        "",
-        "--import",
-        "cupy_backends",
-        "--python",
-        python.to_str().unwrap(),
-    ]);
-    let report: serde_json::Value =
-        serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
+    let (_, report) = doctor_import("cupy_backends", &python);
     let loads = report["runtime_loads"].as_array().unwrap();
     assert!(
         loads

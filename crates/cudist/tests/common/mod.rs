@@ -131,6 +131,34 @@ pub fn gcc_shared(
     gcc(dir, out, source, &args)
 }
 
+/// `cudist doctor --json --ld-library-path "" --import MODULE --python PYTHON`: the exit code and
+/// the report.
+pub fn doctor_import(module: &str, python: &std::path::Path) -> (Option<i32>, Value) {
+    doctor_import_with(module, python, &[])
+}
+
+/// [`doctor_import`] with more arguments (`--static`, `--strict`).
+pub fn doctor_import_with(
+    module: &str,
+    python: &std::path::Path,
+    extra: &[&str],
+) -> (Option<i32>, Value) {
+    let mut args = vec![
+        "doctor",
+        "--json",
+        "--ld-library-path",
+        "",
+        "--import",
+        module,
+        "--python",
+        python.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = cudist(&args);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
+    (o.status.code(), v)
+}
+
 /// The file-name suffix of extension modules for `python` (`.cpython-311-x86_64-linux-gnu.so`).
 pub fn ext_suffix(python: &Path) -> String {
     let o = Command::new(python)
