@@ -284,6 +284,34 @@ fn is_simple_range(range: &str) -> bool {
     matches!((key(lo), key(hi)), (Some(a), Some(b)) if a < b)
 }
 
+/// The releases both ranges allow: for two `>=A,<B` ranges the higher lower bound and the lower
+/// upper bound; otherwise both specifier lists joined (PEP 440 reads a comma as "and").
+///
+/// ```
+/// assert_eq!(cudist_catalog::intersect_ranges(">=12,<13", ">=12.0,<12.1"), ">=12.0,<12.1");
+/// assert_eq!(cudist_catalog::intersect_ranges(">=12.9,<13", ">=12,<13"), ">=12.9,<13");
+/// assert_eq!(cudist_catalog::intersect_ranges(">=12,<13", ""), ">=12,<13");
+/// assert_eq!(cudist_catalog::intersect_ranges(">=12,<13", "~=12.4"), ">=12,<13,~=12.4");
+/// ```
+pub fn intersect_ranges(a: &str, b: &str) -> String {
+    let key = |v: &str| -> Vec<u64> { v.split('.').map_while(|p| p.parse().ok()).collect() };
+    fn bounds(r: &str) -> Option<(&str, &str)> {
+        r.strip_prefix(">=")
+            .and_then(|r| r.split_once(",<"))
+            .filter(|_| is_simple_range(r))
+    }
+    match (bounds(a), bounds(b)) {
+        (Some((alo, ahi)), Some((blo, bhi))) => {
+            let lo = if key(alo) >= key(blo) { alo } else { blo };
+            let hi = if key(ahi) <= key(bhi) { ahi } else { bhi };
+            format!(">={lo},<{hi}")
+        }
+        _ if a == b || b.is_empty() => a.to_string(),
+        _ if a.is_empty() => b.to_string(),
+        _ => format!("{a},{b}"),
+    }
+}
+
 /// Whether two `>=A,<B` ranges share a version.
 fn ranges_overlap(a: &str, b: &str) -> bool {
     let key = |v: &str| -> Vec<u64> { v.split('.').map_while(|p| p.parse().ok()).collect() };
@@ -1201,8 +1229,9 @@ impl Catalog {
         self.library_by_name_hinted(&plain, hint).map(|(m, _)| m)
     }
 
-    /// A `major.minor` library's SONAME for a minor the catalog does not list.
-    fn major_minor_family(
+    /// A `major.minor` library's SONAME for a minor the catalog does not list
+    /// (`libnvrtc-builtins.so.12.0`, where the catalog lists the 12.9 wheel's `.so.12.9`).
+    pub fn major_minor_family(
         &self,
         soname: &str,
         hint: Option<u32>,

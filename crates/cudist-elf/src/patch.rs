@@ -276,6 +276,22 @@ fn check_layout<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Room,
     // rewriter moves every table it rebuilds, not only those that grow; their old bytes stay
     // in the file, unused: faiss' 64 MB libfaiss grows by 1.7 MB).
     let mut moved_bytes = 0u64;
+    // Sections the process never maps (symbols, their strings, debug information) that lie
+    // before the end of the loadable segments: a file laid out by patchelf (auditwheel's
+    // grafts) has its appended segments after them. The rewriter writes every such section
+    // again after the segment it adds and leaves the old bytes where they were, so the file
+    // grows by their size (cumm-cu120 0.6.3's `core_cc`: 478 KB of `.symtab` and `.strtab`).
+    let load_file_end = loads
+        .iter()
+        .map(|(off, size, ..)| off.saturating_add(*size))
+        .max()
+        .unwrap_or(0);
+    let mut stranded = 0u64;
+    let shoff: u64 = h.e_shoff(endian).into();
+    if shoff < load_file_end {
+        let table = u64::from(h.e_shnum(endian)) * u64::from(h.e_shentsize(endian));
+        stranded = stranded.saturating_add(table);
+    }
     for (i, sh) in sections.iter().enumerate() {
         // Every section, file bytes or not, occupies addresses below the top.
         let (addr, msize): (u64, u64) = (sh.sh_addr(endian).into(), sh.sh_size(endian).into());
@@ -306,6 +322,9 @@ fn check_layout<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Room,
         // segment's start in memory as in the file (what a linker writes; the rewriter moves
         // sections on that assumption).
         let flags: u64 = sh.sh_flags(endian).into();
+        if flags & u64::from(elf::SHF_ALLOC) == 0 && off < load_file_end {
+            stranded = stranded.saturating_add(size);
+        }
         if flags & u64::from(elf::SHF_ALLOC) != 0 && size > 0 && !loads.is_empty() {
             let home = loads.iter().find(|(p_off, _, vaddr, mem, _)| {
                 addr >= *vaddr
@@ -431,6 +450,7 @@ fn check_layout<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Room,
         })
         .fold(0u64, u64::saturating_add)
         .saturating_add(moved_bytes)
+        .saturating_add(stranded)
         // Each byte moves once at most: never more than the file.
         .min(len);
     Ok(Room { align, movable })

@@ -225,6 +225,72 @@ fn same_dynamic_entries_as_patchelf() {
 }
 
 #[test]
+fn a_file_patchelf_changed_before_is_patched_again() {
+    // auditwheel's grafts (cumm-cu120 0.6.3, spconv-cu120 2.3.6) went through patchelf, which
+    // appends its segments after the file's symbol table: the rewriter writes that table again
+    // after the segment it adds, and the size bound must allow it (it refused such files).
+    let Some(patchelf) = tool("CUDIST_PATCHELF", "patchelf") else {
+        return;
+    };
+    // Local symbols with long names: a symbol table of a few hundred KB that no process maps.
+    let mut src = String::from("int dep(void); int call(void) { return dep(); }\n");
+    for i in 0..3000 {
+        src.push_str(&format!(
+            "__attribute__((used)) static int a_rather_long_local_function_name_{i:05}(void) {{ return {i}; }}\n"
+        ));
+    }
+    let t = Tree::new(&[]);
+    let lib = t.dir.path().join("lib");
+    let big = cc(
+        t.dir.path(),
+        "big.so",
+        &src,
+        &[
+            "-shared",
+            "-fPIC",
+            "-Wl,--no-as-needed",
+            &format!("-L{}", lib.display()),
+            "-ldep",
+        ],
+    );
+    let o = Command::new(&patchelf)
+        .args([
+            "--set-rpath",
+            "$ORIGIN/../a_graft_directory_as_auditwheel_names_it.libs",
+        ])
+        .arg(&big)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let data = std::fs::read(&big).unwrap();
+    let long =
+        "$ORIGIN/../../nvidia/cuda_runtime/lib:$ORIGIN/../../nvidia/cuda_nvrtc/lib:$ORIGIN/lib";
+    let edits = Edits {
+        search_path: Some((
+            long.split(':').map(str::to_string).collect(),
+            SearchPathTag::Rpath,
+        )),
+        replace_needed: vec![("libdep.so.1".into(), "libdep.so.1".into())],
+        ..Edits::default()
+    };
+    let p = apply(&data, &edits).expect("a patchelf-laid-out file is patched");
+    assert!(!p.in_place);
+    // Larger by what was written again, and no more than the input twice over.
+    assert!(p.data.len() > data.len() && p.data.len() < 2 * data.len());
+    let out = t.dir.path().join("big-patched.so");
+    std::fs::write(&out, &p.data).unwrap();
+    dlopen(&out).expect("loads through the new RPATH");
+    let f = ElfFile::parse(&p.data).unwrap();
+    assert_eq!(f.rpath, long.split(':').collect::<Vec<_>>());
+    if let (Some(before), Some(after)) = (elflint_clean(&big), elflint_clean(&out)) {
+        assert!(
+            !before || after,
+            "eu-elflint accepted the input but not the output"
+        );
+    }
+}
+
+#[test]
 fn stripped_files_and_files_without_dynamic_section() {
     let t = Tree::new(&[]);
     let stripped = t.dir.path().join("stripped.so");

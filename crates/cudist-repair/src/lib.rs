@@ -43,6 +43,7 @@
 //!     crc_check: true,
 //!     loader: false,
 //!     exclude: Vec::new(),
+//!     remove_unreached: false,
 //!     build_env: None,
 //!     plat: None,
 //! };
@@ -152,6 +153,9 @@ pub struct Options {
     pub loader: bool,
     /// SONAMEs (globs) to leave alone.
     pub exclude: Vec<glob::Pattern>,
+    /// Also take out vendored CUDA libraries that no file loads by name (the package opens them
+    /// by path; by default they stay).
+    pub remove_unreached: bool,
     /// The site-packages the wheel was built against: the CUDA wheels installed there give the
     /// lower bounds of `Requires-Dist` (`nvidia-cuda-runtime-cu12>=12.9.79,<13`).
     pub build_env: Option<PathBuf>,
@@ -188,6 +192,10 @@ pub struct WheelRepair {
     pub output_size: Option<u64>,
     /// The CUDA libraries taken out (the CUDA wheels provide them).
     pub removed: Vec<Removed>,
+    /// Vendored CUDA libraries left in the wheel, each with why (`reason`): no file loads them
+    /// by name, or the package's Python opens them itself, so no requirement can stand in for
+    /// them.
+    pub kept: Vec<Removed>,
     /// The ELF files re-linked.
     pub patched: Vec<Patched>,
     /// The `Requires-Dist` lines added.
@@ -371,6 +379,7 @@ fn repair_one(
         tag: opts.tag,
         installed,
         excluded: &excluded,
+        remove_unreached: opts.remove_unreached,
     };
     let mut plan = plan::plan(&artifact, catalog, &md.requires_dist, &grafting, &rules);
     plan.unhandled.retain(|u| !grafting.names.contains_key(u));
@@ -405,6 +414,7 @@ fn repair_one(
         input_size: wheel.file_size(),
         output_size: None,
         removed: plan.removed,
+        kept: plan.kept,
         patched: Vec::new(),
         requires_added: plan.requires.clone(),
         loader: None,

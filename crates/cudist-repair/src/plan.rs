@@ -35,6 +35,9 @@ pub struct Plan {
     pub renamed: BTreeSet<String>,
     /// Files that leave the wheel.
     pub removed: Vec<Removed>,
+    /// Vendored CUDA libraries left in the wheel: no file loads them by name (the package
+    /// opens them by path), so no requirement could stand in for them.
+    pub kept: Vec<Removed>,
     /// `Requires-Dist` lines to add.
     pub requires: Vec<String>,
     /// `Provides-Extra` lines to add.
@@ -70,6 +73,8 @@ pub struct Exclusions {
     pub removed: Vec<Removed>,
     /// A renamed copy's SONAME or file name → (real SONAME, CUDA major).
     pub renamed: HashMap<String, (String, Option<u32>)>,
+    /// The vendored libraries left in place, and why.
+    pub kept: Vec<Removed>,
 }
 
 /// A CUDA distribution a file needs.
@@ -83,6 +88,9 @@ pub struct Need {
     pub id: String,
     /// Its CUDA major.
     pub major: u32,
+    /// The wheel carried the library (a vendored copy the repair takes out): the requirement
+    /// stands in for it, so it is never optional.
+    pub carried: bool,
 }
 
 /// What one file needs from outside the wheel, and the NEEDED entries to rewrite.
@@ -116,6 +124,8 @@ pub struct Rules<'a> {
     pub installed: &'a BTreeMap<String, String>,
     /// SONAMEs to leave alone (`--exclude`).
     pub excluded: &'a dyn Fn(&str) -> bool,
+    /// Also take out vendored CUDA libraries no file loads by name (`--remove-unreached`).
+    pub remove_unreached: bool,
 }
 
 /// The release of each distribution the repaired wheel will get, where one is known: the build
@@ -158,10 +168,15 @@ pub fn plan(
         tag,
         installed,
         excluded,
+        remove_unreached,
     } = *rules;
     let releases = known_releases(installed, declared);
     let installed = &releases;
-    let Exclusions { removed, renamed } = exclude(a, catalog, excluded);
+    let Exclusions {
+        removed,
+        renamed,
+        kept,
+    } = exclude(a, catalog, excluded, remove_unreached);
     let removed_paths: BTreeSet<&str> = removed.iter().map(|r| r.path.as_str()).collect();
     let emptied = emptied_dirs(a, &removed_paths);
 
@@ -195,26 +210,28 @@ pub fn plan(
             variants.push((e.path.clone(), sonames));
         } else {
             loads.extend(n.loads);
-            // A plain library the package loads only on demand (onnxruntime's TensorRT provider)
-            // is an optional part: what it needs is offered as an extra, not forced on everyone.
-            // An extension module imported lazily is the package's own function (cupy's cuBLAS
-            // module): what it needs stays required. Extension modules are known by their init
-            // function or, failing that, by their file name's ABI tag.
-            let base = e.path.rsplit('/').next().unwrap_or(&e.path);
-            let module_name = [".cpython-", ".abi3.so", ".pypy"]
+            // Never demand more than the original needed: what a file loaded only on demand
+            // needs from outside the wheel (onnxruntime's TensorRT provider, cupy's cuTENSOR and
+            // NCCL modules, imported on first use) is offered under an extra, as the original
+            // relied on it being there without requiring it. Never ship less: what the wheel
+            // carried, and what the import loads, is required.
+            let on_demand = e.tier == cudist_analysis::loads::Tier::OnDemand;
+            let optional_needs: BTreeSet<String> = n
+                .needs
                 .iter()
-                .any(|s| base.contains(s));
-            let plugin = e.tier == cudist_analysis::loads::Tier::OnDemand
-                && e.abi.python_extension.is_none()
-                && !module_name;
-            if plugin && !n.needs.is_empty() {
-                let pips: BTreeSet<String> = n.needs.iter().map(|(p, _)| p.clone()).collect();
-                let pips = pips.into_iter().collect();
-                optional_parts.push((e.path.clone(), pips));
+                .filter(|(_, need)| on_demand && !need.carried)
+                .map(|(p, _)| p.clone())
+                .collect();
+            if !optional_needs.is_empty() {
+                optional_parts.push((e.path.clone(), optional_needs.into_iter().collect()));
             }
-            let into = if plugin { &mut optional } else { &mut needs };
             for (pip, need) in n.needs {
-                into.entry(pip).or_insert(need);
+                let into = if on_demand && !need.carried {
+                    &mut optional
+                } else {
+                    &mut needs
+                };
+                merge_need(into, pip, need);
             }
         }
         unhandled.extend(n.unhandled);
@@ -244,6 +261,7 @@ pub fn plan(
         loads,
         renamed: renamed.keys().cloned().collect(),
         removed,
+        kept,
         requires,
         extras,
         unhandled: unhandled.into_iter().collect(),
@@ -253,16 +271,61 @@ pub fn plan(
     }
 }
 
+/// Adds a file's need of a distribution to the wheel's: two files (or two libraries of one
+/// distribution, `libnvrtc.so.12` and `libnvrtc-builtins.so.12.0`) that need it get the releases
+/// both allow.
+fn merge_need(into: &mut BTreeMap<String, Need>, pip: String, need: Need) {
+    match into.get_mut(&pip) {
+        Some(have) => have.range = cudist_catalog::intersect_ranges(&have.range, &need.range),
+        None => {
+            into.insert(pip, need);
+        }
+    }
+}
+
 /// The vendored CUDA toolkit and driver libraries leave the wheel (the wheels of NVIDIA, or the
 /// machine's driver, provide them); the NEEDED entries naming a renamed copy get the real SONAME.
-/// A copy whose SONAME or file name is `excluded` (`--exclude`) stays.
-pub fn exclude(a: &Artifact, catalog: &Catalog, excluded: &dyn Fn(&str) -> bool) -> Exclusions {
+/// A copy whose SONAME or file name is `excluded` (`--exclude`) stays. So does a toolkit library
+/// that no file loads by name ([`reached_by_name`]) unless `remove_unreached`: the package opens
+/// it by path (triton's CUPTI, found by a fixed path inside the package), where no requirement
+/// puts a replacement. The driver's libraries always go: a copy of them is never right.
+pub fn exclude(
+    a: &Artifact,
+    catalog: &Catalog,
+    excluded: &dyn Fn(&str) -> bool,
+    remove_unreached: bool,
+) -> Exclusions {
     let mut removed = Vec::new();
+    let mut kept = Vec::new();
     let mut renamed = HashMap::new();
+    let reached = reached_by_name(a);
     for v in &a.vendored {
         let base = v.path.rsplit('/').next().unwrap_or(&v.path).to_string();
         if excluded(&base) || v.soname.as_deref().is_some_and(excluded) {
             continue;
+        }
+        if v.library.is_some() && !remove_unreached {
+            let why = match reached.get(v.path.as_str()) {
+                Some(Reach::Loader) => None,
+                Some(Reach::Python(at)) => Some(format!(
+                    "the package's Python opens it itself ({at}): no requirement can stand in \
+                     for it"
+                )),
+                None => Some(
+                    "no file in the wheel loads it by name (the package opens it by path): no \
+                     requirement can stand in for it; --remove-unreached takes it out"
+                        .to_string(),
+                ),
+            };
+            if let Some(reason) = why {
+                kept.push(Removed {
+                    path: v.path.clone(),
+                    library: v.library.as_ref().map_or(base.clone(), |l| l.id.clone()),
+                    bytes: v.bytes,
+                    reason,
+                });
+                continue;
+            }
         }
         let (library, reason, real) = match &v.library {
             Some(l) => {
@@ -272,8 +335,17 @@ pub fn exclude(a: &Artifact, catalog: &Catalog, excluded: &dyn Fn(&str) -> bool)
                 let real = m.map(|m| {
                     let own = v.soname.clone().unwrap_or_else(|| base.clone());
                     let stripped = cudist_catalog::strip_graft_hash(&own);
+                    // A SONAME that carries the minor keeps the copy's minor: auditwheel's
+                    // `libnvrtc-builtins-8cb4db2d.so.12.0.140` is `libnvrtc-builtins.so.12.0`,
+                    // which the 12.0 wheels ship, not the newest wheel's `.so.12.9`.
+                    let family = (m.policy == cudist_catalog::SonamePolicy::MajorMinor)
+                        .then(|| major_minor_name(&stripped))
+                        .flatten()
+                        .filter(|n| catalog.major_minor_family(n, Some(m.major)).is_some());
                     if m.sonames.contains(&stripped) {
                         stripped
+                    } else if let Some(n) = family {
+                        n
                     } else {
                         m.sonames[0].clone()
                     }
@@ -308,7 +380,83 @@ pub fn exclude(a: &Artifact, catalog: &Catalog, excluded: &dyn Fn(&str) -> bool)
             reason,
         });
     }
-    Exclusions { removed, renamed }
+    Exclusions {
+        removed,
+        renamed,
+        kept,
+    }
+}
+
+/// How a vendored library is reached.
+enum Reach {
+    /// By the dynamic loader, by name: a NEEDED entry or a lazy load of a file the wheel keeps,
+    /// or of a library reached so. A requirement and a search path stand in for it.
+    Loader,
+    /// By the package's Python, through ctypes (a path, or a name it expects loaded): where the
+    /// call is.
+    Python(String),
+}
+
+/// The vendored libraries (by path) that something loads, and how. A library reached by the
+/// loader from the wheel's own files (through other vendored libraries too) can be replaced by
+/// the wheel that provides it; one the package's Python opens with ctypes cannot (the call names
+/// a file in the package, or expects the library loaded already), and one nothing names at all
+/// is opened by path.
+fn reached_by_name(a: &Artifact) -> HashMap<&str, Reach> {
+    let vendored: BTreeSet<&str> = a.vendored.iter().map(|v| v.path.as_str()).collect();
+    let names = |path: &str| -> Vec<String> {
+        let base = path.rsplit('/').next().unwrap_or(path).to_string();
+        let soname = a
+            .elf_files
+            .iter()
+            .find(|e| e.path == path)
+            .and_then(|e| e.soname.clone());
+        soname.into_iter().chain(std::iter::once(base)).collect()
+    };
+    let wants = |e: &ElfReport| -> Vec<String> {
+        e.needed
+            .iter()
+            .map(|n| n.soname.clone())
+            .chain(e.lazy_loads.iter().filter_map(|l| l.soname.clone()))
+            .collect()
+    };
+    let mut out: HashMap<&str, Reach> = HashMap::new();
+    let mut todo: Vec<String> = a
+        .elf_files
+        .iter()
+        .filter(|e| !vendored.contains(e.path.as_str()))
+        .flat_map(wants)
+        .collect();
+    while let Some(name) = todo.pop() {
+        for v in &a.vendored {
+            if out.contains_key(v.path.as_str()) || !names(&v.path).contains(&name) {
+                continue;
+            }
+            out.insert(v.path.as_str(), Reach::Loader);
+            if let Some(e) = a.elf_files.iter().find(|e| e.path == v.path) {
+                todo.extend(wants(e));
+            }
+        }
+    }
+    for v in &a.vendored {
+        let by_python = a.preloads.iter().find(|p| {
+            p.mechanism == cudist_analysis::loads::Mechanism::Ctypes
+                && names(&v.path).iter().any(|n| p.loads(n) || p.name == *n)
+        });
+        if let Some(p) = by_python {
+            out.insert(v.path.as_str(), Reach::Python(p.place()));
+        }
+    }
+    out
+}
+
+/// `stem.so.MAJOR.MINOR` of a name with a longer version (`libnvrtc-builtins.so.12.0.140`).
+fn major_minor_name(name: &str) -> Option<String> {
+    let (stem, version) = name.split_once(".so.")?;
+    let mut parts = version.split('.');
+    let (major, minor) = (parts.next()?, parts.next()?);
+    let numeric = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+    (numeric(major) && numeric(minor)).then(|| format!("{stem}.so.{major}.{minor}"))
 }
 
 /// Directories that lose all their ELF files: they no longer need a search-path entry.
@@ -359,6 +507,7 @@ pub fn file_needs(
         if kept && real.is_none() {
             continue;
         }
+        let carried = real.is_some() || n.provided_in_artifact.is_some();
         let (soname, hint) = match real {
             Some((r, major)) => (r, major),
             None => (n.soname.clone(), n.library.as_ref().map(|l| l.cuda_major)),
@@ -366,7 +515,10 @@ pub fn file_needs(
         if catalog.driver_lib(&soname).is_some() {
             continue; // from the machine's driver: no dependency, no search path
         }
-        match catalog.library_by_soname_hinted(&soname, hint) {
+        let found = catalog
+            .library_by_soname_hinted(&soname, hint)
+            .or_else(|| catalog.major_minor_family(&soname, hint).map(|(m, _)| m));
+        match found {
             Some(m) => {
                 // A catalog library whose wheel is not known: nothing to require or search, and
                 // never grafted; said as unhandled.
@@ -404,6 +556,7 @@ pub fn file_needs(
                             extra: m.library.toolkit_extra.clone(),
                             id: m.library.id.clone(),
                             major: m.major.major,
+                            carried,
                         },
                     ));
                 }
@@ -938,6 +1091,7 @@ mod tests {
                     extra: m.library.toolkit_extra.clone(),
                     id: m.library.id.clone(),
                     major: m.major.major,
+                    carried: false,
                 },
             )
         };

@@ -57,6 +57,11 @@ pub struct RepairArgs {
     /// tag — as auditwheel's --exclude. The package must provide them some other way.
     #[arg(long, value_name = "PATTERN", value_parser = parse_glob)]
     pub exclude: Vec<glob::Pattern>,
+    /// Also take out vendored CUDA libraries that no file loads by name. By default they stay:
+    /// the package opens them by path (as triton opens its CUPTI), and a requirement would not
+    /// put a replacement there.
+    #[arg(long)]
+    pub remove_unreached: bool,
     /// The site-packages the wheel was built against (e.g. the build venv's): the CUDA wheels
     /// installed there give the lower bounds of the requirements.
     #[arg(long, value_name = "SITE_PACKAGES")]
@@ -122,6 +127,7 @@ pub fn run(args: RepairArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
         plat: args.plat.clone(),
         loader: args.loader,
         exclude: args.exclude.clone(),
+        remove_unreached: args.remove_unreached,
         build_env: args.build_env.clone(),
     };
     let bar = util::progress_shown().then(|| {
@@ -199,6 +205,16 @@ fn render(r: &Report, catalog: &Catalog, style: crate::util::Style) -> String {
                 rm.library,
                 human_bytes(rm.bytes),
                 rm.reason
+            );
+        }
+        for k in &w.kept {
+            let _ = writeln!(
+                out,
+                "  kept      {} ({}, {}): {}",
+                k.path,
+                k.library,
+                human_bytes(k.bytes),
+                k.reason
             );
         }
         for p in &w.patched {

@@ -987,3 +987,201 @@ fn other_vendors_runtimes_and_unknown_wheels_are_never_grafted() {
         "{text}"
     );
 }
+
+/// A library at `dir/file` (SONAME `soname` when given) that calls `symbol` from `needs` (a
+/// library in `dir` linked by its file name), with `PyInit_<module>` when `module` is given (a
+/// Python extension), and the RPATH `rpath` when given.
+fn linked(
+    dir: &Path,
+    file: &str,
+    module: Option<&str>,
+    needs: &str,
+    symbol: &str,
+    rpath: Option<&str>,
+) -> Vec<u8> {
+    let init = module
+        .map(|m| format!("void *PyInit_{m}(void) {{ return 0; }}\n"))
+        .unwrap_or_default();
+    let source = format!("int {symbol}(void *); int f(void) {{ return {symbol}(0); }}\n{init}");
+    let rpath = rpath.map(|r| format!("-Wl,-rpath,{r}"));
+    let mut args = vec![
+        "-Wl,--no-as-needed".to_string(),
+        format!("-L{}", dir.display()),
+        format!("-l:{needs}"),
+    ];
+    args.extend(rpath);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    std::fs::read(gcc_shared(dir, file, None, &source, &args)).unwrap()
+}
+
+#[test]
+fn repair_never_ships_less_than_the_original_nor_demands_more() {
+    // The shapes found in real wheels: an extension the import loads (its cuBLAS is required);
+    // one the package imports only inside a function (cupy's cuTENSOR module: offered under an
+    // extra, as the original never required it); a plugin loaded on demand that links a CUDA
+    // library the wheel carries as a renamed copy (torchvision's image.so and nvjpeg: the copy
+    // leaves, so the requirement that replaces it is hard, not an extra); and a vendored CUDA
+    // library no file names, which the package opens by path (triton's CUPTI): it stays.
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    fake_lib(d, "libcublas.so.12", "libcublas.so.12", "cublasCreate_v2");
+    fake_lib(d, "libcutensor.so.2", "libcutensor.so.2", "cutensorCreate");
+    let nvjpeg = std::fs::read(fake_lib(
+        d,
+        "libnvjpeg-1a2b3c4d.so.12",
+        "libnvjpeg-1a2b3c4d.so.12",
+        "nvjpegCreateSimple",
+    ))
+    .unwrap();
+    let cupti = std::fs::read(fake_lib(
+        d,
+        "libcupti.so.12",
+        "libcupti.so.12",
+        "cuptiActivityEnable",
+    ))
+    .unwrap();
+    let ext = "cpython-311-x86_64-linux-gnu.so";
+    let core = linked(
+        d,
+        "core.so",
+        Some("_core"),
+        "libcublas.so.12",
+        "cublasCreate_v2",
+        None,
+    );
+    let tensor = linked(
+        d,
+        "tensor.so",
+        Some("_tensor"),
+        "libcutensor.so.2",
+        "cutensorCreate",
+        None,
+    );
+    let image = linked(
+        d,
+        "image.so",
+        None,
+        "libnvjpeg-1a2b3c4d.so.12",
+        "nvjpegCreateSimple",
+        Some("$ORIGIN/../demo.libs"),
+    );
+    let init = "from . import _core\n\n\ndef contract():\n    from . import _tensor\n\n    return _tensor\n";
+    let w = d.join("demo-1.0-cp311-cp311-linux_x86_64.whl");
+    write_wheel(
+        &w,
+        "demo",
+        &[],
+        &[
+            ("demo/__init__.py", init.as_bytes().to_vec()),
+            (&format!("demo/_core.{ext}"), core),
+            (&format!("demo/_tensor.{ext}"), tensor),
+            ("demo/image.so", image),
+            ("demo.libs/libnvjpeg-1a2b3c4d.so.12", nvjpeg),
+            ("demo/lib/cupti/libcupti.so.12", cupti),
+        ],
+    );
+    let out = d.join("out");
+    let r = repair_json(&w, &out);
+    let wr = &r["wheels"][0];
+    let paths = |key: &str| -> Vec<String> {
+        wr[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["path"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        paths("removed"),
+        vec!["demo.libs/libnvjpeg-1a2b3c4d.so.12"],
+        "{wr:#}"
+    );
+    assert_eq!(
+        paths("kept"),
+        vec!["demo/lib/cupti/libcupti.so.12"],
+        "{wr:#}"
+    );
+    assert!(
+        wr["kept"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("no file in the wheel loads it by name"),
+        "{wr:#}"
+    );
+    let mut requires: Vec<&str> = wr["requires_added"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    requires.sort();
+    assert_eq!(
+        requires,
+        vec![
+            "cutensor-cu12>=2,<3; extra == \"cutensor\"",
+            "nvidia-cublas-cu12>=12,<13",
+            "nvidia-nvjpeg-cu12>=12,<13",
+        ],
+        "{wr:#}"
+    );
+    assert_eq!(paths("optional_parts"), vec![format!("demo/_tensor.{ext}")]);
+    // The plugin's renamed NEEDED entry names the real library, found in the wheel's directory.
+    let image_patch = wr["patched"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["path"] == "demo/image.so")
+        .expect("image.so patched");
+    assert_eq!(
+        image_patch["needed_replaced"][0],
+        serde_json::json!(["libnvjpeg-1a2b3c4d.so.12", "libnvjpeg.so.12"])
+    );
+    // What the repaired wheel says of itself: the kept CUPTI is still there, nvjpeg is not.
+    let repaired = PathBuf::from(wr["output"].as_str().unwrap());
+    let names: Vec<String> = {
+        let f = std::fs::File::open(&repaired).unwrap();
+        let z = zip::ZipArchive::new(f).unwrap();
+        z.file_names().map(str::to_string).collect()
+    };
+    assert!(names.iter().any(|n| n == "demo/lib/cupti/libcupti.so.12"));
+    assert!(!names.iter().any(|n| n.contains("libnvjpeg")));
+    let o = cudist(&[
+        "repair",
+        "--dry-run",
+        "-w",
+        out.to_str().unwrap(),
+        w.to_str().unwrap(),
+    ]);
+    let text = stdout(&o) + &stderr(&o);
+    assert!(
+        text.contains("  kept      demo/lib/cupti/libcupti.so.12 (cupti, ")
+            && text.contains("--remove-unreached takes it out"),
+        "{text}"
+    );
+    // Asked to, repair takes the unreached copy out too (nothing stands in for it).
+    let o = cudist(&[
+        "repair",
+        "--json",
+        "--dry-run",
+        "--remove-unreached",
+        "-w",
+        out.to_str().unwrap(),
+        w.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let all: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let removed: Vec<&str> = all["wheels"][0]["removed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        removed,
+        vec![
+            "demo.libs/libnvjpeg-1a2b3c4d.so.12",
+            "demo/lib/cupti/libcupti.so.12"
+        ]
+    );
+    assert_eq!(all["wheels"][0]["kept"], serde_json::json!([]));
+}
