@@ -218,6 +218,7 @@ pub fn analyse_elf(
             runpath: elf.runpath.iter().map(|r| raw_entry(r)).collect(),
             static_cuda: Vec::new(),
             lazy_loads,
+            symbol_floors: symbol_floors(&elf),
             // A weak reference is optional (Rust's std and much C++ probe for
             // __cxa_thread_atexit_impl at run time): auditwheel checks only strong imports.
             blacklisted_imports: elf
@@ -291,6 +292,7 @@ pub fn analyse_front(
                 .unwrap_or_default(),
             static_cuda: Vec::new(),
             lazy_loads: Vec::new(),
+            symbol_floors: Vec::new(),
             symbol_versions: elf
                 .map(|e| {
                     e.verneed
@@ -456,6 +458,37 @@ pub fn library_ref(m: &LibraryMatch<'_>) -> LibraryRef {
         conda: m.library.conda.clone(),
         toolkit_extra: m.library.toolkit_extra.clone(),
     }
+}
+
+/// The newest first release among the symbols the file imports, per library and CUDA major
+/// ([`cudist_catalog::symbols`]). A weak import is left out: the file checks for it at run time.
+fn symbol_floors(elf: &ElfFile) -> Vec<SymbolFloor> {
+    let mut out: BTreeMap<(&str, u32), SymbolFloor> = BTreeMap::new();
+    for s in elf.undefined_dynamic().filter(|s| !s.weak) {
+        for f in cudist_catalog::symbols::floors_of(&s.name) {
+            let newer = out
+                .get(&(f.library, f.major))
+                .is_none_or(|have| version_key(f.since) > version_key(&have.since));
+            if newer {
+                out.insert(
+                    (f.library, f.major),
+                    SymbolFloor {
+                        library: f.library.to_string(),
+                        cuda_major: f.major,
+                        pip: f.pip.to_string(),
+                        since: f.since.to_string(),
+                        symbol: s.name.clone(),
+                    },
+                );
+            }
+        }
+    }
+    out.into_values().collect()
+}
+
+/// A dotted release as numbers, for ordering (`13.1.80` → [13, 1, 80]).
+fn version_key(v: &str) -> Vec<u64> {
+    v.split('.').map_while(|p| p.parse().ok()).collect()
 }
 
 /// One `DT_NEEDED` entry classified by the catalog (toolkit, external, driver, system, other);

@@ -260,6 +260,10 @@ pub struct ElfReport {
     /// CUDA libraries the file loads itself on the first call into them (dlopen trampolines and
     /// stub tables), which are not in `needed`: never static linking.
     pub lazy_loads: Vec<LazyLoad>,
+    /// The oldest release of a CUDA library's wheel the file can load with, where the symbols it
+    /// imports say (one per library and CUDA major): an older release lacks one of them, and the
+    /// loader refuses the file ("undefined symbol: __nvJitLinkGetErrorLog_13_1").
+    pub symbol_floors: Vec<SymbolFloor>,
     /// Symbol versions the file requires from other libraries (`GLIBC_2.17`, `GLIBCXX_3.4.21`),
     /// sorted: what decides its manylinux policy.
     pub symbol_versions: Vec<String>,
@@ -440,6 +444,21 @@ pub struct LazyLoad {
     pub soname: Option<String>,
     /// What shows it, for people.
     pub evidence: String,
+}
+
+/// The oldest release of a library's wheel that exports every symbol a file imports from it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct SymbolFloor {
+    /// Catalog library id (`nvjitlink`).
+    pub library: String,
+    /// Its CUDA major.
+    pub cuda_major: u32,
+    /// The wheel (`nvidia-nvjitlink`).
+    pub pip: String,
+    /// Its first release that exports them all (`13.1.80`).
+    pub since: String,
+    /// The imported symbol that sets it (`__nvJitLinkGetErrorLog_13_1`).
+    pub symbol: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]

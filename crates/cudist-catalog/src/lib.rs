@@ -17,6 +17,7 @@
 
 pub mod manylinux;
 pub mod pip;
+pub mod symbols;
 pub mod targets;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -549,6 +549,14 @@ pub fn file_needs(
                     if let Some(v) = release {
                         range = raise_lower_bound(&range, v);
                     }
+                    // The symbols the file imports from it set a floor of their own.
+                    if let Some(f) = e
+                        .symbol_floors
+                        .iter()
+                        .find(|f| f.library == m.library.id && f.cuda_major == m.major.major)
+                    {
+                        range = raise_lower_bound(&range, &f.since);
+                    }
                     out.needs.push((
                         pip.clone(),
                         Need {
@@ -802,6 +810,7 @@ mod tests {
             runpath: Vec::new(),
             static_cuda: Vec::new(),
             lazy_loads: Vec::new(),
+            symbol_floors: Vec::new(),
             symbol_versions: Vec::new(),
             blacklisted_imports: Vec::new(),
             abi: ElfAbi::default(),

@@ -1185,3 +1185,50 @@ fn repair_never_ships_less_than_the_original_nor_demands_more() {
     );
     assert_eq!(all["wheels"][0]["kept"], serde_json::json!([]));
 }
+
+#[test]
+fn imported_symbols_raise_the_lower_bound() {
+    // RAPIDS' libraries built with nvJitLink 13.1 import `__nvJitLinkGetErrorLog_13_1`, which
+    // nvJitLink 13.0 lacks ("undefined symbol" at load; NVIDIA/cuvs#1862): the requirement repair
+    // writes starts at the first release that exports it (read from the wheels on PyPI).
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    fake_lib(
+        d,
+        "libnvJitLink.so.13",
+        "libnvJitLink.so.13",
+        "__nvJitLinkGetErrorLog_13_1",
+    );
+    let ext = linked(
+        d,
+        "jit.so",
+        Some("_jit"),
+        "libnvJitLink.so.13",
+        "__nvJitLinkGetErrorLog_13_1",
+        None,
+    );
+    let w = d.join("demo-1.0-cp311-cp311-linux_x86_64.whl");
+    write_wheel(
+        &w,
+        "demo",
+        &[],
+        &[
+            ("demo/__init__.py", b"from . import _jit\n".to_vec()),
+            ("demo/_jit.cpython-311-x86_64-linux-gnu.so", ext),
+        ],
+    );
+    let inspect = inspect_json(&[w.to_str().unwrap()], 0);
+    let a = artifact(&inspect, "linux_x86_64.whl");
+    let floors = &a["elf_files"][0]["symbol_floors"];
+    assert_eq!(floors[0]["library"], "nvjitlink", "{floors:#}");
+    assert_eq!(floors[0]["symbol"], "__nvJitLinkGetErrorLog_13_1");
+    let since = floors[0]["since"].as_str().unwrap();
+    assert!(since.starts_with("13.1."), "{since}");
+    let r = repair_json(&w, &d.join("out"));
+    assert_eq!(
+        r["wheels"][0]["requires_added"],
+        serde_json::json!([format!("nvidia-nvjitlink>={since},<14")]),
+        "{:#}",
+        r["wheels"][0]
+    );
+}
