@@ -535,6 +535,13 @@ fn repaired_platform(
     excluded: &dyn Fn(&str) -> bool,
 ) -> Result<cudist_analysis::model::Platform> {
     let removed: BTreeSet<&str> = plan.removed.iter().map(|r| r.path.as_str()).collect();
+    // A wheel tagged manylinux or musllinux already had its outside libraries judged by whoever
+    // tagged it: one it needs but neither carries nor gets from a known wheel was left out on
+    // purpose (auditwheel's `--exclude`: torchvision needs torch's libc10.so, which the torch
+    // wheel brings). Repair does its CUDA work and keeps that judgement, as it cannot know better.
+    let tagged = cudist_analysis::platform::FileTag::of(file_name)
+        .libc
+        .is_some();
     let platform = cudist_analysis::platform::evaluate(
         artifact
             .elf_files
@@ -545,6 +552,7 @@ fn repaired_platform(
             plan.renamed.contains(&n.soname)
                 || grafting.names.contains_key(&n.soname)
                 || excluded(&n.soname)
+                || (tagged && plan.unhandled.contains(&n.soname))
         },
         &cudist_analysis::platform::FileTag::of(file_name),
     );

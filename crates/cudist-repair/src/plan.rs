@@ -401,7 +401,10 @@ enum Reach {
 /// loader from the wheel's own files (through other vendored libraries too) can be replaced by
 /// the wheel that provides it; one the package's Python opens with ctypes cannot (the call names
 /// a file in the package, or expects the library loaded already), and one nothing names at all
-/// is opened by path.
+/// is opened by path. The loader reaches a name only in the directories the asking file's
+/// RPATH or RUNPATH lists: triton's proton opens `libcupti.so` by joining its own directory to
+/// the name, and the two CUPTI directories of the wheel are on no search path, so neither is
+/// reached by name.
 fn reached_by_name(a: &Artifact) -> HashMap<&str, Reach> {
     let vendored: BTreeSet<&str> = a.vendored.iter().map(|v| v.path.as_str()).collect();
     let names = |path: &str| -> Vec<String> {
@@ -413,23 +416,35 @@ fn reached_by_name(a: &Artifact) -> HashMap<&str, Reach> {
             .and_then(|e| e.soname.clone());
         soname.into_iter().chain(std::iter::once(base)).collect()
     };
-    let wants = |e: &ElfReport| -> Vec<String> {
+    // (name, the directories inside the wheel the asking file's search path lists)
+    let wants = |e: &ElfReport| -> Vec<(String, Vec<String>)> {
+        let dirs: Vec<String> = e
+            .rpath
+            .iter()
+            .chain(&e.runpath)
+            .filter(|p| p.location == PathLocation::Inside)
+            .map(|p| p.expanded.clone())
+            .collect();
         e.needed
             .iter()
             .map(|n| n.soname.clone())
             .chain(e.lazy_loads.iter().filter_map(|l| l.soname.clone()))
+            .map(|n| (n, dirs.clone()))
             .collect()
     };
     let mut out: HashMap<&str, Reach> = HashMap::new();
-    let mut todo: Vec<String> = a
+    let mut todo: Vec<(String, Vec<String>)> = a
         .elf_files
         .iter()
         .filter(|e| !vendored.contains(e.path.as_str()))
         .flat_map(wants)
         .collect();
-    while let Some(name) = todo.pop() {
+    while let Some((name, dirs)) = todo.pop() {
         for v in &a.vendored {
-            if out.contains_key(v.path.as_str()) || !names(&v.path).contains(&name) {
+            if out.contains_key(v.path.as_str())
+                || !names(&v.path).contains(&name)
+                || !dirs.contains(&parent(&v.path))
+            {
                 continue;
             }
             out.insert(v.path.as_str(), Reach::Loader);

@@ -207,15 +207,42 @@ fn render(r: &Report, catalog: &Catalog, style: crate::util::Style) -> String {
                 rm.reason
             );
         }
+        // One line per directory and reason: a vendored set (CUPTI and its profiler libraries)
+        // is one decision.
+        let mut groups: Vec<(String, &str, Vec<&cudist_repair::Removed>)> = Vec::new();
         for k in &w.kept {
-            let _ = writeln!(
-                out,
-                "  kept      {} ({}, {}): {}",
-                k.path,
-                k.library,
-                human_bytes(k.bytes),
-                k.reason
-            );
+            let dir = k.path.rsplit_once('/').map_or("", |(d, _)| d).to_string();
+            match groups
+                .iter_mut()
+                .find(|(d, r, _)| *d == dir && *r == k.reason.as_str())
+            {
+                Some((_, _, ks)) => ks.push(k),
+                None => groups.push((dir, k.reason.as_str(), vec![k])),
+            }
+        }
+        for (dir, reason, ks) in groups {
+            let bytes: u64 = ks.iter().map(|k| k.bytes).sum();
+            if let [k] = ks[..] {
+                let _ = writeln!(
+                    out,
+                    "  kept      {} ({}, {}): {}",
+                    k.path,
+                    k.library,
+                    human_bytes(bytes),
+                    reason
+                );
+            } else {
+                let mut libs: Vec<&str> = ks.iter().map(|k| k.library.as_str()).collect();
+                libs.dedup();
+                let _ = writeln!(
+                    out,
+                    "  kept      {dir}/ ({} files: {}; {}): {}",
+                    ks.len(),
+                    libs.join(", "),
+                    human_bytes(bytes),
+                    reason
+                );
+            }
         }
         for p in &w.patched {
             let mut what = Vec::new();
@@ -298,6 +325,13 @@ fn render(r: &Report, catalog: &Catalog, style: crate::util::Style) -> String {
                 }
             );
         }
+        let input_name = std::path::Path::new(&w.input)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tagged_before = cudist_analysis::platform::FileTag::of(&input_name)
+            .libc
+            .is_some();
         for u in &w.unhandled {
             let known = catalog.library_by_soname(u).map(|m| m.library.id.as_str());
             let why = if u.contains('/') {
@@ -309,11 +343,26 @@ fn render(r: &Report, catalog: &Catalog, style: crate::util::Style) -> String {
                 )
             } else if let Some(id) = known {
                 format!("a catalog library ({id}) whose wheel, or the wheel of this SONAME, the catalog does not know: not grafted and not required; the user's machine must provide it")
+            } else if tagged_before {
+                "neither a system, CUDA nor catalog library; the wheel's own manylinux tag already \
+                 left it out (its tagger excluded it: a dependency provides it), so it stays out \
+                 and does not change the tag"
+                    .to_string()
             } else {
                 "neither a system, CUDA nor catalog library, and not found on this machine to graft"
                     .to_string()
             };
-            let _ = writeln!(out, "  {} needs {u}: {why}", style.yellow("warning:"));
+            // Left out by the wheel's own tagger: said, not warned about.
+            let settled = tagged_before
+                && !u.contains('/')
+                && known.is_none()
+                && catalog.renamed_copy_of(u, None).is_none();
+            let label = if settled {
+                "note:".to_string()
+            } else {
+                style.yellow("warning:").to_string()
+            };
+            let _ = writeln!(out, "  {label} needs {u}: {why}");
         }
         let freed: u64 = w.removed.iter().map(|r| r.bytes).sum();
         if freed > 0 {

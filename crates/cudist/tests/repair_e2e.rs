@@ -1065,6 +1065,17 @@ fn repair_never_ships_less_than_the_original_nor_demands_more() {
         "nvjpegCreateSimple",
         Some("$ORIGIN/../demo.libs"),
     );
+    // A profiler plugin that opens CUPTI itself (dlopen, the SONAME in its strings): by joining a
+    // directory to the name, as triton's proton does; no search path of it lists the directory,
+    // so the loader does not reach the vendored copy by name.
+    let prof = std::fs::read(gcc_shared(
+        d,
+        "libprof.so",
+        None,
+        "#include <dlfcn.h>\nvoid *open_cupti(void) { return dlopen(\"libcupti.so.12\", RTLD_NOW); }\n",
+        &["-ldl"],
+    ))
+    .unwrap();
     let init = "from . import _core\n\n\ndef contract():\n    from . import _tensor\n\n    return _tensor\n";
     let w = d.join("demo-1.0-cp311-cp311-linux_x86_64.whl");
     write_wheel(
@@ -1078,7 +1089,20 @@ fn repair_never_ships_less_than_the_original_nor_demands_more() {
             ("demo/image.so", image),
             ("demo.libs/libnvjpeg-1a2b3c4d.so.12", nvjpeg),
             ("demo/lib/cupti/libcupti.so.12", cupti),
+            ("demo/libprof.so", prof),
         ],
+    );
+    let inspect = inspect_json(&[w.to_str().unwrap()], 0);
+    let a = artifact(&inspect, "linux_x86_64.whl");
+    let prof_report = a["elf_files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["path"] == "demo/libprof.so")
+        .unwrap();
+    assert_eq!(
+        prof_report["lazy_loads"][0]["soname"], "libcupti.so.12",
+        "{prof_report:#}"
     );
     let out = d.join("out");
     let r = repair_json(&w, &out);
@@ -1231,4 +1255,48 @@ fn imported_symbols_raise_the_lower_bound() {
         "{:#}",
         r["wheels"][0]
     );
+}
+
+#[test]
+fn a_tagged_wheel_keeps_its_taggers_exclusions() {
+    // torchvision's wheel needs torch's libc10.so, which its build left out (auditwheel's
+    // --exclude) and the torch wheel brings: repair does its CUDA work and keeps the manylinux
+    // tag. The same file in a wheel nobody tagged gets linux_x86_64, as auditwheel would say.
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    fake_lib(d, "libc10_demo.so", "libc10_demo.so", "c10_alloc");
+    let ext = linked(d, "c.so", Some("_c"), "libc10_demo.so", "c10_alloc", None);
+    let members = [
+        ("demo/__init__.py", b"from . import _c\n".to_vec()),
+        ("demo/_c.cpython-311-x86_64-linux-gnu.so", ext),
+    ];
+    let tag_of = |name: &str| -> (String, String) {
+        let w = d.join(name);
+        write_wheel(&w, "demo", &[], &members);
+        let o = cudist(&[
+            "repair",
+            "--dry-run",
+            "-w",
+            d.join("out").to_str().unwrap(),
+            w.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let text = stdout(&o) + &stderr(&o);
+        let tag = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("tagged    "))
+            .unwrap_or_default()
+            .to_string();
+        (tag, text)
+    };
+    let (tagged, text) = tag_of("demo-1.0-cp311-cp311-manylinux_2_28_x86_64.whl");
+    assert!(tagged.starts_with("manylinux"), "{text}");
+    assert!(
+        text.contains("note: needs libc10_demo.so")
+            && text.contains("the wheel's own manylinux tag already left it out"),
+        "{text}"
+    );
+    let (untagged, text) = tag_of("demo-1.0-cp311-cp311-linux_x86_64.whl");
+    assert_eq!(untagged, "linux_x86_64", "{text}");
+    assert!(text.contains("warning: needs libc10_demo.so"), "{text}");
 }
