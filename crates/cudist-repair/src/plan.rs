@@ -215,7 +215,15 @@ pub fn plan(
             // NCCL modules, imported on first use) is offered under an extra, as the original
             // relied on it being there without requiring it. Never ship less: what the wheel
             // carried, and what the import loads, is required.
-            let on_demand = e.tier == cudist_analysis::loads::Tier::OnDemand;
+            // A file named like an extension module whose init function was not seen (stripped,
+            // or built by hand) was not placed as a module: it is taken to load at import, as
+            // an extension module nothing imports is.
+            let base = e.path.rsplit('/').next().unwrap_or(&e.path);
+            let module_name = [".cpython-", ".abi3.so", ".pypy"]
+                .iter()
+                .any(|s| base.contains(s));
+            let unplaced_module = module_name && e.abi.python_extension.is_none();
+            let on_demand = e.tier == cudist_analysis::loads::Tier::OnDemand && !unplaced_module;
             let optional_needs: BTreeSet<String> = n
                 .needs
                 .iter()
@@ -407,15 +415,20 @@ enum Reach {
 /// reached by name.
 fn reached_by_name(a: &Artifact) -> HashMap<&str, Reach> {
     let vendored: BTreeSet<&str> = a.vendored.iter().map(|v| v.path.as_str()).collect();
+    let report_of: HashMap<&str, &ElfReport> =
+        a.elf_files.iter().map(|e| (e.path.as_str(), e)).collect();
+    // Each vendored file's names (SONAME, file name) → its index, so a name is looked up once.
+    let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
     let names = |path: &str| -> Vec<String> {
         let base = path.rsplit('/').next().unwrap_or(path).to_string();
-        let soname = a
-            .elf_files
-            .iter()
-            .find(|e| e.path == path)
-            .and_then(|e| e.soname.clone());
+        let soname = report_of.get(path).and_then(|e| e.soname.clone());
         soname.into_iter().chain(std::iter::once(base)).collect()
     };
+    for (i, v) in a.vendored.iter().enumerate() {
+        for n in names(&v.path) {
+            by_name.entry(n).or_default().push(i);
+        }
+    }
     // (name, the directories inside the wheel the asking file's search path lists)
     let wants = |e: &ElfReport| -> Vec<(String, Vec<String>)> {
         let dirs: Vec<String> = e
@@ -440,15 +453,13 @@ fn reached_by_name(a: &Artifact) -> HashMap<&str, Reach> {
         .flat_map(wants)
         .collect();
     while let Some((name, dirs)) = todo.pop() {
-        for v in &a.vendored {
-            if out.contains_key(v.path.as_str())
-                || !names(&v.path).contains(&name)
-                || !dirs.contains(&parent(&v.path))
-            {
+        for &i in by_name.get(&name).into_iter().flatten() {
+            let v = &a.vendored[i];
+            if out.contains_key(v.path.as_str()) || !dirs.contains(&parent(&v.path)) {
                 continue;
             }
             out.insert(v.path.as_str(), Reach::Loader);
-            if let Some(e) = a.elf_files.iter().find(|e| e.path == v.path) {
+            if let Some(e) = report_of.get(v.path.as_str()) {
                 todo.extend(wants(e));
             }
         }
