@@ -91,6 +91,9 @@ pub struct Need {
     /// The wheel carried the library (a vendored copy the repair takes out): the requirement
     /// stands in for it, so it is never optional.
     pub carried: bool,
+    /// The file loads it itself on the first call (a lazy load, not a NEEDED entry): it never
+    /// decides the import.
+    pub lazy: bool,
 }
 
 /// What one file needs from outside the wheel, and the NEEDED entries to rewrite.
@@ -227,14 +230,14 @@ pub fn plan(
             let optional_needs: BTreeSet<String> = n
                 .needs
                 .iter()
-                .filter(|(_, need)| on_demand && !need.carried)
+                .filter(|(_, need)| (on_demand || need.lazy) && !need.carried)
                 .map(|(p, _)| p.clone())
                 .collect();
             if !optional_needs.is_empty() {
                 optional_parts.push((e.path.clone(), optional_needs.into_iter().collect()));
             }
             for (pip, need) in n.needs {
-                let into = if on_demand && !need.carried {
+                let into = if (on_demand || need.lazy) && !need.carried {
                     &mut optional
                 } else {
                     &mut needs
@@ -591,6 +594,7 @@ pub fn file_needs(
                             id: m.library.id.clone(),
                             major: m.major.major,
                             carried,
+                            lazy: false,
                         },
                     ));
                 }
@@ -608,7 +612,57 @@ pub fn file_needs(
             None => {}
         }
     }
+    // Libraries the file opens itself on the first call (a trampoline table, dlopen of a SONAME):
+    // its dlopen searches its own RPATH, so the wheel's directory goes there too, and the wheel
+    // is needed as any other (optional, since no import waits for it; hard when it replaces a
+    // copy the wheel carried, which `plan` decides).
+    for l in &e.lazy_loads {
+        let Some(soname) = l.soname.as_deref() else {
+            continue;
+        };
+        if excluded(soname) || e.needed.iter().any(|n| n.soname == soname) {
+            continue;
+        }
+        let Some(m) = catalog.library_by_soname_hinted(soname, None) else {
+            continue;
+        };
+        let (Some(dir), Some(pip)) = (&m.major.pip_dir, &m.major.pip) else {
+            continue;
+        };
+        let mut range = match m.major.pip_requirement(soname) {
+            Some(PipRequirement::Range(r)) => r,
+            Some(PipRequirement::NotShipped) => continue,
+            _ => String::new(),
+        };
+        if let Some(v) = installed.get(&normalise_dist(pip)) {
+            range = raise_lower_bound(&range, v);
+        }
+        if !out.dirs.contains(dir) {
+            out.dirs.push(dir.clone());
+        }
+        out.loads.push((soname.to_string(), dir.clone()));
+        out.needs.push((
+            pip.clone(),
+            Need {
+                range,
+                extra: m.library.toolkit_extra.clone(),
+                id: m.library.id.clone(),
+                major: m.major.major,
+                carried: removed_names(removed_paths).contains(soname),
+                lazy: true,
+            },
+        ));
+    }
     out
+}
+
+/// The file names of the files that leave the wheel (a lazily loaded library's SONAME is its
+/// file name in every wheel that carries one).
+fn removed_names<'a>(removed_paths: &BTreeSet<&'a str>) -> BTreeSet<&'a str> {
+    removed_paths
+        .iter()
+        .map(|p| p.rsplit('/').next().unwrap_or(p))
+        .collect()
 }
 
 /// The file's new search path, or none when nothing about it changes. Its own entries stay first
@@ -1127,6 +1181,7 @@ mod tests {
                     id: m.library.id.clone(),
                     major: m.major.major,
                     carried: false,
+                    lazy: false,
                 },
             )
         };

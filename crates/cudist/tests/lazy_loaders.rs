@@ -108,6 +108,30 @@ fn stubs_and_trampolines_are_lazy_loads_not_static_linking() {
             .any(|l| l == "links CUDA statically: cufft in 1 file(s)"),
         "{lines:#?}"
     );
+    // repair treats the lazy load as a need: the stub's dlopen searches the stub's RPATH, so the
+    // wheel's directory goes there, and the wheel is offered under an extra (no import waits
+    // for it; the original never required it).
+    let r = repair_json(&wheel, &d.join("out"));
+    let wr = &r["wheels"][0];
+    assert_eq!(
+        wr["requires_added"],
+        serde_json::json!(["nvidia-cublas-cu12>=12,<13; extra == \"cublas\""]),
+        "{wr:#}"
+    );
+    let patched = wr["patched"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["path"] == "lazy/libstub.so")
+        .expect("the stub patched");
+    assert_eq!(
+        patched["rpath_added"],
+        serde_json::json!(["$ORIGIN/../nvidia/cublas/lib"])
+    );
+    let after = inspect_json(&[wr["output"].as_str().unwrap()], 0);
+    let row = needed(artifact(&after, ".whl"), "libcublas.so.12");
+    assert_eq!(row["rpath_covers"], true, "{row:#}");
+    assert_eq!(row["declared"], true, "{row:#}");
 }
 
 /// doctor checks the library a stub opens as a load on first use, with the stub's search path,
