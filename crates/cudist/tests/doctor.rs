@@ -309,6 +309,61 @@ fn a_symbol_missing_from_an_older_cuda_library_is_named() {
     }
 }
 
+/// RAPIDS' case (NVIDIA/cuvs#1862): a file built with nvJitLink 13.1 imports
+/// `__nvJitLinkGetErrorLog_13_1`, and nvJitLink 13.0 lacks it. doctor names the symbol, and the
+/// fix names the first release that exports it (the catalog's table, read from the wheels).
+#[test]
+fn an_nvjitlink_too_old_for_its_caller_gets_the_release_that_has_the_symbol() {
+    let work = tempfile::tempdir().unwrap();
+    let (new, old) = (work.path().join("new"), work.path().join("old"));
+    let map = work.path().join("nvjitlink.map");
+    std::fs::write(
+        &map,
+        "libnvJitLink.so.13 { global: *nvJitLink*; local: *; };\n",
+    )
+    .unwrap();
+    let vs = format!("-Wl,--version-script={}", map.display());
+    gcc_shared(
+        &new,
+        "libnvJitLink.so.13",
+        Some("libnvJitLink.so.13"),
+        "int __nvJitLinkGetErrorLog_13_0(void *h) { return 0; }\nint __nvJitLinkGetErrorLog_13_1(void *h) { return 0; }\n",
+        &[vs.as_str()],
+    );
+    gcc_shared(
+        &old,
+        "libnvJitLink.so.13",
+        Some("libnvJitLink.so.13"),
+        "int __nvJitLinkGetErrorLog_13_0(void *h) { return 0; }\n",
+        &[vs.as_str()],
+    );
+    std::os::unix::fs::symlink("libnvJitLink.so.13", new.join("libnvJitLink.so")).unwrap();
+    let ext = gcc_shared(
+        work.path(),
+        "jit.so",
+        None,
+        "int __nvJitLinkGetErrorLog_13_1(void *h);\nint f(void) { return __nvJitLinkGetErrorLog_13_1(0); }\n",
+        &[&format!("-L{}", new.display()), "-lnvJitLink", "-Wl,--disable-new-dtags", "-Wl,-rpath,$ORIGIN/old"],
+    );
+    let r = doctor(&[ext.to_str().unwrap(), "--ld-library-path", ""], 1);
+    let ms = r["files"][0]["missing_symbols"].as_array().unwrap();
+    assert_eq!(ms[0]["symbol"], "__nvJitLinkGetErrorLog_13_1", "{ms:#?}");
+    let reason = r["verdict"]["reasons"][0].as_str().unwrap();
+    assert!(
+        reason.contains("pip install \"nvidia-nvjitlink>=13.1."),
+        "{reason}"
+    );
+    // glibc agrees.
+    let o = std::process::Command::new("python3")
+        .args(["-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])"])
+        .arg(&ext)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr)
+        .contains("undefined symbol: __nvJitLinkGetErrorLog_13_1"));
+}
+
 /// Writes a host profile and returns its path.
 fn profile(
     dir: &std::path::Path,

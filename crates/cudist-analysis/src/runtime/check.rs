@@ -1149,9 +1149,20 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         .collect();
     let missing_syms = missing_symbols(&sim, names);
     for m in &missing_syms {
+        // Where the catalog knows the first release that exports the symbol, the fix names it.
+        let fix = cudist_catalog::symbols::floors_of(&m.symbol)
+            .iter()
+            .find(|fl| {
+                catalog
+                    .library(fl.library)
+                    .and_then(|l| l.cuda.iter().find(|c| c.major == fl.major))
+                    .is_some_and(|c| c.sonames.contains(&m.library))
+            })
+            .map(|fl| format!("; pip install \"{}>={}\"", fl.pip, fl.since))
+            .unwrap_or_default();
         verdict.add(fails, format!(
             "{}: {} needs {}{} from {}, which {} does not define: it was built against a newer {} than the one \
-             installed{when}",
+             installed{when}{fix}",
             f.display(),
             m.needed_by.display(),
             m.symbol,
