@@ -379,6 +379,7 @@ pub(crate) fn lazy_loads(
         out.push(LazyLoad {
             library: lib.id.clone(),
             soname: None,
+            written: None,
             evidence: format!("trampoline table {table}: its entry points are stubs filled by dlopen on the first call"),
         });
     }
@@ -415,13 +416,15 @@ pub(crate) fn lazy_loads(
                 }
                 match out.iter_mut().find(|l| l.library == lib.id) {
                     Some(l) => {
-                        if l.soname.is_none() {
+                        if l.soname.is_none() && soname.is_some() {
                             l.soname = soname;
+                            l.written = Some(name.to_string());
                         }
                     }
                     None => out.push(LazyLoad {
                         library: lib.id.clone(),
                         soname,
+                        written: Some(name.to_string()),
                         evidence: format!("imports dlopen and names {name:?} to open"),
                     }),
                 }

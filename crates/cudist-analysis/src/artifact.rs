@@ -148,6 +148,15 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
     if kind != ArtifactKind::Elf && python {
         assign_tiers(&mut elfs, &preloads, &scan.modules);
     }
+    let mut vendored = vendored;
+    let reports: Vec<&ElfReport> = elfs.iter().map(|a| &a.report).collect();
+    let reach = opened_by(&reports, &vendored, &preloads);
+    for v in &mut vendored {
+        if let Some((by, at)) = reach.get(v.path.as_str()) {
+            v.opened_by = *by;
+            v.opened_at = at.clone();
+        }
+    }
     let requires: Vec<ReqName> = wheel
         .as_ref()
         .map(|w| {
@@ -662,6 +671,83 @@ fn conda_check(
     }
 }
 
+/// How the package opens each library it carries, by path (those it opens by path are absent).
+/// The loader reaches a name only in the directories the asking file's RPATH or RUNPATH lists,
+/// starting from the package's own files and going on through the carried libraries it reaches:
+/// triton's proton opens `libcupti.so` by joining its own directory to the name, and the wheel's
+/// CUPTI directories are on no search path, so neither is reached by name. A library the
+/// package's Python opens with ctypes is opened by a name or path the package chose.
+pub fn opened_by(
+    elfs: &[&ElfReport],
+    vendored: &[Vendored],
+    preloads: &[crate::loads::Preload],
+) -> HashMap<String, (OpenedBy, Option<String>)> {
+    let carried: BTreeSet<&str> = vendored.iter().map(|v| v.path.as_str()).collect();
+    let report_of: HashMap<&str, &ElfReport> = elfs.iter().map(|e| (e.path.as_str(), *e)).collect();
+    let names = |path: &str| -> Vec<String> {
+        let base = path.rsplit('/').next().unwrap_or(path).to_string();
+        let soname = report_of.get(path).and_then(|e| e.soname.clone());
+        soname.into_iter().chain(std::iter::once(base)).collect()
+    };
+    // Each carried file's names (SONAME, file name) → its index, so a name is looked up once.
+    let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
+    for (i, v) in vendored.iter().enumerate() {
+        for n in names(&v.path) {
+            by_name.entry(n).or_default().push(i);
+        }
+    }
+    // (name, the directories inside the package the asking file's search path lists)
+    let wants = |e: &ElfReport| -> Vec<(String, std::rc::Rc<Vec<String>>)> {
+        let dirs: std::rc::Rc<Vec<String>> = std::rc::Rc::new(
+            e.rpath
+                .iter()
+                .chain(&e.runpath)
+                .filter(|p| p.location == PathLocation::Inside)
+                .map(|p| p.expanded.clone())
+                .collect(),
+        );
+        e.needed
+            .iter()
+            .map(|n| n.soname.clone())
+            // The name dlopen searches for: as written, else the trampoline's SONAME.
+            .chain(
+                e.lazy_loads
+                    .iter()
+                    .filter_map(|l| l.written.clone().or_else(|| l.soname.clone())),
+            )
+            .map(|n| (n, dirs.clone()))
+            .collect()
+    };
+    let mut out: HashMap<String, (OpenedBy, Option<String>)> = HashMap::new();
+    let mut todo: Vec<(String, std::rc::Rc<Vec<String>>)> = elfs
+        .iter()
+        .filter(|e| !carried.contains(e.path.as_str()))
+        .flat_map(|e| wants(e))
+        .collect();
+    while let Some((name, dirs)) = todo.pop() {
+        for &i in by_name.get(&name).into_iter().flatten() {
+            let v = &vendored[i];
+            if out.contains_key(&v.path) || !dirs.contains(&parent(&v.path)) {
+                continue;
+            }
+            out.insert(v.path.clone(), (OpenedBy::Loader, None));
+            if let Some(e) = report_of.get(v.path.as_str()) {
+                todo.extend(wants(e));
+            }
+        }
+    }
+    for v in vendored {
+        let by_python = preloads.iter().find(|p| {
+            p.mechanism == crate::loads::Mechanism::Ctypes
+                && names(&v.path).iter().any(|n| p.loads(n) || p.name == *n)
+        });
+        if let Some(p) = by_python {
+            out.insert(v.path.clone(), (OpenedBy::Python, Some(p.place())));
+        }
+    }
+    out
+}
+
 fn recognise_vendored(a: &Analysed, catalog: &Catalog) -> Option<Vendored> {
     let r = &a.report;
     let base = r.path.rsplit('/').next().unwrap_or_default();
@@ -699,6 +785,8 @@ fn recognise_vendored(a: &Analysed, catalog: &Catalog) -> Option<Vendored> {
             class: NeededClass::Toolkit,
             bytes: r.size,
             evidence,
+            opened_by: OpenedBy::Path,
+            opened_at: None,
         });
     }
     let driver = r
@@ -717,6 +805,8 @@ fn recognise_vendored(a: &Analysed, catalog: &Catalog) -> Option<Vendored> {
             r.soname.as_deref().unwrap_or(base),
             driver.description
         )],
+        opened_by: OpenedBy::Path,
+        opened_at: None,
     })
 }
 
@@ -1236,8 +1326,27 @@ fn verdict(
     }
     let toolkit: Vec<&Vendored> = vendored
         .iter()
-        .filter(|v| v.class == NeededClass::Toolkit)
+        .filter(|v| v.class == NeededClass::Toolkit && v.opened_by == OpenedBy::Loader)
         .collect();
+    // Copies the package opens itself (by path, or from its Python): bloat all the same, but
+    // not what repair can mend without the package's help; said once.
+    let own: Vec<&Vendored> = vendored
+        .iter()
+        .filter(|v| v.class == NeededClass::Toolkit && v.opened_by != OpenedBy::Loader)
+        .collect();
+    if !own.is_empty() {
+        raise(VerdictStatus::Bloated, &mut status);
+        let bytes: u64 = own.iter().map(|v| v.bytes).sum();
+        let mut dirs: Vec<String> = own.iter().map(|v| parent(&v.path)).collect();
+        dirs.dedup();
+        let shown: Vec<String> = dirs.iter().take(3).map(|d| format!("{d}/")).collect();
+        lines.push(format!(
+            "carries {} of CUDA libraries that it opens itself, by path or from its Python ({}{}): no requirement can stand in for them, so `cudist repair` keeps them (the package would have to load them from the wheels)",
+            crate::human_bytes(bytes),
+            shown.join(", "),
+            if dirs.len() > 3 { format!(" and {} more", dirs.len() - 3) } else { String::new() }
+        ));
+    }
     if !toolkit.is_empty() {
         raise(VerdictStatus::Bloated, &mut status);
         let bytes: u64 = toolkit.iter().map(|v| v.bytes).sum();

@@ -442,6 +442,10 @@ pub struct LazyLoad {
     /// The SONAME loaded: written in the file, or the catalog's for the file's CUDA major (none
     /// when that major is unknown).
     pub soname: Option<String>,
+    /// The name the file gives `dlopen`, as written (`libcublas.so.12`, or a linker name such as
+    /// `libcupti.so`, which no NVIDIA wheel ships: such a load goes by a path the program
+    /// builds); null for a trampoline table.
+    pub written: Option<String>,
     /// What shows it, for people.
     pub evidence: String,
 }
@@ -561,6 +565,25 @@ pub struct Vendored {
     pub bytes: u64,
     /// How it was recognised.
     pub evidence: Vec<String>,
+    /// How the package opens it: `loader` (by name, through a search path of one of its files:
+    /// a requirement on its wheel can stand in for it), `python` (the package's Python opens it
+    /// with ctypes), `path` (nothing names it: the package opens it by path, as triton opens its
+    /// CUPTI). Only `loader` copies are what `cudist repair` removes (driver libraries always).
+    pub opened_by: OpenedBy,
+    /// For `python`, the call that opens it (`pkg/__init__.py:12`).
+    pub opened_at: Option<String>,
+}
+
+/// How a package opens a library it carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum OpenedBy {
+    /// The dynamic loader, by name (NEEDED or a lazy load, in a search-path directory).
+    Loader,
+    /// The package's Python, through ctypes.
+    Python,
+    /// By path: nothing names it where the loader looks.
+    Path,
 }
 
 #[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 use cudist_analysis::artifact::{normalise_dist, parent, ReqName};
-use cudist_analysis::model::{Artifact, ElfReport, NeededClass, PathLocation};
+use cudist_analysis::model::{Artifact, ElfReport, NeededClass, OpenedBy, PathLocation};
 use cudist_catalog::{raise_lower_bound, Catalog, PipRequirement};
 use cudist_elf::patch::{Edits, SearchPathTag};
 
@@ -297,7 +297,7 @@ fn merge_need(into: &mut BTreeMap<String, Need>, pip: String, need: Need) {
 /// The vendored CUDA toolkit and driver libraries leave the wheel (the wheels of NVIDIA, or the
 /// machine's driver, provide them); the NEEDED entries naming a renamed copy get the real SONAME.
 /// A copy whose SONAME or file name is `excluded` (`--exclude`) stays. So does a toolkit library
-/// that no file loads by name ([`reached_by_name`]) unless `remove_unreached`: the package opens
+/// that no file loads by name ([`cudist_analysis::artifact::opened_by`]) unless `remove_unreached`: the package opens
 /// it by path (triton's CUPTI, found by a fixed path inside the package), where no requirement
 /// puts a replacement. The driver's libraries always go: a copy of them is never right.
 pub fn exclude(
@@ -309,20 +309,20 @@ pub fn exclude(
     let mut removed = Vec::new();
     let mut kept = Vec::new();
     let mut renamed = HashMap::new();
-    let reached = reached_by_name(a);
     for v in &a.vendored {
         let base = v.path.rsplit('/').next().unwrap_or(&v.path).to_string();
         if excluded(&base) || v.soname.as_deref().is_some_and(excluded) {
             continue;
         }
         if v.library.is_some() && !remove_unreached {
-            let why = match reached.get(v.path.as_str()) {
-                Some(Reach::Loader) => None,
-                Some(Reach::Python(at)) => Some(format!(
-                    "the package's Python opens it itself ({at}): no requirement can stand in \
-                     for it"
+            let why = match v.opened_by {
+                OpenedBy::Loader => None,
+                OpenedBy::Python => Some(format!(
+                    "the package's Python opens it itself ({}): no requirement can stand in \
+                     for it",
+                    v.opened_at.as_deref().unwrap_or("ctypes")
                 )),
-                None => Some(
+                OpenedBy::Path => Some(
                     "no file in the wheel loads it by name (the package opens it by path): no \
                      requirement can stand in for it; --remove-unreached takes it out"
                         .to_string(),
@@ -396,87 +396,6 @@ pub fn exclude(
         renamed,
         kept,
     }
-}
-
-/// How a vendored library is reached.
-enum Reach {
-    /// By the dynamic loader, by name: a NEEDED entry or a lazy load of a file the wheel keeps,
-    /// or of a library reached so. A requirement and a search path stand in for it.
-    Loader,
-    /// By the package's Python, through ctypes (a path, or a name it expects loaded): where the
-    /// call is.
-    Python(String),
-}
-
-/// The vendored libraries (by path) that something loads, and how. A library reached by the
-/// loader from the wheel's own files (through other vendored libraries too) can be replaced by
-/// the wheel that provides it; one the package's Python opens with ctypes cannot (the call names
-/// a file in the package, or expects the library loaded already), and one nothing names at all
-/// is opened by path. The loader reaches a name only in the directories the asking file's
-/// RPATH or RUNPATH lists: triton's proton opens `libcupti.so` by joining its own directory to
-/// the name, and the two CUPTI directories of the wheel are on no search path, so neither is
-/// reached by name.
-fn reached_by_name(a: &Artifact) -> HashMap<&str, Reach> {
-    let vendored: BTreeSet<&str> = a.vendored.iter().map(|v| v.path.as_str()).collect();
-    let report_of: HashMap<&str, &ElfReport> =
-        a.elf_files.iter().map(|e| (e.path.as_str(), e)).collect();
-    // Each vendored file's names (SONAME, file name) → its index, so a name is looked up once.
-    let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
-    let names = |path: &str| -> Vec<String> {
-        let base = path.rsplit('/').next().unwrap_or(path).to_string();
-        let soname = report_of.get(path).and_then(|e| e.soname.clone());
-        soname.into_iter().chain(std::iter::once(base)).collect()
-    };
-    for (i, v) in a.vendored.iter().enumerate() {
-        for n in names(&v.path) {
-            by_name.entry(n).or_default().push(i);
-        }
-    }
-    // (name, the directories inside the wheel the asking file's search path lists)
-    let wants = |e: &ElfReport| -> Vec<(String, Vec<String>)> {
-        let dirs: Vec<String> = e
-            .rpath
-            .iter()
-            .chain(&e.runpath)
-            .filter(|p| p.location == PathLocation::Inside)
-            .map(|p| p.expanded.clone())
-            .collect();
-        e.needed
-            .iter()
-            .map(|n| n.soname.clone())
-            .chain(e.lazy_loads.iter().filter_map(|l| l.soname.clone()))
-            .map(|n| (n, dirs.clone()))
-            .collect()
-    };
-    let mut out: HashMap<&str, Reach> = HashMap::new();
-    let mut todo: Vec<(String, Vec<String>)> = a
-        .elf_files
-        .iter()
-        .filter(|e| !vendored.contains(e.path.as_str()))
-        .flat_map(wants)
-        .collect();
-    while let Some((name, dirs)) = todo.pop() {
-        for &i in by_name.get(&name).into_iter().flatten() {
-            let v = &a.vendored[i];
-            if out.contains_key(v.path.as_str()) || !dirs.contains(&parent(&v.path)) {
-                continue;
-            }
-            out.insert(v.path.as_str(), Reach::Loader);
-            if let Some(e) = report_of.get(v.path.as_str()) {
-                todo.extend(wants(e));
-            }
-        }
-    }
-    for v in &a.vendored {
-        let by_python = a.preloads.iter().find(|p| {
-            p.mechanism == cudist_analysis::loads::Mechanism::Ctypes
-                && names(&v.path).iter().any(|n| p.loads(n) || p.name == *n)
-        });
-        if let Some(p) = by_python {
-            out.insert(v.path.as_str(), Reach::Python(p.place()));
-        }
-    }
-    out
 }
 
 /// `stem.so.MAJOR.MINOR` of a name with a longer version (`libnvrtc-builtins.so.12.0.140`).
@@ -620,6 +539,12 @@ pub fn file_needs(
         let Some(soname) = l.soname.as_deref() else {
             continue;
         };
+        // A linker name (`libcupti.so`) is no file of an NVIDIA wheel: the program opens it by a
+        // path it builds (triton's proton joins its CUPTI directory to it), and neither a search
+        // path nor a requirement helps.
+        if l.written.as_deref().is_some_and(|w| w.ends_with(".so")) {
+            continue;
+        }
         if excluded(soname) || e.needed.iter().any(|n| n.soname == soname) {
             continue;
         }

@@ -1144,11 +1144,18 @@ fn repair_never_ships_less_than_the_original_nor_demands_more() {
         vec![
             "cutensor-cu12>=2,<3; extra == \"cutensor\"",
             "nvidia-cublas-cu12>=12,<13",
+            // The profiler's own dlopen of the SONAME: offered, with a search path to the wheel.
+            "nvidia-cuda-cupti-cu12>=12,<13; extra == \"cupti\"",
             "nvidia-nvjpeg-cu12>=12,<13",
         ],
         "{wr:#}"
     );
-    assert_eq!(paths("optional_parts"), vec![format!("demo/_tensor.{ext}")]);
+    let mut optional = paths("optional_parts");
+    optional.sort();
+    assert_eq!(
+        optional,
+        vec![format!("demo/_tensor.{ext}"), "demo/libprof.so".to_string()]
+    );
     // The plugin's renamed NEEDED entry names the real library, found in the wheel's directory.
     let image_patch = wr["patched"]
         .as_array()
