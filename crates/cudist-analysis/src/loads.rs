@@ -215,8 +215,11 @@ fn names_in(sources: &[Source], file: &File, scope: Option<usize>) -> Vec<(Strin
                 if after.starts_with("in ") || after.starts_with("not in ") {
                     continue;
                 }
-                if is_library_name(s) {
-                    named.push((s.to_string(), format!("{}:{number}", file.path)));
+                // A path in the package names its last component (cuequivariance's
+                // `os.path.join(root_dir(), "lib/libcue_ops.so")`).
+                let base = s.rsplit('/').next().unwrap_or(s);
+                if is_library_name(base) {
+                    named.push((base.to_string(), format!("{}:{number}", file.path)));
                 } else if s.ends_with(".json") {
                     named.extend(json_names(sources, file.path, s));
                 }
@@ -733,6 +736,21 @@ mod tests {
             path: path.into(),
             text: text.into(),
         }
+    }
+
+    #[test]
+    fn a_path_in_the_package_names_its_library() {
+        // cuequivariance-ops-cu12 0.13.0's shape: the library joined to the package's directory.
+        let init = "import ctypes\nimport os\n\n\ndef root_dir():\n    return os.path.dirname(__file__)\n\n\nctypes.CDLL(os.path.join(root_dir(), \"lib/libcue_ops.so\"))\n";
+        let cat = Catalog::builtin();
+        let sources = [src("cue/__init__.py", init)];
+        let s = scan(&sources, &cat, None);
+        let p = s
+            .preloads
+            .iter()
+            .find(|p| p.name == "libcue_ops.so")
+            .unwrap_or_else(|| panic!("{:?}", s.preloads));
+        assert!(p.at_import, "{p:?}");
     }
 
     #[test]

@@ -233,6 +233,10 @@ fn check_layout<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Room,
                 )));
             }
             // Linkers give every loadable segment the same alignment (the maximum page size).
+            // Older patchelf releases appended page-aligned segments to files aligned to 2 MiB
+            // (mxnet's and paddle's OpenBLAS); the rewriter lays a new segment out from such a
+            // mix at alignment 1, into the page of a writable one, and the file crashes when
+            // loaded: refused instead.
             if load_aligns.iter().any(|b| *b != a) {
                 return Err(layout(format!(
                     "program header {i} (PT_LOAD) is aligned to {a:#x}, another loadable segment \
