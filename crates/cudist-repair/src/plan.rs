@@ -182,6 +182,17 @@ pub fn plan(
     } = exclude(a, catalog, excluded, remove_unreached);
     let removed_paths: BTreeSet<&str> = removed.iter().map(|r| r.path.as_str()).collect();
     let emptied = emptied_dirs(a, &removed_paths);
+    // The one CUDA major of the wheel's libraries, for SONAMEs several majors share.
+    let majors: BTreeSet<u32> = a
+        .cuda_needed
+        .iter()
+        .filter_map(|n| n.library.as_ref())
+        .filter(|l| !l.cuda_major_ambiguous)
+        .map(|l| l.cuda_major)
+        .collect();
+    let wheel_major = (majors.len() == 1)
+        .then(|| majors.into_iter().next())
+        .flatten();
 
     let mut edits = BTreeMap::new();
     let mut loads = BTreeMap::new();
@@ -199,7 +210,7 @@ pub fn plan(
         .filter(|e| !removed_paths.contains(e.path.as_str()))
         .chain(grafting.reports.iter().copied())
     {
-        let n = file_needs(
+        let mut n = file_needs(
             e,
             catalog,
             grafting,
@@ -207,6 +218,15 @@ pub fn plan(
             &removed_paths,
             installed,
             excluded,
+        );
+        lazy_needs(
+            e,
+            catalog,
+            &removed_paths,
+            installed,
+            excluded,
+            wheel_major,
+            &mut n,
         );
         if e.tier == cudist_analysis::loads::Tier::Variant {
             let sonames: Vec<String> = n.loads.iter().map(|(s, _)| s.clone()).collect();
@@ -531,6 +551,21 @@ pub fn file_needs(
             None => {}
         }
     }
+    out
+}
+
+/// What a file needs from the libraries it opens itself on the first call ([`file_needs`]'s
+/// counterpart for lazy loads), added to `out`. `wheel_major` is the one CUDA major the wheel's
+/// libraries belong to, if one.
+pub fn lazy_needs(
+    e: &ElfReport,
+    catalog: &Catalog,
+    removed_paths: &BTreeSet<&str>,
+    installed: &BTreeMap<String, String>,
+    excluded: &dyn Fn(&str) -> bool,
+    wheel_major: Option<u32>,
+    out: &mut FileNeeds,
+) {
     // Libraries the file opens itself on the first call (a trampoline table, dlopen of a SONAME):
     // its dlopen searches its own RPATH, so the wheel's directory goes there too, and the wheel
     // is needed as any other (optional, since no import waits for it; hard when it replaces a
@@ -548,9 +583,36 @@ pub fn file_needs(
         if excluded(soname) || e.needed.iter().any(|n| n.soname == soname) {
             continue;
         }
-        let Some(m) = catalog.library_by_soname_hinted(soname, None) else {
+        // A SONAME several CUDA majors share (`libnccl.so.2`) is the major of the file's own
+        // CUDA libraries (paddle's CUDA 11.8 `libphi.so` loads NCCL for CUDA 11).
+        let hint = e
+            .needed
+            .iter()
+            .find_map(|n| n.library.as_ref().map(|l| l.cuda_major))
+            .or(wheel_major)
+            .or_else(|| {
+                // Else the one major the file's other lazily loaded SONAMEs belong to.
+                let majors: BTreeSet<u32> = e
+                    .lazy_loads
+                    .iter()
+                    .filter_map(|l| l.soname.as_deref())
+                    .filter_map(|s| match catalog.majors_of(s).as_slice() {
+                        [one] => Some(*one),
+                        _ => None,
+                    })
+                    .collect();
+                (majors.len() == 1)
+                    .then(|| majors.into_iter().next())
+                    .flatten()
+            });
+        let Some(m) = catalog.library_by_soname_hinted(soname, hint) else {
             continue;
         };
+        // Nothing says which major's wheel (paddle's libphi.so names only `libnccl.so.2`): no
+        // guess is written.
+        if m.ambiguous {
+            continue;
+        }
         let (Some(dir), Some(pip)) = (&m.major.pip_dir, &m.major.pip) else {
             continue;
         };
@@ -578,7 +640,6 @@ pub fn file_needs(
             },
         ));
     }
-    out
 }
 
 /// The file names of the files that leave the wheel (a lazily loaded library's SONAME is its

@@ -1307,3 +1307,66 @@ fn a_tagged_wheel_keeps_its_taggers_exclusions() {
     assert_eq!(untagged, "linux_x86_64", "{text}");
     assert!(text.contains("warning: needs libc10_demo.so"), "{text}");
 }
+
+#[test]
+fn a_lazily_loaded_soname_several_majors_share_takes_the_wheels_major_or_none() {
+    // `libnccl.so.2` is NCCL's SONAME for CUDA 11, 12 and 13. A file that dlopens it says
+    // nothing of the major: alone (paddle's libphi.so) no guess is written; in a wheel whose
+    // other libraries are CUDA 12's, the CUDA 12 wheel is offered.
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let comm = std::fs::read(gcc_shared(
+        d,
+        "libcomm.so",
+        None,
+        "#include <dlfcn.h>\nvoid *open_nccl(void) { return dlopen(\"libnccl.so.2\", RTLD_NOW); }\n",
+        &["-ldl"],
+    ))
+    .unwrap();
+    let alone = d.join("alone-1.0-cp311-cp311-linux_x86_64.whl");
+    write_wheel(&alone, "alone", &[], &[("alone/libcomm.so", comm.clone())]);
+    let r = repair_json(&alone, &d.join("out"));
+    assert_eq!(
+        r["wheels"][0]["requires_added"],
+        serde_json::json!([]),
+        "{:#}",
+        r["wheels"][0]
+    );
+    fake_lib(d, "libcudart.so.12", "libcudart.so.12", "cudaMalloc");
+    let ext = linked(
+        d,
+        "rt.so",
+        Some("_rt"),
+        "libcudart.so.12",
+        "cudaMalloc",
+        None,
+    );
+    let w = d.join("both-1.0-cp311-cp311-linux_x86_64.whl");
+    write_wheel(
+        &w,
+        "both",
+        &[],
+        &[
+            ("both/__init__.py", b"from . import _rt\n".to_vec()),
+            ("both/_rt.cpython-311-x86_64-linux-gnu.so", ext),
+            ("both/libcomm.so", comm),
+        ],
+    );
+    let r = repair_json(&w, &d.join("out2"));
+    let mut requires: Vec<&str> = r["wheels"][0]["requires_added"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    requires.sort();
+    assert_eq!(
+        requires,
+        vec![
+            "nvidia-cuda-runtime-cu12>=12,<13",
+            "nvidia-nccl-cu12>=2,<3; extra == \"nccl\""
+        ],
+        "{:#}",
+        r["wheels"][0]
+    );
+}
