@@ -105,19 +105,7 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         // Without a major from its NEEDED entries, the file's own lazily loaded SONAMEs that
         // belong to one major say it (ctranslate2 names libcublas.so.12 beside libnccl.so.2).
         if a.hint.is_none() {
-            let majors: BTreeSet<u32> = a
-                .report
-                .lazy_loads
-                .iter()
-                .filter_map(|l| l.soname.as_deref())
-                .filter_map(|s| match catalog.majors_of(s).as_slice() {
-                    [one] => Some(*one),
-                    _ => None,
-                })
-                .collect();
-            if majors.len() == 1 {
-                a.hint = majors.into_iter().next();
-            }
+            a.hint = lazy_major(&a.report.lazy_loads, catalog);
         }
         let hint = a.hint;
         for l in a
@@ -668,6 +656,25 @@ fn conda_check(
         meta: c,
         cuda_links: links,
         unlinked_depends: unlinked,
+    }
+}
+
+/// The one CUDA major that a file's lazily loaded SONAMEs belong to, counting only SONAMEs of a
+/// single major (ctranslate2 names `libcublas.so.12` beside `libnccl.so.2`); none when they
+/// say nothing or disagree.
+pub fn lazy_major(lazy_loads: &[LazyLoad], catalog: &Catalog) -> Option<u32> {
+    let majors: BTreeSet<u32> = lazy_loads
+        .iter()
+        .filter_map(|l| l.soname.as_deref())
+        .filter_map(|s| match catalog.majors_of(s).as_slice() {
+            [one] => Some(*one),
+            _ => None,
+        })
+        .collect();
+    let mut it = majors.into_iter();
+    match (it.next(), it.next()) {
+        (Some(one), None) => Some(one),
+        _ => None,
     }
 }
 

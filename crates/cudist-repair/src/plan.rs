@@ -116,6 +116,38 @@ pub struct FileNeeds {
     pub vendor: Vec<String>,
 }
 
+impl FileNeeds {
+    /// Records a CUDA library the file needs: its wheel directory searched (once), the load,
+    /// and the requirement on `pip` in `range`.
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        &mut self,
+        soname: &str,
+        dir: &str,
+        pip: &str,
+        m: &cudist_catalog::LibraryMatch<'_>,
+        range: String,
+        carried: bool,
+        lazy: bool,
+    ) {
+        if !self.dirs.iter().any(|d| d == dir) {
+            self.dirs.push(dir.to_string());
+        }
+        self.loads.push((soname.to_string(), dir.to_string()));
+        self.needs.push((
+            pip.to_string(),
+            Need {
+                range,
+                extra: m.library.toolkit_extra.clone(),
+                id: m.library.id.clone(),
+                major: m.major.major,
+                carried,
+                lazy,
+            },
+        ));
+    }
+}
+
 /// The choices of a repair run that every wheel's plan follows.
 pub struct Rules<'a> {
     /// How requirements are written (`--cuda-deps`).
@@ -512,8 +544,6 @@ pub fn file_needs(
                         dir = other.to_string();
                         range = r.to_string();
                     }
-                    out.dirs.push(dir.clone());
-                    out.loads.push((soname.clone(), dir.clone()));
                     if let Some(v) = release {
                         range = raise_lower_bound(&range, v);
                     }
@@ -525,17 +555,7 @@ pub fn file_needs(
                     {
                         range = raise_lower_bound(&range, &f.since);
                     }
-                    out.needs.push((
-                        pip.clone(),
-                        Need {
-                            range,
-                            extra: m.library.toolkit_extra.clone(),
-                            id: m.library.id.clone(),
-                            major: m.major.major,
-                            carried,
-                            lazy: false,
-                        },
-                    ));
+                    out.add(&soname, &dir, pip, &m, range, carried, false);
                 }
             }
             // Unknown, or a renamed copy of a CUDA library that the wheel does not carry (it comes
@@ -570,6 +590,7 @@ pub fn lazy_needs(
     // its dlopen searches its own RPATH, so the wheel's directory goes there too, and the wheel
     // is needed as any other (optional, since no import waits for it; hard when it replaces a
     // copy the wheel carried, which `plan` decides).
+    let removed = removed_names(removed_paths);
     for l in &e.lazy_loads {
         let Some(soname) = l.soname.as_deref() else {
             continue;
@@ -590,21 +611,8 @@ pub fn lazy_needs(
             .iter()
             .find_map(|n| n.library.as_ref().map(|l| l.cuda_major))
             .or(wheel_major)
-            .or_else(|| {
-                // Else the one major the file's other lazily loaded SONAMEs belong to.
-                let majors: BTreeSet<u32> = e
-                    .lazy_loads
-                    .iter()
-                    .filter_map(|l| l.soname.as_deref())
-                    .filter_map(|s| match catalog.majors_of(s).as_slice() {
-                        [one] => Some(*one),
-                        _ => None,
-                    })
-                    .collect();
-                (majors.len() == 1)
-                    .then(|| majors.into_iter().next())
-                    .flatten()
-            });
+            // Else the one major the file's other lazily loaded SONAMEs belong to.
+            .or_else(|| cudist_analysis::artifact::lazy_major(&e.lazy_loads, catalog));
         let Some(m) = catalog.library_by_soname_hinted(soname, hint) else {
             continue;
         };
@@ -624,21 +632,8 @@ pub fn lazy_needs(
         if let Some(v) = installed.get(&normalise_dist(pip)) {
             range = raise_lower_bound(&range, v);
         }
-        if !out.dirs.contains(dir) {
-            out.dirs.push(dir.clone());
-        }
-        out.loads.push((soname.to_string(), dir.clone()));
-        out.needs.push((
-            pip.clone(),
-            Need {
-                range,
-                extra: m.library.toolkit_extra.clone(),
-                id: m.library.id.clone(),
-                major: m.major.major,
-                carried: removed_names(removed_paths).contains(soname),
-                lazy: true,
-            },
-        ));
+        let carried = removed.contains(soname);
+        out.add(soname, dir, pip, &m, range, carried, true);
     }
 }
 

@@ -211,6 +211,21 @@ fn bad_input_is_refused() {
     assert!(stderr(&o).contains("/nonexistent/x.so"), "{}", stderr(&o));
 }
 
+/// glibc's answer: whether `ctypes.CDLL` (RTLD_NOW) loads `lib` without `LD_LIBRARY_PATH`, and
+/// what it printed.
+fn ctypes_load(lib: &std::path::Path) -> (bool, String) {
+    let o = std::process::Command::new("python3")
+        .args(["-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])"])
+        .arg(lib)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
 /// Built against a newer libcusparse than the one it loads: doctor names the missing symbol, and
 /// glibc agrees (ctypes loads with RTLD_NOW and fails on that symbol).
 #[test]
@@ -270,15 +285,9 @@ fn a_symbol_missing_from_an_older_cuda_library_is_named() {
             "{reason}"
         );
         // glibc agrees.
-        let o = std::process::Command::new("python3")
-            .args(["-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])"])
-            .arg(&ext)
-            .env_remove("LD_LIBRARY_PATH")
-            .output()
-            .unwrap();
-        assert!(!o.status.success());
-        assert!(String::from_utf8_lossy(&o.stderr)
-            .contains("undefined symbol: cusparseSpSV_updateMatrix"));
+        let (loaded, err) = ctypes_load(&ext);
+        assert!(!loaded);
+        assert!(err.contains("undefined symbol: cusparseSpSV_updateMatrix"));
         // Against the new library, nothing is missing (and ctypes loads it).
         let r = doctor(
             &[
@@ -354,14 +363,9 @@ fn an_nvjitlink_too_old_for_its_caller_gets_the_release_that_has_the_symbol() {
         "{reason}"
     );
     // glibc agrees.
-    let o = std::process::Command::new("python3")
-        .args(["-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])"])
-        .arg(&ext)
-        .env_remove("LD_LIBRARY_PATH")
-        .output()
-        .unwrap();
-    assert!(String::from_utf8_lossy(&o.stderr)
-        .contains("undefined symbol: __nvJitLinkGetErrorLog_13_1"));
+    let (loaded, err) = ctypes_load(&ext);
+    assert!(!loaded);
+    assert!(err.contains("undefined symbol: __nvJitLinkGetErrorLog_13_1"));
 }
 
 /// Writes a host profile and returns its path.

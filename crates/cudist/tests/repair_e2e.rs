@@ -971,14 +971,7 @@ fn other_vendors_runtimes_and_unknown_wheels_are_never_grafted() {
     let tag = wr["platform"]["tags"][0].as_str().unwrap();
     assert!(tag.starts_with("manylinux"), "{tag}");
     // The human output says it once per vendor.
-    let o = cudist(&[
-        "repair",
-        "--dry-run",
-        "-w",
-        out.to_str().unwrap(),
-        w.to_str().unwrap(),
-    ]);
-    let text = stdout(&o) + &stderr(&o);
+    let text = dry_run_text(&w, &out);
     assert!(
         text.contains("vendor    libhipblas.so.3 (AMD ROCm): not grafted, no requirement")
             && text.contains("requires  tensorrt-cu13-libs>=10,<11; extra == \"tensorrt\"")
@@ -986,6 +979,19 @@ fn other_vendors_runtimes_and_unknown_wheels_are_never_grafted() {
             && !text.contains("warning"),
         "{text}"
     );
+}
+
+/// `cudist repair --dry-run` of `wheel` into `out`, which must succeed: its human report.
+fn dry_run_text(wheel: &Path, out: &Path) -> String {
+    let o = cudist(&[
+        "repair",
+        "--dry-run",
+        "-w",
+        out.to_str().unwrap(),
+        wheel.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    stdout(&o) + &stderr(&o)
 }
 
 /// A library at `dir/file` (SONAME `soname` when given) that calls `symbol` from `needs` (a
@@ -1176,14 +1182,7 @@ fn repair_never_ships_less_than_the_original_nor_demands_more() {
     };
     assert!(names.iter().any(|n| n == "demo/lib/cupti/libcupti.so.12"));
     assert!(!names.iter().any(|n| n.contains("libnvjpeg")));
-    let o = cudist(&[
-        "repair",
-        "--dry-run",
-        "-w",
-        out.to_str().unwrap(),
-        w.to_str().unwrap(),
-    ]);
-    let text = stdout(&o) + &stderr(&o);
+    let text = dry_run_text(&w, &out);
     assert!(
         text.contains("  kept      demo/lib/cupti/libcupti.so.12 (cupti, ")
             && text.contains("--remove-unreached takes it out"),
@@ -1280,15 +1279,7 @@ fn a_tagged_wheel_keeps_its_taggers_exclusions() {
     let tag_of = |name: &str| -> (String, String) {
         let w = d.join(name);
         write_wheel(&w, "demo", &[], &members);
-        let o = cudist(&[
-            "repair",
-            "--dry-run",
-            "-w",
-            d.join("out").to_str().unwrap(),
-            w.to_str().unwrap(),
-        ]);
-        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-        let text = stdout(&o) + &stderr(&o);
+        let text = dry_run_text(&w, &d.join("out"));
         let tag = text
             .lines()
             .find_map(|l| l.trim().strip_prefix("tagged    "))
