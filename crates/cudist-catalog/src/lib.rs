@@ -16,6 +16,7 @@
 //! The schema is documented in `docs/catalog.md`.
 
 pub mod manylinux;
+pub mod pathfinder;
 pub mod pip;
 pub mod symbols;
 pub mod targets;
