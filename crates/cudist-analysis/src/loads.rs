@@ -8,25 +8,27 @@
 //! - **Variant**: one library per CUDA release, the package picks one at run time
 //!   (`libbitsandbytes_cuda118.so` … `_cuda132.so`): judged one by one, never all at once.
 //!
-//! Preloads are found in the package's `.py` files (and the `.json` files they read): calls of
-//! `ctypes.CDLL` / `cdll.LoadLibrary` / `PyDLL` with the library names written in the same file
-//! (faiss' `loader.py` with `_preload_library.json`, RAPIDS' `load.py`, torch's `_preload_cuda_deps`
-//! patterns), cuda-pathfinder's `load_nvidia_dynamic_lib("name")`, and the loader functions of the
-//! wheels that provide a library (RAPIDS' `librmm.load_library()`, named by the catalog's
+//! Preloads are found in the package's `.py` files (and the `.json` files they read), parsed by
+//! [`crate::pysource`]: calls of `ctypes.CDLL` / `cdll.LoadLibrary` / `PyDLL` with the library
+//! names written in the same function or the functions around it (faiss' `loader.py` with
+//! `_preload_library.json`, RAPIDS' `load.py`, torch's `_preload_cuda_deps` patterns),
+//! cuda-pathfinder's `load_nvidia_dynamic_lib("name")`, and the loader functions of the wheels
+//! that provide a library (RAPIDS' `librmm.load_library()`, named by the catalog's
 //! `python_loader`: what it loads is read off the catalog, the function lives in another wheel).
-//! A preload runs at import when the import of the package reaches its call
+//! A call is known by what its name stands for through the file's imports, so an alias is the
+//! loader it names. A preload runs at import when the import of the package reaches its call
 //! ([`crate::pysource::reach`]: module-level code of the modules the import runs, and the
 //! functions it calls, resolved through each file's definitions and imports; branches that never
 //! run on Linux skipped); otherwise it runs only when a function is called
 //! (`onnxruntime.preload_dlls()`), which is said. A `ctypes` call loads the names its own function
 //! writes, else those of the functions it calls, else those of its callers.
 //!
-//! Hand-written: no crate reads Python this way, and a parser would still not say which names a
-//! package computes at run time. What this reads is the shape every package above uses; a name
-//! built at run time from pieces (bitsandbytes' variant name) is not a preload of a CUDA library.
+//! What a name computed at run time from pieces stands for (bitsandbytes' variant name) is not
+//! read: such a name is not a preload of a CUDA library.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use cudist_catalog::pathfinder::{PathfinderLib, PathfinderTable};
 use cudist_catalog::Catalog;
 use serde::Serialize;
 
@@ -58,14 +60,6 @@ pub fn worth_keeping(path: &str, text: &str) -> bool {
 /// The most source text kept per artifact; past it, the rest is not read (torch has 60 MB of
 /// Python, but the modules that load libraries are few and small).
 pub const MAX_SOURCES_TOTAL: u64 = 256 << 20;
-
-/// Calls that load a shared library by name or path.
-const LOAD_CALLS: &[&str] = &[
-    "CDLL(",
-    "LoadLibrary(",
-    "PyDLL(",
-    "load_nvidia_dynamic_lib(",
-];
 
 /// How a package's Python loads a library.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -122,28 +116,21 @@ impl Preload {
     }
 }
 
-/// String literals of a line (single or double quoted, no escapes needed for library names).
+/// String literals of a line of a `.json` file (single or double quoted, no escapes needed for
+/// library names).
 fn literals(code: &str) -> Vec<&str> {
-    literals_with_rest(code)
-        .into_iter()
-        .map(|(s, _)| s)
-        .collect()
-}
-
-/// String literals of a line, each with the text after it.
-fn literals_with_rest(code: &str) -> Vec<(&str, &str)> {
     let mut out = Vec::new();
     let bytes = code.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
         let q = bytes[i];
         if q == b'"' || q == b'\'' {
-            if let Some(len) = code[i + 1..].find(q as char) {
-                out.push((&code[i + 1..i + 1 + len], &code[i + 2 + len..]));
-                i += len + 2;
-                continue;
-            }
-            break;
+            let Some(len) = code[i + 1..].find(q as char) else {
+                break;
+            };
+            out.push(&code[i + 1..i + 1 + len]);
+            i += len + 2;
+            continue;
         }
         i += 1;
     }
@@ -179,6 +166,8 @@ struct Call {
     mechanism: Mechanism,
     /// cuda-pathfinder's literal argument; the package loader's name.
     argument: Option<String>,
+    /// In a lambda's body: it runs when the lambda is called.
+    deferred: bool,
 }
 
 /// What a package's Python does at import, as far as loading goes.
@@ -202,105 +191,109 @@ pub fn preloads(sources: &[Source], catalog: &Catalog, cuda_major: Option<u32>) 
 
 /// The library names a scope writes (`"libcudart.so.12"`, and those of the `.json` files it
 /// names), each with its place. A name that is only tested against (`"libcudart.so" in maps`)
-/// is not one it loads.
-fn names_in(sources: &[Source], file: &File, scope: Option<usize>) -> Vec<(String, String)> {
+/// is not one it loads; one in a lambda's body counts only for a call in a lambda (`deferred`).
+fn names_in(
+    sources: &[Source],
+    file: &File,
+    scope: Option<usize>,
+    deferred: bool,
+) -> Vec<(String, String)> {
     let mut named = Vec::new();
     for (si, s) in file.stmts.iter().enumerate() {
         if file.scope[si] != scope || file.excluded[si] {
             continue;
         }
-        for (number, code) in &s.lines {
-            for (s, after) in literals_with_rest(code) {
-                let after = after.trim_start();
-                if after.starts_with("in ") || after.starts_with("not in ") {
-                    continue;
-                }
-                // A path in the package names its last component (cuequivariance's
-                // `os.path.join(root_dir(), "lib/libcue_ops.so")`).
-                let base = s.rsplit('/').next().unwrap_or(s);
-                if is_library_name(base) {
-                    named.push((base.to_string(), format!("{}:{number}", file.path)));
-                } else if s.ends_with(".json") {
-                    named.extend(json_names(sources, file.path, s));
-                }
+        for lit in s
+            .literals
+            .iter()
+            .filter(|l| !l.tested && (deferred || !l.deferred))
+        {
+            let s = lit.value.as_str();
+            // A path in the package names its last component (cuequivariance's
+            // `os.path.join(root_dir(), "lib/libcue_ops.so")`).
+            let base = s.rsplit('/').next().unwrap_or(s);
+            if is_library_name(base) {
+                named.push((base.to_string(), format!("{}:{}", file.path, lit.line)));
+            } else if s.ends_with(".json") {
+                named.extend(json_names(sources, file.path, s));
             }
         }
     }
     named
 }
 
+/// The last component of a dotted name (`ctypes.cdll.LoadLibrary` → `LoadLibrary`).
+fn last(dotted: &str) -> &str {
+    dotted.rsplit('.').next().unwrap_or(dotted)
+}
+
 /// Every preload and outside import the sources show, for a package of CUDA major `cuda_major`.
 /// What runs at import is read by [`pysource::reach`]: the module-level code of the modules the
-/// import of the package's top-level modules reaches, and the functions that code calls.
+/// import of the package's top-level modules reaches, and the functions that code calls. A call
+/// is known by what its name stands for through the file's imports
+/// ([`pysource::File::canonical`]), so an alias (`from cuda.pathfinder import
+/// load_nvidia_dynamic_lib as _load`) is the loader it names.
 pub fn scan(sources: &[Source], catalog: &Catalog, cuda_major: Option<u32>) -> Scan {
-    let files: Vec<File> = sources
+    scan_with(sources, catalog, cuda_major, PathfinderTable::builtin())
+}
+
+/// [`scan`] with cuda-pathfinder's table read elsewhere (the one installed where the package
+/// runs: [`installed_pathfinder`]).
+pub fn scan_with(
+    sources: &[Source],
+    catalog: &Catalog,
+    cuda_major: Option<u32>,
+    pathfinder: &PathfinderTable,
+) -> Scan {
+    let py: Vec<(&str, &str)> = sources
         .iter()
         .filter(|s| s.path.ends_with(".py"))
-        .map(|s| pysource::read_file(&s.path, &s.text))
+        .map(|s| (s.path.as_str(), s.text.as_str()))
         .collect();
-    // The catalog's wheel loaders, as the text of their call (`librmm.load_library(`), made once.
-    let loaders: Vec<(String, &str)> = catalog
-        .python_loaders()
-        .into_iter()
-        .map(|f| (format!("{f}("), f))
-        .collect();
+    let files: Vec<File> = pysource::read_files(&py);
+    let loaders: Vec<&str> = catalog.python_loaders().into_iter().collect();
     let mut calls = Vec::new();
     for (fi, f) in files.iter().enumerate() {
         for (si, st) in f.stmts.iter().enumerate() {
-            let code = st.bare.as_str();
-            // A statement, not a definition or an import, may call a loader; never one under a
-            // branch that does not run on Linux.
-            if f.excluded[si]
-                || pysource::def_name(code).is_some()
-                || code.starts_with("import ")
-                || code.starts_with("from ")
-            {
+            // Never a call under a branch that does not run on Linux.
+            if f.excluded[si] {
                 continue;
             }
             let scope = (fi, f.scope[si]);
-            for (call, name) in &loaders {
-                if code.contains(call.as_str()) {
+            for call in &st.calls {
+                let canonical = f.canonical(&call.callee);
+                if let Some(name) = loaders.iter().find(|l| **l == canonical) {
                     calls.push(Call {
                         scope,
                         stmt: si,
                         mechanism: Mechanism::PackageLoader,
                         argument: Some(name.to_string()),
+                        deferred: call.deferred,
                     });
+                    continue;
                 }
+                let mechanism = match last(&canonical) {
+                    "load_nvidia_dynamic_lib" => Mechanism::CudaPathfinder,
+                    "CDLL" | "LoadLibrary" | "PyDLL" => Mechanism::Ctypes,
+                    _ => continue,
+                };
+                // cuda-pathfinder's argument, when it is a literal.
+                let argument = match mechanism {
+                    Mechanism::CudaPathfinder => call.arg.clone(),
+                    _ => None,
+                };
+                calls.push(Call {
+                    scope,
+                    stmt: si,
+                    mechanism,
+                    argument,
+                    deferred: call.deferred,
+                });
             }
-            let mechanism = if code.contains("load_nvidia_dynamic_lib(") {
-                Mechanism::CudaPathfinder
-            } else if LOAD_CALLS[..3].iter().any(|c| code.contains(c)) {
-                Mechanism::Ctypes
-            } else {
-                continue;
-            };
-            // cuda-pathfinder's argument, when it is a literal: read off the line that calls it.
-            let argument = (mechanism == Mechanism::CudaPathfinder)
-                .then(|| {
-                    st.lines.iter().find_map(|(_, l)| {
-                        let after = l.split("load_nvidia_dynamic_lib(").nth(1)?;
-                        let quoted = after.trim_start().starts_with(['"', '\'']);
-                        literals(after)
-                            .first()
-                            .filter(|_| quoted)
-                            .map(|a| a.to_string())
-                    })
-                })
-                .flatten();
-            calls.push(Call {
-                scope,
-                stmt: si,
-                mechanism,
-                argument,
-            });
         }
     }
     let reach = pysource::reach(&files);
-    let def_of = |s: Scope| -> Option<String> {
-        let d = s.1?;
-        pysource::def_name(&files[s.0].stmts[d].bare).map(str::to_string)
-    };
+    let def_of = |s: Scope| -> Option<String> { files[s.0].stmts[s.1?].def.clone() };
     // The public function that leads to a call, for calls not reached at import: up the
     // callers while there is one.
     let entry_of = |c: &Call| -> Option<String> {
@@ -336,9 +329,9 @@ pub fn scan(sources: &[Source], catalog: &Catalog, cuda_major: Option<u32>) -> S
             out.push(p);
         }
     };
-    let mut named_for: BTreeMap<Scope, Vec<(String, String)>> = BTreeMap::new();
+    let mut named_for: BTreeMap<(Scope, bool), Vec<(String, String)>> = BTreeMap::new();
     for c in &calls {
-        let at_import = reach.reached.contains(&c.scope);
+        let at_import = reach.reached.contains(&c.scope) && !c.deferred;
         let on_call = if at_import { None } else { entry_of(c) };
         match c.mechanism {
             Mechanism::PackageLoader => {
@@ -355,7 +348,7 @@ pub fn scan(sources: &[Source], catalog: &Catalog, cuda_major: Option<u32>) -> S
             }
             Mechanism::CudaPathfinder => {
                 let Some(name) = &c.argument else { continue };
-                let sonames = pathfinder_sonames(name, catalog, cuda_major);
+                let sonames = pathfinder_sonames(name, pathfinder, catalog, cuda_major);
                 push(Preload {
                     name: name.clone(),
                     sonames,
@@ -371,9 +364,9 @@ pub fn scan(sources: &[Source], catalog: &Catalog, cuda_major: Option<u32>) -> S
                 // calls in the same file (onnxruntime's `_get_nvidia_dll_paths()`), else those
                 // of its callers there, nearest first (torch's `_preload_cuda_lib(folder,
                 // name)` gets its names from `_preload_cuda_deps`).
-                let named = named_for.entry(c.scope).or_insert_with(|| {
+                let named = named_for.entry((c.scope, c.deferred)).or_insert_with(|| {
                     let file = &files[c.scope.0];
-                    let own = names_in(sources, file, c.scope.1);
+                    let own = names_in(sources, file, c.scope.1, c.deferred);
                     if !own.is_empty() {
                         return own;
                     }
@@ -393,7 +386,7 @@ pub fn scan(sources: &[Source], catalog: &Catalog, cuda_major: Option<u32>) -> S
                         }
                         next.sort();
                         for s in &next {
-                            found.extend(names_in(sources, file, s.1));
+                            found.extend(names_in(sources, file, s.1, false));
                         }
                         if !found.is_empty() {
                             return found;
@@ -411,7 +404,7 @@ pub fn scan(sources: &[Source], catalog: &Catalog, cuda_major: Option<u32>) -> S
                             .collect();
                         next.sort();
                         for s in &next {
-                            found.extend(names_in(sources, file, s.1));
+                            found.extend(names_in(sources, file, s.1, false));
                         }
                         if !found.is_empty() || next.is_empty() {
                             break;
@@ -475,10 +468,27 @@ fn json_names(sources: &[Source], from: &str, name: &str) -> Vec<(String, String
     out
 }
 
-/// The SONAMEs cuda-pathfinder loads for one of its names (`cublas`, `cudart`, `cufile`): the
-/// catalog library of that id (cuda-pathfinder's names are the catalog's ids), in the package's
-/// CUDA major when known, else in every major.
-fn pathfinder_sonames(name: &str, catalog: &Catalog, cuda_major: Option<u32>) -> Vec<String> {
+/// The SONAMEs cuda-pathfinder loads for one of its names (`cublas`, `nvJitLink`, `cufile`), by
+/// its own table ([`PathfinderTable::sonames`]: the name's SONAMEs and those of the names it loads
+/// first), kept to the package's CUDA major when known (a SONAME the catalog gives no major stays);
+/// a name the table lacks is looked up as a catalog id.
+fn pathfinder_sonames(
+    name: &str,
+    table: &PathfinderTable,
+    catalog: &Catalog,
+    cuda_major: Option<u32>,
+) -> Vec<String> {
+    let in_major = |s: &String| {
+        let majors = catalog.majors_of(s);
+        cuda_major.is_none_or(|c| majors.is_empty() || majors.contains(&c))
+    };
+    let mut sonames = table.sonames(name);
+    if sonames.is_empty() {
+        sonames = PathfinderTable::builtin().sonames(name);
+    }
+    if !sonames.is_empty() {
+        return sonames.into_iter().filter(in_major).collect();
+    }
     let Some(lib) = catalog.library(name) else {
         return Vec::new();
     };
@@ -487,6 +497,94 @@ fn pathfinder_sonames(name: &str, catalog: &Catalog, cuda_major: Option<u32>) ->
         .filter(|m| cuda_major.is_none_or(|c| c == m.major))
         .flat_map(|m| m.sonames.iter().cloned())
         .collect()
+}
+
+/// Where cuda-pathfinder keeps its table, below site-packages: `descriptor_catalog.py` (its
+/// `DescriptorSpec` entries), and before that release `supported_nvidia_libs.py` (its
+/// `SUPPORTED_LINUX_SONAMES` and `DIRECT_DEPENDENCIES` tables).
+const PATHFINDER_FILES: [&str; 2] = [
+    "cuda/pathfinder/_dynamic_libs/descriptor_catalog.py",
+    "cuda/pathfinder/_dynamic_libs/supported_nvidia_libs.py",
+];
+
+/// cuda-pathfinder's table as installed in the first of `dirs` (site-packages directories) that
+/// has it, read without running it; `None` where none has it or its file does not read as a
+/// table.
+pub fn installed_pathfinder(dirs: &[std::path::PathBuf]) -> Option<PathfinderTable> {
+    use std::io::Read;
+    for dir in dirs {
+        for (i, rel) in PATHFINDER_FILES.iter().enumerate() {
+            let path = dir.join(rel);
+            let Ok(f) = std::fs::File::open(&path) else {
+                continue;
+            };
+            let mut text = String::new();
+            if f.take(MAX_SOURCE).read_to_string(&mut text).is_err() {
+                continue;
+            }
+            let Ok(data) = pysource::literal_data(&text, "DescriptorSpec") else {
+                continue;
+            };
+            let mut libs = BTreeMap::new();
+            if i == 0 {
+                for c in data.calls {
+                    let Some(name) = c.get("name").and_then(|n| n.first()) else {
+                        continue;
+                    };
+                    let field = |f: &str| c.get(f).cloned().unwrap_or_default();
+                    if c.contains_key("linux_sonames") {
+                        libs.insert(
+                            name.clone(),
+                            PathfinderLib {
+                                linux_sonames: field("linux_sonames"),
+                                dependencies: field("dependencies"),
+                                optional_dependencies: field("optional_dependencies"),
+                                site_packages_linux: field("site_packages_linux"),
+                            },
+                        );
+                    }
+                }
+            } else {
+                let table = |names: &[&str]| -> BTreeMap<String, Vec<String>> {
+                    names
+                        .iter()
+                        .filter_map(|n| data.tables.get(*n))
+                        .flat_map(|t| t.clone())
+                        .collect()
+                };
+                let deps = table(&["DIRECT_DEPENDENCIES_CTK", "DIRECT_DEPENDENCIES"]);
+                let dirs = table(&[
+                    "SITE_PACKAGES_LIBDIRS_LINUX_CTK",
+                    "SITE_PACKAGES_LIBDIRS_LINUX_OTHER",
+                ]);
+                for (name, sonames) in table(&[
+                    "SUPPORTED_LINUX_SONAMES_CTK",
+                    "SUPPORTED_LINUX_SONAMES_OTHER",
+                    "SUPPORTED_LINUX_SONAMES",
+                ]) {
+                    // The old table lists the oldest SONAME first; the new one the preferred.
+                    let mut sonames = sonames;
+                    sonames.reverse();
+                    libs.insert(
+                        name.clone(),
+                        PathfinderLib {
+                            linux_sonames: sonames,
+                            dependencies: deps.get(&name).cloned().unwrap_or_default(),
+                            optional_dependencies: Vec::new(),
+                            site_packages_linux: dirs.get(&name).cloned().unwrap_or_default(),
+                        },
+                    );
+                }
+            }
+            if !libs.is_empty() {
+                return Some(PathfinderTable::from_entries(
+                    format!("{} (installed)", path.display()),
+                    libs,
+                ));
+            }
+        }
+    }
+    None
 }
 
 /// When an ELF file of a package loads.
@@ -739,6 +837,76 @@ mod tests {
     }
 
     #[test]
+    fn loaders_called_through_aliases() {
+        // cuda-pathfinder's names are its own (`nvJitLink`); `cublas` loads `cublasLt` first; a
+        // call inside `try … except` is still a load, and one in a lambda waits for its call.
+        let init = "from cuda.pathfinder import load_nvidia_dynamic_lib as _load\nimport ctypes as C\ntry:\n    _load(\"nvJitLink\")\n    _load('cublas')\nexcept Exception:\n    pass\nC.CDLL(\"libcudart.so.12\")\nlater = lambda: C.cdll.LoadLibrary(\"libcufft.so.11\")\n";
+        let p = preloads(
+            &[src("pkg/__init__.py", init)],
+            &Catalog::builtin(),
+            Some(12),
+        );
+        let got: Vec<(&str, Vec<&str>, bool)> = p
+            .iter()
+            .map(|p| {
+                (
+                    p.name.as_str(),
+                    p.sonames.iter().map(String::as_str).collect(),
+                    p.at_import,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("nvJitLink", vec!["libnvJitLink.so.12"], true),
+                ("cublas", vec!["libcublas.so.12", "libcublasLt.so.12"], true),
+                ("libcudart.so.12", vec!["libcudart.so.12"], true),
+                ("libcufft.so.11", vec!["libcufft.so.11"], false),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_installed_pathfinder_table_is_read_in_either_layout() {
+        let d = tempfile::tempdir().unwrap();
+        let new = d.path().join("new");
+        let old = d.path().join("old");
+        let libs = "cuda/pathfinder/_dynamic_libs";
+        std::fs::create_dir_all(new.join(libs)).unwrap();
+        std::fs::create_dir_all(old.join(libs)).unwrap();
+        std::fs::write(
+            new.join(libs).join("descriptor_catalog.py"),
+            "DESCRIPTOR_CATALOG = (\n    DescriptorSpec(\n        name=\"cufoo\",\n        packaged_with=\"ctk\",\n        linux_sonames=(\"libcufoo.so.13\", \"libcufoo.so.12\"),\n        dependencies=(\"cubar\",),\n    ),\n    DescriptorSpec(name=\"cubar\", packaged_with=\"ctk\", linux_sonames=(\"libcubar.so.2\",)),\n)\n",
+        )
+        .unwrap();
+        std::fs::write(
+            old.join(libs).join("supported_nvidia_libs.py"),
+            "SUPPORTED_LINUX_SONAMES_CTK = {\n    \"cufoo\": (\"libcufoo.so.11\", \"libcufoo.so.12\"),\n}\nSUPPORTED_LINUX_SONAMES = SUPPORTED_LINUX_SONAMES_CTK | {}\nDIRECT_DEPENDENCIES = {\"cufoo\": (\"cubaz\",)}\n",
+        )
+        .unwrap();
+        let t = installed_pathfinder(&[d.path().join("none"), new.clone()]).unwrap();
+        assert!(t.source.contains("descriptor_catalog.py"), "{}", t.source);
+        assert_eq!(
+            t.sonames("cufoo"),
+            vec!["libcufoo.so.13", "libcufoo.so.12", "libcubar.so.2"]
+        );
+        let t = installed_pathfinder(&[old]).unwrap();
+        assert_eq!(
+            t.libs["cufoo"].linux_sonames,
+            vec!["libcufoo.so.12", "libcufoo.so.11"]
+        );
+        assert_eq!(t.libs["cufoo"].dependencies, vec!["cubaz"]);
+        assert!(installed_pathfinder(&[d.path().to_path_buf()]).is_none());
+        // Through the package's CUDA major: only its SONAMEs, the unknown ones kept.
+        let cat = Catalog::builtin();
+        let init = "from cuda import pathfinder\npathfinder.load_nvidia_dynamic_lib(\"cufoo\")\n";
+        let t = installed_pathfinder(&[new]).unwrap();
+        let scan = scan_with(&[src("p/__init__.py", init)], &cat, Some(12), &t);
+        assert_eq!(scan.preloads[0].sonames.len(), 3, "{:?}", scan.preloads);
+    }
+
+    #[test]
     fn a_path_in_the_package_names_its_library() {
         // cuequivariance-ops-cu12 0.13.0's shape: the library joined to the package's directory.
         let init = "import ctypes\nimport os\n\n\ndef root_dir():\n    return os.path.dirname(__file__)\n\n\nctypes.CDLL(os.path.join(root_dir(), \"lib/libcue_ops.so\"))\n";
@@ -908,14 +1076,8 @@ def load_library():
 
     #[test]
     fn names_after_characters_of_several_bytes() {
-        use crate::pysource::called_names;
-        // torch/_inductor/…/dense_blockscaled_gemm_persistent.py:78 (a docstring) made the scan
-        // slice inside `×`.
-        assert_eq!(
-            called_names("which has M×ceil_div(K, v)×L"),
-            vec!["ceil_div"]
-        );
-        assert_eq!(called_names("x = «f(1)"), vec!["f"]);
+        // torch/_inductor/…/dense_blockscaled_gemm_persistent.py:78 (a docstring) made the old
+        // hand-written scan slice inside `×`.
         let p = preloads(
             &[src(
                 "t/__init__.py",

@@ -1,265 +1,494 @@
-//! A package's Python read as far as loading goes, never run: its statements, the function each
-//! is in, the branches that never run on Linux, its imports, and which code runs when the package
-//! is imported (module-level code of the modules an import reaches, and the functions that code
+//! A package's Python read as far as loading goes, never run: the calls and string literals of
+//! each statement, the function each is in, the branches that never run on Linux, the `try`
+//! bodies a failed import cannot escape, its imports, and which code runs when the package is
+//! imported (module-level code of the modules an import reaches, and the functions that code
 //! calls, resolved by name through the file's own definitions and its imports).
 //!
-//! Hand-written: no crate reads Python this way without a full parser, and a parser would not
-//! answer the question either. The reading is an approximation made to be safe in one direction:
-//! a call it cannot resolve (a method of an object, a function passed around) is not followed, so
-//! code is called "run at import" only when a chain of plain calls and imports leads to it. What
-//! it must get right is the shape real packages have: torch's `_load_global_deps()` called from
-//! `torch/__init__.py`, its Windows DLL loader under `if sys.platform == "win32":`, its ROCm
-//! helpers nobody calls at import; faiss' `from .loader import *`; RAPIDS' `librmm.load_library()`
-//! re-exported from `librmm/load.py`.
+//! The files are parsed by ruff's parser (`ruff_python_parser`), which reads every Python 3
+//! syntax and recovers from errors, so a file with a syntax error still yields the statements
+//! around it. Hand-written is only the question asked of the syntax tree, because no crate asks
+//! it: which calls load libraries, which branches a Linux import skips, what an import runs. The
+//! reading is an approximation made to be safe in one direction: a call it cannot resolve (a
+//! method of an object, a function passed around) is not followed, so code is called "run at
+//! import" only when a chain of plain calls and imports leads to it. What it must get right is
+//! the shape real packages have: torch's `_load_global_deps()` called from `torch/__init__.py`,
+//! its Windows DLL loader under `if sys.platform == "win32":`, its ROCm helpers nobody calls at
+//! import; faiss' `from .loader import *`; RAPIDS' `librmm.load_library()` re-exported from
+//! `librmm/load.py`; a loader called through an alias (`from cuda.pathfinder import
+//! load_nvidia_dynamic_lib as _load`).
+//!
+//! Parsing is recursive, and a file nobody vetted can nest deeper than any stack: before a file is
+//! parsed its tokens bound how deep the parse can go ([`nesting`]), a file past
+//! [`MAX_NESTING`] is not read (said in [`File::unread`]), and parsing runs on threads whose stack
+//! holds that depth with room to spare ([`read_files`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-/// One statement: its first line, its indentation and its text.
-pub struct Stmt<'a> {
-    /// The number of its first physical line.
+use ruff_python_ast::token::TokenKind;
+use ruff_python_ast::visitor::{self, Visitor};
+use ruff_python_ast::{self as ast, Expr};
+use ruff_python_parser as parser;
+use ruff_text_size::{Ranged, TextSize};
+
+/// A call: the dotted name it calls and, when its first argument is a string literal, that
+/// string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    /// `foo` for `foo(`, `mod.foo` for `mod.foo(`, `self.d` for `self.d(`, `.h` for a method
+    /// of something that is not a name (`g().h(`).
+    pub callee: String,
+    /// The first positional argument, when it is a string literal.
+    pub arg: Option<String>,
+    /// Written in a lambda's body: it runs when the lambda is called, not where it is written.
+    pub deferred: bool,
+}
+
+/// A string literal a statement writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Literal {
+    /// Its value (implicitly joined parts joined; an f-string only when it has no fields).
+    pub value: String,
+    /// Its first line.
+    pub line: usize,
+    /// It is only compared against (`"libcudart.so" in maps`, `name == "x"`,
+    /// `s.startswith("lib")`): a test, not a name the code uses.
+    pub tested: bool,
+    /// Written in a lambda's body.
+    pub deferred: bool,
+}
+
+/// One statement. A compound statement (`def`, `class`, `if`, `for`, `with`, `try`…) is its
+/// header: the expressions evaluated where it stands (decorators and defaults, a condition, a
+/// context manager); its body is statements of their own.
+#[derive(Debug, Clone, Default)]
+pub struct Stmt {
+    /// The number of its first line.
     pub number: usize,
-    indent: usize,
-    /// Its physical lines outside multi-line strings, with their numbers (string literals are
-    /// read off these).
-    pub lines: Vec<(usize, &'a str)>,
-    /// The statement with the contents of its strings and its comments removed (`f("")`), its
-    /// lines joined by a space: calls, imports and definitions are read off this.
-    pub bare: String,
-}
-
-/// The statements of a Python file. A tokenizer as small as the question allows: strings (one-
-/// and three-quoted, with escapes, a one-quoted one continued past a line end by `\`) and
-/// comments are skipped, brackets and `\` join lines.
-pub fn statements(text: &str) -> Vec<Stmt<'_>> {
-    let mut out: Vec<Stmt> = Vec::new();
-    let mut triple: Option<&'static str> = None;
-    let mut depth = 0usize;
-    let mut backslash = false;
-    for (i, line) in text.lines().enumerate() {
-        let in_string = triple.is_some();
-        let starts = !in_string && depth == 0 && !backslash;
-        let code = line.trim_start();
-        if starts && (code.is_empty() || code.starts_with('#')) {
-            continue;
-        }
-        let bytes = line.as_bytes();
-        let mut bare: Vec<u8> = Vec::new();
-        let mut j = 0;
-        while j < bytes.len() {
-            if let Some(d) = triple {
-                if bytes[j..].starts_with(d.as_bytes()) {
-                    triple = None;
-                    j += d.len();
-                } else {
-                    j += if bytes[j] == b'\\' { 2 } else { 1 };
-                }
-                continue;
-            }
-            match bytes[j] {
-                b'#' => break,
-                q @ (b'"' | b'\'') => {
-                    let three = if q == b'"' { "\"\"\"" } else { "'''" };
-                    if bytes[j..].starts_with(three.as_bytes()) {
-                        triple = Some(three);
-                        bare.extend_from_slice(b"\"\"");
-                        j += 3;
-                        continue;
-                    }
-                    // A one-line string: to its closing quote, past escaped characters.
-                    let mut k = j + 1;
-                    while k < bytes.len() && bytes[k] != q {
-                        k += if bytes[k] == b'\\' { 2 } else { 1 };
-                    }
-                    bare.extend_from_slice(b"\"\"");
-                    // Past the end: a backslash before the line break continues the string
-                    // on the next line.
-                    if k > bytes.len() {
-                        triple = Some(if q == b'"' { "\"" } else { "'" });
-                    }
-                    j = k + 1;
-                    continue;
-                }
-                b'(' | b'[' | b'{' => depth += 1,
-                b')' | b']' | b'}' => depth = depth.saturating_sub(1),
-                _ => {}
-            }
-            bare.push(bytes[j]);
-            j += 1;
-        }
-        let bare = String::from_utf8(bare)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-        let bare = bare.trim();
-        backslash = triple.is_none() && bare.ends_with('\\');
-        let bare = bare.trim_end_matches('\\').trim_end();
-        if starts {
-            out.push(Stmt {
-                number: i + 1,
-                indent: line.len() - code.len(),
-                lines: vec![(i + 1, code)],
-                bare: bare.to_string(),
-            });
-        } else if let Some(s) = out.last_mut() {
-            if !in_string {
-                s.lines.push((i + 1, code));
-            }
-            if !bare.is_empty() {
-                s.bare.push(' ');
-                s.bare.push_str(bare);
-            }
-        }
-    }
-    out
-}
-
-/// The name a `def` statement defines.
-pub fn def_name(code: &str) -> Option<&str> {
-    let rest = code
-        .strip_prefix("def ")
-        .or_else(|| code.strip_prefix("async def "))?;
-    let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_'))?;
-    Some(&rest[..end])
-}
-
-/// The names a statement calls, with what they are called on (`foo(` → `foo`, `mod.foo(` →
-/// `mod.foo`, `x().foo(` → `.foo`): the dotted name directly before each `(`.
-pub fn called_names(code: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    for (i, _) in code.match_indices('(') {
-        let head = &code[..i];
-        // Past the last character that is not part of a dotted name (which may be several bytes
-        // long: torch's docstrings write `M×ceil_div(K)`).
-        let start = head
-            .char_indices()
-            .rev()
-            .find(|(_, c)| !(c.is_alphanumeric() || *c == '_' || *c == '.'))
-            .map_or(0, |(p, c)| p + c.len_utf8());
-        let name = &head[start..];
-        let last = name.rsplit('.').next().unwrap_or(name);
-        if !last.is_empty() && !last.starts_with(|c: char| c.is_ascii_digit()) {
-            out.push(name);
-        }
-    }
-    out
+    /// For a `def`, the name it defines.
+    pub def: Option<String>,
+    /// The calls it writes, in order (those in a lambda's body [`Call::deferred`]).
+    pub calls: Vec<Call>,
+    /// The string literals it writes, in order (none for a docstring or another string that
+    /// stands alone as a statement).
+    pub literals: Vec<Literal>,
+    /// For an import, what it names and binds.
+    import: Option<Import>,
 }
 
 /// Where a condition holds, as far as the operating system goes.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Os {
-    /// Only on Linux (`sys.platform == "linux"`, `platform.system() != "Windows"`).
-    Linux,
-    /// Never on Linux (`sys.platform == "win32"`, `os.name == "nt"`, `IS_MACOS`).
-    NotLinux,
-}
+const LINUX_PLATFORM: &str = "linux";
 
-/// Where one test holds: `None` when it says nothing about the system.
-fn os_test(cond: &str) -> Option<Os> {
-    const OTHER: &[&str] = &[
-        "\"win32\"",
-        "'win32'",
-        "\"Windows\"",
-        "'Windows'",
-        "\"Darwin\"",
-        "'Darwin'",
-        "\"darwin\"",
-        "'darwin'",
-        "\"cygwin\"",
-        "\"nt\"",
-        "'nt'",
-        "startswith(\"win\")",
-        "startswith('win')",
-        "IS_WINDOWS",
-        "IS_MACOS",
-    ];
-    const LINUX: &[&str] = &["\"linux\"", "'linux'", "\"Linux\"", "'Linux'", "IS_LINUX"];
-    let negated = cond.contains("!=") || cond.starts_with("not ") || cond.contains(" not ");
-    let os = if OTHER.iter().any(|t| cond.contains(t)) {
-        Os::NotLinux
-    } else if LINUX.iter().any(|t| cond.contains(t)) {
-        Os::Linux
-    } else {
-        return None;
-    };
-    Some(match (os, negated) {
-        (o, false) => o,
-        (Os::Linux, true) => Os::NotLinux,
-        (Os::NotLinux, true) => Os::Linux,
-    })
-}
-
-/// Whether one test is false when no environment variable it reads is set (the default
-/// environment): `os.getenv("X")`, `os.environ.get("X")`, `os.environ.get("X", "0") == "1"`,
-/// `"X" in os.environ`. `None` when it reads none, or may hold.
-fn env_false(test: &str) -> bool {
-    let mut t = test.trim();
-    while let Some(inner) = t.strip_prefix('(').and_then(|x| x.strip_suffix(')')) {
-        t = inner.trim();
-    }
-    if t.starts_with("not ") || t.contains(" not in ") || t.contains("!=") {
-        return false;
-    }
-    // The string literal at the start of `rest` (an f-string too), and what follows it.
-    fn literal(rest: &str) -> Option<(&str, &str)> {
-        let rest = rest
-            .trim_start()
-            .strip_prefix('f')
-            .unwrap_or(rest.trim_start());
-        let q = rest.chars().next().filter(|c| *c == '"' || *c == '\'')?;
-        let body = &rest[1..];
-        let end = body.find(q)?;
-        Some((&body[..end], &body[end + 1..]))
-    }
-    for call in ["os.getenv(", "os.environ.get("] {
-        let Some(after) = t.strip_prefix(call) else {
-            continue;
-        };
-        let Some((_, rest)) = literal(after) else {
-            return false;
-        };
-        let rest = rest.trim_start();
-        // `os.getenv("X")`: None when unset.
-        if rest == ")" {
-            return true;
+/// Whether a condition is false (`Some(false)`) or true (`Some(true)`) whenever a package is
+/// imported on Linux with no environment variable of its own set: the platform tests
+/// (`sys.platform == "win32"`, `platform.system() != "Windows"`, `os.name == "nt"`,
+/// `sys.platform.startswith("win")`, flags named `IS_WINDOWS`, `IS_MACOS`, `IS_LINUX`),
+/// `TYPE_CHECKING`, `__name__ == "__main__"`, and environment reads (`os.getenv("X")`,
+/// `os.environ.get("X", "0") == "1"`, `"X" in os.environ`), through `not`, `and` and `or`.
+/// `None` when it may go either way.
+pub fn truth(e: &Expr) -> Option<bool> {
+    match e {
+        Expr::BoolOp(b) => {
+            let vs: Vec<Option<bool>> = b.values.iter().map(truth).collect();
+            let (short, other) = match b.op {
+                ast::BoolOp::And => (false, true),
+                ast::BoolOp::Or => (true, false),
+            };
+            if vs.contains(&Some(short)) {
+                Some(short)
+            } else if vs.iter().all(|v| *v == Some(other)) {
+                Some(other)
+            } else {
+                None
+            }
         }
-        // `os.getenv("X", "0") == "1"`: the default against the value.
-        let Some(rest) = rest.strip_prefix(',') else {
-            return false;
-        };
-        let Some((default, rest)) = literal(rest) else {
-            return false;
-        };
-        let Some(rest) = rest.trim_start().strip_prefix(')') else {
-            return false;
-        };
-        let Some(rest) = rest.trim_start().strip_prefix("==") else {
-            return false;
-        };
-        return literal(rest).is_some_and(|(want, tail)| tail.trim().is_empty() && want != default);
+        Expr::UnaryOp(u) if u.op == ast::UnaryOp::Not => truth(&u.operand).map(|v| !v),
+        Expr::Name(n) => flag_truth(n.id.as_str()),
+        Expr::Attribute(a) => flag_truth(a.attr.as_str()),
+        Expr::Compare(c) if c.ops.len() == 1 => {
+            compare_truth(&c.left, c.ops[0], &c.comparators[0]).or_else(|| {
+                // The same test written the other way round (`"win32" == sys.platform`).
+                let flipped = match c.ops[0] {
+                    ast::CmpOp::Eq | ast::CmpOp::NotEq => c.ops[0],
+                    _ => return None,
+                };
+                compare_truth(&c.comparators[0], flipped, &c.left)
+            })
+        }
+        Expr::Call(c) => {
+            let callee = callee_text(&c.func)?;
+            if let Some(default) = env_read(&callee, c) {
+                // Unset: the default, or None.
+                return Some(default.is_some_and(|d| !d.is_empty()));
+            }
+            // `sys.platform.startswith("win")`, `platform.system().startswith("Win")`.
+            let (on, method) = callee.rsplit_once('.')?;
+            let prefix = c.arguments.args.first().and_then(string_value)?;
+            let value = match (on, &*c.func) {
+                ("sys.platform", _) => LINUX_PLATFORM,
+                ("", Expr::Attribute(a)) if is_call_of(&a.value, "platform.system") => "Linux",
+                _ => return None,
+            };
+            match method {
+                "startswith" => Some(value.starts_with(prefix.as_str())),
+                "endswith" => Some(value.ends_with(prefix.as_str())),
+                _ => None,
+            }
+        }
+        _ => None,
     }
-    // `"X" in os.environ`.
-    literal(t).is_some_and(|(_, rest)| rest.trim() == "in os.environ")
 }
 
-/// The condition of an `if`/`elif` header (`if X:` → `X`).
-fn condition<'s>(code: &'s str, keyword: &str) -> Option<&'s str> {
-    let rest = code.strip_prefix(keyword)?.strip_prefix(' ')?;
-    Some(rest.trim_end().strip_suffix(':').unwrap_or(rest).trim())
+/// A flag by its name: `TYPE_CHECKING` is false at run time; `IS_WINDOWS`, `IS_MACOS` (torch's
+/// `torch._utils_internal`, and many packages alike) are false on Linux, `IS_LINUX` true.
+fn flag_truth(name: &str) -> Option<bool> {
+    if name == "TYPE_CHECKING" {
+        return Some(false);
+    }
+    let upper = name.trim_start_matches('_');
+    ["IS_WINDOWS", "IS_MACOS", "IS_DARWIN"]
+        .contains(&upper)
+        .then_some(false)
+        .or_else(|| (upper == "IS_LINUX").then_some(true))
 }
 
-/// Whether the body of a branch with this condition never runs on Linux, or never when the
-/// package is imported (`if TYPE_CHECKING:`, `if __name__ == "__main__":`).
-fn never_runs(cond: &str) -> bool {
-    if cond == "TYPE_CHECKING"
-        || cond == "typing.TYPE_CHECKING"
-        || (cond.contains("__name__") && cond.contains("__main__"))
+/// Whether `e` is a call of `name` (`platform.system()`).
+fn is_call_of(e: &Expr, name: &str) -> bool {
+    matches!(e, Expr::Call(c) if callee_text(&c.func).as_deref() == Some(name))
+}
+
+/// What a value test compares: the value on Linux of `sys.platform`, `platform.system()`,
+/// `os.name`, `__name__` at import; for an environment read, its default.
+enum Value {
+    Known(String),
+    /// An environment read whose default is this (None when it has none).
+    Env(Option<String>),
+}
+
+fn value_of(e: &Expr) -> Option<Value> {
+    match e {
+        Expr::Attribute(_) | Expr::Name(_) => match callee_text(e)?.as_str() {
+            "sys.platform" => Some(Value::Known(LINUX_PLATFORM.into())),
+            "os.name" => Some(Value::Known("posix".into())),
+            // At import, a module's name is its own, never `__main__`.
+            "__name__" => Some(Value::Known(String::new())),
+            _ => None,
+        },
+        Expr::Call(c) => {
+            let callee = callee_text(&c.func)?;
+            if callee == "platform.system" || callee == "platform.system()" {
+                return Some(Value::Known("Linux".into()));
+            }
+            env_read(&callee, c).map(Value::Env)
+        }
+        _ => None,
+    }
+}
+
+/// For `os.getenv("X"[, default])` and `os.environ.get("X"[, default])`: `Some(default)`, where
+/// the default is a string literal or absent (`None`); `None` for any other call.
+fn env_read(callee: &str, c: &ast::ExprCall) -> Option<Option<String>> {
+    let env = callee == "getenv"
+        || callee.ends_with(".getenv")
+        || callee == "environ.get"
+        || callee.ends_with(".environ.get");
+    if !env || c.arguments.args.is_empty() || !c.arguments.keywords.is_empty() {
+        return None;
+    }
+    match c.arguments.args.get(1) {
+        None => Some(None),
+        Some(d) => string_value(d).map(Some),
+    }
+}
+
+/// The strings a comparison's right side names: one literal, or a tuple, list or set of them.
+fn strings_of(e: &Expr) -> Option<Vec<String>> {
+    match e {
+        Expr::Tuple(t) => t.elts.iter().map(string_value).collect(),
+        Expr::List(l) => l.elts.iter().map(string_value).collect(),
+        Expr::Set(s) => s.elts.iter().map(string_value).collect(),
+        _ => string_value(e).map(|s| vec![s]),
+    }
+}
+
+fn compare_truth(left: &Expr, op: ast::CmpOp, right: &Expr) -> Option<bool> {
+    // `"X" in os.environ`: unset.
+    if matches!(op, ast::CmpOp::In | ast::CmpOp::NotIn)
+        && string_value(left).is_some()
+        && callee_text(right).is_some_and(|r| r == "environ" || r.ends_with(".environ"))
     {
+        return Some(op == ast::CmpOp::NotIn);
+    }
+    let value = value_of(left)?;
+    let value = match value {
+        Value::Known(v) => Some(v),
+        Value::Env(d) => d,
+    };
+    if matches!(op, ast::CmpOp::Is | ast::CmpOp::IsNot) {
+        // `os.getenv("X") is None`.
+        if !matches!(right, Expr::NoneLiteral(_)) {
+            return None;
+        }
+        return Some(value.is_none() == (op == ast::CmpOp::Is));
+    }
+    let names = strings_of(right)?;
+    let found = value.is_some_and(|v| names.contains(&v));
+    match op {
+        ast::CmpOp::Eq | ast::CmpOp::In => Some(found),
+        ast::CmpOp::NotEq | ast::CmpOp::NotIn => Some(!found),
+        _ => None,
+    }
+}
+
+/// The dotted name an expression spells (`a.b.c`), `.c` for an attribute of something that is
+/// not a name; `None` for anything else.
+fn callee_text(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Name(n) => Some(n.id.to_string()),
+        Expr::Attribute(a) => Some(match callee_text(&a.value) {
+            Some(base) if !base.starts_with('.') => format!("{base}.{}", a.attr.as_str()),
+            _ => format!(".{}", a.attr.as_str()),
+        }),
+        _ => None,
+    }
+}
+
+/// A string literal's value; an f-string's when it has no fields.
+fn string_value(e: &Expr) -> Option<String> {
+    match e {
+        Expr::StringLiteral(s) => Some(s.value.to_str().to_string()),
+        Expr::FString(f) => {
+            let mut out = String::new();
+            for part in f.value.iter() {
+                match part {
+                    ast::FStringPart::Literal(l) => out.push_str(&l.value),
+                    ast::FStringPart::FString(fs) => {
+                        for el in fs.elements.iter() {
+                            out.push_str(&el.as_literal()?.value);
+                        }
+                    }
+                }
+            }
+            Some(out)
+        }
+        _ => None,
+    }
+}
+
+/// Whether a handler's class list catches the error a failed import raises (`ImportError`, its
+/// subclass `ModuleNotFoundError`, or a base class); a bare `except:` catches everything.
+fn catches_import_error(classes: Option<&Expr>) -> bool {
+    let Some(e) = classes else {
         return true;
+    };
+    let one = |e: &Expr| {
+        callee_text(e).is_some_and(|t| {
+            matches!(
+                t.rsplit('.').next().unwrap_or(&t),
+                "ImportError" | "ModuleNotFoundError" | "Exception" | "BaseException"
+            )
+        })
+    };
+    match e {
+        Expr::Tuple(t) => t.elts.iter().any(one),
+        _ => one(e),
     }
-    let false_here = |t: &str| os_test(t) == Some(Os::NotLinux) || env_false(t);
-    if cond.contains(" or ") {
-        // Every alternative false (and none an `and` of its own, which this does not split).
-        return !cond.contains(" and ") && cond.split(" or ").all(env_false);
+}
+
+/// The most the parse of one file may nest, in the units [`nesting`] counts. CPython refuses far
+/// less (200 nested brackets, 100 indentation levels); the bound is wide so that long flat
+/// expressions of generated code still read.
+pub const MAX_NESTING: usize = 10_000;
+
+/// The stack of a thread that parses: ruff's parser takes up to ~2.2 KiB per nesting unit
+/// (measured on nested brackets, the costliest), so [`MAX_NESTING`] units need ~22 MiB; the walk
+/// of the tree and its drop take less per level.
+const PARSE_STACK: usize = 64 << 20;
+
+/// An upper bound on how deep the parse of `text` recurses, from its tokens: the indentation
+/// depth, plus, along the brackets open at any point, every token since the last comma at each
+/// level that is not a name, a number, a string or a closing bracket (each can open at most one
+/// level of the syntax tree: an operator, a keyword, an opening bracket, a dot). Names and
+/// literals never nest, and a comma starts a sibling.
+pub fn nesting(text: &str) -> usize {
+    let mut lexer = parser::lexer::lex(text, parser::Mode::Module);
+    let mut indent = 0usize;
+    // Per open bracket: the count of its level when it opened, the level's count so far.
+    let mut open: Vec<usize> = Vec::new();
+    let mut outer = 0usize;
+    let mut count = 0usize;
+    let mut max = 0usize;
+    loop {
+        let kind = lexer.next_token();
+        match kind {
+            TokenKind::EndOfFile => break,
+            TokenKind::Indent => indent += 1,
+            TokenKind::Dedent => indent = indent.saturating_sub(1),
+            TokenKind::Newline | TokenKind::Semi => {
+                open.clear();
+                outer = 0;
+                count = 0;
+            }
+            TokenKind::Comma => count = 0,
+            TokenKind::Rpar
+            | TokenKind::Rsqb
+            | TokenKind::Rbrace
+            | TokenKind::FStringEnd
+            | TokenKind::TStringEnd => {
+                if let Some(c) = open.pop() {
+                    outer -= c;
+                    count = c;
+                }
+            }
+            TokenKind::Name
+            | TokenKind::Int
+            | TokenKind::Float
+            | TokenKind::Complex
+            | TokenKind::String
+            | TokenKind::FStringMiddle
+            | TokenKind::TStringMiddle
+            | TokenKind::Comment
+            | TokenKind::NonLogicalNewline => {}
+            TokenKind::Lpar
+            | TokenKind::Lsqb
+            | TokenKind::Lbrace
+            | TokenKind::FStringStart
+            | TokenKind::TStringStart => {
+                count += 1;
+                open.push(count);
+                outer += count;
+                count = 0;
+            }
+            _ => count += 1,
+        }
+        max = max.max(indent + outer + count);
     }
-    cond.split(" and ").any(false_here)
+    max
+}
+
+/// A file's line starts, to turn offsets into line numbers.
+struct Lines(Vec<u32>);
+
+impl Lines {
+    fn new(text: &str) -> Lines {
+        let mut starts = vec![0u32];
+        starts.extend(
+            memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| u32::try_from(i + 1).unwrap_or(0)),
+        );
+        Lines(starts)
+    }
+
+    fn line(&self, at: TextSize) -> usize {
+        self.0.partition_point(|s| *s <= u32::from(at))
+    }
+}
+
+/// Gathers a statement's calls and literals from its expressions.
+struct Gather<'l> {
+    lines: &'l Lines,
+    calls: Vec<Call>,
+    literals: Vec<Literal>,
+    /// Starts of the literals that are only compared against.
+    tested: BTreeSet<TextSize>,
+    /// Inside a lambda's body.
+    deferred: bool,
+}
+
+impl<'l> Gather<'l> {
+    fn new(lines: &'l Lines) -> Self {
+        Gather {
+            lines,
+            calls: Vec::new(),
+            literals: Vec::new(),
+            tested: BTreeSet::new(),
+            deferred: false,
+        }
+    }
+
+    /// Marks the string literals `e` is made of (one, or those in a tuple, list or set) as
+    /// compared against.
+    fn mark_tested(&mut self, e: &Expr) {
+        match e {
+            Expr::Tuple(t) => t.elts.iter().for_each(|x| self.mark_tested(x)),
+            Expr::List(l) => l.elts.iter().for_each(|x| self.mark_tested(x)),
+            Expr::Set(s) => s.elts.iter().for_each(|x| self.mark_tested(x)),
+            Expr::StringLiteral(_) | Expr::FString(_) => {
+                self.tested.insert(e.start());
+            }
+            _ => {}
+        }
+    }
+}
+
+impl<'a> Visitor<'a> for Gather<'_> {
+    fn visit_expr(&mut self, e: &'a Expr) {
+        match e {
+            Expr::Lambda(l) => {
+                // Its defaults are evaluated here; its body when it is called.
+                if let Some(p) = &l.parameters {
+                    self.visit_parameters(p);
+                }
+                let outer = std::mem::replace(&mut self.deferred, true);
+                self.visit_expr(&l.body);
+                self.deferred = outer;
+                return;
+            }
+            Expr::Call(c) => {
+                if let Some(callee) = callee_text(&c.func) {
+                    if callee.ends_with("startswith") || callee.ends_with("endswith") {
+                        for a in c.arguments.args.iter() {
+                            self.mark_tested(a);
+                        }
+                    }
+                    let arg = c.arguments.args.first().and_then(string_value);
+                    self.calls.push(Call {
+                        callee,
+                        arg,
+                        deferred: self.deferred,
+                    });
+                }
+            }
+            Expr::Compare(c) => {
+                self.mark_tested(&c.left);
+                for x in c.comparators.iter() {
+                    self.mark_tested(x);
+                }
+            }
+            Expr::StringLiteral(_) | Expr::FString(_) => {
+                if let Some(value) = string_value(e) {
+                    self.literals.push(Literal {
+                        value,
+                        line: self.lines.line(e.start()),
+                        tested: self.tested.contains(&e.start()),
+                        deferred: self.deferred,
+                    });
+                }
+            }
+            _ => {}
+        }
+        visitor::walk_expr(self, e);
+    }
+}
+
+/// What a file's imports bind.
+#[derive(Default)]
+struct Bindings {
+    /// Local name → module (`import a.b as x`: x → a.b; `import a.b`: a → a).
+    modules: BTreeMap<String, String>,
+    /// Local name → (module, name) (`from a import f as g`: g → (a, f)).
+    names: BTreeMap<String, (String, String)>,
+    /// Modules imported with `*`.
+    stars: Vec<String>,
+}
+
+/// One import statement: the modules it names (each also runs its parents), and bindings.
+#[derive(Debug, Clone, Default)]
+struct Import {
+    /// The modules as written (`import a, b`: a and b; `from a import b`: a).
+    named: Vec<String>,
+    modules: Vec<String>,
+    bind_modules: Vec<(String, String)>,
+    bind_names: Vec<(String, (String, String))>,
+    stars: Vec<String>,
 }
 
 /// A scope: a file's module-level code (`None`) or one of its functions (the index of its `def`).
@@ -272,17 +501,44 @@ pub struct File<'a> {
     /// Its dotted module name (`faiss.loader`; `faiss` for `faiss/__init__.py`).
     pub module: Option<String>,
     /// Its statements, in order.
-    pub stmts: Vec<Stmt<'a>>,
+    pub stmts: Vec<Stmt>,
     /// The function each statement is in (`None`: module level or a class body).
     pub scope: Vec<Option<usize>>,
-    /// Statements under a branch that never runs on Linux.
+    /// Statements under a branch that never runs on Linux at import ([`truth`]).
     pub excluded: Vec<bool>,
     /// Statements in the body of a `try:` whose handlers catch a failed import (`except
-    /// ImportError`, `ModuleNotFoundError`, `Exception`, a bare `except:`): an import there
-    /// that fails leaves the importing module importable.
+    /// ImportError`, `ModuleNotFoundError`, `Exception`, a bare `except:`), or of `with
+    /// suppress(ImportError):`: an import there that fails leaves the importing module
+    /// importable.
     pub guarded: Vec<bool>,
+    /// Why the file was not read (it nests deeper than [`MAX_NESTING`]); it then has no
+    /// statements.
+    pub unread: Option<String>,
     /// Functions defined in the file, by name (methods included).
     defs: BTreeMap<String, Vec<usize>>,
+    bindings: Bindings,
+}
+
+impl File<'_> {
+    /// What a dotted name called in this file stands for, through its imports: `_load` →
+    /// `cuda.pathfinder.load_nvidia_dynamic_lib` after `from cuda.pathfinder import
+    /// load_nvidia_dynamic_lib as _load`; `rl.load_library` → `librmm.load_library` after
+    /// `import librmm as rl`. A name no import binds is returned as it is.
+    pub fn canonical(&self, dotted: &str) -> String {
+        let (first, rest) = dotted.split_once('.').unwrap_or((dotted, ""));
+        let base = if let Some((m, n)) = self.bindings.names.get(first) {
+            format!("{m}.{n}")
+        } else if let Some(m) = self.bindings.modules.get(first) {
+            m.clone()
+        } else {
+            return dotted.to_string();
+        };
+        if rest.is_empty() {
+            base
+        } else {
+            format!("{base}.{rest}")
+        }
+    }
 }
 
 /// The dotted module name of a `.py` path (`a/b/c.py` → `a.b.c`, `a/b/__init__.py` → `a.b`),
@@ -303,177 +559,216 @@ pub fn module_name(path: &str) -> Option<String> {
     ok.then(|| p.replace('/', "."))
 }
 
-/// A file read: its statements, the function each is in, and those that never run on Linux.
-pub fn read_file<'a>(path: &'a str, text: &'a str) -> File<'a> {
-    let stmts = statements(text);
-    let n = stmts.len();
-    let mut scope = vec![None; n];
-    let mut excluded = vec![false; n];
-    let mut child_scope: Vec<Option<usize>> = vec![None; n];
-    let mut child_excluded = vec![false; n];
-    let mut defs: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    // The enclosing statements, by indentation.
-    let mut stack: Vec<usize> = Vec::new();
-    for i in 0..n {
-        let mut sibling = None;
-        while let Some(&top) = stack.last() {
-            if stmts[top].indent >= stmts[i].indent {
-                if stmts[top].indent == stmts[i].indent {
-                    sibling = Some(top);
+/// Where a statement stands: the function it is in, and whether it never runs on Linux at
+/// import or runs where a failed import is caught.
+#[derive(Clone, Copy)]
+struct Ctx {
+    scope: Option<usize>,
+    excluded: bool,
+    guarded: bool,
+}
+
+/// Builds a [`File`] from a syntax tree.
+struct Reader<'l> {
+    lines: &'l Lines,
+    /// The package a relative import starts from.
+    package: Option<String>,
+    stmts: Vec<Stmt>,
+    scope: Vec<Option<usize>>,
+    excluded: Vec<bool>,
+    guarded: Vec<bool>,
+    defs: BTreeMap<String, Vec<usize>>,
+}
+
+impl Reader<'_> {
+    /// A new statement at `at`, its calls and literals those of `exprs`.
+    fn push<'e>(
+        &mut self,
+        at: TextSize,
+        ctx: Ctx,
+        exprs: impl IntoIterator<Item = &'e Expr>,
+    ) -> usize {
+        let mut g = Gather::new(self.lines);
+        for e in exprs {
+            g.visit_expr(e);
+        }
+        self.push_gathered(at, ctx, g)
+    }
+
+    fn push_gathered(&mut self, at: TextSize, ctx: Ctx, g: Gather) -> usize {
+        self.stmts.push(Stmt {
+            number: self.lines.line(at),
+            def: None,
+            calls: g.calls,
+            literals: g.literals,
+            import: None,
+        });
+        self.scope.push(ctx.scope);
+        self.excluded.push(ctx.excluded);
+        self.guarded.push(ctx.guarded);
+        self.stmts.len() - 1
+    }
+
+    fn suite(&mut self, body: &[ast::Stmt], ctx: Ctx) {
+        for s in body {
+            self.stmt(s, ctx);
+        }
+    }
+
+    fn stmt(&mut self, s: &ast::Stmt, ctx: Ctx) {
+        use ast::Stmt as S;
+        match s {
+            S::FunctionDef(f) => {
+                let mut g = Gather::new(self.lines);
+                for d in &f.decorator_list {
+                    g.visit_decorator(d);
                 }
-                stack.pop();
-            } else {
-                break;
+                g.visit_parameters(&f.parameters);
+                if let Some(r) = &f.returns {
+                    g.visit_expr(r);
+                }
+                let i = self.push_gathered(f.start(), ctx, g);
+                let name = f.name.as_str().to_string();
+                self.defs.entry(name.clone()).or_default().push(i);
+                self.stmts[i].def = Some(name);
+                self.suite(
+                    &f.body,
+                    Ctx {
+                        scope: Some(i),
+                        ..ctx
+                    },
+                );
             }
-        }
-        let parent = stack.last().copied();
-        scope[i] = parent.and_then(|p| child_scope[p]);
-        excluded[i] = parent.is_some_and(|p| child_excluded[p]);
-        let code = stmts[i].bare.as_str();
-        let raw = stmts[i].lines[0].1;
-        let header_excludes = if let Some(c) = condition(raw, "if").or(condition(raw, "elif")) {
-            // A condition that goes on to the next line is read no further than its first.
-            never_runs(c)
-                && (stmts[i].lines.len() == 1
-                    || !c.contains(['(', ')'])
-                    || raw.trim_end().ends_with(':'))
-        } else if code.starts_with("else") && code.trim_end_matches(' ') == "else:" {
-            // `else` of an `if` that holds only on Linux.
-            sibling.is_some_and(|s| {
-                let r = stmts[s].lines[0].1;
-                condition(r, "if")
-                    .or(condition(r, "elif"))
-                    .is_some_and(|c| {
-                        !c.contains(" or ") && !c.contains(" and ") && os_test(c) == Some(Os::Linux)
-                    })
-            })
-        } else {
-            false
-        };
-        child_excluded[i] = excluded[i] || header_excludes;
-        child_scope[i] = match def_name(code) {
-            Some(name) => {
-                defs.entry(name.to_string()).or_default().push(i);
-                Some(i)
+            S::ClassDef(c) => {
+                let mut g = Gather::new(self.lines);
+                for d in &c.decorator_list {
+                    g.visit_decorator(d);
+                }
+                if let Some(a) = &c.arguments {
+                    g.visit_arguments(a);
+                }
+                self.push_gathered(c.start(), ctx, g);
+                // A class body runs where the class is defined.
+                self.suite(&c.body, ctx);
             }
-            None => scope[i],
-        };
-        stack.push(i);
-    }
-    let guarded = guarded_statements(&stmts);
-    File {
-        path,
-        module: module_name(path),
-        stmts,
-        scope,
-        excluded,
-        guarded,
-        defs,
-    }
-}
-
-/// Whether an `except` clause catches the error a failed import raises (`ImportError`, its
-/// subclass `ModuleNotFoundError`, or a base class).
-fn catches_import_error(bare: &str) -> bool {
-    let Some(rest) = bare.strip_prefix("except") else {
-        return false;
-    };
-    let rest = rest.trim_end().trim_end_matches(':');
-    let rest = rest.split(" as ").next().unwrap_or(rest).trim();
-    // `except*` (exception groups) catches the same classes.
-    let rest = rest.trim_start_matches('*').trim();
-    rest.is_empty()
-        || rest
-            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
-            .filter(|t| !t.is_empty())
-            .any(|t| {
-                matches!(
-                    t.rsplit('.').next().unwrap_or(t),
-                    "ImportError" | "ModuleNotFoundError" | "Exception" | "BaseException"
-                )
-            })
-}
-
-/// Which statements are in the body of a `try:` that one of its handlers makes an import
-/// failure harmless in (the handlers follow the body at the `try`'s indentation).
-fn guarded_statements(stmts: &[Stmt]) -> Vec<bool> {
-    let n = stmts.len();
-    let mut guarded = vec![false; n];
-    for i in 0..n {
-        let indent = stmts[i].indent;
-        let mut end = i + 1;
-        while end < n && stmts[end].indent > indent {
-            end += 1;
-        }
-        // `with contextlib.suppress(ImportError):` guards its body as a `try` does.
-        let bare = stmts[i].bare.trim_end();
-        if bare.starts_with("with ") && bare.ends_with(':') {
-            if let Some(args) = bare.split("suppress(").nth(1) {
-                let args = args.split(')').next().unwrap_or("");
-                if catches_import_error(&format!("except ({args}):")) {
-                    for g in &mut guarded[i + 1..end] {
-                        *g = true;
+            S::If(i) => {
+                self.push(i.test.start(), ctx, [&*i.test]);
+                let mut earlier = truth(&i.test);
+                let body = Ctx {
+                    excluded: ctx.excluded || earlier == Some(false),
+                    ..ctx
+                };
+                self.suite(&i.body, body);
+                // An `elif` or `else` never runs after a test that always holds.
+                let mut held = earlier == Some(true);
+                for clause in &i.elif_else_clauses {
+                    let here = Ctx {
+                        excluded: ctx.excluded || held,
+                        ..ctx
+                    };
+                    match &clause.test {
+                        Some(t) => {
+                            self.push(t.start(), here, [t]);
+                            earlier = truth(t);
+                            self.suite(
+                                &clause.body,
+                                Ctx {
+                                    excluded: here.excluded || earlier == Some(false),
+                                    ..ctx
+                                },
+                            );
+                            held |= earlier == Some(true);
+                        }
+                        None => self.suite(&clause.body, here),
                     }
                 }
             }
-            continue;
-        }
-        if bare != "try:" {
-            continue;
-        }
-        // The handlers: `except …:` statements at the same indentation, each with its body.
-        let mut k = end;
-        let mut catches = false;
-        while k < n && stmts[k].indent == indent && stmts[k].bare.starts_with("except") {
-            catches |= catches_import_error(&stmts[k].bare);
-            k += 1;
-            while k < n && stmts[k].indent > indent {
-                k += 1;
+            S::Try(t) => {
+                let catches = t.handlers.iter().any(|h| {
+                    let ast::ExceptHandler::ExceptHandler(h) = h;
+                    catches_import_error(h.type_.as_deref())
+                });
+                self.suite(
+                    &t.body,
+                    Ctx {
+                        guarded: ctx.guarded || catches,
+                        ..ctx
+                    },
+                );
+                for h in &t.handlers {
+                    let ast::ExceptHandler::ExceptHandler(h) = h;
+                    self.push(h.start(), ctx, h.type_.as_deref());
+                    self.suite(&h.body, ctx);
+                }
+                self.suite(&t.orelse, ctx);
+                self.suite(&t.finalbody, ctx);
             }
-        }
-        if catches {
-            for g in &mut guarded[i + 1..end] {
-                *g = true;
+            S::With(w) => {
+                let mut g = Gather::new(self.lines);
+                let mut suppresses = false;
+                for item in &w.items {
+                    g.visit_with_item(item);
+                    if let Expr::Call(c) = &item.context_expr {
+                        let suppress = callee_text(&c.func)
+                            .is_some_and(|t| t == "suppress" || t.ends_with(".suppress"));
+                        suppresses |= suppress
+                            && c.arguments
+                                .args
+                                .iter()
+                                .any(|a| catches_import_error(Some(a)));
+                    }
+                }
+                self.push_gathered(w.start(), ctx, g);
+                self.suite(
+                    &w.body,
+                    Ctx {
+                        guarded: ctx.guarded || suppresses,
+                        ..ctx
+                    },
+                );
+            }
+            S::For(f) => {
+                self.push(f.start(), ctx, [&*f.iter, &*f.target]);
+                self.suite(&f.body, ctx);
+                self.suite(&f.orelse, ctx);
+            }
+            S::While(w) => {
+                self.push(w.start(), ctx, [&*w.test]);
+                self.suite(&w.body, ctx);
+                self.suite(&w.orelse, ctx);
+            }
+            S::Match(m) => {
+                self.push(m.start(), ctx, [&*m.subject]);
+                for case in &m.cases {
+                    self.push(case.start(), ctx, case.guard.as_deref());
+                    self.suite(&case.body, ctx);
+                }
+            }
+            S::Import(imp) => {
+                let i = self.push(imp.start(), ctx, []);
+                self.stmts[i].import = Some(import_of(imp));
+            }
+            S::ImportFrom(imp) => {
+                let i = self.push(imp.start(), ctx, []);
+                self.stmts[i].import = import_from(imp, self.package.as_deref());
+            }
+            S::Expr(e) if string_value(&e.value).is_some() => {
+                // A docstring, or another string standing alone: it names nothing.
+                let mut g = Gather::new(self.lines);
+                g.visit_expr(&e.value);
+                g.literals.clear();
+                self.push_gathered(e.start(), ctx, g);
+            }
+            _ => {
+                let mut g = Gather::new(self.lines);
+                visitor::walk_stmt(&mut g, s);
+                self.push_gathered(s.start(), ctx, g);
             }
         }
     }
-    guarded
 }
 
-/// What a file's imports bind.
-#[derive(Default)]
-struct Bindings {
-    /// Local name → module (`import a.b as x`: x → a.b; `import a.b`: a → a).
-    modules: BTreeMap<String, String>,
-    /// Local name → (module, name) (`from a import f as g`: g → (a, f)).
-    names: BTreeMap<String, (String, String)>,
-    /// Modules imported with `*`.
-    stars: Vec<String>,
-}
-
-/// One import statement: the modules it names (each also runs its parents), and bindings.
-struct Import {
-    /// The modules as written (`import a, b`: a and b; `from a import b`: a).
-    named: Vec<String>,
-    modules: Vec<String>,
-    bind_modules: Vec<(String, String)>,
-    bind_names: Vec<(String, (String, String))>,
-    stars: Vec<String>,
-}
-
-/// The package a relative import starts from: the module itself for an `__init__.py`, else its
-/// parent.
-fn package_of(file: &File) -> Option<String> {
-    let m = file.module.as_deref()?;
-    if file.path.ends_with("__init__.py") {
-        Some(m.to_string())
-    } else {
-        Some(m.rsplit_once('.').map_or("", |(p, _)| p).to_string())
-    }
-}
-
-/// Whether `s` is a dotted module name (`a.b_c.d`): what an import can name. Anything else in a
-/// file (a hostile `import /etc`) names no module, and no path is made of it.
+/// Whether `s` is a dotted module name (`a.b_c.d`): what an import can name.
 fn is_module_name(s: &str) -> bool {
     !s.is_empty()
         && s.split('.').all(|p| {
@@ -484,100 +779,355 @@ fn is_module_name(s: &str) -> bool {
         })
 }
 
-fn parse_import(bare: &str, file: &File) -> Option<Import> {
-    let mut imp = parse_import_text(bare, file)?;
-    imp.named.retain(|m| is_module_name(m));
-    imp.modules.retain(|m| is_module_name(m));
-    imp.stars.retain(|m| is_module_name(m));
-    imp.bind_modules
-        .retain(|(a, m)| is_module_name(a) && is_module_name(m));
-    imp.bind_names
-        .retain(|(a, (m, n))| is_module_name(a) && is_module_name(m) && is_module_name(n));
-    Some(imp)
+fn import_of(imp: &ast::StmtImport) -> Import {
+    let mut out = Import::default();
+    for a in &imp.names {
+        let module = a.name.as_str().to_string();
+        if !is_module_name(&module) {
+            continue;
+        }
+        match &a.asname {
+            Some(alias) => out
+                .bind_modules
+                .push((alias.as_str().to_string(), module.clone())),
+            None => {
+                let top = module.split('.').next().unwrap_or(&module).to_string();
+                out.bind_modules.push((top.clone(), top));
+            }
+        }
+        out.named.push(module.clone());
+        out.modules.push(module);
+    }
+    out
 }
 
-fn parse_import_text(bare: &str, file: &File) -> Option<Import> {
-    let clean = |s: &str| {
-        s.trim()
-            .trim_matches(|c| c == '(' || c == ')')
-            .trim()
-            .to_string()
-    };
-    let mut imp = Import {
-        named: Vec::new(),
-        modules: Vec::new(),
-        bind_modules: Vec::new(),
-        bind_names: Vec::new(),
-        stars: Vec::new(),
-    };
-    if let Some(rest) = bare.strip_prefix("import ") {
-        for item in rest.split(',') {
-            let item = clean(item);
-            let (module, alias) = match item.split_once(" as ") {
-                Some((m, a)) => (m.trim().to_string(), Some(a.trim().to_string())),
-                None => (item.clone(), None),
-            };
-            if module.is_empty() {
-                continue;
-            }
-            match alias {
-                Some(a) => imp.bind_modules.push((a, module.clone())),
-                None => {
-                    let top = module.split('.').next().unwrap_or(&module).to_string();
-                    imp.bind_modules.push((top.clone(), top));
-                }
-            }
-            imp.named.push(module.clone());
-            imp.modules.push(module);
-        }
-        return Some(imp);
-    }
-    let rest = bare.strip_prefix("from ")?;
-    let (from, names) = rest.split_once(" import ")?;
-    let from = from.trim();
-    let dots = from.len() - from.trim_start_matches('.').len();
+fn import_from(imp: &ast::StmtImportFrom, package: Option<&str>) -> Option<Import> {
+    let from = imp.module.as_ref().map_or("", |m| m.as_str());
+    let dots = imp.level as usize;
     let base = if dots == 0 {
         from.to_string()
     } else {
-        let mut pkg = package_of(file)?;
+        let mut pkg = package?.to_string();
         for _ in 1..dots {
             pkg = pkg.rsplit_once('.').map_or("", |(p, _)| p).to_string();
         }
-        let tail = &from[dots..];
-        match (pkg.is_empty(), tail.is_empty()) {
-            (true, _) => tail.to_string(),
+        match (pkg.is_empty(), from.is_empty()) {
+            (true, _) => from.to_string(),
             (false, true) => pkg,
-            (false, false) => format!("{pkg}.{tail}"),
+            (false, false) => format!("{pkg}.{from}"),
         }
     };
-    if base.is_empty() || base == "__future__" {
+    if !is_module_name(&base) || base == "__future__" {
         return None;
     }
+    let mut out = Import::default();
     if dots == 0 {
-        imp.named.push(base.clone());
+        out.named.push(base.clone());
     }
-    imp.modules.push(base.clone());
-    for item in names.split(',') {
-        let item = clean(item);
-        if item == "*" {
-            imp.stars.push(base.clone());
+    out.modules.push(base.clone());
+    for a in &imp.names {
+        let name = a.name.as_str();
+        if name == "*" {
+            out.stars.push(base.clone());
             continue;
         }
-        let (name, alias) = match item.split_once(" as ") {
-            Some((n, a)) => (n.trim().to_string(), a.trim().to_string()),
-            None => (item.clone(), item.clone()),
-        };
-        if name.is_empty() {
+        if !is_module_name(name) {
             continue;
         }
+        let alias = a.asname.as_ref().map_or(name, |x| x.as_str()).to_string();
         // `from a import b` runs `a.b` when it is a module; which it is is decided when the
         // import is resolved, against the files read.
-        imp.modules.push(format!("{base}.{name}"));
-        imp.bind_modules
+        out.modules.push(format!("{base}.{name}"));
+        out.bind_modules
             .push((alias.clone(), format!("{base}.{name}")));
-        imp.bind_names.push((alias, (base.clone(), name)));
+        out.bind_names
+            .push((alias, (base.clone(), name.to_string())));
     }
-    Some(imp)
+    Some(out)
+}
+
+/// The package a relative import in `path` starts from: the module itself for an
+/// `__init__.py`, else its parent.
+fn package_of(path: &str, module: Option<&str>) -> Option<String> {
+    let m = module?;
+    if path.ends_with("__init__.py") {
+        Some(m.to_string())
+    } else {
+        Some(m.rsplit_once('.').map_or("", |(p, _)| p).to_string())
+    }
+}
+
+/// Why a file is not read.
+#[derive(Debug, thiserror::Error)]
+pub enum Unread {
+    /// It nests deeper than [`MAX_NESTING`]: the file's fault.
+    #[error("it nests {0} levels deep, more than the {MAX_NESTING} cudist reads")]
+    TooDeep(usize),
+    /// No thread with the stack a parse needs could be started: this machine's fault.
+    #[error("no thread could be started to read it")]
+    NoThread(#[source] std::io::Error),
+}
+
+/// A file's syntax tree, or why it is not read.
+fn parse(text: &str) -> Result<parser::Parsed<ast::ModModule>, Unread> {
+    // A file shorter than the bound cannot nest past it: no need to count.
+    if text.len() > MAX_NESTING {
+        let depth = nesting(text);
+        if depth > MAX_NESTING {
+            return Err(Unread::TooDeep(depth));
+        }
+    }
+    Ok(parser::parse_unchecked_source(
+        text,
+        ast::PySourceType::Python,
+    ))
+}
+
+/// Reads one file (on the calling thread: [`read_files`] gives it the stack it needs).
+fn read_on_this_thread<'a>(path: &'a str, text: &str) -> File<'a> {
+    let module = module_name(path);
+    let lines = Lines::new(text);
+    let mut r = Reader {
+        lines: &lines,
+        package: package_of(path, module.as_deref()),
+        stmts: Vec::new(),
+        scope: Vec::new(),
+        excluded: Vec::new(),
+        guarded: Vec::new(),
+        defs: BTreeMap::new(),
+    };
+    let unread = match parse(text) {
+        Ok(parsed) => {
+            let top = Ctx {
+                scope: None,
+                excluded: false,
+                guarded: false,
+            };
+            r.suite(&parsed.syntax().body, top);
+            None
+        }
+        Err(why) => Some(why.to_string()),
+    };
+    let mut bindings = Bindings::default();
+    for (si, s) in r.stmts.iter().enumerate() {
+        let Some(imp) = &s.import else { continue };
+        if r.excluded[si] {
+            continue;
+        }
+        for (k, v) in &imp.bind_modules {
+            bindings.modules.insert(k.clone(), v.clone());
+        }
+        for (k, v) in &imp.bind_names {
+            bindings.names.insert(k.clone(), v.clone());
+        }
+        bindings.stars.extend(imp.stars.iter().cloned());
+    }
+    File {
+        path,
+        module,
+        stmts: r.stmts,
+        scope: r.scope,
+        excluded: r.excluded,
+        guarded: r.guarded,
+        unread,
+        defs: r.defs,
+        bindings,
+    }
+}
+
+/// Reads files (path, text), in order, on up to four threads whose stacks hold the deepest parse
+/// [`MAX_NESTING`] allows.
+pub fn read_files<'a>(files: &[(&'a str, &str)]) -> Vec<File<'a>> {
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 4)
+        .min(files.len().div_ceil(8).max(1));
+    let chunk = files.len().div_ceil(workers).max(1);
+    let mut out: Vec<File<'a>> = Vec::with_capacity(files.len());
+    std::thread::scope(|s| {
+        let handles: Vec<_> = files
+            .chunks(chunk)
+            .map(|part| {
+                let h = std::thread::Builder::new()
+                    .name("cudist-python".into())
+                    .stack_size(PARSE_STACK)
+                    .spawn_scoped(s, move || {
+                        part.iter()
+                            .map(|(p, t)| read_on_this_thread(p, t))
+                            .collect::<Vec<_>>()
+                    });
+                (part, h)
+            })
+            .collect();
+        for (part, h) in handles {
+            let read = h.map(|h| h.join());
+            match read {
+                Ok(Ok(files)) => out.extend(files),
+                // A panic while reading is a bug, and stays one.
+                Ok(Err(panic)) => std::panic::resume_unwind(panic),
+                // No thread to be had: a fault of this machine, said per file, never a guess
+                // at what the file holds.
+                Err(e) => out.extend(part.iter().map(|(p, _)| File {
+                    path: p,
+                    module: module_name(p),
+                    stmts: Vec::new(),
+                    scope: Vec::new(),
+                    excluded: Vec::new(),
+                    guarded: Vec::new(),
+                    unread: Some(format!("no thread could be started to read it: {e}")),
+                    defs: BTreeMap::new(),
+                    bindings: Bindings::default(),
+                })),
+            }
+        }
+    });
+    out
+}
+
+/// Reads one file ([`read_files`]).
+pub fn read_file<'a>(path: &'a str, text: &str) -> File<'a> {
+    read_files(&[(path, text)])
+        .pop()
+        .expect("one file read for one given")
+}
+
+/// Runs `f` on the syntax tree of `text` (and its line starts) on a thread whose stack holds the
+/// deepest parse [`MAX_NESTING`] allows.
+fn with_tree<T: Send>(
+    text: &str,
+    f: impl FnOnce(&ast::ModModule, &Lines) -> T + Send,
+) -> Result<T, Unread> {
+    std::thread::scope(|s| {
+        let h = std::thread::Builder::new()
+            .name("cudist-python".into())
+            .stack_size(PARSE_STACK)
+            .spawn_scoped(s, || {
+                let parsed = parse(text)?;
+                Ok(f(parsed.syntax(), &Lines::new(text)))
+            })
+            .map_err(Unread::NoThread)?;
+        h.join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
+/// The line of the first statement of a module that is not its docstring or a `from __future__`
+/// import (which must stay first): where a statement can be put first. `Ok(None)` when there is
+/// none; `Err` when the file is not read ([`Unread`]).
+pub fn first_code_line(text: &str) -> Result<Option<usize>, Unread> {
+    with_tree(text, |module, lines| {
+        let mut it = module
+            .body
+            .iter()
+            .enumerate()
+            .skip_while(|(i, st)| match st {
+                ast::Stmt::Expr(e) => *i == 0 && matches!(*e.value, Expr::StringLiteral(_)),
+                ast::Stmt::ImportFrom(f) => f
+                    .module
+                    .as_ref()
+                    .is_some_and(|m| m.as_str() == "__future__"),
+                _ => false,
+            });
+        it.next().map(|(_, st)| lines.line(st.start()))
+    })
+}
+
+/// A string, or a tuple or list of strings, as strings.
+fn strings_literal(e: &Expr) -> Option<Vec<String>> {
+    match e {
+        Expr::Tuple(_) | Expr::List(_) => strings_of(e),
+        _ => string_value(e).map(|s| vec![s]),
+    }
+}
+
+/// Literal data a module writes: its calls of one function with literal keyword arguments, and
+/// its module-level tables of strings.
+#[derive(Debug, Default)]
+pub struct LiteralData {
+    /// Per call of the function asked for, its keyword arguments whose value is a string or a
+    /// tuple or list of strings.
+    pub calls: Vec<BTreeMap<String, Vec<String>>>,
+    /// Module-level assignments `NAME = {"key": ("a", "b"), …}` (also `NAME = OTHER | {…}` of
+    /// tables before it), by name: each key with its strings.
+    pub tables: BTreeMap<String, BTreeMap<String, Vec<String>>>,
+}
+
+/// Reads the literal data of a module ([`LiteralData`]): the calls of `callee` (as written,
+/// `DescriptorSpec`) and the module-level tables. Nothing is run.
+pub fn literal_data(text: &str, callee: &str) -> Result<LiteralData, Unread> {
+    struct Calls<'c> {
+        callee: &'c str,
+        out: Vec<BTreeMap<String, Vec<String>>>,
+    }
+    impl<'a> Visitor<'a> for Calls<'_> {
+        fn visit_expr(&mut self, e: &'a Expr) {
+            if let Expr::Call(c) = e {
+                if callee_text(&c.func).as_deref() == Some(self.callee) {
+                    let kw = c
+                        .arguments
+                        .keywords
+                        .iter()
+                        .filter_map(|k| {
+                            Some((
+                                k.arg.as_ref()?.as_str().to_string(),
+                                strings_literal(&k.value)?,
+                            ))
+                        })
+                        .collect();
+                    self.out.push(kw);
+                }
+            }
+            visitor::walk_expr(self, e);
+        }
+    }
+    fn table(
+        e: &Expr,
+        known: &BTreeMap<String, BTreeMap<String, Vec<String>>>,
+    ) -> Option<BTreeMap<String, Vec<String>>> {
+        match e {
+            Expr::Dict(d) => {
+                let mut out = BTreeMap::new();
+                for item in &d.items {
+                    let key = string_value(item.key.as_ref()?)?;
+                    out.insert(key, strings_literal(&item.value)?);
+                }
+                Some(out)
+            }
+            Expr::Name(n) => known.get(n.id.as_str()).cloned(),
+            Expr::BinOp(b) if b.op == ast::Operator::BitOr => {
+                let mut left = table(&b.left, known)?;
+                left.extend(table(&b.right, known)?);
+                Some(left)
+            }
+            _ => None,
+        }
+    }
+    with_tree(text, |module, _| {
+        let mut calls = Calls {
+            callee,
+            out: Vec::new(),
+        };
+        visitor::walk_body(&mut calls, &module.body);
+        let mut tables = BTreeMap::new();
+        for st in &module.body {
+            let (target, value) = match st {
+                ast::Stmt::Assign(a) if a.targets.len() == 1 => (&a.targets[0], &*a.value),
+                ast::Stmt::AnnAssign(a) => match &a.value {
+                    Some(v) => (&*a.target, &**v),
+                    None => continue,
+                },
+                _ => continue,
+            };
+            let Expr::Name(n) = target else { continue };
+            if let Some(t) = table(value, &tables) {
+                tables.insert(n.id.to_string(), t);
+            }
+        }
+        LiteralData {
+            calls: calls.out,
+            tables,
+        }
+    })
 }
 
 /// What the package's Python runs when it is imported.
@@ -595,6 +1145,37 @@ pub struct Reach {
     pub modules: BTreeMap<String, ImportedAt>,
 }
 
+/// The functions a name in a module stands for, through re-exports.
+fn resolve(
+    files: &[File],
+    bindings: &[Bindings],
+    by_module: &HashMap<&str, usize>,
+    fi: usize,
+    name: &str,
+    depth: usize,
+    out: &mut Vec<Scope>,
+) {
+    if let Some(ds) = files[fi].defs.get(name) {
+        out.extend(ds.iter().map(|d| (fi, Some(*d))));
+        return;
+    }
+    if depth == 0 {
+        return;
+    }
+    let b = &bindings[fi];
+    if let Some((m, n)) = b.names.get(name) {
+        if let Some(&gi) = by_module.get(m.as_str()) {
+            resolve(files, bindings, by_module, gi, n, depth - 1, out);
+        }
+        return;
+    }
+    for m in &b.stars {
+        if let Some(&gi) = by_module.get(m.as_str()) {
+            resolve(files, bindings, by_module, gi, name, depth - 1, out);
+        }
+    }
+}
+
 /// The code the import of the package's top-level modules runs (modules whose name has no dot:
 /// `faiss` for `faiss/__init__.py`).
 pub fn reach(files: &[File]) -> Reach {
@@ -607,74 +1188,34 @@ pub fn reach(files: &[File]) -> Reach {
         .keys()
         .map(|m| m.split('.').next().unwrap_or(m))
         .collect();
-    // Bindings of every file, from all its imports (an import inside a function binds only
-    // there, but a name means one thing in one file nearly always).
-    let mut bindings: Vec<Bindings> = Vec::with_capacity(files.len());
+    // Each file's bindings, keeping only module bindings that are modules of the files read or
+    // outside them (`from a import f` binds f to a function when a.f is no module read). An
+    // import inside a function binds only there, but a name means one thing in one file nearly
+    // always.
+    let bindings: Vec<Bindings> = files
+        .iter()
+        .map(|f| Bindings {
+            modules: f
+                .bindings
+                .modules
+                .iter()
+                .filter(|(_, m)| {
+                    by_module.contains_key(m.as_str())
+                        || !tops.contains(m.split('.').next().unwrap_or(m))
+                })
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            names: f.bindings.names.clone(),
+            stars: f.bindings.stars.clone(),
+        })
+        .collect();
     // Per scope: the scopes it runs (functions it calls, modules it imports), and external
     // imports.
     let mut edges: HashMap<Scope, Vec<Scope>> = HashMap::new();
     let mut external: HashMap<Scope, Vec<(String, String)>> = HashMap::new();
-    let mut imports: Vec<(Scope, Import, usize)> = Vec::new();
     // Every module an import statement or `importlib.import_module("…")` names: (module, scope,
     // `file:line`, guarded).
     let mut sites: Vec<(String, Scope, String, bool)> = Vec::new();
-    for (fi, f) in files.iter().enumerate() {
-        let mut b = Bindings::default();
-        for (si, s) in f.stmts.iter().enumerate() {
-            if f.excluded[si] {
-                continue;
-            }
-            if let Some(imp) = parse_import(&s.bare, f) {
-                for (k, v) in &imp.bind_modules {
-                    b.modules.insert(k.clone(), v.clone());
-                }
-                for (k, v) in &imp.bind_names {
-                    b.names.insert(k.clone(), v.clone());
-                }
-                b.stars.extend(imp.stars.iter().cloned());
-                for m in &imp.modules {
-                    sites.push((
-                        m.clone(),
-                        (fi, f.scope[si]),
-                        format!("{}:{}", f.path, s.number),
-                        f.guarded[si],
-                    ));
-                }
-                imports.push(((fi, f.scope[si]), imp, s.number));
-            } else if s.bare.contains("import_module(") || s.bare.contains("__import__(") {
-                for (number, line) in &s.lines {
-                    for call in ["import_module(", "__import__("] {
-                        let Some(after) = line.split(call).nth(1) else {
-                            continue;
-                        };
-                        let quoted = after.trim_start().starts_with(['"', '\'']);
-                        let Some(m) = quoted
-                            .then(|| literal_at_start(after.trim_start()))
-                            .flatten()
-                        else {
-                            continue;
-                        };
-                        if is_module_name(m) {
-                            sites.push((
-                                m.to_string(),
-                                (fi, f.scope[si]),
-                                format!("{}:{number}", f.path),
-                                f.guarded[si],
-                            ));
-                        }
-                    }
-                }
-            }
-        }
-        bindings.push(b);
-    }
-    // Keep only module bindings that are modules of the files read or outside them (`from a
-    // import f` binds f to a function when a.f is no module read).
-    for b in &mut bindings {
-        b.modules.retain(|_, m| {
-            by_module.contains_key(m.as_str()) || !tops.contains(m.split('.').next().unwrap_or(m))
-        });
-    }
     let run_module = |module: &str, out: &mut Vec<Scope>| {
         let mut prefix = String::new();
         for part in module.split('.') {
@@ -687,76 +1228,44 @@ pub fn reach(files: &[File]) -> Reach {
             }
         }
     };
-    for (scope, imp, line) in &imports {
-        let out = edges.entry(*scope).or_default();
-        for m in &imp.modules {
-            run_module(m, out);
-        }
-        for m in &imp.named {
-            let top = m.split('.').next().unwrap_or(m);
-            if !tops.contains(top)
-                && !external
-                    .get(scope)
-                    .is_some_and(|e| e.iter().any(|(t, _)| t == top))
-            {
-                external
-                    .entry(*scope)
-                    .or_default()
-                    .push((top.to_string(), format!("{}:{line}", files[scope.0].path)));
-            }
-        }
-    }
-    // The functions a name in a module stands for, through re-exports.
-    fn resolve(
-        files: &[File],
-        bindings: &[Bindings],
-        by_module: &HashMap<&str, usize>,
-        fi: usize,
-        name: &str,
-        depth: usize,
-        out: &mut Vec<Scope>,
-    ) {
-        if let Some(ds) = files[fi].defs.get(name) {
-            out.extend(ds.iter().map(|d| (fi, Some(*d))));
-            return;
-        }
-        if depth == 0 {
-            return;
-        }
-        let b = &bindings[fi];
-        if let Some((m, n)) = b.names.get(name) {
-            if let Some(&gi) = by_module.get(m.as_str()) {
-                resolve(files, bindings, by_module, gi, n, depth - 1, out);
-            }
-            return;
-        }
-        for m in &b.stars {
-            if let Some(&gi) = by_module.get(m.as_str()) {
-                resolve(files, bindings, by_module, gi, name, depth - 1, out);
-            }
-        }
-    }
     for (fi, f) in files.iter().enumerate() {
         let b = &bindings[fi];
         for (si, s) in f.stmts.iter().enumerate() {
-            if f.excluded[si] || def_name(&s.bare).is_some() {
+            if f.excluded[si] {
                 continue;
             }
+            let scope = (fi, f.scope[si]);
+            let at = || format!("{}:{}", f.path, s.number);
+            if let Some(imp) = &s.import {
+                for m in &imp.modules {
+                    sites.push((m.clone(), scope, at(), f.guarded[si]));
+                    run_module(m, edges.entry(scope).or_default());
+                }
+                for m in &imp.named {
+                    let top = m.split('.').next().unwrap_or(m);
+                    let seen = external
+                        .get(&scope)
+                        .is_some_and(|e| e.iter().any(|(t, _)| t == top));
+                    if !tops.contains(top) && !seen {
+                        external
+                            .entry(scope)
+                            .or_default()
+                            .push((top.to_string(), at()));
+                    }
+                }
+            }
             let mut targets = Vec::new();
-            // A lambda's body runs when the lambda is called, not where it is written.
-            let runs_here = match [" lambda ", " lambda:", "(lambda ", "(lambda:", "=lambda"]
-                .iter()
-                .filter_map(|l| s.bare.find(l))
-                .min()
-            {
-                Some(at) => &s.bare[..at],
-                None => s.bare.as_str(),
-            };
-            for called in called_names(runs_here) {
-                let (qual, name) = match called.rsplit_once('.') {
-                    Some((q, n)) => (q, n),
-                    None => ("", called),
-                };
+            for call in s.calls.iter().filter(|c| !c.deferred) {
+                let called = call.callee.as_str();
+                let (qual, name) = called.rsplit_once('.').unwrap_or(("", called));
+                // `importlib.import_module("a.b")`, `__import__("a")`.
+                if name == "import_module" || called == "__import__" {
+                    if let Some(m) = call.arg.as_deref().filter(|m| is_module_name(m)) {
+                        sites.push((m.to_string(), scope, at(), f.guarded[si]));
+                        run_module(m, &mut targets);
+                    }
+                    continue;
+                }
                 match qual {
                     "" => resolve(files, &bindings, &by_module, fi, name, 4, &mut targets),
                     "self" | "cls" => {
@@ -782,7 +1291,7 @@ pub fn reach(files: &[File]) -> Reach {
                 }
             }
             if !targets.is_empty() {
-                edges.entry((fi, f.scope[si])).or_default().extend(targets);
+                edges.entry(scope).or_default().extend(targets);
             }
         }
     }
@@ -828,9 +1337,7 @@ pub fn reach(files: &[File]) -> Reach {
                 ImportedAt::Import(at)
             }
         } else {
-            let function = scope
-                .1
-                .and_then(|d| def_name(&files[scope.0].stmts[d].bare).map(str::to_string));
+            let function = scope.1.and_then(|d| files[scope.0].stmts[d].def.clone());
             ImportedAt::OnCall { at, function }
         };
         merge_modules(&mut modules, BTreeMap::from([(m, how)]));
@@ -841,13 +1348,6 @@ pub fn reach(files: &[File]) -> Reach {
         external: ext,
         modules,
     }
-}
-
-/// The string literal a text starts with (`"a.b")` → `a.b`).
-fn literal_at_start(text: &str) -> Option<&str> {
-    let q = text.chars().next()?;
-    let rest = &text[1..];
-    rest.find(q).map(|end| &rest[..end])
 }
 
 /// How the import of a package reaches a module that its Python imports.
@@ -894,12 +1394,77 @@ impl ImportedAt {
 mod tests {
     use super::*;
 
+    /// (line, callee) of every call in a file, in order.
+    fn calls(f: &File) -> Vec<(usize, String)> {
+        f.stmts
+            .iter()
+            .flat_map(|s| s.calls.iter().map(move |c| (s.number, c.callee.clone())))
+            .collect()
+    }
+
+    /// Values of the literals of a file that are not only tested against.
+    fn named(f: &File) -> Vec<String> {
+        f.stmts
+            .iter()
+            .flat_map(|s| s.literals.iter().filter(|l| !l.tested))
+            .map(|l| l.value.clone())
+            .collect()
+    }
+
     #[test]
-    fn a_string_continued_by_a_backslash_is_no_code() {
-        let text = "@dep(\n    \"a \\\n    use f(x) instead.\",\n)\ndef g():\n    pass\nh()\n";
-        let st = statements(text);
-        let bare: Vec<&str> = st.iter().map(|s| s.bare.as_str()).collect();
-        assert_eq!(bare, vec!["@dep( \"\" , )", "def g():", "pass", "h()"]);
+    fn strings_and_comments_are_no_code() {
+        // A string continued by a backslash, a `(` in a string and in a comment, a string over
+        // several lines, a line continued by a backslash.
+        let text = "@dep(\n    \"a \\\n    use f(x) instead.\",\n)\ndef g():\n    pass\nh()\nx = f(\n    \"a(b\",  # c(\n    'd')\ns = \"\"\"doc\ng(1)\n\"\"\"\ny = 1 + \\\n    h(2)\n";
+        let f = read_file("p/__init__.py", text);
+        assert_eq!(
+            calls(&f),
+            vec![
+                (1, "dep".to_string()),
+                (7, "h".to_string()),
+                (8, "f".to_string()),
+                (14, "h".to_string())
+            ]
+        );
+        assert_eq!(f.stmts[0].def.as_deref(), Some("g"));
+        assert_eq!(
+            named(&f),
+            vec!["a     use f(x) instead.", "a(b", "d", "doc\ng(1)\n"]
+        );
+        let lines: Vec<usize> = f.stmts[3].literals.iter().map(|l| l.line).collect();
+        assert_eq!(lines, vec![9, 10]);
+    }
+
+    #[test]
+    fn what_each_call_is_called_on() {
+        let f = read_file("p/__init__.py", "a.b.c(x) + self.d() + g().h()\nf()()\n");
+        let got: Vec<String> = calls(&f).into_iter().map(|(_, c)| c).collect();
+        assert_eq!(got, vec!["a.b.c", "self.d", ".h", "g", "f"]);
+    }
+
+    #[test]
+    fn docstrings_tests_and_fstrings_name_nothing() {
+        let text = "\"\"\"libdoc.so.1\"\"\"\nif \"libcudart.so\" in maps or lib == 'libx.so.2':\n    pass\nif n.startswith(\"liby.so\"):\n    pass\nCDLL(f\"libz.so.{v}\")\nCDLL(f\"liba.so.1\")\ndef f():\n    \"\"\"libb.so\"\"\"\n    x = (lambda: CDLL(\"libc.so.3\"))\n";
+        let f = read_file("p/__init__.py", text);
+        assert_eq!(named(&f), vec!["liba.so.1", "libc.so.3"]);
+        // The lambda's call runs when the lambda is called, never where it is written.
+        let lambda: Vec<bool> = f
+            .stmts
+            .iter()
+            .flat_map(|s| &s.calls)
+            .map(|c| c.deferred)
+            .collect();
+        assert_eq!(lambda, vec![false, false, false, true]);
+        // A call inside an f-string's field runs.
+        let f = read_file("p/__init__.py", "x = f\"{load()}\"\n");
+        assert_eq!(calls(&f), vec![(1, "load".to_string())]);
+    }
+
+    /// Whether the body of `if COND:` is excluded.
+    fn never_runs(cond: &str) -> bool {
+        let f = read_file("p/__init__.py", &format!("if {cond}:\n    x()\n"));
+        assert_eq!(f.stmts.len(), 2, "{cond}");
+        f.excluded[1]
     }
 
     #[test]
@@ -911,6 +1476,8 @@ mod tests {
             "trace is None and os.environ.get(\"TORCH_COMPILE_DEBUG\", \"0\") == \"1\"",
             "\"TORCH_CUDA_SANITIZER\" in os.environ",
             "os.getenv(\"A\") or os.getenv(\"B\")",
+            "os.getenv(\"X\", \"0\") in (\"1\", \"true\")",
+            "os.environ.get(\"X\") is not None",
         ] {
             assert!(never_runs(cond), "{cond}");
         }
@@ -922,55 +1489,15 @@ mod tests {
             "\"X\" not in os.environ",
             "USE_GLOBAL or os.getenv(\"TORCH_USE_RTLD_GLOBAL\")",
             "x",
+            "os.getenv(\"X\", default)",
         ] {
             assert!(!never_runs(cond), "{cond}");
         }
     }
 
     #[test]
-    fn try_bodies_that_catch_a_failed_import() {
-        let text = "try:\n    import a\n    if x:\n        import b\nexcept (ValueError, ImportError) as e:\n    import c\nimport d\ntry:\n    import e\nexcept ValueError:\n    pass\nexcept:\n    pass\ntry:\n    import f\nexcept KeyError:\n    pass\nfinally:\n    pass\ntry:\n    import g\nexcept builtins.ModuleNotFoundError:\n    pass\nwith contextlib.suppress(ImportError):\n    import h\nwith suppress(KeyError):\n    import i\n";
-        let f = read_file("p/__init__.py", text);
-        let guarded: Vec<&str> = f
-            .stmts
-            .iter()
-            .zip(&f.guarded)
-            .filter(|(_, g)| **g)
-            .map(|(s, _)| s.bare.as_str())
-            .collect();
-        // The handler's own body and code after the `try` are not guarded; a bare `except:`
-        // after another handler is.
-        assert_eq!(
-            guarded,
-            vec!["import a", "if x:", "import b", "import e", "import g", "import h"]
-        );
-    }
-
-    #[test]
-    fn statements_join_brackets_and_skip_strings() {
-        let text = "x = f(\n    \"a(b\",  # c(\n    'd')\ns = \"\"\"doc\ng(1)\n\"\"\"\ny = 1 + \\\n    h(2)\n";
-        let st = statements(text);
-        let bare: Vec<(usize, &str)> = st.iter().map(|s| (s.number, s.bare.as_str())).collect();
-        assert_eq!(
-            bare,
-            vec![
-                (1, "x = f( \"\", \"\")"),
-                (4, "s = \"\""),
-                (7, "y = 1 + h(2)")
-            ]
-        );
-        // The string's inner lines are not read for literals.
-        assert_eq!(st[1].lines.len(), 1);
-        assert_eq!(called_names(&st[0].bare), vec!["f"]);
-        assert_eq!(
-            called_names("a.b.c(x) + self.d() + g().h()"),
-            vec!["a.b.c", "self.d", "g", ".h"]
-        );
-    }
-
-    #[test]
     fn branches_that_never_run_on_linux() {
-        let text = "if sys.platform == \"win32\":\n    def a():\n        pass\n    a()\nelse:\n    b()\nif platform.system() != \"Windows\":\n    c()\nelse:\n    d()\nif TYPE_CHECKING:\n    import x\nif os.name == 'nt' and y:\n    e()\nif __name__ == \"__main__\":\n    main()\n";
+        let text = "if sys.platform == \"win32\":\n    def a():\n        pass\n    a()\nelse:\n    b()\nif platform.system() != \"Windows\":\n    c()\nelse:\n    d()\nif TYPE_CHECKING:\n    import x\nif os.name == 'nt' and y:\n    e()\nif __name__ == \"__main__\":\n    main()\nif sys.platform.startswith(\"win\") or IS_MACOS:\n    g()\nelif sys.platform in (\"linux\", \"linux2\"):\n    h()\nelif z:\n    i()\nelse:\n    j()\n";
         let f = read_file("p/__init__.py", text);
         let excluded: Vec<(usize, bool)> = f
             .stmts
@@ -985,39 +1512,85 @@ mod tests {
                 (2, true),
                 (3, true),
                 (4, true),
-                (5, false),
                 (6, false),
                 (7, false),
                 (8, false),
-                (9, false),
                 (10, true),
                 (11, false),
                 (12, true),
                 (13, false),
                 (14, true),
                 (15, false),
-                (16, true)
+                (16, true),
+                (17, false),
+                (18, true),
+                (19, false),
+                (20, false),
+                // After a test that holds on Linux, no `elif` or `else` runs.
+                (21, true),
+                (22, true),
+                (24, true)
             ]
         );
         assert_eq!(f.scope[2], Some(1));
     }
 
     #[test]
+    fn try_bodies_that_catch_a_failed_import() {
+        let text = "try:\n    import a\n    if x:\n        import b\nexcept (ValueError, ImportError) as e:\n    import c\nimport d\ntry:\n    import e\nexcept ValueError:\n    pass\nexcept:\n    pass\ntry:\n    import f\nexcept KeyError:\n    pass\nfinally:\n    pass\ntry:\n    import g\nexcept builtins.ModuleNotFoundError:\n    pass\nwith contextlib.suppress(ImportError):\n    import h\nwith suppress(KeyError):\n    import i\ntry:\n    import j\nexcept* ImportError:\n    pass\n";
+        let f = read_file("p/__init__.py", text);
+        let guarded: Vec<usize> = f
+            .stmts
+            .iter()
+            .zip(&f.guarded)
+            .filter(|(_, g)| **g)
+            .map(|(s, _)| s.number)
+            .collect();
+        // The handler's own body and code after the `try` are not guarded; a bare `except:`
+        // after another handler is.
+        assert_eq!(guarded, vec![2, 3, 4, 9, 21, 25, 29]);
+    }
+
+    #[test]
+    fn a_syntax_error_leaves_the_rest_readable() {
+        let text = "import ctypes\ndef broken(:\n    pass\nprint 'py2'\nctypes.CDLL(\"libcudart.so.12\")\n";
+        let f = read_file("p/__init__.py", text);
+        assert!(f.unread.is_none());
+        assert!(
+            calls(&f).contains(&(5, "ctypes.CDLL".to_string())),
+            "{:?}",
+            calls(&f)
+        );
+    }
+
+    #[test]
     fn imports_name_modules_only() {
         let f = read_file(
             "p/__init__.py",
-            "import /etc, os\nfrom ../x import y\nimport a.b as c\n",
+            "import /etc, os\nfrom ../x import y\nimport a.b as c\nfrom .. import z\n",
         );
-        let names: Vec<Vec<String>> = f
+        let names: Vec<String> = f
             .stmts
             .iter()
-            .filter_map(|s| parse_import(&s.bare, &f))
-            .map(|i| i.named)
+            .filter_map(|s| s.import.as_ref())
+            .flat_map(|i| i.modules.clone())
             .collect();
+        assert!(names.iter().all(|m| is_module_name(m)), "{names:?}");
+        assert!(names.contains(&"os".to_string()) && names.contains(&"a.b".to_string()));
+        assert_eq!(f.canonical("c.d"), "a.b.d");
+    }
+
+    #[test]
+    fn aliases_resolve_to_what_they_name() {
+        let text = "from cuda.pathfinder import load_nvidia_dynamic_lib as _load\nimport ctypes as C\nfrom . import sub as s\n";
+        let f = read_file("pkg/__init__.py", text);
         assert_eq!(
-            names,
-            vec![vec!["os".to_string()], vec![], vec!["a.b".to_string()]]
+            f.canonical("_load"),
+            "cuda.pathfinder.load_nvidia_dynamic_lib"
         );
+        assert_eq!(f.canonical("C.cdll.LoadLibrary"), "ctypes.cdll.LoadLibrary");
+        assert_eq!(f.canonical("s.go"), "pkg.sub.go");
+        assert_eq!(f.canonical("other.x"), "other.x");
     }
 
     #[test]
@@ -1045,13 +1618,13 @@ mod tests {
         let b = "import numpy\ndef go():\n    helper()\ndef helper():\n    pass\ndef unused():\n    pass\n";
         let c = "import os\ndef lazy():\n    import scipy\n";
         let d = "def never():\n    pass\n";
-        let files = vec![
-            read_file("pkg/__init__.py", init),
-            read_file("pkg/a.py", a),
-            read_file("pkg/b.py", b),
-            read_file("pkg/c.py", c),
-            read_file("pkg/d.py", d),
-        ];
+        let files = read_files(&[
+            ("pkg/__init__.py", init),
+            ("pkg/a.py", a),
+            ("pkg/b.py", b),
+            ("pkg/c.py", c),
+            ("pkg/d.py", d),
+        ]);
         let r = reach(&files);
         let has = |fi: usize, line: Option<usize>| {
             r.reached.contains(&(
@@ -1070,5 +1643,112 @@ mod tests {
         let ext: Vec<&str> = r.external.iter().map(|(t, _)| t.as_str()).collect();
         assert_eq!(ext, vec!["torch", "numpy", "os"]);
         assert_eq!(r.external[0].1, "pkg/__init__.py:4");
+        assert_eq!(
+            r.modules.get("scipy"),
+            Some(&ImportedAt::OnCall {
+                at: "pkg/c.py:3".into(),
+                function: Some("lazy".into())
+            })
+        );
+    }
+
+    /// Hostile nesting of every kind the parser recurses on.
+    fn nested(kind: &str, n: usize) -> String {
+        match kind {
+            "paren" => format!("x = {}1{}\n", "(".repeat(n), ")".repeat(n)),
+            "subscript" => format!("x = {}1{}\n", "f[".repeat(n), "]".repeat(n)),
+            "dict" => format!("x = {}1{}\n", "{1:".repeat(n), "}".repeat(n)),
+            "walrus" => format!("x = {}1{}\n", "(a:=".repeat(n), ")".repeat(n)),
+            "fstring" => format!("x = {}1{}\n", "f'{".repeat(n), "}'".repeat(n)),
+            "minus" => format!("x = {}1\n", "-".repeat(n)),
+            "not" => format!("x = {}1\n", "not ".repeat(n)),
+            "lambda" => format!("x = {}1\n", "lambda: ".repeat(n)),
+            "power" => format!("x = 1{}\n", "**1".repeat(n)),
+            "ifelse" => format!("x = 1{}\n", " if 1 else 1".repeat(n)),
+            "calls" => format!("x = f{}\n", "()".repeat(n)),
+            "attributes" => format!("x = f{}\n", ".a".repeat(n)),
+            "sum" => format!("x = 1{}\n", "+1".repeat(n)),
+            "blocks" => {
+                let mut s = String::new();
+                for i in 0..n {
+                    s.push_str(&" ".repeat(i));
+                    s.push_str("if x:\n");
+                }
+                s.push_str(&" ".repeat(n));
+                s.push_str("pass\n");
+                s
+            }
+            _ => unreachable!(),
+        }
+    }
+
+    const KINDS: &[&str] = &[
+        "paren",
+        "subscript",
+        "dict",
+        "walrus",
+        "fstring",
+        "minus",
+        "not",
+        "lambda",
+        "power",
+        "ifelse",
+        "calls",
+        "attributes",
+        "sum",
+        "blocks",
+    ];
+
+    #[test]
+    fn nesting_past_the_bound_is_not_read_and_within_it_is() {
+        // Blocks nest by indentation, which 1 MiB holds ~1,450 levels of: within the bound.
+        let f = read_file("p/__init__.py", &nested("blocks", 1440));
+        assert!(f.unread.is_none() && f.stmts.len() == 1441);
+        for kind in KINDS.iter().filter(|k| **k != "blocks") {
+            // A file of up to 1 MiB (the most read) of one kind: refused, never a crash.
+            let unit = nested(kind, 1).len();
+            let n = if *kind == "blocks" {
+                1400
+            } else {
+                (1 << 20) / unit
+            };
+            let text = nested(kind, n);
+            let f = read_file("p/__init__.py", &text);
+            assert!(
+                f.unread.as_deref().is_some_and(|w| w.contains("nests")),
+                "{kind}: {:?}",
+                f.unread
+            );
+            // Just within the bound: read, on the stack the parse gets.
+            let mut n = MAX_NESTING;
+            while nesting(&nested(kind, n)) > MAX_NESTING {
+                n = n * 9 / 10;
+            }
+            let text = nested(kind, n);
+            let f = read_file("p/__init__.py", &text);
+            assert!(f.unread.is_none(), "{kind} at {n}: {:?}", f.unread);
+            assert!(!f.stmts.is_empty(), "{kind}");
+        }
+    }
+
+    #[test]
+    fn literal_data_of_a_module() {
+        let text = "X = (\n    Spec(name=\"cublas\", linux_sonames=(\"libcublas.so.13\",), n=f(1)),\n    Spec(name='nccl', dependencies=['a', 'b']),\n)\nA = {\"a\": (\"x\", \"y\"), \"b\": \"z\"}\nB: dict = A | {\"c\": ()}\nC = {k: v for k, v in A.items()}\n";
+        let d = literal_data(text, "Spec").unwrap();
+        assert_eq!(d.calls.len(), 2);
+        assert_eq!(d.calls[0]["linux_sonames"], vec!["libcublas.so.13"]);
+        assert!(!d.calls[0].contains_key("n"));
+        assert_eq!(d.calls[1]["dependencies"], vec!["a", "b"]);
+        assert_eq!(d.tables["A"]["a"], vec!["x", "y"]);
+        assert_eq!(d.tables["B"].len(), 3);
+        assert!(!d.tables.contains_key("C"));
+    }
+
+    #[test]
+    fn the_first_line_a_statement_can_go_before() {
+        let t = "\"\"\"Doc\nstring.\"\"\"\n# c\nfrom __future__ import (\n    annotations,\n)\n\n@deco\ndef f(): pass\n";
+        assert_eq!(first_code_line(t).unwrap(), Some(8));
+        assert_eq!(first_code_line("'''x'''\n").unwrap(), None);
+        assert_eq!(first_code_line("x = 1\n'''late'''\n").unwrap(), Some(1));
     }
 }

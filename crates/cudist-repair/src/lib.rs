@@ -654,7 +654,16 @@ fn add_loader(
             let Ok(text) = String::from_utf8(text) else {
                 bail!("--loader cannot add its import to {init}: the file is not UTF-8");
             };
-            if let Some(new) = crate::loader::with_init_import(&text) {
+            let new = match crate::loader::with_init_import(&text) {
+                Ok(new) => new,
+                Err(e @ cudist_analysis::pysource::Unread::TooDeep(_)) => {
+                    return Err(bad_input(format!(
+                        "--loader cannot add its import to {init}: {e}"
+                    )));
+                }
+                Err(cudist_analysis::pysource::Unread::NoThread(e)) => return Err(e.into()),
+            };
+            if let Some(new) = new {
                 rw.replace.insert(init.clone(), new.into_bytes());
             }
             loader.imported_by = Some(init);

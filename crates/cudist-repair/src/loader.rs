@@ -121,22 +121,14 @@ pub const INIT_IMPORT: &str =
 
 /// `__init__.py`'s text with [`INIT_IMPORT`] as its first statement after the module docstring
 /// and the `from __future__` imports (which must stay first), or `None` when it is there already.
-/// Statements are read as [`cudist_analysis::pysource::statements`] reads them, so a docstring
-/// over several lines or a bracketed `__future__` import is passed whole.
-pub fn with_init_import(text: &str) -> Option<String> {
+/// Statements are read by [`cudist_analysis::pysource::first_code_line`] (a parser), so a
+/// docstring over several lines or a bracketed `__future__` import is passed whole. `Err` when the
+/// file cannot be read, with why.
+pub fn with_init_import(text: &str) -> Result<Option<String>, cudist_analysis::pysource::Unread> {
     if text.lines().any(|l| l.trim() == INIT_IMPORT) {
-        return None;
+        return Ok(None);
     }
-    let stmts = cudist_analysis::pysource::statements(text);
-    let mut at_line = None;
-    for (i, st) in stmts.iter().enumerate() {
-        let docstring = i == 0 && st.bare == "\"\"";
-        let future = st.bare.starts_with("from __future__ import");
-        if !(docstring || future) {
-            at_line = Some(st.number);
-            break;
-        }
-    }
+    let at_line = cudist_analysis::pysource::first_code_line(text)?;
     let mut out = String::with_capacity(text.len() + INIT_IMPORT.len() + 1);
     let mut inserted = false;
     for (n, line) in text.split_inclusive('\n').enumerate() {
@@ -154,7 +146,7 @@ pub fn with_init_import(text: &str) -> Option<String> {
         out.push_str(INIT_IMPORT);
         out.push('\n');
     }
-    Some(out)
+    Ok(Some(out))
 }
 
 /// The first line of every loader module cudist writes (how a re-repair knows its own).
@@ -194,22 +186,31 @@ mod tests {
     #[test]
     fn the_import_goes_first_after_docstring_and_future() {
         let t = "\"\"\"Doc\nstring.\"\"\"\n# c\nfrom __future__ import (\n    annotations,\n)\n\nfrom . import _ext\n";
-        let got = with_init_import(t).unwrap();
+        let got = with_init_import(t).unwrap().unwrap();
         assert_eq!(
             got,
             format!("\"\"\"Doc\nstring.\"\"\"\n# c\nfrom __future__ import (\n    annotations,\n)\n\n{INIT_IMPORT}\nfrom . import _ext\n")
         );
         // Once only.
-        assert_eq!(with_init_import(&got), None);
+        assert_eq!(with_init_import(&got).unwrap(), None);
         // An empty file, one with only a docstring, one without.
-        assert_eq!(with_init_import("").unwrap(), format!("{INIT_IMPORT}\n"));
         assert_eq!(
-            with_init_import("'''x'''").unwrap(),
+            with_init_import("").unwrap().unwrap(),
+            format!("{INIT_IMPORT}\n")
+        );
+        assert_eq!(
+            with_init_import("'''x'''").unwrap().unwrap(),
             format!("'''x'''\n{INIT_IMPORT}\n")
         );
         assert_eq!(
-            with_init_import("import os\n").unwrap(),
+            with_init_import("import os\n").unwrap().unwrap(),
             format!("{INIT_IMPORT}\nimport os\n")
         );
+        // A file nested past what is read is refused, never a crash.
+        let deep = format!("x = {}1{}\n", "(".repeat(300_000), ")".repeat(300_000));
+        assert!(matches!(
+            with_init_import(&deep),
+            Err(cudist_analysis::pysource::Unread::TooDeep(_))
+        ));
     }
 }

@@ -1527,12 +1527,36 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         v
     };
     let mut scans: Vec<(Vec<preload::Dynamic>, crate::loads::Scan)> = Vec::new();
+    let mut pathfinder_tables: HashMap<
+        Option<PathBuf>,
+        Option<cudist_catalog::pathfinder::PathfinderTable>,
+    > = HashMap::new();
     let mut i = 0;
     while i < imports.len() {
         let dir = imports[i].1.clone();
         let files = preload::dynamic(&list_elfs(&dir), dir.parent().unwrap_or(&dir));
         let sources = preload::package_sources(&dir);
-        let scan = crate::loads::scan(&sources, catalog, preload::cuda_major(&files, catalog));
+        // cuda-pathfinder's own table where the package runs, else the one cudist ships.
+        let site = dir.parent().map(Path::to_path_buf);
+        let pathfinder = pathfinder_tables
+            .entry(site.clone())
+            .or_insert_with(|| {
+                let dirs: Vec<PathBuf> = search_path
+                    .map(<[PathBuf]>::to_vec)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .chain(site)
+                    .collect();
+                crate::loads::installed_pathfinder(&dirs)
+            })
+            .as_ref()
+            .unwrap_or(cudist_catalog::pathfinder::PathfinderTable::builtin());
+        let scan = crate::loads::scan_with(
+            &sources,
+            catalog,
+            preload::cuda_major(&files, catalog),
+            pathfinder,
+        );
         let depth = depth_of[i];
         if depth < MAX_FOLLOW {
             for (module, at) in &scan.imports {
