@@ -282,6 +282,31 @@ pub struct Missing {
     pub fix: Option<String>,
 }
 
+/// Which CUDA line's distribution installed a library's directory in `site`, where several lines
+/// install the same one (libucx-cu12 and libucx-cu13 both install `libucx/lib`): the one whose
+/// `.dist-info` directory is there. `None` when no line's is.
+fn installed_line<'a>(
+    m: &cudist_catalog::LibraryMatch<'a>,
+    dir: &str,
+    site: &Path,
+) -> Option<&'a str> {
+    let entries: Vec<String> = std::fs::read_dir(site)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().to_lowercase())
+        .filter(|n| n.ends_with(".dist-info"))
+        .collect();
+    m.library
+        .cuda
+        .iter()
+        .filter(|line| line.pip_dirs().iter().any(|(d, _)| *d == dir))
+        .filter_map(|line| line.pip.as_deref())
+        .find(|pip| {
+            let stem = format!("{}-", pip.to_lowercase().replace(['-', '.'], "_"));
+            entries.iter().any(|e| e.starts_with(&stem))
+        })
+}
+
 /// The fix for a library that is not found: the package that ships it and where it installs.
 /// `tried` is where the loader looked: a wheel directory among them is one the search path
 /// already reaches, so only the install is missing.
@@ -307,6 +332,7 @@ fn fix_for(
                 for ancestor in needed_by.parent()?.ancestors().skip(1).take(4) {
                     up.push_str("../");
                     if ancestor.join(dir).join(name).is_file() {
+                        let pip = installed_line(&m, dir, ancestor).unwrap_or(pip);
                         return Some(format!(
                             "{pip} is installed ({}), but no search path of {file} reaches it: add the RPATH entry \
                              $ORIGIN/{up}{dir} (`cudist repair` writes it into the wheel)",
@@ -2185,4 +2211,34 @@ fn not_found(
             .join(", "),
         pip.map(|p| format!("; install {p}")).unwrap_or_default()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fix_names_the_cuda_line_that_is_installed() {
+        // libucx-cu12 and libucx-cu13 install the same libucx/lib/libucp.so.0: the fix names the
+        // one whose .dist-info is there, whatever line the SONAME alone suggests.
+        let cat = Catalog::builtin();
+        for line in ["12", "13"] {
+            let site = tempfile::tempdir().unwrap();
+            let lib = site.path().join("libucx/lib");
+            std::fs::create_dir_all(&lib).unwrap();
+            std::fs::write(lib.join("libucp.so.0"), b"").unwrap();
+            std::fs::create_dir_all(
+                site.path()
+                    .join(format!("libucx_cu{line}-1.22.0.dist-info")),
+            )
+            .unwrap();
+            let user = site.path().join("ucxx/_lib/libucxx_python.so");
+            let fix = fix_for("libucp.so.0", &user, &[], None, &cat).unwrap();
+            assert!(
+                fix.starts_with(&format!("libucx-cu{line} is installed (")),
+                "{fix}"
+            );
+            assert!(fix.contains("$ORIGIN/../../libucx/lib"), "{fix}");
+        }
+    }
 }
