@@ -129,7 +129,11 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
     // What loads when: the package's own preloads, and each file's tier.
     // Tiers are a Python package's (an import reaches some files, not others); a lone ELF
     // file, a toolkit tree or a prefix without Python loads every file it is asked about.
-    let scan = crate::loads::scan(&sources, catalog, cuda_major_of(&elfs));
+    // The package's CUDA major: its runtime's, else what its files and name say (cupy-cuda13x
+    // opens every CUDA library through cuda-pathfinder, whose names span majors).
+    let major = cuda_major_of(&elfs)
+        .or_else(|| artifact_major_hint(&elfs, wheel.as_ref(), catalog, &wheel_dirs));
+    let scan = crate::loads::scan(&sources, catalog, major);
     let preloads = scan.preloads;
     let python = elfs.iter().any(|a| a.report.abi.python_extension.is_some())
         || sources.iter().any(|s| s.path.ends_with(".py"));

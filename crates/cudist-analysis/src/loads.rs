@@ -20,8 +20,11 @@
 //! ([`crate::pysource::reach`]: module-level code of the modules the import runs, and the
 //! functions it calls, resolved through each file's definitions and imports; branches that never
 //! run on Linux skipped); otherwise it runs only when a function is called
-//! (`onnxruntime.preload_dlls()`), which is said. A `ctypes` call loads the names its own function
-//! writes, else those of the functions it calls, else those of its callers.
+//! (`onnxruntime.preload_dlls()`), which is said. A call loads the name it is given when it is
+//! written there; a name passed as its function's first parameter, what that function's callers
+//! pass; otherwise a `ctypes` call loads the names its own function writes, else those of the
+//! functions it calls, else those of its callers. A call inside `try … except` that catches its
+//! failure is optional: the import does not fail without the library.
 //!
 //! What a name computed at run time from pieces stands for (bitsandbytes' variant name) is not
 //! read: such a name is not a preload of a CUDA library.
@@ -91,6 +94,18 @@ pub struct Preload {
     pub at_import: bool,
     /// Otherwise, the function that must be called first (`preload_dlls`), when one is known.
     pub on_call: Option<String>,
+    /// The call is inside `try … except` that catches its failure (`OSError` for `ctypes`,
+    /// `DynamicLibNotFoundError` for cuda-pathfinder, `Exception`, a bare `except:`): where the
+    /// library is missing, the code goes on without it, and the import does not fail.
+    pub optional: bool,
+}
+
+impl Preload {
+    /// Whether the import fails when this library cannot be loaded: loaded at import, and not
+    /// [`Preload::optional`].
+    pub fn required_at_import(&self) -> bool {
+        self.at_import && !self.optional
+    }
 }
 
 impl Preload {
@@ -168,6 +183,23 @@ struct Call {
     argument: Option<String>,
     /// In a lambda's body: it runs when the lambda is called.
     deferred: bool,
+    /// Inside `try … except` that catches its failure ([`Preload::optional`]).
+    optional: bool,
+    /// Its argument is the first parameter of its function: it loads what the function's
+    /// callers pass.
+    passed: bool,
+}
+
+/// Whether classes caught around a call ([`pysource::File::caught`]) include the error a failed
+/// load by `m` raises: `OSError` from `ctypes` (and the wheels' loaders, which use it),
+/// `DynamicLibNotFoundError` (a `RuntimeError`) from cuda-pathfinder, or a base class.
+fn catches_failure(caught: &[String], m: Mechanism) -> bool {
+    caught.iter().any(|c| match c.as_str() {
+        "*" | "Exception" | "BaseException" => true,
+        "OSError" | "EnvironmentError" | "IOError" => m != Mechanism::CudaPathfinder,
+        "RuntimeError" | "DynamicLibNotFoundError" => m == Mechanism::CudaPathfinder,
+        _ => false,
+    })
 }
 
 /// What a package's Python does at import, as far as loading goes.
@@ -261,7 +293,7 @@ pub fn scan_with(
             }
             let scope = (fi, f.scope[si]);
             for call in &st.calls {
-                let canonical = f.canonical(&call.callee);
+                let canonical = f.canonical(&call.callee, si);
                 if let Some(name) = loaders.iter().find(|l| **l == canonical) {
                     calls.push(Call {
                         scope,
@@ -269,6 +301,8 @@ pub fn scan_with(
                         mechanism: Mechanism::PackageLoader,
                         argument: Some(name.to_string()),
                         deferred: call.deferred,
+                        optional: catches_failure(f.caught(si), Mechanism::PackageLoader),
+                        passed: false,
                     });
                     continue;
                 }
@@ -277,17 +311,29 @@ pub fn scan_with(
                     "CDLL" | "LoadLibrary" | "PyDLL" => Mechanism::Ctypes,
                     _ => continue,
                 };
-                // cuda-pathfinder's argument, when it is a literal.
+                // cuda-pathfinder's argument, when it is a literal; a ctypes call's, when it is a
+                // library name or a path to one (its last component).
                 let argument = match mechanism {
                     Mechanism::CudaPathfinder => call.arg.clone(),
-                    _ => None,
+                    _ => call
+                        .arg
+                        .as_deref()
+                        .map(|a| a.rsplit('/').next().unwrap_or(a))
+                        .filter(|a| is_library_name(a))
+                        .map(str::to_string),
                 };
+                let passed = argument.is_none()
+                    && call.arg_name.is_some()
+                    && f.scope[si].and_then(|d| f.stmts[d].first_param.as_deref())
+                        == call.arg_name.as_deref();
                 calls.push(Call {
                     scope,
                     stmt: si,
                     mechanism,
                     argument,
                     deferred: call.deferred,
+                    optional: catches_failure(f.caught(si), mechanism),
+                    passed,
                 });
             }
         }
@@ -333,6 +379,23 @@ pub fn scan_with(
     for c in &calls {
         let at_import = reach.reached.contains(&c.scope) && !c.deferred;
         let on_call = if at_import { None } else { entry_of(c) };
+        // A name passed in by the function's callers; when none passes a literal, the names
+        // around the call are read as for any other.
+        let passed = if c.passed {
+            passed_in(&files, &reach, c, pathfinder, catalog, cuda_major)
+        } else {
+            Vec::new()
+        };
+        if !passed.is_empty() {
+            for p in passed {
+                push(Preload {
+                    loaded_at: place(c),
+                    optional: p.optional || c.optional,
+                    ..p
+                });
+            }
+            continue;
+        }
         match c.mechanism {
             Mechanism::PackageLoader => {
                 let Some(f) = &c.argument else { continue };
@@ -344,6 +407,7 @@ pub fn scan_with(
                     mechanism: c.mechanism,
                     at_import,
                     on_call,
+                    optional: c.optional,
                 });
             }
             Mechanism::CudaPathfinder => {
@@ -357,62 +421,71 @@ pub fn scan_with(
                     mechanism: c.mechanism,
                     at_import,
                     on_call,
+                    optional: c.optional,
                 });
             }
             Mechanism::Ctypes => {
-                // The names the call's own function writes; else those of the functions it
-                // calls in the same file (onnxruntime's `_get_nvidia_dll_paths()`), else those
-                // of its callers there, nearest first (torch's `_preload_cuda_lib(folder,
-                // name)` gets its names from `_preload_cuda_deps`).
-                let named = named_for.entry((c.scope, c.deferred)).or_insert_with(|| {
-                    let file = &files[c.scope.0];
-                    let own = names_in(sources, file, c.scope.1, c.deferred);
-                    if !own.is_empty() {
-                        return own;
+                // The name the call is given, when it is written there; else the names the
+                // call's own function writes; else those of the functions it calls in the same
+                // file (onnxruntime's `_get_nvidia_dll_paths()`), else those of its callers there,
+                // nearest first (torch's `_preload_cuda_lib(folder, name)` gets its names from
+                // `_preload_cuda_deps`).
+                let given;
+                let named = match &c.argument {
+                    Some(name) => {
+                        given = vec![(name.clone(), place(c))];
+                        &given
                     }
-                    let mut seen = BTreeSet::from([c.scope]);
-                    // Callees, two deep.
-                    let mut level: Vec<Scope> = vec![c.scope];
-                    let mut found = Vec::new();
-                    for _ in 0..2 {
-                        let mut next = Vec::new();
-                        for (callee, by) in &reach.callers {
-                            if callee.0 == c.scope.0
-                                && level.iter().any(|l| by.contains(l))
-                                && seen.insert(*callee)
-                            {
-                                next.push(*callee);
+                    None => named_for.entry((c.scope, c.deferred)).or_insert_with(|| {
+                        let file = &files[c.scope.0];
+                        let own = names_in(sources, file, c.scope.1, c.deferred);
+                        if !own.is_empty() {
+                            return own;
+                        }
+                        let mut seen = BTreeSet::from([c.scope]);
+                        // Callees, two deep.
+                        let mut level: Vec<Scope> = vec![c.scope];
+                        let mut found = Vec::new();
+                        for _ in 0..2 {
+                            let mut next = Vec::new();
+                            for (callee, by) in &reach.callers {
+                                if callee.0 == c.scope.0
+                                    && level.iter().any(|l| by.contains(l))
+                                    && seen.insert(*callee)
+                                {
+                                    next.push(*callee);
+                                }
                             }
+                            next.sort();
+                            for s in &next {
+                                found.extend(names_in(sources, file, s.1, false));
+                            }
+                            if !found.is_empty() {
+                                return found;
+                            }
+                            level = next;
                         }
-                        next.sort();
-                        for s in &next {
-                            found.extend(names_in(sources, file, s.1, false));
+                        // Callers, four up.
+                        let mut level: Vec<Scope> = vec![c.scope];
+                        for _ in 0..4 {
+                            let mut next: Vec<Scope> = level
+                                .iter()
+                                .flat_map(|l| reach.callers.get(l).into_iter().flatten())
+                                .filter(|s| s.0 == c.scope.0 && seen.insert(**s))
+                                .copied()
+                                .collect();
+                            next.sort();
+                            for s in &next {
+                                found.extend(names_in(sources, file, s.1, false));
+                            }
+                            if !found.is_empty() || next.is_empty() {
+                                break;
+                            }
+                            level = next;
                         }
-                        if !found.is_empty() {
-                            return found;
-                        }
-                        level = next;
-                    }
-                    // Callers, four up.
-                    let mut level: Vec<Scope> = vec![c.scope];
-                    for _ in 0..4 {
-                        let mut next: Vec<Scope> = level
-                            .iter()
-                            .flat_map(|l| reach.callers.get(l).into_iter().flatten())
-                            .filter(|s| s.0 == c.scope.0 && seen.insert(**s))
-                            .copied()
-                            .collect();
-                        next.sort();
-                        for s in &next {
-                            found.extend(names_in(sources, file, s.1, false));
-                        }
-                        if !found.is_empty() || next.is_empty() {
-                            break;
-                        }
-                        level = next;
-                    }
-                    found
-                });
+                        found
+                    }),
+                };
                 for (name, named_at) in named.iter().cloned() {
                     let sonames = if name.contains(['*', '?', '[']) || !name.contains(".so.") {
                         Vec::new()
@@ -427,21 +500,106 @@ pub fn scan_with(
                         mechanism: c.mechanism,
                         at_import,
                         on_call: on_call.clone(),
+                        optional: c.optional,
                     });
                 }
             }
         }
     }
-    // One entry per name: the one that runs at import, else the first.
-    out.sort_by_key(|p| !p.at_import);
+    // One entry per name: the one that runs at import (a required one first), else the first.
+    out.sort_by_key(|p| (!p.at_import, p.optional));
     let mut seen = BTreeSet::new();
     out.retain(|p| seen.insert(p.name.clone()));
-    out.sort_by(|a, b| a.named_at.cmp(&b.named_at));
+    // In the order the files are written: by file, then line (`x.py:9` before `x.py:10`).
+    let key = |p: &Preload| {
+        let (file, line) = p.named_at.rsplit_once(':').unwrap_or((&p.named_at, ""));
+        (file.to_string(), line.parse::<usize>().unwrap_or(0))
+    };
+    out.sort_by_key(key);
     Scan {
         preloads: out,
         imports: reach.external,
         modules: reach.modules,
     }
+}
+
+/// What a loader call whose argument is its function's first parameter loads: the literal each
+/// call of that function passes (cupy's `_environment._preload_library('cutensor')` at import
+/// reaches `load_nvidia_dynamic_lib(lib)` in `def _preload_library(lib)`). A call of the function
+/// is one whose name stands for it through the caller's imports, or its bare name (or
+/// `self.`/`cls.` name) in its own file. Each preload is named where the literal is passed, runs
+/// at import when that call does, and is optional when either the load or that call catches the
+/// failure. `loaded_at` is left for the caller to set.
+fn passed_in(
+    files: &[File],
+    reach: &pysource::Reach,
+    c: &Call,
+    pathfinder: &PathfinderTable,
+    catalog: &Catalog,
+    cuda_major: Option<u32>,
+) -> Vec<Preload> {
+    let (fi, Some(d)) = c.scope else {
+        return Vec::new();
+    };
+    let Some(name) = files[fi].stmts[d].def.as_deref() else {
+        return Vec::new();
+    };
+    let qualified = files[fi].module.as_deref().map(|m| format!("{m}.{name}"));
+    let mut out = Vec::new();
+    for (gi, g) in files.iter().enumerate() {
+        for (sj, st) in g.stmts.iter().enumerate() {
+            if g.excluded[sj] {
+                continue;
+            }
+            for k in &st.calls {
+                let Some(arg) = k.arg.as_deref() else {
+                    continue;
+                };
+                let own_file = gi == fi
+                    && (k.callee == name
+                        || k.callee.strip_prefix("self.") == Some(name)
+                        || k.callee.strip_prefix("cls.") == Some(name));
+                if !own_file && qualified.as_deref() != Some(g.canonical(&k.callee, sj).as_str()) {
+                    continue;
+                }
+                let (lib, sonames) = match c.mechanism {
+                    Mechanism::CudaPathfinder => (
+                        arg.to_string(),
+                        pathfinder_sonames(arg, pathfinder, catalog, cuda_major),
+                    ),
+                    _ => {
+                        let base = arg.rsplit('/').next().unwrap_or(arg);
+                        if !is_library_name(base) {
+                            continue;
+                        }
+                        let sonames = if base.contains(".so.") && !base.contains(['*', '?', '[']) {
+                            vec![base.to_string()]
+                        } else {
+                            Vec::new()
+                        };
+                        (base.to_string(), sonames)
+                    }
+                };
+                let scope = (gi, g.scope[sj]);
+                let at_import = reach.reached.contains(&scope) && !k.deferred && !c.deferred;
+                out.push(Preload {
+                    name: lib,
+                    sonames,
+                    named_at: format!("{}:{}", g.path, st.number),
+                    loaded_at: String::new(),
+                    mechanism: c.mechanism,
+                    at_import,
+                    on_call: if at_import {
+                        None
+                    } else {
+                        scope.1.and_then(|s| g.stmts[s].def.clone())
+                    },
+                    optional: catches_failure(g.caught(sj), c.mechanism),
+                });
+            }
+        }
+    }
+    out
 }
 
 /// The library names in the `.json` file `name` that the Python file `from` reads (looked for
@@ -768,9 +926,11 @@ pub fn tiers(
     // NEEDED closure, and the modules compiled modules import.
     let mut todo: Vec<usize> = Vec::new();
     for (i, n) in nodes.iter().enumerate() {
-        let preloaded = key(n)
-            .iter()
-            .any(|k| preloads.iter().any(|p| p.at_import && p.loads(k)));
+        let preloaded = key(n).iter().any(|k| {
+            preloads
+                .iter()
+                .any(|p| p.required_at_import() && p.loads(k))
+        });
         let reached = match ext_module[i].as_ref().and_then(|m| modules.get(m)) {
             _ if !n.extension => false,
             None | Some(pysource::ImportedAt::Import(_)) => true,
@@ -865,6 +1025,83 @@ mod tests {
                 ("libcufft.so.11", vec!["libcufft.so.11"], false),
             ]
         );
+    }
+
+    #[test]
+    fn a_load_whose_failure_is_caught_is_optional() {
+        // The error each loader raises: OSError from ctypes, DynamicLibNotFoundError (a
+        // RuntimeError) from cuda-pathfinder; a handler for something else does not catch it.
+        let init = "import ctypes\nfrom cuda.pathfinder import load_nvidia_dynamic_lib, DynamicLibNotFoundError\ntry:\n    ctypes.CDLL(\"libcudart.so.12\")\nexcept OSError:\n    pass\ntry:\n    load_nvidia_dynamic_lib(\"cublas\")\nexcept DynamicLibNotFoundError:\n    pass\ntry:\n    load_nvidia_dynamic_lib(\"cufft\")\nexcept OSError:\n    pass\nwith contextlib.suppress(Exception):\n    ctypes.CDLL(\"libcurand.so.10\")\nctypes.CDLL(\"libnvrtc.so.12\")\n";
+        let p = preloads(
+            &[src("pkg/__init__.py", init)],
+            &Catalog::builtin(),
+            Some(12),
+        );
+        let got: Vec<(&str, bool, bool)> = p
+            .iter()
+            .map(|p| (p.name.as_str(), p.optional, p.required_at_import()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("libcudart.so.12", true, false),
+                ("cublas", true, false),
+                ("cufft", false, true),
+                ("libcurand.so.10", true, false),
+                ("libnvrtc.so.12", false, true),
+            ],
+            "{p:#?}"
+        );
+    }
+
+    #[test]
+    fn a_name_passed_to_the_function_that_loads_it() {
+        // cupy 14's shape: `_environment._preload_library('cutensor')` at import, the load of
+        // the parameter inside `try`, a ctypes fallback by path; and a call only a function makes.
+        let init = "from pkg import _environment\n_environment._preload_library('cutensor')\ndef later():\n    _environment._preload_library('nccl')\n";
+        let env = "import ctypes\ndef _preload_library(lib):\n    from cuda.pathfinder import load_nvidia_dynamic_lib, DynamicLibNotFoundError\n    try:\n        return load_nvidia_dynamic_lib(lib)\n    except DynamicLibNotFoundError:\n        pass\n    ctypes.CDLL(lib)\n";
+        let p = preloads(
+            &[
+                src("pkg/__init__.py", init),
+                src("pkg/_environment.py", env),
+            ],
+            &Catalog::builtin(),
+            Some(13),
+        );
+        let got: Vec<(&str, &str, &str, bool, bool)> = p
+            .iter()
+            .map(|p| {
+                (
+                    p.name.as_str(),
+                    p.named_at.as_str(),
+                    p.loaded_at.as_str(),
+                    p.at_import,
+                    p.optional,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "cutensor",
+                    "pkg/__init__.py:2",
+                    "pkg/_environment.py:5",
+                    true,
+                    true
+                ),
+                (
+                    "nccl",
+                    "pkg/__init__.py:4",
+                    "pkg/_environment.py:5",
+                    false,
+                    true
+                ),
+            ],
+            "{p:#?}"
+        );
+        assert!(p[0].loads("libcutensor.so.2"), "{p:#?}");
+        assert_eq!(p[1].on_call.as_deref(), Some("later"));
     }
 
     #[test]

@@ -1689,7 +1689,10 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                         on_use,
                         &l.loader,
                         &l.tried,
-                        advice.as_deref(),
+                        &advice
+                            .map(|a| format!("install {a}"))
+                            .into_iter()
+                            .collect::<Vec<_>>(),
                     );
                     let status = if on_use.is_some() {
                         Status::WillFailWhenLoaded
@@ -1742,6 +1745,12 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                         let advice = pip
                             .as_deref()
                             .map(|p| install_advice(&dists[site], name, &f.name, p, catalog));
+                        // A load whose failure the package catches leaves the import working:
+                        // what needs the library fails when used.
+                        let caught = p.optional.then_some(
+                            "the call is inside `try … except`: the import goes on without it, \
+                             and what needs it fails when used",
+                        );
                         let reason = not_found(
                             name,
                             &imported_by(&report.imported_with, name),
@@ -1749,12 +1758,21 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                             None,
                             &p.place(),
                             &f.tried,
-                            advice.as_deref(),
+                            &caught
+                                .map(str::to_string)
+                                .into_iter()
+                                .chain(advice.map(|a| format!("install {a}")))
+                                .collect::<Vec<_>>(),
                         );
+                        let status = if p.optional {
+                            Status::WillFailWhenLoaded
+                        } else {
+                            Status::WillFailToLoad
+                        };
                         reality(
                             trace_of(name),
                             &f.name,
-                            Status::WillFailToLoad,
+                            status,
                             reason,
                             &mut disagreements,
                             catalog,
@@ -2189,6 +2207,8 @@ fn reality(
 /// loads it (a known package's loader, ctypes, cuda-pathfinder): who loads it, when (at import,
 /// or on first use: `on_use` says of what), where, the paths tried and, when a wheel provides it,
 /// which to install.
+/// Why a library loaded by `loader` is not found, then each of `then` (what follows from it, the
+/// fix).
 fn not_found(
     package: &str,
     imported_by: &str,
@@ -2196,21 +2216,25 @@ fn not_found(
     on_use: Option<&str>,
     loader: &str,
     tried: &[PathBuf],
-    pip: Option<&str>,
+    then: &[String],
 ) -> String {
     let when = match on_use {
         Some(u) => format!("{u} ({loader}), not at import"),
         None => format!("at import ({loader})"),
     };
-    format!(
-        "{package}{imported_by} loads {soname} {when}: not found (tried {}, then the system search){}",
+    let mut out = format!(
+        "{package}{imported_by} loads {soname} {when}: not found (tried {}, then the system search)",
         tried
             .iter()
             .map(|t| t.display().to_string())
             .collect::<Vec<_>>()
             .join(", "),
-        pip.map(|p| format!("; install {p}")).unwrap_or_default()
-    )
+    );
+    for t in then {
+        out.push_str("; ");
+        out.push_str(t);
+    }
+    out
 }
 
 #[cfg(test)]
