@@ -101,6 +101,13 @@ const LINUX_PLATFORM: &str = "linux";
 /// `os.environ.get("X", "0") == "1"`, `"X" in os.environ`), through `not`, `and` and `or`.
 /// `None` when it may go either way.
 pub fn truth(e: &Expr) -> Option<bool> {
+    truth_with(e, &|_| None)
+}
+
+/// [`truth`], with the known truth of names assigned before (`is_windows = platform.system() ==
+/// "Windows"`, then `if is_windows and msvc:`).
+fn truth_with(e: &Expr, known: &dyn Fn(&str) -> Option<bool>) -> Option<bool> {
+    let truth = |e: &Expr| truth_with(e, known);
     match e {
         Expr::BoolOp(b) => {
             let vs: Vec<Option<bool>> = b.values.iter().map(truth).collect();
@@ -117,7 +124,7 @@ pub fn truth(e: &Expr) -> Option<bool> {
             }
         }
         Expr::UnaryOp(u) if u.op == ast::UnaryOp::Not => truth(&u.operand).map(|v| !v),
-        Expr::Name(n) => flag_truth(n.id.as_str()),
+        Expr::Name(n) => known(n.id.as_str()).or_else(|| flag_truth(n.id.as_str())),
         Expr::Attribute(a) => flag_truth(a.attr.as_str()),
         Expr::Compare(c) if c.ops.len() == 1 => {
             compare_truth(&c.left, c.ops[0], &c.comparators[0]).or_else(|| {
@@ -287,6 +294,28 @@ fn string_value(e: &Expr) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// An f-string with fields as a glob pattern, each field a `*` (`f"libcublas.so.{v}"` →
+/// `libcublas.so.*`); `None` for anything else.
+fn fstring_pattern(e: &Expr) -> Option<String> {
+    let Expr::FString(f) = e else { return None };
+    let mut out = String::new();
+    for part in f.value.iter() {
+        match part {
+            ast::FStringPart::Literal(l) => out.push_str(&l.value),
+            ast::FStringPart::FString(fs) => {
+                for el in fs.elements.iter() {
+                    match el.as_literal() {
+                        Some(l) => out.push_str(&l.value),
+                        None if !out.ends_with('*') => out.push('*'),
+                        None => {}
+                    }
+                }
+            }
+        }
+    }
+    Some(out)
 }
 
 /// The classes a handler's class list names, by their last component (`except (OSError,
@@ -459,7 +488,7 @@ impl<'a> Visitor<'a> for Gather<'_> {
                         }
                     }
                     let first = c.arguments.args.first();
-                    let arg = first.and_then(string_value);
+                    let arg = first.and_then(|a| string_value(a).or_else(|| fstring_pattern(a)));
                     let arg_name = match first {
                         Some(Expr::Name(n)) => Some(n.id.to_string()),
                         _ => None,
@@ -479,7 +508,10 @@ impl<'a> Visitor<'a> for Gather<'_> {
                 }
             }
             Expr::StringLiteral(_) | Expr::FString(_) => {
-                if let Some(value) = string_value(e).filter(|v| can_name_a_file(v)) {
+                // An f-string with fields names a pattern: each field matches anything
+                // (onnxruntime's `f"libcublasLt.so.{cuda_major_version}"`).
+                let value = string_value(e).or_else(|| fstring_pattern(e));
+                if let Some(value) = value.filter(|v| can_name_a_file(v)) {
                     self.literals.push(Literal {
                         value,
                         line: self.lines.line(e.start()),
@@ -640,9 +672,36 @@ struct Reader<'l> {
     /// Each set of caught classes a statement can be under.
     catch_sets: Vec<Vec<String>>,
     defs: BTreeMap<String, Vec<usize>>,
+    /// Names assigned a test whose truth is known ([`truth`]), by function.
+    known: HashMap<(Option<usize>, String), bool>,
 }
 
 impl Reader<'_> {
+    /// [`truth`] of a test in function `scope`, with the names assigned known tests before it.
+    fn truth(&self, e: &Expr, scope: Option<usize>) -> Option<bool> {
+        let known = |n: &str| {
+            self.known
+                .get(&(scope, n.to_string()))
+                .or_else(|| self.known.get(&(None, n.to_string())))
+                .copied()
+        };
+        truth_with(e, &known)
+    }
+
+    /// Records what a plain assignment `name = test` makes known (or unknown again).
+    fn assigned(&mut self, target: &Expr, value: &Expr, ctx: Ctx) {
+        let Expr::Name(n) = target else { return };
+        let key = (ctx.scope, n.id.to_string());
+        match self.truth(value, ctx.scope) {
+            Some(v) if !ctx.excluded => {
+                self.known.insert(key, v);
+            }
+            _ => {
+                self.known.remove(&key);
+            }
+        }
+    }
+
     /// The context of a body whose failures `names` are caught, as well as those `ctx` catches.
     fn catching(&mut self, ctx: Ctx, names: Vec<String>) -> Ctx {
         if names.is_empty() {
@@ -744,7 +803,7 @@ impl Reader<'_> {
             }
             S::If(i) => {
                 self.push(i.test.start(), ctx, [&*i.test]);
-                let mut earlier = truth(&i.test);
+                let mut earlier = self.truth(&i.test, ctx.scope);
                 let body = Ctx {
                     excluded: ctx.excluded || earlier == Some(false),
                     ..ctx
@@ -760,7 +819,7 @@ impl Reader<'_> {
                     match &clause.test {
                         Some(t) => {
                             self.push(t.start(), here, [t]);
-                            earlier = truth(t);
+                            earlier = self.truth(t, ctx.scope);
                             self.suite(
                                 &clause.body,
                                 Ctx {
@@ -848,6 +907,17 @@ impl Reader<'_> {
                 self.push_gathered(e.start(), ctx, g, None, None);
             }
             _ => {
+                match s {
+                    S::Assign(a) if a.targets.len() == 1 => {
+                        self.assigned(&a.targets[0], &a.value, ctx)
+                    }
+                    S::AnnAssign(a) => {
+                        if let Some(v) = &a.value {
+                            self.assigned(&a.target, v, ctx);
+                        }
+                    }
+                    _ => {}
+                }
                 let mut g = Gather::new(self.lines);
                 visitor::walk_stmt(&mut g, s);
                 self.push_gathered(s.start(), ctx, g, None, None);
@@ -985,6 +1055,7 @@ fn read_on_this_thread<'a>(path: &'a str, text: &str) -> File<'a> {
         catching: Vec::new(),
         catch_sets: Vec::new(),
         defs: BTreeMap::new(),
+        known: HashMap::new(),
     };
     let unread = match parse(text) {
         Ok(parsed) => {
@@ -1550,10 +1621,11 @@ mod tests {
     }
 
     #[test]
-    fn docstrings_tests_and_fstrings_name_nothing() {
+    fn docstrings_and_tests_name_nothing() {
         let text = "\"\"\"libdoc.so.1\"\"\"\nif \"libcudart.so\" in maps or lib == 'libx.so.2':\n    pass\nif n.startswith(\"liby.so\"):\n    pass\nCDLL(f\"libz.so.{v}\")\nCDLL(f\"liba.so.1\")\ndef f():\n    \"\"\"libb.so\"\"\"\n    x = (lambda: CDLL(\"libc.so.3\"))\n";
         let f = read_file("p/__init__.py", text);
-        assert_eq!(named(&f), vec!["liba.so.1", "libc.so.3"]);
+        // An f-string with fields is a pattern.
+        assert_eq!(named(&f), vec!["libz.so.*", "liba.so.1", "libc.so.3"]);
         // The lambda's call runs when the lambda is called, never where it is written.
         let lambda: Vec<bool> = f
             .stmts
@@ -1635,6 +1707,17 @@ mod tests {
             ]
         );
         assert_eq!(f.scope[1], Some(0));
+    }
+
+    #[test]
+    fn a_name_assigned_a_platform_test_is_that_test() {
+        let text = "import platform\ndef f(msvc):\n    is_windows = platform.system() == \"Windows\"\n    if is_windows and msvc:\n        a()\n    if not is_windows:\n        b()\n    is_windows = other()\n    if is_windows:\n        c()\n";
+        let f = read_file("p/__init__.py", text);
+        let excluded = |line: usize| {
+            let i = f.stmts.iter().position(|s| s.number == line).unwrap();
+            f.excluded[i]
+        };
+        assert!(excluded(5) && !excluded(7) && !excluded(10));
     }
 
     #[test]
