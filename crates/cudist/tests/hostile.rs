@@ -430,6 +430,28 @@ fn hostile_wheels() {
     );
     assert!(o.maxrss_kib < 160 * 1024, "{} KiB", o.maxrss_kib);
     n += 1;
+    // Python nested past any stack (1 MiB of brackets, of unary minus): the file is not read,
+    // the rest is, nothing crashes and the memory stays that of an ordinary wheel.
+    let deep = sb.s("in/deep-1.0-py3-none-any.whl");
+    wheel_py(
+        "n = 400000\n\
+         wheel(sys.argv[1], [('deep/__init__.py', b'x = ' + b'(' * n + b'1' + b')' * n + b'\\n'),\n\
+         \x20   ('deep/minus.py', b'x = ' + b'-' * ((1 << 20) - 16) + b'1\\n'),\n\
+         \x20   ('deep/libok.so', open(sys.argv[2], 'rb').read())], dist='deep')",
+        &[&deep, &so_path],
+    );
+    let o = case(
+        &sb,
+        "Python nested past any stack",
+        &["inspect", &deep],
+        Want {
+            code: 0,
+            says: &["deep-1.0-py3-none-any.whl", "1 ELF file"],
+            output: None,
+        },
+    );
+    assert!(o.maxrss_kib < 256 * 1024, "{} KiB", o.maxrss_kib);
+    n += 1;
     for (what, dev) in [("FIFO", "in/fifo.whl"), ("character device", "/dev/zero")] {
         let path = if dev.starts_with('/') {
             dev.to_string()
