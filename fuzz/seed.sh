@@ -5,6 +5,8 @@
 #   fuzz/corpus/elf_patch/  the fixture shared libraries, and a gcc-built one with a RUNPATH
 #   fuzz/corpus/wheel/      small wheels (Python's zipfile): pure, with an ELF member, zip64
 #   fuzz/corpus/conda/      small packages: the first byte picks .conda (0) or .tar.bz2 (1)
+#   fuzz/corpus/python/     a package's Python, its files split at NUL: the loader shapes of
+#                           crates/cudist-analysis/src/loads.rs's tests
 # Needs objcopy (binutils). Safe to re-run: existing seeds are overwritten.
 set -euo pipefail
 
@@ -104,3 +106,9 @@ echo "seeded $(ls "$elf" | wc -l) ELF file(s) into $elf"
 for t in elf_patch wheel conda; do
     echo "seeded $(ls "$here/corpus/$t" | wc -l) input(s) into $here/corpus/$t"
 done
+
+py="$here/corpus/python"
+mkdir -p "$py"
+printf 'import ctypes, sys\nif sys.platform == "win32":\n    ctypes.CDLL("x.dll")\ntry:\n    ctypes.CDLL("libcudart.so.12")\nexcept OSError:\n    pass\nfrom .m1 import *\n\0def _load(lib):\n    from cuda.pathfinder import load_nvidia_dynamic_lib as _l\n    return _l(lib)\n_load("cublas")\n' > "$py/loaders"
+printf 'import os\nis_win = os.name == "nt"\nif not is_win and os.getenv("X", "0") == "1":\n    f = lambda: g(f"libz.so.{v}")\n\0import pkg.m2 as m\nm.h()\n\0def h():\n    import libx\n    libx.load_library()\n' > "$py/branches"
+
