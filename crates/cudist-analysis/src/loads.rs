@@ -338,6 +338,15 @@ pub fn scan_with(
             }
         }
     }
+    // A load in a function every call of which catches its failure is optional too (one level:
+    // `try: _load() except OSError: pass`).
+    for c in calls.iter_mut().filter(|c| !c.optional) {
+        let sites = call_sites(&files, c.scope);
+        c.optional = !sites.is_empty()
+            && sites
+                .iter()
+                .all(|(gi, sj, _)| catches_failure(files[*gi].caught(*sj), c.mechanism));
+    }
     let reach = pysource::reach(&files);
     let def_of = |s: Scope| -> Option<String> { files[s.0].stmts[s.1?].def.clone() };
     // The public function that leads to a call, for calls not reached at import: up the
@@ -443,22 +452,20 @@ pub fn scan_with(
                             return own;
                         }
                         let mut seen = BTreeSet::from([c.scope]);
-                        // Callees, two deep.
+                        // Callees, two deep, in any file the calls resolve to (xgboost's
+                        // `_load_lib()` loads what `libpath.find_lib_path()` names).
                         let mut level: Vec<Scope> = vec![c.scope];
                         let mut found = Vec::new();
                         for _ in 0..2 {
                             let mut next = Vec::new();
                             for (callee, by) in &reach.callers {
-                                if callee.0 == c.scope.0
-                                    && level.iter().any(|l| by.contains(l))
-                                    && seen.insert(*callee)
-                                {
+                                if level.iter().any(|l| by.contains(l)) && seen.insert(*callee) {
                                     next.push(*callee);
                                 }
                             }
                             next.sort();
                             for s in &next {
-                                found.extend(names_in(sources, file, s.1, false));
+                                found.extend(names_in(sources, &files[s.0], s.1, false));
                             }
                             if !found.is_empty() {
                                 return found;
@@ -523,6 +530,37 @@ pub fn scan_with(
     }
 }
 
+/// The calls of the function `scope` is (file, statement, call), outside branches that never
+/// run: a call whose name stands for it through the caller's imports, or its bare name (or
+/// `self.`/`cls.` name) in its own file. Empty for module-level code.
+fn call_sites<'f>(files: &'f [File], scope: Scope) -> Vec<(usize, usize, &'f pysource::Call)> {
+    let (fi, Some(d)) = scope else {
+        return Vec::new();
+    };
+    let Some(name) = files[fi].stmts[d].def.as_deref() else {
+        return Vec::new();
+    };
+    let qualified = files[fi].module.as_deref().map(|m| format!("{m}.{name}"));
+    let mut out = Vec::new();
+    for (gi, g) in files.iter().enumerate() {
+        for (sj, st) in g.stmts.iter().enumerate() {
+            if g.excluded[sj] {
+                continue;
+            }
+            for k in &st.calls {
+                let own_file = gi == fi
+                    && (k.callee == name
+                        || k.callee.strip_prefix("self.") == Some(name)
+                        || k.callee.strip_prefix("cls.") == Some(name));
+                if own_file || qualified.as_deref() == Some(g.canonical(&k.callee, sj).as_str()) {
+                    out.push((gi, sj, k));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// What a loader call whose argument is its function's first parameter loads: the literal each
 /// call of that function passes (cupy's `_environment._preload_library('cutensor')` at import
 /// reaches `load_nvidia_dynamic_lib(lib)` in `def _preload_library(lib)`). A call of the function
@@ -538,30 +576,15 @@ fn passed_in(
     catalog: &Catalog,
     cuda_major: Option<u32>,
 ) -> Vec<Preload> {
-    let (fi, Some(d)) = c.scope else {
-        return Vec::new();
-    };
-    let Some(name) = files[fi].stmts[d].def.as_deref() else {
-        return Vec::new();
-    };
-    let qualified = files[fi].module.as_deref().map(|m| format!("{m}.{name}"));
     let mut out = Vec::new();
-    for (gi, g) in files.iter().enumerate() {
-        for (sj, st) in g.stmts.iter().enumerate() {
-            if g.excluded[sj] {
-                continue;
-            }
-            for k in &st.calls {
+    for (gi, sj, k) in call_sites(files, c.scope) {
+        let g = &files[gi];
+        let st = &g.stmts[sj];
+        {
+            {
                 let Some(arg) = k.arg.as_deref() else {
                     continue;
                 };
-                let own_file = gi == fi
-                    && (k.callee == name
-                        || k.callee.strip_prefix("self.") == Some(name)
-                        || k.callee.strip_prefix("cls.") == Some(name));
-                if !own_file && qualified.as_deref() != Some(g.canonical(&k.callee, sj).as_str()) {
-                    continue;
-                }
                 let (lib, sonames) = match c.mechanism {
                     Mechanism::CudaPathfinder => (
                         arg.to_string(),
@@ -1102,6 +1125,30 @@ mod tests {
         );
         assert!(p[0].loads("libcutensor.so.2"), "{p:#?}");
         assert_eq!(p[1].on_call.as_deref(), Some("later"));
+    }
+
+    #[test]
+    fn optional_is_what_the_code_around_really_catches() {
+        // A handler that raises again catches nothing; a caller that catches makes the load in
+        // its callee optional.
+        let init = "import ctypes\ndef _nccl():\n    try:\n        ctypes.CDLL(\"libnccl.so.2\")\n    except OSError as e:\n        raise ImportError(\"no NCCL\") from e\ndef _helper():\n    ctypes.CDLL(\"libcufile.so.0\")\ntry:\n    _helper()\nexcept OSError:\n    pass\n_nccl()\n";
+        let p = preloads(
+            &[src("pkg/__init__.py", init)],
+            &Catalog::builtin(),
+            Some(12),
+        );
+        let got: Vec<(&str, bool, bool)> = p
+            .iter()
+            .map(|p| (p.name.as_str(), p.at_import, p.optional))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("libnccl.so.2", true, false),
+                ("libcufile.so.0", true, true)
+            ],
+            "{p:#?}"
+        );
     }
 
     #[test]

@@ -196,8 +196,25 @@ fn value_of(e: &Expr) -> Option<Value> {
             _ => None,
         },
         Expr::Call(c) => {
+            // A value's case or spaces changed (`os.getenv("X", "false").lower()`).
+            if let Expr::Attribute(a) = &*c.func {
+                if c.arguments.args.is_empty() {
+                    let change: Option<fn(&str) -> String> = match a.attr.as_str() {
+                        "lower" | "casefold" => Some(str::to_lowercase),
+                        "upper" => Some(str::to_uppercase),
+                        "strip" => Some(|s: &str| s.trim().to_string()),
+                        _ => None,
+                    };
+                    if let Some(change) = change {
+                        return match value_of(&a.value)? {
+                            Value::Known(v) => Some(Value::Known(change(&v))),
+                            Value::Env(d) => Some(Value::Env(d.map(|d| change(&d)))),
+                        };
+                    }
+                }
+            }
             let callee = callee_text(&c.func)?;
-            if callee == "platform.system" || callee == "platform.system()" {
+            if callee == "platform.system" {
                 return Some(Value::Known("Linux".into()));
             }
             env_read(&callee, c).map(Value::Env)
@@ -329,6 +346,31 @@ fn caught_names(classes: Option<&Expr>) -> Vec<String> {
         Expr::Tuple(t) => t.elts.iter().filter_map(one).collect(),
         _ => one(e).into_iter().collect(),
     }
+}
+
+/// Whether a block raises an exception of its own anywhere in it (a `raise` statement outside
+/// the functions and classes it defines).
+fn raises(body: &[ast::Stmt]) -> bool {
+    use ast::Stmt as S;
+    body.iter().any(|s| match s {
+        S::Raise(_) => true,
+        S::FunctionDef(_) | S::ClassDef(_) => false,
+        S::If(i) => raises(&i.body) || i.elif_else_clauses.iter().any(|c| raises(&c.body)),
+        S::Try(t) => {
+            raises(&t.body)
+                || raises(&t.orelse)
+                || raises(&t.finalbody)
+                || t.handlers.iter().any(|h| {
+                    let ast::ExceptHandler::ExceptHandler(h) = h;
+                    raises(&h.body)
+                })
+        }
+        S::With(w) => raises(&w.body),
+        S::For(f) => raises(&f.body) || raises(&f.orelse),
+        S::While(w) => raises(&w.body) || raises(&w.orelse),
+        S::Match(m) => m.cases.iter().any(|c| raises(&c.body)),
+        _ => false,
+    })
 }
 
 /// Whether classes caught ([`caught_names`]) include the error a failed import raises
@@ -834,12 +876,18 @@ impl Reader<'_> {
                 }
             }
             S::Try(t) => {
+                // A handler that raises again (`except OSError: raise ImportError(…)`) lets the
+                // failure out: it catches nothing for the code around.
                 let names: Vec<String> = t
                     .handlers
                     .iter()
                     .flat_map(|h| {
                         let ast::ExceptHandler::ExceptHandler(h) = h;
-                        caught_names(h.type_.as_deref())
+                        if raises(&h.body) {
+                            Vec::new()
+                        } else {
+                            caught_names(h.type_.as_deref())
+                        }
                     })
                     .collect();
                 let body = self.catching(ctx, names);
@@ -1656,6 +1704,7 @@ mod tests {
             "\"TORCH_CUDA_SANITIZER\" in os.environ",
             "os.getenv(\"A\") or os.getenv(\"B\")",
             "os.getenv(\"X\", \"0\") in (\"1\", \"true\")",
+            "os.getenv(\"X\", \"false\").lower() != \"false\"",
             "os.environ.get(\"X\") is not None",
         ] {
             assert!(never_runs(cond), "{cond}");
@@ -1734,6 +1783,19 @@ mod tests {
         // The handler's own body and code after the `try` are not guarded; a bare `except:`
         // after another handler is.
         assert_eq!(guarded, vec![2, 4, 9, 21, 25, 29]);
+        // A handler that raises again catches nothing.
+        let f = read_file(
+            "p/__init__.py",
+            "try:\n    import a\nexcept ImportError as e:\n    if x:\n        raise RuntimeError() from e\ntry:\n    import b\nexcept ImportError:\n    def f():\n        raise KeyError\n",
+        );
+        let guarded: Vec<usize> = f
+            .stmts
+            .iter()
+            .zip(&f.guarded)
+            .filter(|(_, g)| **g)
+            .map(|(s, _)| s.number)
+            .collect();
+        assert_eq!(guarded, vec![7]);
     }
 
     #[test]
