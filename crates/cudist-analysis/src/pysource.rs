@@ -37,7 +37,8 @@ pub struct Call {
     /// `foo` for `foo(`, `mod.foo` for `mod.foo(`, `self.d` for `self.d(`, `.h` for a method
     /// of something that is not a name (`g().h(`).
     pub callee: String,
-    /// The first positional argument, when it is a string literal.
+    /// The first positional argument, when it is a string literal (an f-string with fields as a
+    /// glob pattern, each field a `*`).
     pub arg: Option<String>,
     /// The first positional argument, when it is a plain name (a parameter passed on:
     /// `load_nvidia_dynamic_lib(lib)` in `def _preload_library(lib)`).
@@ -57,7 +58,8 @@ fn can_name_a_file(s: &str) -> bool {
 /// ([`can_name_a_file`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Literal {
-    /// Its value (implicitly joined parts joined; an f-string only when it has no fields).
+    /// Its value (implicitly joined parts joined; an f-string with fields as a glob pattern, each
+    /// field a `*`).
     pub value: String,
     /// Its first line.
     pub line: usize,
@@ -90,7 +92,7 @@ pub struct Stmt {
     import: Option<Box<Import>>,
 }
 
-/// Where a condition holds, as far as the operating system goes.
+/// The value of `sys.platform` on Linux.
 const LINUX_PLATFORM: &str = "linux";
 
 /// Whether a condition is false (`Some(false)`) or true (`Some(true)`) whenever a package is
