@@ -29,7 +29,7 @@
 //! What a name computed at run time from pieces stands for (bitsandbytes' variant name) is not
 //! read: such a name is not a preload of a CUDA library.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use cudist_catalog::pathfinder::{PathfinderLib, PathfinderTable};
 use cudist_catalog::Catalog;
@@ -340,8 +340,13 @@ pub fn scan_with(
     }
     // A load in a function every call of which catches its failure is optional too (one level:
     // `try: _load() except OSError: pass`).
+    let wanted: BTreeSet<&str> = calls
+        .iter()
+        .filter_map(|c| files[c.scope.0].stmts[c.scope.1?].def.as_deref())
+        .collect();
+    let by_name = calls_by_name(&files, &wanted);
     for c in calls.iter_mut().filter(|c| !c.optional) {
-        let sites = call_sites(&files, c.scope);
+        let sites = call_sites(&files, &by_name, c.scope);
         c.optional = !sites.is_empty()
             && sites
                 .iter()
@@ -391,7 +396,7 @@ pub fn scan_with(
         // A name passed in by the function's callers; when none passes a literal, the names
         // around the call are read as for any other.
         let passed = if c.passed {
-            passed_in(&files, &reach, c, pathfinder, catalog, cuda_major)
+            passed_in(&files, &by_name, &reach, c, pathfinder, catalog, cuda_major)
         } else {
             Vec::new()
         };
@@ -494,11 +499,7 @@ pub fn scan_with(
                     }),
                 };
                 for (name, named_at) in named.iter().cloned() {
-                    let sonames = if name.contains(['*', '?', '[']) || !name.contains(".so.") {
-                        Vec::new()
-                    } else {
-                        vec![name.clone()]
-                    };
+                    let sonames = named_sonames(&name);
                     push(Preload {
                         name,
                         sonames,
@@ -530,10 +531,56 @@ pub fn scan_with(
     }
 }
 
+/// The SONAME a library name a `ctypes` call is given stands for: itself when it is one
+/// (`libcudart.so.12`), none for a pattern (`libcublas.so.*[0-9]`) or a linker name (`libfoo.so`).
+fn named_sonames(name: &str) -> Vec<String> {
+    if name.contains(['*', '?', '[']) || !name.contains(".so.") {
+        Vec::new()
+    } else {
+        vec![name.to_string()]
+    }
+}
+
+/// Every call of the files outside branches that never run, as (file, statement, call), by the
+/// name of the function it can stand for: its last part (imports rename only a dotted name's
+/// first part), and for a bare name an import binds, the last part of what it stands for
+/// (`_l()` after `from m import f as _l`); only for the names in `wanted` (the functions the
+/// loads are in). Made once per scan: [`call_sites`] looks a function up in it.
+type CallsByName<'f> = HashMap<String, Vec<(usize, usize, &'f pysource::Call)>>;
+
+fn calls_by_name<'f>(files: &'f [File], wanted: &BTreeSet<&str>) -> CallsByName<'f> {
+    let mut out: CallsByName = HashMap::new();
+    if wanted.is_empty() {
+        return out;
+    }
+    for (gi, g) in files.iter().enumerate() {
+        for (sj, st) in g.stmts.iter().enumerate() {
+            if g.excluded[sj] {
+                continue;
+            }
+            for k in &st.calls {
+                let key = if !k.callee.contains('.') && g.imports_name(&k.callee) {
+                    last(&g.canonical(&k.callee, sj)).to_string()
+                } else {
+                    last(&k.callee).to_string()
+                };
+                if wanted.contains(key.as_str()) {
+                    out.entry(key).or_default().push((gi, sj, k));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The calls of the function `scope` is (file, statement, call), outside branches that never
 /// run: a call whose name stands for it through the caller's imports, or its bare name (or
 /// `self.`/`cls.` name) in its own file. Empty for module-level code.
-fn call_sites<'f>(files: &'f [File], scope: Scope) -> Vec<(usize, usize, &'f pysource::Call)> {
+fn call_sites<'f>(
+    files: &[File],
+    by_name: &CallsByName<'f>,
+    scope: Scope,
+) -> Vec<(usize, usize, &'f pysource::Call)> {
     let (fi, Some(d)) = scope else {
         return Vec::new();
     };
@@ -541,24 +588,20 @@ fn call_sites<'f>(files: &'f [File], scope: Scope) -> Vec<(usize, usize, &'f pys
         return Vec::new();
     };
     let qualified = files[fi].module.as_deref().map(|m| format!("{m}.{name}"));
-    let mut out = Vec::new();
-    for (gi, g) in files.iter().enumerate() {
-        for (sj, st) in g.stmts.iter().enumerate() {
-            if g.excluded[sj] {
-                continue;
-            }
-            for k in &st.calls {
-                let own_file = gi == fi
-                    && (k.callee == name
-                        || k.callee.strip_prefix("self.") == Some(name)
-                        || k.callee.strip_prefix("cls.") == Some(name));
-                if own_file || qualified.as_deref() == Some(g.canonical(&k.callee, sj).as_str()) {
-                    out.push((gi, sj, k));
-                }
-            }
-        }
-    }
-    out
+    let Some(candidates) = by_name.get(name) else {
+        return Vec::new();
+    };
+    candidates
+        .iter()
+        .filter(|(gi, sj, k)| {
+            let own_file = *gi == fi
+                && (k.callee == name
+                    || k.callee.strip_prefix("self.") == Some(name)
+                    || k.callee.strip_prefix("cls.") == Some(name));
+            own_file || qualified.as_deref() == Some(files[*gi].canonical(&k.callee, *sj).as_str())
+        })
+        .copied()
+        .collect()
 }
 
 /// What a loader call whose argument is its function's first parameter loads: the literal each
@@ -570,6 +613,7 @@ fn call_sites<'f>(files: &'f [File], scope: Scope) -> Vec<(usize, usize, &'f pys
 /// failure. `loaded_at` is left for the caller to set.
 fn passed_in(
     files: &[File],
+    by_name: &CallsByName,
     reach: &pysource::Reach,
     c: &Call,
     pathfinder: &PathfinderTable,
@@ -577,50 +621,40 @@ fn passed_in(
     cuda_major: Option<u32>,
 ) -> Vec<Preload> {
     let mut out = Vec::new();
-    for (gi, sj, k) in call_sites(files, c.scope) {
+    for (gi, sj, k) in call_sites(files, by_name, c.scope) {
         let g = &files[gi];
-        let st = &g.stmts[sj];
-        {
-            {
-                let Some(arg) = k.arg.as_deref() else {
+        let Some(arg) = k.arg.as_deref() else {
+            continue;
+        };
+        let (lib, sonames) = match c.mechanism {
+            Mechanism::CudaPathfinder => (
+                arg.to_string(),
+                pathfinder_sonames(arg, pathfinder, catalog, cuda_major),
+            ),
+            _ => {
+                let base = arg.rsplit('/').next().unwrap_or(arg);
+                if !is_library_name(base) {
                     continue;
-                };
-                let (lib, sonames) = match c.mechanism {
-                    Mechanism::CudaPathfinder => (
-                        arg.to_string(),
-                        pathfinder_sonames(arg, pathfinder, catalog, cuda_major),
-                    ),
-                    _ => {
-                        let base = arg.rsplit('/').next().unwrap_or(arg);
-                        if !is_library_name(base) {
-                            continue;
-                        }
-                        let sonames = if base.contains(".so.") && !base.contains(['*', '?', '[']) {
-                            vec![base.to_string()]
-                        } else {
-                            Vec::new()
-                        };
-                        (base.to_string(), sonames)
-                    }
-                };
-                let scope = (gi, g.scope[sj]);
-                let at_import = reach.reached.contains(&scope) && !k.deferred && !c.deferred;
-                out.push(Preload {
-                    name: lib,
-                    sonames,
-                    named_at: format!("{}:{}", g.path, st.number),
-                    loaded_at: String::new(),
-                    mechanism: c.mechanism,
-                    at_import,
-                    on_call: if at_import {
-                        None
-                    } else {
-                        scope.1.and_then(|s| g.stmts[s].def.clone())
-                    },
-                    optional: catches_failure(g.caught(sj), c.mechanism),
-                });
+                }
+                (base.to_string(), named_sonames(base))
             }
-        }
+        };
+        let scope = (gi, g.scope[sj]);
+        let at_import = reach.reached.contains(&scope) && !k.deferred && !c.deferred;
+        out.push(Preload {
+            name: lib,
+            sonames,
+            named_at: format!("{}:{}", g.path, g.stmts[sj].number),
+            loaded_at: String::new(),
+            mechanism: c.mechanism,
+            at_import,
+            on_call: if at_import {
+                None
+            } else {
+                scope.1.and_then(|s| g.stmts[s].def.clone())
+            },
+            optional: catches_failure(g.caught(sj), c.mechanism),
+        });
     }
     out
 }
@@ -1019,16 +1053,21 @@ mod tests {
         }
     }
 
+    /// The preloads of a CUDA 12 package whose whole Python is `pkg/__init__.py`.
+    fn init_preloads(init: &str) -> Vec<Preload> {
+        preloads(
+            &[src("pkg/__init__.py", init)],
+            &Catalog::builtin(),
+            Some(12),
+        )
+    }
+
     #[test]
     fn loaders_called_through_aliases() {
         // cuda-pathfinder's names are its own (`nvJitLink`); `cublas` loads `cublasLt` first; a
         // call inside `try … except` is still a load, and one in a lambda waits for its call.
         let init = "from cuda.pathfinder import load_nvidia_dynamic_lib as _load\nimport ctypes as C\ntry:\n    _load(\"nvJitLink\")\n    _load('cublas')\nexcept Exception:\n    pass\nC.CDLL(\"libcudart.so.12\")\nlater = lambda: C.cdll.LoadLibrary(\"libcufft.so.11\")\n";
-        let p = preloads(
-            &[src("pkg/__init__.py", init)],
-            &Catalog::builtin(),
-            Some(12),
-        );
+        let p = init_preloads(init);
         let got: Vec<(&str, Vec<&str>, bool)> = p
             .iter()
             .map(|p| {
@@ -1055,11 +1094,7 @@ mod tests {
         // The error each loader raises: OSError from ctypes, DynamicLibNotFoundError (a
         // RuntimeError) from cuda-pathfinder; a handler for something else does not catch it.
         let init = "import ctypes\nfrom cuda.pathfinder import load_nvidia_dynamic_lib, DynamicLibNotFoundError\ntry:\n    ctypes.CDLL(\"libcudart.so.12\")\nexcept OSError:\n    pass\ntry:\n    load_nvidia_dynamic_lib(\"cublas\")\nexcept DynamicLibNotFoundError:\n    pass\ntry:\n    load_nvidia_dynamic_lib(\"cufft\")\nexcept OSError:\n    pass\nwith contextlib.suppress(Exception):\n    ctypes.CDLL(\"libcurand.so.10\")\nctypes.CDLL(\"libnvrtc.so.12\")\n";
-        let p = preloads(
-            &[src("pkg/__init__.py", init)],
-            &Catalog::builtin(),
-            Some(12),
-        );
+        let p = init_preloads(init);
         let got: Vec<(&str, bool, bool)> = p
             .iter()
             .map(|p| (p.name.as_str(), p.optional, p.required_at_import()))
@@ -1132,11 +1167,7 @@ mod tests {
         // A handler that raises again catches nothing; a caller that catches makes the load in
         // its callee optional.
         let init = "import ctypes\ndef _nccl():\n    try:\n        ctypes.CDLL(\"libnccl.so.2\")\n    except OSError as e:\n        raise ImportError(\"no NCCL\") from e\ndef _helper():\n    ctypes.CDLL(\"libcufile.so.0\")\ntry:\n    _helper()\nexcept OSError:\n    pass\n_nccl()\n";
-        let p = preloads(
-            &[src("pkg/__init__.py", init)],
-            &Catalog::builtin(),
-            Some(12),
-        );
+        let p = init_preloads(init);
         let got: Vec<(&str, bool, bool)> = p
             .iter()
             .map(|p| (p.name.as_str(), p.at_import, p.optional))

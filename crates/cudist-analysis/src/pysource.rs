@@ -101,15 +101,10 @@ const LINUX_PLATFORM: &str = "linux";
 /// `sys.platform.startswith("win")`, flags named `IS_WINDOWS`, `IS_MACOS`, `IS_LINUX`),
 /// `TYPE_CHECKING`, `__name__ == "__main__"`, and environment reads (`os.getenv("X")`,
 /// `os.environ.get("X", "0") == "1"`, `"X" in os.environ`), through `not`, `and` and `or`.
-/// `None` when it may go either way.
-pub fn truth(e: &Expr) -> Option<bool> {
-    truth_with(e, &|_| None)
-}
-
-/// [`truth`], with the known truth of names assigned before (`is_windows = platform.system() ==
-/// "Windows"`, then `if is_windows and msvc:`).
-fn truth_with(e: &Expr, known: &dyn Fn(&str) -> Option<bool>) -> Option<bool> {
-    let truth = |e: &Expr| truth_with(e, known);
+/// `None` when it may go either way. `known` gives the truth of names assigned such a test before
+/// (`is_windows = platform.system() == "Windows"`, then `if is_windows and msvc:`).
+pub fn truth(e: &Expr, known: &dyn Fn(&str) -> Option<bool>) -> Option<bool> {
+    let truth = |e: &Expr| truth(e, known);
     match e {
         Expr::BoolOp(b) => {
             let vs: Vec<Option<bool>> = b.values.iter().map(truth).collect();
@@ -297,20 +292,7 @@ fn callee_text(e: &Expr) -> Option<String> {
 fn string_value(e: &Expr) -> Option<String> {
     match e {
         Expr::StringLiteral(s) => Some(s.value.to_str().to_string()),
-        Expr::FString(f) => {
-            let mut out = String::new();
-            for part in f.value.iter() {
-                match part {
-                    ast::FStringPart::Literal(l) => out.push_str(&l.value),
-                    ast::FStringPart::FString(fs) => {
-                        for el in fs.elements.iter() {
-                            out.push_str(&el.as_literal()?.value);
-                        }
-                    }
-                }
-            }
-            Some(out)
-        }
+        Expr::FString(f) => fstring_text(f, None),
         _ => None,
     }
 }
@@ -319,16 +301,23 @@ fn string_value(e: &Expr) -> Option<String> {
 /// `libcublas.so.*`); `None` for anything else.
 fn fstring_pattern(e: &Expr) -> Option<String> {
     let Expr::FString(f) = e else { return None };
+    fstring_text(f, Some('*'))
+}
+
+/// An f-string's text, each field (a run of them) written as `field`; `None` when it has a
+/// field and `field` is `None`.
+fn fstring_text(f: &ast::ExprFString, field: Option<char>) -> Option<String> {
     let mut out = String::new();
     for part in f.value.iter() {
         match part {
             ast::FStringPart::Literal(l) => out.push_str(&l.value),
             ast::FStringPart::FString(fs) => {
                 for el in fs.elements.iter() {
-                    match el.as_literal() {
-                        Some(l) => out.push_str(&l.value),
-                        None if !out.ends_with('*') => out.push('*'),
-                        None => {}
+                    match (el.as_literal(), field) {
+                        (Some(l), _) => out.push_str(&l.value),
+                        (None, None) => return None,
+                        (None, Some(c)) if !out.ends_with(c) => out.push(c),
+                        (None, Some(_)) => {}
                     }
                 }
             }
@@ -395,6 +384,13 @@ pub const MAX_NESTING: usize = 10_000;
 /// (measured on nested brackets, the costliest), so [`MAX_NESTING`] units need ~22 MiB; the walk
 /// of the tree and its drop take less per level.
 const PARSE_STACK: usize = 64 << 20;
+
+/// A thread whose stack holds the deepest parse [`MAX_NESTING`] allows.
+fn parser_thread() -> std::thread::Builder {
+    std::thread::Builder::new()
+        .name("cudist-python".into())
+        .stack_size(PARSE_STACK)
+}
 
 /// An upper bound on how deep the parse of `text` recurses, from its tokens: the indentation
 /// depth, plus, along the brackets open at any point, every token since the last comma at each
@@ -638,6 +634,11 @@ impl File<'_> {
             .map_or(&[], |i| self.catch_sets[i].as_slice())
     }
 
+    /// Whether an import anywhere in the file binds `name`.
+    pub fn imports_name(&self, name: &str) -> bool {
+        self.imports.iter().any(|(_, _, n, _)| n == name)
+    }
+
     /// What a dotted name called by statement `at` stands for, through the file's imports:
     /// `_load` → `cuda.pathfinder.load_nvidia_dynamic_lib` after `from cuda.pathfinder import
     /// load_nvidia_dynamic_lib as _load`; `rl.load_library` → `librmm.load_library` after `import
@@ -729,7 +730,7 @@ impl Reader<'_> {
                 .or_else(|| self.known.get(&(None, n.to_string())))
                 .copied()
         };
-        truth_with(e, &known)
+        truth(e, &known)
     }
 
     /// Records what a plain assignment `name = test` makes known (or unknown again).
@@ -1167,14 +1168,11 @@ pub fn read_files<'a>(files: &[(&'a str, &str)]) -> Vec<File<'a>> {
         let handles: Vec<_> = files
             .chunks(chunk)
             .map(|part| {
-                let h = std::thread::Builder::new()
-                    .name("cudist-python".into())
-                    .stack_size(PARSE_STACK)
-                    .spawn_scoped(s, move || {
-                        part.iter()
-                            .map(|(p, t)| read_on_this_thread(p, t))
-                            .collect::<Vec<_>>()
-                    });
+                let h = parser_thread().spawn_scoped(s, move || {
+                    part.iter()
+                        .map(|(p, t)| read_on_this_thread(p, t))
+                        .collect::<Vec<_>>()
+                });
                 (part, h)
             })
             .collect();
@@ -1220,9 +1218,7 @@ fn with_tree<T: Send>(
     f: impl FnOnce(&ast::ModModule, &Lines) -> T + Send,
 ) -> Result<T, Unread> {
     std::thread::scope(|s| {
-        let h = std::thread::Builder::new()
-            .name("cudist-python".into())
-            .stack_size(PARSE_STACK)
+        let h = parser_thread()
             .spawn_scoped(s, || {
                 let parsed = parse(text)?;
                 Ok(f(parsed.syntax(), &Lines::new(text)))
@@ -1624,6 +1620,16 @@ mod tests {
             .collect()
     }
 
+    /// The lines of a file's statements that a failed import cannot escape.
+    fn guarded_lines(f: &File) -> Vec<usize> {
+        f.stmts
+            .iter()
+            .zip(&f.guarded)
+            .filter(|(_, g)| **g)
+            .map(|(s, _)| s.number)
+            .collect()
+    }
+
     /// Values of the literals of a file that are not only tested against.
     fn named(f: &File) -> Vec<String> {
         f.stmts
@@ -1775,13 +1781,7 @@ mod tests {
     fn try_bodies_that_catch_a_failed_import() {
         let text = "try:\n    import a\n    if x:\n        import b\nexcept (ValueError, ImportError) as e:\n    import c\nimport d\ntry:\n    import e\nexcept ValueError:\n    pass\nexcept:\n    pass\ntry:\n    import f\nexcept KeyError:\n    pass\nfinally:\n    pass\ntry:\n    import g\nexcept builtins.ModuleNotFoundError:\n    pass\nwith contextlib.suppress(ImportError):\n    import h\nwith suppress(KeyError):\n    import i\ntry:\n    import j\nexcept* ImportError:\n    pass\n";
         let f = read_file("p/__init__.py", text);
-        let guarded: Vec<usize> = f
-            .stmts
-            .iter()
-            .zip(&f.guarded)
-            .filter(|(_, g)| **g)
-            .map(|(s, _)| s.number)
-            .collect();
+        let guarded = guarded_lines(&f);
         // The handler's own body and code after the `try` are not guarded; a bare `except:`
         // after another handler is.
         assert_eq!(guarded, vec![2, 4, 9, 21, 25, 29]);
@@ -1790,13 +1790,7 @@ mod tests {
             "p/__init__.py",
             "try:\n    import a\nexcept ImportError as e:\n    if x:\n        raise RuntimeError() from e\ntry:\n    import b\nexcept ImportError:\n    def f():\n        raise KeyError\n",
         );
-        let guarded: Vec<usize> = f
-            .stmts
-            .iter()
-            .zip(&f.guarded)
-            .filter(|(_, g)| **g)
-            .map(|(s, _)| s.number)
-            .collect();
+        let guarded = guarded_lines(&f);
         assert_eq!(guarded, vec![7]);
     }
 
