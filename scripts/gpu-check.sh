@@ -81,7 +81,7 @@ prepare() {
     "$c" slim -q "$dir/orig.so" --gpu sm_80 --ptx drop -o "$dir/sm80.so"
     "$c" slim -q "$dir/new-ptx-all.so" --gpu sm_86 --ptx keep -o "$dir/new-ptx.so"
     rm "$dir/new-ptx-all.so"
-    cp "$here/gpu-check/check.py" "$dir/check.py"
+    cp "$here/gpu-check/check.py" "$here/gpu-check/use.py" "$here/gpu-check/real.py" "$dir/"
     ls -l "$dir" >&2
     du -sh "$dir" >&2
 }
@@ -101,7 +101,46 @@ run() {
         "$c" inspect "$dir/$lib.so" --json >"$out/inspect-$lib.json" 2>/dev/null || true
         "$dir/runner" "$dir/$lib.so" >"$out/run-$lib.json" 2>"$out/run-$lib.err" || true
     done
-    python3 "$dir/check.py" "$dir" "$out"
+    local rc=0
+    python3 "$dir/check.py" "$dir" "$out" || rc=$?
+    real "$out/real"
+    return "$rc"
+}
+
+# doctor --import on the GPU packages the machine has installed, beside a real use of each (use.py:
+# a kernel, cuBLAS, cuDNN), then again with cuDNN's libraries moved out of the way (issue 34: JAX
+# falls back to the CPU without raising). The machine is lent bare and given back, so moving them
+# harms nothing. Reported in OUT/real/real.md; informative, it does not set the exit code.
+real() {
+    local out="$1" c="$dir/cudist" py
+    py="$(command -v "${PYTHON:-python3}")"
+    mkdir -p "$out"
+    cp "$here/gpu-check/use.py" "$here/gpu-check/real.py" "$out/" 2>/dev/null \
+        || cp "$dir/use.py" "$dir/real.py" "$out/"
+    local pkgs=()
+    for p in torch jax cupy; do
+        "$py" -c "import importlib.util as u, sys; sys.exit(u.find_spec('$p') is None)" 2>/dev/null && pkgs+=("$p")
+    done
+    "$py" -m pip list 2>/dev/null | grep -iE '^(torch|jax|jaxlib|jax-cuda|cupy|nvidia-)' >"$out/pip-list.txt" || true
+    each() { # CASE PKG
+        timeout 150 "$c" doctor --import "$2" --python "$py" --json >"$out/doctor-$1.json" 2>"$out/doctor-$1.err" || true
+        timeout 120 "$py" "$out/use.py" "$2" >"$out/use-$1.json" 2>"$out/use-$1.err" || true
+    }
+    for p in "${pkgs[@]}"; do each "$p" "$p"; done
+    # cuDNN moved away: every libcudnn under the interpreter's site directories.
+    local hide=/tmp/gpu-check-hidden-cudnn
+    mkdir -p "$hide"
+    {
+        "$py" -c 'import site; print("\n".join(site.getsitepackages()))' | while read -r sp; do
+            find "$sp" -name 'libcudnn*.so*' 2>/dev/null
+        done
+        ldconfig -p | sed -n 's/.*=> //p' | grep -i cudnn
+    } | sort -u >"$out/cudnn-moved.txt" || true
+    while read -r f; do
+        if [[ -f "$f" ]]; then mv "$f" "$hide/" || true; fi
+    done <"$out/cudnn-moved.txt"
+    for p in "${pkgs[@]}"; do [[ "$p" == cupy ]] || each "$p-without-cudnn" "$p"; done
+    "$py" "$out/real.py" "$out" || true
 }
 
 case "$cmd" in

@@ -696,6 +696,90 @@ fn import_locates_packages_like_find_spec() {
     );
 }
 
+/// A venv made from each Python of this machine (the `python3` on `PATH`, and the distribution's
+/// `/usr/bin/python3`, whose `site` on Debian and Ubuntu lists `dist-packages` and a prefix's
+/// `site-packages` only inside a started venv): where doctor must ask the interpreter (a name
+/// found on `PATH`, a dotted name), it finds the package where `find_spec` does. Found on an
+/// Ubuntu venv, 2026-11-27: `--python python3` said "torch is not installed".
+#[test]
+fn import_locates_packages_in_venvs_of_every_python_here() {
+    let work = tempfile::tempdir().unwrap();
+    use std::path::PathBuf;
+    let mut pythons: Vec<PathBuf> = Vec::new();
+    for p in ["python3", "/usr/bin/python3"] {
+        let o = std::process::Command::new(p)
+            .args([
+                "-c",
+                "import os, sys; print(os.path.realpath(sys.executable))",
+            ])
+            .output();
+        if let Some(o) = o.ok().filter(|o| o.status.success()) {
+            let real = PathBuf::from(String::from_utf8_lossy(&o.stdout).trim());
+            if !pythons.contains(&real) {
+                pythons.push(real);
+            }
+        }
+    }
+    assert!(!pythons.is_empty(), "no python3 on this machine");
+    for (i, base) in pythons.iter().enumerate() {
+        let venv = work.path().join(format!("venv{i}"));
+        let o = std::process::Command::new(base)
+            .args(["-m", "venv", "--without-pip"])
+            .arg(&venv)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}: {}", base.display(), stderr(&o));
+        let bin = venv.join("bin");
+        let o = std::process::Command::new(bin.join("python3"))
+            .args([
+                "-c",
+                "import sysconfig; print(sysconfig.get_path('purelib'))",
+            ])
+            .output()
+            .unwrap();
+        let site = PathBuf::from(String::from_utf8_lossy(&o.stdout).trim());
+        std::fs::create_dir_all(site.join("fakepkg/sub")).unwrap();
+        std::fs::write(site.join("fakepkg/__init__.py"), "").unwrap();
+        std::fs::write(site.join("fakepkg/sub/__init__.py"), "").unwrap();
+        for name in ["fakepkg", "fakepkg.sub"] {
+            let want = std::process::Command::new(bin.join("python3"))
+                .args([
+                    "-c",
+                    &format!("import importlib.util; print(list(importlib.util.find_spec('{name}').submodule_search_locations)[0])"),
+                ])
+                .output()
+                .unwrap();
+            let want = String::from_utf8_lossy(&want.stdout).trim().to_string();
+            assert!(
+                !want.is_empty(),
+                "{}: find_spec found no {name}",
+                base.display()
+            );
+            let path = format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            );
+            let o = std::process::Command::new(env!("CARGO_BIN_EXE_cudist"))
+                .args([
+                    "doctor", "--static", "--import", name, "--python", "python3",
+                ])
+                .env("PATH", path)
+                .env_remove("PYTHONPATH")
+                .output()
+                .unwrap();
+            let err = stderr(&o);
+            let got = err.trim().trim_start_matches("error: no ELF files in ");
+            assert_eq!(
+                std::fs::canonicalize(got).ok(),
+                std::fs::canonicalize(&want).ok(),
+                "venv of {}, {name}: {err}",
+                base.display()
+            );
+        }
+    }
+}
+
 /// A profile is judged as the machine it describes: the driver's libraries are there exactly when
 /// it has a driver (whatever this machine has), and files must run with its glibc.
 #[test]

@@ -20,7 +20,11 @@ use crate::error::{Result, ResultExt};
 /// Asks `python -S` for `sys.path` and the site directories `site` would add, in its order, as
 /// JSON. `site.venv()` cannot be called for this (it processes the venv's `.pth` files), so its
 /// reading of `pyvenv.cfg` is done here: the venv's site-packages first, then the user site
-/// (unless the venv hides it), then the prefixes' site-packages.
+/// (unless the venv hides it), then the prefixes' site-packages. Like `site.venv()`, it points
+/// `sys.prefix` at the venv first: under `-S` the prefix is still the base interpreter's, and
+/// Debian's and Ubuntu's `site.getsitepackages` list a prefix's `site-packages` only when
+/// `sys.prefix != sys.base_prefix` (their own layout is `dist-packages`), so a venv made from the
+/// system Python would have no site-packages at all.
 const SCRIPT: &str = r#"
 import json, os, site, sys
 exe_dir = os.path.dirname(os.path.abspath(sys.executable))
@@ -36,6 +40,7 @@ if conf:
             k, sep, v = line.partition('=')
             if sep and k.strip().lower() == 'include-system-site-packages':
                 system = v.strip().lower()
+    sys.prefix = sys.exec_prefix = venv
     dirs += site.getsitepackages([venv])
     if system == 'true':
         prefixes.insert(0, venv)

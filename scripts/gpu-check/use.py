@@ -1,0 +1,71 @@
+"""Uses one GPU package for real and says what happened, as JSON on stdout (scripts/gpu-check.sh real).
+
+    python3 use.py torch|jax|cupy
+
+The use goes past the import to the features doctor judges: a kernel on the GPU, a cuBLAS product
+and a cuDNN convolution (torch, jax) or a cuBLAS product (cupy). `ok` is true only when every one
+of them ran on the GPU; `steps` says which ran and each failure's text. JAX falls back to the CPU
+without raising when its CUDA plugin cannot start, so `platform` is recorded and a CPU platform is
+a failure of the GPU use.
+"""
+
+import json
+import sys
+import traceback
+
+
+def step(steps, name, fn):
+    try:
+        value = fn()
+        steps.append({"step": name, "ok": True, "value": repr(value)[:200]})
+        return value
+    except BaseException as e:  # noqa: BLE001 - every failure is the answer
+        steps.append({"step": name, "ok": False, "error": f"{type(e).__name__}: {e}"[:2000],
+                      "where": traceback.format_exc(limit=3)[-1500:]})
+        return None
+
+
+def use_torch(steps):
+    import torch
+
+    step(steps, "cuda available", lambda: torch.cuda.is_available() or (_ for _ in ()).throw(RuntimeError("torch.cuda.is_available() is False")))
+    x = step(steps, "kernel", lambda: torch.arange(1 << 20, device="cuda", dtype=torch.float32))
+    if x is not None:
+        step(steps, "cublas", lambda: float((x[:1024].reshape(32, 32) @ x[:1024].reshape(32, 32)).sum()))
+    step(steps, "cudnn conv", lambda: float(torch.nn.functional.conv2d(
+        torch.ones(1, 3, 16, 16, device="cuda"), torch.ones(4, 3, 3, 3, device="cuda")).sum()))
+    step(steps, "cudnn version", lambda: torch.backends.cudnn.version())
+
+
+def use_jax(steps):
+    import jax
+    import jax.numpy as jnp
+
+    platform = step(steps, "platform", lambda: jax.devices()[0].platform)
+    if platform != "gpu":
+        steps.append({"step": "on the GPU", "ok": False, "error": f"jax runs on {platform!r}, not the GPU"})
+    step(steps, "kernel", lambda: float(jnp.arange(1 << 20, dtype=jnp.float32).sum()))
+    step(steps, "cublas", lambda: float((jnp.ones((64, 64)) @ jnp.ones((64, 64))).sum()))
+    step(steps, "cudnn conv", lambda: float(jax.lax.conv(
+        jnp.ones((1, 3, 16, 16)), jnp.ones((4, 3, 3, 3)), (1, 1), "SAME").sum()))
+
+
+def use_cupy(steps):
+    import cupy
+
+    step(steps, "device count", lambda: cupy.cuda.runtime.getDeviceCount())
+    step(steps, "kernel", lambda: float(cupy.arange(1 << 20, dtype=cupy.float32).sum()))
+    step(steps, "cublas", lambda: float((cupy.ones((64, 64)) @ cupy.ones((64, 64))).sum()))
+
+
+def main():
+    pkg = sys.argv[1]
+    steps = []
+    fn = {"torch": use_torch, "jax": use_jax, "cupy": use_cupy}[pkg]
+    step(steps, "import and use", lambda: fn(steps))
+    ok = bool(steps) and all(s["ok"] for s in steps)
+    print(json.dumps({"package": pkg, "ok": ok, "steps": steps}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
