@@ -507,6 +507,10 @@ pub struct DriverLib {
     pub soname: String,
     #[serde(default)]
     pub description: String,
+    /// Set for a library that only some drivers provide and that the libraries opening it treat
+    /// as an optional capability: what needs it (the rest runs without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optional: Option<String>,
     #[serde(default)]
     pub sources: Vec<String>,
 }

@@ -1386,10 +1386,24 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         .unwrap_or(false)
     };
     for r in dl.iter().filter(|r| r.path.is_none()) {
-        let driver_lib = catalog.driver_lib(&r.name).is_some();
-        if driver_lib && (host.driver.is_none() || profile) {
+        let driver_lib = catalog.driver_lib(&r.name);
+        if driver_lib.is_some() && (host.driver.is_none() || profile) {
             // No driver here: said once, in the host notes. A profile's driver provides its
             // own libraries: this machine's are not looked for.
+            continue;
+        }
+        if let Some(why) = driver_lib.and_then(|d| d.optional.as_deref()) {
+            let what = format!(
+                "{} is not here: this driver does not provide it ({why})",
+                r.name
+            );
+            verdict.add_cause(
+                Status::Ok,
+                format!("optional {}", r.name),
+                f.display().to_string(),
+                format!("{}: {what}", f.display()),
+                what,
+            );
             continue;
         }
         if optional(r) {
@@ -1411,13 +1425,10 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             );
             continue;
         }
-        // Without the driver's own libraries the GPU is unusable; any other library opened at
-        // run time fails the feature that opens it, on first use.
-        let status = if driver_lib {
-            Status::WillFailOnThisGpu
-        } else {
-            Status::WillFailWhenLoaded
-        };
+        // A library opened at run time fails the feature that opens it, on first use. The
+        // driver is here (libcuda.so.1 found), so a driver library it lacks (NVML in a container
+        // started without the `utility` capability) fails what opens it, not every kernel.
+        let status = Status::WillFailWhenLoaded;
         verdict.add_cause(
             status,
             format!("dlopen {}", r.name),
@@ -1429,7 +1440,14 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
                 r.needed_by.display(),
                 r.tried.len()
             ),
-            format!("dlopen({}) will fail on first use: not found", r.name),
+            if driver_lib.is_some() {
+                format!(
+                    "dlopen({}) will fail on first use: the installed driver does not provide it",
+                    r.name
+                )
+            } else {
+                format!("dlopen({}) will fail on first use: not found", r.name)
+            },
         );
     }
     Ok((

@@ -262,12 +262,70 @@ pub fn tiers(
     loads::tiers(&nodes, preloads, modules)
 }
 
-/// The CUDA major a package's files link, for cuda-pathfinder's names: none when unknown.
+/// The CUDA major a package's files link, for cuda-pathfinder's names: its runtime's, else the
+/// major most of its files pin down by their SONAME and NEEDED entries (cupy-cuda13x links no
+/// runtime, it loads it, but its cuBLAS module links `libcublas.so.13`); none when unknown.
 pub fn cuda_major(files: &[Dynamic], catalog: &Catalog) -> Option<u32> {
-    files
+    let runtime = files
         .iter()
         .flat_map(|f| &f.needed)
         .filter(|n| n.starts_with("libcudart.so."))
         .flat_map(|n| catalog.majors_of(n))
-        .max()
+        .max();
+    if runtime.is_some() {
+        return runtime;
+    }
+    let mut votes: std::collections::BTreeMap<u32, usize> = Default::default();
+    for f in files {
+        let mut majors = std::collections::BTreeSet::new();
+        for n in f.soname.iter().chain(&f.needed) {
+            if let [m] = catalog.majors_of(n)[..] {
+                majors.insert(m);
+            }
+        }
+        if let [m] = majors.into_iter().collect::<Vec<_>>()[..] {
+            *votes.entry(m).or_default() += 1;
+        }
+    }
+    votes
+        .into_iter()
+        .max_by_key(|(m, n)| (*n, *m))
+        .map(|(m, _)| m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(soname: Option<&str>, needed: &[&str]) -> Dynamic {
+        Dynamic {
+            path: PathBuf::from("x.so"),
+            rel: "x.so".into(),
+            soname: soname.map(str::to_string),
+            needed: needed.iter().map(|s| s.to_string()).collect(),
+            extension: true,
+            mentions: Vec::new(),
+        }
+    }
+
+    /// The runtime a package links decides its major; without one (cupy-cuda13x loads its
+    /// runtime through cuda-pathfinder), the major its files' CUDA libraries pin down does, so
+    /// cuda-pathfinder's names stay in it (`cublasLt` is `libcublasLt.so.13`, not `.12`).
+    #[test]
+    fn the_major_is_the_runtimes_else_what_the_files_link() {
+        let c = Catalog::builtin();
+        let runtime = [
+            file(None, &["libcudart.so.12", "libcublas.so.13"]),
+            file(None, &["libcublas.so.13"]),
+        ];
+        assert_eq!(cuda_major(&runtime, &c), Some(12));
+        let cupy13 = [
+            file(None, &["libcublas.so.13", "libc.so.6"]),
+            file(None, &["libcusparse.so.12"]), // 12 and 13 share this SONAME: no vote
+            file(None, &["libnvrtc.so.13"]),
+            file(None, &["libc.so.6"]),
+        ];
+        assert_eq!(cuda_major(&cupy13, &c), Some(13));
+        assert_eq!(cuda_major(&[file(None, &["libc.so.6"])], &c), None);
+    }
 }
