@@ -213,6 +213,11 @@ pub struct Scan {
     /// Every module its imports name, with how the import of the package reaches it: decides
     /// whether an extension module loads at import ([`tiers`]).
     pub modules: BTreeMap<String, pysource::ImportedAt>,
+    /// The entry-point groups its code reads (`entry_points(group="jax_plugins")`,
+    /// `pkg_resources.iter_entry_points("G")`), each with the `file:line` of the first read:
+    /// the modules installed distributions register there are its plugins, imported when that
+    /// code runs.
+    pub plugin_groups: Vec<(String, String)>,
 }
 
 /// Every preload the sources show, for a package of CUDA major `cuda_major` (cuda-pathfinder
@@ -285,6 +290,7 @@ pub fn scan_with(
     let files: Vec<File> = pysource::read_files(&py);
     let loaders: Vec<&str> = catalog.python_loaders().into_iter().collect();
     let mut calls = Vec::new();
+    let mut plugin_groups: Vec<(String, String)> = Vec::new();
     for (fi, f) in files.iter().enumerate() {
         for (si, st) in f.stmts.iter().enumerate() {
             // Never a call under a branch that does not run on Linux.
@@ -294,6 +300,17 @@ pub fn scan_with(
             let scope = (fi, f.scope[si]);
             for call in &st.calls {
                 let canonical = f.canonical(&call.callee, si);
+                let group = match last(&canonical) {
+                    "entry_points" | "select" => call.group.as_ref(),
+                    "iter_entry_points" => call.group.as_ref().or(call.arg.as_ref()),
+                    _ => None,
+                };
+                if let Some(g) = group {
+                    if !plugin_groups.iter().any(|(h, _)| h == g) {
+                        plugin_groups.push((g.clone(), format!("{}:{}", f.path, st.number)));
+                    }
+                    continue;
+                }
                 if let Some(name) = loaders.iter().find(|l| **l == canonical) {
                     calls.push(Call {
                         scope,
@@ -528,6 +545,7 @@ pub fn scan_with(
         preloads: out,
         imports: reach.external,
         modules: reach.modules,
+        plugin_groups,
     }
 }
 
@@ -1051,6 +1069,40 @@ mod tests {
             path: path.into(),
             text: text.into(),
         }
+    }
+
+    /// The entry-point groups a package reads are its plugin groups, however the call is
+    /// written (JAX's `for ep in entry_points(group="jax_plugins")` inside a function, a
+    /// `.select(group=…)`, pkg_resources' `iter_entry_points("G")`); other calls are not.
+    #[test]
+    fn entry_point_groups_read_are_plugin_groups() {
+        let scan = scan(
+            &[
+                src(
+                    "jax/_src/xla_bridge.py",
+                    "import logging\ndef discover():\n  from importlib.metadata import entry_points\n  for ep in entry_points(group=\"jax_plugins\"):\n    pass\n",
+                ),
+                src(
+                    "jax/other.py",
+                    "import importlib.metadata as md\nimport pkg_resources\neps = md.entry_points().select(group='g2')\nfor e in pkg_resources.iter_entry_points('g3'): pass\nlogging.getLogger(group='no')\n",
+                ),
+            ],
+            &Catalog::builtin(),
+            None,
+        );
+        let groups: Vec<(&str, &str)> = scan
+            .plugin_groups
+            .iter()
+            .map(|(g, at)| (g.as_str(), at.as_str()))
+            .collect();
+        assert_eq!(
+            groups,
+            [
+                ("jax_plugins", "jax/_src/xla_bridge.py:4"),
+                ("g2", "jax/other.py:3"),
+                ("g3", "jax/other.py:4")
+            ]
+        );
     }
 
     /// The preloads of a CUDA 12 package whose whole Python is `pkg/__init__.py`.

@@ -45,6 +45,9 @@ pub struct Call {
     pub arg_name: Option<String>,
     /// Written in a lambda's body: it runs when the lambda is called, not where it is written.
     pub deferred: bool,
+    /// The `group=` keyword argument, when it is a string literal: the entry-point group an
+    /// `entry_points(group="jax_plugins")` call selects.
+    pub group: Option<String>,
 }
 
 /// Whether a string can name a shared library or a data file listing libraries (`libcudart.so.12`,
@@ -533,11 +536,19 @@ impl<'a> Visitor<'a> for Gather<'_> {
                         Some(Expr::Name(n)) => Some(n.id.to_string()),
                         _ => None,
                     };
+                    let group = c
+                        .arguments
+                        .keywords
+                        .iter()
+                        .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == "group"))
+                        .and_then(|k| string_value(&k.value))
+                        .filter(|g| g.len() <= 256);
                     self.calls.push(Call {
                         callee,
                         arg,
                         arg_name,
                         deferred: self.deferred,
+                        group,
                     });
                 }
             }

@@ -125,6 +125,71 @@ fn scan_with(site: &Path, read_record: bool) -> io::Result<Vec<Installed>> {
     Ok(out)
 }
 
+/// One entry point an installed distribution registers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryPoint {
+    /// The distribution's name as `METADATA` spells it.
+    pub dist: String,
+    /// The entry point's name (`xla_cuda13`).
+    pub name: String,
+    /// The module its object is in (`jax_plugins.xla_cuda13` for
+    /// `jax_plugins.xla_cuda13:initialize`).
+    pub module: String,
+}
+
+/// The entry points of `group` that the distributions installed in `site` register, in the
+/// order of [`scan_names`]. The file is `entry_points.txt` in the `.dist-info` directory, in the
+/// format of the PyPA entry points specification
+/// (packaging.python.org/en/latest/specifications/entry-points/): INI sections named by group,
+/// `name = module[:attr] [extras]` lines, `#` and `;` comments. A line that is not one is
+/// skipped (importlib.metadata raises on it, and the package's own discovery then fails); an
+/// unreadable file gives none.
+pub fn entry_points(site: &Path, group: &str) -> io::Result<Vec<EntryPoint>> {
+    let mut out = Vec::new();
+    for d in scan_names(site)? {
+        let Ok(text) =
+            cudist_fs::read_bounded(&d.dist_info.join("entry_points.txt"), cudist_fs::SMALL_FILE)
+        else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&text);
+        let mut section = "";
+        for line in text.lines().map(str::trim) {
+            if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+                continue;
+            }
+            if let Some(s) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+                section = s.trim();
+                continue;
+            }
+            if section != group {
+                continue;
+            }
+            let Some((name, value)) = line.split_once('=') else {
+                continue;
+            };
+            let module = value
+                .split(['[', ':'])
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_string();
+            let valid = !module.is_empty()
+                && module
+                    .split('.')
+                    .all(|p| !p.is_empty() && p.chars().all(|c| c.is_alphanumeric() || c == '_'));
+            if valid {
+                out.push(EntryPoint {
+                    dist: d.name.clone(),
+                    name: name.trim().to_string(),
+                    module,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// The extra a `Requires-Dist` marker names (`extra == "ctk"`, `python_version >= "3.9" and
 /// extra == 'ctk'`), normalised. Only the `extra == <quoted>` form is read: the form every build
 /// backend writes (PEP 685).
@@ -202,6 +267,55 @@ mod tests {
         assert_eq!(marker_extra(" platform_system == \"Linux\""), None);
         assert_eq!(marker_extra(" extra == "), None);
         assert_eq!(marker_extra(" extra == \"unterminated"), None);
+    }
+
+    /// The entry points read equal importlib.metadata's for the same site, on a file with
+    /// comments, extras, attributes, spaces and other groups.
+    #[test]
+    fn entry_points_are_those_importlib_metadata_reads() {
+        let d = tempfile::tempdir().unwrap();
+        for (dist, eps) in [
+            (
+                "jax_cuda13_pjrt-0.10.2",
+                "[jax_plugins]\nxla_cuda13 = jax_plugins.xla_cuda13\n",
+            ),
+            (
+                "other-1.0",
+                "# c\n[console_scripts]\nrun = other.cli:main\n\n[jax_plugins]\n# c\nmine = other.plugin:init [gpu]\n  spaced  =  other.sp  \n",
+            ),
+        ] {
+            let di = d.path().join(format!("{dist}.dist-info"));
+            std::fs::create_dir(&di).unwrap();
+            let (name, version) = dist.rsplit_once('-').unwrap();
+            std::fs::write(
+                di.join("METADATA"),
+                format!("Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"),
+            )
+            .unwrap();
+            std::fs::write(di.join("entry_points.txt"), eps).unwrap();
+        }
+        let mut got: Vec<(String, String)> = entry_points(d.path(), "jax_plugins")
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.name, e.module))
+            .collect();
+        got.sort();
+        let o = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import sys, importlib.metadata as m\nfor e in sorted(m.entry_points(group='jax_plugins', path=[sys.argv[1]]) if sys.version_info >= (3, 12) else [e for d in m.distributions(path=[sys.argv[1]]) for e in d.entry_points if e.group == 'jax_plugins'], key=lambda e: e.name): print(e.name, e.module)",
+            ])
+            .arg(d.path())
+            .output()
+            .expect("python3 runs");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let want: Vec<(String, String)> = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(want.len(), 3, "{want:?}");
     }
 
     #[test]

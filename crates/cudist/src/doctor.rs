@@ -258,13 +258,17 @@ fn render_verdict(s: &mut String, r: &Report, style: Style) {
         s.push_str(&format!("  - {reason}\n"));
     }
     for w in &r.imported_with {
-        s.push_str(&format!(
-            "  {}\n",
-            style.dim(&format!(
+        let line = match &w.plugin {
+            Some(ep) => format!(
+                "{} loads its plugin {} ({ep}) when {} runs, on first use: its files and preloads are judged as loaded then",
+                w.by, w.package, w.at
+            ),
+            None => format!(
                 "importing {} imports {} ({}): its files and preloads are judged too",
                 w.by, w.package, w.at
-            ))
-        ));
+            ),
+        };
+        s.push_str(&format!("  {}\n", style.dim(&line)));
     }
 }
 

@@ -1480,6 +1480,78 @@ fn guarded_loads_and_the_models_misses_are_judged_by_the_real_import() {
     assert_eq!(code, Some(1), "{v:#}");
 }
 
+/// A package that finds its GPU support through entry points (JAX's `jax_plugins` group) loads
+/// each registered plugin on first use: `import hostpkg` works without the plugin's library, the
+/// first use fails on it, and doctor says so (will-fail-when-loaded, the plugin's file on
+/// demand), from the files alone and after the real import.
+#[test]
+fn plugins_registered_by_entry_points_load_on_first_use() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[
+            (
+                "hostpkg/__init__.py",
+                "def backends():\n    from importlib.metadata import entry_points\n    return [ep.load() for ep in entry_points(group=\"hostpkg_plugins\")]\n",
+            ),
+            (
+                "hostplug-1.0.dist-info/METADATA",
+                "Metadata-Version: 2.1\nName: hostplug\nVersion: 1.0\n",
+            ),
+            (
+                "hostplug-1.0.dist-info/entry_points.txt",
+                "[hostpkg_plugins]\ngpu = hostpkg_plugins.gpu:init\n",
+            ),
+            (
+                "hostpkg_plugins/gpu/__init__.py",
+                "import ctypes, os\n_lib = ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'libgpu_backend.so'))\ndef init():\n    return _lib\n",
+            ),
+        ],
+    );
+    let backend = ext_needing(work.path(), "cublas", "libcublas.so.12", "cublasCreate_v2");
+    std::fs::write(site.join("hostpkg_plugins/gpu/libgpu_backend.so"), backend).unwrap();
+    // Reality: the import works; the first use fails on the plugin's library.
+    let run = |code: &str| {
+        std::process::Command::new(&python)
+            .args(["-c", code])
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap()
+    };
+    assert!(run("import hostpkg").status.success());
+    let used = run("import hostpkg; hostpkg.backends()");
+    assert!(!used.status.success());
+    assert!(
+        stderr(&used).contains("libcublas.so.12"),
+        "{}",
+        stderr(&used)
+    );
+    for extra in [&["--static"][..], &[]] {
+        let (code, v) = doctor_import_with("hostpkg", &python, extra);
+        assert_eq!(
+            v["verdict"]["status"], "will-fail-when-loaded",
+            "{extra:?}: {v:#}"
+        );
+        assert_eq!(code, Some(0), "{v:#}");
+        let w = &v["imported_with"][0];
+        assert_eq!(w["package"], "hostpkg_plugins.gpu", "{v:#}");
+        assert_eq!(
+            w["plugin"],
+            "entry point gpu of hostplug, group hostpkg_plugins"
+        );
+        assert_eq!(w["at"], "hostpkg/__init__.py:3");
+        let reasons = v["verdict"]["reasons"].to_string();
+        assert!(reasons.contains("libcublas.so.12"), "{reasons}");
+        let file = v["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"].as_str().unwrap().ends_with("libgpu_backend.so"))
+            .unwrap_or_else(|| panic!("{v:#}"));
+        assert_eq!(file["tier"], "on-demand", "{v:#}");
+    }
+}
+
 /// A library a CUDA library treats as optional (cuFile's RDMA support, catalog
 /// `optional_dlopens`) is said, never a failure; another library opened at run time that is
 /// missing fails on first use (exit 0, 1 with --strict).

@@ -429,7 +429,7 @@ pub struct RuntimeLoad {
 }
 
 /// A package an `--import` package imports when it is imported, judged with it.
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ImportedWith {
     /// The top-level module imported (`torch`).
     pub package: String,
@@ -439,6 +439,12 @@ pub struct ImportedWith {
     pub at: String,
     /// Where it is installed.
     pub path: PathBuf,
+    /// For a plugin, not imported by an import statement but found through an entry point the
+    /// package reads (`entry_points(group="jax_plugins")`): which one (`xla_cuda13 of
+    /// jax-cuda13-pjrt, group jax_plugins`). A plugin is imported when that code runs, on first
+    /// use: its files load then, and what it misses fails then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<String>,
 }
 
 /// How many imports deep doctor follows packages into other packages.
@@ -780,11 +786,16 @@ fn device_code(path: &Path) -> Vec<crate::model::DeviceEntry> {
 /// A regular package of a virtual environment, found without starting its interpreter: for a
 /// venv's `bin/python` (PEP 405: `pyvenv.cfg` one level up, user site off) with no `PYTHONPATH`,
 /// `find_spec` answers `lib/python3.X/site-packages/NAME` when that holds `NAME/__init__.py`.
-/// Anything else is left to the interpreter.
+/// A dotted name (`jax_plugins.xla_cuda13`) is its parts below that directory, the last a
+/// regular package. Anything else is left to the interpreter.
 fn venv_package(python: &Path, name: &str) -> Option<PathBuf> {
-    if std::env::var_os("PYTHONPATH").is_some_and(|v| !v.is_empty()) || name.contains('.') {
+    if std::env::var_os("PYTHONPATH").is_some_and(|v| !v.is_empty())
+        || name.split('.').any(|p| p.is_empty() || p == "..")
+    {
         return None;
     }
+    let name = name.replace('.', "/");
+    let name = name.as_str();
     let venv = python.parent()?.parent()?;
     let cfg = cudist_fs::read_bounded(&venv.join("pyvenv.cfg"), cudist_fs::SMALL_FILE).ok()?;
     let cfg = String::from_utf8_lossy(&cfg);
@@ -854,12 +865,12 @@ fn scan_dlopen_name(library: &Path, pattern: &str) -> Option<String> {
 /// trampoline table's library by the catalog's SONAME of `major` (skipped when no major is
 /// known). Read once per file for all the files of a run.
 fn lazy_names(path: &Path, catalog: &Catalog, major: Option<u32>) -> Vec<String> {
-    type Found = Vec<(String, Option<String>)>;
+    type Found = (Vec<(String, Option<String>)>, Option<u32>);
     type Seen = std::collections::HashMap<PathBuf, Found>;
     static SEEN: std::sync::OnceLock<std::sync::Mutex<Seen>> = std::sync::OnceLock::new();
     let seen = SEEN.get_or_init(Default::default);
     let cached = seen.lock().ok().and_then(|m| m.get(path).cloned());
-    let found = match cached {
+    let (found, own_major) = match cached {
         Some(f) => f,
         None => {
             let f = scan_lazy(path, catalog);
@@ -869,6 +880,9 @@ fn lazy_names(path: &Path, catalog: &Catalog, major: Option<u32>) -> Vec<String>
             f
         }
     };
+    // A file that links no CUDA runtime (JAX's PJRT plugin loads every CUDA library through
+    // its trampolines) takes the major its search path names (`$ORIGIN/../nvidia/cu13/lib`).
+    let major = major.or(own_major);
     found
         .into_iter()
         .filter_map(|(id, soname)| {
@@ -888,12 +902,14 @@ fn lazy_names(path: &Path, catalog: &Catalog, major: Option<u32>) -> Vec<String>
         .collect()
 }
 
-fn scan_lazy(path: &Path, catalog: &Catalog) -> Vec<(String, Option<String>)> {
+/// The lazy loads of one file, and the CUDA major its RPATH or RUNPATH names (a `cuNN`
+/// directory of NVIDIA's CUDA 13 wheel layout, `nvidia/cu13/lib`), if exactly one.
+fn scan_lazy(path: &Path, catalog: &Catalog) -> (Vec<(String, Option<String>)>, Option<u32>) {
     let Ok(map) = cudist_elf::map_file(path) else {
-        return Vec::new();
+        return (Vec::new(), None);
     };
     let Ok(elf) = cudist_elf::ElfFile::parse(&map) else {
-        return Vec::new();
+        return (Vec::new(), None);
     };
     let rodata: Vec<&[u8]> = elf
         .sections
@@ -905,10 +921,25 @@ fn scan_lazy(path: &Path, catalog: &Catalog) -> Vec<(String, Option<String>)> {
         cudist_elf::defined_symbols_where(&map, crate::analyse::is_trampoline_table)
             .map(|v| v.into_iter().map(|(n, _)| n).collect())
             .unwrap_or_default();
-    crate::analyse::lazy_loads(&elf, &tables, &rodata, catalog)
+    let loads = crate::analyse::lazy_loads(&elf, &tables, &rodata, catalog)
         .into_iter()
         .map(|l| (l.library, l.soname))
-        .collect()
+        .collect();
+    let mut majors: Vec<u32> = elf
+        .rpath
+        .iter()
+        .chain(&elf.runpath)
+        .flat_map(|e| e.split('/'))
+        .filter_map(|c| c.strip_prefix("cu")?.parse::<u32>().ok())
+        .filter(|m| {
+            catalog
+                .library("cudart")
+                .is_some_and(|l| l.cuda.iter().any(|c| c.major == *m))
+        })
+        .collect();
+    majors.sort_unstable();
+    majors.dedup();
+    (loads, (majors.len() == 1).then(|| majors[0]))
 }
 
 /// The CUDA major of a simulation: the one most of its CUDA libraries (found or missing) whose
@@ -1619,9 +1650,53 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                     by: imports[i].0.clone(),
                     at: at.clone(),
                     path: found.clone(),
+                    plugin: None,
                 });
                 imports.push((module.clone(), found));
                 depth_of.push(depth + 1);
+            }
+            // Its plugins: the modules installed distributions register in the entry-point
+            // groups its code reads, wherever the interpreter finds distributions.
+            for (group, at) in &scan.plugin_groups {
+                let sites: Vec<PathBuf> = dir
+                    .parent()
+                    .map(Path::to_path_buf)
+                    .into_iter()
+                    .chain(search_path.unwrap_or_default().iter().cloned())
+                    .collect();
+                let mut seen_sites: Vec<&PathBuf> = Vec::new();
+                for site in &sites {
+                    if seen_sites.contains(&site) {
+                        continue;
+                    }
+                    seen_sites.push(site);
+                    let Ok(eps) = cudist_wheel::installed::entry_points(site, group) else {
+                        continue;
+                    };
+                    for ep in eps {
+                        if imports.iter().any(|(n, _)| *n == ep.module) {
+                            continue;
+                        }
+                        let Some(found) = outside_package(&python, search_path, &ep.module) else {
+                            continue;
+                        };
+                        if list_elfs(&found).is_empty() {
+                            continue;
+                        }
+                        report.imported_with.push(ImportedWith {
+                            package: ep.module.clone(),
+                            by: imports[i].0.clone(),
+                            at: at.clone(),
+                            path: found.clone(),
+                            plugin: Some(format!(
+                                "entry point {} of {}, group {group}",
+                                ep.name, ep.dist
+                            )),
+                        });
+                        imports.push((ep.module.clone(), found));
+                        depth_of.push(depth + 1);
+                    }
+                }
             }
         }
         scans.push((files, scan));
@@ -1731,6 +1806,13 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         }
         report.runtime_loads.extend(loads);
     }
+    let plugins: Vec<ImportedWith> = report
+        .imported_with
+        .iter()
+        .filter(|w| w.plugin.is_some())
+        .cloned()
+        .collect();
+    let is_plugin = |name: &str| plugins.iter().any(|w| w.package == name);
     // The libraries each package's Python loads at import, found where its code finds them.
     let mut package_preloads: Vec<crate::loads::Preload> = Vec::new();
     let mut package_files: Vec<preload::Dynamic> = Vec::new();
@@ -1782,7 +1864,8 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                                 .chain(advice.map(|a| format!("install {a}")))
                                 .collect::<Vec<_>>(),
                         );
-                        let status = if p.optional {
+                        // A plugin's import runs on first use: what it misses fails then.
+                        let status = if p.optional || is_plugin(name) {
                             Status::WillFailWhenLoaded
                         } else {
                             Status::WillFailToLoad
@@ -1946,6 +2029,24 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 })
         })
         .collect();
+    // A plugin's files load when the package loads its plugins, on first use.
+    for (f, placed) in files.iter().zip(tiers.iter_mut()) {
+        let plugin = plugins
+            .iter()
+            .filter(|w| f.starts_with(&w.path))
+            .max_by_key(|w| w.path.components().count());
+        if let (Some(w), crate::loads::Tier::Import) = (plugin, placed.tier) {
+            *placed = crate::loads::Placed {
+                tier: crate::loads::Tier::OnDemand,
+                why: Some(format!(
+                    "a plugin of {} ({}), imported when {} runs",
+                    w.by,
+                    w.plugin.as_deref().unwrap_or_default(),
+                    w.at
+                )),
+            };
+        }
+    }
     // Reality places the files of a package whose import ran to its end: loaded at import when
     // the process mapped them, else not (what the import did not exercise stays the model's).
     let mut moved: std::collections::BTreeMap<&str, (Vec<String>, Vec<String>)> =
