@@ -4,11 +4,14 @@
 
 Reads doctor-CASE.json and use-CASE.json for each case (a package, and the same package with
 cuDNN's libraries moved away), writes real.md and real.json. A verdict agrees when "ok" or "risky"
-meets a use that ran on the GPU, and a will-fail verdict meets a use that failed; the table keeps
+meets a use that ran on the GPU; "will-fail-when-loaded" an import that worked and uses that
+failed only on libraries doctor names (JAX's "Unable to load cuDNN" for libcudnn.so.9); a verdict
+that the import or the GPU fails, a use that failed. The table keeps
 doctor's first reasons and the use's failures so a disagreement can be read off it.
 """
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -30,8 +33,17 @@ def main():
         reasons = ((doc.get("verdict") or {}).get("reasons") or [])[:4]
         failed = [f"{s['step']}: {s.get('error', '')[:300]}" for s in use.get("steps", []) if not s.get("ok")]
         used = use.get("ok")
+        steps = use.get("steps", [])
+        imported = any(s.get("ok") for s in steps)
+        # The libraries doctor says are missing, by stem (libcudnn.so.9: cudnn).
+        named = {m.lower() for m in re.findall(r"lib([A-Za-z0-9_]+?)(?:\.so|-)", " ".join(
+            (doc.get("verdict") or {}).get("reasons") or []))}
+        explained = all(s.get("ok") or any(n in (s.get("error") or "").lower() for n in named) for s in steps)
         if verdict in ("ok", "risky"):
             agrees = used is True
+        elif verdict == "will-fail-when-loaded":
+            # It imports, and only what needs a library doctor names fails.
+            agrees = imported and explained
         elif verdict.startswith("will-fail"):
             agrees = used is False
         else:

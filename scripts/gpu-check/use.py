@@ -3,7 +3,7 @@
     python3 use.py torch|jax|cupy
 
 The use goes past the import to the features doctor judges: a kernel on the GPU, a cuBLAS product
-and a cuDNN convolution (torch, jax) or a cuBLAS product (cupy). `ok` is true only when every one
+and a cuDNN convolution (torch, jax) or a cuBLAS product and cupy's cuTENSOR module (cupy). `ok` is true only when every one
 of them ran on the GPU; `steps` says which ran and each failure's text. JAX falls back to the CPU
 without raising when its CUDA plugin cannot start, so `platform` is recorded and a CPU platform is
 a failure of the GPU use.
@@ -38,12 +38,23 @@ def use_torch(steps):
 
 
 def use_jax(steps):
+    import logging
+
+    # JAX logs a plugin's failure and goes on on the CPU: keep what it logs for the answer.
+    logged = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            logged.append(self.format(record))
+
+    logging.getLogger("jax").addHandler(Keep(level=logging.WARNING))
     import jax
     import jax.numpy as jnp
 
     platform = step(steps, "platform", lambda: jax.devices()[0].platform)
     if platform != "gpu":
-        steps.append({"step": "on the GPU", "ok": False, "error": f"jax runs on {platform!r}, not the GPU"})
+        steps.append({"step": "on the GPU", "ok": False,
+                      "error": f"jax runs on {platform!r}, not the GPU; it logged: " + " | ".join(logged)[-1500:]})
     step(steps, "kernel", lambda: float(jnp.arange(1 << 20, dtype=jnp.float32).sum()))
     step(steps, "cublas", lambda: float((jnp.ones((64, 64)) @ jnp.ones((64, 64))).sum()))
     step(steps, "cudnn conv", lambda: float(jax.lax.conv(
@@ -56,6 +67,7 @@ def use_cupy(steps):
     step(steps, "device count", lambda: cupy.cuda.runtime.getDeviceCount())
     step(steps, "kernel", lambda: float(cupy.arange(1 << 20, dtype=cupy.float32).sum()))
     step(steps, "cublas", lambda: float((cupy.ones((64, 64)) @ cupy.ones((64, 64))).sum()))
+    step(steps, "cutensor", lambda: __import__("cupy_backends.cuda.libs.cutensor").__name__)
 
 
 def main():
