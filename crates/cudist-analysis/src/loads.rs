@@ -214,10 +214,22 @@ pub struct Scan {
     /// whether an extension module loads at import ([`tiers`]).
     pub modules: BTreeMap<String, pysource::ImportedAt>,
     /// The entry-point groups its code reads (`entry_points(group="jax_plugins")`,
-    /// `pkg_resources.iter_entry_points("G")`), each with the `file:line` of the first read:
-    /// the modules installed distributions register there are its plugins, imported when that
-    /// code runs.
-    pub plugin_groups: Vec<(String, String)>,
+    /// `pkg_resources.iter_entry_points("G")`): the modules installed distributions register
+    /// there are its plugins, imported when that code runs.
+    pub plugin_groups: Vec<PluginGroup>,
+}
+
+/// An entry-point group a package reads its plugins from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginGroup {
+    /// The group (`jax_plugins`).
+    pub group: String,
+    /// The `file:line` of the first read.
+    pub at: String,
+    /// The function that reads it catches any exception somewhere in its body (JAX's
+    /// `discover_pjrt_plugins` around each plugin's `initialize()`): a plugin that fails is
+    /// logged and left out, and the package goes on without it.
+    pub goes_on_without: bool,
 }
 
 /// Every preload the sources show, for a package of CUDA major `cuda_major` (cuda-pathfinder
@@ -290,7 +302,7 @@ pub fn scan_with(
     let files: Vec<File> = pysource::read_files(&py);
     let loaders: Vec<&str> = catalog.python_loaders().into_iter().collect();
     let mut calls = Vec::new();
-    let mut plugin_groups: Vec<(String, String)> = Vec::new();
+    let mut plugin_groups: Vec<PluginGroup> = Vec::new();
     for (fi, f) in files.iter().enumerate() {
         for (si, st) in f.stmts.iter().enumerate() {
             // Never a call under a branch that does not run on Linux.
@@ -306,8 +318,20 @@ pub fn scan_with(
                     _ => None,
                 };
                 if let Some(g) = group {
-                    if !plugin_groups.iter().any(|(h, _)| h == g) {
-                        plugin_groups.push((g.clone(), format!("{}:{}", f.path, st.number)));
+                    if !plugin_groups.iter().any(|p| p.group == *g) {
+                        let function = f.scope[si];
+                        let goes_on_without = (0..f.stmts.len())
+                            .filter(|&sj| f.scope[sj] == function && !f.excluded[sj])
+                            .any(|sj| {
+                                f.caught(sj).iter().any(|c| {
+                                    matches!(c.as_str(), "*" | "Exception" | "BaseException")
+                                })
+                            });
+                        plugin_groups.push(PluginGroup {
+                            group: g.clone(),
+                            at: format!("{}:{}", f.path, st.number),
+                            goes_on_without,
+                        });
                     }
                     continue;
                 }
@@ -1080,7 +1104,7 @@ mod tests {
             &[
                 src(
                     "jax/_src/xla_bridge.py",
-                    "import logging\ndef discover():\n  from importlib.metadata import entry_points\n  for ep in entry_points(group=\"jax_plugins\"):\n    pass\n",
+                    "import logging\ndef discover():\n  from importlib.metadata import entry_points\n  for ep in entry_points(group=\"jax_plugins\"):\n    try:\n      ep.load().initialize()\n    except Exception:\n      logging.exception('x')\n",
                 ),
                 src(
                     "jax/other.py",
@@ -1090,17 +1114,17 @@ mod tests {
             &Catalog::builtin(),
             None,
         );
-        let groups: Vec<(&str, &str)> = scan
+        let groups: Vec<(&str, &str, bool)> = scan
             .plugin_groups
             .iter()
-            .map(|(g, at)| (g.as_str(), at.as_str()))
+            .map(|p| (p.group.as_str(), p.at.as_str(), p.goes_on_without))
             .collect();
         assert_eq!(
             groups,
             [
-                ("jax_plugins", "jax/_src/xla_bridge.py:4"),
-                ("g2", "jax/other.py:3"),
-                ("g3", "jax/other.py:4")
+                ("jax_plugins", "jax/_src/xla_bridge.py:4", true),
+                ("g2", "jax/other.py:3", false),
+                ("g3", "jax/other.py:4", false)
             ]
         );
     }

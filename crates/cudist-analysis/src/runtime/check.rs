@@ -865,21 +865,7 @@ fn scan_dlopen_name(library: &Path, pattern: &str) -> Option<String> {
 /// trampoline table's library by the catalog's SONAME of `major` (skipped when no major is
 /// known). Read once per file for all the files of a run.
 fn lazy_names(path: &Path, catalog: &Catalog, major: Option<u32>) -> Vec<String> {
-    type Found = (Vec<(String, Option<String>)>, Option<u32>);
-    type Seen = std::collections::HashMap<PathBuf, Found>;
-    static SEEN: std::sync::OnceLock<std::sync::Mutex<Seen>> = std::sync::OnceLock::new();
-    let seen = SEEN.get_or_init(Default::default);
-    let cached = seen.lock().ok().and_then(|m| m.get(path).cloned());
-    let (found, own_major) = match cached {
-        Some(f) => f,
-        None => {
-            let f = scan_lazy(path, catalog);
-            if let Ok(mut m) = seen.lock() {
-                m.insert(path.to_path_buf(), f.clone());
-            }
-            f
-        }
-    };
+    let (found, own_major) = lazy_scan(path, catalog);
     // A file that links no CUDA runtime (JAX's PJRT plugin loads every CUDA library through
     // its trampolines) takes the major its search path names (`$ORIGIN/../nvidia/cu13/lib`).
     let major = major.or(own_major);
@@ -900,6 +886,22 @@ fn lazy_names(path: &Path, catalog: &Catalog, major: Option<u32>) -> Vec<String>
             })
         })
         .collect()
+}
+
+/// [`scan_lazy`], once per file.
+fn lazy_scan(path: &Path, catalog: &Catalog) -> (Vec<(String, Option<String>)>, Option<u32>) {
+    type Found = (Vec<(String, Option<String>)>, Option<u32>);
+    type Seen = std::collections::HashMap<PathBuf, Found>;
+    static SEEN: std::sync::OnceLock<std::sync::Mutex<Seen>> = std::sync::OnceLock::new();
+    let seen = SEEN.get_or_init(Default::default);
+    if let Some(f) = seen.lock().ok().and_then(|m| m.get(path).cloned()) {
+        return f;
+    }
+    let f = scan_lazy(path, catalog);
+    if let Ok(mut m) = seen.lock() {
+        m.insert(path.to_path_buf(), f.clone());
+    }
+    f
 }
 
 /// The lazy loads of one file, and the CUDA major its RPATH or RUNPATH names (a `cuNN`
@@ -1460,24 +1462,46 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         // driver is here (libcuda.so.1 found), so a driver library it lacks (NVML in a container
         // started without the `utility` capability) fails what opens it, not every kernel.
         let status = Status::WillFailWhenLoaded;
+        let fix = if driver_lib.is_some() {
+            None
+        } else {
+            let major = majors
+                .first()
+                .copied()
+                .or_else(|| lazy_scan(&r.needed_by, catalog).1);
+            fix_for(&r.name, &r.needed_by, &r.tried, major, catalog)
+        };
+        let fix = fix.map(|f| format!(" (fix: {f})")).unwrap_or_default();
+        let by = r
+            .needed_by
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         verdict.add_cause(
             status,
             format!("dlopen {}", r.name),
             f.display().to_string(),
-            format!(
-                "{}: dlopen({}) from {} will fail on first use: not found (tried {})",
-                f.display(),
-                r.name,
-                r.needed_by.display(),
-                r.tried.len()
-            ),
+            if driver_lib.is_some() {
+                format!(
+                    "{}: dlopen({}) from {by} will fail on first use: the installed driver does not provide it",
+                    f.display(),
+                    r.name,
+                )
+            } else {
+                format!(
+                    "{}: dlopen({}) from {by} will fail on first use: not found in the {} places its search tries{fix}",
+                    f.display(),
+                    r.name,
+                    r.tried.len()
+                )
+            },
             if driver_lib.is_some() {
                 format!(
                     "dlopen({}) will fail on first use: the installed driver does not provide it",
                     r.name
                 )
             } else {
-                format!("dlopen({}) will fail on first use: not found", r.name)
+                format!("dlopen({}) will fail on first use: not found{fix}", r.name)
             },
         );
     }
@@ -1657,7 +1681,12 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             }
             // Its plugins: the modules installed distributions register in the entry-point
             // groups its code reads, wherever the interpreter finds distributions.
-            for (group, at) in &scan.plugin_groups {
+            for crate::loads::PluginGroup {
+                group,
+                at,
+                goes_on_without,
+            } in &scan.plugin_groups
+            {
                 let sites: Vec<PathBuf> = dir
                     .parent()
                     .map(Path::to_path_buf)
@@ -1689,8 +1718,17 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                             at: at.clone(),
                             path: found.clone(),
                             plugin: Some(format!(
-                                "entry point {} of {}, group {group}",
-                                ep.name, ep.dist
+                                "entry point {} of {}, group {group}{}",
+                                ep.name,
+                                ep.dist,
+                                if *goes_on_without {
+                                    format!(
+                                        "; {} catches a plugin's failure and goes on without it",
+                                        imports[i].0
+                                    )
+                                } else {
+                                    String::new()
+                                }
                             )),
                         });
                         imports.push((ep.module.clone(), found));
