@@ -174,7 +174,11 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let file_tag = platform::FileTag::of(&file_name);
-    let platform = platform::evaluate(elfs.iter().map(|a| &a.report), &|_| false, &file_tag);
+    // A library of a Python package (torch's libc10.so) comes with that package, which must be
+    // imported before the file can load at all (auditwheel is told so with `--exclude`): not an
+    // outside library to judge.
+    let from_required = |n: &crate::model::Needed| catalog.python_provider(&n.soname).is_some();
+    let platform = platform::evaluate(elfs.iter().map(|a| &a.report), &from_required, &file_tag);
     let mut verdict = verdict(
         kind,
         &cuda_needed,
@@ -454,7 +458,18 @@ fn aggregate_needs(
 ) -> (Vec<NeededLibrary>, Vec<NeededLibrary>) {
     let mut cuda_needed: BTreeMap<String, NeededLibrary> = BTreeMap::new();
     let mut driver_needed: BTreeMap<String, NeededLibrary> = BTreeMap::new();
+    // Per SONAME: the Python package whose import loads it before each file that needs it can
+    // load (`None` once one file has no such package).
+    let mut first: BTreeMap<String, Option<String>> = BTreeMap::new();
     for a in elfs.iter().filter(|a| a.report.vendored.is_none()) {
+        // A library of a Python package this file links (torch's libc10.so): nothing else puts
+        // it on a search path, so the file loads only after that package's import, which has
+        // loaded its CUDA libraries by then.
+        let provider = a
+            .report
+            .needed
+            .iter()
+            .find_map(|n| catalog.python_provider(&n.soname));
         for n in &a.report.needed {
             let table = match n.class {
                 NeededClass::Toolkit | NeededClass::External => &mut cuda_needed,
@@ -498,11 +513,23 @@ fn aggregate_needs(
                         .min_by_key(|p| !p.at_import)
                         .cloned(),
                     lazy: None,
+                    loaded_first_by: None,
                 }
             });
             row.lazy = None;
             row.tier = row.tier.min(a.report.tier);
             row.needed_by.push(a.report.path.clone());
+            let by = provider.filter(|p| {
+                row.library
+                    .as_ref()
+                    .is_some_and(|l| p.loads_at_import.contains(&l.id))
+            });
+            let entry = first
+                .entry(n.soname.clone())
+                .or_insert_with(|| by.map(|p| format!("{} ({})", p.pip, p.loaded_by)));
+            if by.is_none() {
+                *entry = None;
+            }
             // Every directory the library's wheel installs it in, across its release lines.
             let want: Vec<&str> = row
                 .library
@@ -545,6 +572,7 @@ fn aggregate_needs(
                         .min_by_key(|p| !p.at_import)
                         .cloned(),
                     lazy: Some(l.evidence.clone()),
+                    loaded_first_by: None,
                 }
             });
             if !row.needed_by.contains(&a.report.path) {
@@ -560,6 +588,11 @@ fn aggregate_needs(
                 .map(|m| m.major.pip_dirs().into_iter().map(|(d, _)| d).collect())
                 .unwrap_or_default();
             row.rpath_covers &= search_path_covers(&a.report, &soname, &want, files);
+        }
+    }
+    for (soname, row) in cuda_needed.iter_mut() {
+        if row.lazy.is_none() {
+            row.loaded_first_by = first.get(soname).cloned().flatten();
         }
     }
     (
@@ -1454,6 +1487,15 @@ fn verdict(
                 ));
                 continue;
             }
+        }
+        // Every file that needs it links a library of a Python package the wheel requires,
+        // whose import loads it first (torch's, from its CUDA wheels): nothing to fix here.
+        if let (Some(by), false) = (&n.loaded_first_by, n.rpath_covers && n.declared) {
+            lines.push(format!(
+                "loads: {} is loaded before the files that need it: they link the libraries of {by}, whose import loads it first",
+                n.soname
+            ));
+            continue;
         }
         // A library whose wheel the catalog does not know (TensorRT's come from
         // pypi.nvidia.com): no directory to search, no requirement to write.

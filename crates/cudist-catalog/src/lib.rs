@@ -462,6 +462,27 @@ fn segment_matches(pattern: &str, seg: &str) -> bool {
     true
 }
 
+/// A Python package whose shared libraries other packages' files link (`libc10.so` of torch):
+/// such a file loads only after that package's import has loaded them, and by then the CUDA
+/// libraries that import loads are in the process too.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PythonProvider {
+    /// The distribution (`torch`).
+    pub pip: String,
+    /// The SONAMEs of the libraries it ships for other packages to link.
+    pub sonames: Vec<String>,
+    /// Catalog library ids its import loads, from its CUDA build's wheels, before any of its
+    /// libraries can be linked by another file.
+    #[serde(default)]
+    pub loads_at_import: Vec<String>,
+    /// Where its import loads them (`torch/__init__.py: _load_global_deps`).
+    #[serde(default)]
+    pub loaded_by: String,
+    #[serde(default)]
+    pub sources: Vec<String>,
+}
+
 /// A Python package that loads CUDA libraries itself (with cuda-pathfinder or its own code)
 /// before importing the modules that link them.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
@@ -639,6 +660,8 @@ struct CatalogFile {
     #[serde(default)]
     package: Vec<Package>,
     #[serde(default)]
+    python_provider: Vec<PythonProvider>,
+    #[serde(default)]
     header: Vec<PathRule>,
     #[serde(default)]
     file: Vec<PathRule>,
@@ -654,6 +677,7 @@ const BUILTIN: &[(&str, &str)] = &[
     ("gpus.toml", include_str!("../data/gpus.toml")),
     ("components.toml", include_str!("../data/components.toml")),
     ("packages.toml", include_str!("../data/packages.toml")),
+    ("providers.toml", include_str!("../data/providers.toml")),
     ("headers.toml", include_str!("../data/headers.toml")),
     ("files.toml", include_str!("../data/files.toml")),
     ("rapids.toml", include_str!("../data/rapids.toml")),
@@ -728,6 +752,8 @@ pub struct Catalog {
     pub gpu_names: Vec<GpuName>,
     pub components: Vec<Component>,
     pub packages: Vec<Package>,
+    /// Python packages whose libraries other packages link ([`PythonProvider`]).
+    pub python_providers: Vec<PythonProvider>,
     /// Header rules (paths below `include/`), tried in order.
     pub headers: Vec<PathRule>,
     /// File rules (paths below a CUDA root), tried in order.
@@ -739,6 +765,13 @@ pub struct Catalog {
 }
 
 impl Catalog {
+    /// The Python package that ships a library other packages' files link, by SONAME.
+    pub fn python_provider(&self, soname: &str) -> Option<&PythonProvider> {
+        self.python_providers
+            .iter()
+            .find(|p| p.sonames.iter().any(|s| s == soname))
+    }
+
     /// The component of a file of a CUDA root by its path (`include/cublas_v2.h`,
     /// `bin/nvcc`), from the header and file rules; `None` when no rule places it.
     pub fn component_of_path(&self, path: &str, major: Option<u32>) -> Option<&str> {
@@ -823,6 +856,7 @@ impl Catalog {
             gpu_names: Vec::new(),
             components: Vec::new(),
             packages: Vec::new(),
+            python_providers: Vec::new(),
             headers: Vec::new(),
             files: Vec::new(),
             by_soname: BTreeMap::new(),
@@ -1027,6 +1061,9 @@ impl Catalog {
         });
         replace_by(&mut self.components, file.component, |c| c.pip.clone());
         replace_by(&mut self.packages, file.package, |p| p.pip.clone());
+        replace_by(&mut self.python_providers, file.python_provider, |p| {
+            p.pip.clone()
+        });
         for r in file.header.iter().chain(&file.file) {
             if r.component.is_empty() || r.patterns.is_empty() {
                 return Err(invalid("a path rule needs a component and patterns".into()));

@@ -26,6 +26,7 @@ impl Libs {
             ("drv", "libcuda.so.1", "cuInit"),
             ("rmm", "librmm.so", "rmm_alloc"),
             ("acme", "libacme.so", "acme_alloc"),
+            ("torch", "libc10.so", "c10_alloc"),
         ] {
             let sd = d.join(sub);
             std::fs::create_dir_all(&sd).unwrap();
@@ -141,6 +142,50 @@ fn missing_rpath_and_dependency_is_unresolved() {
         lines.contains(&"fails at import: needs libcublas.so.12 but has no RPATH to nvidia/cublas/lib and no dependency on nvidia-cublas-cu12".to_string()),
         "{lines:?}"
     );
+}
+
+/// A file that links torch's libc10.so loads only after `import torch`, which has loaded the
+/// CUDA libraries of its build by then (the catalog's `python_provider`): what it needs of those
+/// is not a missing RPATH, and libc10.so is not an outside library for the platform tag. The same
+/// file without libc10.so is unresolved.
+#[test]
+fn a_torch_extension_gets_its_cuda_libraries_from_torchs_import() {
+    let libs = Libs::new();
+    let out = tempfile::tempdir().unwrap();
+    let ext = libs.extension(&[("c12", "cublas"), ("torch", "c10")], None);
+    let w = out
+        .path()
+        .join("textn-1.0-cp311-cp311-manylinux_2_28_x86_64.whl");
+    write_wheel(&w, "textn", &["torch"], &[(EXT, ext)]);
+    let r = inspect_json(&[w.to_str().unwrap()], 0);
+    let a = artifact(&r, ".whl");
+    assert_eq!(a["verdict"]["status"], "ok", "{a:#}");
+    let cublas = needed(a, "libcublas.so.12");
+    assert_eq!(
+        cublas["loaded_first_by"],
+        "torch (torch/__init__.py: _load_global_deps)"
+    );
+    assert!(
+        verdict_lines(a).iter().any(|l| l.starts_with(
+            "loads: libcublas.so.12 is loaded before the files that need it: they link the libraries of torch"
+        )),
+        "{:?}",
+        verdict_lines(a)
+    );
+    assert!(
+        a["platform"]["policy"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("manylinux_2_")),
+        "{:#}",
+        a["platform"]
+    );
+    // Without torch's library the file can load before torch: its own search must find cuBLAS.
+    let ext = libs.extension(&[("c12", "cublas")], None);
+    let w = wheel(out.path(), "plain", &["torch"], &[(EXT, ext)]);
+    let r = inspect_json(&[&w], 0);
+    let a = artifact(&r, ".whl");
+    assert_eq!(a["verdict"]["status"], "unresolved", "{a:#}");
+    assert!(needed(a, "libcublas.so.12")["loaded_first_by"].is_null());
 }
 
 #[test]
