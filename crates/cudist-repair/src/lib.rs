@@ -356,13 +356,20 @@ fn repair_one(
         .iter()
         .map(|m| (install_path(&m.name), m.name.clone()))
         .collect();
-    // Non-system, non-CUDA libraries the wheel needs are grafted into `<dist>.libs/`.
+    // Non-system, non-CUDA libraries the wheel needs are grafted into `<dist>.libs/`, unless the
+    // wheel is tagged manylinux or musllinux already: whoever tagged it judged its outside
+    // libraries (auditwheel grafted what it should carry, `--exclude` left the rest to a
+    // dependency or the system), and copying this machine's libcurl or libssl into it would
+    // ship what its author left out on purpose, and raise its glibc floor to this machine's.
     let dist = file_name.split('-').next().unwrap_or("wheel").to_string();
     let libs_dir = format!("{dist}.libs");
     let excluded = |soname: &str| opts.exclude.iter().any(|p| p.matches(soname));
+    let tagged = cudist_analysis::platform::FileTag::of(&file_name)
+        .libc
+        .is_some();
     let (grafts, missing) = graft::collect(
         artifact.elf_files.iter().filter(|e| e.vendored.is_none()),
-        &excluded,
+        &|soname: &str| tagged || excluded(soname),
         &libs_dir,
         catalog,
     )?;

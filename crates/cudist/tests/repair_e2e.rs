@@ -692,6 +692,38 @@ fn non_cuda_libraries_are_grafted_like_auditwheel_does() {
         "libcudart.so.12",
         "12",
     );
+
+    // The same wheel tagged manylinux by its author (libfoo left to a dependency or the system,
+    // as auditwheel's --exclude does): repair does its CUDA work and grafts nothing from this
+    // machine, though it finds libfoo here, and the tag stays manylinux (the one its symbol
+    // versions allow).
+    let tagged = work
+        .path()
+        .join(format!("demo-1.0-{tag}-{tag}-manylinux_2_17_x86_64.whl"));
+    std::fs::copy(&w, &tagged).unwrap();
+    let out2 = work.path().join("out-tagged");
+    let o = Command::new(env!("CARGO_BIN_EXE_cudist"))
+        .args(["repair", "--json", "-w"])
+        .arg(&out2)
+        .arg(&tagged)
+        .env("LD_LIBRARY_PATH", &libs)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let wr = &r["wheels"][0];
+    assert!(wr["grafted"].as_array().unwrap().is_empty(), "{wr:#}");
+    assert_eq!(wr["unhandled"][0], "libfoo.so.1", "{wr:#}");
+    assert_eq!(wr["requires_added"][0], "nvidia-cuda-runtime-cu12>=12,<13");
+    let name = wr["output"].as_str().unwrap();
+    assert!(name.contains("-manylinux"), "{wr:#}");
+    assert!(
+        wr["platform"]["tags"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("manylinux"),
+        "{wr:#}"
+    );
 }
 
 #[test]
