@@ -300,9 +300,19 @@ pub struct Loaded {
     /// The dynamic loader: loaded first, needs nothing, its symbols are not read.
     #[serde(skip)]
     rtld: bool,
+    /// Loaded before the main object: the dynamic loader, a preloaded library, or what those
+    /// need.
+    #[serde(skip)]
+    before_main: bool,
 }
 
 impl Loaded {
+    /// Whether it was loaded before the main object (preloaded, or needed by what was): what it
+    /// opens at run time is its own doing, not the main object's.
+    pub fn loaded_before_main(&self) -> bool {
+        self.before_main
+    }
+
     /// Its `DT_NEEDED` entries.
     pub fn needed(&self) -> &[String] {
         if self.rtld {
@@ -475,6 +485,7 @@ fn loaded(path: PathBuf, info: Arc<ObjInfo>, loader: Option<usize>, name: Option
         names,
         info,
         rtld: false,
+        before_main: false,
     }
 }
 
@@ -499,6 +510,7 @@ pub fn simulate(main: &Path, env: &LoadEnv) -> Result<Simulation, crate::ElfErro
     sim.objects
         .extend(before.objects.iter().cloned().map(|mut o| {
             o.loader = o.loader.map(|l| l + 1);
+            o.before_main = true;
             o
         }));
     run_queue(&mut sim, VecDeque::from([0]), env);

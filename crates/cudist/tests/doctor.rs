@@ -1622,6 +1622,49 @@ fn optional_capabilities_are_not_failures() {
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
 }
 
+/// What a library the package preloads opens at run time is said of that library, once, not of
+/// every file checked after it (torch's libcufile and its optional RDMA library were listed under
+/// numpy's and scipy's modules).
+#[test]
+fn a_preloaded_librarys_own_dlopens_are_said_of_it_once() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[(
+            "usesfile/__init__.py",
+            "import ctypes, os\nctypes.CDLL(os.path.join(os.path.dirname(__file__), 'lib', 'libcufile.so.0'))\n",
+        )],
+    );
+    let lib = site.join("usesfile/lib");
+    fake_lib(&lib, "libcufile.so.0", "libcufile.so.0", "cuFileDriverOpen");
+    for m in ["a", "b", "c"] {
+        gcc_shared(
+            &site.join("usesfile"),
+            &format!("{m}.so"),
+            None,
+            "int f(void) { return 0; }\n",
+            &[],
+        );
+    }
+    let (code, v) = doctor_import_with("usesfile", &python, &["--static"]);
+    assert_eq!(code, Some(0), "{v:#}");
+    let reasons: Vec<&str> = v["verdict"]["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    let rdma: Vec<&&str> = reasons
+        .iter()
+        .filter(|r| r.contains("libcufile_rdma.so.1"))
+        .collect();
+    assert_eq!(rdma.len(), 1, "{reasons:#?}");
+    assert!(
+        rdma[0].starts_with(&format!("{}:", lib.join("libcufile.so.0").display())),
+        "{reasons:#?}"
+    );
+}
+
 /// A library the package loads at import inside `try … except OSError`, whose own dependency is
 /// missing (cupy's cuTENSOR without cuBLASLt): the real import goes on without it, so the files
 /// are judged without it loaded, and only what needs it fails, on first use. The model alone

@@ -166,7 +166,10 @@ impl Verdict {
         match self.causes.iter_mut().find(|c| c.key == key) {
             Some(c) => {
                 c.status = c.status.max(status);
-                c.files.push((file, one));
+                // One file once: a library preloaded for every file is said of itself.
+                if !c.files.iter().any(|(f, _)| *f == file) {
+                    c.files.push((file, one));
+                }
             }
             None => self.causes.push(Cause {
                 key,
@@ -1419,6 +1422,17 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         .unwrap_or(false)
     };
     for r in dl.iter().filter(|r| r.path.is_none()) {
+        // What a library loaded before this file (a package's preload, torch's libcufile)
+        // opens is that library's doing: said of it, once, not of every file checked.
+        let owner = if sim
+            .objects
+            .iter()
+            .any(|o| o.path == r.needed_by && o.loaded_before_main())
+        {
+            r.needed_by.as_path()
+        } else {
+            f
+        };
         let driver_lib = catalog.driver_lib(&r.name);
         if driver_lib.is_some() && (host.driver.is_none() || profile) {
             // No driver here: said once, in the host notes. A profile's driver provides its
@@ -1433,8 +1447,8 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             verdict.add_cause(
                 Status::Ok,
                 format!("optional {}", r.name),
-                f.display().to_string(),
-                format!("{}: {what}", f.display()),
+                owner.display().to_string(),
+                format!("{}: {what}", owner.display()),
                 what,
             );
             continue;
@@ -1452,8 +1466,8 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             verdict.add_cause(
                 Status::Ok,
                 format!("optional {}", r.name),
-                f.display().to_string(),
-                format!("{}: {what}", f.display()),
+                owner.display().to_string(),
+                format!("{}: {what}", owner.display()),
                 what,
             );
             continue;
@@ -1480,17 +1494,17 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         verdict.add_cause(
             status,
             format!("dlopen {}", r.name),
-            f.display().to_string(),
+            owner.display().to_string(),
             if driver_lib.is_some() {
                 format!(
                     "{}: dlopen({}) from {by} will fail on first use: the installed driver does not provide it",
-                    f.display(),
+                    owner.display(),
                     r.name,
                 )
             } else {
                 format!(
                     "{}: dlopen({}) from {by} will fail on first use: not found in the {} places its search tries{fix}",
-                    f.display(),
+                    owner.display(),
                     r.name,
                     r.tried.len()
                 )
