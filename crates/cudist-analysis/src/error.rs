@@ -275,10 +275,14 @@ pub fn hint<'a>(
         if cause.is::<cudist_fs::PathError>() || cause.is::<cudist_fs::ExtractError>() {
             return Some("the input names a path outside itself, or writes through a link; cudist reads and writes only inside an input's own root (docs/security.md)");
         }
-        if let Some(cudist_elf::patch::PatchError::Layout(_)) =
-            cause.downcast_ref::<cudist_elf::patch::PatchError>()
-        {
-            return Some("the file's headers describe what no linker writes; rebuild it, or check it with `readelf -lS`");
+        match cause.downcast_ref::<cudist_elf::patch::PatchError>() {
+            Some(cudist_elf::patch::PatchError::Layout(_)) => {
+                return Some("the file's headers describe what no linker writes; rebuild it, or check it with `readelf -lS`");
+            }
+            Some(cudist_elf::patch::PatchError::Rewrite(_)) => {
+                return Some("the file is valid, but cudist's ELF writer cannot make this layout change (a limit of cudist, not a fault of the wheel): nothing was written; `patchelf --set-rpath` can make the edit");
+            }
+            _ => {}
         }
         if let Some(c) = cause.downcast_ref::<cudist_conda::Error>() {
             return Some(match c {

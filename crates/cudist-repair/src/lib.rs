@@ -177,6 +177,10 @@ pub struct Report {
     pub wheels: Vec<WheelRepair>,
     /// The inputs that could not be read, repaired or written (nothing was written for them).
     pub errors: Vec<cudist_analysis::model::InputError>,
+    /// How many of `errors` are not the input's fault (an output that cannot be written, an
+    /// edit cudist's ELF writer cannot make): the exit code is 1 for those, not 3.
+    #[serde(skip)]
+    pub not_input_faults: usize,
 }
 
 /// What was done to one wheel.
@@ -312,6 +316,7 @@ pub fn repair(
 ) -> Report {
     let mut wheels = Vec::new();
     let mut errors = Vec::new();
+    let mut not_input_faults = 0;
     let installed = opts
         .build_env
         .as_deref()
@@ -323,10 +328,15 @@ pub fn repair(
         progress(Progress::Done(p));
         match result {
             Ok(w) => wheels.push(w),
-            Err(e) => errors.push(cudist_analysis::error::input_error(
-                p.display().to_string(),
-                &e,
-            )),
+            Err(e) => {
+                if !cudist_analysis::error::is_bad_input(cudist_analysis::error::chain(&e)) {
+                    not_input_faults += 1;
+                }
+                errors.push(cudist_analysis::error::input_error(
+                    p.display().to_string(),
+                    &e,
+                ))
+            }
         }
     }
     Report {
@@ -335,6 +345,7 @@ pub fn repair(
         dry_run: opts.dry_run,
         wheels,
         errors,
+        not_input_faults,
     }
 }
 

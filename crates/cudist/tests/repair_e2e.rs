@@ -1393,3 +1393,62 @@ fn a_lazily_loaded_soname_several_majors_share_takes_the_wheels_major_or_none() 
         r["wheels"][0]
     );
 }
+
+/// A valid library whose layout cudist's ELF writer cannot change (LLD puts the notes right after
+/// the program headers, so there is no room for a new segment's header) is cudist's limit, not a
+/// fault of the wheel: exit 1, not 3, a hint that says so and names patchelf, and nothing written.
+/// The same edit on a GNU ld build of the same source is made.
+#[test]
+fn an_edit_the_writer_cannot_make_is_not_blamed_on_the_wheel() {
+    let Some(lld) = tool_from_env("CUDIST_LLD") else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    fake_lib(d, "libcublas.so", "libcublas.so.12", "cublasCreate_v2");
+    let source = "int cublasCreate_v2(void *); int f(void) { return cublasCreate_v2(0); }\n";
+    for (linker, expect) in [(lld.as_path(), 1), (Path::new("bfd"), 0)] {
+        // gcc finds `ld.lld` in a `-B` directory.
+        let mut args: Vec<String> = match linker.to_str() {
+            Some("bfd") => vec!["-fuse-ld=bfd".into()],
+            _ => vec![
+                "-fuse-ld=lld".into(),
+                format!("-B{}", linker.parent().unwrap().display()),
+            ],
+        };
+        args.extend([
+            "-Wl,--no-as-needed".to_string(),
+            format!("-L{}", d.display()),
+            "-lcublas".to_string(),
+        ]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let lib = gcc_shared(d, "libuser.so", None, source, &args);
+        let w = d.join("user-1.0-cp311-cp311-linux_x86_64.whl");
+        write_wheel(
+            &w,
+            "user",
+            &[],
+            &[("user/libuser.so", std::fs::read(&lib).unwrap())],
+        );
+        let out = d.join(format!("out-{expect}"));
+        let o = Command::new(env!("CARGO_BIN_EXE_cudist"))
+            .args(["repair", "-w"])
+            .arg(&out)
+            .arg(&w)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(expect), "{linker:?}: {}", stderr(&o));
+        if expect == 1 {
+            let err = stderr(&o);
+            assert!(
+                err.contains("a limit of cudist, not a fault of the wheel")
+                    && err.contains("patchelf"),
+                "{err}"
+            );
+            assert!(
+                !out.exists() || std::fs::read_dir(&out).unwrap().next().is_none(),
+                "something was written"
+            );
+        }
+    }
+}
