@@ -1488,8 +1488,8 @@ fn verdict(
                 continue;
             }
         }
-        // Every file that needs it links a library of a Python package the wheel requires,
-        // whose import loads it first (torch's, from its CUDA wheels): nothing to fix here.
+        // Every file that needs it links a library of a Python package (torch's), whose
+        // import loads it first, from that package's CUDA wheels: nothing to fix here.
         if let (Some(by), false) = (&n.loaded_first_by, n.rpath_covers && n.declared) {
             lines.push(format!(
                 "loads: {} is loaded before the files that need it: they link the libraries of {by}, whose import loads it first",

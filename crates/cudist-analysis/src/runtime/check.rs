@@ -450,6 +450,9 @@ pub struct ImportedWith {
     pub plugin: Option<String>,
 }
 
+/// How many plugins (entry-point modules) doctor follows, over all the groups read.
+const MAX_PLUGINS: usize = 64;
+
 /// How many imports deep doctor follows packages into other packages.
 const MAX_FOLLOW: usize = 3;
 
@@ -1719,6 +1722,16 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                     for ep in eps {
                         if imports.iter().any(|(n, _)| *n == ep.module) {
                             continue;
+                        }
+                        // An environment nobody vetted may register any number.
+                        if report
+                            .imported_with
+                            .iter()
+                            .filter(|w| w.plugin.is_some())
+                            .count()
+                            >= MAX_PLUGINS
+                        {
+                            break;
                         }
                         let Some(found) = outside_package(&python, search_path, &ep.module) else {
                             continue;
