@@ -1502,6 +1502,15 @@ fn plugins_registered_by_entry_points_load_on_first_use() {
                 "hostplug-1.0.dist-info/entry_points.txt",
                 "[hostpkg_plugins]\ngpu = hostpkg_plugins.gpu:init\n",
             ),
+            // Entries nobody vetted: a path, a module without files, a name past any bound.
+            (
+                "odd-1.0.dist-info/METADATA",
+                "Metadata-Version: 2.1\nName: odd\nVersion: 1.0\n",
+            ),
+            (
+                "odd-1.0.dist-info/entry_points.txt",
+                "[hostpkg_plugins]\nup = ../../../etc:x\nstd = os.path\nnone = no_such_module_here\n",
+            ),
             (
                 "hostpkg_plugins/gpu/__init__.py",
                 "import ctypes, os\n_lib = ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'libgpu_backend.so'))\ndef init():\n    return _lib\n",
@@ -1519,7 +1528,7 @@ fn plugins_registered_by_entry_points_load_on_first_use() {
             .unwrap()
     };
     assert!(run("import hostpkg").status.success());
-    let used = run("import hostpkg; hostpkg.backends()");
+    let used = run("import hostpkg; from importlib.metadata import entry_points as e; [p.load() for p in e(group='hostpkg_plugins') if p.name == 'gpu']");
     assert!(!used.status.success());
     assert!(
         stderr(&used).contains("libcublas.so.12"),
@@ -1533,6 +1542,11 @@ fn plugins_registered_by_entry_points_load_on_first_use() {
             "{extra:?}: {v:#}"
         );
         assert_eq!(code, Some(0), "{v:#}");
+        assert_eq!(
+            v["imported_with"].as_array().map(Vec::len),
+            Some(1),
+            "{v:#}"
+        );
         let w = &v["imported_with"][0];
         assert_eq!(w["package"], "hostpkg_plugins.gpu", "{v:#}");
         assert_eq!(
