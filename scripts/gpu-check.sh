@@ -108,8 +108,9 @@ run() {
 }
 
 # doctor --import on the GPU packages the machine has installed, beside a real use of each (use.py:
-# a kernel, cuBLAS, cuDNN), then again with cuDNN's libraries moved out of the way (issue 34: JAX
-# falls back to the CPU without raising). The machine is lent bare and given back, so moving them
+# a kernel, cuBLAS, cuDNN, nvJPEG, a triton or numba.cuda kernel, an NVRTC compile), then torch
+# and jax again with cuDNN's libraries moved out of the way (issue 34: JAX falls back to the CPU
+# without raising). The machine is lent bare and given back, so moving them
 # harms nothing. Reported in OUT/real/real.md; informative, it does not set the exit code.
 real() {
     local out="$1" c="$dir/cudist" py
@@ -118,10 +119,10 @@ real() {
     cp "$here/gpu-check/use.py" "$here/gpu-check/real.py" "$out/" 2>/dev/null \
         || cp "$dir/use.py" "$dir/real.py" "$out/"
     local pkgs=()
-    for p in torch jax cupy; do
+    for p in torch jax cupy torchvision torchaudio triton numba_cuda cuda.core; do
         "$py" -c "import importlib.util as u, sys; sys.exit(u.find_spec('$p') is None)" 2>/dev/null && pkgs+=("$p")
     done
-    "$py" -m pip list 2>/dev/null | grep -iE '^(torch|jax|jaxlib|jax-cuda|cupy|nvidia-)' >"$out/pip-list.txt" || true
+    "$py" -m pip list 2>/dev/null | grep -iE '^(torch|jax|jaxlib|jax-cuda|cupy|nvidia-|triton|numba|cuda-)' >"$out/pip-list.txt" || true
     each() { # CASE PKG
         timeout 150 "$c" doctor --import "$2" --python "$py" --json >"$out/doctor-$1.json" 2>"$out/doctor-$1.err" || true
         timeout 120 "$py" "$out/use.py" "$2" >"$out/use-$1.json" 2>"$out/use-$1.err" || true
@@ -139,7 +140,9 @@ real() {
     while read -r f; do
         if [[ -f "$f" ]]; then mv "$f" "$hide/" || true; fi
     done <"$out/cudnn-moved.txt"
-    for p in "${pkgs[@]}"; do [[ "$p" == cupy ]] || each "$p-without-cudnn" "$p"; done
+    for p in "${pkgs[@]}"; do
+        case "$p" in torch | jax) each "$p-without-cudnn" "$p" ;; esac
+    done
     "$py" "$out/real.py" "$out" || true
 }
 

@@ -70,10 +70,88 @@ def use_cupy(steps):
     step(steps, "cutensor", lambda: __import__("cupy_backends.cuda.libs.cutensor").__name__)
 
 
+def use_torchvision(steps):
+    import torch
+    import torchvision
+
+    boxes = torch.tensor([[0, 0, 10, 10], [1, 1, 11, 11], [50, 50, 60, 60]], dtype=torch.float32, device="cuda")
+    scores = torch.tensor([0.9, 0.8, 0.7], device="cuda")
+    step(steps, "nms on the GPU", lambda: torchvision.ops.nms(boxes, scores, 0.5).tolist())
+    jpeg = step(steps, "encode_jpeg", lambda: torchvision.io.encode_jpeg(torch.randint(0, 255, (3, 32, 32), dtype=torch.uint8)))
+    if jpeg is not None:
+        step(steps, "decode_jpeg on the GPU (nvJPEG)", lambda: tuple(torchvision.io.decode_jpeg(jpeg, device="cuda").shape))
+
+
+def use_torchaudio(steps):
+    import torch
+    import torchaudio
+
+    step(steps, "resample on the GPU", lambda: tuple(torchaudio.functional.resample(
+        torch.randn(1, 16000, device="cuda"), 16000, 8000).shape))
+    step(steps, "lfilter on the GPU", lambda: float(torchaudio.functional.lfilter(
+        torch.randn(1, 1000, device="cuda"), torch.tensor([1.0, 0.0], device="cuda"),
+        torch.tensor([0.5, 0.5], device="cuda")).sum()))
+
+
+def use_triton(steps):
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def add(x, y, out, n, BLOCK: tl.constexpr):
+        i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = i < n
+        tl.store(out + i, tl.load(x + i, mask=m) + tl.load(y + i, mask=m), mask=m)
+
+    def run():
+        x = torch.arange(1024, device="cuda", dtype=torch.float32)
+        out = torch.empty_like(x)
+        add[(4,)](x, x, out, 1024, BLOCK=256)
+        return float(out.sum())
+
+    step(steps, "a triton kernel", run)
+
+
+def use_numba_cuda(steps):
+    import numpy as np
+    from numba import cuda
+
+    @cuda.jit
+    def inc(a):
+        i = cuda.grid(1)
+        if i < a.size:
+            a[i] += 1
+
+    def run():
+        a = cuda.to_device(np.zeros(256, dtype=np.float32))
+        inc[1, 256](a)
+        return float(a.copy_to_host().sum())
+
+    step(steps, "a numba.cuda kernel (NVVM)", run)
+
+
+def use_cuda_core(steps):
+    try:
+        from cuda.core import Device, Program
+    except ImportError:
+        from cuda.core.experimental import Device, Program
+
+    def run():
+        dev = Device()
+        dev.set_current()
+        prog = Program('extern "C" __global__ void k(float *a) { a[threadIdx.x] = 1.0f; }', code_type="c++")
+        return type(prog.compile("cubin")).__name__
+
+    step(steps, "NVRTC compile through cuda.core", run)
+
+
 def main():
     pkg = sys.argv[1]
     steps = []
-    fn = {"torch": use_torch, "jax": use_jax, "cupy": use_cupy}[pkg]
+    fn = {"torch": use_torch, "jax": use_jax, "cupy": use_cupy, "torchvision": use_torchvision,
+          "torchaudio": use_torchaudio, "triton": use_triton, "numba_cuda": use_numba_cuda,
+          "cuda.core": use_cuda_core}[pkg]
     step(steps, "import and use", lambda: fn(steps))
     ok = bool(steps) and all(s["ok"] for s in steps)
     print(json.dumps({"package": pkg, "ok": ok, "steps": steps}, indent=1))
