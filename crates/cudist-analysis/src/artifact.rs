@@ -190,6 +190,7 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
     );
     variant_lines(&variants, &cuda_needed, &mut verdict);
     vendor_lines(&elfs, catalog, &mut verdict);
+    linker_name_lines(&preloads, catalog, &mut verdict);
     // A Linux wheel (not one for Android, iOS, …) that no policy allows.
     if kind == ArtifactKind::Wheel
         && file_tag.is_linux()
@@ -1311,6 +1312,48 @@ fn unportable(platform: &Platform, verdict: &mut Verdict) {
 /// One line per other GPU vendor whose runtime the files need (a ROCm or XPU build beside the
 /// CUDA one): what they need and where it comes from. Not a problem of the package: those
 /// libraries come with that vendor's stack, as libcuda comes with the NVIDIA driver.
+/// The package's Python loads a CUDA library by its linker name (`ctypes.CDLL("libcudart.so")`,
+/// tilelang's and hidet's shape): CUDA wheels install only the SONAME, so that load works only
+/// where a CUDA toolkit's development files are. Said; the verdict is the files'.
+fn linker_name_lines(preloads: &[crate::loads::Preload], catalog: &Catalog, verdict: &mut Verdict) {
+    let mut said: BTreeSet<&str> = BTreeSet::new();
+    for p in preloads.iter().filter(|p| p.sonames.is_empty()) {
+        let Some(lib) = catalog
+            .libraries
+            .iter()
+            .find(|l| p.name == format!("{}.so", l.stem))
+        else {
+            continue;
+        };
+        if !said.insert(p.name.as_str()) {
+            continue;
+        }
+        let when = if p.at_import {
+            "at import".to_string()
+        } else {
+            format!(
+                "when {}() runs",
+                p.on_call.as_deref().unwrap_or("a function")
+            )
+        };
+        verdict.lines.push(format!(
+            "loads {} by its linker name {when} ({}): no CUDA wheel installs that name ({} installs {}), so it loads only where a CUDA toolkit's development files are",
+            p.name,
+            p.place(),
+            lib.cuda
+                .iter()
+                .rev()
+                .find_map(|m| m.pip.as_deref())
+                .unwrap_or("the library's wheel"),
+            lib.cuda
+                .iter()
+                .rev()
+                .find_map(|m| m.sonames.last().map(String::as_str))
+                .unwrap_or("its SONAME"),
+        ));
+    }
+}
+
 fn vendor_lines(elfs: &[Analysed], catalog: &Catalog, verdict: &mut Verdict) {
     let mut by_vendor: BTreeMap<&str, (BTreeSet<&str>, BTreeSet<&str>)> = BTreeMap::new();
     for a in elfs {

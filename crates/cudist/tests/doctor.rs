@@ -1566,6 +1566,50 @@ fn plugins_registered_by_entry_points_load_on_first_use() {
     }
 }
 
+/// A function that loads a CUDA library by its linker name (`ctypes.CDLL("libcudart.so")`, as
+/// tilelang and hidet do) fails where only CUDA wheels are installed: they install the SONAME,
+/// never the development link. The import works; the call fails; doctor says so.
+#[test]
+fn a_load_by_linker_name_fails_when_used() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[(
+            "bylinker/__init__.py",
+            "import ctypes\ndef _load_cudart():\n    return ctypes.CDLL('libcudart.so')\n",
+        )],
+    );
+    gcc_shared(
+        &site.join("bylinker"),
+        "_ext.so",
+        None,
+        "int f(void) { return 0; }\n",
+        &[],
+    );
+    let run = |code: &str| {
+        std::process::Command::new(&python)
+            .args(["-c", code])
+            .env("LD_LIBRARY_PATH", "")
+            .output()
+            .unwrap()
+    };
+    assert!(run("import bylinker").status.success());
+    let used = run("import bylinker; bylinker._load_cudart()");
+    assert!(!used.status.success());
+    assert!(stderr(&used).contains("libcudart.so"), "{}", stderr(&used));
+    for extra in [&["--static"][..], &[]] {
+        let (code, v) = doctor_import_with("bylinker", &python, extra);
+        assert_eq!(v["verdict"]["status"], "will-fail-when-loaded", "{v:#}");
+        assert_eq!(code, Some(0));
+        let reasons = v["verdict"]["reasons"].to_string();
+        assert!(
+            reasons.contains("loads libcudart.so by its linker name when _load_cudart() runs")
+                && reasons.contains("nvidia-cuda-runtime installs libcudart.so.13"),
+            "{reasons}"
+        );
+    }
+}
+
 /// A library a CUDA library treats as optional (cuFile's RDMA support, catalog
 /// `optional_dlopens`) is said, never a failure; another library opened at run time that is
 /// missing fails on first use (exit 0, 1 with --strict).

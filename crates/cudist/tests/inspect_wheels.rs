@@ -869,3 +869,34 @@ fn renamed_copies_in_needed_are_the_library_they_copy() {
     );
     assert!(!text.contains("nvidia-cuda-runtime"), "{text}");
 }
+
+/// A CUDA library loaded by its linker name in the package's Python is said: no CUDA wheel
+/// installs that name. The verdict stays the files'.
+#[test]
+fn a_load_by_linker_name_is_said() {
+    let libs = Libs::new();
+    let ext = libs.extension(&[], None);
+    let out = tempfile::tempdir().unwrap();
+    let w = wheel(
+        out.path(),
+        "bylinker",
+        &[],
+        &[
+            (
+                "pkg/__init__.py",
+                b"import ctypes\ndef _load_cudart():\n    return ctypes.CDLL('libcudart.so')\n"
+                    .to_vec(),
+            ),
+            (EXT, ext),
+        ],
+    );
+    let r = inspect_json(&[&w], 0);
+    let a = artifact(&r, ".whl");
+    let lines = verdict_lines(a);
+    assert!(
+        lines.iter().any(|l| l.starts_with(
+            "loads libcudart.so by its linker name when _load_cudart() runs (pkg/__init__.py:3): no CUDA wheel installs that name (nvidia-cuda-runtime installs libcudart.so.13)"
+        )),
+        "{lines:#?}"
+    );
+}

@@ -1963,6 +1963,52 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 });
             }
         }
+        // A load on first use by a CUDA library's linker name (`ctypes.CDLL("libcudart.so")`
+        // in a function): CUDA wheels install only the SONAME (`libcudart.so.13`); the linker
+        // name comes with a toolkit's development files. Where none is found, the use fails.
+        for p in found
+            .iter()
+            .filter(|p| !p.at_import && p.sonames.is_empty())
+        {
+            let Some(lib) = catalog
+                .libraries
+                .iter()
+                .find(|l| p.name == format!("{}.so", l.stem))
+            else {
+                continue;
+            };
+            let Some(f) = preload::find(p, dir, site, &env, catalog)
+                .into_iter()
+                .find(|f| f.path.is_none())
+            else {
+                continue;
+            };
+            let soname = lib
+                .cuda
+                .iter()
+                .filter(|m| major.is_none_or(|c| c == m.major))
+                .filter_map(|m| Some((m.sonames.last()?, m.pip.as_deref()?)))
+                .last();
+            let wheels = match soname {
+                Some((so, pip)) => format!("{pip} installs {so}, not this name"),
+                None => "CUDA wheels install SONAMEs, not this name".to_string(),
+            };
+            report.verdict.add(
+                Status::WillFailWhenLoaded,
+                format!(
+                    "{name} loads {} by its linker name when {}() runs ({}): not found in the {} place(s) its search tries; {wheels}: only a CUDA toolkit's development files have it, so what needs it fails when used{}",
+                    p.name,
+                    p.on_call.as_deref().unwrap_or("a function"),
+                    p.place(),
+                    f.tried.len(),
+                    if p.optional {
+                        " (the call is inside `try … except`)"
+                    } else {
+                        ""
+                    }
+                ),
+            );
+        }
         package_preloads.extend(found);
         package_files.extend(files);
         crate::pysource::merge_modules(&mut package_modules, scan.modules);
