@@ -1986,9 +1986,9 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             let soname = lib
                 .cuda
                 .iter()
+                .rev()
                 .filter(|m| major.is_none_or(|c| c == m.major))
-                .filter_map(|m| Some((m.sonames.last()?, m.pip.as_deref()?)))
-                .last();
+                .find_map(|m| Some((m.sonames.last()?, m.pip.as_deref()?)));
             let wheels = match soname {
                 Some((so, pip)) => format!("{pip} installs {so}, not this name"),
                 None => "CUDA wheels install SONAMEs, not this name".to_string(),
