@@ -1610,6 +1610,62 @@ fn a_load_by_linker_name_fails_when_used() {
     }
 }
 
+/// A file whose libraries span CUDA majors (libcusolver.so.11 is CUDA 11's and 12's) gets its fix
+/// in the major of its package, and a package whose files do not tell takes the major of the one
+/// that imports it (cupy-cuda11x's cupyx was told to install nvidia-cusolver-cu12).
+#[test]
+fn the_fix_is_in_the_major_of_the_package_that_imports_it() {
+    let work = tempfile::tempdir().unwrap();
+    let libs = work.path().join("libs");
+    fake_lib(&libs, "libcublas.so", "libcublas.so.11", "cublasCreate_v2");
+    fake_lib(
+        &libs,
+        "libcusolver.so",
+        "libcusolver.so.11",
+        "cusolverDnCreate",
+    );
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[
+            ("pkga/__init__.py", "from . import _a\nimport pkgb\n"),
+            ("pkgb/__init__.py", "from . import _b\n"),
+        ],
+    );
+    let suffix = ext_suffix(&python);
+    for (pkg, module, lib, sym) in [
+        ("pkga", "_a", "cublas", "cublasCreate_v2"),
+        ("pkgb", "_b", "cusolver", "cusolverDnCreate"),
+    ] {
+        let ext = gcc_shared(
+            work.path(),
+            &format!("{module}.so"),
+            None,
+            &py_extension_source(
+                module,
+                &format!("int {sym}(void *);"),
+                &format!("{sym}(0);"),
+            ),
+            &[
+                "-Wl,--no-as-needed",
+                &format!("-L{}", libs.display()),
+                &format!("-l{lib}"),
+            ],
+        );
+        std::fs::copy(&ext, site.join(pkg).join(format!("{module}{suffix}"))).unwrap();
+    }
+    let (_, v) = doctor_import_with("pkga", &python, &["--static"]);
+    let text: String = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|f| f["missing"].as_array().cloned().unwrap_or_default())
+        .map(|m| m["fix"].to_string())
+        .collect();
+    assert!(text.contains("install nvidia-cublas-cu11"), "{text}");
+    assert!(text.contains("install nvidia-cusolver-cu11"), "{text}");
+    assert!(!text.contains("cusolver-cu12"), "{text}");
+}
+
 /// A library a CUDA library treats as optional (cuFile's RDMA support, catalog
 /// `optional_dlopens`) is said, never a failure; another library opened at run time that is
 /// missing fails on first use (exit 0, 1 with --strict).

@@ -1081,6 +1081,8 @@ struct Shared<'a> {
     traced: &'a HashMap<String, PathBuf>,
     /// Packages `cudist slim` slimmed (their directory, and what to say of it).
     slimmed: &'a [(PathBuf, String)],
+    /// The CUDA major of each `--import` package's files ([`preload::cuda_major`]).
+    package_major: &'a HashMap<PathBuf, u32>,
 }
 
 /// Every check of one file, and the verdict lines it adds.
@@ -1094,6 +1096,7 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         loaded_first,
         traced,
         slimmed,
+        package_major,
     } = *shared;
     let catalog = names.catalog;
     let mut verdict = Verdict::default();
@@ -1193,7 +1196,9 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
     }
     // The CUDA major of what loads, for the wheel a missing library's fix names (a -cu12
     // package's libcutensor.so.2 is cutensor-cu12's, though cuTENSOR 2 ships for CUDA 13 too).
-    let major = sim_major(&sim, catalog);
+    // A file whose own libraries span majors (cupy-cuda11x's cuSOLVER module needs only
+    // libcusolver.so.11, which CUDA 11 and 12 share) takes its package's.
+    let major = sim_major(&sim, catalog).or_else(|| package_major.get(f).copied());
     let missing: Vec<Missing> = sim
         .missing()
         .filter(|m| !from_profile_driver.contains(&m.name))
@@ -1878,6 +1883,9 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         .cloned()
         .collect();
     let is_plugin = |name: &str| plugins.iter().any(|w| w.package == name);
+    // The CUDA major of each package's files, for a file whose own libraries do not tell.
+    let mut package_major: HashMap<PathBuf, u32> = HashMap::new();
+    let mut major_of_package: HashMap<String, u32> = HashMap::new();
     // The libraries each package's Python loads at import, found where its code finds them.
     let mut package_preloads: Vec<crate::loads::Preload> = Vec::new();
     let mut package_files: Vec<preload::Dynamic> = Vec::new();
@@ -1889,7 +1897,18 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         // Which wheel provides a library the package cannot find: the one of the CUDA major
         // it declares (rmm-cu12 requires librmm-cu12), else of the major its files link.
         let declared = declared_requirements(&dists[site], name);
-        let major = preload::cuda_major(&files, catalog);
+        // A package whose files do not tell (cupyx: only cuSOLVER's libcusolver.so.11, which
+        // CUDA 11 and 12 share) takes the major of the package that imports it.
+        let major = preload::cuda_major(&files, catalog).or_else(|| {
+            let by = report.imported_with.iter().find(|w| w.package == *name)?;
+            major_of_package.get(&by.by).copied()
+        });
+        if let Some(m) = major {
+            major_of_package.insert(name.clone(), m);
+            for f in &files {
+                package_major.insert(f.path.clone(), m);
+            }
+        }
         for p in found.iter().filter(|p| p.at_import) {
             for f in preload::find(p, dir, site, &env, catalog) {
                 if report
@@ -2274,6 +2293,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         loaded_first: &loaded_first,
         traced: &traced,
         slimmed: &slimmed,
+        package_major: &package_major,
     };
     let results: Vec<Result<Checked>> = files
         .par_iter()
