@@ -236,6 +236,17 @@ pub fn is_bad_input<'a>(causes: impl IntoIterator<Item = &'a (dyn StdError + 'st
     })
 }
 
+/// Whether the cause chain holds a limit of cudist rather than a fault of the input: an ELF edit
+/// cudist's writer cannot make in a valid file ([`cudist_elf::patch::PatchError::Rewrite`]).
+pub fn is_cudist_limit<'a>(causes: impl IntoIterator<Item = &'a (dyn StdError + 'static)>) -> bool {
+    causes.into_iter().map(unwrapped).any(|c| {
+        matches!(
+            c.downcast_ref::<cudist_elf::patch::PatchError>(),
+            Some(cudist_elf::patch::PatchError::Rewrite(_))
+        )
+    })
+}
+
 /// A hint for well-known failure kinds, found anywhere in the cause chain.
 ///
 /// ```

@@ -177,8 +177,8 @@ pub struct Report {
     pub wheels: Vec<WheelRepair>,
     /// The inputs that could not be read, repaired or written (nothing was written for them).
     pub errors: Vec<cudist_analysis::model::InputError>,
-    /// How many of `errors` are not the input's fault (an output that cannot be written, an
-    /// edit cudist's ELF writer cannot make): the exit code is 1 for those, not 3.
+    /// How many of `errors` are a limit of cudist, not a fault of the input (an ELF edit its
+    /// writer cannot make in a valid file): the exit code is 1 for those, not 3.
     #[serde(skip)]
     pub not_input_faults: usize,
 }
@@ -329,7 +329,7 @@ pub fn repair(
         match result {
             Ok(w) => wheels.push(w),
             Err(e) => {
-                if !cudist_analysis::error::is_bad_input(cudist_analysis::error::chain(&e)) {
+                if cudist_analysis::error::is_cudist_limit(cudist_analysis::error::chain(&e)) {
                     not_input_faults += 1;
                 }
                 errors.push(cudist_analysis::error::input_error(

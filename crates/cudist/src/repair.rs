@@ -164,8 +164,8 @@ pub fn run(args: RepairArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
     if !args.json {
         util::print_input_errors(report.errors.iter().map(|e| (None, e)));
     }
-    // 3 when an input is at fault; 1 when every failure is cudist's or the machine's (an edit
-    // its ELF writer cannot make, an output that cannot be written).
+    // 3 when an input is at fault; 1 when every failure is a limit of cudist (an ELF edit its
+    // writer cannot make in a valid file).
     Ok(if report.errors.is_empty() {
         ExitCode::SUCCESS
     } else if report.errors.len() > report.not_input_faults {
