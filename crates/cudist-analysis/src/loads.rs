@@ -1095,6 +1095,23 @@ mod tests {
         }
     }
 
+    /// A library path stored in the environment for another program (torch-tensorrt's
+    /// `os.environ["TRT_SHIM_NVINFER_LIB_NAME"] = os.path.join(p, "libnvinfer.so")`) is not a
+    /// name the ctypes call beside it loads; the call's own name is.
+    #[test]
+    fn a_name_stored_in_the_environment_is_not_loaded() {
+        let preloads = preloads(
+            &[src(
+                "pkg/__init__.py",
+                "import ctypes, os\ndef capture(path):\n    ctypes.CDLL(os.path.join(path, \"libtensorrt_shim.so\"))\n    os.environ[\"TRT_SHIM_NVINFER_LIB_NAME\"] = os.path.join(path, \"libnvinfer.so\")\n",
+            )],
+            &Catalog::builtin(),
+            None,
+        );
+        let names: Vec<&str> = preloads.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["libtensorrt_shim.so"]);
+    }
+
     /// The entry-point groups a package reads are its plugin groups, however the call is
     /// written (JAX's `for ep in entry_points(group="jax_plugins")` inside a function, a
     /// `.select(group=…)`, pkg_resources' `iter_entry_points("G")`); other calls are not.

@@ -67,7 +67,9 @@ pub struct Literal {
     /// Its first line.
     pub line: usize,
     /// It is only compared against (`"libcudart.so" in maps`, `name == "x"`,
-    /// `s.startswith("lib")`): a test, not a name the code uses.
+    /// `s.startswith("lib")`), or stored in the environment for another program to read
+    /// (`os.environ["TRT_SHIM_NVINFER_LIB_NAME"] = "…/libnvinfer.so"`): not a name the code
+    /// loads.
     pub tested: bool,
     /// Written in a lambda's body.
     pub deferred: bool,
@@ -982,6 +984,21 @@ impl Reader<'_> {
                 }
                 let mut g = Gather::new(self.lines);
                 visitor::walk_stmt(&mut g, s);
+                // A value stored in the environment is for whatever reads it (torch-tensorrt's
+                // shim library reads the libnvinfer path it is given): not a load here.
+                if let S::Assign(a) = s {
+                    let to_environ = a.targets.iter().any(|t| match t {
+                        Expr::Subscript(x) => {
+                            callee_text(&x.value).is_some_and(|c| c.ends_with("environ"))
+                        }
+                        _ => false,
+                    });
+                    if to_environ {
+                        for l in &mut g.literals {
+                            l.tested = true;
+                        }
+                    }
+                }
                 self.push_gathered(s.start(), ctx, g, None, None);
             }
         }
