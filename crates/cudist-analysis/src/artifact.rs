@@ -1318,11 +1318,7 @@ fn unportable(platform: &Platform, verdict: &mut Verdict) {
 fn linker_name_lines(preloads: &[crate::loads::Preload], catalog: &Catalog, verdict: &mut Verdict) {
     let mut said: BTreeSet<&str> = BTreeSet::new();
     for p in preloads.iter().filter(|p| p.sonames.is_empty()) {
-        let Some(lib) = catalog
-            .libraries
-            .iter()
-            .find(|l| p.name == format!("{}.so", l.stem))
-        else {
+        let Some(lib) = catalog.library_by_linker_name(&p.name) else {
             continue;
         };
         if !said.insert(p.name.as_str()) {
@@ -1336,20 +1332,14 @@ fn linker_name_lines(preloads: &[crate::loads::Preload], catalog: &Catalog, verd
                 p.on_call.as_deref().unwrap_or("a function")
             )
         };
+        let wheel = lib
+            .newest_wheel_soname(None)
+            .map(|(so, pip)| format!(" ({pip} installs {so})"))
+            .unwrap_or_default();
         verdict.lines.push(format!(
-            "loads {} by its linker name {when} ({}): no CUDA wheel installs that name ({} installs {}), so it loads only where a CUDA toolkit's development files are",
+            "loads {} by its linker name {when} ({}): no CUDA wheel installs that name{wheel}, so it loads only where a CUDA toolkit's development files are",
             p.name,
             p.place(),
-            lib.cuda
-                .iter()
-                .rev()
-                .find_map(|m| m.pip.as_deref())
-                .unwrap_or("the library's wheel"),
-            lib.cuda
-                .iter()
-                .rev()
-                .find_map(|m| m.sonames.last().map(String::as_str))
-                .unwrap_or("its SONAME"),
         ));
     }
 }

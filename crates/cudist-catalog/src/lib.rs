@@ -206,6 +206,18 @@ pub enum PipRequirement {
     NotShipped,
 }
 
+impl Library {
+    /// The SONAME a wheel installs and that wheel, of the newest CUDA major (of `major` when
+    /// given) that has both: `("libcudart.so.13", "nvidia-cuda-runtime")`.
+    pub fn newest_wheel_soname(&self, major: Option<u32>) -> Option<(&str, &str)> {
+        self.cuda
+            .iter()
+            .rev()
+            .filter(|m| major.is_none_or(|c| c == m.major))
+            .find_map(|m| Some((m.sonames.last()?.as_str(), m.pip.as_deref()?)))
+    }
+}
+
 impl LibraryMajor {
     /// Every directory releases of `pip` install the library in: `pip_dir` (with `pip_versions`)
     /// first, then `pip_other_dirs`, each with its release range where one is known.
@@ -765,6 +777,13 @@ pub struct Catalog {
 }
 
 impl Catalog {
+    /// The library whose linker name (`libcudart.so`: its stem and `.so`, the development link
+    /// a toolkit installs and no wheel does) is `name`.
+    pub fn library_by_linker_name(&self, name: &str) -> Option<&Library> {
+        let stem = name.strip_suffix(".so")?;
+        self.libraries.iter().find(|l| l.stem == stem)
+    }
+
     /// The Python package that ships a library other packages' files link, by SONAME.
     pub fn python_provider(&self, soname: &str) -> Option<&PythonProvider> {
         self.python_providers

@@ -17,6 +17,16 @@ fn tier_of(report: &Value, name: &str) -> Value {
         .unwrap_or_else(|| panic!("no file ending in {name}"))
 }
 
+/// The verdict's reasons of a `doctor --json` report.
+fn reasons_of(v: &Value) -> Vec<&str> {
+    v["verdict"]["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect()
+}
+
 fn doctor(args: &[&str], code: i32) -> Value {
     let mut all = vec!["doctor", "--json"];
     all.extend_from_slice(args);
@@ -1011,12 +1021,7 @@ fn preloads_and_tiers_agree_with_a_real_import() {
         "{run:#}"
     );
     assert_eq!(v["disagreements"], serde_json::json!([]), "{v:#}");
-    let reasons: Vec<&str> = v["verdict"]["reasons"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r.as_str().unwrap())
-        .collect();
+    let reasons = reasons_of(&v);
     // The provider's failure decides; the ROCm build is said, and counts for nothing.
     assert!(reasons[0].contains("libprovider.so"), "{reasons:?}");
     assert_eq!(reasons.len(), 2, "{reasons:?}");
@@ -1119,12 +1124,7 @@ fn cupy_without_its_cuda_wheels_imports_as_doctor_says() {
     assert_eq!(v["verdict"]["status"], "will-fail-when-loaded", "{v:#}");
     assert_eq!(code, Some(0));
     assert_eq!(v["imports_run"][0]["ok"], true, "{:#}", v["imports_run"]);
-    let reasons: Vec<&str> = v["verdict"]["reasons"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r.as_str().unwrap())
-        .collect();
+    let reasons = reasons_of(&v);
     assert!(
         reasons.iter().any(|r| r.starts_with(
             "cupy-cuda12x loads libcublas.so.12 on first use of the module that links it"
@@ -1400,12 +1400,7 @@ fn guarded_loads_and_the_models_misses_are_judged_by_the_real_import() {
         format!("{}:3", site.join("guarded/__init__.py").display())
     );
     // The static model sees the load at import; reality says the import survives it.
-    let reasons: Vec<&str> = v["verdict"]["reasons"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r.as_str().unwrap())
-        .collect();
+    let reasons = reasons_of(&v);
     if v["verdict"]["status"] != "ok" {
         assert_eq!(v["verdict"]["status"], "will-fail-when-loaded", "{v:#}");
         assert_eq!(code, Some(0), "{v:#}");
@@ -1695,12 +1690,7 @@ fn optional_capabilities_are_not_failures() {
     ]);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(o.status.code(), Some(0), "{v:#}");
-    let reasons: Vec<&str> = v["verdict"]["reasons"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r.as_str().unwrap())
-        .collect();
+    let reasons = reasons_of(&v);
     assert!(
         reasons.iter().any(|r| r.contains(
             "libcufile_rdma.so.1 is not here; libcufile.so.0 works without it (an optional capability"
@@ -1762,12 +1752,7 @@ fn a_preloaded_librarys_own_dlopens_are_said_of_it_once() {
     }
     let (code, v) = doctor_import_with("usesfile", &python, &["--static"]);
     assert_eq!(code, Some(0), "{v:#}");
-    let reasons: Vec<&str> = v["verdict"]["reasons"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r.as_str().unwrap())
-        .collect();
+    let reasons = reasons_of(&v);
     let rdma: Vec<&&str> = reasons
         .iter()
         .filter(|r| r.contains("libcufile_rdma.so.1"))
@@ -1909,12 +1894,7 @@ fn one_missing_library_is_one_line_however_many_files_need_it() {
     }
     std::fs::remove_dir_all(&gone).unwrap();
     let v = doctor(&[pkg.to_str().unwrap(), "--ld-library-path", ""], 1);
-    let reasons: Vec<&str> = v["verdict"]["reasons"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r.as_str().unwrap())
-        .collect();
+    let reasons = reasons_of(&v);
     assert_eq!(reasons.len(), 1, "{reasons:#?}");
     assert!(
         reasons[0].starts_with("libcublas.so.12 not found (fix: install nvidia-cublas-cu12")
@@ -1959,12 +1939,7 @@ fn the_fix_is_the_packages_own_extra_when_it_has_one() {
     );
     let (code, v) = doctor_import("xt", &python);
     assert_eq!(code, Some(1), "{v:#}");
-    let reasons: Vec<&str> = v["verdict"]["reasons"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r.as_str().unwrap())
-        .collect();
+    let reasons = reasons_of(&v);
     assert!(
         reasons[0].starts_with("import xt fails: OSError: libcublas.so.12"),
         "{reasons:#?}"

@@ -1447,30 +1447,25 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             // own libraries: this machine's are not looked for.
             continue;
         }
-        if let Some(why) = driver_lib.and_then(|d| d.optional.as_deref()) {
-            let what = format!(
+        let by = r
+            .needed_by
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        // What a library itself treats as optional, or a driver library only some drivers
+        // provide: said, and counts for nothing.
+        let optional_what = match driver_lib.and_then(|d| d.optional.as_deref()) {
+            Some(why) => Some(format!(
                 "{} is not here: this driver does not provide it ({why})",
                 r.name
-            );
-            verdict.add_cause(
-                Status::Ok,
-                format!("optional {}", r.name),
-                owner.display().to_string(),
-                format!("{}: {what}", owner.display()),
-                what,
-            );
-            continue;
-        }
-        if optional(r) {
-            let by = r
-                .needed_by
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let what = format!(
+            )),
+            None if optional(r) => Some(format!(
                 "{} is not here; {by} works without it (an optional capability, which is missing)",
                 r.name
-            );
+            )),
+            None => None,
+        };
+        if let Some(what) = optional_what {
             verdict.add_cause(
                 Status::Ok,
                 format!("optional {}", r.name),
@@ -1483,48 +1478,35 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         // A library opened at run time fails the feature that opens it, on first use. The
         // driver is here (libcuda.so.1 found), so a driver library it lacks (NVML in a container
         // started without the `utility` capability) fails what opens it, not every kernel.
-        let status = Status::WillFailWhenLoaded;
-        let fix = if driver_lib.is_some() {
-            None
+        let (why_one, why_several) = if driver_lib.is_some() {
+            let why = "the installed driver does not provide it".to_string();
+            (why.clone(), why)
         } else {
             let major = majors
                 .first()
                 .copied()
                 .or_else(|| lazy_scan(&r.needed_by, catalog).1);
-            fix_for(&r.name, &r.needed_by, &r.tried, major, catalog)
+            let fix = fix_for(&r.name, &r.needed_by, &r.tried, major, catalog)
+                .map(|f| format!(" (fix: {f})"))
+                .unwrap_or_default();
+            (
+                format!(
+                    "not found in the {} places its search tries{fix}",
+                    r.tried.len()
+                ),
+                format!("not found{fix}"),
+            )
         };
-        let fix = fix.map(|f| format!(" (fix: {f})")).unwrap_or_default();
-        let by = r
-            .needed_by
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
         verdict.add_cause(
-            status,
+            Status::WillFailWhenLoaded,
             format!("dlopen {}", r.name),
             owner.display().to_string(),
-            if driver_lib.is_some() {
-                format!(
-                    "{}: dlopen({}) from {by} will fail on first use: the installed driver does not provide it",
-                    owner.display(),
-                    r.name,
-                )
-            } else {
-                format!(
-                    "{}: dlopen({}) from {by} will fail on first use: not found in the {} places its search tries{fix}",
-                    owner.display(),
-                    r.name,
-                    r.tried.len()
-                )
-            },
-            if driver_lib.is_some() {
-                format!(
-                    "dlopen({}) will fail on first use: the installed driver does not provide it",
-                    r.name
-                )
-            } else {
-                format!("dlopen({}) will fail on first use: not found{fix}", r.name)
-            },
+            format!(
+                "{}: dlopen({}) from {by} will fail on first use: {why_one}",
+                owner.display(),
+                r.name
+            ),
+            format!("dlopen({}) will fail on first use: {why_several}", r.name),
         );
     }
     Ok((
@@ -1703,24 +1685,23 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             }
             // Its plugins: the modules installed distributions register in the entry-point
             // groups its code reads, wherever the interpreter finds distributions.
+            let mut sites: Vec<&Path> = Vec::new();
+            for site in dir
+                .parent()
+                .into_iter()
+                .chain(search_path.unwrap_or_default().iter().map(PathBuf::as_path))
+            {
+                if !sites.contains(&site) {
+                    sites.push(site);
+                }
+            }
             for crate::loads::PluginGroup {
                 group,
                 at,
                 goes_on_without,
             } in &scan.plugin_groups
             {
-                let sites: Vec<PathBuf> = dir
-                    .parent()
-                    .map(Path::to_path_buf)
-                    .into_iter()
-                    .chain(search_path.unwrap_or_default().iter().cloned())
-                    .collect();
-                let mut seen_sites: Vec<&PathBuf> = Vec::new();
                 for site in &sites {
-                    if seen_sites.contains(&site) {
-                        continue;
-                    }
-                    seen_sites.push(site);
                     let Ok(eps) = cudist_wheel::installed::entry_points(site, group) else {
                         continue;
                     };
@@ -1989,11 +1970,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             .iter()
             .filter(|p| !p.at_import && p.sonames.is_empty())
         {
-            let Some(lib) = catalog
-                .libraries
-                .iter()
-                .find(|l| p.name == format!("{}.so", l.stem))
-            else {
+            let Some(lib) = catalog.library_by_linker_name(&p.name) else {
                 continue;
             };
             let Some(f) = preload::find(p, dir, site, &env, catalog)
@@ -2002,12 +1979,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             else {
                 continue;
             };
-            let soname = lib
-                .cuda
-                .iter()
-                .rev()
-                .filter(|m| major.is_none_or(|c| c == m.major))
-                .find_map(|m| Some((m.sonames.last()?, m.pip.as_deref()?)));
+            let soname = lib.newest_wheel_soname(major);
             let wheels = match soname {
                 Some((so, pip)) => format!("{pip} installs {so}, not this name"),
                 None => "CUDA wheels install SONAMEs, not this name".to_string(),
