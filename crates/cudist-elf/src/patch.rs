@@ -1,11 +1,13 @@
 //! Patching the dynamic section: RPATH/RUNPATH, NEEDED, SONAME.
 //!
-//! Two paths:
+//! Three paths:
 //! - **In place** (hand-written; no crate edits bytes in place): when each new string fits over the
 //!   old one and no other reference shares the old string's bytes (linkers merge string tails), the
 //!   string is overwritten and NUL-padded, and a RPATH/RUNPATH tag is switched where asked. The
 //!   file keeps its size and layout.
-//! - **Layout change**: otherwise the file is rebuilt with `object-rewrite` (the `object`
+//! - **Appending** (shared libraries, [`append`]): otherwise the grown tables go to a new segment
+//!   at the end of the file, as patchelf does, and nothing else moves.
+//! - **Layout change** (executables): otherwise the file is rebuilt with `object-rewrite` (the `object`
 //!   maintainers' rewriter, built on `object`'s ELF builder), which moves the grown dynamic string
 //!   table and its neighbours into a new `PT_LOAD` segment. That rewriter leaves two
 //!   inconsistencies that `eu-elflint` reports and that no loader reads, and cudist mends both:
@@ -26,6 +28,8 @@ use object::read::elf::{Dyn, FileHeader, ProgramHeader, SectionHeader, Sym};
 use object::Endianness;
 
 use crate::{ElfError, ElfFile};
+
+mod append;
 
 /// Which dynamic tag carries the search path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,7 +122,23 @@ pub fn apply(data: &[u8], edits: &Edits) -> Result<Patched, PatchError> {
     }
     let (mut out, in_place) = match in_place(data, edits)? {
         Some(out) => (out, true),
-        None => (guarded_rewrite(data, edits)?, false),
+        None => {
+            let appended = match data.get(4) {
+                Some(&elf::ELFCLASS64) => {
+                    append::append::<elf::FileHeader64<Endianness>>(data, edits)
+                }
+                _ => append::append::<elf::FileHeader32<Endianness>>(data, edits),
+            };
+            match appended {
+                Some(out) => (out, false),
+                None => {
+                    if let Some(why) = room.refused_by_rewriter {
+                        return Err(PatchError::Layout(why));
+                    }
+                    (guarded_rewrite(data, edits)?, false)
+                }
+            }
+        }
     };
     if !edits.replace_needed.is_empty() {
         match out.get(4) {
@@ -165,6 +185,8 @@ struct Room {
     /// dynamic section, and of every table the rewriter may move: it moves sections of those
     /// segments, and the tables, into new ones.
     movable: u64,
+    /// Why the rewriter must not lay this file out, where the appending writer does not apply.
+    refused_by_rewriter: Option<String>,
 }
 
 /// Checks that every segment and section the headers describe lies inside the file, that no
@@ -186,6 +208,7 @@ fn check_layout<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Room,
     let top: u64 = if h.is_type_64() { 1 << 57 } else { 1 << 32 };
     let mut load_end = 0u64;
     let mut load_aligns: Vec<u64> = Vec::new();
+    let mut refused_by_rewriter = None;
     for (i, ph) in phdrs.iter().enumerate() {
         let off: u64 = ph.p_offset(endian).into();
         let size: u64 = ph.p_filesz(endian).into();
@@ -236,13 +259,13 @@ fn check_layout<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Room,
             // Older patchelf releases appended page-aligned segments to files aligned to 2 MiB
             // (mxnet's and paddle's OpenBLAS); the rewriter lays a new segment out from such a
             // mix at alignment 1, into the page of a writable one, and the file crashes when
-            // loaded: refused instead.
-            if load_aligns.iter().any(|b| *b != a) {
-                return Err(layout(format!(
+            // loaded: the rewriter is not asked (the appending writer handles such files).
+            if refused_by_rewriter.is_none() && load_aligns.iter().any(|b| *b != a) {
+                refused_by_rewriter = Some(format!(
                     "program header {i} (PT_LOAD) is aligned to {a:#x}, another loadable segment \
                      to {:#x}",
                     load_aligns[0]
-                )));
+                ));
             }
             load_aligns.push(a);
             align = align.max(a);
@@ -457,7 +480,11 @@ fn check_layout<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Room,
         .saturating_add(stranded)
         // Each byte moves once at most: never more than the file.
         .min(len);
-    Ok(Room { align, movable })
+    Ok(Room {
+        align,
+        movable,
+        refused_by_rewriter,
+    })
 }
 
 /// The value the search path will have.

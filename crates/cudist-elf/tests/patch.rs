@@ -712,3 +712,143 @@ fn inputs_the_fuzzer_found() {
     }
     assert!(n >= 1, "no fuzz inputs in {}", dir.display());
 }
+
+/// Calls `call()` of the library through Python's ctypes: the value, or the loader's message.
+fn call(p: &std::path::Path) -> Result<String, String> {
+    let o = Command::new("python3")
+        .args([
+            "-c",
+            "import ctypes, sys; print(ctypes.CDLL(sys.argv[1]).call())",
+        ])
+        .arg(p)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    if o.status.success() {
+        Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+    } else {
+        Err(String::from_utf8_lossy(&o.stderr).into_owned())
+    }
+}
+
+/// The byte ranges of a 64-bit little-endian file that the appending writer may change: the ELF
+/// header, the dynamic section (through PT_DYNAMIC), the section header table and the version
+/// requirements.
+fn editable(data: &[u8]) -> Vec<std::ops::Range<usize>> {
+    let at = phdr_of(data, 2);
+    let u = |o: usize| u64::from_le_bytes(data[o..o + 8].try_into().unwrap()) as usize;
+    let (dyn_off, dyn_size) = (u(at + 8), u(at + 0x20));
+    let shoff = u(0x28);
+    let shnum = u16::from_le_bytes([data[0x3c], data[0x3d]]) as usize;
+    let mut r = vec![
+        0..64,
+        dyn_off..dyn_off + dyn_size,
+        shoff..shoff + 64 * shnum,
+    ];
+    // The version requirements' library names (`vn_file`), renamed with NEEDED.
+    for i in 0..shnum {
+        let h = shoff + 64 * i;
+        if u32::from_le_bytes(data[h + 4..h + 8].try_into().unwrap()) == 0x6fff_fffe {
+            r.push(u(h + 0x18)..u(h + 0x18) + u(h + 0x20));
+        }
+    }
+    r
+}
+
+#[test]
+fn libraries_of_any_linker_are_patched_by_appending_and_keep_every_other_byte() {
+    // What patchelf does for a library: the grown tables go to a new segment at the end, and
+    // nothing else moves. Layouts the rewriter refused or grew: LLD's (its program headers are
+    // followed at once by sections it cannot move; no spare dynamic entries), a file whose
+    // loadable segments have mixed alignments (an older patchelf's work, mxnet's OpenBLAS).
+    let lld = std::env::var_os("CUDIST_LLD")
+        .map(std::path::PathBuf::from)
+        .or_else(|| tool("CUDIST_LLD", "ld.lld"));
+    let mut linkers: Vec<(&str, Vec<String>)> = vec![("bfd", vec!["-fuse-ld=bfd".into()])];
+    if let Some(lld) = &lld {
+        linkers.push((
+            "lld",
+            vec![
+                "-fuse-ld=lld".into(),
+                format!("-B{}", lld.parent().unwrap().display()),
+            ],
+        ));
+    }
+    for (linker, flags) in &linkers {
+        let refs: Vec<&str> = flags.iter().map(String::as_str).collect();
+        let t = Tree::new(&refs);
+        let lib = t.dir.path().join("lib");
+        // The library under a new name, as repair renames a grafted copy.
+        std::fs::copy(lib.join("libdep.so.1"), lib.join("libdep-1a2b3c4d.so.1")).unwrap();
+        let input = std::fs::read(t.main()).unwrap();
+        let mut mixed = input.clone();
+        // The first PT_LOAD (address 0, offset 0) aligned to 2 MiB, the others to 4 KiB.
+        let first_load = phdr_of(&mixed, 1);
+        mixed[first_load + 0x30..first_load + 0x38].copy_from_slice(&(2u64 << 20).to_le_bytes());
+        for (what, data) in [("as linked", &input), ("mixed alignments", &mixed)] {
+            let what = format!("{linker}, {what}");
+            let src = t.dir.path().join("in.so");
+            std::fs::write(&src, data).unwrap();
+            assert_eq!(
+                call(&src).unwrap_err().contains("libdep.so.1"),
+                true,
+                "{what}"
+            );
+            let path = "$ORIGIN/lib:$ORIGIN/../../nvidia/cu13/lib:$ORIGIN/../../nvidia/cudnn/lib";
+            let edits = Edits {
+                search_path: Some((
+                    path.split(':').map(str::to_string).collect(),
+                    SearchPathTag::Rpath,
+                )),
+                replace_needed: vec![("libdep.so.1".into(), "libdep-1a2b3c4d.so.1".into())],
+                // The module has no SONAME: one entry more than the dynamic section holds
+                // where the linker left no spare ones (LLD), so it moves too.
+                soname: Some("libmain.so.1".into()),
+            };
+            let p = apply(data, &edits).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert!(!p.in_place, "{what}");
+            // Larger by the new strings, the program headers and at most the dynamic section.
+            let grown = p.data.len() - data.len();
+            assert!(grown < 2048, "{what}: grew by {grown} bytes");
+            let changes = editable(data);
+            if let Some(k) = (0..data.len())
+                .find(|&k| data[k] != p.data[k] && !changes.iter().any(|r| r.contains(&k)))
+            {
+                panic!("{what}: byte {k:#x} changed outside the headers and dynamic section");
+            }
+            let out = t.dir.path().join("out.so");
+            std::fs::write(&out, &p.data).unwrap();
+            assert_eq!(call(&out).as_deref(), Ok("42"), "{what}");
+            let d = readelf_dynamic(&out);
+            for want in [
+                "Shared library: [libdep-1a2b3c4d.so.1]".to_string(),
+                format!("Library rpath: [{path}]"),
+                "Library soname: [libmain.so.1]".to_string(),
+            ] {
+                assert!(d.contains(&want), "{what}: {d:?}");
+            }
+            let f = ElfFile::parse(&p.data).unwrap();
+            assert!(
+                f.verneed_files
+                    .contains(&"libdep-1a2b3c4d.so.1".to_string())
+                    && !f.verneed_files.contains(&"libdep.so.1".to_string()),
+                "{what}: {:?}",
+                f.verneed_files
+            );
+            if let (Some(before), Some(after)) = (elflint_clean(&src), elflint_clean(&out)) {
+                assert!(
+                    !before || after,
+                    "{what}: eu-elflint accepted the input, not the output"
+                );
+            }
+            // And again over the result: a second edit appends once more and still loads.
+            let again = apply(
+                &p.data,
+                &rpath(&["$ORIGIN/lib", "$ORIGIN/x/y/z/w"], SearchPathTag::Runpath),
+            )
+            .unwrap_or_else(|e| panic!("{what}, again: {e}"));
+            std::fs::write(&out, &again.data).unwrap();
+            assert_eq!(call(&out).as_deref(), Ok("42"), "{what}, again");
+        }
+    }
+}

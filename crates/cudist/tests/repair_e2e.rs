@@ -1394,10 +1394,11 @@ fn a_lazily_loaded_soname_several_majors_share_takes_the_wheels_major_or_none() 
     );
 }
 
-/// A valid library whose layout cudist's ELF writer cannot change (LLD puts the notes right after
-/// the program headers, so there is no room for a new segment's header) is cudist's limit, not a
-/// fault of the wheel: exit 1, not 3, a hint that says so and names patchelf, and nothing written.
-/// The same edit on a GNU ld build of the same source is made.
+/// A library linked by LLD (its program headers are followed at once by sections, and its dynamic
+/// section has no spare entries) is repaired by appending, as patchelf does, and loads from the
+/// repaired wheel. An LLD-linked executable, whose layout cudist's writer cannot change, is
+/// cudist's limit, not a fault of the wheel: exit 1, not 3, a hint that says so and names
+/// patchelf, and nothing written. The GNU ld builds of the same sources are repaired.
 #[test]
 fn an_edit_the_writer_cannot_make_is_not_blamed_on_the_wheel() {
     let Some(lld) = tool_from_env("CUDIST_LLD") else {
@@ -1407,7 +1408,13 @@ fn an_edit_the_writer_cannot_make_is_not_blamed_on_the_wheel() {
     let d = work.path();
     fake_lib(d, "libcublas.so", "libcublas.so.12", "cublasCreate_v2");
     let source = "int cublasCreate_v2(void *); int f(void) { return cublasCreate_v2(0); }\n";
-    for (linker, expect) in [(lld.as_path(), 1), (Path::new("bfd"), 0)] {
+    let program = "int cublasCreate_v2(void *); int main(void) { return cublasCreate_v2(0); }\n";
+    for (linker, kind, expect) in [
+        (lld.as_path(), "library", 0),
+        (lld.as_path(), "executable", 1),
+        (Path::new("bfd"), "library", 0),
+        (Path::new("bfd"), "executable", 0),
+    ] {
         // gcc finds `ld.lld` in a `-B` directory.
         let mut args: Vec<String> = match linker.to_str() {
             Some("bfd") => vec!["-fuse-ld=bfd".into()],
@@ -1422,33 +1429,63 @@ fn an_edit_the_writer_cannot_make_is_not_blamed_on_the_wheel() {
             "-lcublas".to_string(),
         ]);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let lib = gcc_shared(d, "libuser.so", None, source, &args);
+        let (member, bytes) = if kind == "library" {
+            let lib = gcc_shared(d, "libuser.so", None, source, &args);
+            ("user/libuser.so", std::fs::read(lib).unwrap())
+        } else {
+            let exe = gcc(d, "tool", program, &args);
+            ("user/bin/tool", std::fs::read(exe).unwrap())
+        };
         let w = d.join("user-1.0-cp311-cp311-linux_x86_64.whl");
-        write_wheel(
-            &w,
-            "user",
-            &[],
-            &[("user/libuser.so", std::fs::read(&lib).unwrap())],
-        );
-        let out = d.join(format!("out-{expect}"));
+        write_wheel(&w, "user", &[], &[(member, bytes)]);
+        let out = d.join(format!("out-{}-{kind}", linker.display()).replace('/', "_"));
         let o = Command::new(env!("CARGO_BIN_EXE_cudist"))
-            .args(["repair", "-w"])
+            .args(["repair", "--json", "-w"])
             .arg(&out)
             .arg(&w)
             .output()
             .unwrap();
-        assert_eq!(o.status.code(), Some(expect), "{linker:?}: {}", stderr(&o));
+        let what = format!("{linker:?} {kind}");
+        assert_eq!(o.status.code(), Some(expect), "{what}: {}", stderr(&o));
+        let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         if expect == 1 {
-            let err = stderr(&o);
+            let hint = r["errors"][0]["hint"].as_str().unwrap_or_default();
             assert!(
-                err.contains("a limit of cudist, not a fault of the wheel")
-                    && err.contains("patchelf"),
-                "{err}"
+                hint.contains("a limit of cudist, not a fault of the wheel")
+                    && hint.contains("patchelf"),
+                "{what}: {r:#}"
             );
             assert!(
                 !out.exists() || std::fs::read_dir(&out).unwrap().next().is_none(),
-                "something was written"
+                "{what}: something was written"
             );
+            continue;
         }
+        // The repaired file finds libcublas.so.12 where the NVIDIA wheel puts it, as the loader
+        // sees it: `ldd` with the wheel's layout beside the installed package.
+        let repaired = r["wheels"][0]["output"].as_str().unwrap().to_string();
+        let site = d
+            .join(format!("site-{}-{kind}", expect))
+            .join(linker.file_name().unwrap());
+        extract(Path::new(&repaired), &[member], &site);
+        let cublas = site.join("nvidia/cublas/lib");
+        std::fs::create_dir_all(&cublas).unwrap();
+        std::fs::copy(d.join("libcublas.so"), cublas.join("libcublas.so.12")).unwrap();
+        let ldd = Command::new("ldd")
+            .arg(site.join(member))
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&ldd.stdout);
+        let found = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("libcublas.so.12 => "))
+            .and_then(|r| r.split(" (").next())
+            .and_then(|p| std::fs::canonicalize(p).ok());
+        assert_eq!(
+            found,
+            Some(std::fs::canonicalize(cublas.join("libcublas.so.12")).unwrap()),
+            "{what}: {text}"
+        );
     }
 }
