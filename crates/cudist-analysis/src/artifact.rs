@@ -191,6 +191,9 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
     variant_lines(&variants, &cuda_needed, &mut verdict);
     vendor_lines(&elfs, catalog, &mut verdict);
     linker_name_lines(&preloads, catalog, &mut verdict);
+    if kind == ArtifactKind::Wheel {
+        misbuilt_lines(&file_name, &elfs, &platform, &mut verdict);
+    }
     // A Linux wheel (not one for Android, iOS, …) that no policy allows.
     if kind == ArtifactKind::Wheel
         && file_tag.is_linux()
@@ -1341,6 +1344,84 @@ fn linker_name_lines(preloads: &[crate::loads::Preload], catalog: &Catalog, verd
             p.name,
             p.place(),
         ));
+    }
+}
+
+/// Build mistakes no installer catches, each a principle rather than a package's quirk:
+/// - a wheel tagged `any` (pure Python) that carries ELF files: pip installs it on every
+///   platform, where they cannot load (the tag must name the platform, PEP 425);
+/// - a search-path entry that names a directory of the build machine (an absolute path outside
+///   the system's own directories, such as a CI workspace): on a user's machine it is absent,
+///   and whoever can create it can put there a library these files load before any other.
+fn misbuilt_lines(file_name: &str, elfs: &[Analysed], platform: &Platform, verdict: &mut Verdict) {
+    let mut lines = Vec::new();
+    let pure = cudist_wheel::WheelName::parse(file_name).is_some_and(|w| w.platform == "any");
+    if pure && !elfs.is_empty() {
+        let should = if platform.tags.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; its tag should be {} (`cudist repair` writes it)",
+                platform.tags.join(".")
+            )
+        };
+        lines.push(format!(
+            "is tagged for any platform (`any`) but carries {} ELF file(s){}: installers put it on every platform, where they cannot load{should}",
+            elfs.len(),
+            platform
+                .arch
+                .as_deref()
+                .map(|a| format!(" for {a}"))
+                .unwrap_or_default(),
+        ));
+    }
+    // Directories every Linux system owns (root creates them; packages put libraries there).
+    let system = |d: &str| {
+        [
+            "/usr/", "/lib/", "/lib64/", "/lib32/", "/libx32/", "/opt/", "/etc/",
+        ]
+        .iter()
+        .any(|p| d.starts_with(p) || d == p.trim_end_matches('/'))
+    };
+    let mut foreign: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for a in elfs {
+        for p in a.report.rpath.iter().chain(&a.report.runpath) {
+            if p.location == PathLocation::Absolute && !system(&p.expanded) {
+                foreign
+                    .entry(p.raw.as_str())
+                    .or_default()
+                    .insert(a.report.path.as_str());
+            }
+        }
+    }
+    for (entry, files) in foreign {
+        let files: Vec<&str> = files.into_iter().collect();
+        let who = match files.as_slice() {
+            [one] => one.to_string(),
+            [first, ..] => format!("{} files ({first}, …)", files.len()),
+            [] => continue,
+        };
+        lines.push(format!(
+            "{who} search{} {entry}, a directory of the build machine: absent on users' machines, and whoever can create it there can make {} load a library of theirs first (set the install RPATH at build time)",
+            if files.len() == 1 { "es" } else { "" },
+            if files.len() == 1 { "it" } else { "them" },
+        ));
+    }
+    if lines.is_empty() {
+        return;
+    }
+    if verdict.status < VerdictStatus::Misbuilt {
+        verdict.status = VerdictStatus::Misbuilt;
+        if let Some(first) = verdict.lines.first_mut() {
+            if let Some(rest) = first.strip_prefix("OK: ") {
+                *first = rest.to_string();
+            }
+        }
+        for (k, l) in lines.into_iter().enumerate() {
+            verdict.lines.insert(k, l);
+        }
+    } else {
+        verdict.lines.extend(lines);
     }
 }
 

@@ -666,6 +666,9 @@ pub struct Breakdown {
 pub enum VerdictStatus {
     /// Nothing to fix.
     Ok,
+    /// A build mistake installers do not catch: a wheel tagged for every platform (`any`) that
+    /// carries ELF files, or files that search a directory of the build machine.
+    Misbuilt,
     /// A wheel that satisfies no manylinux or musllinux policy: its tag would be `linux_*`, which
     /// PyPI refuses.
     Unportable,

@@ -315,6 +315,53 @@ fn a_wheel_no_policy_allows_is_unportable_and_says_what_decides_it() {
 }
 
 #[test]
+fn build_mistakes_no_installer_catches_are_misbuilt() {
+    // A wheel tagged for any platform that carries an ELF file (hidet 0.6's shape), whose RUNPATH
+    // names the CI workspace it was built in, beside a system directory (not a mistake).
+    let libs = Libs::new();
+    let ext = libs.extension(
+        &[],
+        Some("/github/workspace/build/lib:/usr/local/cuda/lib64"),
+    );
+    let out = tempfile::tempdir().unwrap();
+    let w = out.path().join("anyplat-1.0-py3-none-any.whl");
+    write_wheel(&w, "anyplat", &[], &[(EXT, ext.clone())]);
+    let r = inspect_json(&[w.to_str().unwrap()], 0);
+    let a = artifact(&r, ".whl");
+    assert_eq!(a["verdict"]["status"], "misbuilt", "{:#}", a["verdict"]);
+    let lines: Vec<&str> = a["verdict"]["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l.as_str())
+        .collect();
+    assert!(
+        lines[0].contains("tagged for any platform")
+            && lines[0].contains("1 ELF file(s) for x86_64")
+            && lines[0].contains("manylinux"),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("/github/workspace/build/lib, a directory of the build machine")),
+        "{lines:?}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.contains("/usr/local/cuda/lib64")),
+        "{lines:?}"
+    );
+    let o = cudist(&["inspect", "--fail-on", "misbuilt", w.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stdout(&o).contains("Verdict: MISBUILT"), "{}", stdout(&o));
+    // The same file in a platform wheel, searching only the system: nothing to say.
+    let clean = libs.extension(&[], Some("/usr/local/cuda/lib64"));
+    let w = wheel(out.path(), "platonly", &[], &[(EXT, clean)]);
+    let a = inspect_json(&[&w], 0);
+    assert_eq!(artifact(&a, ".whl")["verdict"]["status"], "ok", "{a:#}");
+}
+
+#[test]
 fn strict_and_fail_on_turn_verdicts_into_exit_code_1() {
     let libs = Libs::new();
     let ext = libs.extension(&[("c12", "cublas")], None);

@@ -46,13 +46,14 @@ pub struct InspectArgs {
 /// A `--fail-on` kind: a verdict status as the JSON writes it.
 fn parse_status(s: &str) -> Result<VerdictStatus, String> {
     Ok(match s {
+        "misbuilt" => VerdictStatus::Misbuilt,
         "unportable" => VerdictStatus::Unportable,
         "bloated" => VerdictStatus::Bloated,
         "unresolved" => VerdictStatus::Unresolved,
         "bundles-driver" => VerdictStatus::BundlesDriver,
         _ => {
             return Err(format!(
-                "{s:?}: expected unportable, bloated, unresolved or bundles-driver"
+                "{s:?}: expected misbuilt, unportable, bloated, unresolved or bundles-driver"
             ))
         }
     })

@@ -33,6 +33,7 @@ pub fn render(report: &Report, opts: RenderOptions, style: Style) -> String {
 fn status_word(s: VerdictStatus, style: Style) -> String {
     match s {
         VerdictStatus::Ok => style.green("OK"),
+        VerdictStatus::Misbuilt => style.yellow("MISBUILT"),
         VerdictStatus::Unportable => style.yellow("UNPORTABLE"),
         VerdictStatus::Bloated => style.yellow("BLOATED"),
         VerdictStatus::Unresolved => style.yellow("UNRESOLVED"),
