@@ -227,7 +227,9 @@ fn render_missing(s: &mut String, r: &Report, style: Style) {
 fn has_news(f: &FileReport, said: &dyn Fn(&str) -> bool) -> bool {
     !f.missing_symbols.is_empty()
         || f.gpus.iter().any(|g| g.status != "cubin")
-        || f.dlopen.iter().any(|r| r.path.is_none() && !said(&r.name))
+        || f.dlopen.iter().any(|r| {
+            r.path.is_none() && !said(&r.name) && !f.dlopen_said_elsewhere.contains(&r.name)
+        })
         || !f.driver_problems.is_empty()
 }
 
@@ -500,11 +502,10 @@ fn render_file(
         };
         s.push_str(&format!("  {} {tag}: {}\n", g.gpu, g.detail));
     }
-    for r in f
-        .dlopen
-        .iter()
-        .filter(|r| verbose || (r.path.is_none() && !said(&r.name)))
-    {
+    for r in f.dlopen.iter().filter(|r| {
+        verbose
+            || (r.path.is_none() && !said(&r.name) && !f.dlopen_said_elsewhere.contains(&r.name))
+    }) {
         match &r.path {
             Some(p) => s.push_str(&format!(
                 "  dlopen {:<21} {}  ({})\n",

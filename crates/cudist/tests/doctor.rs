@@ -1762,6 +1762,38 @@ fn a_preloaded_librarys_own_dlopens_are_said_of_it_once() {
         rdma[0].starts_with(&format!("{}:", lib.join("libcufile.so.0").display())),
         "{reasons:#?}"
     );
+    // Nor is it listed under each module in the human report: a.so, b.so and c.so have nothing
+    // to say (the JSON keeps the resolution, marked as said elsewhere).
+    let a = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"].as_str().unwrap().ends_with("usesfile/a.so"))
+        .unwrap_or_else(|| panic!("{v:#}"));
+    assert!(
+        a["dlopen_said_elsewhere"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("libcufile_rdma.so.1")),
+        "{a:#}"
+    );
+    let o = cudist(&[
+        "doctor",
+        "--static",
+        "--ld-library-path",
+        "",
+        "--python",
+        python.to_str().unwrap(),
+        "--import",
+        "usesfile",
+    ]);
+    let text = stdout(&o);
+    assert_eq!(
+        text.matches("libcufile_rdma.so.1").count(),
+        1,
+        "said once, in the verdict: {text}"
+    );
+    assert!(!text.contains("usesfile/a.so\n"), "{text}");
 }
 
 /// A library the package loads at import inside `try … except OSError`, whose own dependency is

@@ -246,6 +246,11 @@ pub struct FileReport {
     /// Libraries opened at run time: `--dlopen` names from the file, and what loaded CUDA
     /// libraries are known to dlopen, from them.
     pub dlopen: Vec<Resolution>,
+    /// Of the `dlopen` names not found, those said elsewhere and not of this file: a capability
+    /// the opening library treats as optional, a driver library said in the host notes, or what
+    /// a library loaded before this file opens (said once, of that library). The per-file
+    /// report leaves them out.
+    pub dlopen_said_elsewhere: Vec<String>,
     /// With a profile that has a driver: the driver's libraries the file needs, which that
     /// machine's driver provides (not looked for on this one).
     pub from_profile_driver: Vec<String>,
@@ -1429,6 +1434,7 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         })
         .unwrap_or(false)
     };
+    let mut said_elsewhere: Vec<String> = Vec::new();
     for r in dl.iter().filter(|r| r.path.is_none()) {
         // What a library loaded before this file (a package's preload, torch's libcufile)
         // opens is that library's doing: said of it, once, not of every file checked.
@@ -1437,6 +1443,7 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             .iter()
             .any(|o| o.path == r.needed_by && o.loaded_before_main())
         {
+            said_elsewhere.push(r.name.clone());
             r.needed_by.as_path()
         } else {
             f
@@ -1445,6 +1452,7 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         if driver_lib.is_some() && (host.driver.is_none() || profile) {
             // No driver here: said once, in the host notes. A profile's driver provides its
             // own libraries: this machine's are not looked for.
+            said_elsewhere.push(r.name.clone());
             continue;
         }
         let by = r
@@ -1466,6 +1474,7 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             None => None,
         };
         if let Some(what) = optional_what {
+            said_elsewhere.push(r.name.clone());
             verdict.add_cause(
                 Status::Ok,
                 format!("optional {}", r.name),
@@ -1518,6 +1527,11 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             gpus,
             driver_problems,
             dlopen: dl,
+            dlopen_said_elsewhere: {
+                said_elsewhere.sort();
+                said_elsewhere.dedup();
+                said_elsewhere
+            },
             from_profile_driver,
             tier,
             tier_reason: placed.why,
