@@ -112,6 +112,7 @@ impl Preload {
     /// Whether this preload loads the library `soname`.
     pub fn loads(&self, soname: &str) -> bool {
         self.sonames.iter().any(|s| s == soname)
+            || self.name == soname
             || (self.name.contains(['*', '?', '['])
                 && glob::Pattern::new(&self.name).is_ok_and(|p| p.matches(soname)))
     }
@@ -172,6 +173,17 @@ fn is_library_name(s: &str) -> bool {
                     .all(|c| c.is_ascii_digit() || ".*[]-?".contains(c))))
 }
 
+/// Whether a string is the name of a shared object file or a pattern of such names (`_C.so`,
+/// `_C*.so`, `*.so`): what a load by path (`torch.ops.load_library`) can be given.
+fn is_file_name(s: &str) -> bool {
+    s.strip_suffix(".so").is_some_and(|stem| {
+        !stem.is_empty()
+            && stem
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-+.*?[]".contains(c))
+    })
+}
+
 /// A load call found in a file.
 struct Call {
     /// The file and the function it is in.
@@ -188,6 +200,9 @@ struct Call {
     /// Its argument is the first parameter of its function: it loads what the function's
     /// callers pass.
     passed: bool,
+    /// It loads a file by path, whatever the file's name (`torch.ops.load_library`): a name it
+    /// is given need not look like `libX.so`.
+    by_path: bool,
 }
 
 /// Whether classes caught around a call ([`pysource::File::caught`]) include the error a failed
@@ -246,6 +261,7 @@ fn names_in(
     file: &File,
     scope: Option<usize>,
     deferred: bool,
+    by_path: bool,
 ) -> Vec<(String, String)> {
     let mut named = Vec::new();
     for (si, s) in file.stmts.iter().enumerate() {
@@ -261,7 +277,7 @@ fn names_in(
             // A path in the package names its last component (cuequivariance's
             // `os.path.join(root_dir(), "lib/libcue_ops.so")`).
             let base = s.rsplit('/').next().unwrap_or(s);
-            if is_library_name(base) {
+            if is_library_name(base) || (by_path && is_file_name(base)) {
                 named.push((base.to_string(), format!("{}:{}", file.path, lit.line)));
             } else if s.ends_with(".json") {
                 named.extend(json_names(sources, file.path, s));
@@ -344,12 +360,22 @@ pub fn scan_with(
                         deferred: call.deferred,
                         optional: catches_failure(f.caught(si), Mechanism::PackageLoader),
                         passed: false,
+                        by_path: false,
                     });
                     continue;
                 }
+                // torch's loader of operator libraries (`torch.ops.load_library(path)`, also
+                // reached as `torch.classes.load_library`) is `ctypes.CDLL(path)`: a load by
+                // path, of a file of the package whatever its name (fbgemm-gpu's
+                // `fbgemm_gpu_tbe_utils.so`, torchao's `_C*.so`).
+                let by_path = matches!(
+                    canonical.as_str(),
+                    "torch.ops.load_library" | "torch.classes.load_library"
+                );
                 let mechanism = match last(&canonical) {
                     "load_nvidia_dynamic_lib" => Mechanism::CudaPathfinder,
                     "CDLL" | "LoadLibrary" | "PyDLL" => Mechanism::Ctypes,
+                    _ if by_path => Mechanism::Ctypes,
                     _ => continue,
                 };
                 // cuda-pathfinder's argument, when it is a literal; a ctypes call's, when it is a
@@ -360,7 +386,7 @@ pub fn scan_with(
                         .arg
                         .as_deref()
                         .map(|a| a.rsplit('/').next().unwrap_or(a))
-                        .filter(|a| is_library_name(a))
+                        .filter(|a| is_library_name(a) || (by_path && is_file_name(a)))
                         .map(str::to_string),
                 };
                 let passed = argument.is_none()
@@ -375,6 +401,7 @@ pub fn scan_with(
                     deferred: call.deferred,
                     optional: catches_failure(f.caught(si), mechanism),
                     passed,
+                    by_path,
                 });
             }
         }
@@ -493,7 +520,7 @@ pub fn scan_with(
                     }
                     None => named_for.entry((c.scope, c.deferred)).or_insert_with(|| {
                         let file = &files[c.scope.0];
-                        let own = names_in(sources, file, c.scope.1, c.deferred);
+                        let own = names_in(sources, file, c.scope.1, c.deferred, c.by_path);
                         if !own.is_empty() {
                             return own;
                         }
@@ -511,7 +538,7 @@ pub fn scan_with(
                             }
                             next.sort();
                             for s in &next {
-                                found.extend(names_in(sources, &files[s.0], s.1, false));
+                                found.extend(names_in(sources, &files[s.0], s.1, false, c.by_path));
                             }
                             if !found.is_empty() {
                                 return found;
@@ -529,7 +556,7 @@ pub fn scan_with(
                                 .collect();
                             next.sort();
                             for s in &next {
-                                found.extend(names_in(sources, file, s.1, false));
+                                found.extend(names_in(sources, file, s.1, false, c.by_path));
                             }
                             if !found.is_empty() || next.is_empty() {
                                 break;
@@ -1327,6 +1354,53 @@ mod tests {
             .find(|p| p.name == "libcue_ops.so")
             .unwrap_or_else(|| panic!("{:?}", s.preloads));
         assert!(p.at_import, "{p:?}");
+    }
+
+    /// torch's loader of operator libraries loads files of the package by path, whatever their
+    /// names: fbgemm-gpu 1.x's loop over a list through a helper (`_load_library(f"{lib}.so")`
+    /// → `torch.ops.load_library(os.path.join(os.path.dirname(__file__), filename))`), and
+    /// torchao's glob of `_C*.so`; both at import.
+    #[test]
+    fn torch_operator_libraries_loaded_in_loops_and_globs() {
+        let fbgemm = "import os\nimport torch\n\ndef _load_library(filename, no_throw=False):\n    try:\n        torch.ops.load_library(os.path.join(os.path.dirname(__file__), filename))\n    except Exception as error:\n        if not no_throw:\n            raise error\n\nlibraries = [\"fbgemm_gpu_config\", \"fbgemm_gpu_tbe_utils\"]\nfor library in libraries:\n    _load_library(f\"{library}.so\")\n";
+        let torchao = "from pathlib import Path\nimport torch\nso_files = list(Path(__file__).parent.glob(\"_C*.so\"))\nfor file in so_files:\n    torch.ops.load_library(str(file))\n";
+        let cat = Catalog::builtin();
+        for (path, text, file, other) in [
+            (
+                "fbgemm_gpu/__init__.py",
+                fbgemm,
+                "fbgemm_gpu_tbe_utils.so",
+                None,
+            ),
+            (
+                "torchao/__init__.py",
+                torchao,
+                "_C.abi3.so",
+                Some("_other.so"),
+            ),
+        ] {
+            let s = scan(&[src(path, text)], &cat, None);
+            let p = s
+                .preloads
+                .iter()
+                .find(|p| p.loads(file))
+                .unwrap_or_else(|| panic!("{path}: {:?}", s.preloads));
+            assert!(p.at_import, "{p:?}");
+            if let Some(o) = other {
+                assert!(!p.optional, "{p:?}");
+                assert!(!s.preloads.iter().any(|p| p.loads(o)), "{:?}", s.preloads);
+            }
+        }
+        // A plain ctypes load still wants a library's name: `CDLL("x.so")` is no load by path.
+        let s = scan(
+            &[src(
+                "pkg/__init__.py",
+                "import ctypes\nctypes.CDLL(\"helper.so\")\n",
+            )],
+            &cat,
+            None,
+        );
+        assert!(s.preloads.is_empty(), "{:?}", s.preloads);
     }
 
     #[test]
