@@ -789,11 +789,7 @@ fn libraries_of_any_linker_are_patched_by_appending_and_keep_every_other_byte() 
             let what = format!("{linker}, {what}");
             let src = t.dir.path().join("in.so");
             std::fs::write(&src, data).unwrap();
-            assert_eq!(
-                call(&src).unwrap_err().contains("libdep.so.1"),
-                true,
-                "{what}"
-            );
+            assert!(call(&src).unwrap_err().contains("libdep.so.1"), "{what}");
             let path = "$ORIGIN/lib:$ORIGIN/../../nvidia/cu13/lib:$ORIGIN/../../nvidia/cudnn/lib";
             let edits = Edits {
                 search_path: Some((
