@@ -1643,7 +1643,11 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         elfs.insert(dir.to_path_buf(), v.clone());
         v
     };
-    let mut scans: Vec<(Vec<preload::Dynamic>, crate::loads::Scan)> = Vec::new();
+    let mut scans: Vec<(Vec<preload::Dynamic>, crate::loads::Scan, Option<u32>)> = Vec::new();
+    // The CUDA major of each package: its files', else (cupyx: only cuSOLVER's
+    // libcusolver.so.11, which CUDA 11 and 12 share) that of the package that imports it, which
+    // is read first.
+    let mut major_of_package: HashMap<String, u32> = HashMap::new();
     let mut pathfinder_tables: HashMap<
         Option<PathBuf>,
         Option<cudist_catalog::pathfinder::PathfinderTable>,
@@ -1668,12 +1672,15 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             })
             .as_ref()
             .unwrap_or(cudist_catalog::pathfinder::PathfinderTable::builtin());
-        let scan = crate::loads::scan_with(
-            &sources,
-            catalog,
-            preload::cuda_major(&files, catalog),
-            pathfinder,
-        );
+        let name = &imports[i].0;
+        let major = preload::cuda_major(&files, catalog).or_else(|| {
+            let by = report.imported_with.iter().find(|w| w.package == *name)?;
+            major_of_package.get(&by.by).copied()
+        });
+        if let Some(m) = major {
+            major_of_package.insert(name.clone(), m);
+        }
+        let scan = crate::loads::scan_with(&sources, catalog, major, pathfinder);
         let depth = depth_of[i];
         if depth < MAX_FOLLOW {
             for (module, at) in &scan.imports {
@@ -1764,7 +1771,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 }
             }
         }
-        scans.push((files, scan));
+        scans.push((files, scan, major));
         i += 1;
     }
     paths.extend(imports.iter().map(|(_, d)| d.clone()));
@@ -1880,26 +1887,18 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     let is_plugin = |name: &str| plugins.iter().any(|w| w.package == name);
     // The CUDA major of each package's files, for a file whose own libraries do not tell.
     let mut package_major: HashMap<PathBuf, u32> = HashMap::new();
-    let mut major_of_package: HashMap<String, u32> = HashMap::new();
     // The libraries each package's Python loads at import, found where its code finds them.
     let mut package_preloads: Vec<crate::loads::Preload> = Vec::new();
     let mut package_files: Vec<preload::Dynamic> = Vec::new();
     let mut package_modules: std::collections::BTreeMap<String, crate::pysource::ImportedAt> =
         std::collections::BTreeMap::new();
-    for ((name, dir), (files, scan)) in imports.iter().zip(scans) {
+    for ((name, dir), (files, scan, major)) in imports.iter().zip(scans) {
         let Some(site) = dir.parent() else { continue };
         let found = scan.preloads;
         // Which wheel provides a library the package cannot find: the one of the CUDA major
         // it declares (rmm-cu12 requires librmm-cu12), else of the major its files link.
         let declared = declared_requirements(&dists[site], name);
-        // A package whose files do not tell (cupyx: only cuSOLVER's libcusolver.so.11, which
-        // CUDA 11 and 12 share) takes the major of the package that imports it.
-        let major = preload::cuda_major(&files, catalog).or_else(|| {
-            let by = report.imported_with.iter().find(|w| w.package == *name)?;
-            major_of_package.get(&by.by).copied()
-        });
         if let Some(m) = major {
-            major_of_package.insert(name.clone(), m);
             for f in &files {
                 package_major.insert(f.path.clone(), m);
             }
