@@ -848,3 +848,128 @@ fn libraries_of_any_linker_are_patched_by_appending_and_keep_every_other_byte() 
         }
     }
 }
+
+#[test]
+fn programs_are_patched_by_appending_and_run() {
+    // A program's program headers are found by the kernel: the new segment keeps the first
+    // segment's distance between address and offset, so that kernels before 5.18 (which assume
+    // it) and after agree. PIE and fixed-address programs, GNU ld and LLD.
+    let lld = std::env::var_os("CUDIST_LLD")
+        .map(std::path::PathBuf::from)
+        .or_else(|| tool("CUDIST_LLD", "ld.lld"));
+    let t = Tree::new(&[]);
+    let lib = t.dir.path().join("lib");
+    let mut builds: Vec<(String, Vec<String>)> = vec![
+        ("bfd pie".into(), vec!["-fuse-ld=bfd".into(), "-pie".into()]),
+        (
+            "bfd fixed".into(),
+            vec!["-fuse-ld=bfd".into(), "-no-pie".into()],
+        ),
+    ];
+    if let Some(lld) = &lld {
+        let b = format!("-B{}", lld.parent().unwrap().display());
+        builds.push((
+            "lld pie".into(),
+            vec!["-fuse-ld=lld".into(), b.clone(), "-pie".into()],
+        ));
+        builds.push((
+            "lld fixed".into(),
+            vec!["-fuse-ld=lld".into(), b, "-no-pie".into()],
+        ));
+    }
+    for (what, flags) in builds {
+        let mut args: Vec<String> = flags;
+        args.extend([
+            "-Wl,--no-as-needed".to_string(),
+            format!("-L{}", lib.display()),
+            "-ldep".into(),
+        ]);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let exe = cc(
+            t.dir.path(),
+            &format!("prog-{}", what.replace(' ', "-")),
+            "int dep(void); int main(void) { return dep() == 42 ? 0 : 1; }\n",
+            &refs,
+        );
+        let run = |p: &std::path::Path| {
+            Command::new(p)
+                .env_remove("LD_LIBRARY_PATH")
+                .output()
+                .unwrap()
+        };
+        assert!(!run(&exe).status.success(), "{what}: runs without its path");
+        let data = std::fs::read(&exe).unwrap();
+        let p = apply(
+            &data,
+            &rpath(
+                &[
+                    "$ORIGIN/lib",
+                    "$ORIGIN/../../nvidia/cu13/lib",
+                    "$ORIGIN/../../nvidia/cudnn/lib",
+                ],
+                SearchPathTag::Runpath,
+            ),
+        )
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert!(!p.in_place, "{what}");
+        let grown = p.data.len() - data.len();
+        assert!(grown < 5 * 4096 + 65536, "{what}: grew by {grown} bytes");
+        let changes = editable(&data);
+        if let Some(k) = (0..data.len())
+            .find(|&k| data[k] != p.data[k] && !changes.iter().any(|r| r.contains(&k)))
+        {
+            panic!("{what}: byte {k:#x} changed outside the headers and dynamic section");
+        }
+        let out = t
+            .dir
+            .path()
+            .join(format!("{}-patched", what.replace(' ', "-")));
+        std::fs::write(&out, &p.data).unwrap();
+        std::fs::set_permissions(&out, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let o = run(&out);
+        assert!(
+            o.status.success(),
+            "{what}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        if let (Some(before), Some(after)) = (elflint_clean(&exe), elflint_clean(&out)) {
+            assert!(
+                !before || after,
+                "{what}: eu-elflint accepted the input, not the output"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_segment_without_file_bytes_may_point_past_the_end() {
+    // LLD gives a PT_TLS that holds only `.tbss` the offset of its aligned address, which can
+    // lie past the end of the file (cuda-quantum's libnvqir-dynamics.so): nothing is read there.
+    let t = Tree::new(&[]);
+    let lib = t.dir.path().join("lib");
+    let tls = gcc(
+        t.dir.path(),
+        "tls.so",
+        "static __thread int counter; int dep(void); int call(void) { counter++; return dep(); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", lib.display()),
+            "-ldep",
+        ],
+    );
+    let mut data = std::fs::read(&tls).unwrap();
+    const PT_TLS: u32 = 7;
+    let at = phdr_of(&data, PT_TLS);
+    assert_eq!(
+        u64::from_le_bytes(data[at + 0x20..at + 0x28].try_into().unwrap()),
+        0,
+        "only .tbss"
+    );
+    let past = data.len() as u64 + 0x1000;
+    data[at + 8..at + 16].copy_from_slice(&past.to_le_bytes());
+    let p = apply(&data, &rpath(&["$ORIGIN/lib"], SearchPathTag::Rpath)).unwrap();
+    let out = t.dir.path().join("tls-patched.so");
+    std::fs::write(&out, &p.data).unwrap();
+    assert_eq!(call(&out).as_deref(), Ok("42"));
+}

@@ -1394,9 +1394,10 @@ fn a_lazily_loaded_soname_several_majors_share_takes_the_wheels_major_or_none() 
     );
 }
 
-/// A library linked by LLD (its program headers are followed at once by sections, and its dynamic
-/// section has no spare entries) is repaired by appending, as patchelf does, and loads from the
-/// repaired wheel. An LLD-linked executable, whose layout cudist's writer cannot change, is
+/// Libraries and programs linked by LLD (their program headers are followed at once by sections,
+/// their dynamic sections have no spare entries) are repaired by appending, as patchelf does, and
+/// find their CUDA library from the repaired wheel. An LLD-linked program with a 64 MiB `.bss`
+/// (appending would pad the file to past it; the rewriter cannot change LLD's layout) is
 /// cudist's limit, not a fault of the wheel: exit 1, not 3, a hint that says so and names
 /// patchelf, and nothing written. The GNU ld builds of the same sources are repaired.
 #[test]
@@ -1409,11 +1410,14 @@ fn an_edit_the_writer_cannot_make_is_not_blamed_on_the_wheel() {
     fake_lib(d, "libcublas.so", "libcublas.so.12", "cublasCreate_v2");
     let source = "int cublasCreate_v2(void *); int f(void) { return cublasCreate_v2(0); }\n";
     let program = "int cublasCreate_v2(void *); int main(void) { return cublasCreate_v2(0); }\n";
+    let big = "int cublasCreate_v2(void *); static char big[64 << 20];\nint main(void) { big[5] = 1; return cublasCreate_v2(big); }\n";
     for (linker, kind, expect) in [
         (lld.as_path(), "library", 0),
-        (lld.as_path(), "executable", 1),
+        (lld.as_path(), "executable", 0),
+        (lld.as_path(), "big-bss", 1),
         (Path::new("bfd"), "library", 0),
         (Path::new("bfd"), "executable", 0),
+        (Path::new("bfd"), "big-bss", 0),
     ] {
         // gcc finds `ld.lld` in a `-B` directory.
         let mut args: Vec<String> = match linker.to_str() {
@@ -1433,7 +1437,12 @@ fn an_edit_the_writer_cannot_make_is_not_blamed_on_the_wheel() {
             let lib = gcc_shared(d, "libuser.so", None, source, &args);
             ("user/libuser.so", std::fs::read(lib).unwrap())
         } else {
-            let exe = gcc(d, "tool", program, &args);
+            let exe = gcc(
+                d,
+                "tool",
+                if kind == "big-bss" { big } else { program },
+                &args,
+            );
             ("user/bin/tool", std::fs::read(exe).unwrap())
         };
         let w = d.join("user-1.0-cp311-cp311-linux_x86_64.whl");

@@ -13,8 +13,9 @@
 //!
 //! Loaders find the program headers through `e_phoff`, read from the file, and find them in
 //! memory in whichever loadable segment holds them (glibc's `_dl_map_segments`, musl's
-//! `map_library`). An executable's program headers are found by the kernel, which before Linux
-//! 5.18 assumed them in the first segment: executables (`PT_INTERP`) are left to the rewriter.
+//! `map_library`). A program's program headers are found by the kernel, which before Linux 5.18
+//! computed their address from the first segment's: for a program the new segment keeps that
+//! segment's distance between address and file offset (see [`append`]).
 
 use object::elf;
 use object::read::elf::{FileHeader, ProgramHeader, SectionHeader};
@@ -110,7 +111,10 @@ pub(super) fn append<E: FileHeader<Endian = Endianness>>(
         is64: h.is_type_64(),
         big: endian == Endianness::Big,
     };
-    if h.e_type(endian) != elf::ET_DYN || usize::from(h.e_phentsize(endian)) != c.phent() {
+    let e_type = h.e_type(endian);
+    if !matches!(e_type, elf::ET_DYN | elf::ET_EXEC)
+        || usize::from(h.e_phentsize(endian)) != c.phent()
+    {
         return None;
     }
     let phnum = usize::from(h.e_phnum(endian));
@@ -133,9 +137,8 @@ pub(super) fn append<E: FileHeader<Endian = Endianness>>(
             align: ph.p_align(endian).into(),
         })
         .collect();
-    if phdrs.iter().any(|p| p.kind == elf::PT_INTERP) {
-        return None;
-    }
+    // A program the kernel starts (it has an interpreter, or is not position-independent).
+    let program = e_type == elf::ET_EXEC || phdrs.iter().any(|p| p.kind == elf::PT_INTERP);
     let loads: Vec<&Phdr> = phdrs.iter().filter(|p| p.kind == elf::PT_LOAD).collect();
     let last_load = phdrs.iter().rposition(|p| p.kind == elf::PT_LOAD)?;
     let dynamic = phdrs.iter().find(|p| p.kind == elf::PT_DYNAMIC)?;
@@ -240,7 +243,6 @@ pub(super) fn append<E: FileHeader<Endian = Endianness>>(
 
     // The new segment: [program headers][dynamic section, if moved][dynamic strings].
     let align = loads.iter().map(|l| l.align).max().unwrap_or(1).max(0x1000);
-    let seg_off = align_up(data.len() as u64, 16)?;
     let phdr_size = ((phnum + 1) * c.phent()) as u64;
     let dyn_rel = align_up(phdr_size, 16)?;
     let dyn_size = if moved_dynamic {
@@ -256,7 +258,39 @@ pub(super) fn append<E: FileHeader<Endian = Endianness>>(
         .collect::<Option<Vec<u64>>>()?
         .into_iter()
         .max()?;
-    let seg_vaddr = align_up(mem_end, align)?.checked_add(seg_off % align)?;
+    let end = align_up(data.len() as u64, 16)?;
+    let (seg_off, seg_vaddr) = if program {
+        // Linux before 5.18 tells a program where its program headers are as the first
+        // segment's address for `e_phoff` (AT_PHDR = first p_vaddr - first p_offset + e_phoff),
+        // and glibc takes the load bias from that and PT_PHDR. So the new segment keeps the
+        // first segment's distance between address and offset: it starts at the file offset
+        // that puts it past every segment in memory, the file padded with zeros up to there.
+        // Without PT_PHDR, or where that padding is more than a few pages (a large .bss), the
+        // rewriter is asked instead.
+        if !phdrs.iter().any(|p| p.kind == elf::PT_PHDR) {
+            return None;
+        }
+        let first = loads.first()?;
+        let delta = first.vaddr.checked_sub(first.offset)?;
+        if delta % align != 0 {
+            return None;
+        }
+        let off = end.max(align_up(mem_end, align)?.checked_sub(delta)?);
+        if off - end > 4 * align + (64 << 10) {
+            return None;
+        }
+        (off, off.checked_add(delta)?)
+    } else {
+        // A library: any address past the others, congruent with the offset. One more
+        // megabyte of address space (not of file) between the last segment and the new one
+        // keeps tools that judge a relocation by its symbol's size (eu-elflint) from reading
+        // into the new segment.
+        let gap = if c.is64 { align_up(1 << 20, align)? } else { 0 };
+        let vaddr = align_up(mem_end, align)?
+            .checked_add(gap)?
+            .checked_add(end % align)?;
+        (end, vaddr)
+    };
     seg_vaddr.checked_add(seg_len)?;
     let new_str_vaddr = seg_vaddr + str_rel;
     for e in entries.iter_mut() {
