@@ -1356,6 +1356,29 @@ mod tests {
         assert!(p.at_import, "{p:?}");
     }
 
+    /// A load after an early return that a default import takes (no environment variable of
+    /// the package set) never runs: torch-tensorrt 2.14's API capture, enabled by
+    /// `TORCHTRT_ENABLE_TENSORRT_API_CAPTURE`. The same load without the return runs.
+    #[test]
+    fn a_load_behind_an_opt_in_flag_does_not_run() {
+        let capture = |guard: &str| {
+            format!(
+                "import ctypes, os\ndef enable():\n    flag = os.environ.get(\"TORCHTRT_ENABLE_TENSORRT_API_CAPTURE\", None)\n{guard}    for path in [\"/usr/lib\"]:\n        try:\n            ctypes.CDLL(os.path.join(path, \"libtensorrt_shim.so\"))\n        except Exception:\n            continue\nenable()\n"
+            )
+        };
+        let cat = Catalog::builtin();
+        for (guard, runs) in [
+            ("    if flag is None or (flag != \"1\" and flag.lower() != \"true\"):\n        return\n", false),
+            ("    if not flag:\n        raise RuntimeError(\"off\")\n", false),
+            ("    if flag == \"1\":\n        return\n", true),
+            ("", true),
+        ] {
+            let s = scan(&[src("pkg/__init__.py", &capture(guard))], &cat, None);
+            let loads = s.preloads.iter().any(|p| p.name == "libtensorrt_shim.so");
+            assert_eq!(loads, runs, "{guard}: {:?}", s.preloads);
+        }
+    }
+
     /// torch's loader of operator libraries loads files of the package by path, whatever their
     /// names: fbgemm-gpu 1.x's loop over a list through a helper (`_load_library(f"{lib}.so")`
     /// → `torch.ops.load_library(os.path.join(os.path.dirname(__file__), filename))`), and

@@ -106,9 +106,10 @@ const LINUX_PLATFORM: &str = "linux";
 /// `sys.platform.startswith("win")`, flags named `IS_WINDOWS`, `IS_MACOS`, `IS_LINUX`),
 /// `TYPE_CHECKING`, `__name__ == "__main__"`, and environment reads (`os.getenv("X")`,
 /// `os.environ.get("X", "0") == "1"`, `"X" in os.environ`), through `not`, `and` and `or`.
-/// `None` when it may go either way. `known` gives the truth of names assigned such a test before
-/// (`is_windows = platform.system() == "Windows"`, then `if is_windows and msvc:`).
-pub fn truth(e: &Expr, known: &dyn Fn(&str) -> Option<bool>) -> Option<bool> {
+/// `None` when it may go either way. `known` gives what names assigned before hold: such a test
+/// (`is_windows = platform.system() == "Windows"`, then `if is_windows and msvc:`), or an
+/// environment read (`flag = os.environ.get("X", None)`, then `if flag is None: return`).
+pub fn truth(e: &Expr, known: &dyn Fn(&str) -> Option<Known>) -> Option<bool> {
     let truth = |e: &Expr| truth(e, known);
     match e {
         Expr::BoolOp(b) => {
@@ -126,16 +127,20 @@ pub fn truth(e: &Expr, known: &dyn Fn(&str) -> Option<bool>) -> Option<bool> {
             }
         }
         Expr::UnaryOp(u) if u.op == ast::UnaryOp::Not => truth(&u.operand).map(|v| !v),
-        Expr::Name(n) => known(n.id.as_str()).or_else(|| flag_truth(n.id.as_str())),
+        Expr::Name(n) => match known(n.id.as_str()) {
+            Some(Known::Truth(t)) => Some(t),
+            Some(Known::Env(d)) => Some(d.is_some_and(|d| !d.is_empty())),
+            None => flag_truth(n.id.as_str()),
+        },
         Expr::Attribute(a) => flag_truth(a.attr.as_str()),
         Expr::Compare(c) if c.ops.len() == 1 => {
-            compare_truth(&c.left, c.ops[0], &c.comparators[0]).or_else(|| {
+            compare_truth(&c.left, c.ops[0], &c.comparators[0], known).or_else(|| {
                 // The same test written the other way round (`"win32" == sys.platform`).
                 let flipped = match c.ops[0] {
                     ast::CmpOp::Eq | ast::CmpOp::NotEq => c.ops[0],
                     _ => return None,
                 };
-                compare_truth(&c.comparators[0], flipped, &c.left)
+                compare_truth(&c.comparators[0], flipped, &c.left, known)
             })
         }
         Expr::Call(c) => {
@@ -180,6 +185,15 @@ fn is_call_of(e: &Expr, name: &str) -> bool {
     matches!(e, Expr::Call(c) if callee_text(&c.func).as_deref() == Some(name))
 }
 
+/// What a name assigned before holds at a default import ([`truth`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Known {
+    /// A test whose truth is known.
+    Truth(bool),
+    /// An environment read, unset: its default (None when it has none).
+    Env(Option<String>),
+}
+
 /// What a value test compares: the value on Linux of `sys.platform`, `platform.system()`,
 /// `os.name`, `__name__` at import; for an environment read, its default.
 enum Value {
@@ -188,7 +202,12 @@ enum Value {
     Env(Option<String>),
 }
 
-fn value_of(e: &Expr) -> Option<Value> {
+fn value_of(e: &Expr, known: &dyn Fn(&str) -> Option<Known>) -> Option<Value> {
+    if let Expr::Name(n) = e {
+        if let Some(Known::Env(d)) = known(n.id.as_str()) {
+            return Some(Value::Env(d));
+        }
+    }
     match e {
         Expr::Attribute(_) | Expr::Name(_) => match callee_text(e)?.as_str() {
             "sys.platform" => Some(Value::Known(LINUX_PLATFORM.into())),
@@ -208,7 +227,7 @@ fn value_of(e: &Expr) -> Option<Value> {
                         _ => None,
                     };
                     if let Some(change) = change {
-                        return match value_of(&a.value)? {
+                        return match value_of(&a.value, known)? {
                             Value::Known(v) => Some(Value::Known(change(&v))),
                             Value::Env(d) => Some(Value::Env(d.map(|d| change(&d)))),
                         };
@@ -226,7 +245,7 @@ fn value_of(e: &Expr) -> Option<Value> {
 }
 
 /// For `os.getenv("X"[, default])` and `os.environ.get("X"[, default])`: `Some(default)`, where
-/// the default is a string literal or absent (`None`); `None` for any other call.
+/// the default is a string literal, or absent or `None` (`None`); `None` for any other call.
 fn env_read(callee: &str, c: &ast::ExprCall) -> Option<Option<String>> {
     let env = callee == "getenv"
         || callee.ends_with(".getenv")
@@ -236,7 +255,7 @@ fn env_read(callee: &str, c: &ast::ExprCall) -> Option<Option<String>> {
         return None;
     }
     match c.arguments.args.get(1) {
-        None => Some(None),
+        None | Some(Expr::NoneLiteral(_)) => Some(None),
         Some(d) => string_value(d).map(Some),
     }
 }
@@ -251,7 +270,12 @@ fn strings_of(e: &Expr) -> Option<Vec<String>> {
     }
 }
 
-fn compare_truth(left: &Expr, op: ast::CmpOp, right: &Expr) -> Option<bool> {
+fn compare_truth(
+    left: &Expr,
+    op: ast::CmpOp,
+    right: &Expr,
+    known: &dyn Fn(&str) -> Option<Known>,
+) -> Option<bool> {
     // `"X" in os.environ`: unset.
     if matches!(op, ast::CmpOp::In | ast::CmpOp::NotIn)
         && string_value(left).is_some()
@@ -259,7 +283,7 @@ fn compare_truth(left: &Expr, op: ast::CmpOp, right: &Expr) -> Option<bool> {
     {
         return Some(op == ast::CmpOp::NotIn);
     }
-    let value = value_of(left)?;
+    let value = value_of(left, known)?;
     let value = match value {
         Value::Known(v) => Some(v),
         Value::Env(d) => d,
@@ -730,33 +754,59 @@ struct Reader<'l> {
     /// Each set of caught classes a statement can be under.
     catch_sets: Vec<Vec<String>>,
     defs: BTreeMap<String, Vec<usize>>,
-    /// Names assigned a test whose truth is known ([`truth`]), by function.
-    known: HashMap<(Option<usize>, String), bool>,
+    /// Names assigned a test whose truth is known, or an environment read ([`truth`]), by
+    /// function.
+    known: HashMap<(Option<usize>, String), Known>,
 }
 
 impl Reader<'_> {
     /// [`truth`] of a test in function `scope`, with the names assigned known tests before it.
     fn truth(&self, e: &Expr, scope: Option<usize>) -> Option<bool> {
-        let known = |n: &str| {
+        truth(e, &self.known_in(scope))
+    }
+
+    /// What the names of function `scope` are known to hold there.
+    fn known_in(&self, scope: Option<usize>) -> impl Fn(&str) -> Option<Known> + '_ {
+        move |n: &str| {
             self.known
                 .get(&(scope, n.to_string()))
                 .or_else(|| self.known.get(&(None, n.to_string())))
-                .copied()
-        };
-        truth(e, &known)
+                .cloned()
+        }
     }
 
-    /// Records what a plain assignment `name = test` makes known (or unknown again).
+    /// Records what a plain assignment `name = test` or `name = os.getenv(…)` makes known (or
+    /// unknown again).
     fn assigned(&mut self, target: &Expr, value: &Expr, ctx: Ctx) {
         let Expr::Name(n) = target else { return };
         let key = (ctx.scope, n.id.to_string());
-        match self.truth(value, ctx.scope) {
+        let env = match value_of(value, &self.known_in(ctx.scope)) {
+            Some(Value::Env(d)) => Some(Known::Env(d)),
+            _ => None,
+        };
+        match env.or_else(|| self.truth(value, ctx.scope).map(Known::Truth)) {
             Some(v) if !ctx.excluded => {
                 self.known.insert(key, v);
             }
             _ => {
                 self.known.remove(&key);
             }
+        }
+    }
+
+    /// Whether a statement of a function ends it whenever it runs at a default import: a
+    /// `return` or `raise`, or an `if` whose test then holds and whose body ends so
+    /// (torch-tensorrt's `if os_env_flag is None or …: return` before the load its opt-in
+    /// flag enables).
+    fn ends(&self, s: &ast::Stmt, scope: Option<usize>) -> bool {
+        use ast::Stmt as S;
+        match s {
+            S::Return(_) | S::Raise(_) => true,
+            S::If(i) => {
+                self.truth(&i.test, scope) == Some(true)
+                    && i.body.iter().any(|b| self.ends(b, scope))
+            }
+            _ => false,
         }
     }
 
@@ -815,8 +865,13 @@ impl Reader<'_> {
     }
 
     fn suite(&mut self, body: &[ast::Stmt], ctx: Ctx) {
+        let mut ctx = ctx;
         for s in body {
             self.stmt(s, ctx);
+            // What follows a statement that ends the function never runs at a default import.
+            if ctx.scope.is_some() && !ctx.excluded && self.ends(s, ctx.scope) {
+                ctx.excluded = true;
+            }
         }
     }
 
