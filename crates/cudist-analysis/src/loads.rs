@@ -232,6 +232,23 @@ pub struct Scan {
     /// `pkg_resources.iter_entry_points("G")`): the modules installed distributions register
     /// there are its plugins, imported when that code runs.
     pub plugin_groups: Vec<PluginGroup>,
+    /// Functions of modules outside the package that its import calls (`libcuopt.load_library()`
+    /// from cuopt's `__init__.py`): what such a function loads, read from that package, loads
+    /// during this import.
+    pub outside_calls: Vec<OutsideCall>,
+}
+
+/// A call at import of a function of a module outside the package.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutsideCall {
+    /// The outside module's top-level name (`libcuopt`).
+    pub module: String,
+    /// The function, by its last name (`load_library`).
+    pub function: String,
+    /// The call's `file:line`.
+    pub at: String,
+    /// Inside `try … except` that catches a failed load.
+    pub optional: bool,
 }
 
 /// An entry-point group a package reads its plugins from.
@@ -421,6 +438,38 @@ pub fn scan_with(
                 .all(|(gi, sj, _)| catches_failure(files[*gi].caught(*sj), c.mechanism));
     }
     let reach = pysource::reach(&files);
+    // Calls at import into the outside modules the import imports.
+    let mut outside_calls: Vec<OutsideCall> = Vec::new();
+    for (fi, f) in files.iter().enumerate() {
+        for (si, st) in f.stmts.iter().enumerate() {
+            if f.excluded[si] || !reach.reached.contains(&(fi, f.scope[si])) {
+                continue;
+            }
+            for call in st.calls.iter().filter(|c| !c.deferred) {
+                let canonical = f.canonical(&call.callee, si);
+                let Some((top, _)) = canonical.split_once('.') else {
+                    continue;
+                };
+                if loaders.contains(&canonical.as_str())
+                    || !reach.external.iter().any(|(m, _)| m == top)
+                {
+                    continue;
+                }
+                let c = OutsideCall {
+                    module: top.to_string(),
+                    function: last(&canonical).to_string(),
+                    at: format!("{}:{}", f.path, st.number),
+                    optional: catches_failure(f.caught(si), Mechanism::Ctypes),
+                };
+                if !outside_calls
+                    .iter()
+                    .any(|o| o.module == c.module && o.function == c.function)
+                {
+                    outside_calls.push(c);
+                }
+            }
+        }
+    }
     let def_of = |s: Scope| -> Option<String> { files[s.0].stmts[s.1?].def.clone() };
     // The public function that leads to a call, for calls not reached at import: up the
     // callers while there is one.
@@ -597,6 +646,7 @@ pub fn scan_with(
         imports: reach.external,
         modules: reach.modules,
         plugin_groups,
+        outside_calls,
     }
 }
 

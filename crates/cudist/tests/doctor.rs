@@ -2033,3 +2033,82 @@ fn zstd_compressed_device_code_sets_a_driver_floor() {
     assert!(said(&host("old.json", "535.104.05")));
     assert!(!said(&host("new.json", "560.35.03")));
 }
+
+/// A package whose import calls a function of another package that loads a library (cuopt's
+/// `libcuopt.load_library()`, which no catalog names): the library is loaded at import, so the
+/// extension that needs it without a search path loads too, as the real import shows. The
+/// static model agrees: it reads the called function in the other package. Without the call,
+/// both say the extension fails.
+#[test]
+fn a_loader_in_another_package_called_at_import_loads_at_import() {
+    for called in [true, false] {
+        let work = tempfile::tempdir().unwrap();
+        let init = if called {
+            "import libthing\nlibthing.load_library()\nfrom . import _ext\n"
+        } else {
+            "import libthing\nfrom . import _ext\n"
+        };
+        let (python, site) = venv_with(
+            &work.path().join("venv"),
+            &[
+                ("thing/__init__.py", init),
+                ("libthing/__init__.py", "from libthing.load import load_library\n"),
+                (
+                    "libthing/load.py",
+                    "import ctypes, os\ndef load_library():\n    return ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'lib64', 'libthing.so'), mode=ctypes.RTLD_GLOBAL)\n",
+                ),
+            ],
+        );
+        let lib64 = site.join("libthing/lib64");
+        fake_lib(&lib64, "libthing.so", "libthing.so", "thing_init");
+        let suffix = ext_suffix(&python);
+        let ext = gcc_shared(
+            work.path(),
+            "_ext.so",
+            None,
+            &py_extension_source("_ext", "", ""),
+            &[
+                "-Wl,--no-as-needed",
+                &format!("-L{}", lib64.display()),
+                "-lthing",
+            ],
+        );
+        std::fs::copy(&ext, site.join(format!("thing/_ext{suffix}"))).unwrap();
+        let real = std::process::Command::new(&python)
+            .args(["-c", "import thing"])
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap();
+        assert_eq!(real.status.success(), called, "{}", stderr(&real));
+        for extra in [&[][..], &["--static"][..]] {
+            let (code, v) = doctor_import_with("thing", &python, extra);
+            let status = v["verdict"]["status"].as_str().unwrap();
+            if called {
+                assert_eq!((code, status), (Some(0), "ok"), "{extra:?}: {v:#}");
+                let load = v["runtime_loads"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|l| l["soname"] == "libthing.so")
+                    .unwrap_or_else(|| panic!("{extra:?}: {v:#}"));
+                assert!(
+                    load["loader"]
+                        .as_str()
+                        .unwrap()
+                        .contains("called at thing/__init__.py:2")
+                        && load["path"]
+                            .as_str()
+                            .unwrap()
+                            .ends_with("libthing/lib64/libthing.so"),
+                    "{load:#}"
+                );
+            } else {
+                assert_eq!(
+                    (code, status),
+                    (Some(1), "will-fail-to-load"),
+                    "{extra:?}: {v:#}"
+                );
+            }
+        }
+    }
+}

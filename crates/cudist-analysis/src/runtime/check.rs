@@ -1892,9 +1892,53 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     let mut package_files: Vec<preload::Dynamic> = Vec::new();
     let mut package_modules: std::collections::BTreeMap<String, crate::pysource::ImportedAt> =
         std::collections::BTreeMap::new();
+    // What each followed package's functions load when called, for the packages that call them
+    // at import (cuopt calls `libcuopt.load_library()`, which loads libcuopt.so through ctypes):
+    // (package, its directory, the loads of its functions).
+    let loads_on_call: Vec<(String, PathBuf, Vec<crate::loads::Preload>)> = imports
+        .iter()
+        .zip(&scans)
+        .map(|((n, d), (_, scan, _))| {
+            let on_call = scan
+                .preloads
+                .iter()
+                .filter(|p| p.on_call.is_some())
+                .cloned()
+                .collect();
+            (n.clone(), d.clone(), on_call)
+        })
+        .collect();
     for ((name, dir), (files, scan, major)) in imports.iter().zip(scans) {
         let Some(site) = dir.parent() else { continue };
-        let found = scan.preloads;
+        // Its own loads, each found from its own directory, then what the functions of other
+        // packages it calls at import load, found from theirs.
+        let mut found: Vec<(crate::loads::Preload, PathBuf)> = scan
+            .preloads
+            .into_iter()
+            .map(|p| (p, dir.clone()))
+            .collect();
+        for call in &scan.outside_calls {
+            let Some((_, their_dir, theirs)) =
+                loads_on_call.iter().find(|(n, ..)| *n == call.module)
+            else {
+                continue;
+            };
+            for p in theirs
+                .iter()
+                .filter(|p| p.on_call.as_deref() == Some(call.function.as_str()))
+            {
+                let p = crate::loads::Preload {
+                    at_import: true,
+                    on_call: None,
+                    optional: p.optional || call.optional,
+                    loaded_at: format!("{} (called at {})", p.loaded_at, call.at),
+                    ..p.clone()
+                };
+                if !found.iter().any(|(q, _)| q.name == p.name && q.at_import) {
+                    found.push((p, their_dir.clone()));
+                }
+            }
+        }
         // Which wheel provides a library the package cannot find: the one of the CUDA major
         // it declares (rmm-cu12 requires librmm-cu12), else of the major its files link.
         let declared = declared_requirements(&dists[site], name);
@@ -1903,8 +1947,8 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 package_major.insert(f.path.clone(), m);
             }
         }
-        for p in found.iter().filter(|p| p.at_import) {
-            for f in preload::find(p, dir, site, &env, catalog) {
+        for (p, from) in found.iter().filter(|(p, _)| p.at_import) {
+            for f in preload::find(p, from, site, &env, catalog) {
                 if report
                     .runtime_loads
                     .iter()
@@ -1979,9 +2023,9 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         // A load on first use by a CUDA library's linker name (`ctypes.CDLL("libcudart.so")`
         // in a function): CUDA wheels install only the SONAME (`libcudart.so.13`); the linker
         // name comes with a toolkit's development files. Where none is found, the use fails.
-        for p in found
+        for (p, _) in found
             .iter()
-            .filter(|p| !p.at_import && p.sonames.is_empty())
+            .filter(|(p, _)| !p.at_import && p.sonames.is_empty())
         {
             let Some(lib) = catalog.library_by_linker_name(&p.name) else {
                 continue;
@@ -2013,7 +2057,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 ),
             );
         }
-        package_preloads.extend(found);
+        package_preloads.extend(found.into_iter().map(|(p, _)| p));
         package_files.extend(files);
         crate::pysource::merge_modules(&mut package_modules, scan.modules);
     }
