@@ -1406,6 +1406,22 @@ mod tests {
         assert!(p.at_import, "{p:?}");
     }
 
+    /// A handler that calls a function of the file that always raises lets the failure out:
+    /// the load is required. One that calls a function that only warns catches it.
+    #[test]
+    fn a_handler_that_raises_through_a_function_catches_nothing() {
+        let code = |handler: &str| {
+            format!(
+                "import ctypes, warnings\ndef _fail(name):\n    msg = f'cannot load {{name}}'\n    raise ImportError(msg)\ndef _warn(name):\n    warnings.warn(name)\ntry:\n    ctypes.CDLL(\"libnccl.so.2\")\nexcept OSError:\n    {handler}('nccl')\n"
+            )
+        };
+        for (handler, optional) in [("_fail", false), ("_warn", true)] {
+            let p = init_preloads(&code(handler));
+            assert_eq!(p.len(), 1, "{p:?}");
+            assert_eq!(p[0].optional, optional, "{handler}: {p:?}");
+        }
+    }
+
     /// A load after an early return that a default import takes (no environment variable of
     /// the package set) never runs: torch-tensorrt 2.14's API capture, enabled by
     /// `TORCHTRT_ENABLE_TENSORRT_API_CAPTURE`. The same load without the return runs.

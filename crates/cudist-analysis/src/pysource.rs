@@ -369,11 +369,15 @@ fn caught_names(classes: Option<&Expr>) -> Vec<String> {
 }
 
 /// Whether a block raises an exception of its own anywhere in it (a `raise` statement outside
-/// the functions and classes it defines).
-fn raises(body: &[ast::Stmt]) -> bool {
+/// the functions and classes it defines, or a call of one of the file's functions that always
+/// raise, `raisers`: `except OSError: _fail(name)` where `def _fail(n): raise ImportError(n)`).
+fn raises(body: &[ast::Stmt], raisers: &BTreeSet<String>) -> bool {
     use ast::Stmt as S;
+    let raises = |b: &[ast::Stmt]| raises(b, raisers);
     body.iter().any(|s| match s {
         S::Raise(_) => true,
+        S::Expr(e) => matches!(&*e.value, Expr::Call(c)
+            if matches!(&*c.func, Expr::Name(n) if raisers.contains(n.id.as_str()))),
         S::FunctionDef(_) | S::ClassDef(_) => false,
         S::If(i) => raises(&i.body) || i.elif_else_clauses.iter().any(|c| raises(&c.body)),
         S::Try(t) => {
@@ -757,6 +761,9 @@ struct Reader<'l> {
     /// Names assigned a test whose truth is known, or an environment read ([`truth`]), by
     /// function.
     known: HashMap<(Option<usize>, String), Known>,
+    /// The file's module-level functions whose body raises whenever it runs (a `raise` at its
+    /// top level).
+    raisers: BTreeSet<String>,
 }
 
 impl Reader<'_> {
@@ -954,7 +961,7 @@ impl Reader<'_> {
                     .iter()
                     .flat_map(|h| {
                         let ast::ExceptHandler::ExceptHandler(h) = h;
-                        if raises(&h.body) {
+                        if raises(&h.body, &self.raisers) {
                             Vec::new()
                         } else {
                             caught_names(h.type_.as_deref())
@@ -1190,9 +1197,23 @@ fn read_on_this_thread<'a>(path: &'a str, text: &str) -> File<'a> {
         catch_sets: Vec::new(),
         defs: BTreeMap::new(),
         known: HashMap::new(),
+        raisers: BTreeSet::new(),
     };
     let unread = match parse(text) {
         Ok(parsed) => {
+            r.raisers = parsed
+                .syntax()
+                .body
+                .iter()
+                .filter_map(|s| match s {
+                    ast::Stmt::FunctionDef(f)
+                        if f.body.iter().any(|b| matches!(b, ast::Stmt::Raise(_))) =>
+                    {
+                        Some(f.name.as_str().to_string())
+                    }
+                    _ => None,
+                })
+                .collect();
             let top = Ctx {
                 scope: None,
                 excluded: false,
