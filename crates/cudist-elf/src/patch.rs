@@ -130,7 +130,14 @@ pub fn apply(data: &[u8], edits: &Edits) -> Result<Patched, PatchError> {
                 _ => append::append::<elf::FileHeader32<Endianness>>(data, edits),
             };
             match appended {
-                Some(out) => (out, false),
+                Some(mut out) => {
+                    // A moved dynamic section: `_DYNAMIC` and its section symbol follow it.
+                    match out.get(4) {
+                        Some(&elf::ELFCLASS64) => mend::<elf::FileHeader64<Endianness>>(&mut out),
+                        _ => mend::<elf::FileHeader32<Endianness>>(&mut out),
+                    }
+                    (out, false)
+                }
                 None => {
                     if let Some(why) = room.refused_by_rewriter {
                         return Err(PatchError::Layout(why));
@@ -933,8 +940,8 @@ fn restore_types<E: FileHeader<Endian = Endianness>>(out: &mut [u8], retyped: &R
     });
 }
 
-/// Fixes what the rewriter leaves inconsistent: `PT_DYNAMIC`'s size, and `.symtab` section
-/// symbols of sections that moved.
+/// Fixes what the rewriter leaves inconsistent: `PT_DYNAMIC`'s size and `_DYNAMIC`'s, and
+/// `.symtab` section symbols of sections that moved.
 fn mend<E: FileHeader<Endian = Endianness>>(out: &mut [u8]) {
     rewrite_words::<E>(out, |data, h, endian| {
         let mut words = Vec::new();
@@ -972,6 +979,34 @@ fn mend<E: FileHeader<Endian = Endianness>>(out: &mut [u8]) {
             let off: u64 = symtab.sh_offset(endian).into();
             let entsize = std::mem::size_of::<E::Sym>() as u64;
             if let Ok(table) = sections.symbols(endian, data, elf::SHT_SYMTAB) {
+                // `_DYNAMIC` spans the dynamic section, whose spare entries the rewriter drops.
+                if let Some(d) = dynamic {
+                    let size: u64 = d.sh_size(endian).into();
+                    for (k, sym) in table.symbols().iter().enumerate() {
+                        let named = table
+                            .symbol_name(endian, sym)
+                            .is_ok_and(|n| n == b"_DYNAMIC");
+                        if !named {
+                            continue;
+                        }
+                        let addr: u64 = d.sh_addr(endian).into();
+                        let base = off + k as u64 * entsize;
+                        // st_value and st_size: 64-bit at 8 and 16, 32-bit at 4 and 8.
+                        let (value_at, size_at) = if is64 { (8, 16) } else { (4, 8) };
+                        for (now, want, at) in [
+                            (sym.st_value(endian).into(), addr, value_at),
+                            (sym.st_size(endian).into(), size, size_at),
+                        ] {
+                            if now != want {
+                                words.push(Word {
+                                    at: (base + at) as usize,
+                                    value: want,
+                                    width,
+                                });
+                            }
+                        }
+                    }
+                }
                 for (k, sym) in table.symbols().iter().enumerate() {
                     if sym.st_type() != elf::STT_SECTION {
                         continue;
