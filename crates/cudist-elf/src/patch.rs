@@ -229,14 +229,21 @@ fn check_layout<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<Room,
             elf::PT_TLS => "PT_TLS".to_string(),
             t => format!("type {t:#x}"),
         };
-        // A segment with no file bytes reads nothing there, wherever its offset points (LLD
-        // gives a PT_TLS holding only `.tbss` the offset of its aligned address, past the end
-        // of cuda-quantum's libnvqir-dynamics.so).
-        if size > 0 && off.checked_add(size).is_none_or(|end| end > len) {
-            return Err(layout(format!(
+        // A segment other than a loadable one with no file bytes reads nothing there, wherever
+        // its offset points (LLD gives a PT_TLS holding only `.tbss` the offset of its aligned
+        // address, past the end of cuda-quantum's libnvqir-dynamics.so).
+        // The rewriter is never given such a file (object's builder sizes buffers by the
+        // offset): only the appending writer, which copies the header as it is.
+        if off.checked_add(size).is_none_or(|end| end > len) {
+            let why = format!(
                 "program header {i} ({kind}) lies outside the file: offset {off:#x} + size \
                  {size:#x} is past its {len} bytes"
-            )));
+            );
+            if size == 0 && ph.p_type(endian) != elf::PT_LOAD {
+                refused_by_rewriter.get_or_insert(why);
+            } else {
+                return Err(layout(why));
+            }
         }
         // In memory a segment is at least its file bytes, and only PT_LOAD (.bss), PT_TLS (.tbss)
         // and PT_GNU_RELRO (lld rounds it to a page) are more; no segment of a real file spans a

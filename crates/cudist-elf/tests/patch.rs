@@ -681,8 +681,12 @@ fn real_files_pass_the_layout_checks() {
 #[test]
 fn inputs_the_fuzzer_found() {
     // fuzz/run.sh elf_patch, 2026-11-23: a section whose alignment is near 2^64 overflowed the
-    // size bound's sum before the alignment check refused it. Every such input is refused or
-    // patched, never a panic, and a patch stays within twice the input plus the edit's room.
+    // size bound's sum before the alignment check refused it. 2026-11-27: a zero-size
+    // PT_GNU_STACK whose offset points 2^61 bytes out, accepted for the appending writer (LLD
+    // puts a `.tbss`-only PT_TLS past the end), drove object's builder to 24 GB when the
+    // rewriter was asked instead: such a file never reaches the rewriter. Every such input is
+    // refused or patched, never a panic, and a patch stays within twice the input plus the
+    // edit's room.
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let mut n = 0;
     for e in std::fs::read_dir(&dir).unwrap().flatten() {
