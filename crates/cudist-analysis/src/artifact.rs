@@ -1552,7 +1552,27 @@ fn verdict(
         let fails = match lazy_fails {
             Some(f) => f,
             None => match n.tier {
-                crate::loads::Tier::Import => "fails at import".to_string(),
+                crate::loads::Tier::Import => {
+                    // At import only because compiled code names the module: said as such.
+                    let at_import: Vec<&Analysed> = n
+                        .needed_by
+                        .iter()
+                        .filter_map(|p| elfs.iter().find(|a| &a.report.path == p))
+                        .filter(|a| a.report.tier == crate::loads::Tier::Import)
+                        .collect();
+                    let named = at_import
+                        .iter()
+                        .map(|a| a.report.tier_reason.clone())
+                        .collect::<Option<Vec<String>>>()
+                        .and_then(|w| w.into_iter().next());
+                    match named {
+                        Some(why) => format!(
+                            "may fail at import ({why}; whether it imports it there, or catches \
+                             the failure, the machine code does not show)"
+                        ),
+                        _ => "fails at import".to_string(),
+                    }
+                }
                 _ => {
                     let first = n.needed_by.first();
                     // An extension module the import does not reach: its module and why.

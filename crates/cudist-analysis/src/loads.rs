@@ -958,7 +958,8 @@ pub struct Placed {
     /// When it loads.
     pub tier: Tier,
     /// Why the import does not need an extension module (`imported only when __getattr__()
-    /// runs (cupy/cuda/__init__.py:71)`; imported inside `try … except ImportError`).
+    /// runs (cupy/cuda/__init__.py:71)`; imported inside `try … except ImportError`), or, at
+    /// import, why that is not certain (its name is only in a compiled module's code).
     pub why: Option<String>,
 }
 
@@ -1132,30 +1133,41 @@ pub fn tiers(
             todo.push(i);
         }
     }
+    // A module reached only because a compiled module's code names it may be imported there
+    // inside `try … except ImportError` or in a function: the machine code does not show which.
+    // Such a node (and what it needs) is at import with that said (`why`).
     while let Some(i) = todo.pop() {
         let by_module = nodes[i].mentions.iter().filter_map(|m| {
             ext_module
                 .iter()
                 .position(|e| e.as_deref() == Some(m.as_str()))
         });
-        let mut next: Vec<usize> = by_module.collect();
+        let named_by = format!(
+            "its name is in the compiled code of {}, which the import loads",
+            nodes[i].path
+        );
+        let mut next: Vec<(usize, Option<String>)> = by_module
+            .map(|j| (j, placed[i].why.clone().or_else(|| Some(named_by.clone()))))
+            .collect();
         for need in &nodes[i].needed {
             next.extend(
                 nodes
                     .iter()
                     .enumerate()
                     .filter(|(_, m)| key(m).iter().any(|k| k == need))
-                    .map(|(j, _)| j),
+                    .map(|(j, _)| (j, placed[i].why.clone())),
             );
         }
-        for j in next {
-            if placed[j].tier != Tier::Import {
-                placed[j] = Placed {
-                    tier: Tier::Import,
-                    why: None,
-                };
-                todo.push(j);
+        for (j, why) in next {
+            let certain = placed[j].tier == Tier::Import && placed[j].why.is_none();
+            if certain || (placed[j].tier == Tier::Import && why.is_some()) {
+                continue;
             }
+            placed[j] = Placed {
+                tier: Tier::Import,
+                why,
+            };
+            todo.push(j);
         }
     }
     placed

@@ -601,8 +601,9 @@ fn packages_that_load_their_own_libraries() {
     assert_eq!(cudart["preload"]["loaded_at"], "faiss/loader.py:47");
     assert_eq!(cudart["declared_by"], "nvidia-cuda-runtime-cu12");
     // Repaired: its 64 MB libfaiss (already rewritten once by auditwheel's patchelf) needs a
-    // layout change for the new search path, which moves its dynamic tables; the growth is
-    // reported, and the writer's bound allows for every table it moves.
+    // layout change for the new search path: its 600 KB dynamic string table, with the new path,
+    // goes to a segment appended at the end (the rewriter, before, moved every dynamic table:
+    // 1.7 MB); the growth is reported.
     let out = tempfile::tempdir().unwrap();
     let r = repair_json(&w, out.path());
     let lib = r["wheels"][0]["patched"]
@@ -614,7 +615,7 @@ fn packages_that_load_their_own_libraries() {
         .clone();
     let grew = lib["size_after"].as_u64().unwrap() - lib["size_before"].as_u64().unwrap();
     assert!(
-        lib["in_place"] == false && grew > 1 << 20 && grew < 4 << 20,
+        lib["in_place"] == false && grew > 600 << 10 && grew < 700 << 10,
         "{lib:#}"
     );
 
@@ -664,4 +665,37 @@ fn packages_that_load_their_own_libraries() {
         let (_, constrained) = auditwheel_tag(&auditwheel, &w);
         assert_eq!(tag.as_str(), constrained.as_deref(), "{wr:#}");
     }
+}
+
+/// README.md's inspect example is cudist's real output on cupy-cuda12x 14.2.0: every line it
+/// shows (`…` marks lines left out) is a line of the real report, in the same order.
+#[test]
+fn the_readme_example_is_real_output() {
+    let Some(dir) = tool_from_env("CUDIST_REAL_WHEELS") else {
+        return;
+    };
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let start = "$ cudist inspect cupy_cuda12x-14.2.0-cp311-cp311-manylinux2014_x86_64.whl\n";
+    let at = readme.find(start).expect("the example in README.md") + start.len();
+    let block = &readme[at..at + readme[at..].find("```").unwrap()];
+    let w = find_wheel(&dir, "cupy_cuda12x-14.2.0");
+    let o = Command::new(env!("CARGO_BIN_EXE_cudist"))
+        .arg("inspect")
+        .arg(w.file_name().unwrap())
+        .current_dir(w.parent().unwrap())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let real = String::from_utf8(o.stdout).unwrap();
+    let mut lines = real.lines();
+    let mut shown = 0;
+    for want in block.lines().filter(|l| l.trim() != "…") {
+        assert!(
+            lines.any(|l| l.trim_end() == want.trim_end()),
+            "README.md shows a line cudist does not print (in this order):\n{want}\n\nreal output:\n{real}"
+        );
+        shown += 1;
+    }
+    assert!(shown > 20, "{shown} lines");
 }
