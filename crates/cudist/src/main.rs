@@ -183,7 +183,9 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             report_error(&e);
-            ExitCode::from(if errors::is_bad_input(&e) {
+            ExitCode::from(if errors::is_usage(&e) {
+                2
+            } else if errors::is_bad_input(&e) {
                 EXIT_INPUT
             } else {
                 1

@@ -131,13 +131,42 @@ fn parse_targets(specs: &[String], host: Option<&str>, catalog: &Catalog) -> Res
             );
         }
     }
+    // The newest compute capability the catalog knows: an SM below it that the catalog lacks
+    // is no GPU's (a typo such as sm_95); one above it may be a GPU newer than this catalog.
+    let newest = catalog.archs.iter().map(|a| a.sm).max().unwrap_or(0);
     for spec in specs {
         let list = targets::parse_list_named(spec, &catalog.gpu_names)
-            .map_err(|e| errors::input(format!("--gpu {spec:?}: {e}")))?;
+            .map_err(|e| errors::usage(format!("--gpu {spec:?}: {e}")))?;
+        for t in &list {
+            if catalog.arch(t.sm).is_none() && t.sm < newest {
+                let mut known: Vec<String> = catalog
+                    .archs
+                    .iter()
+                    .map(|a| format!("sm_{}", a.sm))
+                    .collect();
+                known.dedup();
+                return Err(errors::usage(format!(
+                    "--gpu {spec:?}: no GPU has compute capability {}.{} (sm_{}); the \
+                     architectures are {}",
+                    t.sm / 10,
+                    t.sm % 10,
+                    t.sm,
+                    known.join(" ")
+                )));
+            }
+            if t.sm > newest {
+                eprintln!(
+                    "warning: --gpu {spec:?}: sm_{} is newer than every architecture this \
+                     catalog knows (up to sm_{newest}); its device code is judged by the \
+                     compatibility rules alone",
+                    t.sm
+                );
+            }
+        }
         out.extend(list);
     }
     if out.is_empty() {
-        return Err(errors::input("--gpu names no GPU"));
+        return Err(errors::usage("--gpu names no GPU"));
     }
     Ok(out)
 }
@@ -152,7 +181,7 @@ pub fn run(args: SlimArgs, catalog: &Catalog) -> Result<ExitCode> {
         keep_layout: args.keep_layout,
     };
     if args.output.is_some() && args.inputs.len() != 1 {
-        bail!(errors::input("-o names one output: give one ELF input"));
+        bail!(errors::usage("-o names one output: give one ELF input"));
     }
     let mut names: Vec<String> = targets.iter().map(|t| format!("sm_{}", t.sm)).collect();
     names.sort_by_key(|n| n[3..].parse::<u32>().unwrap_or(0));
@@ -376,14 +405,14 @@ fn write(
                     batch.commit()?;
                     Ok((Some(plan.input.display().to_string()), None))
                 }
-                (None, false) => bail!(errors::input(
+                (None, false) => bail!(errors::usage(
                     "say where the result goes: -o FILE, or --in-place"
                 )),
             }
         }
         "directory" => {
             if !args.in_place {
-                bail!(errors::input(
+                bail!(errors::usage(
                     "a directory is slimmed in place: pass --in-place (copy it first to keep the original)"
                 ));
             }
@@ -398,7 +427,7 @@ fn write(
         }
         "conda" => {
             let Some(dir) = &args.wheel_dir else {
-                bail!(errors::input(
+                bail!(errors::usage(
                     "say where slimmed packages go: -w DIR (a package is never changed in place)"
                 ));
             };
@@ -448,7 +477,7 @@ fn write(
         }
         _ => {
             let Some(dir) = &args.wheel_dir else {
-                bail!(errors::input(
+                bail!(errors::usage(
                     "say where slimmed wheels go: -w DIR (a wheel is never changed in place)"
                 ));
             };

@@ -817,3 +817,57 @@ mod sha2_hex {
             .to_string()
     }
 }
+
+/// A command line that cannot be carried out is a usage error (exit 2), named before anything is
+/// written: an ELF file without `-o` or `--in-place`, a wheel without `-w`, and a GPU no one
+/// makes (`sm_95`: below the newest architecture the catalog knows, and not one of them). An SM
+/// above every known one may be a newer GPU: slimmed for by the rules, with a warning.
+#[test]
+fn what_cannot_be_done_is_a_usage_error() {
+    let work = tempfile::tempdir().unwrap();
+    let lib = fixtures().join("multi.so");
+    let wheel = work.path().join("demo-1.0-cp311-cp311-linux_x86_64.whl");
+    write_wheel(
+        &wheel,
+        "demo",
+        &[],
+        &[("demo/multi.so", std::fs::read(&lib).unwrap())],
+    );
+    for (args, says) in [
+        (
+            vec!["slim", "--gpu", "sm_90", lib.to_str().unwrap()],
+            "-o FILE, or --in-place",
+        ),
+        (
+            vec!["slim", "--gpu", "sm_90", wheel.to_str().unwrap()],
+            "-w DIR",
+        ),
+        (
+            vec![
+                "slim",
+                "--gpu",
+                "sm_95",
+                "--dry-run",
+                wheel.to_str().unwrap(),
+            ],
+            "no GPU has compute capability 9.5 (sm_95)",
+        ),
+    ] {
+        let o = cudist(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    }
+    let o = cudist(&[
+        "slim",
+        "--gpu",
+        "sm_130",
+        "--dry-run",
+        wheel.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("newer than every architecture"),
+        "{}",
+        stderr(&o)
+    );
+}
