@@ -331,8 +331,8 @@ fn loads_leaves_relocatable_code_and_refuses_empty_targets() {
     ]);
     assert_eq!(
         o.status.code(),
-        Some(3),
-        "a directory needs --in-place: {}",
+        Some(2),
+        "a directory needs --in-place (a usage error): {}",
         stderr(&o)
     );
     let (code, v) = slim(&[
