@@ -944,6 +944,19 @@ fn artifact_major_hint(
     if let Some((m, _)) = votes.iter().max_by_key(|(m, n)| (**n, **m)) {
         return Some(*m);
     }
+    // The CUDA wheels it declares, in any extra, when they agree on a major: tensorflow's files
+    // load every CUDA library lazily (trampoline tables), and its `and-cuda` extra names the
+    // `-cu12` wheels.
+    let declared: BTreeSet<u32> = wheel
+        .map(|w| w.requires_dist.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|r| ReqName::parse(r))
+        .filter_map(|r| catalog.component_by_pip(&r.name).and_then(|(_, m)| m))
+        .collect();
+    if let [one] = declared.iter().copied().collect::<Vec<u32>>()[..] {
+        return Some(one);
+    }
     let name = wheel.and_then(|w| w.name.as_deref())?.to_ascii_lowercase();
     for pat in ["cuda", "cu"] {
         for (i, _) in name.match_indices(pat) {

@@ -204,3 +204,34 @@ fn doctor_judges_a_lazy_load_as_the_first_call_does() {
         }
     }
 }
+
+/// A package whose files load every CUDA library lazily (trampoline tables, no CUDA NEEDED: the
+/// shape of tensorflow 2.21's `libtensorflow_framework.so.2`) takes the CUDA major of the CUDA
+/// wheels it declares, in any extra: the library is `libcusparse.so.12` of
+/// `nvidia-cusparse-cu12`, declared, not an unversioned name with no wheel.
+#[test]
+fn lazily_loaded_libraries_take_the_major_the_package_declares() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let tramp = gcc_shared(
+        d,
+        "libtramp.so",
+        Some("libtramp.so"),
+        "void *_cusparse_tramp_table[2];\n\
+         int cusparseCreate(void *p) { return ((int (*)(void *))_cusparse_tramp_table[0])(p); }\n",
+        &[],
+    );
+    let wheel = d.join("lazyonly-1.0-cp311-cp311-manylinux_2_17_x86_64.whl");
+    write_wheel(
+        &wheel,
+        "lazyonly",
+        &["nvidia-cusparse-cu12>=12.1; extra == \"and-cuda\""],
+        &[("lazyonly/libtramp.so", std::fs::read(&tramp).unwrap())],
+    );
+    let v = inspect_json(&[wheel.to_str().unwrap()], 0);
+    let a = artifact(&v, ".whl");
+    let row = needed(a, "libcusparse.so.12");
+    assert_eq!(row["library"]["pip"], "nvidia-cusparse-cu12", "{row:#}");
+    assert_eq!(row["declared"], true, "{row:#}");
+    assert_eq!(row["declared_extra"], "and-cuda", "{row:#}");
+}
