@@ -380,6 +380,7 @@ pub(crate) fn lazy_loads(
             library: lib.id.clone(),
             soname: None,
             written: None,
+            alternatives: Vec::new(),
             evidence: format!("trampoline table {table}: its entry points are stubs filled by dlopen on the first call"),
         });
     }
@@ -416,6 +417,14 @@ pub(crate) fn lazy_loads(
                 }
                 match out.iter_mut().find(|l| l.library == lib.id) {
                     Some(l) => {
+                        if let Some(so) = &soname {
+                            if l.alternatives.is_empty() {
+                                l.alternatives.extend(l.soname.clone());
+                            }
+                            if !l.alternatives.contains(so) {
+                                l.alternatives.push(so.clone());
+                            }
+                        }
                         if l.soname.is_none() && soname.is_some() {
                             l.soname = soname;
                             l.written = Some(name.to_string());
@@ -425,6 +434,7 @@ pub(crate) fn lazy_loads(
                         library: lib.id.clone(),
                         soname,
                         written: Some(name.to_string()),
+                        alternatives: Vec::new(),
                         evidence: format!("imports dlopen and names {name:?} to open"),
                     }),
                 }

@@ -108,6 +108,20 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
             a.hint = lazy_major(&a.report.lazy_loads, catalog);
         }
         let hint = a.hint;
+        // A fallback chain of SONAMEs: the one of the file's major is what it loads there.
+        for l in a.report.lazy_loads.iter_mut() {
+            if l.alternatives.len() < 2 {
+                l.alternatives.clear();
+                continue;
+            }
+            let of_hint = l.alternatives.iter().find(|s| {
+                Some(catalog.majors_of(s).as_slice()) == hint.map(|h| vec![h]).as_deref()
+            });
+            if let Some(so) = of_hint.cloned() {
+                l.written = Some(so.clone());
+                l.soname = Some(so);
+            }
+        }
         for l in a
             .report
             .lazy_loads

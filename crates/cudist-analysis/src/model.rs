@@ -446,6 +446,11 @@ pub struct LazyLoad {
     /// `libcupti.so`, which no NVIDIA wheel ships: such a load goes by a path the program
     /// builds); null for a trampoline table.
     pub written: Option<String>,
+    /// Every SONAME of the library the file names, when it names several: a fallback chain
+    /// (cudnn-frontend tries `libnvrtc.so.13`, then `libnvrtc.so.12`), of which the one of the
+    /// file's CUDA major is `soname`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub alternatives: Vec<String>,
     /// What shows it, for people.
     pub evidence: String,
 }

@@ -235,3 +235,58 @@ fn lazily_loaded_libraries_take_the_major_the_package_declares() {
     assert_eq!(row["declared"], true, "{row:#}");
     assert_eq!(row["declared_extra"], "and-cuda", "{row:#}");
 }
+
+/// A fallback chain (cudnn-frontend in transformer-engine tries `libnvrtc.so.13`, then
+/// `libnvrtc.so.12`): the file loads the one of its own CUDA major, which its NEEDED entries
+/// say (here CUDA 12's cuBLAS), and the package needs that one, from that major's wheel.
+#[test]
+fn a_fallback_chain_loads_the_soname_of_the_files_major() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    fake_lib(d, "libcublas.so", "libcublas.so.12", "cublasCreate_v2");
+    let chain = gcc_shared(
+        d,
+        "libchain.so",
+        Some("libchain.so"),
+        "#include <dlfcn.h>\n\
+         int cublasCreate_v2(void *);\n\
+         static const char *names[] = {\"libnvrtc.so\", \"libnvrtc.so.13\", \"libnvrtc.so.12\"};\n\
+         void *open_nvrtc(void) {\n\
+           for (int i = 0; i < 3; i++) { void *h = dlopen(names[i], RTLD_NOW); if (h) return h; }\n\
+           return (void *)(long)cublasCreate_v2(0);\n\
+         }\n",
+        &[
+            "-ldl",
+            "-Wl,--no-as-needed",
+            &format!("-L{}", d.display()),
+            "-lcublas",
+        ],
+    );
+    let wheel = d.join("chain-1.0-cp311-cp311-manylinux_2_17_x86_64.whl");
+    write_wheel(
+        &wheel,
+        "chain",
+        &[],
+        &[("chain/libchain.so", std::fs::read(&chain).unwrap())],
+    );
+    let v = inspect_json(&[wheel.to_str().unwrap()], 0);
+    let a = artifact(&v, ".whl");
+    let f = &a["elf_files"][0];
+    let lazy = &f["lazy_loads"][0];
+    assert_eq!(lazy["soname"], "libnvrtc.so.12", "{f:#}");
+    assert_eq!(
+        lazy["alternatives"],
+        serde_json::json!(["libnvrtc.so.13", "libnvrtc.so.12"]),
+        "{f:#}"
+    );
+    let row = needed(a, "libnvrtc.so.12");
+    assert_eq!(row["library"]["pip"], "nvidia-cuda-nvrtc-cu12", "{row:#}");
+    assert!(
+        !a["cuda_needed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["soname"] == "libnvrtc.so.13"),
+        "{a:#}"
+    );
+}
