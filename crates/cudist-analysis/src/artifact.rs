@@ -1312,16 +1312,6 @@ fn breakdown(elfs: &[Analysed], vendored: &[Vendored], installed: u64) -> Breakd
 /// A wheel whose best tag is `linux_*`: the verdict says so, with the reason that decides it (why
 /// the next policy up fails; the most compatible ones often fail for a reason of their own).
 fn unportable(platform: &Platform, verdict: &mut Verdict) {
-    let lead = verdict.status < VerdictStatus::Unportable;
-    if lead {
-        verdict.status = VerdictStatus::Unportable;
-        // The line that said OK keeps what it says, without the OK.
-        if let Some(first) = verdict.lines.first_mut() {
-            if let Some(rest) = first.strip_prefix("OK: ") {
-                *first = rest.to_string();
-            }
-        }
-    }
     let why = platform
         .blocked
         .last()
@@ -1331,12 +1321,24 @@ fn unportable(platform: &Platform, verdict: &mut Verdict) {
         "satisfies no manylinux or musllinux policy, so its tag is {}, which PyPI refuses{why}",
         platform.tags.join(".")
     );
-    // The most severe finding comes first.
-    if lead {
-        verdict.lines.insert(0, line);
-    } else {
-        verdict.lines.push(line);
+    add_finding(verdict, VerdictStatus::Unportable, vec![line]);
+}
+
+/// Adds findings of `status` to a verdict. When they are the most severe so far, they come
+/// first and decide the status, and the line that said OK keeps what it says without the OK;
+/// otherwise they follow the others.
+fn add_finding(verdict: &mut Verdict, status: VerdictStatus, lines: Vec<String>) {
+    if verdict.status >= status {
+        verdict.lines.extend(lines);
+        return;
     }
+    verdict.status = status;
+    if let Some(first) = verdict.lines.first_mut() {
+        if let Some(rest) = first.strip_prefix("OK: ") {
+            *first = rest.to_string();
+        }
+    }
+    verdict.lines.splice(0..0, lines);
 }
 
 /// One line per other GPU vendor whose runtime the files need (a ROCm or XPU build beside the
@@ -1434,21 +1436,8 @@ fn misbuilt_lines(file_name: &str, elfs: &[Analysed], platform: &Platform, verdi
             if files.len() == 1 { "it" } else { "them" },
         ));
     }
-    if lines.is_empty() {
-        return;
-    }
-    if verdict.status < VerdictStatus::Misbuilt {
-        verdict.status = VerdictStatus::Misbuilt;
-        if let Some(first) = verdict.lines.first_mut() {
-            if let Some(rest) = first.strip_prefix("OK: ") {
-                *first = rest.to_string();
-            }
-        }
-        for (k, l) in lines.into_iter().enumerate() {
-            verdict.lines.insert(k, l);
-        }
-    } else {
-        verdict.lines.extend(lines);
+    if !lines.is_empty() {
+        add_finding(verdict, VerdictStatus::Misbuilt, lines);
     }
 }
 

@@ -665,7 +665,7 @@ pub struct Breakdown {
     pub total: u64,
 }
 
-/// Ordered by severity: `Ok` < `Unportable` < `Bloated` < `Unresolved` < `BundlesDriver`.
+/// Ordered by severity: `Ok` < `Misbuilt` < `Unportable` < `Bloated` < `Unresolved` < `BundlesDriver`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum VerdictStatus {
