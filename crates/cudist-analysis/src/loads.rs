@@ -336,6 +336,14 @@ pub fn scan_with(
     let loaders: Vec<&str> = catalog.python_loaders().into_iter().collect();
     let mut calls = Vec::new();
     let mut plugin_groups: Vec<PluginGroup> = Vec::new();
+    // The package's own top-level modules: a call into any other is a candidate outside call
+    // (file, statement, callee), kept if the import reaches it and imports that module.
+    let own: BTreeSet<&str> = files
+        .iter()
+        .filter_map(|f| f.path.split('/').next())
+        .map(|t| t.strip_suffix(".py").unwrap_or(t))
+        .collect();
+    let mut outside: Vec<(usize, usize, String)> = Vec::new();
     for (fi, f) in files.iter().enumerate() {
         for (si, st) in f.stmts.iter().enumerate() {
             // Never a call under a branch that does not run on Linux.
@@ -345,6 +353,14 @@ pub fn scan_with(
             let scope = (fi, f.scope[si]);
             for call in &st.calls {
                 let canonical = f.canonical(&call.callee, si);
+                if !call.deferred
+                    && !loaders.contains(&canonical.as_str())
+                    && canonical
+                        .split_once('.')
+                        .is_some_and(|(top, _)| !top.is_empty() && !own.contains(top))
+                {
+                    outside.push((fi, si, canonical.clone()));
+                }
                 let group = match last(&canonical) {
                     "entry_points" | "select" => call.group.as_ref(),
                     "iter_entry_points" => call.group.as_ref().or(call.arg.as_ref()),
@@ -440,34 +456,27 @@ pub fn scan_with(
     let reach = pysource::reach(&files);
     // Calls at import into the outside modules the import imports.
     let mut outside_calls: Vec<OutsideCall> = Vec::new();
-    for (fi, f) in files.iter().enumerate() {
-        for (si, st) in f.stmts.iter().enumerate() {
-            if f.excluded[si] || !reach.reached.contains(&(fi, f.scope[si])) {
-                continue;
-            }
-            for call in st.calls.iter().filter(|c| !c.deferred) {
-                let canonical = f.canonical(&call.callee, si);
-                let Some((top, _)) = canonical.split_once('.') else {
-                    continue;
-                };
-                if loaders.contains(&canonical.as_str())
-                    || !reach.external.iter().any(|(m, _)| m == top)
-                {
-                    continue;
-                }
-                let c = OutsideCall {
-                    module: top.to_string(),
-                    function: last(&canonical).to_string(),
-                    at: format!("{}:{}", f.path, st.number),
-                    optional: catches_failure(f.caught(si), Mechanism::Ctypes),
-                };
-                if !outside_calls
-                    .iter()
-                    .any(|o| o.module == c.module && o.function == c.function)
-                {
-                    outside_calls.push(c);
-                }
-            }
+    for (fi, si, canonical) in outside {
+        let f = &files[fi];
+        let Some((top, _)) = canonical.split_once('.') else {
+            continue;
+        };
+        if !reach.reached.contains(&(fi, f.scope[si]))
+            || !reach.external.iter().any(|(m, _)| m == top)
+        {
+            continue;
+        }
+        let c = OutsideCall {
+            module: top.to_string(),
+            function: last(&canonical).to_string(),
+            at: format!("{}:{}", f.path, f.stmts[si].number),
+            optional: catches_failure(f.caught(si), Mechanism::Ctypes),
+        };
+        if !outside_calls
+            .iter()
+            .any(|o| o.module == c.module && o.function == c.function)
+        {
+            outside_calls.push(c);
         }
     }
     let def_of = |s: Scope| -> Option<String> { files[s.0].stmts[s.1?].def.clone() };
