@@ -20,6 +20,19 @@ int cublasCreate_v2(void *p) {\n\
   return f ? 100 + f(p) : -2;\n\
 }\n";
 
+/// A trampoline table as Implib.so generates it (TSL/XLA name theirs `_X_tramp_table`), beside a
+/// cuSPARSE entry point that jumps through it: `dir/libtramp.so`.
+fn tramp_lib(dir: &std::path::Path) -> std::path::PathBuf {
+    gcc_shared(
+        dir,
+        "libtramp.so",
+        Some("libtramp.so"),
+        "void *_cusparse_tramp_table[2];\n\
+         int cusparseCreate(void *p) { return ((int (*)(void *))_cusparse_tramp_table[0])(p); }\n",
+        &[],
+    )
+}
+
 fn reasons(v: &Value) -> Vec<String> {
     v["verdict"]["reasons"]
         .as_array()
@@ -34,16 +47,7 @@ fn stubs_and_trampolines_are_lazy_loads_not_static_linking() {
     let work = tempfile::tempdir().unwrap();
     let d = work.path();
     let stub = gcc_shared(d, "libstub.so", Some("libstub.so"), STUB, &["-ldl"]);
-    // A trampoline table as Implib.so generates it (TSL/XLA name theirs `_X_tramp_table`), beside
-    // a cuSPARSE entry point that jumps through it.
-    let tramp = gcc_shared(
-        d,
-        "libtramp.so",
-        Some("libtramp.so"),
-        "void *_cusparse_tramp_table[2];\n\
-         int cusparseCreate(void *p) { return ((int (*)(void *))_cusparse_tramp_table[0])(p); }\n",
-        &[],
-    );
+    let tramp = tramp_lib(d);
     // cuFFT's entry point with no loader in sight: linked in, as before.
     let linked = gcc_shared(
         d,
@@ -213,14 +217,7 @@ fn doctor_judges_a_lazy_load_as_the_first_call_does() {
 fn lazily_loaded_libraries_take_the_major_the_package_declares() {
     let work = tempfile::tempdir().unwrap();
     let d = work.path();
-    let tramp = gcc_shared(
-        d,
-        "libtramp.so",
-        Some("libtramp.so"),
-        "void *_cusparse_tramp_table[2];\n\
-         int cusparseCreate(void *p) { return ((int (*)(void *))_cusparse_tramp_table[0])(p); }\n",
-        &[],
-    );
+    let tramp = tramp_lib(d);
     let wheel = d.join("lazyonly-1.0-cp311-cp311-manylinux_2_17_x86_64.whl");
     write_wheel(
         &wheel,
