@@ -175,13 +175,18 @@ fn is_library_name(s: &str) -> bool {
 
 /// Whether a string is the name of a shared object file or a pattern of such names (`_C.so`,
 /// `_C*.so`, `*.so`): what a load by path (`torch.ops.load_library`) can be given.
+///
+/// Also the name of an extension module with its suffix left to run time
+/// (`f"PyNvVideoCodec{suffix}.cpython-{v}-x86_64-linux-gnu{ext}"` → `PyNvVideoCodec*.cpython-*-x86_64-linux-gnu*`).
 fn is_file_name(s: &str) -> bool {
-    s.strip_suffix(".so").is_some_and(|stem| {
+    let name_chars = |stem: &str| {
         !stem.is_empty()
             && stem
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || "_-+.*?[]".contains(c))
-    })
+    };
+    s.strip_suffix(".so").is_some_and(name_chars)
+        || (s.contains(".cpython-") && s.ends_with('*') && name_chars(s))
 }
 
 /// A load call found in a file.
@@ -273,16 +278,27 @@ pub fn preloads(sources: &[Source], catalog: &Catalog, cuda_major: Option<u32>) 
 /// The library names a scope writes (`"libcudart.so.12"`, and those of the `.json` files it
 /// names), each with its place. A name that is only tested against (`"libcudart.so" in maps`)
 /// is not one it loads; one in a lambda's body counts only for a call in a lambda (`deferred`).
+///
+/// `args` are the literals the calls pass the function as its first parameter, when that is
+/// known: the branches that test that parameter against none of them are not read
+/// ([`File::runs_for`]). Where the scope writes no whole name, the start of one with no suffix
+/// (`libtransformer_engine`, matched against the files of a directory at run time) names every
+/// file that starts with it (`libX*.so*`).
 fn names_in(
     sources: &[Source],
     file: &File,
     scope: Option<usize>,
     deferred: bool,
     by_path: bool,
+    args: Option<&[String]>,
 ) -> Vec<(String, String)> {
     let mut named = Vec::new();
+    let mut stems = Vec::new();
     for (si, s) in file.stmts.iter().enumerate() {
-        if file.scope[si] != scope || file.excluded[si] {
+        if file.scope[si] != scope
+            || file.excluded[si]
+            || args.is_some_and(|a| !a.iter().any(|a| file.runs_for(si, a)))
+        {
             continue;
         }
         for lit in s
@@ -296,12 +312,58 @@ fn names_in(
             let base = s.rsplit('/').next().unwrap_or(s);
             if is_library_name(base) || (by_path && is_file_name(base)) {
                 named.push((base.to_string(), format!("{}:{}", file.path, lit.line)));
+            } else if pysource::is_library_stem(base) {
+                stems.push((
+                    format!("{base}*.so*"),
+                    format!("{}:{}", file.path, lit.line),
+                ));
             } else if s.ends_with(".json") {
                 named.extend(json_names(sources, file.path, s));
             }
         }
     }
-    named
+    // The start of a name only where the scope writes no whole one.
+    if named.is_empty() {
+        stems
+    } else {
+        named
+    }
+}
+
+/// The string literals that scope `from` passes as first argument in its calls of function
+/// `to`: written there (`_get_shared_object_file("core")`), or its own first parameter passed on
+/// (`_get_shared_object_file(framework)`), then what its callers pass it, `depth` levels up
+/// (`load_framework_extension("torch")`). `None` when any call passes something else.
+fn literals_passed(
+    files: &[File],
+    reach: &pysource::Reach,
+    from: Scope,
+    to: Scope,
+    depth: usize,
+) -> Option<Vec<String>> {
+    let name = files[to.0].stmts[to.1?].def.as_deref()?;
+    let f = &files[from.0];
+    let param = from.1.and_then(|d| f.stmts[d].first_param.as_deref());
+    let mut out: Vec<String> = Vec::new();
+    let mut any = false;
+    for call in (0..f.stmts.len())
+        .filter(|&si| f.scope[si] == from.1 && !f.excluded[si])
+        .flat_map(|si| f.stmts[si].calls.iter())
+        .filter(|call| last(&call.callee) == name)
+    {
+        any = true;
+        match (&call.arg, &call.arg_name) {
+            (Some(a), _) => out.push(a.clone()),
+            (None, Some(n)) if depth > 0 && param == Some(n.as_str()) => {
+                let callers = reach.callers.get(&from)?;
+                for by in callers.iter().filter(|b| **b != from) {
+                    out.extend(literals_passed(files, reach, *by, from, depth - 1)?);
+                }
+            }
+            _ => return None,
+        }
+    }
+    (any && !out.is_empty()).then_some(out)
 }
 
 /// The last component of a dotted name (`ctypes.cdll.LoadLibrary` → `LoadLibrary`).
@@ -401,9 +463,15 @@ pub fn scan_with(
                 // reached as `torch.classes.load_library`) is `ctypes.CDLL(path)`: a load by
                 // path, of a file of the package whatever its name (fbgemm-gpu's
                 // `fbgemm_gpu_tbe_utils.so`, torchao's `_C*.so`).
+                // So is an extension module loaded from a file the code finds
+                // (`importlib.util.spec_from_file_location(name, path)`, then `exec_module`:
+                // PyNvVideoCodec picks `PyNvVideoCodec_130…so` or `_121…so` by the driver).
                 let by_path = matches!(
                     canonical.as_str(),
-                    "torch.ops.load_library" | "torch.classes.load_library"
+                    "torch.ops.load_library"
+                        | "torch.classes.load_library"
+                        | "importlib.util.spec_from_file_location"
+                        | "importlib.machinery.ExtensionFileLoader"
                 );
                 let mechanism = match last(&canonical) {
                     "load_nvidia_dynamic_lib" => Mechanism::CudaPathfinder,
@@ -578,7 +646,7 @@ pub fn scan_with(
                     }
                     None => named_for.entry((c.scope, c.deferred)).or_insert_with(|| {
                         let file = &files[c.scope.0];
-                        let own = names_in(sources, file, c.scope.1, c.deferred, c.by_path);
+                        let own = names_in(sources, file, c.scope.1, c.deferred, c.by_path, None);
                         if !own.is_empty() {
                             return own;
                         }
@@ -596,7 +664,19 @@ pub fn scan_with(
                             }
                             next.sort();
                             for s in &next {
-                                found.extend(names_in(sources, &files[s.0], s.1, false, c.by_path));
+                                // The literal the call passes, where this callee is called
+                                // from the call's own function (`_get_shared_object_file("core")`).
+                                let args = (level == [c.scope])
+                                    .then(|| literals_passed(&files, &reach, c.scope, *s, 2))
+                                    .flatten();
+                                found.extend(names_in(
+                                    sources,
+                                    &files[s.0],
+                                    s.1,
+                                    false,
+                                    c.by_path,
+                                    args.as_deref(),
+                                ));
                             }
                             if !found.is_empty() {
                                 return found;
@@ -614,7 +694,7 @@ pub fn scan_with(
                                 .collect();
                             next.sort();
                             for s in &next {
-                                found.extend(names_in(sources, file, s.1, false, c.by_path));
+                                found.extend(names_in(sources, file, s.1, false, c.by_path, None));
                             }
                             if !found.is_empty() || next.is_empty() {
                                 break;
@@ -1511,6 +1591,115 @@ mod tests {
             None,
         );
         assert!(s.preloads.is_empty(), "{:?}", s.preloads);
+    }
+
+    /// A library found at run time by the start of its name, in a function whose branches test
+    /// the name the caller passes (the shape of transformer-engine 2.20's `_get_shared_object_file`,
+    /// abridged): the call's literal picks the branch, a parameter passed on takes the literals
+    /// its own callers pass, and a library only another branch names is not loaded.
+    #[test]
+    fn a_library_found_by_the_start_of_its_name_in_the_branch_the_call_picks() {
+        let common = r#"import ctypes, importlib.util, os
+def _find(prefix):
+    for f in os.listdir(os.path.dirname(__file__)):
+        if f.startswith(prefix) and f.endswith(_ext()):
+            return f
+def _get_shared_object_file(library):
+    assert library in ("core", "torch", "nccl_ep")
+    if library == "core":
+        so_prefix = "libtransformer_engine"
+    elif library == "nccl_ep":
+        so_prefix = "libnccl_ep"
+    else:
+        so_prefix = f"transformer_engine_{library}"
+    return _find(so_prefix)
+def _load_core_library():
+    return ctypes.CDLL(_get_shared_object_file("core"), mode=ctypes.RTLD_GLOBAL)
+def load_framework_extension(framework):
+    spec = importlib.util.spec_from_file_location("m", _get_shared_object_file(framework))
+def ep_available():
+    try:
+        _get_shared_object_file("nccl_ep")
+    except FileNotFoundError:
+        return False
+_TE_LIB = _load_core_library()
+"#;
+        let torch =
+            "from te.common import load_framework_extension\nload_framework_extension(\"torch\")\n";
+        let s = scan(
+            &[
+                src("te/__init__.py", "import te.common\n"),
+                src("te/common/__init__.py", common),
+                src("te/pytorch/__init__.py", torch),
+            ],
+            &Catalog::builtin(),
+            None,
+        );
+        let core = s
+            .preloads
+            .iter()
+            .find(|p| p.loads("libtransformer_engine.so"))
+            .unwrap_or_else(|| panic!("{:?}", s.preloads));
+        assert!(core.required_at_import(), "{core:?}");
+        assert_eq!(core.loaded_at, "te/common/__init__.py:16");
+        assert!(
+            !s.preloads.iter().any(|p| p.loads("libnccl_ep.so")),
+            "{:?}",
+            s.preloads
+        );
+        // Without the literal, every branch is read: the loader could load either.
+        let unknown = common.replace(
+            "_get_shared_object_file(\"core\")",
+            "_get_shared_object_file(NAME)",
+        );
+        let s = scan(
+            &[src("te/common/__init__.py", &unknown)],
+            &Catalog::builtin(),
+            None,
+        );
+        assert!(
+            s.preloads.iter().any(|p| p.loads("libnccl_ep.so")),
+            "{:?}",
+            s.preloads
+        );
+        // Words and directories that start with "lib" name no library.
+        for w in ["lib", "lib64", "library", "libexec", "lib/x"] {
+            assert!(!pysource::is_library_stem(w), "{w}");
+        }
+        assert!(pysource::is_library_stem("libtransformer_engine"));
+    }
+
+    /// An extension module loaded from a path the code builds, its suffix left to run time
+    /// (PyNvVideoCodec 2.2's `spec_from_file_location("_PyNvVideoCodec", _get_module_path(s))`
+    /// over `f"PyNvVideoCodec{s}.cpython-{v}-x86_64-linux-gnu{ext}"`), loads at import.
+    #[test]
+    fn an_extension_module_loaded_from_a_built_path() {
+        let init = r#"import importlib.util, os, sys
+def _get_module_path(suffix):
+    v = f"{sys.version_info.major}{sys.version_info.minor}"
+    ext = ".so"
+    names = [f"PyNvVideoCodec{suffix}.cpython-{v}-x86_64-linux-gnu{ext}"]
+    for n in names:
+        return os.path.join(os.path.dirname(__file__), n)
+try:
+    spec = importlib.util.spec_from_file_location("_P", _get_module_path("_130"))
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+except Exception as e:
+    raise
+"#;
+        let s = scan(
+            &[src("PyNvVideoCodec/__init__.py", init)],
+            &Catalog::builtin(),
+            None,
+        );
+        let p = s
+            .preloads
+            .iter()
+            .find(|p| p.loads("PyNvVideoCodec_130.cpython-311-x86_64-linux-gnu.so"))
+            .unwrap_or_else(|| panic!("{:?}", s.preloads));
+        assert!(p.required_at_import(), "{p:?}");
+        assert!(!p.loads("VersionCheck.cpython-311-x86_64-linux-gnu.so"));
     }
 
     #[test]

@@ -54,7 +54,26 @@ pub struct Call {
 /// `lib/libcue_ops.so`, `_preload_library.json`): the only strings kept, so a package's other
 /// strings cost no memory.
 fn can_name_a_file(s: &str) -> bool {
-    s.len() <= 4096 && (s.contains(".so") || s.ends_with(".json"))
+    s.len() <= 4096
+        && (s.contains(".so")
+            || s.ends_with(".json")
+            || s.contains(".cpython-")
+            || is_library_stem(s))
+}
+
+/// Whether a string is the start of a library's file name with no suffix: `libtransformer_engine`,
+/// which transformer-engine's loader matches against the files of its directory (`name.startswith
+/// (prefix)`) and joins with the platform's suffix at run time. "lib" and at least three more
+/// characters of a file name; not a word or directory that merely starts so (`library`, `libexec`).
+pub fn is_library_stem(s: &str) -> bool {
+    s.strip_prefix("lib").is_some_and(|rest| {
+        rest.len() >= 3
+            && rest.len() <= 128
+            && rest
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-+".contains(c))
+            && !matches!(rest, "rary" | "raries" | "exec" | "rary_path" | "rary_dirs")
+    })
 }
 
 /// A string literal a statement writes that can name a library or a `.json` file listing them
@@ -655,6 +674,9 @@ pub struct File<'a> {
     /// Per statement, the set of classes caught around it ([`File::caught`]).
     catching: Vec<Option<usize>>,
     catch_sets: Vec<Vec<String>>,
+    /// Per statement, the tests of its function's first parameter around it ([`File::runs_for`]).
+    when: Vec<Option<usize>>,
+    when_sets: Vec<Vec<ParamTest>>,
     /// Functions defined in the file, by name (methods included).
     defs: BTreeMap<String, Vec<usize>>,
     bindings: Bindings,
@@ -673,6 +695,18 @@ impl File<'_> {
             .copied()
             .flatten()
             .map_or(&[], |i| self.catch_sets[i].as_slice())
+    }
+
+    /// Whether statement `at` can run when its function's first parameter is `arg`: every test of
+    /// that parameter around it (`if library == "core":`, the `elif` branches after it) admits
+    /// `arg`. transformer-engine's `_get_shared_object_file("core")` runs the branch that names
+    /// `libtransformer_engine`, not the one that names `libnccl_ep`.
+    pub fn runs_for(&self, at: usize, arg: &str) -> bool {
+        self.when.get(at).copied().flatten().is_none_or(|i| {
+            self.when_sets[i]
+                .iter()
+                .all(|t| t.values.iter().any(|v| v == arg) == t.holds)
+        })
     }
 
     /// Whether an import anywhere in the file binds `name`.
@@ -743,6 +777,40 @@ struct Ctx {
     /// The classes the handlers of the `try` bodies (and `suppress` blocks) around it catch: an
     /// index into [`Reader::catch_sets`].
     catching: Option<usize>,
+    /// The tests of the function's first parameter against literals that hold around it
+    /// ([`File::runs_for`]): an index into [`Reader::when_sets`].
+    when: Option<usize>,
+}
+
+/// A test of a function's first parameter against string literals (`library == "core"`,
+/// `kind in ("a", "b")`): the parameter is one of `values` (`holds`), or none of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ParamTest {
+    values: Vec<String>,
+    holds: bool,
+}
+
+/// The [`ParamTest`] a condition makes of parameter `param`, when it is one.
+fn param_test(e: &Expr, param: &str) -> Option<ParamTest> {
+    let Expr::Compare(c) = e else { return None };
+    if c.ops.len() != 1 {
+        return None;
+    }
+    let is_param = |x: &Expr| matches!(x, Expr::Name(n) if n.id.as_str() == param);
+    let (op, values) = if is_param(&c.left) {
+        (c.ops[0], strings_of(&c.comparators[0])?)
+    } else if is_param(&c.comparators[0]) && matches!(c.ops[0], ast::CmpOp::Eq | ast::CmpOp::NotEq)
+    {
+        (c.ops[0], vec![string_value(&c.left)?])
+    } else {
+        return None;
+    };
+    let holds = match op {
+        ast::CmpOp::Eq | ast::CmpOp::In => true,
+        ast::CmpOp::NotEq | ast::CmpOp::NotIn => false,
+        _ => return None,
+    };
+    Some(ParamTest { values, holds })
 }
 
 /// Builds a [`File`] from a syntax tree.
@@ -764,6 +832,9 @@ struct Reader<'l> {
     /// The file's module-level functions whose body raises whenever it runs (a `raise` at its
     /// top level).
     raisers: BTreeSet<String>,
+    when: Vec<Option<usize>>,
+    /// Each set of parameter tests a statement can be under.
+    when_sets: Vec<Vec<ParamTest>>,
 }
 
 impl Reader<'_> {
@@ -835,6 +906,27 @@ impl Reader<'_> {
         }
     }
 
+    /// The context of a body that runs only where `tests` hold, as well as those of `ctx`.
+    fn when(&mut self, ctx: Ctx, tests: Vec<ParamTest>) -> Ctx {
+        if tests.is_empty() {
+            return ctx;
+        }
+        let mut set = ctx
+            .when
+            .map_or_else(Vec::new, |i| self.when_sets[i].clone());
+        set.extend(tests);
+        self.when_sets.push(set);
+        Ctx {
+            when: Some(self.when_sets.len() - 1),
+            ..ctx
+        }
+    }
+
+    /// The first parameter of function `scope`.
+    fn param(&self, scope: Option<usize>) -> Option<String> {
+        self.stmts.get(scope?)?.first_param.clone()
+    }
+
     /// A new statement at `at`, its calls and literals those of `exprs`.
     fn push<'e>(&mut self, at: TextSize, ctx: Ctx, exprs: impl IntoIterator<Item = &'e Expr>) {
         let mut g = Gather::new(self.lines);
@@ -868,6 +960,7 @@ impl Reader<'_> {
         self.excluded.push(ctx.excluded);
         self.guarded.push(ctx.guarded);
         self.catching.push(ctx.catching);
+        self.when.push(ctx.when);
         Some(self.stmts.len() - 1)
     }
 
@@ -907,7 +1000,15 @@ impl Reader<'_> {
                         .find(|n| *n != "self" && *n != "cls")
                         .map(str::to_string);
                 }
-                self.suite(&f.body, Ctx { scope: i, ..ctx });
+                // Its body's parameter tests are of its own parameter.
+                self.suite(
+                    &f.body,
+                    Ctx {
+                        scope: i,
+                        when: None,
+                        ..ctx
+                    },
+                );
             }
             S::ClassDef(c) => {
                 let mut g = Gather::new(self.lines);
@@ -924,29 +1025,53 @@ impl Reader<'_> {
             S::If(i) => {
                 self.push(i.test.start(), ctx, [&*i.test]);
                 let mut earlier = self.truth(&i.test, ctx.scope);
-                let body = Ctx {
-                    excluded: ctx.excluded || earlier == Some(false),
-                    ..ctx
-                };
+                // Tests of the function's first parameter: a body runs for the values its own
+                // test admits and the earlier tests of the chain did not take.
+                let param = self.param(ctx.scope);
+                let test_of = |e: &Expr| param.as_deref().and_then(|p| param_test(e, p));
+                let first = test_of(&i.test);
+                let mut not_taken: Vec<ParamTest> = first
+                    .iter()
+                    .map(|t| ParamTest {
+                        holds: !t.holds,
+                        ..t.clone()
+                    })
+                    .collect();
+                let body = self.when(
+                    Ctx {
+                        excluded: ctx.excluded || earlier == Some(false),
+                        ..ctx
+                    },
+                    first.into_iter().collect(),
+                );
                 self.suite(&i.body, body);
                 // An `elif` or `else` never runs after a test that always holds.
                 let mut held = earlier == Some(true);
                 for clause in &i.elif_else_clauses {
-                    let here = Ctx {
-                        excluded: ctx.excluded || held,
-                        ..ctx
-                    };
+                    let here = self.when(
+                        Ctx {
+                            excluded: ctx.excluded || held,
+                            ..ctx
+                        },
+                        not_taken.clone(),
+                    );
                     match &clause.test {
                         Some(t) => {
                             self.push(t.start(), here, [t]);
                             earlier = self.truth(t, ctx.scope);
-                            self.suite(
-                                &clause.body,
+                            let own = test_of(t);
+                            let body = self.when(
                                 Ctx {
                                     excluded: here.excluded || earlier == Some(false),
-                                    ..ctx
+                                    ..here
                                 },
+                                own.iter().cloned().collect(),
                             );
+                            self.suite(&clause.body, body);
+                            not_taken.extend(own.map(|t| ParamTest {
+                                holds: !t.holds,
+                                ..t
+                            }));
                             held |= earlier == Some(true);
                         }
                         None => self.suite(&clause.body, here),
@@ -1198,6 +1323,8 @@ fn read_on_this_thread<'a>(path: &'a str, text: &str) -> File<'a> {
         defs: BTreeMap::new(),
         known: HashMap::new(),
         raisers: BTreeSet::new(),
+        when: Vec::new(),
+        when_sets: Vec::new(),
     };
     let unread = match parse(text) {
         Ok(parsed) => {
@@ -1219,6 +1346,7 @@ fn read_on_this_thread<'a>(path: &'a str, text: &str) -> File<'a> {
                 excluded: false,
                 guarded: false,
                 catching: None,
+                when: None,
             };
             r.suite(&parsed.syntax().body, top);
             None
@@ -1252,6 +1380,8 @@ fn read_on_this_thread<'a>(path: &'a str, text: &str) -> File<'a> {
         guarded: r.guarded,
         catching: r.catching,
         catch_sets: r.catch_sets,
+        when: r.when,
+        when_sets: r.when_sets,
         unread,
         defs: r.defs,
         bindings,
@@ -1297,6 +1427,8 @@ pub fn read_files<'a>(files: &[(&'a str, &str)]) -> Vec<File<'a>> {
                     guarded: Vec::new(),
                     catching: Vec::new(),
                     catch_sets: Vec::new(),
+                    when: Vec::new(),
+                    when_sets: Vec::new(),
                     unread: Some(format!("no thread could be started to read it: {e}")),
                     defs: BTreeMap::new(),
                     bindings: Bindings::default(),
