@@ -1184,9 +1184,23 @@ pub fn tiers(
             why: None,
         })
         .collect();
+    // A file named like an extension module whose init function is not there (a hand-built
+    // one, or a library given a module's name) is one only where an import names it: then the
+    // import reaches it (and fails there, or loads it); else it is loaded by path, if at all
+    // (torch-memory-saver's `…_hook_mode_preload.abi3.so`, for `LD_PRELOAD`).
+    let named_like_module = |n: &Node| {
+        let base = n.path.rsplit('/').next().unwrap_or(n.path);
+        [".cpython-", ".abi3.so", ".pypy"]
+            .iter()
+            .any(|s| base.contains(s))
+    };
     let ext_module: Vec<Option<String>> = nodes
         .iter()
-        .map(|n| n.extension.then(|| extension_module(n.path)).flatten())
+        .map(|n| {
+            (n.extension || named_like_module(n))
+                .then(|| extension_module(n.path))
+                .flatten()
+        })
         .collect();
     // Import: extension modules the import reaches, libraries preloaded at import, and their
     // NEEDED closure, and the modules compiled modules import.
@@ -1198,8 +1212,9 @@ pub fn tiers(
                 .any(|p| p.required_at_import() && p.loads(k))
         });
         let reached = match ext_module[i].as_ref().and_then(|m| modules.get(m)) {
-            _ if !n.extension => false,
-            None | Some(pysource::ImportedAt::Import(_)) => true,
+            _ if ext_module[i].is_none() => false,
+            None => n.extension,
+            Some(pysource::ImportedAt::Import(_)) => true,
             Some(pysource::ImportedAt::Guarded(at)) => {
                 placed[i].why = Some(format!(
                     "imported at {at} inside `try … except ImportError`: the package imports without it"
@@ -2151,6 +2166,23 @@ def _get_gpu_runtime_library():
             extension_module("lib/python3.11/site-packages/a/b.abi3.so").as_deref(),
             Some("a.b")
         );
+        // Named like a module but with no init function: at import where an import names it
+        // (`core`), else loaded by path only (torch-memory-saver's `…_preload.abi3.so`).
+        let plain: Vec<Node> = ["pkg/core.abi3.so", "pkg/hook_preload.abi3.so"]
+            .into_iter()
+            .map(|p| Node {
+                path: p,
+                soname: None,
+                needed: vec![],
+                extension: false,
+                mentions: &[],
+            })
+            .collect();
+        let t: Vec<Tier> = tiers(&plain, &[], &scan.modules)
+            .iter()
+            .map(|p| p.tier)
+            .collect();
+        assert_eq!(t, vec![Tier::Import, Tier::OnDemand]);
     }
 
     #[test]

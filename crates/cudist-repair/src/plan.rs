@@ -270,15 +270,7 @@ pub fn plan(
             // NCCL modules, imported on first use) is offered under an extra, as the original
             // relied on it being there without requiring it. Never ship less: what the wheel
             // carried, and what the import loads, is required.
-            // A file named like an extension module whose init function was not seen (stripped,
-            // or built by hand) was not placed as a module: it is taken to load at import, as
-            // an extension module nothing imports is.
-            let base = e.path.rsplit('/').next().unwrap_or(&e.path);
-            let module_name = [".cpython-", ".abi3.so", ".pypy"]
-                .iter()
-                .any(|s| base.contains(s));
-            let unplaced_module = module_name && e.abi.python_extension.is_none();
-            let on_demand = e.tier == cudist_analysis::loads::Tier::OnDemand && !unplaced_module;
+            let on_demand = e.tier == cudist_analysis::loads::Tier::OnDemand;
             let optional_needs: BTreeSet<String> = n
                 .needs
                 .iter()
