@@ -287,3 +287,81 @@ fn a_fallback_chain_loads_the_soname_of_the_files_major() {
         "{a:#}"
     );
 }
+
+/// doctor follows a fallback chain as the file's own loop does: with only `libnvrtc.so.12` to be
+/// found, the chain loads it (a real call of the loop opens it), and doctor says OK rather than
+/// that `libnvrtc.so.13` will fail; with none of the chain found, the lead (the file's major)
+/// will fail on first use, as the real call does.
+#[test]
+fn doctor_follows_a_fallback_chain_as_the_file_does() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let libs = d.join("libs");
+    let nvrtc = d.join("nvrtc");
+    fake_lib(
+        &libs,
+        "libcublas.so.12",
+        "libcublas.so.12",
+        "cublasCreate_v2",
+    );
+    fake_lib(&nvrtc, "libnvrtc.so.12", "libnvrtc.so.12", "nvrtcVersion");
+    gcc_shared(
+        &libs,
+        "libchain.so",
+        Some("libchain.so"),
+        "#include <dlfcn.h>\n\
+         static const char *names[] = {\"libnvrtc.so.13\", \"libnvrtc.so.12\"};\n\
+         void *open_nvrtc(void) {\n\
+           for (int i = 0; i < 2; i++) { void *h = dlopen(names[i], RTLD_NOW); if (h) return h; }\n\
+           return 0;\n\
+         }\n",
+        &[
+            "-ldl",
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.display()),
+            "-l:libcublas.so.12",
+            &format!("-Wl,-rpath,{}", libs.display()),
+        ],
+    );
+    let exe = gcc(
+        d,
+        "caller",
+        "#include <dlfcn.h>\nvoid *open_nvrtc(void);\nint main(void) { void *h = open_nvrtc(); return h && dlsym(h, \"nvrtcVersion\") ? 0 : 7; }\n",
+        &[
+            &format!("-L{}", libs.display()),
+            "-l:libchain.so",
+            &format!("-Wl,-rpath,{}", libs.display()),
+            "-ldl",
+        ],
+    );
+    for (ld_path, works) in [("", false), (nvrtc.to_str().unwrap(), true)] {
+        let real = std::process::Command::new(&exe)
+            .env("LD_LIBRARY_PATH", ld_path)
+            .status()
+            .unwrap();
+        assert_eq!(real.code(), Some(if works { 0 } else { 7 }), "{ld_path}");
+        let o = cudist(&[
+            "doctor",
+            "--json",
+            "--ld-library-path",
+            ld_path,
+            exe.to_str().unwrap(),
+        ]);
+        let v: Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
+        let all = v.to_string();
+        if works {
+            assert_eq!(v["verdict"]["status"], "ok", "{v:#}");
+            assert!(!all.contains("libnvrtc.so.13) from"), "{v:#}");
+        } else {
+            assert_eq!(v["verdict"]["status"], "will-fail-when-loaded", "{v:#}");
+            assert!(
+                reasons(&v)
+                    .iter()
+                    .any(|r| r.contains("dlopen(libnvrtc.so.12) from")),
+                "{v:#}"
+            );
+        }
+        assert_eq!(o.status.code(), Some(0));
+    }
+}

@@ -874,16 +874,29 @@ fn scan_dlopen_name(library: &Path, pattern: &str) -> Option<String> {
 
 /// The SONAMEs a file loads itself on the first call into them ([`crate::model::LazyLoad`]): a
 /// trampoline table's library by the catalog's SONAME of `major` (skipped when no major is
-/// known). Read once per file for all the files of a run.
-fn lazy_names(path: &Path, catalog: &Catalog, major: Option<u32>) -> Vec<String> {
+/// known). Read once per file for all the files of a run. Each comes with the other names of its
+/// fallback chain, when it has one (cudnn-frontend tries `libnvrtc.so.13`, then `.so.12`): the
+/// first SONAME the chain holds of `major` leads.
+fn lazy_names(path: &Path, catalog: &Catalog, major: Option<u32>) -> Vec<Vec<String>> {
     let (found, own_major) = lazy_scan(path, catalog);
     // A file that links no CUDA runtime (JAX's PJRT plugin loads every CUDA library through
     // its trampolines) takes the major its search path names (`$ORIGIN/../nvidia/cu13/lib`).
     let major = major.or(own_major);
     found
         .into_iter()
-        .filter_map(|(id, soname)| {
-            soname.or_else(|| {
+        .filter_map(|(id, soname, alternatives)| {
+            if alternatives.len() >= 2 {
+                let mut chain = alternatives;
+                if let Some(i) = chain
+                    .iter()
+                    .position(|s| major.is_some_and(|m| catalog.majors_of(s) == [m]))
+                {
+                    let lead = chain.remove(i);
+                    chain.insert(0, lead);
+                }
+                return Some(chain);
+            }
+            soname.map(|s| vec![s]).or_else(|| {
                 catalog
                     .library(&id)?
                     .cuda
@@ -893,15 +906,18 @@ fn lazy_names(path: &Path, catalog: &Catalog, major: Option<u32>) -> Vec<String>
                     .iter()
                     .rev()
                     .find(|s| !s.contains(".alt."))
-                    .cloned()
+                    .map(|s| vec![s.clone()])
             })
         })
         .collect()
 }
 
+/// A file's lazy loads (library, SONAME, fallback chain) and the major its search path names.
+type LazyFound = (Vec<(String, Option<String>, Vec<String>)>, Option<u32>);
+
 /// [`scan_lazy`], once per file.
-fn lazy_scan(path: &Path, catalog: &Catalog) -> (Vec<(String, Option<String>)>, Option<u32>) {
-    type Found = (Vec<(String, Option<String>)>, Option<u32>);
+fn lazy_scan(path: &Path, catalog: &Catalog) -> LazyFound {
+    type Found = LazyFound;
     type Seen = std::collections::HashMap<PathBuf, Found>;
     static SEEN: std::sync::OnceLock<std::sync::Mutex<Seen>> = std::sync::OnceLock::new();
     let seen = SEEN.get_or_init(Default::default);
@@ -916,8 +932,9 @@ fn lazy_scan(path: &Path, catalog: &Catalog) -> (Vec<(String, Option<String>)>, 
 }
 
 /// The lazy loads of one file, and the CUDA major its RPATH or RUNPATH names (a `cuNN`
-/// directory of NVIDIA's CUDA 13 wheel layout, `nvidia/cu13/lib`), if exactly one.
-fn scan_lazy(path: &Path, catalog: &Catalog) -> (Vec<(String, Option<String>)>, Option<u32>) {
+/// directory of NVIDIA's CUDA 13 wheel layout, `nvidia/cu13/lib`), else the one its NEEDED CUDA
+/// libraries have, if exactly one.
+fn scan_lazy(path: &Path, catalog: &Catalog) -> LazyFound {
     let Ok(map) = cudist_elf::map_file(path) else {
         return (Vec::new(), None);
     };
@@ -936,7 +953,7 @@ fn scan_lazy(path: &Path, catalog: &Catalog) -> (Vec<(String, Option<String>)>, 
             .unwrap_or_default();
     let loads = crate::analyse::lazy_loads(&elf, &tables, &rodata, catalog)
         .into_iter()
-        .map(|l| (l.library, l.soname))
+        .map(|l| (l.library, l.soname, l.alternatives))
         .collect();
     let mut majors: Vec<u32> = elf
         .rpath
@@ -952,6 +969,17 @@ fn scan_lazy(path: &Path, catalog: &Catalog) -> (Vec<(String, Option<String>)>, 
         .collect();
     majors.sort_unstable();
     majors.dedup();
+    // Else the major of the CUDA libraries it links (a fallback chain's file linking cuBLAS 12
+    // loads NVRTC 12), if one.
+    if majors.is_empty() {
+        majors = elf
+            .needed
+            .iter()
+            .flat_map(|n| catalog.majors_of(n))
+            .collect();
+        majors.sort_unstable();
+        majors.dedup();
+    }
     (loads, (majors.len() == 1).then(|| majors[0]))
 }
 
@@ -1379,9 +1407,23 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         // Any other object may load CUDA libraries itself on the first call into them
         // (trampolines, dlsym stubs: [`crate::model::LazyLoad`]).
         if matches!(class, None | Some(SonameClass::Other)) {
-            for name in lazy_names(&o.path, catalog, majors.first().copied()) {
-                if !dl.iter().any(|r: &Resolution| r.name == name) {
-                    dl.push(sim.dlopen(i, &name, env));
+            for chain in lazy_names(&o.path, catalog, majors.first().copied()) {
+                if chain
+                    .iter()
+                    .any(|name| dl.iter().any(|r: &Resolution| r.name == *name))
+                {
+                    continue;
+                }
+                // A fallback chain gets the first name that loads (one the process holds
+                // already, or one the search finds); where none does, the lead is reported.
+                let tried: Vec<Resolution> = chain.iter().map(|n| sim.dlopen(i, n, env)).collect();
+                let found = tried.iter().position(|r| {
+                    r.path.is_some()
+                        || loaded_first.contains_key(&r.name)
+                        || traced.contains_key(&r.name)
+                });
+                if let Some(r) = tried.into_iter().nth(found.unwrap_or(0)) {
+                    dl.push(r);
                 }
             }
         }
