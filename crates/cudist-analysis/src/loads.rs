@@ -394,7 +394,7 @@ pub fn scan_with(
         .filter(|s| s.path.ends_with(".py"))
         .map(|s| (s.path.as_str(), s.text.as_str()))
         .collect();
-    let files: Vec<File> = pysource::read_files(&py);
+    let files: Vec<File> = pysource::read_files_under(&py, &path_roots(&py));
     let loaders: Vec<&str> = catalog.python_loaders().into_iter().collect();
     let mut calls = Vec::new();
     let mut plugin_groups: Vec<PluginGroup> = Vec::new();
@@ -737,6 +737,48 @@ pub fn scan_with(
         plugin_groups,
         outside_calls,
     }
+}
+
+/// Directories inside the package that its code puts on `sys.path`, so that the packages there
+/// import by their own names: where some file changes `sys.path` (`sys.path.insert(0,
+/// install_tvm_path + "/python")`), each directory that holds a package no ordinary import can
+/// reach (a component such as `3rdparty` is no module name), has no `__init__.py` itself, and
+/// whose package some file imports by name (`import tvm`). The path is built at run time; the
+/// principle is that a package nothing could import otherwise is imported from where it is.
+fn path_roots(py: &[(&str, &str)]) -> Vec<String> {
+    if !py
+        .iter()
+        .any(|(_, t)| t.contains("sys.path.insert") || t.contains("sys.path.append"))
+    {
+        return Vec::new();
+    }
+    let paths: BTreeSet<&str> = py.iter().map(|(p, _)| *p).collect();
+    let mut roots: Vec<String> = Vec::new();
+    for (path, _) in py {
+        let Some(pkg_dir) = path.strip_suffix("/__init__.py") else {
+            continue;
+        };
+        if pysource::module_name(path).is_some() {
+            continue;
+        }
+        let (root, name) = pkg_dir.rsplit_once('/').unwrap_or(("", pkg_dir));
+        if root.is_empty()
+            || paths.contains(format!("{root}/__init__.py").as_str())
+            || pysource::module_name(&format!("{name}/__init__.py")).is_none()
+        {
+            continue;
+        }
+        let imported = py.iter().any(|(_, t)| {
+            t.contains(&format!("import {name}\n"))
+                || t.contains(&format!("import {name} "))
+                || t.contains(&format!("from {name} "))
+                || t.contains(&format!("from {name}."))
+        });
+        if imported && !roots.iter().any(|r| r == root) {
+            roots.push(root.to_string());
+        }
+    }
+    roots
 }
 
 /// The SONAME a library name a `ctypes` call is given stands for: itself when it is one
@@ -1682,6 +1724,37 @@ _TE_LIB = _load_core_library()
             assert!(!pysource::is_library_stem(w), "{w}");
         }
         assert!(pysource::is_library_stem("libtransformer_engine"));
+    }
+
+    /// A package the code puts on `sys.path` from a directory no import could reach
+    /// (bitblas 0.1's `sys.path.insert(0, install_tvm_path + "/python")`, then `import tvm`,
+    /// whose `_ffi/base.py` loads `libtvm.so` at import): its modules import by their own names,
+    /// and what they load at import loads at the package's import.
+    #[test]
+    fn a_package_put_on_sys_path_imports_by_its_own_name() {
+        let init = "import os, sys\nhere = os.path.dirname(os.path.abspath(__file__))\nsys.path.insert(0, os.path.join(here, '3rdparty', 'tvm') + '/python')\nimport tvm\n";
+        let tvm = "from ._ffi.base import _LIB\n";
+        let base = "import ctypes\nfrom . import libinfo\ndef _load_lib():\n    lib_path = libinfo.find_lib_path()\n    return ctypes.CDLL(lib_path[0], ctypes.RTLD_GLOBAL)\n_LIB = _load_lib()\n";
+        let libinfo = "def find_lib_path():\n    return [\"libtvm.so\"]\n";
+        let files = |init: &str| {
+            vec![
+                src("pkg/__init__.py", init),
+                src("pkg/3rdparty/tvm/python/tvm/__init__.py", tvm),
+                src("pkg/3rdparty/tvm/python/tvm/_ffi/__init__.py", ""),
+                src("pkg/3rdparty/tvm/python/tvm/_ffi/base.py", base),
+                src("pkg/3rdparty/tvm/python/tvm/_ffi/libinfo.py", libinfo),
+            ]
+        };
+        let s = scan(&files(init), &Catalog::builtin(), None);
+        let p = s
+            .preloads
+            .iter()
+            .find(|p| p.name == "libtvm.so")
+            .unwrap_or_else(|| panic!("{:?}", s.preloads));
+        assert!(p.required_at_import(), "{p:?}");
+        // Without the change to sys.path, `import tvm` is another distribution's.
+        let s = scan(&files("import tvm\n"), &Catalog::builtin(), None);
+        assert!(s.preloads.iter().all(|p| !p.at_import), "{:?}", s.preloads);
     }
 
     /// An extension module loaded from a path the code builds, its suffix left to run time

@@ -1308,8 +1308,8 @@ fn parse(text: &str) -> Result<parser::Parsed<ast::ModModule>, Unread> {
 }
 
 /// Reads one file (on the calling thread: [`read_files`] gives it the stack it needs).
-fn read_on_this_thread<'a>(path: &'a str, text: &str) -> File<'a> {
-    let module = module_name(path);
+fn read_on_this_thread<'a>(path: &'a str, text: &str, roots: &[String]) -> File<'a> {
+    let module = module_under(path, roots);
     let lines = Lines::new(text);
     let mut r = Reader {
         lines: &lines,
@@ -1392,6 +1392,22 @@ fn read_on_this_thread<'a>(path: &'a str, text: &str) -> File<'a> {
 /// Reads files (path, text), in order, on up to four threads whose stacks hold the deepest parse
 /// [`MAX_NESTING`] allows.
 pub fn read_files<'a>(files: &[(&'a str, &str)]) -> Vec<File<'a>> {
+    read_files_under(files, &[])
+}
+
+/// The dotted module name of a `.py` path, relative to the first of `roots` it is under (a
+/// directory the package puts on `sys.path`), else as [`module_name`] says.
+fn module_under(path: &str, roots: &[String]) -> Option<String> {
+    roots
+        .iter()
+        .find_map(|r| path.strip_prefix(r.as_str())?.strip_prefix('/'))
+        .map_or_else(|| module_name(path), module_name)
+}
+
+/// [`read_files`], with the modules under each of `roots` named from there: directories inside
+/// the package that it puts on `sys.path` (bitblas imports `tvm` from
+/// `bitblas/3rdparty/tvm/python`).
+pub fn read_files_under<'a>(files: &[(&'a str, &str)], roots: &[String]) -> Vec<File<'a>> {
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 4)
@@ -1404,7 +1420,7 @@ pub fn read_files<'a>(files: &[(&'a str, &str)]) -> Vec<File<'a>> {
             .map(|part| {
                 let h = parser_thread().spawn_scoped(s, move || {
                     part.iter()
-                        .map(|(p, t)| read_on_this_thread(p, t))
+                        .map(|(p, t)| read_on_this_thread(p, t, roots))
                         .collect::<Vec<_>>()
                 });
                 (part, h)
@@ -1420,7 +1436,7 @@ pub fn read_files<'a>(files: &[(&'a str, &str)]) -> Vec<File<'a>> {
                 // at what the file holds.
                 Err(e) => out.extend(part.iter().map(|(p, _)| File {
                     path: p,
-                    module: module_name(p),
+                    module: module_under(p, roots),
                     stmts: Vec::new(),
                     scope: Vec::new(),
                     excluded: Vec::new(),
