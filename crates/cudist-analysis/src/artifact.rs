@@ -200,7 +200,10 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         &vendored,
         &elfs,
         &device,
-        &preloads,
+        PythonLoads {
+            preloads: &preloads,
+            modules: &scan.modules,
+        },
     );
     variant_lines(&variants, &cuda_needed, &mut verdict);
     vendor_lines(&elfs, catalog, &mut verdict);
@@ -639,6 +642,69 @@ fn loaded_with<'a>(
         first.get_or_insert(q);
     }
     Some((p, first?))
+}
+
+/// For a library needed only by on-demand files: its preload in module code of a module the
+/// import does not reach, when that module imports, after the preload, every extension module
+/// through which a file needing the library loads (the file itself, or one it links): cuda-cccl's
+/// `_bindings.py` loads NVRTC and nvJitLink through cuda-pathfinder, then imports
+/// `_bindings_impl`, whose `libcccl.c.parallel.so` needs them. With the import's `file:line`.
+fn preloaded_before_import<'a>(
+    n: &NeededLibrary,
+    preload: Option<&'a crate::loads::Preload>,
+    elfs: &[Analysed],
+    modules: &BTreeMap<String, crate::pysource::ImportedAt>,
+) -> Option<(&'a crate::loads::Preload, String)> {
+    let p = preload.filter(|p| {
+        !p.at_import && p.on_call.is_none() && n.tier == crate::loads::Tier::OnDemand
+    })?;
+    let split = |at: &str| -> Option<(String, usize)> {
+        let (f, l) = at.rsplit_once(':')?;
+        Some((f.to_string(), l.parse().ok()?))
+    };
+    let (file, line) = split(&p.loaded_at)?;
+    // Extension modules that module imports after the preload, outside any function.
+    let mut first_at = None;
+    let mut todo: Vec<usize> = Vec::new();
+    for (i, a) in elfs.iter().enumerate() {
+        if a.report.abi.python_extension.is_none() {
+            continue;
+        }
+        let Some(m) = crate::loads::extension_module(&a.report.path) else {
+            continue;
+        };
+        if let Some(crate::pysource::ImportedAt::OnCall { at, function: None }) = modules.get(&m) {
+            if split(at).is_some_and(|(f, l)| f == file && l > line) {
+                first_at.get_or_insert_with(|| at.clone());
+                todo.push(i);
+            }
+        }
+    }
+    // And what they link, within the package.
+    let names = |a: &Analysed| -> Vec<String> {
+        let base = a.report.path.rsplit('/').next().unwrap_or(&a.report.path);
+        a.report
+            .soname
+            .iter()
+            .cloned()
+            .chain(std::iter::once(base.to_string()))
+            .collect()
+    };
+    let mut reached: BTreeSet<usize> = todo.iter().copied().collect();
+    while let Some(i) = todo.pop() {
+        for need in &elfs[i].report.needed {
+            for (j, b) in elfs.iter().enumerate() {
+                if names(b).contains(&need.soname) && reached.insert(j) {
+                    todo.push(j);
+                }
+            }
+        }
+    }
+    let all = !n.needed_by.is_empty()
+        && n.needed_by
+            .iter()
+            .all(|f| reached.iter().any(|&i| elfs[i].report.path == *f));
+    all.then(|| first_at.map(|at| (p, at))).flatten()
 }
 
 /// The name a conda match spec is about (`libcublas >=13,<14.0a0` → `libcublas`).
@@ -1359,10 +1425,7 @@ fn linker_name_lines(preloads: &[crate::loads::Preload], catalog: &Catalog, verd
         let when = if p.at_import {
             "at import".to_string()
         } else {
-            format!(
-                "when {}() runs",
-                p.on_call.as_deref().unwrap_or("a function")
-            )
+            format!("when {} runs", p.trigger())
         };
         let wheel = lib
             .newest_wheel_soname(None)
@@ -1470,6 +1533,13 @@ fn vendor_lines(elfs: &[Analysed], catalog: &Catalog, verdict: &mut Verdict) {
     }
 }
 
+/// What the package's Python loads, and how its import reaches each module.
+#[derive(Clone, Copy)]
+struct PythonLoads<'a> {
+    preloads: &'a [crate::loads::Preload],
+    modules: &'a BTreeMap<String, crate::pysource::ImportedAt>,
+}
+
 fn verdict(
     kind: ArtifactKind,
     cuda_needed: &[NeededLibrary],
@@ -1477,8 +1547,9 @@ fn verdict(
     vendored: &[Vendored],
     elfs: &[Analysed],
     device: &DeviceSummary,
-    preloads: &[crate::loads::Preload],
+    python: PythonLoads,
 ) -> Verdict {
+    let PythonLoads { preloads, modules } = python;
     let mut status = VerdictStatus::Ok;
     let mut lines = Vec::new();
     let raise = |s: VerdictStatus, st: &mut VerdictStatus| {
@@ -1615,11 +1686,7 @@ fn verdict(
         // The package's own Python preloads it: at import, or when a function is called.
         let preload = n.preload.as_ref();
         let unless = match preload.filter(|p| !p.at_import) {
-            Some(p) => format!(
-                " (unless {}() loads it first: {})",
-                p.on_call.as_deref().unwrap_or("a function"),
-                p.place()
-            ),
+            Some(p) => format!(" (unless {} loads it first: {})", p.trigger(), p.place()),
             None => String::new(),
         };
         // An on-demand library loaded only by a function of the package that loads this one
@@ -1634,6 +1701,19 @@ fn verdict(
                     p.on_call.as_deref().unwrap_or_default(),
                     q.name,
                     q.place()
+                ));
+                continue;
+            }
+        }
+        // Loaded by module code of a module the import does not reach, before that module
+        // imports the extension module that needs it (cuda-cccl's `_bindings.py`).
+        if let Some((p, at)) = preloaded_before_import(n, preload, elfs, modules) {
+            if n.declared || kind != ArtifactKind::Wheel {
+                lines.push(format!(
+                    "loads: {} is loaded by {} when {} runs, before {at} imports the extension module that needs it",
+                    n.soname,
+                    p.place(),
+                    p.trigger()
                 ));
                 continue;
             }

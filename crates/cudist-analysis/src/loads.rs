@@ -117,6 +117,22 @@ impl Preload {
                 && glob::Pattern::new(&self.name).is_ok_and(|p| p.matches(soname)))
     }
 
+    /// What runs the load when the import does not: `_load()` (a function), or `import
+    /// cuda.cccl.parallel.experimental._bindings` (module code of a module the import does not
+    /// reach, as cuda-cccl's preloads before its extension module's import).
+    pub fn trigger(&self) -> String {
+        match &self.on_call {
+            Some(f) => format!("{f}()"),
+            None => {
+                let file = self.loaded_at.rsplit_once(':').map_or("", |(f, _)| f);
+                match pysource::module_name(file) {
+                    Some(m) => format!("import {m}"),
+                    None => "a function".to_string(),
+                }
+            }
+        }
+    }
+
     /// `faiss/loader.py:47`, or `…:47 (named at faiss/_preload_library.json:6)` when the name is
     /// written elsewhere; a wheel's loader with its call (`librmm.load_library() at
     /// rmm/__init__.py:12`).

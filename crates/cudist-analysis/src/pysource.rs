@@ -835,6 +835,9 @@ struct Reader<'l> {
     when: Vec<Option<usize>>,
     /// Each set of parameter tests a statement can be under.
     when_sets: Vec<Vec<ParamTest>>,
+    /// The loops around the statement being read whose variable takes the strings of a literal
+    /// tuple or list (`for libname in ("nvrtc", "nvJitLink"):`): variable, strings.
+    loop_strings: Vec<(String, Vec<String>)>,
 }
 
 impl Reader<'_> {
@@ -948,11 +951,33 @@ impl Reader<'_> {
         if def.is_none() && import.is_none() && g.calls.is_empty() && g.literals.is_empty() {
             return None;
         }
+        // A call given a loop's variable over literal strings is a call with each of them
+        // (cuda-cccl's `for libname in ("nvrtc", "nvJitLink"): load_nvidia_dynamic_lib(libname)`).
+        let mut calls = Vec::with_capacity(g.calls.len());
+        for c in g.calls {
+            let strings = match (&c.arg, &c.arg_name) {
+                (None, Some(n)) => self
+                    .loop_strings
+                    .iter()
+                    .rev()
+                    .find(|(v, _)| v == n)
+                    .map(|(_, s)| s.clone()),
+                _ => None,
+            };
+            match strings {
+                Some(strings) => calls.extend(strings.into_iter().map(|s| Call {
+                    arg: Some(s),
+                    arg_name: None,
+                    ..c.clone()
+                })),
+                None => calls.push(c),
+            }
+        }
         self.stmts.push(Stmt {
             number: self.lines.line(at),
             def,
             first_param: None,
-            calls: g.calls,
+            calls,
             literals: g.literals,
             import,
         });
@@ -1125,7 +1150,18 @@ impl Reader<'_> {
             }
             S::For(f) => {
                 self.push(f.start(), ctx, [&*f.iter, &*f.target]);
+                let strings = match (&*f.target, strings_of(&f.iter)) {
+                    (Expr::Name(n), Some(s)) if !matches!(&*f.iter, Expr::StringLiteral(_)) => {
+                        Some((n.id.to_string(), s))
+                    }
+                    _ => None,
+                };
+                let pushed = strings.is_some();
+                self.loop_strings.extend(strings);
                 self.suite(&f.body, ctx);
+                if pushed {
+                    self.loop_strings.pop();
+                }
                 self.suite(&f.orelse, ctx);
             }
             S::While(w) => {
@@ -1325,6 +1361,7 @@ fn read_on_this_thread<'a>(path: &'a str, text: &str, roots: &[String]) -> File<
         raisers: BTreeSet::new(),
         when: Vec::new(),
         when_sets: Vec::new(),
+        loop_strings: Vec::new(),
     };
     let unread = match parse(text) {
         Ok(parsed) => {

@@ -744,6 +744,50 @@ fn a_library_preloaded_at_import_is_resolved() {
     );
 }
 
+/// cuda-cccl's pattern: a module the import does not reach preloads the library in its own code,
+/// in a loop over names (`for libname in ("cublas",): load_nvidia_dynamic_lib(libname)`), then
+/// imports the extension module that needs it: when that module is imported, the library is
+/// loaded first, so nothing fails; the line says so, and the table says which import runs it.
+#[test]
+fn a_preload_before_the_import_of_the_module_that_needs_it() {
+    let libs = Libs::new();
+    let bindings = "from cuda.pathfinder import load_nvidia_dynamic_lib\n\nfor libname in (\"cublas\",):\n    load_nvidia_dynamic_lib(libname)\n\nfrom ._ext import *\n";
+    let members = [
+        (EXT, libs.extension(&[("c12", "cublas")], None)),
+        (
+            "pkg/__init__.py",
+            b"\"\"\"Nothing imported here.\"\"\"\n".to_vec(),
+        ),
+        ("pkg/_bindings.py", bindings.as_bytes().to_vec()),
+    ];
+    let out = tempfile::tempdir().unwrap();
+    let w = wheel(out.path(), "cccl", &["nvidia-cublas-cu12>=12"], &members);
+    let a = artifact(&inspect_json(&[&w], 0), ".whl").clone();
+    assert_eq!(a["verdict"]["status"], "ok", "{a:#}");
+    assert!(
+        verdict_lines(&a).iter().any(|l| l
+            == "loads: libcublas.so.12 is loaded by pkg/_bindings.py:4 when import pkg._bindings runs, before pkg/_bindings.py:6 imports the extension module that needs it"),
+        "{:?}",
+        verdict_lines(&a)
+    );
+    let o = cudist(&["inspect", &w]);
+    assert!(
+        stdout(&o).contains("import pkg._bindings"),
+        "{}",
+        stdout(&o)
+    );
+    // The import of the extension before the preload: the preload comes too late.
+    let late = "from ._ext import *\nfrom cuda.pathfinder import load_nvidia_dynamic_lib\nload_nvidia_dynamic_lib(\"cublas\")\n";
+    let members = [
+        (EXT, libs.extension(&[("c12", "cublas")], None)),
+        ("pkg/__init__.py", b"\n".to_vec()),
+        ("pkg/_bindings.py", late.as_bytes().to_vec()),
+    ];
+    let w = wheel(out.path(), "late", &["nvidia-cublas-cu12>=12"], &members);
+    let a = artifact(&inspect_json(&[&w], 0), ".whl").clone();
+    assert_eq!(a["verdict"]["status"], "unresolved", "{a:#}");
+}
+
 /// onnxruntime's pattern: a provider library no extension module needs fails only when it is
 /// loaded; torch-style variants (one per CUDA release) are judged one by one.
 #[test]

@@ -2086,9 +2086,9 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             report.verdict.add(
                 Status::WillFailWhenLoaded,
                 format!(
-                    "{name} loads {} by its linker name when {}() runs ({}): not found in the {} place(s) its search tries; {wheels}: only a CUDA toolkit's development files have it, so what needs it fails when used{}",
+                    "{name} loads {} by its linker name when {} runs ({}): not found in the {} place(s) its search tries; {wheels}: only a CUDA toolkit's development files have it, so what needs it fails when used{}",
                     p.name,
-                    p.on_call.as_deref().unwrap_or("a function"),
+                    p.trigger(),
                     p.place(),
                     f.tried.len(),
                     if p.optional {

@@ -202,7 +202,7 @@ fn render_loads(out: &mut String, a: &Artifact, style: Style) {
                 if p.at_import {
                     "at import".into()
                 } else {
-                    format!("{}()", p.on_call.as_deref().unwrap_or("on call"))
+                    p.trigger()
                 },
                 p.place(),
             ]);
