@@ -1686,7 +1686,39 @@ fn verdict(
         // The package's own Python preloads it: at import, or when a function is called.
         let preload = n.preload.as_ref();
         let unless = match preload.filter(|p| !p.at_import) {
-            Some(p) => format!(" (unless {} loads it first: {})", p.trigger(), p.place()),
+            Some(p) => {
+                // Every function that loads it, where several do.
+                let mut by: Vec<&crate::loads::Preload> = vec![p];
+                for q in preloads
+                    .iter()
+                    .filter(|q| !q.at_import && q.loads(&n.soname))
+                {
+                    if !by.iter().any(|b| b.trigger() == q.trigger()) {
+                        by.push(q);
+                    }
+                }
+                match by.as_slice() {
+                    [one] => format!(
+                        " (unless {} loads it first: {})",
+                        one.trigger(),
+                        one.place()
+                    ),
+                    many => format!(
+                        " (unless one of {} loads it first: {}{})",
+                        many.iter()
+                            .take(4)
+                            .map(|b| b.trigger())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        many.iter()
+                            .take(4)
+                            .map(|b| b.place())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        if many.len() > 4 { ", …" } else { "" }
+                    ),
+                }
+            }
             None => String::new(),
         };
         // An on-demand library loaded only by a function of the package that loads this one

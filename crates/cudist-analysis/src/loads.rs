@@ -736,10 +736,20 @@ pub fn scan_with(
             }
         }
     }
-    // One entry per name: the one that runs at import (a required one first), else the first.
+    // One entry per name: the one that runs at import (a required one first); else one per
+    // function that runs it (nvshmem4py loads `nvshmem_host` in `init()`, `get_version()`, …:
+    // whichever a program calls first loads it).
     out.sort_by_key(|p| (!p.at_import, p.optional));
     let mut seen = BTreeSet::new();
-    out.retain(|p| seen.insert(p.name.clone()));
+    let mut at_import = BTreeSet::new();
+    out.retain(|p| {
+        if p.at_import {
+            at_import.insert(p.name.clone());
+            seen.insert((p.name.clone(), None))
+        } else {
+            !at_import.contains(&p.name) && seen.insert((p.name.clone(), p.on_call.clone()))
+        }
+    });
     // In the order the files are written: by file, then line (`x.py:9` before `x.py:10`).
     let key = |p: &Preload| {
         let (file, line) = p.named_at.rsplit_once(':').unwrap_or((&p.named_at, ""));
