@@ -125,6 +125,9 @@ pub struct ElfFile {
     pub verneed_files: Vec<String>,
     /// Every version each of those libraries is required at: (`libc.so.6`, `GLIBC_2.17`).
     pub verneed: Vec<(String, String)>,
+    /// The versions the file defines (`.gnu.version_d`: `GLIBCXX_3.4.30`, …), its own base
+    /// name among them: what ld.so checks each requirement on it against.
+    pub verdef: Vec<String>,
     pub sections: Vec<Section>,
     pub dynamic_symbols: Vec<DynSymbol>,
 }
@@ -410,6 +413,7 @@ fn parse_generic<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfF
         has_dynamic: false,
         verneed_files: Vec::new(),
         verneed: Vec::new(),
+        verdef: Vec::new(),
         sections,
         dynamic_symbols: Vec::new(),
     };
@@ -445,6 +449,19 @@ fn parse_generic<E: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfF
                         }
                     }
                     out.verneed_files.push(file);
+                }
+            }
+        }
+    }
+
+    if let Ok(Some((mut defs, link))) = table.gnu_verdef(endian, data) {
+        if let Ok(strings) = table.strings(endian, data, link) {
+            while let Ok(Some((_, mut aux))) = defs.next() {
+                // The first auxiliary entry names the version; the others its parents.
+                if let Ok(Some(a)) = aux.next() {
+                    if let Ok(v) = a.name(endian, strings) {
+                        out.verdef.push(String::from_utf8_lossy(v).into_owned());
+                    }
                 }
             }
         }

@@ -247,6 +247,9 @@ pub struct ObjInfo {
     machine: u16,
     class: u8,
     symbols: Vec<crate::DynSymbol>,
+    /// Its version requirements (library, version) and the versions it defines.
+    verneed: Vec<(String, String)>,
+    verdef: Vec<String>,
     /// Defined symbol name → its versions (`None`: unversioned), built on first use.
     defined: std::sync::OnceLock<Defined>,
     /// The distinct versions its imports ask for, sorted, built on first use.
@@ -268,6 +271,8 @@ impl ObjInfo {
             machine: elf.machine,
             class: elf.class,
             symbols: elf.dynamic_symbols,
+            verneed: elf.verneed,
+            verdef: elf.verdef,
             defined: std::sync::OnceLock::new(),
             wanted_versions: std::sync::OnceLock::new(),
         }
@@ -357,6 +362,19 @@ impl Loaded {
     }
 }
 
+/// A symbol version an object requires of a library that the file it resolved to lacks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct MissingVersion {
+    /// The version (`GLIBCXX_3.4.32`).
+    pub version: String,
+    /// The library it is required of (`libstdc++.so.6`).
+    pub library: String,
+    /// The object that requires it.
+    pub needed_by: PathBuf,
+    /// The file the library resolved to.
+    pub resolved: PathBuf,
+}
+
 /// The result of a simulation.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Simulation {
@@ -396,6 +414,42 @@ impl Simulation {
     /// private symbols (`_dl_*`, `__libc_*`) are left out.
     pub fn undefined_symbols(&self) -> Vec<UndefinedSymbol> {
         self.undefined_symbols_where(|_| |_: &crate::DynSymbol| true)
+    }
+
+    /// The version requirements ld.so refuses: an object requires version `version` of a
+    /// library it needs (`.gnu.version_r`), and the file that name resolved to does not define
+    /// it: "version `GLIBCXX_3.4.32' not found (required by …)", and the load fails.
+    pub fn missing_versions(&self) -> Vec<MissingVersion> {
+        let mut out = Vec::new();
+        for o in self.objects.iter().filter(|o| !o.rtld) {
+            for (file, version) in &o.info.verneed {
+                let Some(resolved) = self
+                    .resolutions
+                    .iter()
+                    .find(|r| r.needed_by == o.path && r.name == *file)
+                    .and_then(|r| r.path.as_ref())
+                else {
+                    continue;
+                };
+                let Some(provider) = self.objects.iter().find(|p| p.path == *resolved) else {
+                    continue;
+                };
+                // The dynamic loader's own versions are not read; a file with no definitions
+                // could not be read that far.
+                if provider.rtld || provider.info.verdef.is_empty() {
+                    continue;
+                }
+                if !provider.info.verdef.contains(version) {
+                    out.push(MissingVersion {
+                        version: version.clone(),
+                        library: file.clone(),
+                        needed_by: o.path.clone(),
+                        resolved: resolved.clone(),
+                    });
+                }
+            }
+        }
+        out
     }
 
     /// [`Simulation::undefined_symbols`] for the references selected by `keep`, which is asked

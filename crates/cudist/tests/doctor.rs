@@ -2112,3 +2112,76 @@ fn a_loader_in_another_package_called_at_import_loads_at_import() {
         }
     }
 }
+
+/// A library built against a newer release of a library it needs requires a symbol version the
+/// installed one does not define (`GLIBCXX_3.4.32` of an older libstdc++, as
+/// nvidia-resiliency-ext on Debian 12): ld.so refuses the load ("version `V2' not found"), and
+/// doctor says so, as a real run of the program does.
+#[test]
+fn a_symbol_version_the_found_library_lacks_fails_the_load() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let (old, new) = (d.join("old"), d.join("new"));
+    for (dir, script, body) in [
+        (
+            &old,
+            "V1 { global: f; local: *; };\n",
+            "int f(void) { return 1; }\n",
+        ),
+        (
+            &new,
+            "V1 { global: f; local: *; };\nV2 { global: g; } V1;\n",
+            "int f(void) { return 1; }\nint g(void) { return 2; }\n",
+        ),
+    ] {
+        std::fs::create_dir_all(dir).unwrap();
+        let map = dir.join("v.map");
+        std::fs::write(&map, script).unwrap();
+        gcc_shared(
+            dir,
+            "libv.so.1",
+            Some("libv.so.1"),
+            body,
+            &[&format!("-Wl,--version-script={}", map.display())],
+        );
+    }
+    std::os::unix::fs::symlink("libv.so.1", new.join("libv.so")).unwrap();
+    let exe = gcc(
+        d,
+        "uses_g",
+        "int g(void);\nint main(void) { return g() == 2 ? 0 : 7; }\n",
+        &[&format!("-L{}", new.display()), "-lv"],
+    );
+    for (dir, works) in [(&new, true), (&old, false)] {
+        let dir = dir.to_str().unwrap();
+        let real = std::process::Command::new(&exe)
+            .env("LD_LIBRARY_PATH", dir)
+            .output()
+            .unwrap();
+        assert_eq!(real.status.success(), works, "{real:?}");
+        if !works {
+            assert!(
+                String::from_utf8_lossy(&real.stderr).contains("version `V2' not found"),
+                "{real:?}"
+            );
+        }
+        let o = cudist(&[
+            "doctor",
+            "--json",
+            "--ld-library-path",
+            dir,
+            exe.to_str().unwrap(),
+        ]);
+        let v: Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
+        let mv = &v["files"][0]["missing_versions"];
+        if works {
+            assert_eq!(mv, &serde_json::json!([]), "{v:#}");
+        } else {
+            assert_eq!(mv[0]["version"], "V2", "{v:#}");
+            assert_eq!(mv[0]["library"], "libv.so.1", "{v:#}");
+            assert_eq!(v["verdict"]["status"], "will-fail-to-load", "{v:#}");
+            assert_eq!(o.status.code(), Some(1));
+        }
+    }
+}

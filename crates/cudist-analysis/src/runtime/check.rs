@@ -239,6 +239,10 @@ pub struct FileReport {
     pub missing: Vec<Missing>,
     /// Symbols imported from CUDA libraries that the library they resolve to does not define.
     pub missing_symbols: Vec<MissingSymbol>,
+    /// Symbol versions the file or what it loads requires of a library that the file the
+    /// library resolved to does not define (`GLIBCXX_3.4.32` of an older `libstdc++.so.6`):
+    /// ld.so refuses the load.
+    pub missing_versions: Vec<loader::MissingVersion>,
     /// What each GPU of the host does with the file's device code (empty without device code).
     pub gpus: Vec<device::GpuResult>,
     /// The driver against the CUDA runtime the file links.
@@ -1275,6 +1279,40 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             m.library_stem()
         ));
     }
+    // Versions required of a library that the file it resolved to lacks: ld.so stops the load
+    // ("version `GLIBCXX_3.4.32' not found"). For a profile, only files outside this machine's
+    // system directories are that machine's too.
+    let system_here: BTreeSet<&Path> = sim
+        .resolutions
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.rule,
+                Some(loader::Rule::Cache) | Some(loader::Rule::SystemDir)
+            )
+        })
+        .filter_map(|r| r.path.as_deref())
+        .collect();
+    let missing_versions: Vec<loader::MissingVersion> = sim
+        .missing_versions()
+        .into_iter()
+        .filter(|m| !profile || !system_here.contains(m.resolved.as_path()))
+        .collect();
+    for m in &missing_versions {
+        verdict.add(
+            fails,
+            format!(
+                "{}: {} requires version {} of {}, which {} does not define (ld.so: \"version `{}' not found\"): it was built against a newer {} than the one it finds{when}",
+                f.display(),
+                m.needed_by.display(),
+                m.version,
+                m.library,
+                m.resolved.display(),
+                m.version,
+                m.library.split(".so").next().unwrap_or(&m.library)
+            ),
+        );
+    }
     // A file the import does not reach that misses only another GPU vendor's runtime is that
     // vendor's build (bitsandbytes' libbitsandbytes_rocm*.so): the package loads it where it
     // finds that vendor's GPU, whose stack brings the libraries. Said, not counted.
@@ -1566,6 +1604,7 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             resolutions: sim.resolutions,
             missing,
             missing_symbols: missing_syms,
+            missing_versions,
             gpus,
             driver_problems,
             dlopen: dl,
