@@ -124,8 +124,17 @@ impl Preload {
         match &self.on_call {
             Some(f) => format!("{f}()"),
             None => {
-                let file = self.loaded_at.rsplit_once(':').map_or("", |(f, _)| f);
-                match pysource::module_name(file) {
+                // The module code that runs it: where the call is, or, for a name passed to a
+                // loading function (cupy's `_preload_library("nccl")` in `cupy/cuda/nccl.py`),
+                // where the name is passed.
+                let file_of = |at: &str| at.rsplit_once(':').map_or("", |(f, _)| f).to_string();
+                let named = file_of(&self.named_at);
+                let file = if named.ends_with(".py") {
+                    named
+                } else {
+                    file_of(&self.loaded_at)
+                };
+                match pysource::module_name(&file) {
                     Some(m) => format!("import {m}"),
                     None => "a function".to_string(),
                 }
