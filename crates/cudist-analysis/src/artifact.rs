@@ -886,7 +886,12 @@ fn recognise_vendored(a: &Analysed, catalog: &Catalog) -> Option<Vendored> {
             evidence.push(if exact {
                 format!("SONAME {s}")
             } else {
-                format!("SONAME {s} (a renamed copy of {})", m.major.sonames[0])
+                format!(
+                    "SONAME {s} (a renamed copy of {})",
+                    cudist_catalog::soname_of_copy(&m.major.sonames, s)
+                        .as_deref()
+                        .unwrap_or(m.major.sonames[0].as_str())
+                )
             });
             m
         })

@@ -1420,6 +1420,24 @@ pub fn linker_name(file: &str) -> Option<String> {
     file.ends_with(".so").then(|| file.to_string())
 }
 
+/// Which of a library's SONAMEs a copy named `name` is: its name without a repair tool's hash,
+/// shortened past full versions (`libucs-14c218c5.so.0.0.0` → `libucs.so.0`, of UCX's
+/// `libucp.so.0`, `libucs.so.0`, …). None when no listed SONAME is such a prefix.
+pub fn soname_of_copy(sonames: &[String], name: &str) -> Option<String> {
+    let plain = strip_graft_hash(name);
+    let mut candidate = plain.as_str();
+    loop {
+        if sonames.iter().any(|s| s == candidate) {
+            return Some(candidate.to_string());
+        }
+        let pos = candidate.rfind('.')?;
+        candidate = &candidate[..pos];
+        if !candidate.contains(".so") {
+            return None;
+        }
+    }
+}
+
 /// Removes the `-<8 hex digits>` that auditwheel (and cudist) insert before `.so` when grafting a
 /// library: `libcudart-1a2b3c4d.so.12` → `libcudart.so.12`. Other names come back unchanged.
 pub fn strip_graft_hash(name: &str) -> String {
@@ -1851,6 +1869,20 @@ mod tests {
         assert!(cat.library_by_name("libcublas-xyz.so.12").is_none());
         assert_eq!(strip_graft_hash("libfoo-12345678.so"), "libfoo.so");
         assert_eq!(strip_graft_hash("libfoo-1234567.so"), "libfoo-1234567.so");
+        // A copy of one of a library's several SONAMEs is that one (nixl-cu12's UCX: libucs,
+        // not the first listed, libucp).
+        let ucx: Vec<String> = ["libucp.so.0", "libucs.so.0", "libuct.so.0", "libucm.so.0"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            soname_of_copy(&ucx, "libucs-14c218c5.so.0.0.0").as_deref(),
+            Some("libucs.so.0")
+        );
+        assert_eq!(
+            soname_of_copy(&ucx, "libucm.so.0").as_deref(),
+            Some("libucm.so.0")
+        );
+        assert_eq!(soname_of_copy(&ucx, "libucx-14c218c5.so.0"), None);
     }
 
     #[test]

@@ -397,8 +397,8 @@ pub fn exclude(
                         .then(|| major_minor_name(&stripped))
                         .flatten()
                         .filter(|n| catalog.major_minor_family(n, Some(m.major)).is_some());
-                    if m.sonames.contains(&stripped) {
-                        stripped
+                    if let Some(n) = cudist_catalog::soname_of_copy(&m.sonames, &own) {
+                        n
                     } else if let Some(n) = family {
                         n
                     } else {
