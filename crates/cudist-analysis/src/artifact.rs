@@ -1029,12 +1029,25 @@ fn artifact_major_hint(
     if let Some((m, _)) = votes.iter().max_by_key(|(m, n)| (**n, **m)) {
         return Some(*m);
     }
-    // The CUDA wheels it declares, in any extra, when they agree on a major: tensorflow's files
-    // load every CUDA library lazily (trampoline tables), and its `and-cuda` extra names the
-    // `-cu12` wheels.
-    let declared: BTreeSet<u32> = wheel
-        .map(|w| w.requires_dist.as_slice())
-        .unwrap_or_default()
+    distribution_major(
+        wheel.and_then(|w| w.name.as_deref()),
+        wheel
+            .map(|w| w.requires_dist.as_slice())
+            .unwrap_or_default(),
+        catalog,
+    )
+}
+
+/// The CUDA major a distribution says it is for: the CUDA wheels it declares (in any extra),
+/// when they agree on one (tensorflow's files load every CUDA library lazily, and its
+/// `and-cuda` extra names the `-cu12` wheels); else a `cuNN` or `cudaNN` in its name
+/// (`nvidia-nvcomp-cu12`, `cupy-cuda12x`).
+pub(crate) fn distribution_major(
+    name: Option<&str>,
+    requires: &[String],
+    catalog: &Catalog,
+) -> Option<u32> {
+    let declared: BTreeSet<u32> = requires
         .iter()
         .filter_map(|r| ReqName::parse(r))
         .filter_map(|r| catalog.component_by_pip(&r.name).and_then(|(_, m)| m))
@@ -1042,7 +1055,7 @@ fn artifact_major_hint(
     if let [one] = declared.iter().copied().collect::<Vec<u32>>()[..] {
         return Some(one);
     }
-    let name = wheel.and_then(|w| w.name.as_deref())?.to_ascii_lowercase();
+    let name = name?.to_ascii_lowercase();
     for pat in ["cuda", "cu"] {
         for (i, _) in name.match_indices(pat) {
             let digits: String = name[i + pat.len()..]

@@ -2185,3 +2185,41 @@ fn a_symbol_version_the_found_library_lacks_fails_the_load() {
         }
     }
 }
+
+/// Where the files do not pin a CUDA major (libcudnn.so.9 is in both the -cu12 and the -cu13
+/// wheels; a static runtime links nothing), the fix takes the one the distribution's name says
+/// (`nv-cu12`), not the newest (nvidia-nvcomp-cu12 and nvshmem4py-cu12 were told `-cu13`).
+#[test]
+fn the_fix_takes_the_major_the_distribution_says() {
+    let work = tempfile::tempdir().unwrap();
+    let libs = work.path().join("libs");
+    fake_lib(&libs, "libcudnn.so", "libcudnn.so.9", "cudnnCreate");
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[
+            ("nv/__init__.py", "from . import _n\n"),
+            (
+                "nv_cu12-1.0.dist-info/METADATA",
+                "Metadata-Version: 2.1\nName: nv-cu12\nVersion: 1.0\n",
+            ),
+        ],
+    );
+    let suffix = ext_suffix(&python);
+    let ext = gcc_shared(
+        work.path(),
+        "_n.so",
+        None,
+        &py_extension_source("_n", "int cudnnCreate(void *);", "cudnnCreate(0);"),
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.display()),
+            "-lcudnn",
+        ],
+    );
+    std::fs::copy(&ext, site.join("nv").join(format!("_n{suffix}"))).unwrap();
+    let (code, v) = doctor_import_with("nv", &python, &["--static"]);
+    assert_eq!(code, Some(1), "{v:#}");
+    let text = v.to_string();
+    assert!(text.contains("install nvidia-cudnn-cu12"), "{v:#}");
+    assert!(!text.contains("nvidia-cudnn-cu13"), "{v:#}");
+}

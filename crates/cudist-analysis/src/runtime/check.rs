@@ -2023,6 +2023,19 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         // Which wheel provides a library the package cannot find: the one of the CUDA major
         // it declares (rmm-cu12 requires librmm-cu12), else of the major its files link.
         let declared = declared_requirements(&dists[site], name);
+        // Where its files do not say (a static runtime, libraries every major ships), the
+        // distribution does: `nvidia-nvcomp-cu12`, or the CUDA wheels it requires.
+        let major = major.or_else(|| {
+            let said: BTreeSet<u32> = providers(&dists[site], name)
+                .filter_map(|d| {
+                    crate::artifact::distribution_major(Some(&d.name), &d.requires, catalog)
+                })
+                .collect();
+            match said.into_iter().collect::<Vec<u32>>()[..] {
+                [one] => Some(one),
+                _ => None,
+            }
+        });
         if let Some(m) = major {
             for f in &files {
                 package_major.insert(f.path.clone(), m);
