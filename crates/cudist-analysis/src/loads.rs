@@ -420,7 +420,7 @@ pub fn scan_with(
         .map(|s| (s.path.as_str(), s.text.as_str()))
         .collect();
     let files: Vec<File> = pysource::read_files_under(&py, &path_roots(&py));
-    let loaders: Vec<&str> = catalog.python_loaders().into_iter().collect();
+    let loaders: Vec<String> = catalog.python_loaders().into_iter().collect();
     let mut calls = Vec::new();
     let mut plugin_groups: Vec<PluginGroup> = Vec::new();
     // The package's own top-level modules: a call into any other is a candidate outside call
@@ -441,7 +441,7 @@ pub fn scan_with(
             for call in &st.calls {
                 let canonical = f.canonical(&call.callee, si);
                 if !call.deferred
-                    && !loaders.contains(&canonical.as_str())
+                    && !loaders.contains(&canonical)
                     && canonical
                         .split_once('.')
                         .is_some_and(|(top, _)| !top.is_empty() && !own.contains(top))
@@ -1789,6 +1789,34 @@ _TE_LIB = _load_core_library()
         assert!(p.required_at_import(), "{p:?}");
         // Without the change to sys.path, `import tvm` is another distribution's.
         let s = scan(&files("import tvm\n"), &Catalog::builtin(), None);
+        assert!(s.preloads.iter().all(|p| !p.at_import), "{:?}", s.preloads);
+    }
+
+    /// The loader of a library's own wheel, by the convention of NVIDIA's C++ library wheels
+    /// (`nvidia.libnvcomp.load_library()` beside `nvidia/libnvcomp/lib64`), called at the import
+    /// of a package inside a namespace directory (`nvidia/nvcomp/__init__.py`, no
+    /// `nvidia/__init__.py`): the library is loaded at import.
+    #[test]
+    fn a_wheels_own_loader_in_a_namespace_package() {
+        let init = "import nvidia.libnvcomp\nnvidia.libnvcomp.load_library()\nfrom .nvcomp_impl import *\n";
+        let s = scan(
+            &[src("nvidia/nvcomp/__init__.py", init)],
+            &Catalog::builtin(),
+            Some(12),
+        );
+        let p = s
+            .preloads
+            .iter()
+            .find(|p| p.loads("libnvcomp.so.6"))
+            .unwrap_or_else(|| panic!("{:?}", s.preloads));
+        assert!(p.required_at_import(), "{p:?}");
+        assert_eq!(p.mechanism, Mechanism::PackageLoader);
+        // A directory of scripts with no `__init__.py` is not imported.
+        let s = scan(
+            &[src("benchmarks/run.py", init)],
+            &Catalog::builtin(),
+            Some(12),
+        );
         assert!(s.preloads.iter().all(|p| !p.at_import), "{:?}", s.preloads);
     }
 

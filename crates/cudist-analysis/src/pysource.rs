@@ -1811,9 +1811,17 @@ pub fn reach(files: &[File]) -> Reach {
         }
     }
     let mut reached: BTreeSet<Scope> = BTreeSet::new();
+    // What is imported: the top-level modules, and in a namespace package (a top-level
+    // directory with no `__init__.py`: `nvidia/`) the packages below it that have one
+    // (`nvidia.nvcomp`), which is what users import.
+    let in_namespace = |m: &str, fi: usize| {
+        files[fi].path.ends_with("__init__.py")
+            && m.match_indices('.')
+                .all(|(i, _)| !by_module.contains_key(&m[..i]))
+    };
     let mut todo: Vec<Scope> = by_module
         .iter()
-        .filter(|(m, _)| !m.contains('.'))
+        .filter(|(m, fi)| !m.contains('.') || in_namespace(m, **fi))
         .map(|(_, fi)| (*fi, None))
         .collect();
     todo.sort();

@@ -157,6 +157,32 @@ pub struct NameTable {
     pub min_names: usize,
 }
 
+impl Library {
+    /// The `load_library()` of the module that holds the library's wheel directory
+    /// (`nvidia/libnvcomp/lib64` → `nvidia.libnvcomp.load_library`): NVIDIA's C++ library wheels
+    /// built as RAPIDS' are (librmm, libkvikio, nvidia-libnvcomp 6) put a `load.py` beside the
+    /// directory whose `load_library()` opens the library with ctypes, and the packages that
+    /// link it call that function before importing their extension modules.
+    pub fn wheel_loaders(&self) -> impl Iterator<Item = String> + '_ {
+        let mut seen = BTreeSet::new();
+        self.cuda.iter().filter_map(move |m| {
+            let dir = m.pip_dir.as_deref()?;
+            let (module_dir, lib) = dir.rsplit_once('/')?;
+            if !lib.starts_with("lib") {
+                return None;
+            }
+            let parts: Vec<&str> = module_dir.split('/').collect();
+            let identifiers = parts.iter().all(|p| {
+                !p.is_empty()
+                    && !p.starts_with(|c: char| c.is_ascii_digit())
+                    && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            });
+            let f = format!("{}.load_library", parts.join("."));
+            (identifiers && seen.insert(f.clone())).then_some(f)
+        })
+    }
+}
+
 /// A library as shipped for one CUDA major.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -819,11 +845,10 @@ impl Catalog {
             if !seen.insert(f.clone()) {
                 continue;
             }
-            for l in self
-                .libraries
-                .iter()
-                .filter(|l| l.python_loader.as_deref() == Some(f.as_str()))
-            {
+            for l in self.libraries.iter().filter(|l| {
+                l.python_loader.as_deref() == Some(f.as_str())
+                    || (l.python_loader.is_none() && l.wheel_loaders().any(|w| w == f))
+            }) {
                 for s in l.cuda.iter().flat_map(|m| &m.sonames) {
                     if !out.contains(s) {
                         out.push(s.clone());
@@ -835,11 +860,16 @@ impl Catalog {
         out
     }
 
-    /// Every Python loader the catalog's libraries name (`librmm.load_library`).
-    pub fn python_loaders(&self) -> BTreeSet<&str> {
+    /// Every Python loader the catalog's libraries name (`librmm.load_library`), and for the
+    /// others the loader their wheel would have by the convention of NVIDIA's C++ library wheels
+    /// ([`Library::wheel_loaders`]).
+    pub fn python_loaders(&self) -> BTreeSet<String> {
         self.libraries
             .iter()
-            .filter_map(|l| l.python_loader.as_deref())
+            .flat_map(|l| match &l.python_loader {
+                Some(f) => vec![f.clone()],
+                None => l.wheel_loaders().collect(),
+            })
             .collect()
     }
 
