@@ -788,7 +788,8 @@ fn path_roots(py: &[(&str, &str)]) -> Vec<String> {
         return Vec::new();
     }
     let paths: BTreeSet<&str> = py.iter().map(|(p, _)| *p).collect();
-    let mut roots: Vec<String> = Vec::new();
+    // Candidates: (directory, package name).
+    let mut candidates: Vec<(&str, &str)> = Vec::new();
     for (path, _) in py {
         let Some(pkg_dir) = path.strip_suffix("/__init__.py") else {
             continue;
@@ -803,13 +804,36 @@ fn path_roots(py: &[(&str, &str)]) -> Vec<String> {
         {
             continue;
         }
-        let imported = py.iter().any(|(_, t)| {
-            t.contains(&format!("import {name}\n"))
-                || t.contains(&format!("import {name} "))
-                || t.contains(&format!("from {name} "))
-                || t.contains(&format!("from {name}."))
-        });
-        if imported && !roots.iter().any(|r| r == root) {
+        candidates.push((root, name));
+    }
+    if candidates.is_empty() {
+        return Vec::new();
+    }
+    // The top-level names the files import, in one pass over their lines.
+    let wanted: BTreeSet<&str> = candidates.iter().map(|(_, n)| *n).collect();
+    let mut imported: BTreeSet<&str> = BTreeSet::new();
+    for (_, text) in py {
+        for line in text.lines() {
+            let l = line.trim_start();
+            let Some(rest) = l
+                .strip_prefix("import ")
+                .or_else(|| l.strip_prefix("from "))
+            else {
+                continue;
+            };
+            let top = rest
+                .trim_start()
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .next()
+                .unwrap_or_default();
+            if let Some(w) = wanted.get(top) {
+                imported.insert(w);
+            }
+        }
+    }
+    let mut roots: Vec<String> = Vec::new();
+    for (root, name) in candidates {
+        if imported.contains(name) && !roots.iter().any(|r| r == root) {
             roots.push(root.to_string());
         }
     }
