@@ -1013,6 +1013,16 @@ fn sim_major(sim: &loader::Simulation, catalog: &Catalog) -> Option<u32> {
         .map(|(m, _)| m)
 }
 
+/// The directory an import's package sits in (`site-packages`): above its directory by as many
+/// levels as the import has names (`nvidia.nvcomp` in `site-packages/nvidia/nvcomp`).
+fn site_of_import<'a>(name: &str, dir: &'a Path) -> Option<&'a Path> {
+    let mut d = dir;
+    for _ in name.split('.') {
+        d = d.parent()?;
+    }
+    Some(d)
+}
+
 /// One file's report, its verdict, and where the real import contradicted the model.
 type Checked = (FileReport, Verdict, Vec<String>);
 
@@ -1736,10 +1746,10 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     let mut i = 0;
     while i < imports.len() {
         let dir = imports[i].1.clone();
-        let files = preload::dynamic(&list_elfs(&dir), dir.parent().unwrap_or(&dir));
+        let site = site_of_import(&imports[i].0, &dir).map(Path::to_path_buf);
+        let files = preload::dynamic(&list_elfs(&dir), site.as_deref().unwrap_or(&dir));
         let sources = preload::package_sources(&dir);
         // cuda-pathfinder's own table where the package runs, else the one cudist ships.
-        let site = dir.parent().map(Path::to_path_buf);
         let pathfinder = pathfinder_tables
             .entry(site.clone())
             .or_insert_with(|| {
@@ -1891,8 +1901,8 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     let mut disagreements: Vec<String> = Vec::new();
     // The distributions of each site, read once.
     let mut dists: HashMap<PathBuf, Vec<cudist_wheel::installed::Installed>> = HashMap::new();
-    for (_, dir) in &imports {
-        if let Some(site) = dir.parent() {
+    for (name, dir) in &imports {
+        if let Some(site) = site_of_import(name, dir) {
             dists
                 .entry(site.to_path_buf())
                 .or_insert_with(|| cudist_wheel::installed::scan_names(site).unwrap_or_default());
@@ -1902,7 +1912,9 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     // them: find those as their loader would, and treat them as loaded.
     let mut preload = Vec::new();
     for (name, dir) in &imports {
-        let Some(site) = dir.parent() else { continue };
+        let Some(site) = site_of_import(name, dir) else {
+            continue;
+        };
         let Some(pkg) = known_package(&dists[site], name, catalog) else {
             continue;
         };
@@ -1990,7 +2002,9 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         })
         .collect();
     for ((name, dir), (files, scan, major)) in imports.iter().zip(scans) {
-        let Some(site) = dir.parent() else { continue };
+        let Some(site) = site_of_import(name, dir) else {
+            continue;
+        };
         // Its own loads, each found from its own directory, then what the functions of other
         // packages it calls at import load, found from theirs.
         let mut found: Vec<(crate::loads::Preload, PathBuf)> = scan
@@ -2042,7 +2056,29 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             }
         }
         for (p, from) in found.iter().filter(|(p, _)| p.at_import) {
-            for f in preload::find(p, from, site, &env, catalog) {
+            let mut founds = preload::find(p, from, site, &env, catalog);
+            // A wheel's own loader loads the file its wheel installs, one of the library's
+            // SONAMEs (nvidia-libnvcomp 6 installs libnvcomp.so.6, 5 installed .so.5): the
+            // others are not failures, and where none is found, one line says so, of the
+            // package's CUDA major.
+            if p.mechanism == crate::loads::Mechanism::PackageLoader {
+                if founds.iter().any(|f| f.path.is_some()) {
+                    founds.retain(|f| f.path.is_some());
+                } else {
+                    let of_major = |f: &preload::Found| {
+                        major.is_some_and(|m| catalog.majors_of(&f.name).contains(&m))
+                    };
+                    // The one the package's files link, where one does.
+                    let linked = founds
+                        .iter()
+                        .position(|f| of_major(f) && files.iter().any(|d| d.links(&f.name)));
+                    let keep = linked
+                        .or_else(|| founds.iter().rposition(of_major))
+                        .unwrap_or(founds.len().saturating_sub(1));
+                    founds = founds.into_iter().skip(keep).take(1).collect();
+                }
+            }
+            for f in founds {
                 if report
                     .runtime_loads
                     .iter()
@@ -2378,7 +2414,9 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     // Packages `cudist slim` slimmed: their distribution's `cudist-slim.json`.
     let mut slimmed: Vec<(PathBuf, String)> = Vec::new();
     for (name, dir) in &imports {
-        let Some(site) = dir.parent() else { continue };
+        let Some(site) = site_of_import(name, dir) else {
+            continue;
+        };
         let import = cudist_wheel::installed::normalise(name);
         for d in dists.get(site).into_iter().flatten() {
             let n = cudist_wheel::installed::normalise(&d.name);

@@ -192,6 +192,13 @@ pub struct Dynamic {
 }
 
 impl Dynamic {
+    /// Whether it links `soname` (a `DT_NEEDED` entry).
+    pub fn links(&self, soname: &str) -> bool {
+        self.needed.iter().any(|n| n == soname)
+    }
+}
+
+impl Dynamic {
     /// Its SONAME.
     pub fn soname(&self) -> Option<&str> {
         self.soname.as_deref()
