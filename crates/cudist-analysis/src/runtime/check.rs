@@ -2653,6 +2653,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_imports_site_is_above_it_by_its_depth() {
+        let dir = Path::new("/v/site-packages/nvidia/nvcomp");
+        assert_eq!(
+            site_of_import("nvidia.nvcomp", dir),
+            Some(Path::new("/v/site-packages"))
+        );
+        assert_eq!(
+            site_of_import("cupy", Path::new("/v/site-packages/cupy")),
+            Some(Path::new("/v/site-packages"))
+        );
+    }
+
+    #[test]
     fn the_fix_names_the_cuda_line_that_is_installed() {
         // libucx-cu12 and libucx-cu13 install the same libucx/lib/libucp.so.0: the fix names the
         // one whose .dist-info is there, whatever line the SONAME alone suggests.
