@@ -2187,8 +2187,8 @@ fn a_symbol_version_the_found_library_lacks_fails_the_load() {
 }
 
 /// Where the files do not pin a CUDA major (libcudnn.so.9 is in both the -cu12 and the -cu13
-/// wheels; a static runtime links nothing), the fix takes the one the distribution's name says
-/// (`nv-cu12`), not the newest (nvidia-nvcomp-cu12 and nvshmem4py-cu12 were told `-cu13`).
+/// wheels; a static runtime links nothing), the fix takes the one the name of the distribution
+/// that installed the package says (`nvpy-cu12`, found by its RECORD), not the newest (nvidia-nvcomp-cu12 and nvshmem4py-cu12 were told `-cu13`).
 #[test]
 fn the_fix_takes_the_major_the_distribution_says() {
     let work = tempfile::tempdir().unwrap();
@@ -2198,9 +2198,14 @@ fn the_fix_takes_the_major_the_distribution_says() {
         &work.path().join("venv"),
         &[
             ("nv/__init__.py", "from . import _n\n"),
+            // Named unlike its package (nvshmem4py-cu12 installs `nvshmem/`): its RECORD says.
             (
-                "nv_cu12-1.0.dist-info/METADATA",
-                "Metadata-Version: 2.1\nName: nv-cu12\nVersion: 1.0\n",
+                "nvpy_cu12-1.0.dist-info/METADATA",
+                "Metadata-Version: 2.1\nName: nvpy-cu12\nVersion: 1.0\n",
+            ),
+            (
+                "nvpy_cu12-1.0.dist-info/RECORD",
+                "nv/__init__.py,,\nnvpy_cu12-1.0.dist-info/RECORD,,\n",
             ),
         ],
     );
@@ -2222,4 +2227,59 @@ fn the_fix_takes_the_major_the_distribution_says() {
     let text = v.to_string();
     assert!(text.contains("install nvidia-cudnn-cu12"), "{v:#}");
     assert!(!text.contains("nvidia-cudnn-cu13"), "{v:#}");
+}
+
+/// A library the package's extension opens with dlopen on first use, which the package's own
+/// API loads first by path (nvshmem4py's `init()` loads nvshmem_host through cuda-pathfinder
+/// before its bindings dlopen it): found there, the dlopen gets the loaded one, and a real call
+/// of the API then of the extension works; doctor says OK, not that the dlopen will fail.
+#[test]
+fn a_library_the_packages_api_loads_first_is_there_for_a_later_dlopen() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[
+            ("oc/__init__.py", "from . import _ext\nfrom .api import init\n"),
+            (
+                "oc/api.py",
+                "import ctypes, os\ndef init():\n    here = os.path.dirname(__file__)\n    return ctypes.CDLL(os.path.join(here, 'lib', 'libfoo.so.1'), mode=ctypes.RTLD_GLOBAL)\n",
+            ),
+        ],
+    );
+    fake_lib(
+        &site.join("oc/lib"),
+        "libfoo.so.1",
+        "libfoo.so.1",
+        "foo_init",
+    );
+    let suffix = ext_suffix(&python);
+    let ext = gcc_shared(
+        work.path(),
+        "_ext.so",
+        None,
+        &py_extension_source(
+            "_ext",
+            "#include <dlfcn.h>\nint use_foo(void) { void *h = dlopen(\"libfoo.so.1\", RTLD_NOW); return h != 0; }",
+            "",
+        ),
+        &["-ldl"],
+    );
+    std::fs::copy(&ext, site.join(format!("oc/_ext{suffix}"))).unwrap();
+    // Real: the dlopen after init() finds the loaded library, and before it does not.
+    let probe = |first: &str| {
+        let code = format!(
+            "import ctypes, oc\n{first}\nimport oc._ext as e\nprint(ctypes.CDLL(e.__file__).use_foo())\n"
+        );
+        let o = std::process::Command::new(&python)
+            .args(["-c", &code])
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    assert_eq!(probe("oc.init()"), "1");
+    assert_eq!(probe(""), "0");
+    let (code, v) = doctor_import_with("oc", &python, &["--dlopen", "libfoo.so.1"]);
+    assert_eq!(v["verdict"]["status"], "ok", "{v:#}");
+    assert_eq!(code, Some(0));
 }

@@ -1013,6 +1013,15 @@ fn sim_major(sim: &loader::Simulation, catalog: &Catalog) -> Option<u32> {
         .map(|(m, _)| m)
 }
 
+/// Whether the `RECORD` of the distribution at `dist_info` lists a file under `prefix`
+/// (`nvshmem/`). Read only where a package's distribution is not named like it; a RECORD larger
+/// than 64 MiB is not read.
+fn record_lists(dist_info: &Path, prefix: &str) -> bool {
+    let path = dist_info.join("RECORD");
+    let small = std::fs::metadata(&path).is_ok_and(|m| m.len() <= 64 << 20);
+    small && std::fs::read_to_string(&path).is_ok_and(|t| t.lines().any(|l| l.starts_with(prefix)))
+}
+
 /// The directory an import's package sits in (`site-packages`): above its directory by as many
 /// levels as the import has names (`nvidia.nvcomp` in `site-packages/nvidia/nvcomp`).
 fn site_of_import<'a>(name: &str, dir: &'a Path) -> Option<&'a Path> {
@@ -1584,7 +1593,8 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             let major = majors
                 .first()
                 .copied()
-                .or_else(|| lazy_scan(&r.needed_by, catalog).1);
+                .or_else(|| lazy_scan(&r.needed_by, catalog).1)
+                .or_else(|| package_major.get(f).copied());
             let fix = fix_for(&r.name, &r.needed_by, &r.tried, major, catalog)
                 .map(|f| format!(" (fix: {f})"))
                 .unwrap_or_default();
@@ -1911,6 +1921,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     // Known packages load CUDA libraries themselves before importing the modules that link
     // them: find those as their loader would, and treat them as loaded.
     let mut preload = Vec::new();
+    let mut loaded_on_call: HashMap<String, PathBuf> = HashMap::new();
     for (name, dir) in &imports {
         let Some(site) = site_of_import(name, dir) else {
             continue;
@@ -2039,8 +2050,23 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         let declared = declared_requirements(&dists[site], name);
         // Where its files do not say (a static runtime, libraries every major ships), the
         // distribution does: `nvidia-nvcomp-cu12`, or the CUDA wheels it requires.
+        // Those named like it, else those whose RECORD lists its files (nvshmem4py-cu12
+        // installs `nvshmem/`).
         let major = major.or_else(|| {
-            let said: BTreeSet<u32> = providers(&dists[site], name)
+            let rel = dir
+                .strip_prefix(site)
+                .ok()
+                .map(|r| format!("{}/", r.display()))?;
+            let mut by: Vec<&cudist_wheel::installed::Installed> =
+                providers(&dists[site], name).collect();
+            if by.is_empty() {
+                by = dists[site]
+                    .iter()
+                    .filter(|d| record_lists(&d.dist_info, &rel))
+                    .collect();
+            }
+            let said: BTreeSet<u32> = by
+                .into_iter()
                 .filter_map(|d| {
                     crate::artifact::distribution_major(Some(&d.name), &d.requires, catalog)
                 })
@@ -2053,6 +2079,19 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         if let Some(m) = major {
             for f in &files {
                 package_major.insert(f.path.clone(), m);
+            }
+        }
+        // What the package's own functions load when called, where they find it: the package's
+        // API calls them before what needs the library runs (nvshmem4py's init(), get_version()
+        // load nvshmem_host through cuda-pathfinder before its bindings dlopen it).
+        for (p, from) in found
+            .iter()
+            .filter(|(p, _)| !p.at_import && p.on_call.is_some())
+        {
+            for f in preload::find(p, from, site, &env, catalog) {
+                if let Some(path) = f.path {
+                    loaded_on_call.entry(f.name).or_insert(path);
+                }
             }
         }
         for (p, from) in found.iter().filter(|(p, _)| p.at_import) {
@@ -2410,6 +2449,10 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                     .or_insert_with(|| f.clone());
             }
         }
+    }
+    // Then what the package's functions load when its API is used.
+    for (name, path) in loaded_on_call {
+        loaded_first.entry(name).or_insert(path);
     }
     // Packages `cudist slim` slimmed: their distribution's `cudist-slim.json`.
     let mut slimmed: Vec<(PathBuf, String)> = Vec::new();
