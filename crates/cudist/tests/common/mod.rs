@@ -159,6 +159,21 @@ pub fn doctor_import_with(
     (o.status.code(), v)
 }
 
+/// `cudist doctor --json ARGS`, its exit code asserted to be `code`, its report parsed.
+pub fn doctor_json(args: &[&str], code: i32) -> Value {
+    let mut all = vec!["doctor", "--json"];
+    all.extend_from_slice(args);
+    let o = cudist(&all);
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "{}\n{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
 /// The file-name suffix of extension modules for `python` (`.cpython-311-x86_64-linux-gnu.so`).
 pub fn ext_suffix(python: &Path) -> String {
     let o = Command::new(python)
