@@ -356,6 +356,17 @@ fn trampoline_library<'c>(
 ///   linker name (`libcublas.so`) as a C string in its read-only data, to open it by.
 ///
 /// Hand-written because no crate knows which libraries are CUDA's: the catalog does.
+/// Which SONAME of a fallback chain (`libnvrtc.so.13`, `libnvrtc.so.12`) belongs to CUDA
+/// `major` alone: the one a file of that major loads.
+pub(crate) fn chain_link_of_major(
+    chain: &[String],
+    major: Option<u32>,
+    catalog: &Catalog,
+) -> Option<usize> {
+    let m = major?;
+    chain.iter().position(|s| catalog.majors_of(s) == [m])
+}
+
 pub(crate) fn lazy_loads(
     elf: &ElfFile,
     tables: &[String],

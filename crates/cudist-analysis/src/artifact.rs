@@ -114,10 +114,8 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
                 l.alternatives.clear();
                 continue;
             }
-            let of_hint = l.alternatives.iter().find(|s| {
-                Some(catalog.majors_of(s).as_slice()) == hint.map(|h| vec![h]).as_deref()
-            });
-            if let Some(so) = of_hint.cloned() {
+            let of_hint = crate::analyse::chain_link_of_major(&l.alternatives, hint, catalog);
+            if let Some(so) = of_hint.map(|i| l.alternatives[i].clone()) {
                 l.written = Some(so.clone());
                 l.soname = Some(so);
             }
@@ -681,20 +679,11 @@ fn preloaded_before_import<'a>(
         }
     }
     // And what they link, within the package.
-    let names = |a: &Analysed| -> Vec<String> {
-        let base = a.report.path.rsplit('/').next().unwrap_or(&a.report.path);
-        a.report
-            .soname
-            .iter()
-            .cloned()
-            .chain(std::iter::once(base.to_string()))
-            .collect()
-    };
     let mut reached: BTreeSet<usize> = todo.iter().copied().collect();
     while let Some(i) = todo.pop() {
         for need in &elfs[i].report.needed {
             for (j, b) in elfs.iter().enumerate() {
-                if names(b).contains(&need.soname) && reached.insert(j) {
+                if b.report.names().any(|n| n == need.soname) && reached.insert(j) {
                     todo.push(j);
                 }
             }
@@ -813,9 +802,10 @@ pub fn opened_by(
     let carried: BTreeSet<&str> = vendored.iter().map(|v| v.path.as_str()).collect();
     let report_of: HashMap<&str, &ElfReport> = elfs.iter().map(|e| (e.path.as_str(), *e)).collect();
     let names = |path: &str| -> Vec<String> {
-        let base = path.rsplit('/').next().unwrap_or(path).to_string();
-        let soname = report_of.get(path).and_then(|e| e.soname.clone());
-        soname.into_iter().chain(std::iter::once(base)).collect()
+        match report_of.get(path) {
+            Some(e) => e.names().map(str::to_string).collect(),
+            None => vec![path.rsplit('/').next().unwrap_or(path).to_string()],
+        }
     };
     // Each carried file's names (SONAME, file name) → its index, so a name is looked up once.
     let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();

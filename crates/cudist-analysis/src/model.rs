@@ -290,6 +290,17 @@ pub struct ElfReport {
     pub variant_cuda: Option<String>,
 }
 
+impl ElfReport {
+    /// The names a `NEEDED` entry or a load can reach it by: its SONAME, then its file name.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        let base = self.path.rsplit('/').next().unwrap_or(&self.path);
+        self.soname
+            .as_deref()
+            .into_iter()
+            .chain(std::iter::once(base))
+    }
+}
+
 /// What decides an ELF file's platform tag besides its libraries and symbol versions.
 #[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct ElfAbi {

@@ -891,10 +891,7 @@ fn lazy_names(path: &Path, catalog: &Catalog, major: Option<u32>) -> Vec<Vec<Str
         .filter_map(|(id, soname, alternatives)| {
             if alternatives.len() >= 2 {
                 let mut chain = alternatives;
-                if let Some(i) = chain
-                    .iter()
-                    .position(|s| major.is_some_and(|m| catalog.majors_of(s) == [m]))
-                {
+                if let Some(i) = crate::analyse::chain_link_of_major(&chain, major, catalog) {
                     let lead = chain.remove(i);
                     chain.insert(0, lead);
                 }
@@ -1019,7 +1016,12 @@ fn sim_major(sim: &loader::Simulation, catalog: &Catalog) -> Option<u32> {
 fn record_lists(dist_info: &Path, prefix: &str) -> bool {
     let path = dist_info.join("RECORD");
     let small = std::fs::metadata(&path).is_ok_and(|m| m.len() <= 64 << 20);
-    small && std::fs::read_to_string(&path).is_ok_and(|t| t.lines().any(|l| l.starts_with(prefix)))
+    small
+        && std::fs::read_to_string(&path).is_ok_and(|t| {
+            cudist_wheel::installed::parse_record(&t)
+                .iter()
+                .any(|row| row.path.starts_with(prefix))
+        })
 }
 
 /// The directory an import's package sits in (`site-packages`): above its directory by as many
@@ -1083,13 +1085,10 @@ fn glibc_key(v: &str) -> Option<(u32, u32)> {
     Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
 }
 
-/// The newest `GLIBC_x.y` a simulation's objects require beyond the profile's glibc, said with
-/// the object that requires it. The system's own libraries are left out: the profile's machine
-/// has its own, built for its glibc.
-fn glibc_problem(sim: &loader::Simulation, host: &host::Host) -> Option<String> {
-    let have = glibc_key(host.glibc.as_deref()?)?;
-    let system: Vec<&Path> = sim
-        .resolutions
+/// The files a simulation found through the loader cache or the system directories: this
+/// machine's own libraries, which a profile's machine has in its own build.
+fn system_files(sim: &loader::Simulation) -> BTreeSet<&Path> {
+    sim.resolutions
         .iter()
         .filter(|r| {
             matches!(
@@ -1098,7 +1097,15 @@ fn glibc_problem(sim: &loader::Simulation, host: &host::Host) -> Option<String> 
             )
         })
         .filter_map(|r| r.path.as_deref())
-        .collect();
+        .collect()
+}
+
+/// The newest `GLIBC_x.y` a simulation's objects require beyond the profile's glibc, said with
+/// the object that requires it. The system's own libraries are left out: the profile's machine
+/// has its own, built for its glibc.
+fn glibc_problem(sim: &loader::Simulation, host: &host::Host) -> Option<String> {
+    let have = glibc_key(host.glibc.as_deref()?)?;
+    let system = system_files(sim);
     let mut worst: Option<((u32, u32), &str, &Path)> = None;
     for o in sim
         .objects
@@ -1301,17 +1308,11 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
     // Versions required of a library that the file it resolved to lacks: ld.so stops the load
     // ("version `GLIBCXX_3.4.32' not found"). For a profile, only files outside this machine's
     // system directories are that machine's too.
-    let system_here: BTreeSet<&Path> = sim
-        .resolutions
-        .iter()
-        .filter(|r| {
-            matches!(
-                r.rule,
-                Some(loader::Rule::Cache) | Some(loader::Rule::SystemDir)
-            )
-        })
-        .filter_map(|r| r.path.as_deref())
-        .collect();
+    let system_here = if profile {
+        system_files(&sim)
+    } else {
+        BTreeSet::new()
+    };
     let missing_versions: Vec<loader::MissingVersion> = sim
         .missing_versions()
         .into_iter()
