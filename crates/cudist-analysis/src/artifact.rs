@@ -93,6 +93,10 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         .map(normalise_dist);
     let conda_name = conda.as_ref().map(|c| c.name.as_str());
     let vendored = mark_vendored(&mut elfs, this_dist.as_deref(), conda_name, catalog);
+    // The distribution's own CUDA major, for files whose own names do not pin one.
+    let dist_major = wheel
+        .as_ref()
+        .and_then(|w| distribution_major(w.name.as_deref(), &w.requires_dist, catalog));
     // Lazy loads: a library's own file names itself, and the SONAME of a trampoline table's
     // library is the one of the file's CUDA major.
     for a in &mut elfs {
@@ -107,13 +111,20 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         if a.hint.is_none() {
             a.hint = lazy_major(&a.report.lazy_loads, catalog);
         }
-        let hint = a.hint;
+        // A file that names both majors of a library tries them in turn (a fallback chain):
+        // the distribution's major is the one its install provides.
+        let hint = a.hint.or(dist_major);
         // A fallback chain of SONAMEs: the one of the file's major is what it loads there.
         for l in a.report.lazy_loads.iter_mut() {
             if l.alternatives.len() < 2 {
                 l.alternatives.clear();
                 continue;
             }
+            let names: Vec<String> = l.alternatives.iter().map(|a| format!("{a:?}")).collect();
+            l.evidence = format!(
+                "imports dlopen and names {} to open, whichever it finds",
+                names.join(", ")
+            );
             let of_hint = crate::analyse::chain_link_of_major(&l.alternatives, hint, catalog);
             if let Some(so) = of_hint.map(|i| l.alternatives[i].clone()) {
                 l.written = Some(so.clone());
@@ -1045,7 +1056,29 @@ pub(crate) fn distribution_major(
     if let [one] = declared.iter().copied().collect::<Vec<u32>>()[..] {
         return Some(one);
     }
-    let name = name?.to_ascii_lowercase();
+    // The CUDA flavour its hard requirements ask for: a `-cuNN` distribution, or a `cuNN` extra
+    // (cudnn-frontend requires `nvidia-cutlass-dsl[cu13]`). Those under its own extras are
+    // alternatives (`[cu12]`, `[cu13]`) and say nothing.
+    let flavours: BTreeSet<u32> = requires
+        .iter()
+        .filter_map(|r| ReqName::parse(r))
+        .filter(|r| r.in_extra.is_none() && r.on_linux)
+        .flat_map(|r| {
+            let extras: Vec<Option<u32>> = r.extras.iter().map(|e| name_major(e)).collect();
+            std::iter::once(name_major(&r.name)).chain(extras)
+        })
+        .flatten()
+        .collect();
+    if let [one] = flavours.iter().copied().collect::<Vec<u32>>()[..] {
+        return Some(one);
+    }
+    name_major(name?)
+}
+
+/// The CUDA major a distribution or extra name says: `cuNN` or `cudaNN` in it (`cupy-cuda12x`,
+/// `nvidia-nccl-cu13`, `cu13`), NN from 10 to 20.
+fn name_major(name: &str) -> Option<u32> {
+    let name = name.to_ascii_lowercase();
     for pat in ["cuda", "cu"] {
         for (i, _) in name.match_indices(pat) {
             let digits: String = name[i + pat.len()..]
@@ -1420,13 +1453,24 @@ fn add_finding(verdict: &mut Verdict, status: VerdictStatus, lines: Vec<String>)
 /// libraries come with that vendor's stack, as libcuda comes with the NVIDIA driver.
 /// The package's Python loads a CUDA library by its linker name (`ctypes.CDLL("libcudart.so")`,
 /// tilelang's and hidet's shape): CUDA wheels install only the SONAME, so that load works only
-/// where a CUDA toolkit's development files are. Said; the verdict is the files'.
+/// where a CUDA toolkit's development files are. Said; the verdict is the files'. Not said of a
+/// fallback: a load whose failure the code goes on from, where the package also loads the
+/// library by a name a wheel installs (cudnn-frontend tries `libcudnn.so.9`, then `libcudnn.so`).
 fn linker_name_lines(preloads: &[crate::loads::Preload], catalog: &Catalog, verdict: &mut Verdict) {
     let mut said: BTreeSet<&str> = BTreeSet::new();
     for p in preloads.iter().filter(|p| p.sonames.is_empty()) {
         let Some(lib) = catalog.library_by_linker_name(&p.name) else {
             continue;
         };
+        let by_soname = |q: &crate::loads::Preload| {
+            lib.cuda
+                .iter()
+                .flat_map(|m| &m.sonames)
+                .any(|so| q.loads(so))
+        };
+        if p.optional && preloads.iter().any(by_soname) {
+            continue;
+        }
         if !said.insert(p.name.as_str()) {
             continue;
         }

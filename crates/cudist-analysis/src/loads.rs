@@ -95,9 +95,15 @@ pub struct Preload {
     /// Otherwise, the function that must be called first (`preload_dlls`), when one is known.
     pub on_call: Option<String>,
     /// The call is inside `try … except` that catches its failure (`OSError` for `ctypes`,
-    /// `DynamicLibNotFoundError` for cuda-pathfinder, `Exception`, a bare `except:`): where the
-    /// library is missing, the code goes on without it, and the import does not fail.
+    /// `DynamicLibNotFoundError` for cuda-pathfinder, `Exception`, a bare `except:`), or runs
+    /// only where the code found the file first (`if os.path.exists(path):`): where the library
+    /// is missing, the code goes on without it, and the import does not fail.
     pub optional: bool,
+    /// Optional only because the code found the file first, nothing catching a failed load: a
+    /// file the package carries is there, so it loads, and a library it needs that cannot be
+    /// found fails the load (torchao loads each `_C*.so` its directory lists).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub if_present: bool,
 }
 
 impl Preload {
@@ -105,6 +111,12 @@ impl Preload {
     /// [`Preload::optional`].
     pub fn required_at_import(&self) -> bool {
         self.at_import && !self.optional
+    }
+
+    /// Whether the import fails when this file, carried by the package, fails to load: loaded at
+    /// import where nothing catches the failure (a file the code finds first is there).
+    pub fn carried_required_at_import(&self) -> bool {
+        self.at_import && (!self.optional || self.if_present)
     }
 }
 
@@ -225,8 +237,11 @@ struct Call {
     argument: Option<String>,
     /// In a lambda's body: it runs when the lambda is called.
     deferred: bool,
-    /// Inside `try … except` that catches its failure ([`Preload::optional`]).
+    /// Inside `try … except` that catches its failure, or run only where the code found the file
+    /// first ([`Preload::optional`]).
     optional: bool,
+    /// Optional only because the file was found first ([`Preload::if_present`]).
+    if_present: bool,
     /// Its argument is the first parameter of its function: it loads what the function's
     /// callers pass.
     passed: bool,
@@ -479,6 +494,7 @@ pub fn scan_with(
                         argument: Some(name.to_string()),
                         deferred: call.deferred,
                         optional: catches_failure(f.caught(si), Mechanism::PackageLoader),
+                        if_present: false,
                         passed: false,
                         by_path: false,
                     });
@@ -519,13 +535,18 @@ pub fn scan_with(
                     && call.arg_name.is_some()
                     && f.scope[si].and_then(|d| f.stmts[d].first_param.as_deref())
                         == call.arg_name.as_deref();
+                // A ctypes load of a file the code found first goes on without it where it
+                // is not (cudnn-frontend's `if lib_path: ctypes.CDLL(lib_path[0])`).
+                let found_first = mechanism == Mechanism::Ctypes && f.found_first(si);
+                let caught = catches_failure(f.caught(si), mechanism);
                 calls.push(Call {
                     scope,
                     stmt: si,
                     mechanism,
                     argument,
                     deferred: call.deferred,
-                    optional: catches_failure(f.caught(si), mechanism),
+                    optional: found_first || caught,
+                    if_present: found_first && !caught,
                     passed,
                     by_path,
                 });
@@ -539,12 +560,16 @@ pub fn scan_with(
         .filter_map(|c| files[c.scope.0].stmts[c.scope.1?].def.as_deref())
         .collect();
     let by_name = calls_by_name(&files, &wanted);
-    for c in calls.iter_mut().filter(|c| !c.optional) {
+    for c in calls.iter_mut().filter(|c| !c.optional || c.if_present) {
         let sites = call_sites(&files, &by_name, c.scope);
-        c.optional = !sites.is_empty()
+        let caught = !sites.is_empty()
             && sites
                 .iter()
                 .all(|(gi, sj, _)| catches_failure(files[*gi].caught(*sj), c.mechanism));
+        if caught {
+            c.optional = true;
+            c.if_present = false;
+        }
     }
     let reach = pysource::reach(&files);
     // Calls at import into the outside modules the import imports.
@@ -624,6 +649,7 @@ pub fn scan_with(
                 push(Preload {
                     loaded_at: place(c),
                     optional: p.optional || c.optional,
+                    if_present: c.if_present && !p.optional,
                     ..p
                 });
             }
@@ -641,6 +667,7 @@ pub fn scan_with(
                     at_import,
                     on_call,
                     optional: c.optional,
+                    if_present: c.if_present,
                 });
             }
             Mechanism::CudaPathfinder => {
@@ -655,6 +682,7 @@ pub fn scan_with(
                     at_import,
                     on_call,
                     optional: c.optional,
+                    if_present: c.if_present,
                 });
             }
             Mechanism::Ctypes => {
@@ -740,6 +768,7 @@ pub fn scan_with(
                         at_import,
                         on_call: on_call.clone(),
                         optional: c.optional,
+                        if_present: c.if_present,
                     });
                 }
             }
@@ -963,6 +992,7 @@ fn passed_in(
                 scope.1.and_then(|s| g.stmts[s].def.clone())
             },
             optional: catches_failure(g.caught(sj), c.mechanism),
+            if_present: false,
         });
     }
     out
@@ -1310,7 +1340,7 @@ pub fn tiers(
         let preloaded = key(n).iter().any(|k| {
             preloads
                 .iter()
-                .any(|p| p.required_at_import() && p.loads(k))
+                .any(|p| p.carried_required_at_import() && p.loads(k))
         });
         let reached = match ext_module[i].as_ref().and_then(|m| modules.get(m)) {
             _ if ext_module[i].is_none() => false,
@@ -1494,6 +1524,43 @@ mod tests {
                 ("cufft", false, true),
                 ("libcurand.so.10", true, false),
                 ("libnvrtc.so.12", false, true),
+            ],
+            "{p:#?}"
+        );
+    }
+
+    #[test]
+    fn a_load_of_a_file_found_first_is_optional() {
+        // cudnn-frontend's shape: `LD_LIBRARY_PATH`'s directories tried with an existence test,
+        // then the wheel's directory globbed, each loaded only where found; a plain load of a
+        // path is required.
+        let init = "import ctypes, glob, os
+def _dlopen():
+    for d in os.environ.get('LD_LIBRARY_PATH', '').split(':'):
+        for name in ('libcudnn.so.9',):
+            path = os.path.join(d, name)
+            if not os.path.exists(path):
+                continue
+            return ctypes.CDLL(path)
+    found = glob.glob(os.path.join(site, 'nvidia/cudnn/lib/libcudnn.so.*[0-9]'))
+    if found:
+        ctypes.CDLL(found[0])
+def _plain():
+    ctypes.CDLL(os.path.join(site, 'nvidia/cublas/lib/libcublas.so.13'))
+_dlopen()
+_plain()
+";
+        let p = init_preloads(init);
+        let got: Vec<(&str, bool, bool)> = p
+            .iter()
+            .map(|p| (p.name.as_str(), p.optional, p.required_at_import()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("libcudnn.so.9", true, false),
+                ("libcudnn.so.*[0-9]", true, false),
+                ("libcublas.so.13", false, true),
             ],
             "{p:#?}"
         );
@@ -1693,7 +1760,9 @@ mod tests {
                 .unwrap_or_else(|| panic!("{path}: {:?}", s.preloads));
             assert!(p.at_import, "{p:?}");
             if let Some(o) = other {
-                assert!(!p.optional, "{p:?}");
+                // Loaded where the listing finds it: a file the package carries is there, so
+                // its load runs at import, and nothing catches its failure.
+                assert!(p.if_present && p.carried_required_at_import(), "{p:?}");
                 assert!(!s.preloads.iter().any(|p| p.loads(o)), "{:?}", s.preloads);
             }
         }

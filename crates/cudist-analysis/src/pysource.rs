@@ -677,6 +677,8 @@ pub struct File<'a> {
     /// Per statement, the tests of its function's first parameter around it ([`File::runs_for`]).
     when: Vec<Option<usize>>,
     when_sets: Vec<Vec<ParamTest>>,
+    /// Per statement, [`File::found_first`].
+    found: Vec<bool>,
     /// Functions defined in the file, by name (methods included).
     defs: BTreeMap<String, Vec<usize>>,
     bindings: Bindings,
@@ -707,6 +709,18 @@ impl File<'_> {
                 .iter()
                 .all(|t| t.values.iter().any(|v| v == arg) == t.holds)
         })
+    }
+
+    /// Whether statement `at` runs only where the code has found a file first: in the body of a
+    /// test that a file exists (`if os.path.exists(path):`, `if path.is_file():`, `if found:`
+    /// after `found = glob.glob(…)`), after `if not os.path.exists(path): continue` (or `return`,
+    /// `raise`, `break`), or in a loop over a directory's listing. A library loaded there is
+    /// loaded where it is and skipped where it is not, so its absence fails nothing:
+    /// cudnn-frontend tries `LD_LIBRARY_PATH`'s directories and then the cuDNN wheel's by
+    /// globbing, and imports without cuDNN. Which file was found is not followed: any existence
+    /// test counts, as code checks the file it is about to load.
+    pub fn found_first(&self, at: usize) -> bool {
+        self.found.get(at).copied().unwrap_or(false)
     }
 
     /// Whether an import anywhere in the file binds `name`.
@@ -780,6 +794,8 @@ struct Ctx {
     /// The tests of the function's first parameter against literals that hold around it
     /// ([`File::runs_for`]): an index into [`Reader::when_sets`].
     when: Option<usize>,
+    /// It runs only where the code has found a file ([`File::found_first`]).
+    found: bool,
 }
 
 /// A test of a function's first parameter against string literals (`library == "core"`,
@@ -838,6 +854,10 @@ struct Reader<'l> {
     /// The loops around the statement being read whose variable takes the strings of a literal
     /// tuple or list (`for libname in ("nvrtc", "nvJitLink"):`): variable, strings.
     loop_strings: Vec<(String, Vec<String>)>,
+    found: Vec<bool>,
+    /// Names assigned a listing of files (`glob.glob(…)`, `os.listdir(…)`), by function: true
+    /// only where files were found.
+    listings: BTreeSet<(Option<usize>, String)>,
 }
 
 impl Reader<'_> {
@@ -861,6 +881,11 @@ impl Reader<'_> {
     fn assigned(&mut self, target: &Expr, value: &Expr, ctx: Ctx) {
         let Expr::Name(n) = target else { return };
         let key = (ctx.scope, n.id.to_string());
+        if lists_files(value) {
+            self.listings.insert(key.clone());
+        } else {
+            self.listings.remove(&key);
+        }
         let env = match value_of(value, &self.known_in(ctx.scope)) {
             Some(Value::Env(d)) => Some(Known::Env(d)),
             _ => None,
@@ -925,6 +950,49 @@ impl Reader<'_> {
         }
     }
 
+    /// Whether test `e` holds only where a file was found ([`File::found_first`]): an existence
+    /// check, a name assigned a listing of files, or an `and` with one of them.
+    fn finds(&self, e: &Expr, scope: Option<usize>) -> bool {
+        match e {
+            Expr::BoolOp(b) if b.op == ast::BoolOp::And => {
+                b.values.iter().any(|v| self.finds(v, scope))
+            }
+            Expr::Name(n) => {
+                let name = n.id.to_string();
+                self.listings.contains(&(scope, name.clone()))
+                    || self.listings.contains(&(None, name))
+            }
+            Expr::Call(c) => callee_text(&c.func).is_some_and(|t| {
+                matches!(
+                    t.rsplit('.').next().unwrap_or(&t),
+                    "exists" | "isfile" | "is_file" | "lexists" | "access"
+                )
+            }),
+            _ => lists_files(e),
+        }
+    }
+
+    /// Whether statement `s` is `if not <a file found>:` whose body leaves the code that follows
+    /// (`continue`, `break`, `return`, `raise`): what follows runs only where it was found.
+    fn leaves_unless_found(&self, s: &ast::Stmt, scope: Option<usize>) -> bool {
+        let ast::Stmt::If(i) = s else { return false };
+        let Expr::UnaryOp(u) = &*i.test else {
+            return false;
+        };
+        u.op == ast::UnaryOp::Not
+            && i.elif_else_clauses.is_empty()
+            && self.finds(&u.operand, scope)
+            && i.body.last().is_some_and(|b| {
+                matches!(
+                    b,
+                    ast::Stmt::Continue(_)
+                        | ast::Stmt::Break(_)
+                        | ast::Stmt::Return(_)
+                        | ast::Stmt::Raise(_)
+                )
+            })
+    }
+
     /// The first parameter of function `scope`.
     fn param(&self, scope: Option<usize>) -> Option<String> {
         self.stmts.get(scope?)?.first_param.clone()
@@ -986,6 +1054,7 @@ impl Reader<'_> {
         self.guarded.push(ctx.guarded);
         self.catching.push(ctx.catching);
         self.when.push(ctx.when);
+        self.found.push(ctx.found);
         Some(self.stmts.len() - 1)
     }
 
@@ -996,6 +1065,9 @@ impl Reader<'_> {
             // What follows a statement that ends the function never runs at a default import.
             if ctx.scope.is_some() && !ctx.excluded && self.ends(s, ctx.scope) {
                 ctx.excluded = true;
+            }
+            if self.leaves_unless_found(s, ctx.scope) {
+                ctx.found = true;
             }
         }
     }
@@ -1062,9 +1134,17 @@ impl Reader<'_> {
                         ..t.clone()
                     })
                     .collect();
+                let finds = self.finds(&i.test, ctx.scope);
+                let finds_not = match &*i.test {
+                    Expr::UnaryOp(u) if u.op == ast::UnaryOp::Not => {
+                        self.finds(&u.operand, ctx.scope)
+                    }
+                    _ => false,
+                };
                 let body = self.when(
                     Ctx {
                         excluded: ctx.excluded || earlier == Some(false),
+                        found: ctx.found || finds,
                         ..ctx
                     },
                     first.into_iter().collect(),
@@ -1099,7 +1179,13 @@ impl Reader<'_> {
                             }));
                             held |= earlier == Some(true);
                         }
-                        None => self.suite(&clause.body, here),
+                        None => self.suite(
+                            &clause.body,
+                            Ctx {
+                                found: here.found || finds_not,
+                                ..here
+                            },
+                        ),
                     }
                 }
             }
@@ -1158,7 +1244,18 @@ impl Reader<'_> {
                 };
                 let pushed = strings.is_some();
                 self.loop_strings.extend(strings);
-                self.suite(&f.body, ctx);
+                // A loop over a directory's listing runs for the files found there.
+                let listed = match &*f.iter {
+                    Expr::Name(_) => self.finds(&f.iter, ctx.scope),
+                    e => lists_files(e),
+                };
+                self.suite(
+                    &f.body,
+                    Ctx {
+                        found: ctx.found || listed,
+                        ..ctx
+                    },
+                );
                 if pushed {
                     self.loop_strings.pop();
                 }
@@ -1225,6 +1322,29 @@ impl Reader<'_> {
                 self.push_gathered(s.start(), ctx, g, None, None);
             }
         }
+    }
+}
+
+/// Whether a callee lists a directory's files (`glob.glob`, `Path.rglob`, `os.listdir`, …).
+fn is_listing(callee: &str) -> bool {
+    matches!(
+        callee.rsplit('.').next().unwrap_or(callee),
+        "glob" | "iglob" | "rglob" | "listdir" | "scandir" | "iterdir"
+    )
+}
+
+/// Whether an expression is a listing of files ([`is_listing`]), also sorted, made a list, or
+/// filtered by a comprehension over one.
+fn lists_files(e: &Expr) -> bool {
+    match e {
+        Expr::Call(c) => callee_text(&c.func).is_some_and(|t| {
+            is_listing(&t)
+                || (matches!(t.as_str(), "sorted" | "list" | "tuple")
+                    && c.arguments.args.first().is_some_and(lists_files))
+        }),
+        Expr::ListComp(l) => l.generators.first().is_some_and(|g| lists_files(&g.iter)),
+        Expr::Generator(l) => l.generators.first().is_some_and(|g| lists_files(&g.iter)),
+        _ => false,
     }
 }
 
@@ -1362,6 +1482,8 @@ fn read_on_this_thread<'a>(path: &'a str, text: &str, roots: &[String]) -> File<
         when: Vec::new(),
         when_sets: Vec::new(),
         loop_strings: Vec::new(),
+        found: Vec::new(),
+        listings: BTreeSet::new(),
     };
     let unread = match parse(text) {
         Ok(parsed) => {
@@ -1384,6 +1506,7 @@ fn read_on_this_thread<'a>(path: &'a str, text: &str, roots: &[String]) -> File<
                 guarded: false,
                 catching: None,
                 when: None,
+                found: false,
             };
             r.suite(&parsed.syntax().body, top);
             None
@@ -1419,6 +1542,7 @@ fn read_on_this_thread<'a>(path: &'a str, text: &str, roots: &[String]) -> File<
         catch_sets: r.catch_sets,
         when: r.when,
         when_sets: r.when_sets,
+        found: r.found,
         unread,
         defs: r.defs,
         bindings,
@@ -1482,6 +1606,7 @@ pub fn read_files_under<'a>(files: &[(&'a str, &str)], roots: &[String]) -> Vec<
                     catch_sets: Vec::new(),
                     when: Vec::new(),
                     when_sets: Vec::new(),
+                    found: Vec::new(),
                     unread: Some(format!("no thread could be started to read it: {e}")),
                     defs: BTreeMap::new(),
                     bindings: Bindings::default(),
@@ -2089,6 +2214,53 @@ mod tests {
         );
         let guarded = guarded_lines(&f);
         assert_eq!(guarded, vec![7]);
+    }
+
+    #[test]
+    fn statements_that_run_only_where_a_file_was_found() {
+        // Each shape of "found first": an existence test around it, a listing tested, the rest
+        // of a loop after `if not exists: continue`, a loop over a listing, the `else` of a
+        // negated test. A test of something else, and code after the `if`, are not.
+        let text = "import os, glob, ctypes
+def a(p):
+    if os.path.exists(p):
+        ctypes.CDLL(p)
+    ctypes.CDLL('x.so')
+def b(d):
+    found = glob.glob(d + '/libx.so.*')
+    if found:
+        ctypes.CDLL(found[0])
+    if not found:
+        found = sorted(glob.glob('y/libx.so.*'))
+    if found and x:
+        ctypes.CDLL(found[0])
+def c(dirs):
+    for d in dirs:
+        p = os.path.join(d, 'libx.so.1')
+        if not os.path.exists(p):
+            continue
+        ctypes.CDLL(p)
+def e(d):
+    for n in os.listdir(d):
+        ctypes.CDLL(n)
+    if not pathlib.Path(d).is_file():
+        pass
+    else:
+        ctypes.CDLL(d)
+def f(p):
+    if p.endswith('.so'):
+        ctypes.CDLL(p)
+    found = glob.glob(p)
+    found = ['a']
+    if found:
+        ctypes.CDLL(p)
+";
+        let f = read_file("p/__init__.py", text);
+        let found: Vec<usize> = (0..f.stmts.len())
+            .filter(|&i| f.found_first(i) && !f.stmts[i].calls.is_empty())
+            .map(|i| f.stmts[i].number)
+            .collect();
+        assert_eq!(found, vec![4, 9, 13, 19, 22, 26]);
     }
 
     #[test]

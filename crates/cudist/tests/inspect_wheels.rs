@@ -990,4 +990,25 @@ fn a_load_by_linker_name_is_said() {
         )),
         "{lines:#?}"
     );
+    // A fallback the code goes on from, after the SONAME a wheel installs, is not said.
+    let ext = libs.extension(&[], None);
+    let w = wheel(
+        out.path(),
+        "fallback",
+        &[],
+        &[
+            (
+                "pkg/__init__.py",
+                b"import ctypes\ntry:\n    ctypes.CDLL('libcudart.so.13')\nexcept OSError:\n    try:\n        ctypes.CDLL('libcudart.so')\n    except OSError:\n        pass\n"
+                    .to_vec(),
+            ),
+            (EXT, ext),
+        ],
+    );
+    let r = inspect_json(&[&w], 0);
+    let lines = verdict_lines(artifact(&r, ".whl"));
+    assert!(
+        !lines.iter().any(|l| l.contains("by its linker name")),
+        "{lines:#?}"
+    );
 }

@@ -279,6 +279,58 @@ fn a_fallback_chain_loads_the_soname_of_the_files_major() {
     );
 }
 
+/// A file that names both majors of a library (cudnn-frontend's module tries `libcudart.so.12`
+/// and `libcudart.so.13`) and links no CUDA library that would say its major: the distribution's
+/// hard requirements say it (a `[cu13]` extra of a dependency), and the evidence names the chain.
+#[test]
+fn a_chain_of_both_majors_loads_the_one_the_distribution_asks_for() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let chain = gcc_shared(
+        d,
+        "libchain.so",
+        Some("libchain.so"),
+        "#include <dlfcn.h>\n\
+         static const char *names[] = {\"libcudart.so.12\", \"libcudart.so.13\"};\n\
+         void *open_cudart(void) {\n\
+           for (int i = 0; i < 2; i++) { void *h = dlopen(names[i], RTLD_NOW); if (h) return h; }\n\
+           return 0;\n\
+         }\n",
+        &["-ldl"],
+    );
+    let wheel = d.join("chain-1.0-cp311-cp311-manylinux_2_17_x86_64.whl");
+    for (requires, soname, pip) in [
+        (
+            "some-kernels[cu13]>=1",
+            "libcudart.so.13",
+            "nvidia-cuda-runtime",
+        ),
+        (
+            "some-kernels-cu12>=1",
+            "libcudart.so.12",
+            "nvidia-cuda-runtime-cu12",
+        ),
+    ] {
+        write_wheel(
+            &wheel,
+            "chain",
+            &[requires, "other-cu13; extra == \"cu13\""],
+            &[("chain/libchain.so", std::fs::read(&chain).unwrap())],
+        );
+        // Unresolved, which inspect's exit code does not fail on (no `--strict`).
+        let v = inspect_json(&[wheel.to_str().unwrap()], 0);
+        let a = artifact(&v, ".whl");
+        let lazy = &a["elf_files"][0]["lazy_loads"][0];
+        assert_eq!(lazy["soname"], soname, "{requires}: {lazy:#}");
+        assert_eq!(
+            lazy["evidence"],
+            "imports dlopen and names \"libcudart.so.12\", \"libcudart.so.13\" to open, whichever it finds",
+            "{lazy:#}"
+        );
+        assert_eq!(needed(a, soname)["library"]["pip"], pip, "{a:#}");
+    }
+}
+
 /// doctor follows a fallback chain as the file's own loop does: with only `libnvrtc.so.12` to be
 /// found, the chain loads it (a real call of the loop opens it), and doctor says OK rather than
 /// that `libnvrtc.so.13` will fail; with none of the chain found, the lead (the file's major)

@@ -2038,6 +2038,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                     at_import: true,
                     on_call: None,
                     optional: p.optional || call.optional,
+                    if_present: p.if_present && !call.optional,
                     loaded_at: format!("{} (called at {})", p.loaded_at, call.at),
                     ..p.clone()
                 };
