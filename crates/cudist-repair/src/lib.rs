@@ -279,7 +279,7 @@ pub struct Loader {
 pub struct Removed {
     /// Its path in the wheel.
     pub path: String,
-    /// The CUDA library it is (its SONAME).
+    /// The CUDA library it is: the catalog's id (`cudart`), else its file name.
     pub library: String,
     /// Its size in bytes.
     pub bytes: u64,

@@ -190,6 +190,55 @@ fn known_releases(
     out
 }
 
+/// The release of each library the wheel carried and the repair takes out, where its file name
+/// says it (normalised distribution name → version): a copy named past its SONAME
+/// (`libcudart.so.12.0.107`, also as a repair tool renamed it, `libcudart-5a077122.so.12.0.107`)
+/// is that release of the library, and NVIDIA's wheels carry the library's version
+/// (nvidia-cuda-runtime-cu12 12.0.107). The requirement that replaces the copy admits no older
+/// release: code built against a library may need what that release added. A version outside
+/// the requirement's range says nothing ([`cudist_catalog::raise_lower_bound`]).
+fn carried_releases(a: &Artifact, removed: &[Removed], catalog: &Catalog) -> BTreeMap<String, String> {
+    let mut out: BTreeMap<String, String> = BTreeMap::new();
+    let taken = a
+        .vendored
+        .iter()
+        .filter(|v| removed.iter().any(|r| r.path == v.path));
+    for v in taken {
+        let Some(l) = &v.library else { continue };
+        let Some(pip) = &l.pip else { continue };
+        let file = v.path.rsplit('/').next().unwrap_or(&v.path);
+        let file = cudist_catalog::unhashed(file).unwrap_or_else(|| file.to_string());
+        let sonames = catalog
+            .library(&l.id)
+            .and_then(|lib| lib.cuda.iter().find(|m| m.major == l.cuda_major))
+            .map(|m| m.sonames.as_slice())
+            .unwrap_or_default();
+        let version = sonames.iter().find_map(|so| {
+            let rest = file.strip_prefix(so.as_str())?.strip_prefix('.')?;
+            let (_, number) = so.rsplit_once(".so.")?;
+            let v = format!("{number}.{rest}");
+            v.split('.')
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+                .then_some(v)
+        });
+        let Some(version) = version else { continue };
+        let pip = normalise_dist(pip);
+        match out.get(&pip) {
+            Some(known) if !newer(&version, known) => {}
+            _ => {
+                out.insert(pip, version);
+            }
+        }
+    }
+    out
+}
+
+/// Whether dotted version `a` is newer than `b` (numbers compared part by part).
+fn newer(a: &str, b: &str) -> bool {
+    let key = |v: &str| -> Vec<u64> { v.split('.').map_while(|p| p.parse().ok()).collect() };
+    key(a) > key(b)
+}
+
 /// The whole plan of one wheel. `declared` is its `Requires-Dist`.
 pub fn plan(
     a: &Artifact,
@@ -205,13 +254,21 @@ pub fn plan(
         excluded,
         remove_unreached,
     } = *rules;
-    let releases = known_releases(installed, declared);
-    let installed = &releases;
     let Exclusions {
         removed,
         renamed,
         kept,
     } = exclude(a, catalog, excluded, remove_unreached);
+    let mut releases = known_releases(installed, declared);
+    for (pip, v) in carried_releases(a, &removed, catalog) {
+        match releases.get(&pip) {
+            Some(known) if !newer(&v, known) => {}
+            _ => {
+                releases.insert(pip, v);
+            }
+        }
+    }
+    let installed = &releases;
     let removed_paths: BTreeSet<&str> = removed.iter().map(|r| r.path.as_str()).collect();
     let emptied = emptied_dirs(a, &removed_paths);
     // The one CUDA major of the wheel's libraries, for SONAMEs several majors share.

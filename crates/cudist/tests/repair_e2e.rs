@@ -293,6 +293,50 @@ fn auditwheel_graft_is_unvendored() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
 
+/// A vendored copy named past its SONAME (`libcudart-5a077122.so.12.0.107`, a graft of cudart
+/// 12.0.107) is replaced by a requirement that admits no older release than the copy.
+#[test]
+fn the_requirement_for_a_vendored_copy_admits_no_older_release() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let libs = d.join("user.libs");
+    let name = "libcudart-5a077122.so.12.0.107";
+    fake_lib(&libs, name, name, "cudaMalloc");
+    let user = gcc_shared(
+        d,
+        "libuser.so",
+        Some("libuser.so"),
+        "int cudaMalloc(void *);\nint f(void) { return cudaMalloc(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.display()),
+            &format!("-l:{name}"),
+            "-Wl,-rpath,$ORIGIN/../user.libs",
+        ],
+    );
+    let wheel = d.join("user-1.0-cp311-cp311-manylinux_2_17_x86_64.whl");
+    write_wheel(
+        &wheel,
+        "user",
+        &[],
+        &[
+            ("user/libuser.so", std::fs::read(&user).unwrap()),
+            (
+                &format!("user.libs/{name}"),
+                std::fs::read(libs.join(name)).unwrap(),
+            ),
+        ],
+    );
+    let r = repair_json(&wheel, &d.join("out"));
+    let wr = &r["wheels"][0];
+    assert_eq!(wr["removed"][0]["library"], "cudart", "{wr:#}");
+    assert_eq!(
+        wr["requires_added"],
+        serde_json::json!(["nvidia-cuda-runtime-cu12>=12.0.107,<13"]),
+        "{wr:#}"
+    );
+}
+
 #[test]
 fn hostile_and_lying_wheels_are_refused_and_nothing_is_written() {
     let work = tempfile::tempdir().unwrap();
