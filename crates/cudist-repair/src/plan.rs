@@ -197,7 +197,11 @@ fn known_releases(
 /// (nvidia-cuda-runtime-cu12 12.0.107). The requirement that replaces the copy admits no older
 /// release: code built against a library may need what that release added. A version outside
 /// the requirement's range says nothing ([`cudist_catalog::raise_lower_bound`]).
-fn carried_releases(a: &Artifact, removed: &[Removed], catalog: &Catalog) -> BTreeMap<String, String> {
+fn carried_releases(
+    a: &Artifact,
+    removed: &[Removed],
+    catalog: &Catalog,
+) -> BTreeMap<String, String> {
     let mut out: BTreeMap<String, String> = BTreeMap::new();
     let taken = a
         .vendored

@@ -2263,3 +2263,92 @@ fn a_library_the_packages_api_loads_first_is_there_for_a_later_dlopen() {
     assert_eq!(v["verdict"]["status"], "ok", "{v:#}");
     assert_eq!(code, Some(0));
 }
+
+/// A distribution that installs an extension module beside its package (nvidia-resiliency-ext's
+/// top-level `nvrx_cupti_module`), which the package's code imports on first use: doctor judges
+/// it with the package, placed as the code imports it (on demand). A module beside it that the
+/// package's distribution does not install is not judged with it.
+#[test]
+fn an_extension_module_installed_beside_the_package_is_judged_with_it() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[
+            (
+                "besidepkg/__init__.py",
+                "def profile():\n    import besideext\n    return besideext\n",
+            ),
+            (
+                "besidepkg-1.0.dist-info/METADATA",
+                "Metadata-Version: 2.1\nName: besidepkg\nVersion: 1.0\n",
+            ),
+        ],
+    );
+    let libs = work.path().join("libs");
+    fake_lib(&libs, "libcupti.so.13", "libcupti.so.13", "cuptiGetVersion");
+    let ext = gcc_shared(
+        &libs,
+        "besideext.so",
+        None,
+        &py_extension_source(
+            "besideext",
+            "int cuptiGetVersion(void *);",
+            "cuptiGetVersion(0);",
+        ),
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.display()),
+            "-l:libcupti.so.13",
+        ],
+    );
+    let name = format!("besideext{}", ext_suffix(&python));
+    std::fs::copy(&ext, site.join(&name)).unwrap();
+    let record = |with_ext: bool| {
+        let ext_row = if with_ext {
+            format!("{name},,\n")
+        } else {
+            String::new()
+        };
+        std::fs::write(
+            site.join("besidepkg-1.0.dist-info/RECORD"),
+            format!("besidepkg/__init__.py,,\n{ext_row}besidepkg-1.0.dist-info/METADATA,,\nbesidepkg-1.0.dist-info/RECORD,,\n"),
+        )
+        .unwrap();
+    };
+    record(true);
+    // Reality: the import works; the first use fails on CUPTI.
+    let run = |code: &str| {
+        std::process::Command::new(&python)
+            .args(["-c", code])
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap()
+    };
+    assert!(run("import besidepkg").status.success());
+    let used = run("import besidepkg; besidepkg.profile()");
+    assert!(!used.status.success());
+    assert!(
+        stderr(&used).contains("libcupti.so.13"),
+        "{}",
+        stderr(&used)
+    );
+    for extra in [&["--static"][..], &[]] {
+        let (code, v) = doctor_import_with("besidepkg", &python, extra);
+        assert_eq!(
+            v["verdict"]["status"], "will-fail-when-loaded",
+            "{extra:?}: {v:#}"
+        );
+        assert_eq!(code, Some(0), "{v:#}");
+        let f = v["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"].as_str().unwrap().ends_with(&name))
+            .unwrap_or_else(|| panic!("{extra:?}: {v:#}"));
+        assert_eq!(f["tier"], "on-demand", "{f:#}");
+    }
+    record(false);
+    let (code, v) = doctor_import_with("besidepkg", &python, &[]);
+    assert_eq!(v["verdict"]["status"], "ok", "{v:#}");
+    assert_eq!(code, Some(0), "{v:#}");
+}

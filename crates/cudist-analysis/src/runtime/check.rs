@@ -1024,6 +1024,39 @@ fn record_lists(dist_info: &Path, prefix: &str) -> bool {
         })
 }
 
+/// The ELF files at the top of `site` (beside the packages, not in one) that the distribution
+/// providing package `name` installs: its `RECORD` lists `name/` and them. A RECORD larger than
+/// 64 MiB is not read, and at most 64 files are taken.
+fn beside_package(site: &Path, name: &str) -> Vec<PathBuf> {
+    let top = name.split('.').next().unwrap_or(name);
+    let prefix = format!("{top}/");
+    let Ok(dists) = cudist_wheel::installed::scan_names(site) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for d in dists {
+        let path = d.dist_info.join("RECORD");
+        if std::fs::metadata(&path).map_or(true, |m| m.len() > 64 << 20) {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let rows = cudist_wheel::installed::parse_record(&text);
+        if !rows.iter().any(|r| r.path.starts_with(&prefix)) {
+            continue;
+        }
+        for r in rows.iter().filter(|r| !r.path.contains('/')) {
+            let f = site.join(&r.path);
+            let named_so = r.path.ends_with(".so") || r.path.contains(".so.");
+            if named_so && f.is_file() && !out.contains(&f) && out.len() < 64 {
+                out.push(f);
+            }
+        }
+    }
+    out
+}
+
 /// The directory an import's package sits in (`site-packages`): above its directory by as many
 /// levels as the import has names (`nvidia.nvcomp` in `site-packages/nvidia/nvcomp`).
 fn site_of_import<'a>(name: &str, dir: &'a Path) -> Option<&'a Path> {
@@ -1734,7 +1767,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     // Each package directory's ELF files, listed once (a followed package is listed to decide
     // whether to follow it, then read, then checked).
     let mut elfs: HashMap<PathBuf, Vec<PathBuf>> = HashMap::new();
-    let mut list_elfs = |dir: &Path| -> Vec<PathBuf> {
+    fn list_elfs(elfs: &mut HashMap<PathBuf, Vec<PathBuf>>, dir: &Path) -> Vec<PathBuf> {
         if let Some(v) = elfs.get(dir) {
             return v.clone();
         }
@@ -1744,7 +1777,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         };
         elfs.insert(dir.to_path_buf(), v.clone());
         v
-    };
+    }
     let mut scans: Vec<(Vec<preload::Dynamic>, crate::loads::Scan, Option<u32>)> = Vec::new();
     // The CUDA major of each package: its files', else (cupyx: only cuSOLVER's
     // libcusolver.so.11, which CUDA 11 and 12 share) that of the package that imports it, which
@@ -1758,7 +1791,8 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     while i < imports.len() {
         let dir = imports[i].1.clone();
         let site = site_of_import(&imports[i].0, &dir).map(Path::to_path_buf);
-        let files = preload::dynamic(&list_elfs(&dir), site.as_deref().unwrap_or(&dir));
+        let mut files =
+            preload::dynamic(&list_elfs(&mut elfs, &dir), site.as_deref().unwrap_or(&dir));
         let sources = preload::package_sources(&dir);
         // cuda-pathfinder's own table where the package runs, else the one cudist ships.
         let pathfinder = pathfinder_tables
@@ -1783,6 +1817,23 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             major_of_package.insert(name.clone(), m);
         }
         let scan = crate::loads::scan_with(&sources, catalog, major, pathfinder);
+        // The extension modules its distribution installs beside it that its code imports
+        // (nvidia-resiliency-ext's `nvrx_cupti_module`): its files, placed as its imports say.
+        if let Some(site) = site_of_import(name, &dir).filter(|_| depth_of[i] == 0) {
+            let beside: Vec<PathBuf> = beside_package(site, name)
+                .into_iter()
+                .filter(|f| {
+                    f.file_name()
+                        .and_then(|n| n.to_str())
+                        .and_then(crate::loads::extension_module)
+                        .is_some_and(|m| scan.modules.contains_key(&m))
+                })
+                .collect();
+            if let Some(listed) = elfs.get_mut(&dir).filter(|_| !beside.is_empty()) {
+                files.extend(preload::dynamic(&beside, site));
+                listed.extend(beside);
+            }
+        }
         let depth = depth_of[i];
         if depth < MAX_FOLLOW {
             for (module, at) in &scan.imports {
@@ -1793,7 +1844,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                     continue;
                 };
                 // Only packages with ELF files can fail to load, or import one that can.
-                if list_elfs(&found).is_empty() {
+                if list_elfs(&mut elfs, &found).is_empty() {
                     continue;
                 }
                 report.imported_with.push(ImportedWith {
@@ -1845,7 +1896,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                         let Some(found) = outside_package(&python, search_path, &ep.module) else {
                             continue;
                         };
-                        if list_elfs(&found).is_empty() {
+                        if list_elfs(&mut elfs, &found).is_empty() {
                             continue;
                         }
                         report.imported_with.push(ImportedWith {
