@@ -537,7 +537,8 @@ pub fn scan_with(
                         == call.arg_name.as_deref();
                 // A ctypes load of a file the code found first goes on without it where it
                 // is not (cudnn-frontend's `if lib_path: ctypes.CDLL(lib_path[0])`).
-                let found_first = mechanism == Mechanism::Ctypes && f.found_first(si);
+                let found_first =
+                    mechanism == Mechanism::Ctypes && (f.found_first(si) || call.found);
                 let caught = catches_failure(f.caught(si), mechanism);
                 calls.push(Call {
                     scope,
@@ -746,7 +747,14 @@ pub fn scan_with(
                                 .copied()
                                 .collect();
                             next.sort();
-                            for s in &next {
+                            // A caller that loads libraries itself keeps its names for its own
+                            // loads (tilelang's module code loads `libz3.so` where found, and
+                            // calls the function that loads its own library by a computed path).
+                            for s in next.iter().filter(|s| {
+                                !calls
+                                    .iter()
+                                    .any(|o| o.scope == **s && o.mechanism == Mechanism::Ctypes)
+                            }) {
                                 found.extend(names_in(sources, file, s.1, false, c.by_path, None));
                             }
                             if !found.is_empty() || next.is_empty() {
@@ -1562,6 +1570,40 @@ _plain()
                 ("libcudnn.so.*[0-9]", true, false),
                 ("libcublas.so.13", false, true),
             ],
+            "{p:#?}"
+        );
+    }
+
+    #[test]
+    fn a_caller_that_loads_keeps_its_names_for_its_own_loads() {
+        // tilelang's shape: module code loads `libz3.so` from the directories where it is found,
+        // and a function it calls loads the package's own library by a computed path: that
+        // load is not of `libz3.so`, so nothing requires it at import.
+        let init = "import ctypes
+from pathlib import Path
+from . import libinfo
+def _init():
+    handles = [ctypes.CDLL(str(p)) for d in dirs() if (p := Path(d) / 'libz3.so').is_file()]
+    def _load_own():
+        return ctypes.CDLL(libinfo.find_lib_path())
+    return _load_own()
+_init()
+";
+        let p = init_preloads(init);
+        let got: Vec<(&str, &str, bool, bool)> = p
+            .iter()
+            .map(|p| {
+                (
+                    p.name.as_str(),
+                    p.loaded_at.as_str(),
+                    p.optional,
+                    p.required_at_import(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![("libz3.so", "pkg/__init__.py:5", true, false)],
             "{p:#?}"
         );
     }

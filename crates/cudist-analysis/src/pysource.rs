@@ -45,6 +45,10 @@ pub struct Call {
     pub arg_name: Option<String>,
     /// Written in a lambda's body: it runs when the lambda is called, not where it is written.
     pub deferred: bool,
+    /// Written in a comprehension that keeps only the files found (`[CDLL(p) for d in dirs if
+    /// (p := d / "libz3.so").is_file()]`, tilelang's shape): it runs where a file was found
+    /// ([`File::found_first`]).
+    pub found: bool,
     /// The `group=` keyword argument, when it is a string literal: the entry-point group an
     /// `entry_points(group="jax_plugins")` call selects.
     pub group: Option<String>,
@@ -531,6 +535,8 @@ struct Gather<'l> {
     tested: BTreeSet<TextSize>,
     /// Inside a lambda's body.
     deferred: bool,
+    /// Inside a comprehension's element whose conditions test that a file exists.
+    found: bool,
 }
 
 impl<'l> Gather<'l> {
@@ -541,6 +547,7 @@ impl<'l> Gather<'l> {
             literals: Vec::new(),
             tested: BTreeSet::new(),
             deferred: false,
+            found: false,
         }
     }
 
@@ -597,9 +604,27 @@ impl<'a> Visitor<'a> for Gather<'_> {
                         arg,
                         arg_name,
                         deferred: self.deferred,
+                        found: self.found,
                         group,
                     });
                 }
+            }
+            Expr::ListComp(ast::ExprListComp {
+                elt, generators, ..
+            })
+            | Expr::SetComp(ast::ExprSetComp {
+                elt, generators, ..
+            })
+            | Expr::Generator(ast::ExprGenerator {
+                elt, generators, ..
+            }) if generators.iter().any(|g| g.ifs.iter().any(tests_existence)) => {
+                for g in generators {
+                    self.visit_comprehension(g);
+                }
+                let outer = std::mem::replace(&mut self.found, true);
+                self.visit_expr(elt);
+                self.found = outer;
+                return;
             }
             Expr::Compare(c) => {
                 self.mark_tested(&c.left);
@@ -962,12 +987,7 @@ impl Reader<'_> {
                 self.listings.contains(&(scope, name.clone()))
                     || self.listings.contains(&(None, name))
             }
-            Expr::Call(c) => callee_text(&c.func).is_some_and(|t| {
-                matches!(
-                    t.rsplit('.').next().unwrap_or(&t),
-                    "exists" | "isfile" | "is_file" | "lexists" | "access"
-                )
-            }),
+            e @ Expr::Call(_) if tests_existence(e) => true,
             _ => lists_files(e),
         }
     }
@@ -1322,6 +1342,21 @@ impl Reader<'_> {
                 self.push_gathered(s.start(), ctx, g, None, None);
             }
         }
+    }
+}
+
+/// Whether a test checks that a file exists: `os.path.exists(p)`, `os.path.isfile(p)`,
+/// `p.is_file()`, `p.exists()`, `os.access(p, …)`, or an `and` with one of them.
+fn tests_existence(e: &Expr) -> bool {
+    match e {
+        Expr::BoolOp(b) if b.op == ast::BoolOp::And => b.values.iter().any(tests_existence),
+        Expr::Call(c) => callee_text(&c.func).is_some_and(|t| {
+            matches!(
+                t.rsplit('.').next().unwrap_or(&t),
+                "exists" | "isfile" | "is_file" | "lexists" | "access"
+            )
+        }),
+        _ => false,
     }
 }
 
@@ -2254,6 +2289,8 @@ def f(p):
     found = ['a']
     if found:
         ctypes.CDLL(p)
+    handles = [ctypes.CDLL(str(p)) for d in dirs if (p := Path(d) / 'libz3.so').is_file()]
+    handles = [ctypes.CDLL(str(p)) for p in paths if p.endswith('.so')]
 ";
         let f = read_file("p/__init__.py", text);
         let found: Vec<usize> = (0..f.stmts.len())
@@ -2261,6 +2298,20 @@ def f(p):
             .map(|i| f.stmts[i].number)
             .collect();
         assert_eq!(found, vec![4, 9, 13, 19, 22, 26]);
+        // In a comprehension that keeps the files found, the load is of a file found.
+        let in_comprehension = |line: usize| {
+            let i = (0..f.stmts.len())
+                .find(|&i| f.stmts[i].number == line)
+                .unwrap();
+            f.stmts[i]
+                .calls
+                .iter()
+                .find(|c| c.callee == "ctypes.CDLL")
+                .unwrap()
+                .found
+        };
+        assert!(in_comprehension(34));
+        assert!(!in_comprehension(35));
     }
 
     #[test]
