@@ -157,7 +157,12 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
     let major = cuda_major_of(&elfs)
         .or_else(|| artifact_major_hint(&elfs, wheel.as_ref(), catalog, &wheel_dirs));
     let scan = crate::loads::scan(&sources, catalog, major);
-    let preloads = scan.preloads;
+    let mut preloads = scan.preloads;
+    // A file built for another machine never loads on this one (PyNvVideoCodec's
+    // `…cpython-*-aarch64-linux-gnu*` beside its x86_64 names): not a load of this artifact.
+    if let Some(arch) = elfs.iter().find_map(|a| a.report.abi.arch.as_deref()) {
+        preloads.retain(|p| !crate::loads::names_another_machine(&p.name, arch));
+    }
     let python = elfs.iter().any(|a| a.report.abi.python_extension.is_some())
         || sources.iter().any(|s| s.path.ends_with(".py"));
     if kind != ArtifactKind::Elf && python {

@@ -60,6 +60,24 @@ pub fn worth_keeping(path: &str, text: &str) -> bool {
     !path.ends_with(".json") || text.contains(".so")
 }
 
+/// Whether a library name or file-name pattern names a machine other than `arch` (`x86_64`,
+/// `aarch64`, …) as one of its parts (`PyNvVideoCodec*.cpython-*-aarch64-linux-gnu*`): a file
+/// built for another machine, which a loader on `arch` never opens.
+pub fn names_another_machine(name: &str, arch: &str) -> bool {
+    const MACHINES: [&str; 8] = [
+        "x86_64",
+        "aarch64",
+        "ppc64le",
+        "s390x",
+        "i686",
+        "armv7l",
+        "riscv64",
+        "loongarch64",
+    ];
+    name.split(['-', '.', '*', '/'])
+        .any(|part| part != arch && MACHINES.contains(&part))
+}
+
 /// The most source text kept per artifact; past it, the rest is not read (torch has 60 MB of
 /// Python, but the modules that load libraries are few and small).
 pub const MAX_SOURCES_TOTAL: u64 = 256 << 20;
@@ -1572,6 +1590,23 @@ _plain()
             ],
             "{p:#?}"
         );
+    }
+
+    #[test]
+    fn names_of_files_for_another_machine() {
+        for (name, other) in [
+            ("PyNvVideoCodec*.cpython-*-aarch64-linux-gnu*", true),
+            ("PyNvVideoCodec*.cpython-*-x86_64-linux-gnu*", false),
+            ("_C.cpython-311-ppc64le-linux-gnu.so", true),
+            ("libcudart.so.12", false),
+            ("libx86_64_helpers.so", false),
+        ] {
+            assert_eq!(names_another_machine(name, "x86_64"), other, "{name}");
+        }
+        assert!(names_another_machine(
+            "m.cpython-311-x86_64-linux-gnu.so",
+            "aarch64"
+        ));
     }
 
     #[test]

@@ -961,6 +961,36 @@ fn renamed_copies_in_needed_are_the_library_they_copy() {
     assert!(!text.contains("nvidia-cuda-runtime"), "{text}");
 }
 
+/// A package that picks its module file by machine (PyNvVideoCodec: `…-aarch64-linux-gnu.so`
+/// on aarch64, `…-x86_64-linux-gnu.so` else) loads, in an x86_64 wheel, only the x86_64 name.
+#[test]
+fn a_file_for_another_machine_is_no_load_of_this_one() {
+    let libs = Libs::new();
+    let ext = libs.extension(&[], None);
+    let out = tempfile::tempdir().unwrap();
+    let w = wheel(
+        out.path(),
+        "bymachine",
+        &[],
+        &[
+            (
+                "pkg/__init__.py",
+                b"import importlib.util, platform, sys\nv = f'{sys.version_info.major}{sys.version_info.minor}'\nif platform.machine() == 'aarch64':\n    names = [f'_impl.cpython-{v}-aarch64-linux-gnu.so']\nelse:\n    names = [f'_impl.cpython-{v}-x86_64-linux-gnu.so']\nspec = importlib.util.spec_from_file_location('_impl', names[0])\n"
+                    .to_vec(),
+            ),
+            (EXT, ext),
+        ],
+    );
+    let r = inspect_json(&[&w], 0);
+    let names: Vec<&str> = artifact(&r, ".whl")["preloads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["_impl.cpython-*-x86_64-linux-gnu.so"], "{r:#}");
+}
+
 /// A CUDA library loaded by its linker name in the package's Python is said: no CUDA wheel
 /// installs that name. The verdict stays the files'.
 #[test]

@@ -1816,7 +1816,12 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         if let Some(m) = major {
             major_of_package.insert(name.clone(), m);
         }
-        let scan = crate::loads::scan_with(&sources, catalog, major, pathfinder);
+        let mut scan = crate::loads::scan_with(&sources, catalog, major, pathfinder);
+        // Files built for another machine never load on this one.
+        if let Some(arch) = report.host.arch.as_deref() {
+            scan.preloads
+                .retain(|p| !crate::loads::names_another_machine(&p.name, arch));
+        }
         // The extension modules its distribution installs beside it that its code imports
         // (nvidia-resiliency-ext's `nvrx_cupti_module`): its files, placed as its imports say.
         if let Some(site) = site_of_import(name, &dir).filter(|_| depth_of[i] == 0) {
