@@ -258,6 +258,8 @@ pub struct OptionalPart {
     pub path: String,
     /// The distributions it needs that nothing loaded at import needs (each under an extra).
     pub distributions: Vec<String>,
+    /// The extra that brings them all (`cuda`, or the one extra of a single distribution).
+    pub extra: Option<String>,
 }
 
 /// The loader module `--loader` adds.
@@ -448,6 +450,7 @@ fn repair_one(
             .optional_parts
             .into_iter()
             .map(|(path, distributions)| OptionalPart {
+                extra: plan::extra_for(&plan.requires, &distributions),
                 path,
                 distributions,
             })

@@ -372,6 +372,7 @@ pub fn plan(
         pips.retain(|p| optional.contains_key(p) && added(p));
     }
     optional_parts.retain(|(_, pips)| !pips.is_empty());
+    let (requires, extras) = umbrella(requires, extras, &optional_parts, declared);
     Plan {
         edits,
         loads,
@@ -857,6 +858,81 @@ pub fn requirements(
     (requires, extras)
 }
 
+/// The extra that brings all the distributions one optional part needs, where it needs several,
+/// each offered under an extra of its own.
+pub const UMBRELLA: &str = "cuda";
+
+/// Adds the [`UMBRELLA`] extra where an optional part needs several distributions that no one
+/// extra brings (onnxruntime-genai's CUDA library needs cuBLAS, the runtime, cuFFT and cuRAND,
+/// each its own extra): `pip install PKG[cuda]` then brings what that part needs. Not where the
+/// package has an extra of that name already, or parts each need one (cupy's cuTENSOR and NCCL
+/// modules keep `[cutensor]` and `[nccl]`).
+fn umbrella(
+    mut requires: Vec<String>,
+    mut extras: Vec<String>,
+    parts: &[(String, Vec<String>)],
+    declared: &[String],
+) -> (Vec<String>, Vec<String>) {
+    let own = extras.iter().any(|x| x == UMBRELLA)
+        || declared
+            .iter()
+            .filter_map(|d| ReqName::parse(d))
+            .any(|r| r.in_extra.as_deref() == Some(UMBRELLA));
+    if own {
+        return (requires, extras);
+    }
+    let mut pips: BTreeSet<&str> = BTreeSet::new();
+    for (_, part) in parts {
+        if part.len() >= 2 && extra_for(&requires, part).is_none() {
+            pips.extend(part.iter().map(String::as_str));
+        }
+    }
+    let lines: Vec<String> = pips
+        .iter()
+        .filter_map(|pip| {
+            requires.iter().find_map(|r| {
+                let q = ReqName::parse(r)?;
+                (normalise_dist(&q.name) == normalise_dist(pip) && q.in_extra.is_some())
+                    .then(|| format!("{pip}{}; extra == \"{UMBRELLA}\"", q.specifier))
+            })
+        })
+        .collect();
+    if !lines.is_empty() {
+        requires.extend(lines);
+        extras.push(UMBRELLA.to_string());
+    }
+    (requires, extras)
+}
+
+/// The one extra of `requires` that brings all of `pips`, where one does: the [`UMBRELLA`], else
+/// an extra they share.
+pub fn extra_for(requires: &[String], pips: &[String]) -> Option<String> {
+    let extras_of = |pip: &str| -> BTreeSet<String> {
+        requires
+            .iter()
+            .filter(|r| {
+                r.strip_prefix(pip).is_some_and(|rest| {
+                    !rest.starts_with(|c: char| c.is_ascii_alphanumeric() || "-_.".contains(c))
+                })
+            })
+            .filter_map(|r| ReqName::parse(r).and_then(|q| q.in_extra))
+            .collect()
+    };
+    let mut common: Option<BTreeSet<String>> = None;
+    for p in pips {
+        let e = extras_of(p);
+        common = Some(match common {
+            None => e,
+            Some(c) => c.intersection(&e).cloned().collect(),
+        });
+    }
+    let common = common?;
+    if common.contains(UMBRELLA) {
+        return Some(UMBRELLA.to_string());
+    }
+    common.into_iter().next()
+}
+
 /// The search-path tag a file has now, if any.
 fn current_tag(e: &ElfReport) -> Option<SearchPathTag> {
     if !e.rpath.is_empty() {
@@ -1197,6 +1273,55 @@ mod tests {
         .unwrap();
         assert_eq!(edits.soname.as_deref(), Some("libbar-0badf00d.so.2"));
         assert!(edits.search_path.is_none());
+    }
+
+    #[test]
+    fn one_extra_brings_what_an_optional_part_needs() {
+        let offered = |pips: &[&str]| -> Vec<String> {
+            pips.iter()
+                .map(|p| {
+                    format!(
+                        "{p}>=13,<14; extra == \"{}\"",
+                        p.rsplit('-').next().unwrap()
+                    )
+                })
+                .collect()
+        };
+        let part = |path: &str, pips: &[&str]| {
+            (
+                path.to_string(),
+                pips.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+            )
+        };
+        // One part needing several: all of them under `cuda` too.
+        let requires = offered(&["nvidia-cublas", "nvidia-cufft"]);
+        let extras = vec!["cublas".to_string(), "cufft".to_string()];
+        let parts = [part("p/libprovider.so", &["nvidia-cublas", "nvidia-cufft"])];
+        let (r, x) = umbrella(requires.clone(), extras.clone(), &parts, &[]);
+        assert_eq!(
+            r[2..],
+            [
+                "nvidia-cublas>=13,<14; extra == \"cuda\"",
+                "nvidia-cufft>=13,<14; extra == \"cuda\""
+            ]
+        );
+        assert_eq!(x, ["cublas", "cufft", "cuda"]);
+        assert_eq!(extra_for(&r, &parts[0].1).as_deref(), Some("cuda"));
+        // Parts that each need one keep their own extras; so does a package with a `cuda` extra.
+        let single = [
+            part("p/_a.so", &["nvidia-cublas"]),
+            part("p/_b.so", &["nvidia-cufft"]),
+        ];
+        assert_eq!(
+            umbrella(requires.clone(), extras.clone(), &single, &[]).0,
+            requires
+        );
+        assert_eq!(
+            extra_for(&requires, &single[0].1).as_deref(),
+            Some("cublas")
+        );
+        let own = ["nvidia-cuda-runtime>=13; extra == \"cuda\"".to_string()];
+        assert_eq!(umbrella(requires.clone(), extras, &parts, &own).0, requires);
     }
 
     #[test]

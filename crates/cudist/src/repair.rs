@@ -289,9 +289,16 @@ fn render(r: &Report, catalog: &Catalog, style: crate::util::Style) -> String {
             let _ = writeln!(out, "  requires  {q}");
         }
         for o in &w.optional_parts {
+            let under = match &o.extra {
+                Some(x) if o.distributions.len() > 1 => {
+                    format!("offered under extras, all of them under [{x}]")
+                }
+                Some(x) => format!("offered under the extra [{x}]"),
+                None => "offered under an extra".to_string(),
+            };
             let _ = writeln!(
                 out,
-                "  optional  {} loads on demand: {} offered under an extra, not required",
+                "  optional  {} loads on demand: {} {under}, not required",
                 o.path,
                 o.distributions.join(", ")
             );

@@ -1051,7 +1051,7 @@ fn other_vendors_runtimes_and_unknown_wheels_are_never_grafted() {
     assert!(
         text.contains("vendor    libhipblas.so.3 (AMD ROCm): not grafted, no requirement")
             && text.contains("requires  tensorrt-cu13-libs>=10,<11; extra == \"tensorrt\"")
-            && text.contains("optional  demo/libdemo_trt.so loads on demand: tensorrt-cu13-libs offered under an extra, not required")
+            && text.contains("optional  demo/libdemo_trt.so loads on demand: tensorrt-cu13-libs offered under the extra [tensorrt], not required")
             && !text.contains("warning"),
         "{text}"
     );
