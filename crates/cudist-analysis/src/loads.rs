@@ -619,10 +619,19 @@ pub fn scan_with(
     let def_of = |s: Scope| -> Option<String> { files[s.0].stmts[s.1?].def.clone() };
     // The public function that leads to a call, for calls not reached at import: up the
     // callers while there is one.
+    // A public function (no leading `_`, or a dunder such as `__init__`) is where a program can
+    // enter: the walk stops there (nvshmem4py's `get_unique_id()` loads its library whether or
+    // not `init()` calls it).
+    let public = |s: Scope| {
+        def_of(s).is_some_and(|n| !n.starts_with('_') || (n.starts_with("__") && n.ends_with("__")))
+    };
     let entry_of = |c: &Call| -> Option<String> {
         let mut f = c.scope;
         f.1?;
         for _ in 0..8 {
+            if public(f) {
+                break;
+            }
             let callers: Vec<&Scope> = reach
                 .callers
                 .get(&f)
@@ -1587,6 +1596,34 @@ _plain()
                 ("libcudnn.so.9", true, false),
                 ("libcudnn.so.*[0-9]", true, false),
                 ("libcublas.so.13", false, true),
+            ],
+            "{p:#?}"
+        );
+    }
+
+    #[test]
+    fn a_load_is_entered_by_the_nearest_public_function() {
+        // A private helper is entered through its one caller; a public function is itself an
+        // entry, even where another public function calls it (nvshmem4py's `get_unique_id()`).
+        let init = "import ctypes
+def _load():
+    ctypes.CDLL('libcudart.so.13')
+def get_unique_id():
+    ctypes.CDLL('libnvshmem_host.so.3')
+def init():
+    _load()
+    get_unique_id()
+";
+        let p = init_preloads(init);
+        let got: Vec<(&str, Option<&str>)> = p
+            .iter()
+            .map(|p| (p.name.as_str(), p.on_call.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("libcudart.so.13", Some("init")),
+                ("libnvshmem_host.so.3", Some("get_unique_id")),
             ],
             "{p:#?}"
         );
