@@ -47,6 +47,13 @@
 #                               which CUDA .so files were initialised (logs/<name>.ld_debug.log);
 #   import_nvidia_off / doctor_nvidia_off   import and doctor with site-packages/nvidia moved to
 #                               nvidia.off (moved back afterwards, by the EXIT trap too);
+#   wheel_off:<dist>            each CUDA wheel installed in the venv (a distribution named
+#                               nvidia-*, or *-cuNN, other than the subject's own) taken away in
+#                               turn: the shared libraries its RECORD lists moved aside (back
+#                               afterwards, by the EXIT trap too), then the import and doctor:
+#                               "import <outcome>; doctor <status>; agree|DISAGREE", where they
+#                               agree when the import fails exactly when doctor says
+#                               will-fail-to-load (logs/<name>.wheel_off.<dist>.*);
 #   pip_dry_run                 `pip install --dry-run --quiet --only-binary=:all: <pin>` in the venv;
 #   repair                      `cudist repair <wheel> -w <dir>` on the subject's own wheel, as a user
 #                               would get it (`pip download --no-deps --only-binary=:all: <pin>`):
@@ -93,6 +100,21 @@ SUBJECTS=(
   "onnxruntime|onnxruntime-gpu[cuda,cudnn]==1.31.1|onnxruntime|3000||import onnxruntime as o, ctypes; o.preload_dlls(directory=''); ctypes.CDLL(o.__path__[0] + '/capi/libonnxruntime_providers_cuda.so'); print(o.get_available_providers())"
   "bitsandbytes|bitsandbytes==0.50.2|bitsandbytes|6500||import torch, bitsandbytes; print('cuda', torch.cuda.is_available())"
   "torch|torch==2.15.0|torch|6500||import torch; print('cuda', torch.cuda.is_available(), torch.version.cuda)"
+  # The wheels issue 34 measured (2026-11-26), each with its real dependencies; estimates from
+  # the wheels' sizes (a subject that would leave less than MIN_FREE_GB is skipped, and says so).
+  "cupy13|cupy-cuda13x[ctk]==14.2.0|cupy|3500||import cupy, cupyx.scipy; print(cupy.__version__)"
+  "ctranslate2|ctranslate2==4.8.5|ctranslate2|600||import ctranslate2; print('cuda devices', ctranslate2.get_cuda_device_count())"
+  "warp|warp-lang==1.19.0|warp|800||import warp as wp; wp.init(); print('cuda devices', wp.get_cuda_device_count())"
+  "catboost|catboost==1.2.10|catboost|1200||import catboost; print(catboost.__version__)"
+  "custatevec|custatevec-cu12==1.15.0|custatevec|2500||import custatevec; print(custatevec.get_version())"
+  "nvmath|nvmath-python[cu13]==1.0.0|nvmath|4000||import nvmath; print(nvmath.__version__)"
+  "triton|triton==3.9.0|triton|1500||import triton; print(triton.__version__)"
+  "spconv|spconv-cu120==2.3.6|spconv|1500||import spconv; print(spconv.__version__)"
+  "jax13|jax[cuda13]==0.10.2|jax|5000||import jax; print(jax.devices())"
+  "mlx-cuda|mlx[cuda]==0.30.0|mlx|2000||import mlx.core as mx; print(mx.default_device())"
+  "torchvision|torchvision==0.29.2|torchvision|6500||import torch, torchvision.io as io; x = io.encode_jpeg(torch.zeros(3, 8, 8, dtype=torch.uint8)); print(tuple(io.decode_jpeg(x).shape))"
+  "xformers|xformers==0.0.35|xformers|6500||import xformers.ops; print('ok')"
+  "sgl-kernel|sgl-kernel==0.3.21|sgl_kernel|7000||import sgl_kernel; print('ok')"
 )
 
 free_mb() { df -Pm "$REAL" | awk 'NR==2 {print $4}'; }
@@ -139,6 +161,75 @@ except Exception as e:
 EOF
 }
 
+# Move the shared libraries one installed distribution's RECORD lists out of site-packages, or
+# back: wheel_files off|on SITE DIST AWAY. The moves are listed in AWAY/moved, so that `on` (and
+# the EXIT trap) undoes exactly what `off` did. Paths outside SITE are never touched.
+wheel_files() {
+  python3 - "$@" <<'EOF'
+import csv, os, re, sys
+op, site, dist, away = sys.argv[1:5]
+site = os.path.realpath(site)
+norm = lambda n: re.sub(r"[-_.]+", "-", n).lower()
+manifest = os.path.join(away, "moved")
+if op == "on":
+    if os.path.exists(manifest):
+        for rel in open(manifest).read().splitlines():
+            src, dst = os.path.join(away, "files", rel), os.path.join(site, rel)
+            if os.path.lexists(src) and not os.path.lexists(dst):
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                os.rename(src, dst)
+        os.remove(manifest)
+    sys.exit(0)
+for d in os.listdir(site):
+    if not d.endswith(".dist-info"):
+        continue
+    meta = os.path.join(site, d, "METADATA")
+    name = next((l.split(":", 1)[1].strip() for l in open(meta, errors="replace")
+                 if l.startswith("Name:")), "") if os.path.exists(meta) else ""
+    if norm(name) != norm(dist):
+        continue
+    moved = []
+    for row in csv.reader(open(os.path.join(site, d, "RECORD"), errors="replace")):
+        rel = row[0] if row else ""
+        full = os.path.realpath(os.path.join(site, rel))
+        if not full.startswith(site + os.sep) or not re.search(r"\.so(\.|$)", rel):
+            continue
+        if os.path.isfile(full):
+            rel = os.path.relpath(full, site)
+            os.makedirs(os.path.dirname(os.path.join(away, "files", rel)), exist_ok=True)
+            os.rename(full, os.path.join(away, "files", rel))
+            moved.append(rel)
+            with open(manifest, "a") as m:
+                m.write(rel + "\n")
+    print(len(moved))
+    break
+EOF
+}
+# The CUDA wheels installed in SITE: distributions named nvidia-* or *-cuNN (cuNNx), other than
+# the subject's own (DIST), that list shared libraries.
+cuda_wheels() { # site dist
+  python3 - "$1" "$2" <<'EOF'
+import os, re, sys
+site, own = sys.argv[1], re.sub(r"[-_.]+", "-", sys.argv[2]).lower()
+out = set()
+for d in os.listdir(site):
+    if not d.endswith(".dist-info"):
+        continue
+    name = re.sub(r"[-_.]+", "-", d[: -len(".dist-info")].rsplit("-", 1)[0]).lower()
+    if name == own or not (name.startswith("nvidia-") or re.search(r"-cu\d\dx?$", name)):
+        continue
+    record = os.path.join(site, d, "RECORD")
+    if os.path.exists(record) and re.search(r"\.so(\.|,)", open(record, errors="replace").read()):
+        out.add(name)
+print("\n".join(sorted(out)))
+EOF
+}
+WHEEL_OFF="" WHEEL_SITE="" WHEEL_DIST=""
+restore_wheel() {
+  if [[ -n "$WHEEL_OFF" ]]; then wheel_files on "$WHEEL_SITE" "$WHEEL_DIST" "$WHEEL_OFF"; rm -rf "$WHEEL_OFF"; fi
+  WHEEL_OFF=""
+}
+
 NVIDIA_DIR=""
 restore_nvidia() {
   if [[ -n "$NVIDIA_DIR" && -d "$NVIDIA_DIR.off" && ! -e "$NVIDIA_DIR" ]]; then
@@ -164,7 +255,7 @@ cleanup_repair() {
   [[ -z "$REPAIR_DIR" ]] || rm -rf "$REPAIR_DIR"
   REPAIR_DIR="" ORIG_WHEEL="" REPAIRED=""
 }
-trap 'restore_nvidia; cleanup_repair' EXIT
+trap 'restore_nvidia; restore_wheel; cleanup_repair' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
@@ -363,6 +454,22 @@ for i in json.load(open(sys.argv[1]))["install"]:
     record "$name" import_nvidia_off "n/a: no site-packages/nvidia"
     record "$name" doctor_nvidia_off "n/a: no site-packages/nvidia"
   fi
+
+  # Each CUDA wheel taken away in turn: does doctor say what the import does?
+  local w n imp doc agree
+  while IFS= read -r w; do
+    [[ -n "$w" ]] || continue
+    WHEEL_SITE="$site" WHEEL_DIST="$w" WHEEL_OFF="$REAL/tmp/wheel_off.$name"
+    rm -rf "$WHEEL_OFF"; mkdir -p "$WHEEL_OFF"
+    n="$(wheel_files off "$site" "$w" "$WHEEL_OFF")"
+    imp="$(import_outcome "$py" "$module" "$LOGS/$name.wheel_off.$w.import.log")"
+    doc="$(doctor_outcome "$py" "$module" "$LOGS/$name.wheel_off.$w.doctor.json")"
+    restore_wheel
+    agree=DISAGREE
+    if [[ "$imp" == ok* && "$doc" != will-fail-to-load && "$doc" != error* ]] \
+       || [[ "$imp" != ok* && "$doc" == will-fail-to-load ]]; then agree=agree; fi
+    record "$name" "wheel_off:$w" "import ${imp:0:120}; doctor $doc; $agree (${n:-0} files moved)"
+  done < <(cuda_wheels "$site" "${pin%%[\[=]*}")
 
   # 4: does pip still resolve the pin here?
   if "$pip" install --dry-run --quiet --only-binary=:all: "$pin" > "$LOGS/$name.dry_run.log" 2>&1; then
