@@ -993,7 +993,8 @@ impl Reader<'_> {
     }
 
     /// Whether statement `s` is `if not <a file found>:` whose body leaves the code that follows
-    /// (`continue`, `break`, `return`, `raise`): what follows runs only where it was found.
+    /// (`continue`, `break`, `return`): what follows runs only where it was found. A body that
+    /// raises makes the file required, not optional.
     fn leaves_unless_found(&self, s: &ast::Stmt, scope: Option<usize>) -> bool {
         let ast::Stmt::If(i) = s else { return false };
         let Expr::UnaryOp(u) = &*i.test else {
@@ -1002,13 +1003,11 @@ impl Reader<'_> {
         u.op == ast::UnaryOp::Not
             && i.elif_else_clauses.is_empty()
             && self.finds(&u.operand, scope)
+            && !raises(&i.body, &self.raisers)
             && i.body.last().is_some_and(|b| {
                 matches!(
                     b,
-                    ast::Stmt::Continue(_)
-                        | ast::Stmt::Break(_)
-                        | ast::Stmt::Return(_)
-                        | ast::Stmt::Raise(_)
+                    ast::Stmt::Continue(_) | ast::Stmt::Break(_) | ast::Stmt::Return(_)
                 )
             })
     }
@@ -1154,10 +1153,16 @@ impl Reader<'_> {
                         ..t.clone()
                     })
                     .collect();
-                let finds = self.finds(&i.test, ctx.scope);
+                // Where the code raises when the file is not found, the file is required: the
+                // branch that loads it is no optional load.
+                let others_raise = i
+                    .elif_else_clauses
+                    .iter()
+                    .any(|c| raises(&c.body, &self.raisers));
+                let finds = self.finds(&i.test, ctx.scope) && !others_raise;
                 let finds_not = match &*i.test {
                     Expr::UnaryOp(u) if u.op == ast::UnaryOp::Not => {
-                        self.finds(&u.operand, ctx.scope)
+                        self.finds(&u.operand, ctx.scope) && !raises(&i.body, &self.raisers)
                     }
                     _ => false,
                 };
@@ -2291,6 +2296,14 @@ def f(p):
         ctypes.CDLL(p)
     handles = [ctypes.CDLL(str(p)) for d in dirs if (p := Path(d) / 'libz3.so').is_file()]
     handles = [ctypes.CDLL(str(p)) for p in paths if p.endswith('.so')]
+def g(p):
+    if os.path.exists(p):
+        ctypes.CDLL(p)
+    else:
+        raise ImportError(p)
+    if not os.path.isfile(p):
+        raise ImportError(p)
+    ctypes.CDLL(p)
 ";
         let f = read_file("p/__init__.py", text);
         let found: Vec<usize> = (0..f.stmts.len())
