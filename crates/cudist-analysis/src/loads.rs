@@ -151,13 +151,20 @@ impl Preload {
     /// cuda.cccl.parallel.experimental._bindings` (module code of a module the import does not
     /// reach, as cuda-cccl's preloads before its extension module's import).
     pub fn trigger(&self) -> String {
+        let file_of = |at: &str| at.rsplit_once(':').map_or("", |(f, _)| f).to_string();
         match &self.on_call {
+            // A module's `__getattr__` runs on the first use of a name the module does not
+            // define (PEP 562: cupy's lazily imported submodules): named with its module.
+            Some(f) if f == "__getattr__" => match pysource::module_name(&file_of(&self.loaded_at))
+            {
+                Some(m) => format!("{m}.__getattr__()"),
+                None => format!("{f}()"),
+            },
             Some(f) => format!("{f}()"),
             None => {
                 // The module code that runs it: where the call is, or, for a name passed to a
                 // loading function (cupy's `_preload_library("nccl")` in `cupy/cuda/nccl.py`),
                 // where the name is passed.
-                let file_of = |at: &str| at.rsplit_once(':').map_or("", |(f, _)| f).to_string();
                 let named = file_of(&self.named_at);
                 let file = if named.ends_with(".py") {
                     named
@@ -550,9 +557,10 @@ pub fn scan_with(
                         .map(str::to_string),
                 };
                 let passed = argument.is_none()
-                    && call.arg_name.is_some()
-                    && f.scope[si].and_then(|d| f.stmts[d].first_param.as_deref())
-                        == call.arg_name.as_deref();
+                    && call
+                        .arg_name
+                        .as_deref()
+                        .is_some_and(|n| f.passes_param(f.scope[si], n));
                 // A ctypes load of a file the code found first goes on without it where it
                 // is not (cudnn-frontend's `if lib_path: ctypes.CDLL(lib_path[0])`).
                 let found_first =
@@ -682,6 +690,39 @@ pub fn scan_with(
                 });
             }
             continue;
+        }
+        // A parameter no caller passes a literal for, where the code around the call lists the
+        // values it loads for (`if name in _submodules:` in cupy's module `__getattr__`, which
+        // Python calls on the first use of a submodule): each is a load, when the function runs.
+        if c.passed {
+            let f = &files[c.scope.0];
+            if let Some(values) = f.admitted(c.stmt) {
+                for v in values {
+                    let (name, sonames) = match c.mechanism {
+                        Mechanism::CudaPathfinder => {
+                            let so = pathfinder_sonames(&v, pathfinder, catalog, cuda_major);
+                            (v, so)
+                        }
+                        _ if is_library_name(&v) => {
+                            let so = named_sonames(&v);
+                            (v, so)
+                        }
+                        _ => continue,
+                    };
+                    push(Preload {
+                        name,
+                        sonames,
+                        named_at: place(c),
+                        loaded_at: place(c),
+                        mechanism: c.mechanism,
+                        at_import,
+                        on_call: on_call.clone(),
+                        optional: c.optional,
+                        if_present: c.if_present,
+                    });
+                }
+                continue;
+            }
         }
         match c.mechanism {
             Mechanism::PackageLoader => {
@@ -1597,6 +1638,50 @@ _plain()
                 ("libcudnn.so.*[0-9]", true, false),
                 ("libcublas.so.13", false, true),
             ],
+            "{p:#?}"
+        );
+    }
+
+    #[test]
+    fn a_parameter_tested_against_listed_names_loads_each() {
+        // cupy's `cupy_backends/cuda/libs/__init__.py`: Python calls the module's `__getattr__`
+        // on the first use of a submodule, and it loads the library of each name it lists; a
+        // failed load raises ImportError, so nothing catches it.
+        let init = "from cuda import pathfinder as _pathfinder
+_submodules = ('cublas', 'curand')
+def __getattr__(name):
+    if not _is_hip and name in _submodules:
+        try:
+            pathfinder_name = name
+            if name == 'cusparselt':
+                pathfinder_name = 'cusparseLt'
+            _pathfinder.load_nvidia_dynamic_lib(pathfinder_name)
+        except _pathfinder.DynamicLibNotFoundError as e:
+            raise ImportError(str(e)) from e
+    raise AttributeError(name)
+";
+        let p = init_preloads(init);
+        let got: Vec<(&str, Option<&str>, bool, bool)> = p
+            .iter()
+            .map(|p| {
+                (
+                    p.name.as_str(),
+                    p.on_call.as_deref(),
+                    p.at_import,
+                    p.optional,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("cublas", Some("__getattr__"), false, false),
+                ("curand", Some("__getattr__"), false, false),
+            ],
+            "{p:#?}"
+        );
+        assert!(
+            p[0].sonames.contains(&"libcublas.so.12".to_string()),
             "{p:#?}"
         );
     }

@@ -704,6 +704,8 @@ pub struct File<'a> {
     when_sets: Vec<Vec<ParamTest>>,
     /// Per statement, [`File::found_first`].
     found: Vec<bool>,
+    /// Names a function assigns its first parameter ([`File::passes_param`]).
+    aliases: BTreeSet<(usize, String)>,
     /// Functions defined in the file, by name (methods included).
     defs: BTreeMap<String, Vec<usize>>,
     bindings: Bindings,
@@ -746,6 +748,31 @@ impl File<'_> {
     /// test counts, as code checks the file it is about to load.
     pub fn found_first(&self, at: usize) -> bool {
         self.found.get(at).copied().unwrap_or(false)
+    }
+
+    /// Whether `name`, given to a call in function `scope`, is that function's first parameter or
+    /// a name the function assigns it (`pathfinder_name = name`, cupy's `__getattr__`).
+    pub fn passes_param(&self, scope: Option<usize>, name: &str) -> bool {
+        let Some(f) = scope else { return false };
+        self.stmts.get(f).and_then(|d| d.first_param.as_deref()) == Some(name)
+            || self.aliases.contains(&(f, name.to_string()))
+    }
+
+    /// The values of its function's first parameter for which statement `at` runs, where tests
+    /// around it list them (`if name in _submodules:`, `_submodules` a tuple of literals): none
+    /// where nothing limits them.
+    pub fn admitted(&self, at: usize) -> Option<Vec<String>> {
+        let tests = &self.when_sets[self.when.get(at).copied().flatten()?];
+        let mut out: Option<Vec<String>> = None;
+        for t in tests.iter().filter(|t| t.holds) {
+            out = Some(match out {
+                None => t.values.clone(),
+                Some(o) => o.into_iter().filter(|v| t.values.contains(v)).collect(),
+            });
+        }
+        let mut out = out?;
+        out.retain(|v| self.runs_for(at, v));
+        Some(out)
     }
 
     /// Whether an import anywhere in the file binds `name`.
@@ -831,15 +858,26 @@ struct ParamTest {
     holds: bool,
 }
 
-/// The [`ParamTest`] a condition makes of parameter `param`, when it is one.
-fn param_test(e: &Expr, param: &str) -> Option<ParamTest> {
+/// The [`ParamTest`] a condition makes of parameter `param` (or a name assigned it), when it is
+/// one. `named` gives the strings a module-level name is bound to (`_submodules = ('cublas',
+/// …)`, tested as `name in _submodules`).
+fn param_test(
+    e: &Expr,
+    param: &str,
+    aliases: &[String],
+    named: &dyn Fn(&str) -> Option<Vec<String>>,
+) -> Option<ParamTest> {
     let Expr::Compare(c) = e else { return None };
     if c.ops.len() != 1 {
         return None;
     }
-    let is_param = |x: &Expr| matches!(x, Expr::Name(n) if n.id.as_str() == param);
+    let is_param = |x: &Expr| matches!(x, Expr::Name(n) if n.id.as_str() == param || aliases.iter().any(|a| a == n.id.as_str()));
+    let strings = |x: &Expr| match x {
+        Expr::Name(n) => named(n.id.as_str()),
+        _ => strings_of(x),
+    };
     let (op, values) = if is_param(&c.left) {
-        (c.ops[0], strings_of(&c.comparators[0])?)
+        (c.ops[0], strings(&c.comparators[0])?)
     } else if is_param(&c.comparators[0]) && matches!(c.ops[0], ast::CmpOp::Eq | ast::CmpOp::NotEq)
     {
         (c.ops[0], vec![string_value(&c.left)?])
@@ -880,6 +918,11 @@ struct Reader<'l> {
     /// tuple or list (`for libname in ("nvrtc", "nvJitLink"):`): variable, strings.
     loop_strings: Vec<(String, Vec<String>)>,
     found: Vec<bool>,
+    /// Module-level names bound to a tuple or list of string literals (`_submodules = ('cublas',
+    /// 'cusolver')`).
+    module_strings: HashMap<String, Vec<String>>,
+    /// Names a function assigns its first parameter (`pathfinder_name = name`), by function.
+    aliases: BTreeSet<(usize, String)>,
     /// Names assigned a listing of files (`glob.glob(…)`, `os.listdir(…)`), by function: true
     /// only where files were found.
     listings: BTreeSet<(Option<usize>, String)>,
@@ -906,6 +949,23 @@ impl Reader<'_> {
     fn assigned(&mut self, target: &Expr, value: &Expr, ctx: Ctx) {
         let Expr::Name(n) = target else { return };
         let key = (ctx.scope, n.id.to_string());
+        if ctx.scope.is_none() && !ctx.excluded {
+            match strings_of(value).filter(|_| matches!(value, Expr::Tuple(_) | Expr::List(_))) {
+                Some(v) => {
+                    self.module_strings.insert(n.id.to_string(), v);
+                }
+                None => {
+                    self.module_strings.remove(n.id.as_str());
+                }
+            }
+        }
+        if let Some(f) = ctx.scope {
+            let is_param = matches!(value, Expr::Name(v)
+                if self.param(Some(f)).as_deref() == Some(v.id.as_str()));
+            if is_param {
+                self.aliases.insert((f, n.id.to_string()));
+            }
+        }
         if lists_files(value) {
             self.listings.insert(key.clone());
         } else {
@@ -1010,6 +1070,16 @@ impl Reader<'_> {
                     ast::Stmt::Continue(_) | ast::Stmt::Break(_) | ast::Stmt::Return(_)
                 )
             })
+    }
+
+    /// The names function `scope` assigns its first parameter.
+    fn aliases_in(&self, scope: Option<usize>) -> Vec<String> {
+        let Some(f) = scope else { return Vec::new() };
+        self.aliases
+            .range((f, String::new())..)
+            .take_while(|(g, _)| *g == f)
+            .map(|(_, n)| n.clone())
+            .collect()
     }
 
     /// The first parameter of function `scope`.
@@ -1144,7 +1214,18 @@ impl Reader<'_> {
                 // Tests of the function's first parameter: a body runs for the values its own
                 // test admits and the earlier tests of the chain did not take.
                 let param = self.param(ctx.scope);
-                let test_of = |e: &Expr| param.as_deref().and_then(|p| param_test(e, p));
+                let aliases = self.aliases_in(ctx.scope);
+                let strings = if param.is_some() {
+                    self.module_strings.clone()
+                } else {
+                    HashMap::new()
+                };
+                let named = move |n: &str| strings.get(n).cloned();
+                let test_of = |e: &Expr| {
+                    param
+                        .as_deref()
+                        .and_then(|p| param_test(e, p, &aliases, &named))
+                };
                 let first = test_of(&i.test);
                 let mut not_taken: Vec<ParamTest> = first
                     .iter()
@@ -1166,13 +1247,21 @@ impl Reader<'_> {
                     }
                     _ => false,
                 };
+                // `if A and name in X:` runs its body only where `name in X` holds (its `else`
+                // says nothing of `name`).
+                let in_and: Vec<ParamTest> = match &*i.test {
+                    Expr::BoolOp(b) if b.op == ast::BoolOp::And && first.is_none() => {
+                        b.values.iter().filter_map(test_of).collect()
+                    }
+                    _ => Vec::new(),
+                };
                 let body = self.when(
                     Ctx {
                         excluded: ctx.excluded || earlier == Some(false),
                         found: ctx.found || finds,
                         ..ctx
                     },
-                    first.into_iter().collect(),
+                    first.into_iter().chain(in_and).collect(),
                 );
                 self.suite(&i.body, body);
                 // An `elif` or `else` never runs after a test that always holds.
@@ -1523,6 +1612,8 @@ fn read_on_this_thread<'a>(path: &'a str, text: &str, roots: &[String]) -> File<
         when_sets: Vec::new(),
         loop_strings: Vec::new(),
         found: Vec::new(),
+        module_strings: HashMap::new(),
+        aliases: BTreeSet::new(),
         listings: BTreeSet::new(),
     };
     let unread = match parse(text) {
@@ -1583,6 +1674,7 @@ fn read_on_this_thread<'a>(path: &'a str, text: &str, roots: &[String]) -> File<
         when: r.when,
         when_sets: r.when_sets,
         found: r.found,
+        aliases: r.aliases,
         unread,
         defs: r.defs,
         bindings,
@@ -1647,6 +1739,7 @@ pub fn read_files_under<'a>(files: &[(&'a str, &str)], roots: &[String]) -> Vec<
                     when: Vec::new(),
                     when_sets: Vec::new(),
                     found: Vec::new(),
+                    aliases: BTreeSet::new(),
                     unread: Some(format!("no thread could be started to read it: {e}")),
                     defs: BTreeMap::new(),
                     bindings: Bindings::default(),

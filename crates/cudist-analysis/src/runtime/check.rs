@@ -1170,8 +1170,12 @@ struct Shared<'a> {
     profile: bool,
     names: &'a CudaNames<'a>,
     dlopen: &'a [String],
-    /// The libraries the packages load at import, by SONAME and file name.
+    /// The libraries the packages load at import, by SONAME and file name, and those their
+    /// functions load when called ([`Shared::loaded_on_call`]).
     loaded_first: &'a HashMap<String, PathBuf>,
+    /// Of [`Shared::loaded_first`], those loaded when a function of the package runs, not at
+    /// import: what runs it (`cupy_backends.cuda.libs.__getattr__()`).
+    loaded_on_call: &'a HashMap<String, String>,
     /// What the real imports left loaded, by SONAME and file name ([`super::trace`]): a later
     /// load of the name gets that object.
     traced: &'a HashMap<String, PathBuf>,
@@ -1190,6 +1194,7 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         names,
         dlopen,
         loaded_first,
+        loaded_on_call,
         traced,
         slimmed,
         package_major,
@@ -1275,17 +1280,21 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         }
     }
     for (name, p) in &after_import {
+        let when = match loaded_on_call.get(name) {
+            Some(trigger) => format!("first when {trigger} runs"),
+            None => "at import".to_string(),
+        };
         verdict.add_cause(
             Status::Ok,
             format!("after import {name}"),
             f.display().to_string(),
             format!(
-                "{}: needs {name}, which its package loads at import ({}): it loads after that, and gets the loaded one",
+                "{}: needs {name}, which its package loads {when} ({}): it loads after that, and gets the loaded one",
                 f.display(),
                 p.display()
             ),
             format!(
-                "needs {name}, which its package loads at import ({}): these load after that, and get the loaded one",
+                "needs {name}, which its package loads {when} ({}): these load after that, and get the loaded one",
                 p.display()
             ),
         );
@@ -1978,7 +1987,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     // Known packages load CUDA libraries themselves before importing the modules that link
     // them: find those as their loader would, and treat them as loaded.
     let mut preload = Vec::new();
-    let mut loaded_on_call: HashMap<String, PathBuf> = HashMap::new();
+    let mut loaded_on_call: HashMap<String, (PathBuf, String)> = HashMap::new();
     for (name, dir) in &imports {
         let Some(site) = site_of_import(name, dir) else {
             continue;
@@ -2148,7 +2157,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         {
             for f in preload::find(p, from, site, &env, catalog) {
                 if let Some(path) = f.path {
-                    loaded_on_call.entry(f.name).or_insert(path);
+                    loaded_on_call.entry(f.name).or_insert((path, p.trigger()));
                 }
             }
         }
@@ -2509,8 +2518,12 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         }
     }
     // Then what the package's functions load when its API is used.
-    for (name, path) in loaded_on_call {
-        loaded_first.entry(name).or_insert(path);
+    let mut on_call_trigger: HashMap<String, String> = HashMap::new();
+    for (name, (path, trigger)) in loaded_on_call {
+        if !loaded_first.contains_key(&name) {
+            loaded_first.insert(name.clone(), path);
+            on_call_trigger.insert(name, trigger);
+        }
     }
     // Packages `cudist slim` slimmed: their distribution's `cudist-slim.json`.
     let mut slimmed: Vec<(PathBuf, String)> = Vec::new();
@@ -2553,6 +2566,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         names: &names,
         dlopen: &args.dlopen,
         loaded_first: &loaded_first,
+        loaded_on_call: &on_call_trigger,
         traced: &traced,
         slimmed: &slimmed,
         package_major: &package_major,
