@@ -62,6 +62,11 @@ pub fn choose_tags(
 /// `Tag:` values with their platform replaced by each of `plats` (`cp311-cp311-linux_x86_64` →
 /// `cp311-cp311-manylinux_2_24_x86_64`), in order, without duplicates.
 pub fn retag_lines(tags: &[String], plats: &[String]) -> Vec<String> {
+    // No platform decided (a wheel without ELF files, tritonclient's): its tags stay. A WHEEL
+    // file without a `Tag:` line is no wheel.
+    if plats.is_empty() {
+        return tags.to_vec();
+    }
     let mut out: Vec<String> = Vec::new();
     for t in tags {
         let Some((head, _)) = t.rsplit_once('-') else {
@@ -119,6 +124,16 @@ pub fn retag_file_name(name: &str, plats: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_platform_keeps_the_tags() {
+        let tags = vec!["py3-none-manylinux1_x86_64".to_string()];
+        assert_eq!(retag_lines(&tags, &[]), tags);
+        assert_eq!(
+            retag_file_name("t-1.0-py3-none-manylinux1_x86_64.whl", &[]),
+            "t-1.0-py3-none-manylinux1_x86_64.whl"
+        );
+    }
 
     #[test]
     fn retagging() {

@@ -1542,3 +1542,31 @@ fn an_edit_the_writer_cannot_make_is_not_blamed_on_the_wheel() {
         );
     }
 }
+
+/// A wheel without ELF files (tritonclient 2.68.0's `py3-none-manylinux1_x86_64`): repair decides
+/// no platform, so its `Tag:` lines stay; a WHEEL file without one is no wheel.
+#[test]
+fn a_wheel_without_elf_files_keeps_its_tags() {
+    let work = tempfile::tempdir().unwrap();
+    let wheel = work.path().join("pure-1.0-cp311-cp311-linux_x86_64.whl");
+    write_wheel(
+        &wheel,
+        "pure",
+        &[],
+        &[("pure/__init__.py", b"x = 1\n".to_vec())],
+    );
+    let r = repair_json(&wheel, &work.path().join("out"));
+    let out = std::path::PathBuf::from(r["wheels"][0]["output"].as_str().unwrap());
+    let z = zip::ZipArchive::new(std::fs::File::open(&out).unwrap());
+    let mut z = z.unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut z.by_name("pure-1.0.dist-info/WHEEL").unwrap(),
+        &mut text,
+    )
+    .unwrap();
+    assert!(
+        text.lines().any(|l| l == "Tag: cp311-cp311-linux_x86_64"),
+        "{text}"
+    );
+}
