@@ -1570,3 +1570,66 @@ fn a_wheel_without_elf_files_keeps_its_tags() {
         "{text}"
     );
 }
+
+/// A vendored copy of another project's library whose SONAME carries no version (`librmm.so`:
+/// RAPIDS puts each release's symbols in a namespace of its own) is kept: no release of its
+/// wheel promises the copy's ABI, and a requirement in its place broke holoscan-cu12's import.
+#[test]
+fn a_vendored_library_without_a_versioned_soname_is_kept() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let libs = d.join("libs");
+    fake_lib(&libs, "librmm.so", "librmm.so", "rmm_alloc");
+    let ext = gcc_shared(
+        d,
+        "_ext.so",
+        None,
+        "int rmm_alloc(void *);\nint f(void) { return rmm_alloc(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.display()),
+            "-lrmm",
+            "-Wl,-rpath,$ORIGIN/lib",
+        ],
+    );
+    let w = d.join("usesrmm-1.0-cp311-cp311-linux_x86_64.whl");
+    write_wheel(
+        &w,
+        "usesrmm",
+        &[],
+        &[
+            ("usesrmm/_ext.so", std::fs::read(&ext).unwrap()),
+            (
+                "usesrmm/lib/librmm.so",
+                std::fs::read(libs.join("librmm.so")).unwrap(),
+            ),
+        ],
+    );
+    let cat = d.join("rmm.toml");
+    std::fs::write(
+        &cat,
+        "schema = 1\n[[library]]\nid = \"rmm\"\nstem = \"librmm\"\nkind = \"external\"\n[[library.cuda]]\nmajor = 12\nsonames = [\"librmm.so\"]\npolicy = \"none\"\npip = \"librmm-cu12\"\npip_dir = \"librmm/lib64\"\n",
+    )
+    .unwrap();
+    let o = cudist(&[
+        "repair",
+        "--json",
+        "--catalog",
+        cat.to_str().unwrap(),
+        "-w",
+        d.join("out").to_str().unwrap(),
+        w.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let wr = &r["wheels"][0];
+    assert_eq!(wr["removed"], serde_json::json!([]), "{wr:#}");
+    assert_eq!(wr["requires_added"], serde_json::json!([]), "{wr:#}");
+    assert!(
+        wr["kept"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("its SONAME librmm.so carries no version"),
+        "{wr:#}"
+    );
+}
