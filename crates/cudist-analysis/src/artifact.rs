@@ -624,6 +624,52 @@ fn aggregate_needs(
                 .unwrap_or_default();
             row.rpath_covers &= search_path_covers(&a.report, &soname, &want, files);
         }
+        // A CUDA runtime linked in opens the driver itself on the first CUDA call (catboost's
+        // `_catboost.so`: "CUDA driver version is insufficient" where it is missing).
+        let static_runtime = a
+            .report
+            .static_cuda
+            .iter()
+            .any(|s| s.library == "cudart" && s.confidence == Confidence::Certain);
+        if static_runtime {
+            let opened: Vec<String> = catalog
+                .library("cudart")
+                .into_iter()
+                .flat_map(|l| l.dlopens.iter())
+                .filter(|d| {
+                    catalog.driver_lib(d).is_some()
+                        && !catalog
+                            .library("cudart")
+                            .is_some_and(|l| l.optional_dlopens.contains(d))
+                })
+                .cloned()
+                .collect();
+            for soname in opened {
+                let row =
+                    driver_needed.entry(soname.clone()).or_insert_with(|| {
+                        NeededLibrary {
+                    soname: soname.clone(),
+                    library: None,
+                    needed_by: Vec::new(),
+                    rpath_covers: true,
+                    declared: false,
+                    declared_extra: None,
+                    declared_by: None,
+                    vendored: false,
+                    tier: a.report.tier,
+                    preload: None,
+                    lazy: Some(
+                        "the CUDA runtime linked into it opens the driver on the first CUDA call"
+                            .into(),
+                    ),
+                    loaded_first_by: None,
+                }
+                    });
+                if !row.needed_by.contains(&a.report.path) {
+                    row.needed_by.push(a.report.path.clone());
+                }
+            }
+        }
     }
     for (soname, row) in cuda_needed.iter_mut() {
         if row.lazy.is_none() {

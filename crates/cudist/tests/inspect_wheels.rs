@@ -1042,3 +1042,40 @@ fn a_load_by_linker_name_is_said() {
         "{lines:#?}"
     );
 }
+
+/// A CUDA runtime linked into a file (catboost's `_catboost.so`) opens the driver itself on the
+/// first CUDA call: inspect says the file uses the driver, though no NEEDED entry names it.
+#[test]
+fn a_linked_in_runtime_uses_the_driver() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let ext = gcc_shared(
+        d,
+        "_static.so",
+        None,
+        "int cudaLaunchKernel(void) { return 0; }\nint cudaGetDeviceCount(int *n) { *n = 0; return 0; }\nint cudaMalloc(void **p) { return 2; }\n",
+        &[],
+    );
+    let w = d.join("static-1.0-cp311-cp311-manylinux_2_17_x86_64.whl");
+    write_wheel(
+        &w,
+        "static",
+        &[],
+        &[("static/_static.so", std::fs::read(&ext).unwrap())],
+    );
+    let r = inspect_json(&[w.to_str().unwrap()], 0);
+    let a = artifact(&r, ".whl");
+    assert_eq!(
+        a["elf_files"][0]["static_cuda"][0]["library"], "cudart",
+        "{a:#}"
+    );
+    let driver = &a["driver_needed"][0];
+    assert_eq!(driver["soname"], "libcuda.so.1", "{a:#}");
+    assert_eq!(driver["needed_by"][0], "static/_static.so", "{driver:#}");
+    assert!(
+        verdict_lines(a)
+            .iter()
+            .any(|l| l.starts_with("uses the driver through libcuda.so.1")),
+        "{a:#}"
+    );
+}
