@@ -949,12 +949,31 @@ fn recognise_vendored(a: &Analysed, catalog: &Catalog) -> Option<Vendored> {
         })
     });
     let named_by_soname = by_soname.is_some();
-    let matched = by_soname.or_else(|| {
-        // No usable SONAME: the file name may still tell, but only content can confirm it.
-        let (m, _) = catalog.library_by_name_hinted(base, a.hint)?;
-        evidence.push(format!("file name {base}"));
-        Some(m)
-    });
+    let matched = by_soname
+        .or_else(|| {
+            // No usable SONAME: the file name may still tell, but only content can confirm it.
+            let (m, _) = catalog.library_by_name_hinted(base, a.hint)?;
+            evidence.push(format!("file name {base}"));
+            Some(m)
+        })
+        .or_else(|| {
+            // A copy whose name keeps only the library's stem (auditwheel's graft of cuFile,
+            // `libcufile-1ecaf17d.so.1.15.1`: the file's version, not the SONAME
+            // `libcufile.so.0`): the stem, confirmed by the library's own entry points.
+            let name = r.soname.as_deref().unwrap_or(base);
+            let plain = cudist_catalog::strip_graft_hash(name);
+            let stem = plain.split(".so").next()?;
+            let lib = catalog.libraries.iter().find(|l| l.stem == stem)?;
+            a.defined_markers.get(&lib.id)?;
+            let major = lib
+                .cuda
+                .iter()
+                .find(|m| Some(m.major) == a.hint)
+                .or_else(|| lib.cuda.last())?;
+            let m = catalog.library_by_soname_hinted(major.sonames.first()?, Some(major.major))?;
+            evidence.push(format!("named {name}, a copy of {}", lib.stem));
+            Some(m)
+        });
     if let Some(m) = matched {
         let own = a.defined_markers.get(&m.library.id);
         match own {

@@ -1079,3 +1079,62 @@ fn a_linked_in_runtime_uses_the_driver() {
         "{a:#}"
     );
 }
+
+/// A graft whose name keeps only the library's stem and its file version (auditwheel's copy of
+/// cuFile in legate, `libcufile-1ecaf17d.so.1.15.1`, SONAME rewritten to that name; cuFile's own
+/// SONAME is `libcufile.so.0`) is a vendored cuFile, confirmed by its entry points: never
+/// "statically linked". repair takes it out and restores the real SONAME.
+#[test]
+fn a_graft_named_by_its_stem_and_version_is_the_library() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let libs = d.join("pkg.libs");
+    let name = "libcufile-1ecaf17d.so.1.15.1";
+    std::fs::create_dir_all(&libs).unwrap();
+    gcc_shared(
+        &libs,
+        name,
+        Some(name),
+        "int cuFileDriverOpen(void) { return 0; }\nint cuFileHandleRegister(void) { return 0; }\n",
+        &[],
+    );
+    let user = gcc_shared(
+        d,
+        "libuser.so",
+        Some("libuser.so"),
+        "int cuFileDriverOpen(void);\nint f(void) { return cuFileDriverOpen(); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.display()),
+            &format!("-l:{name}"),
+            "-Wl,-rpath,$ORIGIN/../pkg.libs",
+        ],
+    );
+    let w = d.join("pkg-1.0-cp311-cp311-manylinux_2_17_x86_64.whl");
+    write_wheel(
+        &w,
+        "pkg",
+        &[],
+        &[
+            ("pkg/libuser.so", std::fs::read(&user).unwrap()),
+            (
+                &format!("pkg.libs/{name}"),
+                std::fs::read(libs.join(name)).unwrap(),
+            ),
+        ],
+    );
+    let r = inspect_json(&[w.to_str().unwrap()], 0);
+    let a = artifact(&r, ".whl");
+    assert_eq!(a["vendored"][0]["library"]["id"], "cufile", "{a:#}");
+    for f in a["elf_files"].as_array().unwrap() {
+        assert_eq!(f["static_cuda"], serde_json::json!([]), "{f:#}");
+    }
+    let rep = repair_json(&w, &d.join("out"));
+    let wr = &rep["wheels"][0];
+    assert_eq!(wr["removed"][0]["library"], "cufile", "{wr:#}");
+    assert_eq!(
+        wr["patched"][0]["needed_replaced"][0],
+        serde_json::json!([name, "libcufile.so.0"]),
+        "{wr:#}"
+    );
+}
