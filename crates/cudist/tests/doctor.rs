@@ -2370,3 +2370,68 @@ fn an_extension_module_installed_beside_the_package_is_judged_with_it() {
     assert_eq!(v["verdict"]["status"], "ok", "{v:#}");
     assert_eq!(code, Some(0), "{v:#}");
 }
+
+/// The RPATH entry a fix names counts the levels from the file's real directory: a library found
+/// through another file's `$ORIGIN/../lib` (holoscan's `gxf_extensions/../lib`) sits one level
+/// below its package, not three.
+#[test]
+fn a_fixs_rpath_entry_counts_from_the_files_real_directory() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[
+            ("deep/__init__.py", "from .ext import _ext\n"),
+            ("deep/ext/__init__.py", ""),
+        ],
+    );
+    let rt = site.join("nvidia/cuda_runtime/lib");
+    fake_lib(&rt, "libcudart.so.12", "libcudart.so.12", "cudaMalloc");
+    let lib = site.join("deep/lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    gcc_shared(
+        &lib,
+        "libdeepcore.so",
+        Some("libdeepcore.so"),
+        "int cudaMalloc(void *);\nint core(void) { return cudaMalloc(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", rt.display()),
+            "-l:libcudart.so.12",
+        ],
+    );
+    let ext = gcc_shared(
+        work.path(),
+        "_ext.so",
+        None,
+        &py_extension_source("_ext", "int core(void);", "core();"),
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", lib.display()),
+            "-ldeepcore",
+            "-Wl,--disable-new-dtags",
+            "-Wl,-rpath,$ORIGIN/../lib",
+        ],
+    );
+    std::fs::copy(
+        &ext,
+        site.join("deep/ext")
+            .join(format!("_ext{}", ext_suffix(&python))),
+    )
+    .unwrap();
+    let (_, v) = doctor_import_with("deep", &python, &["--static"]);
+    // The extension's own check finds libdeepcore.so as `deep/ext/../lib/libdeepcore.so`.
+    let fixes: Vec<&str> = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["path"].as_str().unwrap().contains("/deep/ext/_ext"))
+        .flat_map(|f| f["missing"].as_array().unwrap())
+        .filter_map(|m| m["fix"].as_str())
+        .collect();
+    assert!(
+        fixes
+            .iter()
+            .any(|f| f.contains("add the RPATH entry $ORIGIN/../../nvidia/cuda_runtime/lib ")),
+        "{fixes:#?}\n{v:#}"
+    );
+}

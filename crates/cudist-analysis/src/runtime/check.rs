@@ -339,9 +339,13 @@ fn fix_for(
             // Releases may install it in different directories (cuSPARSELt 0.8 and 0.9).
             let dirs = m.major.pip_dirs();
             // Installed next to the package (site-packages/<dir>) but not searched: name the entry.
+            // The file's real directory: a path reached through a search-path entry keeps its
+            // `..` (`holoscan/gxf_extensions/../lib`), which would count levels that are not there.
+            let parent = needed_by.parent()?;
+            let parent = std::fs::canonicalize(parent).unwrap_or_else(|_| cudist_fs::inner::lexical(parent));
             for (dir, _) in &dirs {
                 let mut up = String::new();
-                for ancestor in needed_by.parent()?.ancestors().skip(1).take(4) {
+                for ancestor in parent.ancestors().skip(1).take(4) {
                     up.push_str("../");
                     if ancestor.join(dir).join(name).is_file() {
                         let pip = installed_line(&m, dir, ancestor).unwrap_or(pip);
