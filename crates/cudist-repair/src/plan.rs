@@ -881,9 +881,22 @@ pub fn requirements(
         if is_declared(pip, need) {
             continue;
         }
+        // Named after the wheel's library as the `cuda-toolkit` extras name it (`cudart`,
+        // `cublas`), else the catalog library: a wheel that installs several libraries
+        // (nvidia-cuda-runtime-cu11 brings libOpenCL too) is not named after whichever of them a
+        // file needed first.
+        let primary = catalog.component_by_pip(pip).and_then(|(c, _)| {
+            catalog
+                .libraries
+                .iter()
+                .find(|l| l.component.as_deref() == Some(c.redist.as_str()))
+        });
         let extra = match cuda_deps {
             CudaDeps::Extra(x) => x.clone(),
-            _ => need.id.clone(),
+            _ => primary
+                .map(|l| l.toolkit_extra.clone().unwrap_or_else(|| l.id.clone()))
+                .or_else(|| need.extra.clone())
+                .unwrap_or_else(|| need.id.clone()),
         };
         requires.push(format!("{pip}{}; extra == \"{extra}\"", need.range));
         if !extras.contains(&extra) {
@@ -1308,6 +1321,42 @@ mod tests {
         .unwrap();
         assert_eq!(edits.soname.as_deref(), Some("libbar-0badf00d.so.2"));
         assert!(edits.search_path.is_none());
+    }
+
+    #[test]
+    fn an_optional_wheel_is_offered_under_the_extra_of_its_own_library() {
+        // nvidia-cuda-runtime-cu11 installs libOpenCL.so.1 beside libcudart: a file that needs
+        // OpenCL first does not name the runtime's extra `opencl`.
+        let need = |id: &str, extra: &str| Need {
+            range: ">=11,<12".into(),
+            extra: Some(extra.into()),
+            id: id.into(),
+            major: 11,
+            carried: false,
+            lazy: true,
+        };
+        let optional = BTreeMap::from([
+            (
+                "nvidia-cuda-runtime-cu11".to_string(),
+                need("opencl", "opencl"),
+            ),
+            ("nvidia-cublas-cu11".to_string(), need("cublaslt", "cublas")),
+        ]);
+        let (requires, extras) = requirements(
+            &BTreeMap::new(),
+            &optional,
+            &[],
+            &CudaDeps::PerComponent,
+            &Catalog::builtin(),
+        );
+        assert_eq!(
+            requires,
+            [
+                "nvidia-cublas-cu11>=11,<12; extra == \"cublas\"",
+                "nvidia-cuda-runtime-cu11>=11,<12; extra == \"cudart\""
+            ]
+        );
+        assert_eq!(extras, ["cublas", "cudart"]);
     }
 
     #[test]
