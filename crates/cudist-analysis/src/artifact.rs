@@ -1621,6 +1621,37 @@ fn misbuilt_lines(file_name: &str, elfs: &[Analysed], platform: &Platform, verdi
             if files.len() == 1 { "it" } else { "them" },
         ));
     }
+    // An empty or relative entry (`a::b`, a trailing `:`, `lib`) is searched from the current
+    // directory of whatever process loads the file (glibc's ld.so): whoever controls that
+    // directory picks the library loaded (mindspore's `libmindspore_ascend.so.2`).
+    let mut relative: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
+    for a in elfs {
+        for p in a.report.rpath.iter().chain(&a.report.runpath) {
+            if p.raw.is_empty() || !(p.raw.starts_with('/') || p.raw.starts_with('$')) {
+                let shown = if p.raw.is_empty() {
+                    "an empty entry".to_string()
+                } else {
+                    format!("the relative entry {}", p.raw)
+                };
+                relative
+                    .entry(shown)
+                    .or_default()
+                    .insert(a.report.path.as_str());
+            }
+        }
+    }
+    for (entry, files) in relative {
+        let files: Vec<&str> = files.into_iter().collect();
+        let who = match files.as_slice() {
+            [one] => one.to_string(),
+            [first, ..] => format!("{} files ({first}, …)", files.len()),
+            [] => continue,
+        };
+        lines.push(format!(
+            "{who} ha{} {entry} in its search path: the loader reads it from the current directory of the process, so whoever controls that directory chooses the library loaded (drop it, or write $ORIGIN/…)",
+            if files.len() == 1 { "s" } else { "ve" },
+        ));
+    }
     if !lines.is_empty() {
         add_finding(verdict, VerdictStatus::Misbuilt, lines);
     }

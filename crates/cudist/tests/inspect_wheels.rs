@@ -1138,3 +1138,35 @@ fn a_graft_named_by_its_stem_and_version_is_the_library() {
         "{wr:#}"
     );
 }
+
+/// An empty search-path entry (a trailing `:`, as mindspore's `libmindspore_ascend.so.2` has) is
+/// read by ld.so as the current directory: whoever controls it chooses the library loaded.
+/// MISBUILT, named as such.
+#[test]
+fn an_empty_search_path_entry_is_misbuilt() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let lib = gcc_shared(
+        d,
+        "libempty.so",
+        Some("libempty.so"),
+        "int f(void) { return 0; }\n",
+        &["-Wl,--disable-new-dtags", "-Wl,-rpath,$ORIGIN:"],
+    );
+    let w = d.join("empty-1.0-cp311-cp311-manylinux_2_17_x86_64.whl");
+    write_wheel(
+        &w,
+        "empty",
+        &[],
+        &[("empty/libempty.so", std::fs::read(&lib).unwrap())],
+    );
+    let r = inspect_json(&[w.to_str().unwrap()], 0);
+    let a = artifact(&r, ".whl");
+    assert_eq!(a["verdict"]["status"], "misbuilt", "{a:#}");
+    assert!(
+        verdict_lines(a).iter().any(|l| l.starts_with(
+            "empty/libempty.so has an empty entry in its search path: the loader reads it from the current directory"
+        )),
+        "{a:#}"
+    );
+}
