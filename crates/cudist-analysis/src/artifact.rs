@@ -222,6 +222,7 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
     variant_lines(&variants, &cuda_needed, &mut verdict);
     vendor_lines(&elfs, catalog, &mut verdict);
     linker_name_lines(&preloads, catalog, &mut verdict);
+    lazy_linker_name_lines(&elfs, catalog, &mut verdict);
     if kind == ArtifactKind::Wheel {
         misbuilt_lines(&file_name, &elfs, &platform, &mut verdict);
     }
@@ -576,8 +577,14 @@ fn aggregate_needs(
             row.rpath_covers &= covered;
         }
         // Libraries the file loads itself on the first call: the file's own dlopen searches
-        // its RPATH/RUNPATH as a NEEDED entry's search does.
-        for l in &a.report.lazy_loads {
+        // its RPATH/RUNPATH as a NEEDED entry's search does. A linker name (`libcudart.so`) is
+        // no SONAME a wheel installs: said on its own ([`lazy_linker_name_lines`]).
+        for l in a
+            .report
+            .lazy_loads
+            .iter()
+            .filter(|l| !l.written.as_deref().is_some_and(|w| w.ends_with(".so")))
+        {
             let Some(lib) = catalog.library(&l.library) else {
                 continue;
             };
@@ -1557,6 +1564,54 @@ fn linker_name_lines(preloads: &[crate::loads::Preload], catalog: &Catalog, verd
             "loads {} by its linker name {when} ({}): no CUDA wheel installs that name{wheel}, so it loads only where a CUDA toolkit's development files are",
             p.name,
             p.place(),
+        ));
+    }
+}
+
+/// A file that gives `dlopen` a CUDA library's linker name (`libcudart.so`, `libcupti.so`: mindspore's
+/// GPU plugins): no CUDA wheel installs that name, only a toolkit's development files do, so the
+/// first call that needs it fails where only wheels are installed. One line per name. Said; the
+/// verdict is the files'.
+fn lazy_linker_name_lines(elfs: &[Analysed], catalog: &Catalog, verdict: &mut Verdict) {
+    let mut by_name: BTreeMap<&str, (Vec<&str>, Option<u32>)> = BTreeMap::new();
+    for a in elfs.iter().filter(|a| a.report.vendored.is_none()) {
+        for l in &a.report.lazy_loads {
+            let Some(w) = l.written.as_deref().filter(|w| w.ends_with(".so")) else {
+                continue;
+            };
+            let row = by_name.entry(w).or_default();
+            row.0.push(a.report.path.as_str());
+            row.1 = row.1.or(a.hint);
+        }
+    }
+    for (name, (files, hint)) in by_name {
+        let Some(lib) = catalog.library_by_linker_name(name) else {
+            continue;
+        };
+        // A package that carries the library opens it by a path it builds (triton's proton
+        // joins its CUPTI directory to `libcupti.so`).
+        let carried = elfs.iter().any(|b| {
+            b.report
+                .path
+                .rsplit('/')
+                .next()
+                .is_some_and(|f| f.starts_with(name))
+        });
+        if carried {
+            continue;
+        }
+        let wheel = lib
+            .newest_wheel_soname(hint)
+            .map(|(so, pip)| format!(" ({pip} installs {so})"))
+            .unwrap_or_default();
+        let who = match files.as_slice() {
+            [one] => one.to_string(),
+            [first, ..] => format!("{} files ({first}, …)", files.len()),
+            [] => continue,
+        };
+        verdict.lines.push(format!(
+            "{who} dlopen{} {name} by its linker name on the first call into it: no CUDA wheel installs that name{wheel}, so it loads only where a CUDA toolkit's development files are",
+            if files.len() == 1 { "s" } else { "" },
         ));
     }
 }

@@ -400,3 +400,35 @@ fn doctor_follows_a_fallback_chain_as_the_file_does() {
         }
     }
 }
+
+/// A file that gives `dlopen` a linker name (mindspore's GPU plugins: `libcudart.so`,
+/// `libcupti.so`) needs a name no CUDA wheel installs: said as such, never as a SONAME the file
+/// "needs at load", and repair adds nothing for it.
+#[test]
+fn a_dlopen_by_linker_name_is_said_as_one() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let lib = gcc_shared(
+        d,
+        "libplugin.so",
+        Some("libplugin.so"),
+        "#include <dlfcn.h>\nvoid *open_rt(void) { return dlopen(\"libcudart.so\", RTLD_NOW); }\n",
+        &["-ldl"],
+    );
+    let wheel = d.join("plug-1.0-cp311-cp311-manylinux_2_17_x86_64.whl");
+    write_wheel(
+        &wheel,
+        "plug",
+        &["nvidia-cuda-runtime-cu12"],
+        &[("plug/libplugin.so", std::fs::read(&lib).unwrap())],
+    );
+    let v = inspect_json(&[wheel.to_str().unwrap()], 0);
+    let a = artifact(&v, ".whl");
+    assert!(a["cuda_needed"].as_array().unwrap().is_empty(), "{a:#}");
+    assert!(
+        verdict_lines(a).iter().any(|l| l.starts_with(
+            "plug/libplugin.so dlopens libcudart.so by its linker name on the first call into it: no CUDA wheel installs that name"
+        )),
+        "{a:#}"
+    );
+}
