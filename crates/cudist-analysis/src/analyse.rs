@@ -26,6 +26,9 @@ pub struct Analysed {
     /// For an extension module, the dotted module names in its read-only data
     /// ([`crate::loads::dotted_names`]).
     pub(crate) mentions: Vec<String>,
+    /// The NVIDIA driver's libraries the file opens itself: it imports `dlopen` and names them
+    /// in its read-only data (cupti-python's `libcuda.so.1`).
+    pub(crate) driver_dlopens: Vec<String>,
 }
 
 /// A library's characteristic strings found in a file, with its table of names.
@@ -196,7 +199,7 @@ pub fn analyse_elf(
         Vec::new()
     };
 
-    let lazy_loads = lazy_loads(&elf, &tables, &rodata, catalog);
+    let (lazy_loads, driver_dlopens) = lazy_loads(&elf, &tables, &rodata, catalog);
 
     // Classified without a CUDA-major hint here; `assemble` refines it with the artifact's context.
     let needed = elf
@@ -249,6 +252,7 @@ pub fn analyse_elf(
         hint: None,
         own_library: None,
         mentions,
+        driver_dlopens,
     })
 }
 
@@ -322,6 +326,7 @@ pub fn analyse_front(
         hint: None,
         own_library: None,
         mentions: Vec::new(),
+        driver_dlopens: Vec::new(),
     }
 }
 
@@ -372,7 +377,8 @@ pub(crate) fn lazy_loads(
     tables: &[String],
     rodata: &[&[u8]],
     catalog: &Catalog,
-) -> Vec<LazyLoad> {
+) -> (Vec<LazyLoad>, Vec<String>) {
+    let mut drivers: Vec<String> = Vec::new();
     let needs = |id: &str| {
         elf.needed.iter().any(|n| match catalog.classify(n) {
             SonameClass::Toolkit(m) | SonameClass::External(m) => m.library.id == id,
@@ -414,6 +420,12 @@ pub(crate) fn lazy_loads(
                     SonameClass::Toolkit(m) | SonameClass::External(m) => {
                         (m.library, Some(name.to_string()))
                     }
+                    SonameClass::Driver(_) => {
+                        if !elf.needed.iter().any(|n| n == name) {
+                            drivers.push(name.to_string());
+                        }
+                        continue;
+                    }
                     _ => match name.strip_suffix(".so") {
                         // A linker name: the stem of a catalog library.
                         Some(stem) => match catalog.libraries.iter().find(|l| l.stem == stem) {
@@ -452,7 +464,7 @@ pub(crate) fn lazy_loads(
             }
         }
     }
-    out
+    (out, drivers)
 }
 
 /// Whether a symbol names a trampoline table (`_cublas_tramp_table`, `_libfoo_so_1_tramp_table`).

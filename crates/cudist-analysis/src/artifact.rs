@@ -219,6 +219,7 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
             modules: &scan.modules,
         },
     );
+    declared_only_line(&cuda_needed, &requires, catalog, &mut verdict);
     variant_lines(&variants, &cuda_needed, &mut verdict);
     vendor_lines(&elfs, catalog, &mut verdict);
     linker_name_lines(&preloads, catalog, &mut verdict);
@@ -638,6 +639,28 @@ fn aggregate_needs(
             .static_cuda
             .iter()
             .any(|s| s.library == "cudart" && s.confidence == Confidence::Certain);
+        // The driver's libraries the file opens itself (`dlopen("libcuda.so.1")`).
+        for soname in &a.driver_dlopens {
+            let row = driver_needed
+                .entry(soname.clone())
+                .or_insert_with(|| NeededLibrary {
+                    soname: soname.clone(),
+                    library: None,
+                    needed_by: Vec::new(),
+                    rpath_covers: true,
+                    declared: false,
+                    declared_extra: None,
+                    declared_by: None,
+                    vendored: false,
+                    tier: a.report.tier,
+                    preload: None,
+                    lazy: Some(format!("imports dlopen and names {soname:?} to open")),
+                    loaded_first_by: None,
+                });
+            if !row.needed_by.contains(&a.report.path) {
+                row.needed_by.push(a.report.path.clone());
+            }
+        }
         if static_runtime {
             let opened: Vec<String> = catalog
                 .library("cudart")
@@ -1565,6 +1588,46 @@ fn linker_name_lines(preloads: &[crate::loads::Preload], catalog: &Catalog, verd
             p.name,
             p.place(),
         ));
+    }
+}
+
+/// An OK package whose files name no CUDA library but which declares CUDA wheels (cupti-python
+/// requires nvidia-cuda-cupti, nccl4py's `[cu13]` nvidia-nccl-cu13): it loads them itself, by
+/// names its files do not show (compiled modules calling cuda-pathfinder keep their strings
+/// compressed). Its OK says so instead of "needs none".
+fn declared_only_line(
+    cuda_needed: &[NeededLibrary],
+    requires: &[ReqName],
+    catalog: &Catalog,
+    verdict: &mut Verdict,
+) {
+    if verdict.status != VerdictStatus::Ok || !cuda_needed.is_empty() {
+        return;
+    }
+    let is_cuda_wheel = |name: &str| {
+        catalog.component_by_pip(name).is_some()
+            || catalog.libraries.iter().any(|l| {
+                l.cuda
+                    .iter()
+                    .any(|m| m.pip.as_deref().is_some_and(|p| normalise_dist(p) == name))
+            })
+    };
+    let declared: Vec<String> = requires
+        .iter()
+        .filter(|r| r.on_linux && is_cuda_wheel(&r.name))
+        .map(|r| match &r.in_extra {
+            Some(x) => format!("{} (extra {x})", r.name),
+            None => r.name.clone(),
+        })
+        .collect();
+    if declared.is_empty() {
+        return;
+    }
+    if let Some(first) = verdict.lines.first_mut() {
+        *first = format!(
+            "OK: carries no CUDA libraries and its files name none; it declares {}, which it loads itself at run time by names its files do not show (cuda-pathfinder, a computed path): doctor checks them where it is installed",
+            declared.join(", ")
+        );
     }
 }
 

@@ -2435,3 +2435,40 @@ fn a_fixs_rpath_entry_counts_from_the_files_real_directory() {
         "{fixes:#?}\n{v:#}"
     );
 }
+
+/// A CUDA wheel the package requires outright that is missing (cupti-python requires
+/// nvidia-cuda-cupti and loads libcupti itself through cuda-pathfinder, from compiled code whose
+/// strings do not show it): its import works, what uses the library fails, and doctor says so;
+/// installed, nothing is said. A requirement under an extra, or for Windows, says nothing.
+#[test]
+fn a_required_cuda_wheel_that_is_missing_fails_on_first_use() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[
+            ("cuptilike/__init__.py", "x = 1\n"),
+            (
+                "cuptilike-1.0.dist-info/METADATA",
+                "Metadata-Version: 2.1\nName: cuptilike\nVersion: 1.0\nRequires-Dist: nvidia-cuda-cupti~=13.4\nRequires-Dist: nvidia-nccl-cu13; extra == \"nccl\"\nRequires-Dist: nvidia-cublas; sys_platform == \"win32\"\n\nbody\n",
+            ),
+        ],
+    );
+    let (code, v) = doctor_import_with("cuptilike", &python, &[]);
+    assert_eq!(v["verdict"]["status"], "will-fail-when-loaded", "{v:#}");
+    assert_eq!(code, Some(0), "{v:#}");
+    let reasons = reasons_of(&v);
+    assert_eq!(
+        reasons,
+        vec!["cuptilike requires nvidia-cuda-cupti, which is not installed here: what loads its libraries fails on first use; install nvidia-cuda-cupti"],
+        "{v:#}"
+    );
+    std::fs::create_dir_all(site.join("nvidia_cuda_cupti-13.4.0.dist-info")).unwrap();
+    std::fs::write(
+        site.join("nvidia_cuda_cupti-13.4.0.dist-info/METADATA"),
+        "Metadata-Version: 2.1\nName: nvidia-cuda-cupti\nVersion: 13.4.0\n",
+    )
+    .unwrap();
+    let (code, v) = doctor_import_with("cuptilike", &python, &[]);
+    assert_eq!(v["verdict"]["status"], "ok", "{v:#}");
+    assert_eq!(code, Some(0), "{v:#}");
+}

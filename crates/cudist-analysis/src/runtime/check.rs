@@ -957,6 +957,7 @@ fn scan_lazy(path: &Path, catalog: &Catalog) -> LazyFound {
             .map(|v| v.into_iter().map(|(n, _)| n).collect())
             .unwrap_or_default();
     let loads = crate::analyse::lazy_loads(&elf, &tables, &rodata, catalog)
+        .0
         .into_iter()
         .map(|l| (l.library, l.soname, l.alternatives))
         .collect();
@@ -1986,6 +1987,53 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             dists
                 .entry(site.to_path_buf())
                 .or_insert_with(|| cudist_wheel::installed::scan_names(site).unwrap_or_default());
+        }
+    }
+    // A CUDA wheel the package's distribution requires outright (on Linux, under no extra) that
+    // is not installed: the package loads its libraries itself, by names its files may not show
+    // (cupti-python requires nvidia-cuda-cupti and loads libcupti through cuda-pathfinder from
+    // compiled code), so what uses them fails on first use. pip would have installed it: the
+    // install is broken (`pip check` says so too).
+    for ((name, dir), depth) in imports.iter().zip(&depth_of) {
+        let Some(site) = site_of_import(name, dir).filter(|_| *depth == 0) else {
+            continue;
+        };
+        let here = &dists[site];
+        for d in providers(here, name) {
+            let Ok(meta) =
+                cudist_fs::read_bounded(&d.dist_info.join("METADATA"), cudist_fs::SMALL_FILE)
+            else {
+                continue;
+            };
+            let meta = String::from_utf8_lossy(&meta);
+            for r in meta
+                .lines()
+                .take_while(|l| !l.is_empty())
+                .filter_map(|l| l.strip_prefix("Requires-Dist:"))
+                .filter_map(|r| crate::requirements::ReqName::parse(r.trim()))
+                .filter(|r| r.on_linux && r.in_extra.is_none())
+            {
+                let cuda_wheel = catalog.component_by_pip(&r.name).is_some()
+                    || catalog.libraries.iter().any(|l| {
+                        l.cuda.iter().any(|m| {
+                            m.pip
+                                .as_deref()
+                                .is_some_and(|p| cudist_wheel::installed::normalise(p) == r.name)
+                        })
+                    });
+                let installed = here
+                    .iter()
+                    .any(|x| cudist_wheel::installed::normalise(&x.name) == r.name);
+                if cuda_wheel && !installed {
+                    report.verdict.add(
+                        Status::WillFailWhenLoaded,
+                        format!(
+                            "{} requires {}, which is not installed here: what loads its libraries fails on first use; install {}",
+                            d.name, r.name, r.name
+                        ),
+                    );
+                }
+            }
         }
     }
     // Known packages load CUDA libraries themselves before importing the modules that link
