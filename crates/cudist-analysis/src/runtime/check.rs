@@ -2013,18 +2013,33 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 .filter_map(|r| crate::requirements::ReqName::parse(r.trim()))
                 .filter(|r| r.on_linux && r.in_extra.is_none())
             {
-                let cuda_wheel = catalog.component_by_pip(&r.name).is_some()
-                    || catalog.libraries.iter().any(|l| {
-                        l.cuda.iter().any(|m| {
-                            m.pip
-                                .as_deref()
-                                .is_some_and(|p| cudist_wheel::installed::normalise(p) == r.name)
+                // The wheel's libraries, where it installs them.
+                let provides: Vec<(&str, &str)> = catalog
+                    .libraries
+                    .iter()
+                    .flat_map(|l| &l.cuda)
+                    .filter(|m| {
+                        m.pip
+                            .as_deref()
+                            .is_some_and(|p| cudist_wheel::installed::normalise(p) == r.name)
+                    })
+                    .flat_map(|m| {
+                        let dirs = m.pip_dirs();
+                        m.sonames.iter().flat_map(move |so| {
+                            dirs.clone().into_iter().map(move |(d, _)| (d, so.as_str()))
                         })
-                    });
+                    })
+                    .collect();
                 let installed = here
                     .iter()
                     .any(|x| cudist_wheel::installed::normalise(&x.name) == r.name);
-                if cuda_wheel && !installed {
+                // Its files there without its metadata (a tree put together by hand), or a conda
+                // environment that provides the libraries: not missing.
+                let files_there = provides
+                    .iter()
+                    .any(|(d, so)| site.join(d).join(so).exists());
+                let conda = std::env::var_os("CONDA_PREFIX").is_some();
+                if !provides.is_empty() && !installed && !files_there && !conda {
                     report.verdict.add(
                         Status::WillFailWhenLoaded,
                         format!(
