@@ -574,7 +574,8 @@ fn aggregate_needs(
                 .and_then(|l| catalog.library_by_soname_hinted(&n.soname, Some(l.cuda_major)))
                 .map(|m| m.major.pip_dirs().into_iter().map(|(d, _)| d).collect())
                 .unwrap_or_default();
-            let covered = search_path_covers(&a.report, &n.soname, &want, files);
+            let covered = search_path_covers(&a.report, &n.soname, &want, files)
+                || loaders_rpath_covers(elfs, a, &n.soname, &want, files, 2);
             row.rpath_covers &= covered;
         }
         // Libraries the file loads itself on the first call: the file's own dlopen searches
@@ -1383,6 +1384,51 @@ fn search_path_covers(
             _ => false,
         }
     })
+}
+
+/// Whether the DT_RPATH of the files that load `a` reaches `soname` (glibc's ld.so: an object
+/// without DT_RUNPATH is searched with its own DT_RPATH, then with the DT_RPATH of the object
+/// that loaded it, and so on up the chain, skipping objects that have a DT_RUNPATH). legate's
+/// `liblegate.so` has no entry for `nvidia/nccl/lib`; the extension modules that load it do.
+/// Every file of the artifact that needs `a` must reach it, itself or through its own loaders
+/// (`depth` levels up, at most 16 loaders a level): the first to load `a` decides, and any of
+/// them may be first.
+fn loaders_rpath_covers(
+    elfs: &[Analysed],
+    a: &Analysed,
+    soname: &str,
+    want: &[&str],
+    files: &BTreeSet<String>,
+    depth: usize,
+) -> bool {
+    if depth == 0 || !a.report.runpath.is_empty() {
+        return false;
+    }
+    let base = a.report.path.rsplit('/').next().unwrap_or_default();
+    let names: Vec<&str> = a
+        .report
+        .soname
+        .as_deref()
+        .into_iter()
+        .chain([base])
+        .collect();
+    let loaders: Vec<&Analysed> = elfs
+        .iter()
+        .filter(|b| !std::ptr::eq(*b, a))
+        .filter(|b| {
+            b.report
+                .needed
+                .iter()
+                .any(|n| names.contains(&n.soname.as_str()))
+        })
+        .collect();
+    // Bounded: a file that dozens of others load is not judged through all their chains.
+    !loaders.is_empty()
+        && loaders.len() <= 16
+        && loaders.iter().all(|b| {
+            (b.report.runpath.is_empty() && search_path_covers(&b.report, soname, want, files))
+                || loaders_rpath_covers(elfs, b, soname, want, files, depth - 1)
+        })
 }
 
 pub use crate::requirements::{normalise_dist, ReqName};

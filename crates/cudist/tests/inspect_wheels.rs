@@ -1170,3 +1170,75 @@ fn an_empty_search_path_entry_is_misbuilt() {
         "{a:#}"
     );
 }
+
+/// ld.so searches an object without DT_RUNPATH with the DT_RPATH of the objects that loaded it
+/// too (legate: `liblegate.so` needs libnccl.so.2 and has no entry for `nvidia/nccl/lib`; the
+/// extension modules that load it do). The need is reached; with DT_RUNPATH in the loader
+/// (which is not inherited) it is not.
+#[test]
+fn a_loaders_rpath_reaches_what_the_loaded_file_needs() {
+    for (flag, reached) in [("--disable-new-dtags", true), ("--enable-new-dtags", false)] {
+        let work = tempfile::tempdir().unwrap();
+        let d = work.path();
+        let nccl = d.join("nccl");
+        fake_lib(&nccl, "libnccl.so.2", "libnccl.so.2", "ncclGetVersion");
+        let core = gcc_shared(
+            d,
+            "libcore.so",
+            Some("libcore.so"),
+            "int ncclGetVersion(int *);\nint core(void) { int v; return ncclGetVersion(&v); }\n",
+            &[
+                "-Wl,--no-as-needed",
+                "-Wl,--disable-new-dtags",
+                "-Wl,-rpath,$ORIGIN",
+                &format!("-L{}", nccl.display()),
+                "-l:libnccl.so.2",
+            ],
+        );
+        let ext = gcc_shared(
+            d,
+            "_ext.so",
+            None,
+            "int core(void);\nint f(void) { return core(); }\n",
+            &[
+                "-Wl,--no-as-needed",
+                &format!("-Wl,{flag}"),
+                "-Wl,-rpath,$ORIGIN/../nvidia/nccl/lib:$ORIGIN",
+                &format!("-L{}", d.display()),
+                "-lcore",
+            ],
+        );
+        let w = d.join("chainrp-1.0-cp311-cp311-manylinux_2_17_x86_64.whl");
+        write_wheel(
+            &w,
+            "chainrp",
+            &["nvidia-nccl-cu12"],
+            &[
+                ("chainrp/_ext.so", std::fs::read(&ext).unwrap()),
+                ("chainrp/libcore.so", std::fs::read(&core).unwrap()),
+            ],
+        );
+        let r = inspect_json(&[w.to_str().unwrap()], 0);
+        let a = artifact(&r, ".whl");
+        let row = needed(a, "libnccl.so.2");
+        assert_eq!(row["rpath_covers"], reached, "{flag}: {row:#}");
+        // The oracle: glibc's loader, on the same tree installed.
+        let site = d.join("site");
+        std::fs::create_dir_all(site.join("chainrp")).unwrap();
+        std::fs::create_dir_all(site.join("nvidia/nccl/lib")).unwrap();
+        std::fs::copy(&ext, site.join("chainrp/_ext.so")).unwrap();
+        std::fs::copy(&core, site.join("chainrp/libcore.so")).unwrap();
+        std::fs::copy(
+            nccl.join("libnccl.so.2"),
+            site.join("nvidia/nccl/lib/libnccl.so.2"),
+        )
+        .unwrap();
+        let o = std::process::Command::new("python3")
+            .args(["-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])"])
+            .arg(site.join("chainrp/_ext.so"))
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.success(), reached, "{flag}: {}", stderr(&o));
+    }
+}
