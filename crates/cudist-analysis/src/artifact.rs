@@ -170,7 +170,22 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
     }
     let mut vendored = vendored;
     let reports: Vec<&ElfReport> = elfs.iter().map(|a| &a.report).collect();
-    let reach = opened_by(&reports, &vendored, &preloads);
+    let mut reach = opened_by(&reports, &vendored, &preloads);
+    // The carried libraries in a directory the package puts on `LD_LIBRARY_PATH` for the
+    // programs it starts: those find them by name there, wherever they run from.
+    for v in &vendored {
+        let dir = parent(&v.path);
+        let dir = dir.rsplit('/').next().unwrap_or(&dir);
+        if let Some((_, at)) = scan.library_path_dirs.iter().find(|(d, _)| d == dir) {
+            reach.insert(
+                v.path.clone(),
+                (
+                    OpenedBy::Python,
+                    Some(format!("{at}, a directory it puts on LD_LIBRARY_PATH")),
+                ),
+            );
+        }
+    }
     for v in &mut vendored {
         if let Some((by, at)) = reach.get(v.path.as_str()) {
             v.opened_by = *by;

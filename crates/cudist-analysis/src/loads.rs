@@ -306,6 +306,40 @@ pub struct Scan {
     /// from cuopt's `__init__.py`): what such a function loads, read from that package, loads
     /// during this import.
     pub outside_calls: Vec<OutsideCall>,
+    /// Directories of carried libraries (`nvidia_pytriton.libs`) that the package names where it
+    /// also sets `LD_LIBRARY_PATH`: the programs it starts find libraries there by name
+    /// ([`library_path_dirs`]), each with where it is named.
+    pub library_path_dirs: Vec<(String, String)>,
+}
+
+/// The directories of carried libraries a package names (a string literal that is a `.libs`
+/// directory, auditwheel's and meson-python's name for them), where its code also writes the
+/// name `LD_LIBRARY_PATH`: nvidia-pytriton copies its `tritonserver` program into a workspace
+/// and starts it with `nvidia_pytriton.libs` on `LD_LIBRARY_PATH`, so the copy finds its
+/// libraries there, not through its RPATH. The link between the two is not followed: a package
+/// that writes both is taken to mean it.
+fn library_path_dirs(files: &[File]) -> Vec<(String, String)> {
+    let literals = || {
+        files.iter().flat_map(|f| {
+            f.stmts
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !f.excluded[*i])
+                .flat_map(move |(_, s)| s.literals.iter().map(move |l| (f.path, l)))
+        })
+    };
+    if !literals().any(|(_, l)| l.value == "LD_LIBRARY_PATH") {
+        return Vec::new();
+    }
+    let mut out: Vec<(String, String)> = Vec::new();
+    for (path, l) in literals() {
+        let dir = l.value.trim_end_matches('/');
+        let dir = dir.rsplit('/').next().unwrap_or(dir);
+        if dir.len() > 5 && dir.ends_with(".libs") && !out.iter().any(|(d, _)| d == dir) {
+            out.push((dir.to_string(), format!("{path}:{}", l.line)));
+        }
+    }
+    out
 }
 
 /// A call at import of a function of a module outside the package.
@@ -876,6 +910,7 @@ pub fn scan_with(
         modules: reach.modules,
         plugin_groups,
         outside_calls,
+        library_path_dirs: library_path_dirs(&files),
     }
 }
 

@@ -55,13 +55,16 @@ pub struct Call {
 }
 
 /// Whether a string can name a shared library or a data file listing libraries (`libcudart.so.12`,
-/// `lib/libcue_ops.so`, `_preload_library.json`): the only strings kept, so a package's other
-/// strings cost no memory.
+/// `lib/libcue_ops.so`, `_preload_library.json`), a directory of carried libraries
+/// (`nvidia_pytriton.libs`) or the variable that points programs at one (`LD_LIBRARY_PATH`): the
+/// only strings kept, so a package's other strings cost no memory.
 fn can_name_a_file(s: &str) -> bool {
     s.len() <= 4096
         && (s.contains(".so")
             || s.ends_with(".json")
             || s.contains(".cpython-")
+            || s.trim_end_matches('/').ends_with(".libs")
+            || s == "LD_LIBRARY_PATH"
             || is_library_stem(s))
 }
 

@@ -1633,3 +1633,63 @@ fn a_vendored_library_without_a_versioned_soname_is_kept() {
         "{wr:#}"
     );
 }
+
+/// A package that starts a program with its libraries directory on `LD_LIBRARY_PATH`
+/// (nvidia-pytriton copies `tritonserver` into a workspace and points `LD_LIBRARY_PATH` at
+/// `nvidia_pytriton.libs`): the copy finds its libraries there by name, not by its RPATH, so a
+/// requirement cannot stand in for the vendored runtime there. Kept.
+#[test]
+fn a_libraries_directory_put_on_ld_library_path_keeps_its_libraries() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let libs = d.join("user.libs");
+    let name = "libcudart-5a077122.so.12.0.107";
+    fake_lib(&libs, name, name, "cudaMalloc");
+    let user = gcc_shared(
+        d,
+        "libuser.so",
+        Some("libuser.so"),
+        "int cudaMalloc(void *);\nint f(void) { return cudaMalloc(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.display()),
+            &format!("-l:{name}"),
+            "-Wl,-rpath,$ORIGIN/../user.libs",
+        ],
+    );
+    for (server, kept) in [
+        (
+            "import os, pathlib\ndef env():\n    e = dict(os.environ)\n    e['LD_LIBRARY_PATH'] = str(pathlib.Path(__file__).parent.parent / 'user.libs')\n    return e\n",
+            true,
+        ),
+        ("import os\nLIBS = 'user.libs'\n", false),
+    ] {
+        let wheel = d.join("user-1.0-cp311-cp311-manylinux_2_17_x86_64.whl");
+        write_wheel(
+            &wheel,
+            "user",
+            &[],
+            &[
+                ("user/libuser.so", std::fs::read(&user).unwrap()),
+                ("user/server.py", server.as_bytes().to_vec()),
+                (
+                    &format!("user.libs/{name}"),
+                    std::fs::read(libs.join(name)).unwrap(),
+                ),
+            ],
+        );
+        let out = d.join(format!("out-{kept}"));
+        let r = repair_json(&wheel, &out);
+        let wr = &r["wheels"][0];
+        assert_eq!(
+            wr["kept"].as_array().unwrap().len(),
+            usize::from(kept),
+            "{wr:#}"
+        );
+        assert_eq!(
+            wr["removed"].as_array().unwrap().len(),
+            usize::from(!kept),
+            "{wr:#}"
+        );
+    }
+}
