@@ -1453,7 +1453,10 @@ pub fn tiers(
                 .iter()
                 .any(|p| p.carried_required_at_import() && p.loads(k))
         });
-        let reached = match ext_module[i].as_ref().and_then(|m| modules.get(m)) {
+        let reached = match ext_module[i]
+            .as_ref()
+            .and_then(|m| pysource::imported_at(modules, m))
+        {
             _ if ext_module[i].is_none() => false,
             None => n.extension,
             Some(pysource::ImportedAt::Import(_)) => true,

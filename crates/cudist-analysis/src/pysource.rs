@@ -590,7 +590,21 @@ impl<'a> Visitor<'a> for Gather<'_> {
                         }
                     }
                     let first = c.arguments.args.first();
-                    let arg = first.and_then(|a| string_value(a).or_else(|| fstring_pattern(a)));
+                    // A module name built from a literal start (`importlib.import_module(
+                    // "mooncake.pg" + version_suffix)`) is a pattern: the start, then anything.
+                    let built = |a: &Expr| match a {
+                        Expr::BinOp(b)
+                            if b.op == ast::Operator::Add && callee.ends_with("import_module") =>
+                        {
+                            string_value(&b.left).map(|l| format!("{l}*"))
+                        }
+                        _ => None,
+                    };
+                    let arg = first.and_then(|a| {
+                        string_value(a)
+                            .or_else(|| fstring_pattern(a))
+                            .or_else(|| built(a))
+                    });
                     let arg_name = match first {
                         Some(Expr::Name(n)) => Some(n.id.to_string()),
                         _ => None,
@@ -2032,6 +2046,16 @@ pub fn reach(files: &[File]) -> Reach {
                         sites.push((m.to_string(), scope, at(), f.guarded[si]));
                         run_module(m, &mut targets);
                     }
+                    // A name built from a literal start: every module it can be
+                    // ([`imported_at`]), none of which runs here as far as the reading goes.
+                    if let Some(m) = call
+                        .arg
+                        .as_deref()
+                        .and_then(|m| m.strip_suffix('*'))
+                        .filter(|m| m.len() >= 3 && is_module_name(m.trim_end_matches(['.', '_'])))
+                    {
+                        sites.push((format!("{m}*"), scope, at(), f.guarded[si]));
+                    }
                     continue;
                 }
                 match qual {
@@ -2124,6 +2148,22 @@ pub fn reach(files: &[File]) -> Reach {
         external: ext,
         modules,
     }
+}
+
+/// How module `m` is imported, from `modules` ([`Reach::modules`]): by its name, else by a name
+/// built from a literal start that `m` begins with (`mooncake.pg*` for `mooncake.pg_2_12_0`).
+pub fn imported_at<'a>(
+    modules: &'a BTreeMap<String, ImportedAt>,
+    m: &str,
+) -> Option<&'a ImportedAt> {
+    modules.get(m).or_else(|| {
+        modules
+            .iter()
+            .filter_map(|(k, v)| Some((k.strip_suffix('*')?, v)))
+            .filter(|(start, _)| m.starts_with(start) && m.len() > start.len())
+            .max_by_key(|(start, _)| start.len())
+            .map(|(_, v)| v)
+    })
 }
 
 /// How the import of a package reaches a module that its Python imports.

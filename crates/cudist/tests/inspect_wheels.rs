@@ -1242,3 +1242,38 @@ fn a_loaders_rpath_reaches_what_the_loaded_file_needs() {
         assert_eq!(o.status.success(), reached, "{flag}: {}", stderr(&o));
     }
 }
+
+/// An extension module imported by a name the code builds from a literal start
+/// (`importlib.import_module("pkg.pg" + suffix)` in a module the import does not reach, as
+/// mooncake picks its `pg_2_12_0` build by torch's version) loads where that import runs: not at
+/// import.
+#[test]
+fn a_module_imported_by_a_built_name_loads_where_that_import_runs() {
+    let libs = Libs::new();
+    let ext = libs.extension(&[("c12", "cudart")], None);
+    let out = tempfile::tempdir().unwrap();
+    let w = wheel(
+        out.path(),
+        "builtname",
+        &[],
+        &[
+            ("pkg/__init__.py", b"x = 1\n".to_vec()),
+            (
+                "pkg/pg.py",
+                b"import importlib, sys\nsuffix = '_%d_%d' % sys.version_info[:2]\nbackend = importlib.import_module('pkg.pg' + suffix)\n"
+                    .to_vec(),
+            ),
+            ("pkg/pg_3_11.cpython-311-x86_64-linux-gnu.so", ext),
+        ],
+    );
+    let r = inspect_json(&[&w], 0);
+    let a = artifact(&r, ".whl");
+    let f = &a["elf_files"][0];
+    assert_eq!(f["tier"], "on-demand", "{f:#}");
+    assert!(
+        f["tier_reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("pkg/pg.py:3, a module the import does not reach")),
+        "{f:#}"
+    );
+}
