@@ -2472,3 +2472,57 @@ fn a_required_cuda_wheel_that_is_missing_fails_on_first_use() {
     assert_eq!(v["verdict"]["status"], "ok", "{v:#}");
     assert_eq!(code, Some(0), "{v:#}");
 }
+
+/// One root cause, one line: a file missing two libraries of one wheel (cupy's cuTENSOR module:
+/// libcutensor.so.2 and libcutensorMg.so.2, both from cutensor-cu13) is said once.
+#[test]
+fn the_libraries_of_one_missing_wheel_are_one_line() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[("tens/__init__.py", "from . import _ext\n")],
+    );
+    let libs = work.path().join("libs");
+    fake_lib(
+        &libs,
+        "libcutensor.so.2",
+        "libcutensor.so.2",
+        "cutensorCreate",
+    );
+    fake_lib(
+        &libs,
+        "libcutensorMg.so.2",
+        "libcutensorMg.so.2",
+        "cutensorMgCreate",
+    );
+    let ext = gcc_shared(
+        work.path(),
+        "_ext.so",
+        None,
+        &py_extension_source(
+            "_ext",
+            "int cutensorCreate(void *); int cutensorMgCreate(void *);",
+            "cutensorCreate(0); cutensorMgCreate(0);",
+        ),
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.display()),
+            "-l:libcutensor.so.2",
+            "-l:libcutensorMg.so.2",
+        ],
+    );
+    std::fs::copy(
+        &ext,
+        site.join("tens")
+            .join(format!("_ext{}", ext_suffix(&python))),
+    )
+    .unwrap();
+    let (code, v) = doctor_import_with("tens", &python, &["--static"]);
+    assert_eq!(code, Some(1), "{v:#}");
+    let reasons = reasons_of(&v);
+    assert_eq!(reasons.len(), 1, "{reasons:#?}");
+    assert!(
+        reasons[0].contains("libcutensor.so.2, libcutensorMg.so.2 not found"),
+        "{reasons:#?}"
+    );
+}

@@ -1412,23 +1412,41 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             ),
         );
     }
+    // One root cause, one line: the SONAMEs one wheel provides (cuTENSOR's libcutensor.so.2 and
+    // libcutensorMg.so.2) are said together.
+    let mut by_wheel: Vec<(Option<String>, Vec<&Missing>)> = Vec::new();
     for m in missing.iter().filter(|_| !other_vendor_build) {
+        let pip = match catalog.classify_hinted(&m.name, major) {
+            SonameClass::Toolkit(l) | SonameClass::External(l) => l.major.pip.clone(),
+            _ => None,
+        };
+        match by_wheel
+            .iter_mut()
+            .find(|(p, _)| pip.is_some() && *p == pip)
+        {
+            Some((_, ms)) => ms.push(m),
+            None => by_wheel.push((pip, vec![m])),
+        }
+    }
+    for (_, ms) in &by_wheel {
+        let m = ms[0];
         let fix = m
             .fix
             .as_deref()
             .map(|x| format!(" (fix: {x})"))
             .unwrap_or_default();
+        let names: Vec<&str> = ms.iter().map(|m| m.name.as_str()).collect();
+        let names = names.join(", ");
         verdict.add_cause(
             fails,
-            format!("missing {}", m.name),
+            format!("missing {names}"),
             f.display().to_string(),
             format!(
-                "{}: {} not found (needed by {}){when}",
+                "{}: {names} not found (needed by {}){when}",
                 f.display(),
-                m.name,
                 m.needed_by.display()
             ),
-            format!("{} not found{fix}", m.name),
+            format!("{names} not found{fix}"),
         );
     }
     // The device code is read only when there is a GPU to judge it for, or a driver to judge a
