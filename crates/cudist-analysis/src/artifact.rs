@@ -655,12 +655,42 @@ fn aggregate_needs(
             .static_cuda
             .iter()
             .any(|s| s.library == "cudart" && s.confidence == Confidence::Certain);
-        // The driver's libraries the file opens itself (`dlopen("libcuda.so.1")`).
-        for soname in &a.driver_dlopens {
+        // The driver's libraries the file opens itself (`dlopen("libcuda.so.1")`), and those a
+        // runtime linked into it opens.
+        let mut opened: Vec<(String, String)> = a
+            .driver_dlopens
+            .iter()
+            .map(|so| {
+                (
+                    so.clone(),
+                    format!("imports dlopen and names {so:?} to open"),
+                )
+            })
+            .collect();
+        if static_runtime {
+            let runtime = catalog.library("cudart");
+            opened.extend(
+                runtime
+                    .into_iter()
+                    .flat_map(|l| l.dlopens.iter())
+                    .filter(|d| {
+                        catalog.driver_lib(d).is_some()
+                            && !runtime.is_some_and(|l| l.optional_dlopens.contains(d))
+                    })
+                    .map(|d| {
+                        (
+                            d.clone(),
+                            "the CUDA runtime linked into it opens the driver on the first CUDA call"
+                                .to_string(),
+                        )
+                    }),
+            );
+        }
+        for (soname, how) in opened {
             let row = driver_needed
                 .entry(soname.clone())
                 .or_insert_with(|| NeededLibrary {
-                    soname: soname.clone(),
+                    soname,
                     library: None,
                     needed_by: Vec::new(),
                     rpath_covers: true,
@@ -670,50 +700,11 @@ fn aggregate_needs(
                     vendored: false,
                     tier: a.report.tier,
                     preload: None,
-                    lazy: Some(format!("imports dlopen and names {soname:?} to open")),
+                    lazy: Some(how),
                     loaded_first_by: None,
                 });
             if !row.needed_by.contains(&a.report.path) {
                 row.needed_by.push(a.report.path.clone());
-            }
-        }
-        if static_runtime {
-            let opened: Vec<String> = catalog
-                .library("cudart")
-                .into_iter()
-                .flat_map(|l| l.dlopens.iter())
-                .filter(|d| {
-                    catalog.driver_lib(d).is_some()
-                        && !catalog
-                            .library("cudart")
-                            .is_some_and(|l| l.optional_dlopens.contains(d))
-                })
-                .cloned()
-                .collect();
-            for soname in opened {
-                let row =
-                    driver_needed.entry(soname.clone()).or_insert_with(|| {
-                        NeededLibrary {
-                    soname: soname.clone(),
-                    library: None,
-                    needed_by: Vec::new(),
-                    rpath_covers: true,
-                    declared: false,
-                    declared_extra: None,
-                    declared_by: None,
-                    vendored: false,
-                    tier: a.report.tier,
-                    preload: None,
-                    lazy: Some(
-                        "the CUDA runtime linked into it opens the driver on the first CUDA call"
-                            .into(),
-                    ),
-                    loaded_first_by: None,
-                }
-                    });
-                if !row.needed_by.contains(&a.report.path) {
-                    row.needed_by.push(a.report.path.clone());
-                }
             }
         }
     }
