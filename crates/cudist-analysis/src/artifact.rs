@@ -1719,15 +1719,23 @@ fn lazy_linker_name_lines(elfs: &[Analysed], catalog: &Catalog, verdict: &mut Ve
             .newest_wheel_soname(hint)
             .map(|(so, pip)| format!(" ({pip} installs {so})"))
             .unwrap_or_default();
-        let who = match files.as_slice() {
-            [one] => one.to_string(),
-            [first, ..] => format!("{} files ({first}, …)", files.len()),
-            [] => continue,
+        let Some(who) = files_named(&files) else {
+            continue;
         };
         verdict.lines.push(format!(
             "{who} dlopen{} {name} by its linker name on the first call into it: no CUDA wheel installs that name{wheel}, so it loads only where a CUDA toolkit's development files are",
             if files.len() == 1 { "s" } else { "" },
         ));
+    }
+}
+
+/// The files a line is about: the one, or how many with the first (`3 files (a.so, …)`); none
+/// for none.
+fn files_named(files: &[&str]) -> Option<String> {
+    match files {
+        [one] => Some(one.to_string()),
+        [first, ..] => Some(format!("{} files ({first}, …)", files.len())),
+        [] => None,
     }
 }
 
@@ -1780,10 +1788,8 @@ fn misbuilt_lines(file_name: &str, elfs: &[Analysed], platform: &Platform, verdi
     }
     for (entry, files) in foreign {
         let files: Vec<&str> = files.into_iter().collect();
-        let who = match files.as_slice() {
-            [one] => one.to_string(),
-            [first, ..] => format!("{} files ({first}, …)", files.len()),
-            [] => continue,
+        let Some(who) = files_named(&files) else {
+            continue;
         };
         lines.push(format!(
             "{who} search{} {entry}, a directory of the build machine: absent on users' machines, and whoever can create it there can make {} load a library of theirs first (set the install RPATH at build time)",
@@ -1812,10 +1818,8 @@ fn misbuilt_lines(file_name: &str, elfs: &[Analysed], platform: &Platform, verdi
     }
     for (entry, files) in relative {
         let files: Vec<&str> = files.into_iter().collect();
-        let who = match files.as_slice() {
-            [one] => one.to_string(),
-            [first, ..] => format!("{} files ({first}, …)", files.len()),
-            [] => continue,
+        let Some(who) = files_named(&files) else {
+            continue;
         };
         lines.push(format!(
             "{who} ha{} {entry} in its search path: the loader reads it from the current directory of the process, so whoever controls that directory chooses the library loaded (drop it, or write $ORIGIN/…)",
@@ -1843,10 +1847,8 @@ fn vendor_lines(elfs: &[Analysed], catalog: &Catalog, verdict: &mut Verdict) {
     }
     for (vendor, (sonames, files)) in by_vendor {
         let files: Vec<&str> = files.into_iter().collect();
-        let who = match files.as_slice() {
-            [one] => one.to_string(),
-            [first, ..] => format!("{} files ({first}, …)", files.len()),
-            [] => continue,
+        let Some(who) = files_named(&files) else {
+            continue;
         };
         verdict.lines.push(format!(
             "{who} need{} {vendor}'s runtime ({}): it comes with {vendor}'s stack, not from a CUDA package (`cudist repair` leaves it out)",
