@@ -1253,6 +1253,24 @@ fn a_plugin_that_needs_its_packages_extension_loads_after_the_import() {
     assert_eq!(tier("plugins/libplug.so"), "on-demand");
 }
 
+/// Reality for a package whose import works and whose first use fails on a missing library:
+/// `import module` succeeds in `python` (no `LD_LIBRARY_PATH`), and `use_code` fails naming
+/// `lib`.
+fn imports_then_fails_on_use(python: &std::path::Path, module: &str, use_code: &str, lib: &str) {
+    let run = |code: &str| {
+        std::process::Command::new(python)
+            .args(["-c", code])
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap()
+    };
+    let imported = run(&format!("import {module}"));
+    assert!(imported.status.success(), "{}", stderr(&imported));
+    let used = run(use_code);
+    assert!(!used.status.success());
+    assert!(stderr(&used).contains(lib), "{}", stderr(&used));
+}
+
 /// A venv (without pip) at `dir` with packages given as (relative path, text) files in its
 /// site-packages. Returns (python, site-packages).
 fn venv_with(
@@ -1519,20 +1537,11 @@ fn plugins_registered_by_entry_points_load_on_first_use() {
     let backend = ext_needing(work.path(), "cublas", "libcublas.so.12", "cublasCreate_v2");
     std::fs::write(site.join("hostpkg_plugins/gpu/libgpu_backend.so"), backend).unwrap();
     // Reality: the import works; the first use fails on the plugin's library.
-    let run = |code: &str| {
-        std::process::Command::new(&python)
-            .args(["-c", code])
-            .env_remove("LD_LIBRARY_PATH")
-            .output()
-            .unwrap()
-    };
-    assert!(run("import hostpkg").status.success());
-    let used = run("import hostpkg; from importlib.metadata import entry_points as e; [p.load() for p in e(group='hostpkg_plugins') if p.name == 'gpu']");
-    assert!(!used.status.success());
-    assert!(
-        stderr(&used).contains("libcublas.so.12"),
-        "{}",
-        stderr(&used)
+    imports_then_fails_on_use(
+        &python,
+        "hostpkg",
+        "import hostpkg; from importlib.metadata import entry_points as e; [p.load() for p in e(group='hostpkg_plugins') if p.name == 'gpu']",
+        "libcublas.so.12",
     );
     for extra in [&["--static"][..], &[]] {
         let (code, v) = doctor_import_with("hostpkg", &python, extra);
@@ -1585,17 +1594,12 @@ fn a_load_by_linker_name_fails_when_used() {
         "int f(void) { return 0; }\n",
         &[],
     );
-    let run = |code: &str| {
-        std::process::Command::new(&python)
-            .args(["-c", code])
-            .env("LD_LIBRARY_PATH", "")
-            .output()
-            .unwrap()
-    };
-    assert!(run("import bylinker").status.success());
-    let used = run("import bylinker; bylinker._load_cudart()");
-    assert!(!used.status.success());
-    assert!(stderr(&used).contains("libcudart.so"), "{}", stderr(&used));
+    imports_then_fails_on_use(
+        &python,
+        "bylinker",
+        "import bylinker; bylinker._load_cudart()",
+        "libcudart.so",
+    );
     for extra in [&["--static"][..], &[]] {
         let (code, v) = doctor_import_with("bylinker", &python, extra);
         assert_eq!(v["verdict"]["status"], "will-fail-when-loaded", "{v:#}");
@@ -2335,20 +2339,11 @@ fn an_extension_module_installed_beside_the_package_is_judged_with_it() {
     };
     record(true);
     // Reality: the import works; the first use fails on CUPTI.
-    let run = |code: &str| {
-        std::process::Command::new(&python)
-            .args(["-c", code])
-            .env_remove("LD_LIBRARY_PATH")
-            .output()
-            .unwrap()
-    };
-    assert!(run("import besidepkg").status.success());
-    let used = run("import besidepkg; besidepkg.profile()");
-    assert!(!used.status.success());
-    assert!(
-        stderr(&used).contains("libcupti.so.13"),
-        "{}",
-        stderr(&used)
+    imports_then_fails_on_use(
+        &python,
+        "besidepkg",
+        "import besidepkg; besidepkg.profile()",
+        "libcupti.so.13",
     );
     for extra in [&["--static"][..], &[]] {
         let (code, v) = doctor_import_with("besidepkg", &python, extra);

@@ -1098,25 +1098,14 @@ fn a_graft_named_by_its_stem_and_version_is_the_library() {
         "int cuFileDriverOpen(void) { return 0; }\nint cuFileHandleRegister(void) { return 0; }\n",
         &[],
     );
-    let user = gcc_shared(
-        d,
-        "libuser.so",
-        Some("libuser.so"),
-        "int cuFileDriverOpen(void);\nint f(void) { return cuFileDriverOpen(); }\n",
-        &[
-            "-Wl,--no-as-needed",
-            &format!("-L{}", libs.display()),
-            &format!("-l:{name}"),
-            "-Wl,-rpath,$ORIGIN/../pkg.libs",
-        ],
-    );
+    let user = user_of_copy(d, &libs, name, "cuFileDriverOpen", "pkg.libs");
     let w = d.join("pkg-1.0-cp311-cp311-manylinux_2_17_x86_64.whl");
     write_wheel(
         &w,
         "pkg",
         &[],
         &[
-            ("pkg/libuser.so", std::fs::read(&user).unwrap()),
+            ("pkg/libuser.so", user),
             (
                 &format!("pkg.libs/{name}"),
                 std::fs::read(libs.join(name)).unwrap(),

@@ -302,25 +302,14 @@ fn the_requirement_for_a_vendored_copy_admits_no_older_release() {
     let libs = d.join("user.libs");
     let name = "libcudart-5a077122.so.12.0.107";
     fake_lib(&libs, name, name, "cudaMalloc");
-    let user = gcc_shared(
-        d,
-        "libuser.so",
-        Some("libuser.so"),
-        "int cudaMalloc(void *);\nint f(void) { return cudaMalloc(0); }\n",
-        &[
-            "-Wl,--no-as-needed",
-            &format!("-L{}", libs.display()),
-            &format!("-l:{name}"),
-            "-Wl,-rpath,$ORIGIN/../user.libs",
-        ],
-    );
+    let user = user_of_copy(d, &libs, name, "cudaMalloc", "user.libs");
     let wheel = d.join("user-1.0-cp311-cp311-manylinux_2_17_x86_64.whl");
     write_wheel(
         &wheel,
         "user",
         &[],
         &[
-            ("user/libuser.so", std::fs::read(&user).unwrap()),
+            ("user/libuser.so", user),
             (
                 &format!("user.libs/{name}"),
                 std::fs::read(libs.join(name)).unwrap(),
@@ -1645,18 +1634,7 @@ fn a_libraries_directory_put_on_ld_library_path_keeps_its_libraries() {
     let libs = d.join("user.libs");
     let name = "libcudart-5a077122.so.12.0.107";
     fake_lib(&libs, name, name, "cudaMalloc");
-    let user = gcc_shared(
-        d,
-        "libuser.so",
-        Some("libuser.so"),
-        "int cudaMalloc(void *);\nint f(void) { return cudaMalloc(0); }\n",
-        &[
-            "-Wl,--no-as-needed",
-            &format!("-L{}", libs.display()),
-            &format!("-l:{name}"),
-            "-Wl,-rpath,$ORIGIN/../user.libs",
-        ],
-    );
+    let user = user_of_copy(d, &libs, name, "cudaMalloc", "user.libs");
     for (server, kept) in [
         (
             "import os, pathlib\ndef env():\n    e = dict(os.environ)\n    e['LD_LIBRARY_PATH'] = str(pathlib.Path(__file__).parent.parent / 'user.libs')\n    return e\n",
@@ -1670,7 +1648,7 @@ fn a_libraries_directory_put_on_ld_library_path_keeps_its_libraries() {
             "user",
             &[],
             &[
-                ("user/libuser.so", std::fs::read(&user).unwrap()),
+                ("user/libuser.so", user.clone()),
                 ("user/server.py", server.as_bytes().to_vec()),
                 (
                     &format!("user.libs/{name}"),

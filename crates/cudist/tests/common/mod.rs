@@ -282,6 +282,25 @@ pub fn tree_and_wheel(work: &Path) -> (PathBuf, PathBuf) {
     (tree, wheel)
 }
 
+/// `libuser.so`, built in `dir`: a package's library that calls `symbol` of the carried copy
+/// `copy` (a file in `libs`, linked by that name, as a repair tool's graft is) and searches
+/// `$ORIGIN/../<libs_dir>`, where the wheel carries it.
+pub fn user_of_copy(dir: &Path, libs: &Path, copy: &str, symbol: &str, libs_dir: &str) -> Vec<u8> {
+    let user = gcc_shared(
+        dir,
+        "libuser.so",
+        Some("libuser.so"),
+        &format!("int {symbol}(void);\nint f(void) {{ return {symbol}(); }}\n"),
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.display()),
+            &format!("-l:{copy}"),
+            &format!("-Wl,-rpath,$ORIGIN/../{libs_dir}"),
+        ],
+    );
+    std::fs::read(user).unwrap()
+}
+
 /// Runs a Python snippet with `python3` (used to craft hostile zips the zip crate will not write).
 pub fn python(code: &str, args: &[&str]) {
     let o = Command::new("python3")
