@@ -1230,20 +1230,32 @@ impl Reader<'_> {
                 let mut earlier = self.truth(&i.test, ctx.scope);
                 // Tests of the function's first parameter: a body runs for the values its own
                 // test admits and the earlier tests of the chain did not take.
-                let param = self.param(ctx.scope);
-                let aliases = self.aliases_in(ctx.scope);
-                let strings = if param.is_some() {
-                    self.module_strings.clone()
-                } else {
-                    HashMap::new()
+                // Every test of the chain, read as things stand at the `if` (before its bodies).
+                let (first, in_and, clause_tests) = {
+                    let param = self.param(ctx.scope);
+                    let aliases = self.aliases_in(ctx.scope);
+                    let named = |n: &str| self.module_strings.get(n).cloned();
+                    let test_of = |e: &Expr| {
+                        param
+                            .as_deref()
+                            .and_then(|p| param_test(e, p, &aliases, &named))
+                    };
+                    let first = test_of(&i.test);
+                    // `if A and name in X:` runs its body only where `name in X` holds (its
+                    // `else` says nothing of `name`).
+                    let in_and: Vec<ParamTest> = match &*i.test {
+                        Expr::BoolOp(b) if b.op == ast::BoolOp::And && first.is_none() => {
+                            b.values.iter().filter_map(test_of).collect()
+                        }
+                        _ => Vec::new(),
+                    };
+                    let clause_tests: Vec<Option<ParamTest>> = i
+                        .elif_else_clauses
+                        .iter()
+                        .map(|c| c.test.as_ref().and_then(test_of))
+                        .collect();
+                    (first, in_and, clause_tests)
                 };
-                let named = move |n: &str| strings.get(n).cloned();
-                let test_of = |e: &Expr| {
-                    param
-                        .as_deref()
-                        .and_then(|p| param_test(e, p, &aliases, &named))
-                };
-                let first = test_of(&i.test);
                 let mut not_taken: Vec<ParamTest> = first
                     .iter()
                     .map(|t| ParamTest {
@@ -1264,14 +1276,6 @@ impl Reader<'_> {
                     }
                     _ => false,
                 };
-                // `if A and name in X:` runs its body only where `name in X` holds (its `else`
-                // says nothing of `name`).
-                let in_and: Vec<ParamTest> = match &*i.test {
-                    Expr::BoolOp(b) if b.op == ast::BoolOp::And && first.is_none() => {
-                        b.values.iter().filter_map(test_of).collect()
-                    }
-                    _ => Vec::new(),
-                };
                 let body = self.when(
                     Ctx {
                         excluded: ctx.excluded || earlier == Some(false),
@@ -1283,7 +1287,7 @@ impl Reader<'_> {
                 self.suite(&i.body, body);
                 // An `elif` or `else` never runs after a test that always holds.
                 let mut held = earlier == Some(true);
-                for clause in &i.elif_else_clauses {
+                for (clause, own) in i.elif_else_clauses.iter().zip(clause_tests) {
                     let here = self.when(
                         Ctx {
                             excluded: ctx.excluded || held,
@@ -1295,7 +1299,6 @@ impl Reader<'_> {
                         Some(t) => {
                             self.push(t.start(), here, [t]);
                             earlier = self.truth(t, ctx.scope);
-                            let own = test_of(t);
                             let body = self.when(
                                 Ctx {
                                     excluded: here.excluded || earlier == Some(false),
