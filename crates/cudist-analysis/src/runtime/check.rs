@@ -1019,14 +1019,15 @@ fn sim_major(sim: &loader::Simulation, catalog: &Catalog) -> Option<u32> {
 /// (`nvshmem/`). Read only where a package's distribution is not named like it; a RECORD larger
 /// than 64 MiB is not read.
 fn record_lists(dist_info: &Path, prefix: &str) -> bool {
-    let path = dist_info.join("RECORD");
-    let small = std::fs::metadata(&path).is_ok_and(|m| m.len() <= 64 << 20);
-    small
-        && std::fs::read_to_string(&path).is_ok_and(|t| {
-            cudist_wheel::installed::parse_record(&t)
-                .iter()
-                .any(|row| row.path.starts_with(prefix))
-        })
+    record_rows(dist_info).is_some_and(|rows| rows.iter().any(|row| row.path.starts_with(prefix)))
+}
+
+/// The rows of the `RECORD` of the distribution at `dist_info`: none where it cannot be read,
+/// is not UTF-8, or is larger than 64 MiB.
+fn record_rows(dist_info: &Path) -> Option<Vec<cudist_wheel::installed::RecordRow>> {
+    let bytes = cudist_fs::read_bounded(&dist_info.join("RECORD"), 64 << 20).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    Some(cudist_wheel::installed::parse_record(&text))
 }
 
 /// The ELF files at the top of `site` (beside the packages, not in one) that the distribution
@@ -1040,14 +1041,9 @@ fn beside_package(site: &Path, name: &str) -> Vec<PathBuf> {
     };
     let mut out = Vec::new();
     for d in dists {
-        let path = d.dist_info.join("RECORD");
-        if std::fs::metadata(&path).map_or(true, |m| m.len() > 64 << 20) {
-            continue;
-        }
-        let Ok(text) = std::fs::read_to_string(&path) else {
+        let Some(rows) = record_rows(&d.dist_info) else {
             continue;
         };
-        let rows = cudist_wheel::installed::parse_record(&text);
         if !rows.iter().any(|r| r.path.starts_with(&prefix)) {
             continue;
         }
