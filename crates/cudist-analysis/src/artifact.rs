@@ -1658,11 +1658,9 @@ fn declared_only_line(
     }
     let is_cuda_wheel = |name: &str| {
         catalog.component_by_pip(name).is_some()
-            || catalog.libraries.iter().any(|l| {
-                l.cuda
-                    .iter()
-                    .any(|m| m.pip.as_deref().is_some_and(|p| normalise_dist(p) == name))
-            })
+            || crate::requirements::majors_of_wheel(catalog, name)
+                .next()
+                .is_some()
     };
     let declared: Vec<String> = requires
         .iter()

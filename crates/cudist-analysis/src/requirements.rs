@@ -16,6 +16,19 @@ use crate::model::LibraryRef;
 /// A distribution name normalised as PEP 503 says (`Nvidia_CUBLAS.cu12` → `nvidia-cublas-cu12`).
 pub use cudist_wheel::installed::normalise as normalise_dist;
 
+/// The catalog's libraries (one CUDA major each) that the wheel `pip` (a normalised
+/// distribution name: `nvidia-cuda-cupti`) installs.
+pub fn majors_of_wheel<'c>(
+    catalog: &'c cudist_catalog::Catalog,
+    pip: &'c str,
+) -> impl Iterator<Item = &'c cudist_catalog::LibraryMajor> + 'c {
+    catalog
+        .libraries
+        .iter()
+        .flat_map(|l| &l.cuda)
+        .filter(move |m| m.pip.as_deref().is_some_and(|p| normalise_dist(p) == pip))
+}
+
 /// How deep the requirements of declared packages are followed (a declared package, its
 /// requirements, theirs).
 const DEPTH: usize = 3;

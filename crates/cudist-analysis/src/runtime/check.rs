@@ -2028,22 +2028,15 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 .filter(|r| r.on_linux && r.in_extra.is_none())
             {
                 // The wheel's libraries, where it installs them.
-                let provides: Vec<(&str, &str)> = catalog
-                    .libraries
-                    .iter()
-                    .flat_map(|l| &l.cuda)
-                    .filter(|m| {
-                        m.pip
-                            .as_deref()
-                            .is_some_and(|p| cudist_wheel::installed::normalise(p) == r.name)
-                    })
-                    .flat_map(|m| {
-                        let dirs = m.pip_dirs();
-                        m.sonames.iter().flat_map(move |so| {
-                            dirs.clone().into_iter().map(move |(d, _)| (d, so.as_str()))
+                let provides: Vec<(&str, &str)> =
+                    crate::requirements::majors_of_wheel(catalog, &r.name)
+                        .flat_map(|m| {
+                            let dirs = m.pip_dirs();
+                            m.sonames.iter().flat_map(move |so| {
+                                dirs.clone().into_iter().map(move |(d, _)| (d, so.as_str()))
+                            })
                         })
-                    })
-                    .collect();
+                        .collect();
                 let installed = here
                     .iter()
                     .any(|x| cudist_wheel::installed::normalise(&x.name) == r.name);
