@@ -81,6 +81,7 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         mut elfs,
         problems,
         files,
+        links,
         sources,
     } = scanned;
     elfs.sort_by(|a, b| a.report.path.cmp(&b.report.path));
@@ -148,7 +149,7 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
     for a in &mut elfs {
         a.report.static_cuda = static_cuda(a);
     }
-    locate(&mut elfs, input, &files, &wheel_dirs);
+    locate(&mut elfs, input, &files, &links, &wheel_dirs);
     // What loads when: the package's own preloads, and each file's tier.
     // Tiers are a Python package's (an import reaches some files, not others); a lone ELF
     // file, a toolkit tree or a prefix without Python loads every file it is asked about.
@@ -233,6 +234,7 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
             preloads: &preloads,
             modules: &scan.modules,
         },
+        catalog,
     );
     declared_only_line(&cuda_needed, &requires, catalog, &mut verdict);
     variant_lines(&variants, &cuda_needed, &mut verdict);
@@ -475,9 +477,15 @@ fn mark_vendored(
     vendored
 }
 
-/// Where each NEEDED entry is provided inside the artifact (by SONAME or file name), and where
-/// each search-path entry leads.
-fn locate(elfs: &mut [Analysed], input: &Input, files: &BTreeSet<String>, wheel_dirs: &WheelDirs) {
+/// Where each NEEDED entry is provided inside the artifact (by SONAME, file name, or the name
+/// of a link the wheel declares to the file), and where each search-path entry leads.
+fn locate(
+    elfs: &mut [Analysed],
+    input: &Input,
+    files: &BTreeSet<String>,
+    links: &BTreeMap<String, String>,
+    wheel_dirs: &WheelDirs,
+) {
     let mut provided: HashMap<String, String> = HashMap::new();
     for a in elfs.iter() {
         if let Some(s) = &a.report.soname {
@@ -487,6 +495,13 @@ fn locate(elfs: &mut [Analysed], input: &Input, files: &BTreeSet<String>, wheel_
         provided
             .entry(base.to_string())
             .or_insert(a.report.path.clone());
+    }
+    let elf_paths: BTreeSet<&str> = elfs.iter().map(|a| a.report.path.as_str()).collect();
+    for (link, target) in links {
+        if elf_paths.contains(target.as_str()) {
+            let base = link.rsplit('/').next().unwrap_or(link);
+            provided.entry(base.to_string()).or_insert(target.clone());
+        }
     }
     for a in elfs.iter_mut() {
         for n in &mut a.report.needed {
@@ -513,6 +528,10 @@ fn aggregate_needs(
     // Per SONAME: the Python package whose import loads it before each file that needs it can
     // load (`None` once one file has no such package).
     let mut first: BTreeMap<String, Option<String>> = BTreeMap::new();
+    let tier_of: HashMap<&str, crate::loads::Tier> = elfs
+        .iter()
+        .map(|a| (a.report.path.as_str(), a.report.tier))
+        .collect();
     for a in elfs.iter().filter(|a| a.report.vendored.is_none()) {
         // A library of a Python package this file links (torch's libc10.so): nothing else puts
         // it on a search path, so the file loads only after that package's import, which has
@@ -570,6 +589,16 @@ fn aggregate_needs(
             });
             row.lazy = None;
             row.tier = row.tier.min(a.report.tier);
+            // A copy the artifact carries loads when its own loaders do, the package's vendored
+            // libraries among them ([`crate::loads::tiers`] follows their NEEDED entries):
+            // holoscan's `libuct.so.0` loads at import through its carried `libucp.so.0`.
+            if let Some(t) = n
+                .provided_in_artifact
+                .as_deref()
+                .and_then(|p| tier_of.get(p))
+            {
+                row.tier = row.tier.min(*t);
+            }
             row.needed_by.push(a.report.path.clone());
             let by = provider.filter(|p| {
                 row.library
@@ -1871,6 +1900,7 @@ fn verdict(
     elfs: &[Analysed],
     device: &DeviceSummary,
     python: PythonLoads,
+    catalog: &Catalog,
 ) -> Verdict {
     let PythonLoads { preloads, modules } = python;
     let mut status = VerdictStatus::Ok;
@@ -1892,39 +1922,75 @@ fn verdict(
             drivers.iter().map(|v| v.path.as_str()).collect::<Vec<_>>().join(", ")
         ));
     }
-    let toolkit: Vec<&Vendored> = vendored
-        .iter()
-        .filter(|v| v.class == NeededClass::Toolkit && v.opened_by == OpenedBy::Loader)
-        .collect();
-    // Copies the package opens itself (by path, or from its Python): bloat all the same, but
-    // not what repair can mend without the package's help; said once.
-    let own: Vec<&Vendored> = vendored
-        .iter()
-        .filter(|v| v.class == NeededClass::Toolkit && v.opened_by != OpenedBy::Loader)
-        .collect();
-    if !own.is_empty() {
-        raise(VerdictStatus::Bloated, &mut status);
-        let bytes: u64 = own.iter().map(|v| v.bytes).sum();
-        let mut dirs: Vec<String> = own.iter().map(|v| parent(&v.path)).collect();
+    let carried = |by: OpenedBy| -> Vec<&Vendored> {
+        vendored
+            .iter()
+            .filter(|v| v.class == NeededClass::Toolkit && v.opened_by == by)
+            .collect()
+    };
+    let sum = |vs: &[&Vendored]| crate::human_bytes(vs.iter().map(|v| v.bytes).sum::<u64>());
+    let dirs_of = |vs: &[&Vendored]| -> String {
+        let mut dirs: Vec<String> = vs.iter().map(|v| parent(&v.path)).collect();
         dirs.dedup();
         let shown: Vec<String> = dirs.iter().take(3).map(|d| format!("{d}/")).collect();
+        let more = if dirs.len() > 3 {
+            format!(" and {} more", dirs.len() - 3)
+        } else {
+            String::new()
+        };
+        format!("{}{more}", shown.join(", "))
+    };
+    // Copies the package opens itself (by path, or from its Python): bloat all the same, but
+    // not what repair can mend without the package's help; said once per way.
+    let by_python = carried(OpenedBy::Python);
+    if !by_python.is_empty() {
+        raise(VerdictStatus::Bloated, &mut status);
+        let mut at: Vec<&str> = by_python
+            .iter()
+            .filter_map(|v| v.opened_at.as_deref())
+            .collect();
+        at.dedup();
         lines.push(format!(
-            "carries {} of CUDA libraries that it opens itself, by path or from its Python ({}{}): no requirement can stand in for them, so `cudist repair` keeps them (the package would have to load them from the wheels)",
-            crate::human_bytes(bytes),
-            shown.join(", "),
-            if dirs.len() > 3 { format!(" and {} more", dirs.len() - 3) } else { String::new() }
+            "carries {} of CUDA libraries that its Python opens itself ({}): no requirement can stand in for them, so `cudist repair` keeps them (the package would have to load them from the wheels)",
+            sum(&by_python),
+            if at.is_empty() { dirs_of(&by_python) } else { at.into_iter().take(3).collect::<Vec<_>>().join(", ") }
+        ));
+    }
+    let by_path = carried(OpenedBy::Path);
+    if !by_path.is_empty() {
+        raise(VerdictStatus::Bloated, &mut status);
+        lines.push(format!(
+            "carries {} of CUDA libraries that no file of it loads by name ({}): it may open them by path, or not use them; no requirement can stand in for a load by path, so `cudist repair` keeps them (`--remove-unreached` takes them out)",
+            sum(&by_path),
+            dirs_of(&by_path)
+        ));
+    }
+    let (toolkit, unversioned): (Vec<&Vendored>, Vec<&Vendored>) = carried(OpenedBy::Loader)
+        .into_iter()
+        .partition(|v| v.replaceable(catalog));
+    if !unversioned.is_empty() {
+        let names: BTreeSet<String> = unversioned
+            .iter()
+            .map(|v| {
+                let base = v.path.rsplit('/').next().unwrap_or(&v.path);
+                cudist_catalog::strip_graft_hash(v.soname.as_deref().unwrap_or(base))
+            })
+            .collect();
+        lines.push(format!(
+            "carries {} of libraries whose SONAME carries no version ({}): no release of their wheels promises the ABI of the copies it was built against, so `cudist repair` keeps them",
+            sum(&unversioned),
+            names.into_iter().collect::<Vec<_>>().join(", ")
         ));
     }
     if !toolkit.is_empty() {
         raise(VerdictStatus::Bloated, &mut status);
-        let bytes: u64 = toolkit.iter().map(|v| v.bytes).sum();
         let pips: BTreeSet<String> = toolkit
             .iter()
             .filter_map(|v| v.library.as_ref().and_then(|l| l.pip.clone()))
             .collect();
         lines.push(format!(
             "carries {} of CUDA libraries{}; `cudist repair` would remove them and depend on the wheels instead",
-            crate::human_bytes(bytes),
+            sum(&toolkit),
             if pips.is_empty() {
                 String::new()
             } else {

@@ -6,7 +6,7 @@
 //! inflated one per worker, and one larger than its share of the memory budget goes to an unlinked
 //! temporary file that is mapped, so memory is bounded whatever the core count.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -120,8 +120,12 @@ pub struct Scanned {
     pub elfs: Vec<Analysed>,
     /// Files that look like ELF but could not be read or analysed.
     pub problems: Vec<InputError>,
-    /// Every regular file's install path (used to tell whether a search path lies inside).
+    /// Every regular file's install path (used to tell whether a search path lies inside),
+    /// and every link to one that a wheel declares for its installer to make.
     pub files: BTreeSet<String>,
+    /// The links a wheel declares ([`cudist_wheel::Wheel::declared_links`]): each link's install
+    /// path → the install path of the file it leads to.
+    pub links: BTreeMap<String, String>,
     /// Its Python modules and the data files they may read, for what its code loads
     /// ([`crate::loads`]).
     pub sources: Vec<crate::loads::Source>,
@@ -167,6 +171,7 @@ pub fn scan(input: &Input, analyse: &Analyse<'_>) -> Result<Scanned> {
                 elfs: vec![a],
                 problems: Vec::new(),
                 files: BTreeSet::from([name]),
+                links: BTreeMap::new(),
                 sources: Vec::new(),
             })
         }
@@ -274,6 +279,7 @@ fn scan_conda(path: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
         elfs,
         problems,
         files,
+        links: BTreeMap::new(),
         sources,
     })
 }
@@ -318,16 +324,35 @@ pub fn install_path(member: &str) -> String {
 /// What every wheel scan starts from: its metadata (pip installs only a wheel with one
 /// .dist-info holding METADATA, WHEEL and RECORD; one that has none or two is not a wheel to
 /// judge), the bytes its files take once installed, and their install paths.
-fn wheel_listing(wheel: &Wheel) -> Result<(cudist_wheel::Metadata, u64, BTreeSet<String>)> {
+fn wheel_listing(wheel: &Wheel) -> Result<Listing> {
     let md = wheel.metadata()?;
     let members = wheel.members();
     let installed_size = members.iter().filter(|m| !m.is_dir).map(|m| m.size).sum();
+    let links: BTreeMap<String, String> = wheel
+        .declared_links(&md.dist_info)?
+        .into_iter()
+        .map(|(l, t)| (install_path(&l), install_path(&t)))
+        .collect();
     let files = members
         .iter()
         .filter(|m| !m.is_dir)
         .map(|m| install_path(&m.name))
+        .chain(links.keys().cloned())
         .collect();
-    Ok((md, installed_size, files))
+    Ok(Listing {
+        md,
+        installed_size,
+        files,
+        links,
+    })
+}
+
+/// What [`wheel_listing`] reads.
+struct Listing {
+    md: cudist_wheel::Metadata,
+    installed_size: u64,
+    files: BTreeSet<String>,
+    links: BTreeMap<String, String>,
 }
 
 /// The model's wheel metadata.
@@ -349,7 +374,12 @@ fn wheel_info(
 
 fn scan_wheel(path: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
     let wheel = Wheel::open(path)?;
-    let (md, installed_size, files) = wheel_listing(&wheel)?;
+    let Listing {
+        md,
+        installed_size,
+        files,
+        links,
+    } = wheel_listing(&wheel)?;
     let members = wheel.members();
     let mut candidates: Vec<usize> = members
         .iter()
@@ -416,6 +446,7 @@ fn scan_wheel(path: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
         elfs,
         problems,
         files,
+        links,
         sources,
     })
 }
@@ -467,7 +498,12 @@ pub fn scan_wheel_front(
     catalog: &cudist_catalog::Catalog,
 ) -> Result<(Scanned, FrontRead)> {
     use cudist_fatbin::stream::StreamScan;
-    let (md, installed_size, files) = wheel_listing(wheel)?;
+    let Listing {
+        md,
+        installed_size,
+        files,
+        links,
+    } = wheel_listing(wheel)?;
     let members = wheel.members();
     let mut read = FrontRead::default();
     let mut elfs = Vec::new();
@@ -618,6 +654,7 @@ pub fn scan_wheel_front(
             elfs,
             problems,
             files,
+            links,
             sources: Vec::new(),
         },
         read,
@@ -673,6 +710,7 @@ fn scan_dir(root: &Path, analyse: &Analyse<'_>) -> Result<Scanned> {
         elfs,
         problems,
         files: files.into_iter().map(|(rel, _, _)| rel).collect(),
+        links: BTreeMap::new(),
         sources,
     })
 }

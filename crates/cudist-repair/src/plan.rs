@@ -243,22 +243,6 @@ fn newer(a: &str, b: &str) -> bool {
     key(a) > key(b)
 }
 
-/// Whether a requirement can stand in for vendored copy `v` of library `l`: a toolkit or driver
-/// library (NVIDIA versions every SONAME), or another project's library whose SONAME carries a
-/// version (`libucp.so.0`); not one named only `libX.so` ([`exclude`]).
-fn removable_abi(
-    v: &cudist_analysis::model::Vendored,
-    l: &cudist_analysis::model::LibraryRef,
-    catalog: &Catalog,
-) -> bool {
-    let external = catalog
-        .library(&l.id)
-        .is_some_and(|lib| lib.kind == cudist_catalog::LibraryKind::External);
-    let base = v.path.rsplit('/').next().unwrap_or(&v.path);
-    let name = cudist_catalog::strip_graft_hash(v.soname.as_deref().unwrap_or(base));
-    !external || !name.ends_with(".so")
-}
-
 /// The whole plan of one wheel. `declared` is its `Requires-Dist`.
 pub fn plan(
     a: &Artifact,
@@ -460,12 +444,8 @@ pub fn exclude(
                 continue;
             }
         }
-        // A library whose SONAME carries no version (`librmm.so`) promises no ABI from one
-        // release to the next: RAPIDS' libraries put each release's symbols in a namespace of
-        // their own (`rmm::_RMM_26_10::`), so no release of the wheel stands in for the copy the
-        // package was built against (holoscan-cu12's `librmm.so` lacked 17 of the symbols its
-        // files import from rmm 26.10). Kept; a versioned SONAME is the promise repair relies on.
-        if let Some(l) = v.library.as_ref().filter(|l| !removable_abi(v, l, catalog)) {
+        // A copy whose SONAME carries no version: kept ([`cudist_analysis::model::Vendored::replaceable`]).
+        if let Some(l) = v.library.as_ref().filter(|_| !v.replaceable(catalog)) {
             kept.push(Removed {
                 path: v.path.clone(),
                 library: l.id.clone(),

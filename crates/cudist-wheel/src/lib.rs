@@ -563,6 +563,80 @@ impl Wheel {
         Ok(Some(self.read_member(m.index)?))
     }
 
+    /// The symbolic links the wheel declares for its installer to make, each as (link, the
+    /// member it leads to), both as member names. pip installs no links, so some wheels list
+    /// them in `.dist-info/symlinks.txt`, CSV rows of (link path as a member name, target
+    /// relative to the link's directory, 1 for a directory), which wheel-axle's runtime
+    /// (https://github.com/karellen/wheel-axle-runtime, `_symlinks.py`) creates at the first
+    /// start of Python after the install: holoscan-cu12 ships `libucp.so.0.0.0` and links
+    /// `libucp.so.0` to it that way. Links to directories, and links whose target is neither a
+    /// member nor another link, are left out (nothing to find there); a link that would lie, or
+    /// lead, outside the wheel is an error, as wheel-axle's runtime refuses it too.
+    pub fn declared_links(&self, dist_info: &str) -> Result<Vec<(String, String)>> {
+        const FILE: &str = "symlinks.txt";
+        let Some(bytes) = self.dist_info_file(dist_info, FILE)? else {
+            return Ok(Vec::new());
+        };
+        let bad = |row: usize, what: String| {
+            WheelError::Layout(format!("{dist_info}/{FILE} row {row}: {what}"))
+        };
+        let mut reader = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .from_reader(bytes.as_slice());
+        let mut raw: Vec<(String, String)> = Vec::new();
+        for (i, row) in reader.records().enumerate() {
+            let row_no = i + 1;
+            let row = row.map_err(|e| bad(row_no, format!("not CSV ({e})")))?;
+            let (Some(link), Some(target)) = (row.get(0), row.get(1)) else {
+                return Err(bad(row_no, "fewer than two fields".into()));
+            };
+            if row.get(2).is_some_and(|d| d.trim() == "1") {
+                continue;
+            }
+            let link = normal_member_path(link)
+                .ok_or_else(|| bad(row_no, format!("the link {link:?} lies outside the wheel")))?;
+            let dir = link.rsplit_once('/').map_or("", |(d, _)| d);
+            let joined = if dir.is_empty() {
+                target.to_string()
+            } else {
+                format!("{dir}/{target}")
+            };
+            let target = normal_member_path(&joined).ok_or_else(|| {
+                bad(
+                    row_no,
+                    format!("the link {link:?} leads outside the wheel ({target:?})"),
+                )
+            })?;
+            raw.push((link, target));
+        }
+        // A link may lead to another link (`libfmt.so` → `libfmt.so.12` → the file): followed
+        // a few steps, as the kernel follows them at most 40.
+        let files: std::collections::HashSet<&str> = self
+            .members
+            .iter()
+            .filter(|m| !m.is_dir)
+            .map(|m| m.name.as_str())
+            .collect();
+        let by_link: std::collections::HashMap<&str, &str> =
+            raw.iter().map(|(l, t)| (l.as_str(), t.as_str())).collect();
+        let mut out = Vec::new();
+        for (link, target) in &raw {
+            let mut at = target.as_str();
+            for _ in 0..8 {
+                if files.contains(at) {
+                    out.push((link.clone(), at.to_string()));
+                    break;
+                }
+                match by_link.get(at) {
+                    Some(next) => at = next,
+                    None => break,
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Reads the `.dist-info` metadata (`METADATA` and `WHEEL`), after [`Wheel::dist_info`]'s
     /// checks.
     pub fn metadata(&self) -> Result<Metadata> {
@@ -790,6 +864,25 @@ fn header_fields(text: &str) -> Vec<(String, String)> {
     out
 }
 
+/// A member path with `.` and `..` resolved (`a/b/../c` → `a/c`), `None` when it is absolute
+/// or climbs above the archive's root.
+fn normal_member_path(p: &str) -> Option<String> {
+    if p.starts_with('/') || p.contains('\\') || p.contains('\0') {
+        return None;
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for c in p.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            c => parts.push(c),
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("/"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -804,6 +897,64 @@ mod tests {
         assert_eq!(n.build.as_deref(), Some("2"));
         assert!(WheelName::parse("x.whl").is_none());
         assert!(WheelName::parse("a-1-py3-none-any.zip").is_none());
+    }
+
+    /// A wheel of `members` (name, text) in a temporary file, with its dist-info.
+    fn wheel_of(members: &[(&str, &str)]) -> (tempfile::TempDir, Wheel) {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w-1.0-py3-none-any.whl");
+        let mut z = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+        let opts = zip::write::SimpleFileOptions::default();
+        for (name, text) in members {
+            z.start_file(*name, opts).unwrap();
+            z.write_all(text.as_bytes()).unwrap();
+        }
+        z.finish().unwrap();
+        let w = Wheel::open(&path).unwrap();
+        (dir, w)
+    }
+
+    #[test]
+    fn declared_links_resolve_inside_the_wheel() {
+        let (_d, w) = wheel_of(&[
+            ("w-1.0.data/purelib/w/lib/libfmt.so.12.1.0", "elf"),
+            (
+                "w-1.0.dist-info/symlinks.txt",
+                concat!(
+                    "w-1.0.data/purelib/w/lib/libfmt.so,libfmt.so.12,0\n",
+                    "w-1.0.data/purelib/w/lib/libfmt.so.12,libfmt.so.12.1.0,0\n",
+                    "w-1.0.data/purelib/w/lib/dir,../share,1\n",
+                    "w-1.0.data/purelib/w/lib/libgone.so,libnone.so.1,0\n",
+                ),
+            ),
+        ]);
+        let links = w.declared_links("w-1.0.dist-info").unwrap();
+        let to = "w-1.0.data/purelib/w/lib/libfmt.so.12.1.0".to_string();
+        assert_eq!(
+            links,
+            [
+                ("w-1.0.data/purelib/w/lib/libfmt.so".to_string(), to.clone()),
+                ("w-1.0.data/purelib/w/lib/libfmt.so.12".to_string(), to),
+            ]
+        );
+        for bad in [
+            "w-1.0.data/purelib/w/lib/x.so,../../../../../etc/passwd,0
+",
+            "../outside.so,w/lib/libfmt.so.12.1.0,0
+",
+            "/abs.so,x,0
+",
+            "only-one-field
+",
+        ] {
+            let (_d, w) = wheel_of(&[("w-1.0.dist-info/symlinks.txt", bad)]);
+            let e = w.declared_links("w-1.0.dist-info").unwrap_err().to_string();
+            assert!(
+                e.contains("w-1.0.dist-info/symlinks.txt row 1"),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]

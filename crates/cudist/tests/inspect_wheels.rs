@@ -1266,3 +1266,136 @@ fn a_module_imported_by_a_built_name_loads_where_that_import_runs() {
         "{f:#}"
     );
 }
+
+/// A wheel that ships `libucs.so.0.0.0` and declares the link `libucs.so.0` in
+/// `.dist-info/symlinks.txt` (wheel-axle's runtime makes it at Python's first start after the
+/// install, as holoscan-cu12's UCX copies are found): the link is a file where the loader looks,
+/// and a library a carried copy needs loads when that copy does (here at import, through the
+/// extension module), not only when the other files that need it load. Checked against glibc's
+/// loader on the tree installed with the links made.
+#[test]
+fn declared_links_are_files_and_carried_copies_load_what_they_need_with_them() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let ucs = fake_lib(d, "libucs.so.0.0.0", "libucs.so.0", "ucs_init");
+    std::os::unix::fs::symlink("libucs.so.0.0.0", d.join("libucs.so.0")).unwrap();
+    let ucp = gcc_shared(
+        d,
+        "libucp.so.0.0.0",
+        Some("libucp.so.0"),
+        "int ucs_init(void *);\nint ucp_init(void *p) { return ucs_init(p); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            "-Wl,-rpath,$ORIGIN",
+            &format!("-L{}", d.display()),
+            "-l:libucs.so.0",
+        ],
+    );
+    std::os::unix::fs::symlink("libucp.so.0.0.0", d.join("libucp.so.0")).unwrap();
+    let ext = gcc_shared(
+        d,
+        "_ext.so",
+        None,
+        "int ucp_init(void *);\nint f(void) { return ucp_init(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            "-Wl,-rpath,$ORIGIN/lib",
+            &format!("-L{}", d.display()),
+            "-l:libucp.so.0",
+        ],
+    );
+    // A plugin loaded on demand that needs libucs.so.0 too: the only file outside the carried
+    // copies that names it.
+    let plugin = gcc_shared(
+        d,
+        "libplugin.so",
+        None,
+        "int ucs_init(void *);\nint g(void) { return ucs_init(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            "-Wl,-rpath,$ORIGIN/..",
+            &format!("-L{}", d.display()),
+            "-l:libucs.so.0",
+        ],
+    );
+    let links = "axled-1.0.data/purelib/axled/lib/libucs.so.0,libucs.so.0.0.0,0\n\
+                 axled-1.0.data/purelib/axled/lib/libucp.so.0,libucp.so.0.0.0,0\n\
+                 axled-1.0.data/purelib/axled/lib/data,../data,1\n";
+    let members = [
+        ("axled/__init__.py", b"from . import _ext\n".to_vec()),
+        (
+            "axled/_ext.cpython-311-x86_64-linux-gnu.so",
+            std::fs::read(&ext).unwrap(),
+        ),
+        (
+            "axled-1.0.data/purelib/axled/lib/libucp.so.0.0.0",
+            std::fs::read(&ucp).unwrap(),
+        ),
+        (
+            "axled-1.0.data/purelib/axled/lib/libucs.so.0.0.0",
+            std::fs::read(&ucs).unwrap(),
+        ),
+        (
+            "axled-1.0.data/purelib/axled/lib/ucx/libplugin.so",
+            std::fs::read(&plugin).unwrap(),
+        ),
+    ];
+    let read = |with_links: bool| -> Value {
+        let w = d.join(format!("axled-{with_links}"));
+        std::fs::create_dir_all(&w).unwrap();
+        let w = w.join("axled-1.0-cp311-cp311-linux_x86_64.whl");
+        let mut m = members.to_vec();
+        if with_links {
+            m.push((
+                "axled-1.0.dist-info/symlinks.txt",
+                links.as_bytes().to_vec(),
+            ));
+        }
+        write_wheel(&w, "axled", &[], &m);
+        let r = inspect_json(&[w.to_str().unwrap()], 0);
+        artifact(&r, ".whl").clone()
+    };
+    let without = read(false);
+    let with = read(true);
+    // Without the links, no file named libucp.so.0 lies in axled/lib.
+    assert_eq!(needed(&without, "libucp.so.0")["rpath_covers"], false);
+    assert_eq!(needed(&with, "libucp.so.0")["rpath_covers"], true);
+    // libucs.so.0 loads at import through the carried libucp, with or without the links.
+    for a in [&without, &with] {
+        let row = needed(a, "libucs.so.0");
+        assert_eq!(row["tier"], "import", "{row:#}");
+        assert_eq!(
+            row["needed_by"],
+            serde_json::json!(["axled/lib/ucx/libplugin.so"])
+        );
+    }
+    // The oracle: glibc's loader on the installed tree, with the links made and without.
+    for (with_links, loads) in [(true, true), (false, false)] {
+        let site = d.join(format!("site-{with_links}"));
+        std::fs::create_dir_all(site.join("axled/lib")).unwrap();
+        std::fs::copy(&ext, site.join("axled/_ext.so")).unwrap();
+        std::fs::copy(&ucp, site.join("axled/lib/libucp.so.0.0.0")).unwrap();
+        std::fs::copy(&ucs, site.join("axled/lib/libucs.so.0.0.0")).unwrap();
+        if with_links {
+            for l in ["libucp.so.0", "libucs.so.0"] {
+                std::os::unix::fs::symlink(format!("{l}.0.0"), site.join("axled/lib").join(l))
+                    .unwrap();
+            }
+        }
+        let o = std::process::Command::new("python3")
+            .args(["-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])"])
+            .arg(site.join("axled/_ext.so"))
+            .env_remove("LD_LIBRARY_PATH")
+            .env("LD_DEBUG", "libs")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.success(), loads, "{}", stderr(&o));
+        if loads {
+            assert!(
+                stderr(&o).contains("calling init: ") && stderr(&o).contains("libucs.so.0"),
+                "{}",
+                stderr(&o)
+            );
+        }
+    }
+}
