@@ -87,17 +87,17 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
     elfs.sort_by(|a, b| a.report.path.cmp(&b.report.path));
 
     let wheel_dirs = wheel_dir_index(catalog);
-    classify_with_majors(&mut elfs, wheel.as_ref(), catalog, &wheel_dirs);
+    // The distribution's own CUDA major, for files whose own names do not pin one.
+    let dist_major = wheel
+        .as_ref()
+        .and_then(|w| distribution_major(w.name.as_deref(), &w.requires_dist, catalog));
+    classify_with_majors(&mut elfs, dist_major, catalog, &wheel_dirs);
     let this_dist = wheel
         .as_ref()
         .and_then(|w| w.name.as_deref())
         .map(normalise_dist);
     let conda_name = conda.as_ref().map(|c| c.name.as_str());
     let vendored = mark_vendored(&mut elfs, this_dist.as_deref(), conda_name, catalog);
-    // The distribution's own CUDA major, for files whose own names do not pin one.
-    let dist_major = wheel
-        .as_ref()
-        .and_then(|w| distribution_major(w.name.as_deref(), &w.requires_dist, catalog));
     // Lazy loads: a library's own file names itself, and the SONAME of a trampoline table's
     // library is the one of the file's CUDA major.
     for a in &mut elfs {
@@ -156,7 +156,7 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
     // The package's CUDA major: its runtime's, else what its files and name say (cupy-cuda13x
     // opens every CUDA library through cuda-pathfinder, whose names span majors).
     let major = cuda_major_of(&elfs)
-        .or_else(|| artifact_major_hint(&elfs, wheel.as_ref(), catalog, &wheel_dirs));
+        .or_else(|| artifact_major_hint(&elfs, dist_major, catalog, &wheel_dirs));
     let scan = crate::loads::scan(&sources, catalog, major);
     let mut preloads = scan.preloads;
     // A file built for another machine never loads on this one (PyNvVideoCodec's
@@ -234,7 +234,6 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
             preloads: &preloads,
             modules: &scan.modules,
         },
-        catalog,
     );
     declared_only_line(&cuda_needed, &requires, catalog, &mut verdict);
     variant_lines(&variants, &cuda_needed, &mut verdict);
@@ -426,11 +425,11 @@ fn variant_lines(variants: &[VariantReport], cuda_needed: &[NeededLibrary], verd
 /// down, for SONAMEs several majors share.
 fn classify_with_majors(
     elfs: &mut [Analysed],
-    wheel: Option<&WheelInfo>,
+    dist_major: Option<u32>,
     catalog: &Catalog,
     wheel_dirs: &WheelDirs,
 ) {
-    let artifact_hint = artifact_major_hint(elfs, wheel, catalog, wheel_dirs);
+    let artifact_hint = artifact_major_hint(elfs, dist_major, catalog, wheel_dirs);
     for a in elfs.iter_mut() {
         let hint = elf_major_hint(&a.report, catalog, wheel_dirs).or(artifact_hint);
         a.hint = hint;
@@ -1048,10 +1047,12 @@ fn recognise_vendored(a: &Analysed, catalog: &Catalog) -> Option<Vendored> {
             // Named like the library but defines none of its entry points: not that library.
             None => return None,
         }
+        let library = library_ref(&m);
         return Some(Vendored {
+            replaceable: replaceable(&library, r.soname.as_deref().unwrap_or(base), catalog),
             path: r.path.clone(),
             soname: r.soname.clone(),
-            library: Some(library_ref(&m)),
+            library: Some(library),
             class: NeededClass::Toolkit,
             bytes: r.size,
             evidence,
@@ -1077,7 +1078,22 @@ fn recognise_vendored(a: &Analysed, catalog: &Catalog) -> Option<Vendored> {
         )],
         opened_by: OpenedBy::Path,
         opened_at: None,
+        replaceable: true,
     })
+}
+
+/// Whether a requirement on the wheel of library `l` can stand in for a copy named `name` (its
+/// SONAME, else its file name): a toolkit or driver library (NVIDIA versions every SONAME), or
+/// another project's library whose SONAME carries a version (`libucp.so.0`). A SONAME without
+/// one (`librmm.so`) promises no ABI from one release to the next: RAPIDS' libraries put each
+/// release's symbols in a namespace of their own (`rmm::_RMM_26_10::`), so no release of the
+/// wheel stands in for the copy the package was built against (holoscan-cu12's `librmm.so`
+/// lacked 17 of the symbols its files import from rmm 26.10).
+fn replaceable(l: &LibraryRef, name: &str, catalog: &Catalog) -> bool {
+    let external = catalog
+        .library(&l.id)
+        .is_some_and(|lib| lib.kind == cudist_catalog::LibraryKind::External);
+    !external || !cudist_catalog::strip_graft_hash(name).ends_with(".so")
 }
 
 /// The CUDA libraries linked into a file (`certain` evidence), and a runtime that most likely is
@@ -1150,10 +1166,11 @@ pub(crate) fn static_cuda(a: &Analysed) -> Vec<StaticCuda> {
 }
 
 /// The CUDA major of the artifact, for SONAMEs several majors share: the majors its ELF files'
-/// unambiguous SONAMEs point to (most common first), else the wheel's name (`cu12`, `cuda12x`).
+/// unambiguous SONAMEs point to (most common first), else the distribution's
+/// ([`distribution_major`], worked out once by the caller).
 fn artifact_major_hint(
     elfs: &[Analysed],
-    wheel: Option<&WheelInfo>,
+    dist_major: Option<u32>,
     catalog: &Catalog,
     wheel_dirs: &WheelDirs,
 ) -> Option<u32> {
@@ -1163,16 +1180,11 @@ fn artifact_major_hint(
             *votes.entry(m).or_default() += 1;
         }
     }
-    if let Some((m, _)) = votes.iter().max_by_key(|(m, n)| (**n, **m)) {
-        return Some(*m);
-    }
-    distribution_major(
-        wheel.and_then(|w| w.name.as_deref()),
-        wheel
-            .map(|w| w.requires_dist.as_slice())
-            .unwrap_or_default(),
-        catalog,
-    )
+    votes
+        .iter()
+        .max_by_key(|(m, n)| (**n, **m))
+        .map(|(m, _)| *m)
+        .or(dist_major)
 }
 
 /// The CUDA major a distribution says it is for: the CUDA wheels it declares (in any extra),
@@ -1900,7 +1912,6 @@ fn verdict(
     elfs: &[Analysed],
     device: &DeviceSummary,
     python: PythonLoads,
-    catalog: &Catalog,
 ) -> Verdict {
     let PythonLoads { preloads, modules } = python;
     let mut status = VerdictStatus::Ok;
@@ -1967,7 +1978,7 @@ fn verdict(
     }
     let (toolkit, unversioned): (Vec<&Vendored>, Vec<&Vendored>) = carried(OpenedBy::Loader)
         .into_iter()
-        .partition(|v| v.replaceable(catalog));
+        .partition(|v| v.replaceable);
     if !unversioned.is_empty() {
         let names: BTreeSet<String> = unversioned
             .iter()

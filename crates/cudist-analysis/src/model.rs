@@ -593,27 +593,11 @@ pub struct Vendored {
     pub opened_by: OpenedBy,
     /// For `python`, the call that opens it (`pkg/__init__.py:12`).
     pub opened_at: Option<String>,
-}
-
-impl Vendored {
     /// Whether a requirement on the library's wheel can stand in for this copy: a toolkit or
-    /// driver library (NVIDIA versions every SONAME), or another project's library whose SONAME
-    /// carries a version (`libucp.so.0`). A SONAME without one (`librmm.so`) promises no ABI
-    /// from one release to the next: RAPIDS' libraries put each release's symbols in a
-    /// namespace of their own (`rmm::_RMM_26_10::`), so no release of the wheel stands in for
-    /// the copy the package was built against (holoscan-cu12's `librmm.so` lacked 17 of the
-    /// symbols its files import from rmm 26.10). Inspect's verdict and repair both ask this.
-    pub fn replaceable(&self, catalog: &cudist_catalog::Catalog) -> bool {
-        let Some(l) = &self.library else {
-            return true;
-        };
-        let external = catalog
-            .library(&l.id)
-            .is_some_and(|lib| lib.kind == cudist_catalog::LibraryKind::External);
-        let base = self.path.rsplit('/').next().unwrap_or(&self.path);
-        let name = cudist_catalog::strip_graft_hash(self.soname.as_deref().unwrap_or(base));
-        !external || !name.ends_with(".so")
-    }
+    /// driver library, or another project's library whose SONAME carries a version
+    /// (`libucp.so.0`); not one named only `libX.so` (`librmm.so`: no release promises the ABI
+    /// of the copy the package was built against). Inspect's verdict and repair both read it.
+    pub replaceable: bool,
 }
 
 /// How a package opens a library it carries.

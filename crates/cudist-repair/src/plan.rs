@@ -444,8 +444,8 @@ pub fn exclude(
                 continue;
             }
         }
-        // A copy whose SONAME carries no version: kept ([`cudist_analysis::model::Vendored::replaceable`]).
-        if let Some(l) = v.library.as_ref().filter(|_| !v.replaceable(catalog)) {
+        // A copy whose SONAME carries no version: kept (`Vendored::replaceable`).
+        if let Some(l) = v.library.as_ref().filter(|_| !v.replaceable) {
             kept.push(Removed {
                 path: v.path.clone(),
                 library: l.id.clone(),

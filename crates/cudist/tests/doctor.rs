@@ -1838,16 +1838,8 @@ fn a_guarded_preload_that_fails_is_judged_as_the_import_leaves_it() {
         ],
     );
     std::fs::remove_dir_all(&dep).unwrap();
-    let suffix = ext_suffix(&python);
     // An extension that needs nothing CUDA: the preload is loaded before it, in the model.
-    let ext = gcc_shared(
-        work.path(),
-        "_ext.so",
-        None,
-        &py_extension_source("_ext", "", ""),
-        &[],
-    );
-    std::fs::copy(&ext, pkg.join(format!("_ext{suffix}"))).unwrap();
+    install_extension(work.path(), &python, &pkg, "_ext", "", "", &[]);
     let o = std::process::Command::new(&python)
         .args(["-c", "import gp"])
         .env_remove("LD_LIBRARY_PATH")
@@ -2069,19 +2061,19 @@ fn a_loader_in_another_package_called_at_import_loads_at_import() {
         );
         let lib64 = site.join("libthing/lib64");
         fake_lib(&lib64, "libthing.so", "libthing.so", "thing_init");
-        let suffix = ext_suffix(&python);
-        let ext = gcc_shared(
+        install_extension(
             work.path(),
-            "_ext.so",
-            None,
-            &py_extension_source("_ext", "", ""),
+            &python,
+            &site.join("thing"),
+            "_ext",
+            "",
+            "",
             &[
                 "-Wl,--no-as-needed",
                 &format!("-L{}", lib64.display()),
                 "-lthing",
             ],
         );
-        std::fs::copy(&ext, site.join(format!("thing/_ext{suffix}"))).unwrap();
         let real = std::process::Command::new(&python)
             .args(["-c", "import thing"])
             .env_remove("LD_LIBRARY_PATH")
@@ -2211,19 +2203,19 @@ fn the_fix_takes_the_major_the_distribution_says() {
             ),
         ],
     );
-    let suffix = ext_suffix(&python);
-    let ext = gcc_shared(
+    install_extension(
         work.path(),
-        "_n.so",
-        None,
-        &py_extension_source("_n", "int cudnnCreate(void *);", "cudnnCreate(0);"),
+        &python,
+        &site.join("nv"),
+        "_n",
+        "int cudnnCreate(void *);",
+        "cudnnCreate(0);",
         &[
             "-Wl,--no-as-needed",
             &format!("-L{}", libs.display()),
             "-lcudnn",
         ],
     );
-    std::fs::copy(&ext, site.join("nv").join(format!("_n{suffix}"))).unwrap();
     let (code, v) = doctor_import_with("nv", &python, &["--static"]);
     assert_eq!(code, Some(1), "{v:#}");
     let text = v.to_string();
@@ -2254,19 +2246,15 @@ fn a_library_the_packages_api_loads_first_is_there_for_a_later_dlopen() {
         "libfoo.so.1",
         "foo_init",
     );
-    let suffix = ext_suffix(&python);
-    let ext = gcc_shared(
+    install_extension(
         work.path(),
-        "_ext.so",
-        None,
-        &py_extension_source(
-            "_ext",
-            "#include <dlfcn.h>\nint use_foo(void) { void *h = dlopen(\"libfoo.so.1\", RTLD_NOW); return h != 0; }",
-            "",
-        ),
+        &python,
+        &site.join("oc"),
+        "_ext",
+        "#include <dlfcn.h>\nint use_foo(void) { void *h = dlopen(\"libfoo.so.1\", RTLD_NOW); return h != 0; }",
+        "",
         &["-ldl"],
     );
-    std::fs::copy(&ext, site.join(format!("oc/_ext{suffix}"))).unwrap();
     // Real: the dlopen after init() finds the loaded library, and before it does not.
     let probe = |first: &str| {
         let code = format!(
@@ -2394,11 +2382,13 @@ fn a_fixs_rpath_entry_counts_from_the_files_real_directory() {
             "-l:libcudart.so.12",
         ],
     );
-    let ext = gcc_shared(
+    install_extension(
         work.path(),
-        "_ext.so",
-        None,
-        &py_extension_source("_ext", "int core(void);", "core();"),
+        &python,
+        &site.join("deep/ext"),
+        "_ext",
+        "int core(void);",
+        "core();",
         &[
             "-Wl,--no-as-needed",
             &format!("-L{}", lib.display()),
@@ -2407,12 +2397,6 @@ fn a_fixs_rpath_entry_counts_from_the_files_real_directory() {
             "-Wl,-rpath,$ORIGIN/../lib",
         ],
     );
-    std::fs::copy(
-        &ext,
-        site.join("deep/ext")
-            .join(format!("_ext{}", ext_suffix(&python))),
-    )
-    .unwrap();
     let (_, v) = doctor_import_with("deep", &python, &["--static"]);
     // The extension's own check finds libdeepcore.so as `deep/ext/../lib/libdeepcore.so`.
     let fixes: Vec<&str> = v["files"]
@@ -2490,15 +2474,13 @@ fn the_libraries_of_one_missing_wheel_are_one_line() {
         "libcutensorMg.so.2",
         "cutensorMgCreate",
     );
-    let ext = gcc_shared(
+    install_extension(
         work.path(),
-        "_ext.so",
-        None,
-        &py_extension_source(
-            "_ext",
-            "int cutensorCreate(void *); int cutensorMgCreate(void *);",
-            "cutensorCreate(0); cutensorMgCreate(0);",
-        ),
+        &python,
+        &site.join("tens"),
+        "_ext",
+        "int cutensorCreate(void *); int cutensorMgCreate(void *);",
+        "cutensorCreate(0); cutensorMgCreate(0);",
         &[
             "-Wl,--no-as-needed",
             &format!("-L{}", libs.display()),
@@ -2506,12 +2488,6 @@ fn the_libraries_of_one_missing_wheel_are_one_line() {
             "-l:libcutensorMg.so.2",
         ],
     );
-    std::fs::copy(
-        &ext,
-        site.join("tens")
-            .join(format!("_ext{}", ext_suffix(&python))),
-    )
-    .unwrap();
     let (code, v) = doctor_import_with("tens", &python, &["--static"]);
     assert_eq!(code, Some(1), "{v:#}");
     let reasons = reasons_of(&v);

@@ -1031,16 +1031,18 @@ fn record_rows(dist_info: &Path) -> Option<Vec<cudist_wheel::installed::RecordRo
 }
 
 /// The ELF files at the top of `site` (beside the packages, not in one) that the distribution
-/// providing package `name` installs: its `RECORD` lists `name/` and them. A RECORD larger than
-/// 64 MiB is not read, and at most 64 files are taken.
-fn beside_package(site: &Path, name: &str) -> Vec<PathBuf> {
+/// providing package `name` installs: its `RECORD` lists `name/` and them. `installed` is the
+/// site's distributions. A RECORD larger than 64 MiB is not read, and at most 64 files are
+/// taken.
+fn beside_package(
+    site: &Path,
+    installed: &[cudist_wheel::installed::Installed],
+    name: &str,
+) -> Vec<PathBuf> {
     let top = name.split('.').next().unwrap_or(name);
     let prefix = format!("{top}/");
-    let Ok(dists) = cudist_wheel::installed::scan_names(site) else {
-        return Vec::new();
-    };
     let mut out = Vec::new();
-    for d in dists {
+    for d in installed {
         let Some(rows) = record_rows(&d.dist_info) else {
             continue;
         };
@@ -1815,6 +1817,9 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         Option<PathBuf>,
         Option<cudist_catalog::pathfinder::PathfinderTable>,
     > = HashMap::new();
+    // The distributions of each site, read once (for the files a distribution installs beside
+    // its package, and for what it requires).
+    let mut dists: HashMap<PathBuf, Vec<cudist_wheel::installed::Installed>> = HashMap::new();
     let mut i = 0;
     while i < imports.len() {
         let dir = imports[i].1.clone();
@@ -1853,7 +1858,10 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         // The extension modules its distribution installs beside it that its code imports
         // (nvidia-resiliency-ext's `nvrx_cupti_module`): its files, placed as its imports say.
         if let Some(site) = site_of_import(name, &dir).filter(|_| depth_of[i] == 0) {
-            let beside: Vec<PathBuf> = beside_package(site, name)
+            let here = dists
+                .entry(site.to_path_buf())
+                .or_insert_with(|| cudist_wheel::installed::scan_names(site).unwrap_or_default());
+            let beside: Vec<PathBuf> = beside_package(site, here, name)
                 .into_iter()
                 .filter(|f| {
                     f.file_name()
@@ -1994,8 +2002,6 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         }
     }
     let mut disagreements: Vec<String> = Vec::new();
-    // The distributions of each site, read once.
-    let mut dists: HashMap<PathBuf, Vec<cudist_wheel::installed::Installed>> = HashMap::new();
     for (name, dir) in &imports {
         if let Some(site) = site_of_import(name, dir) {
             dists

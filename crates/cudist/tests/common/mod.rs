@@ -566,3 +566,28 @@ pub fn mapped_by_import(python: &Path, module: &str, under: &str) -> Vec<String>
     v.dedup();
     v
 }
+
+/// Builds extension module `module` (a working one, whose init runs `body` after `decls`:
+/// [`py_extension_source`]) with gcc and `args` in `build`, and installs it in `into` under
+/// `python`'s extension suffix. Its installed path.
+pub fn install_extension(
+    build: &Path,
+    python: &Path,
+    into: &Path,
+    module: &str,
+    decls: &str,
+    body: &str,
+    args: &[&str],
+) -> PathBuf {
+    let built = gcc_shared(
+        build,
+        &format!("{module}.so"),
+        None,
+        &py_extension_source(module, decls, body),
+        args,
+    );
+    std::fs::create_dir_all(into).unwrap();
+    let path = into.join(format!("{module}{}", ext_suffix(python)));
+    std::fs::copy(built, &path).unwrap();
+    path
+}
