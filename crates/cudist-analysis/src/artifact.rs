@@ -798,7 +798,10 @@ fn preloaded_before_import<'a>(
         let Some(m) = crate::loads::extension_module(&a.report.path) else {
             continue;
         };
-        if let Some(crate::pysource::ImportedAt::OnCall { at, function: None }) = modules.get(&m) {
+        if let Some(crate::pysource::ImportedAt::OnCall {
+            at, function: None, ..
+        }) = modules.get(&m)
+        {
             if split(at).is_some_and(|(f, l)| f == file && l > line) {
                 first_at.get_or_insert_with(|| at.clone());
                 todo.push(i);

@@ -1466,10 +1466,17 @@ pub fn tiers(
                 ));
                 false
             }
-            Some(pysource::ImportedAt::OnCall { at, function }) => {
+            Some(pysource::ImportedAt::OnCall { at, function, more }) => {
+                let others = match more {
+                    0 => String::new(),
+                    1 => " (and 1 more place that does not run at import)".to_string(),
+                    n => format!(" (and {n} more places that do not run at import)"),
+                };
                 placed[i].why = Some(match function {
-                    Some(f) => format!("imported only when {f}() runs, at {at}"),
-                    None => format!("imported only by {at}, a module the import does not reach"),
+                    Some(f) => format!("imported only when {f}() runs, at {at}{others}"),
+                    None => {
+                        format!("imported only by {at}, a module the import does not reach{others}")
+                    }
                 });
                 false
             }
@@ -2571,6 +2578,9 @@ def _get_gpu_runtime_library():
                 "pkg/helpers.py",
                 "from pkg import cutensor\n",
             ),
+            // Two more importers the import does not reach: counted, not named.
+            src("pkg/helpers2.py", "import pkg.cutensor\n"),
+            src("pkg/helpers3.py", "def f():\n    from pkg import cutensor\n"),
         ];
         let scan = scan(&sources, &Catalog::builtin(), Some(12));
         let ext = |name: &'static str| format!("pkg/{name}.cpython-311-x86_64-linux-gnu.so");
@@ -2625,7 +2635,7 @@ def _get_gpu_runtime_library():
         );
         assert_eq!(
             placed[4].why.as_deref(),
-            Some("imported only by pkg/helpers.py:1, a module the import does not reach")
+            Some("imported only by pkg/helpers.py:1, a module the import does not reach (and 2 more places that do not run at import)")
         );
         assert_eq!(placed[0].why, None);
         assert_eq!(

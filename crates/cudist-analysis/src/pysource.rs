@@ -2141,7 +2141,11 @@ pub fn reach(files: &[File]) -> Reach {
             }
         } else {
             let function = scope.1.and_then(|d| files[scope.0].stmts[d].def.clone());
-            ImportedAt::OnCall { at, function }
+            ImportedAt::OnCall {
+                at,
+                function,
+                more: 0,
+            }
         };
         merge_modules(&mut modules, BTreeMap::from([(m, how)]));
     }
@@ -2184,14 +2188,27 @@ pub enum ImportedAt {
         at: String,
         /// The function it is in.
         function: Option<String>,
+        /// How many other imports of it there are, none of which runs at import.
+        more: usize,
     },
 }
 
 /// Adds the modules of another package's reach to `into`, keeping the stronger reach of each.
 pub fn merge_modules(into: &mut BTreeMap<String, ImportedAt>, from: BTreeMap<String, ImportedAt>) {
     for (m, how) in from {
-        match into.get(&m) {
-            Some(old) if old.rank() >= how.rank() => {}
+        match (into.get_mut(&m), &how) {
+            // Another import of it that does not run at import either: counted.
+            (
+                Some(ImportedAt::OnCall {
+                    at: first, more, ..
+                }),
+                ImportedAt::OnCall { at, more: also, .. },
+            ) => {
+                if first != at {
+                    *more += 1 + also;
+                }
+            }
+            (Some(old), _) if old.rank() >= how.rank() => {}
             _ => {
                 into.insert(m, how);
             }
@@ -2572,7 +2589,8 @@ def g(p):
             r.modules.get("scipy"),
             Some(&ImportedAt::OnCall {
                 at: "pkg/c.py:3".into(),
-                function: Some("lazy".into())
+                function: Some("lazy".into()),
+                more: 0,
             })
         );
     }
