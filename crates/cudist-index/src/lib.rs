@@ -10,13 +10,12 @@
 //!   can be read without fetching it whole; what it received can be saved ([`ranges_path`]) and
 //!   taken up by a later run, which then asks only for what it lacks.
 //!
-//! cudist is an offline tool and carries no network stack: `http://` URLs (a local mirror, the
-//! tests' loopback server) are spoken to with the few lines of HTTP/1.1 below, and `https://` URLs
-//! are handed to the system's `curl`. Every response is bounded ([`Limits`]); the bytes received
-//! are counted ([`received`]) so a caller can say what it cost.
+//! Every request goes through one HTTP client (`agent()`: ureq with rustls, the system's trust
+//! store, proxies from the environment, timeouts), after its URL is checked (`Target`: http or
+//! https, no control characters). Every response is bounded ([`Limits`]); the bytes received are
+//! counted ([`received`]) so a caller can say what it cost.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -29,6 +28,14 @@ pub enum IndexError {
     /// A URL this reader does not speak.
     #[error("{0}: only http:// and https:// URLs are read")]
     Scheme(String),
+    /// A URL that cannot be asked for as written.
+    #[error("{url}: {message}")]
+    Url {
+        /// The URL, escaped.
+        url: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// The connection or the transfer failed.
     #[error("{url}: {message}")]
     Transfer {
@@ -136,13 +143,31 @@ fn request(
     limit: u64,
     sink: &mut dyn Write,
 ) -> Result<(u64, Option<String>), IndexError> {
-    let (n, content_range) = if let Some(rest) = url.strip_prefix("http://") {
-        http_get(url, rest, accept, range, limit, sink)?
-    } else if url.starts_with("https://") {
-        curl_get(url, accept, range, limit, sink)?
-    } else {
-        return Err(IndexError::Scheme(url.to_string()));
+    let target = Target::parse(url)?;
+    let err = |message: String| IndexError::Transfer {
+        url: target.shown.clone(),
+        message,
     };
+    let mut req = agent().get(&target.url).config().build();
+    if let Some(a) = accept {
+        req = req.header("Accept", a);
+    }
+    if let Some(r) = range {
+        req = req.header("Range", format!("bytes={r}"));
+    }
+    if let Some(auth) = &target.authorization {
+        req = req.header("Authorization", auth);
+    }
+    let mut answer = req.call().map_err(|e| err(transfer_error(&e)))?;
+    let status = answer.status().as_u16();
+    check_status(&target.shown, status, range)?;
+    let content_range = answer
+        .headers()
+        .get("content-range")
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim().to_string());
+    let mut body = answer.body_mut().as_reader();
+    let n = bounded_copy(&target.shown, &mut body, sink, limit)?;
     RECEIVED.fetch_add(n, Ordering::Relaxed);
     Ok((n, content_range))
 }
@@ -171,7 +196,11 @@ fn bounded_copy(
 ) -> Result<u64, IndexError> {
     let n = std::io::copy(&mut from.take(limit + 1), to).map_err(|e| IndexError::Transfer {
         url: url.to_string(),
-        message: e.to_string(),
+        message: if e.kind() == std::io::ErrorKind::TimedOut || e.to_string().contains("timeout") {
+            format!("timed out ({e}) while the answer came: the server sends too slowly or stopped")
+        } else {
+            e.to_string()
+        },
     })?;
     if n > limit {
         return Err(IndexError::TooLarge {
@@ -182,205 +211,160 @@ fn bounded_copy(
     Ok(n)
 }
 
-/// HTTP/1.1 over a plain TCP connection: one request, `Connection: close`, a body framed by
-/// Content-Length, chunked encoding or the end of the connection. Redirects are not followed.
-fn http_get(
-    url: &str,
-    rest: &str,
-    accept: Option<&str>,
-    range: Option<&str>,
-    limit: u64,
-    sink: &mut dyn Write,
-) -> Result<(u64, Option<String>), IndexError> {
-    let err = |message: String| IndexError::Transfer {
-        url: url.to_string(),
-        message,
-    };
-    let (authority, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/"),
-    };
-    let addr = if authority.contains(':') {
-        authority.to_string()
-    } else {
-        format!("{authority}:80")
-    };
-    let mut stream = TcpStream::connect(&addr).map_err(|e| err(e.to_string()))?;
-    stream.set_read_timeout(Some(Duration::from_secs(60))).ok();
-    let mut req = format!(
-        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: cudist/{}\r\nConnection: close\r\n",
-        env!("CARGO_PKG_VERSION")
-    );
-    if let Some(a) = accept {
-        req.push_str(&format!("Accept: {a}\r\n"));
-    }
-    if let Some(r) = range {
-        req.push_str(&format!("Range: bytes={r}\r\n"));
-    }
-    req.push_str("\r\n");
-    stream
-        .write_all(req.as_bytes())
-        .map_err(|e| err(e.to_string()))?;
-    let mut r = BufReader::new(stream);
-    // A header line, bounded.
-    let line = |r: &mut BufReader<TcpStream>| -> Result<String, IndexError> {
-        let mut l = String::new();
-        (&mut *r)
-            .take(16 << 10)
-            .read_line(&mut l)
-            .map_err(|e| err(e.to_string()))?;
-        Ok(l)
-    };
-    let status_line = line(&mut r)?;
-    let status: u16 = status_line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| err(format!("not an HTTP answer: {:?}", status_line.trim())))?;
-    let mut length = None;
-    let mut chunked = false;
-    let mut content_range = None;
-    for _ in 0..256 {
-        let l = line(&mut r)?;
-        let l = l.trim_end();
-        if l.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = l.split_once(':') {
-            match k.trim().to_ascii_lowercase().as_str() {
-                "content-length" => length = v.trim().parse::<u64>().ok(),
-                "transfer-encoding" => chunked = v.to_ascii_lowercase().contains("chunked"),
-                "content-range" => content_range = Some(v.trim().to_string()),
-                _ => {}
-            }
-        }
-    }
-    check_status(url, status, range)?;
-    if length.is_some_and(|n| n > limit) {
-        return Err(IndexError::TooLarge {
-            url: url.to_string(),
-            limit,
-        });
-    }
-    if !chunked {
-        let n = bounded_copy(url, &mut r, sink, limit)?;
-        if length.is_some_and(|want| want != n) {
-            return Err(err(format!(
-                "{n} of {} bytes received",
-                length.unwrap_or(0)
-            )));
-        }
-        return Ok((n, content_range));
-    }
-    let mut total = 0u64;
-    loop {
-        let size = line(&mut r)?;
-        let n = u64::from_str_radix(size.trim().split(';').next().unwrap_or(""), 16)
-            .map_err(|_| err(format!("bad chunk size {:?}", size.trim())))?;
-        if n == 0 {
-            return Ok((total, content_range));
-        }
-        if total.saturating_add(n) > limit {
-            return Err(IndexError::TooLarge {
-                url: url.to_string(),
-                limit,
-            });
-        }
-        let got = bounded_copy(url, &mut (&mut r).take(n), sink, n)?;
-        if got != n {
-            return Err(err("the connection ended inside a chunk".into()));
-        }
-        total += n;
-        let _ = line(&mut r)?;
+/// What a transfer error says, without the URL (the error names it once).
+fn transfer_error(e: &ureq::Error) -> String {
+    match e {
+        ureq::Error::Timeout(t) => format!("timed out ({t}): the server did not answer in time"),
+        ureq::Error::Io(io) => io.to_string(),
+        other => other.to_string(),
     }
 }
 
-/// The system's curl for https: `--fail`, redirects followed, the size bounded, the body streamed.
-/// The headers come first on its output (`-D -`), one block per answer when redirected; the last
-/// block is the answer.
-fn curl_get(
-    url: &str,
-    accept: Option<&str>,
-    range: Option<&str>,
-    limit: u64,
-    sink: &mut dyn Write,
-) -> Result<(u64, Option<String>), IndexError> {
-    let err = |message: String| IndexError::Transfer {
-        url: url.to_string(),
-        message,
-    };
-    let mut cmd = std::process::Command::new("curl");
-    cmd.args(["-sS", "--fail", "-L", "-D", "-", "--max-filesize"])
-        .arg(limit.to_string());
-    if let Some(a) = accept {
-        cmd.arg("-H").arg(format!("Accept: {a}"));
-    }
-    if let Some(r) = range {
-        cmd.arg("-r").arg(r);
-    }
-    let mut child = cmd
-        .arg(url)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| {
-            err(format!(
-                "https is read through curl, which cannot be run here: {e}"
-            ))
-        })?;
-    let mut out = BufReader::new(child.stdout.take().expect("piped"));
-    let mut headers = || -> Result<(u16, Option<String>), IndexError> {
-        loop {
-            let mut status = None;
-            let mut content_range = None;
-            for i in 0..256 {
-                let mut l = String::new();
-                (&mut out)
-                    .take(16 << 10)
-                    .read_line(&mut l)
-                    .map_err(|e| err(e.to_string()))?;
-                if l.is_empty() {
-                    return Err(err("curl gave no answer".into()));
-                }
-                let l = l.trim_end();
-                if l.is_empty() {
-                    break;
-                }
-                if i == 0 {
-                    status = l
-                        .split_whitespace()
-                        .nth(1)
-                        .and_then(|s| s.parse::<u16>().ok());
-                } else if let Some((k, v)) = l.split_once(':') {
-                    if k.trim().eq_ignore_ascii_case("content-range") {
-                        content_range = Some(v.trim().to_string());
-                    }
-                }
-            }
-            let status = status.ok_or_else(|| err("curl printed no status line".into()))?;
-            // Interim answers and redirects curl followed: another block comes.
-            if (100..200).contains(&status) || (300..400).contains(&status) {
-                continue;
-            }
-            return Ok((status, content_range));
+/// A URL as it is asked for: only http and https, no control characters or spaces anywhere in
+/// it (a CR LF in an index's `href` must not become a second header or request line), the
+/// user and password of an index URL (`https://user:pass@host/simple`, as pip takes them)
+/// moved into an `Authorization: Basic` header, and the URL as shown in messages without them.
+struct Target {
+    url: String,
+    shown: String,
+    authorization: Option<String>,
+}
+
+impl Target {
+    fn parse(url: &str) -> Result<Target, IndexError> {
+        let Some((scheme, rest)) = url.split_once("://") else {
+            return Err(IndexError::Scheme(escape(url)));
+        };
+        if !matches!(scheme, "http" | "https") {
+            return Err(IndexError::Scheme(escape(url)));
         }
-    };
-    let copied = headers().and_then(|(status, content_range)| {
-        check_status(url, status, range)?;
-        bounded_copy(url, &mut out, sink, limit).map(|n| (n, content_range))
-    });
-    drop(out);
-    if copied.is_err() {
-        let _ = child.kill();
+        if url
+            .bytes()
+            .any(|b| b.is_ascii_control() || b == b' ' || b >= 0x80)
+        {
+            return Err(IndexError::Url {
+                url: escape(url),
+                message: "holds a control character, a space or a byte outside ASCII".into(),
+            });
+        }
+        let (authority, path) = match rest.find(['/', '?', '#']) {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/"),
+        };
+        let (userinfo, host) = match authority.rsplit_once('@') {
+            Some((u, h)) => (Some(u), h),
+            None => (None, authority),
+        };
+        if host.is_empty() {
+            return Err(IndexError::Url {
+                url: escape(url),
+                message: "names no host".into(),
+            });
+        }
+        let authorization = userinfo.map(|u| {
+            use base64::Engine;
+            let (user, pass) = u.split_once(':').unwrap_or((u, ""));
+            let plain = format!("{}:{}", percent_decode(user), percent_decode(pass));
+            format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(plain)
+            )
+        });
+        let url = format!("{scheme}://{host}{path}");
+        Ok(Target {
+            shown: url.clone(),
+            url,
+            authorization,
+        })
     }
-    let done = child.wait_with_output().map_err(|e| err(e.to_string()))?;
-    let got = copied?;
-    if !done.status.success() {
-        return Err(err(String::from_utf8_lossy(&done.stderr)
-            .trim()
-            .to_string()));
+}
+
+/// `%XX` escapes decoded (a user name or password in a URL); anything else kept as written.
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (
+            b[i],
+            b.get(i + 1).copied().and_then(hex),
+            b.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
     }
-    Ok(got)
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Text from an input made safe to print: control characters written as `\u{..}` escapes, and
+/// cut to 512 characters.
+pub fn escape(s: &str) -> String {
+    let mut out = String::new();
+    for (n, c) in s.chars().enumerate() {
+        if n == 512 {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// How long any one request may take, in all (connect, headers, body): a server that drips or
+/// stalls is given up on. `CUDIST_HTTP_TIMEOUT` (seconds) sets it; the default is pip's own
+/// order of magnitude per read, widened for whole wheels.
+fn request_timeout() -> Duration {
+    std::env::var("CUDIST_HTTP_TIMEOUT")
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(Duration::from_secs_f64)
+        .unwrap_or(Duration::from_secs(600))
+}
+
+/// The one HTTP client of the process (a protocol is a library's job: ureq, with rustls):
+/// certificates verified against the system's trust store, as pip does with truststore
+/// (`SSL_CERT_FILE` and `SSL_CERT_DIR` are read, so a company's own CA is trusted where the
+/// system trusts it); connections reused across requests, a
+/// `User-Agent` naming cudist, the proxies users set (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`,
+/// `NO_PROXY`), at most 10 redirects (credentials are never sent to another host), and
+/// timeouts: connecting 30 s, each read 60 s, each request [`request_timeout`] in all.
+fn agent() -> &'static ureq::Agent {
+    static AGENT: std::sync::OnceLock<ureq::Agent> = std::sync::OnceLock::new();
+    AGENT.get_or_init(|| {
+        let total = request_timeout();
+        let read = total.min(Duration::from_secs(60));
+        ureq::Agent::config_builder()
+            .tls_config(
+                ureq::tls::TlsConfig::builder()
+                    .root_certs(ureq::tls::RootCerts::PlatformVerifier)
+                    .build(),
+            )
+            .http_status_as_error(false)
+            .user_agent(format!(
+                "cudist/{} (+https://pypi.org/project/cudist/)",
+                env!("CARGO_PKG_VERSION")
+            ))
+            .proxy(ureq::Proxy::try_from_env())
+            .max_redirects(10)
+            .timeout_connect(Some(total.min(Duration::from_secs(30))))
+            .timeout_per_read(Some(read))
+            .timeout_global(Some(total))
+            .build()
+            .into()
+    })
 }
 
 /// Bytes `start..start + len` of a URL, by a range request, and the file's whole length (from
@@ -995,6 +979,8 @@ fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{BufRead, BufReader};
+    use std::net::TcpStream;
 
     #[test]
     fn pages_in_both_formats() {
@@ -1060,7 +1046,9 @@ mod tests {
                     if l.trim().is_empty() {
                         break;
                     }
-                    if let Some(v) = l.strip_prefix("Range: bytes=") {
+                    // Header names are case-insensitive (the client writes `range:`).
+                    let lower = l.to_ascii_lowercase();
+                    if let Some(v) = lower.strip_prefix("range: bytes=") {
                         let (a, b) = v.trim().split_once('-').unwrap();
                         let len = data.len() as u64;
                         range = Some(if a.is_empty() {
@@ -1075,7 +1063,7 @@ mod tests {
                     Some((a, b)) => {
                         write!(
                             w,
-                            "HTTP/1.1 206 Partial Content\r\nContent-Length: {}\r\nContent-Range: bytes {a}-{b}/{}\r\n\r\n",
+                            "HTTP/1.1 206 Partial Content\r\nConnection: close\r\nContent-Length: {}\r\nContent-Range: bytes {a}-{b}/{}\r\n\r\n",
                             b - a + 1,
                             data.len()
                         )
@@ -1087,7 +1075,7 @@ mod tests {
                         // The client hangs up once it sees the status: errors are expected.
                         let _ = write!(
                             w,
-                            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n",
+                            "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
                             data.len()
                         );
                         let _ = w.write_all(&data);

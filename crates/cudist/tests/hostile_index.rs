@@ -1,0 +1,246 @@
+//! `cudist select` against an index served on 127.0.0.1 by the test itself that tries to turn the
+//! client against its user: a file URL that would split the request (CR LF in the index's
+//! `url`), a server that drips its answer a byte at a time, one that never answers. The client
+//! (ureq, issue 35) must refuse the first before any byte is sent, and give up on the others
+//! within its time budget (`CUDIST_HTTP_TIMEOUT`), naming the URL.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// How the server answers a request for a file.
+#[derive(Clone, Copy)]
+enum Files {
+    /// Headers promising a megabyte, then one byte a second.
+    Drip,
+    /// Nothing at all: the connection stays open and silent.
+    Stall,
+}
+
+/// Serves a PEP 691 page for any `/simple/…` path listing `files` (name, url with `{base}` for
+/// the server's own address), and answers file requests as `mode` says. Every request's head
+/// (request line and headers) is logged.
+fn serve(files: Vec<(String, String)>, mode: Files) -> (String, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let (b, l) = (base.clone(), log.clone());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            let (b, l, files) = (b.clone(), l.clone(), files.clone());
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(stream.try_clone().unwrap());
+                loop {
+                    let mut head = String::new();
+                    loop {
+                        let mut line = String::new();
+                        if r.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if line.trim().is_empty() {
+                            break;
+                        }
+                        head.push_str(&line);
+                    }
+                    l.lock().unwrap().push(head.clone());
+                    let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
+                    let mut w = &stream;
+                    if path.starts_with("/simple") {
+                        let listed: Vec<serde_json::Value> = files
+                            .iter()
+                            .map(|(name, url)| {
+                                serde_json::json!({"filename": name, "url": url.replace("{base}", &b),
+                                    "hashes": {}})
+                            })
+                            .collect();
+                        let body = serde_json::json!({"meta": {"api-version": "1.1"},
+                            "name": "demo", "files": listed})
+                        .to_string();
+                        let _ = write!(
+                            w,
+                            "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.pypi.simple.v1+json\r\nContent-Length: {}\r\n\r\n{body}",
+                            body.len()
+                        );
+                        continue;
+                    }
+                    match mode {
+                        Files::Drip => {
+                            let _ = write!(w, "HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n");
+                            for _ in 0..1000 {
+                                if w.write_all(b"x").is_err() {
+                                    return;
+                                }
+                                std::thread::sleep(Duration::from_secs(1));
+                            }
+                        }
+                        Files::Stall => std::thread::sleep(Duration::from_secs(1000)),
+                    }
+                    return;
+                }
+            });
+        }
+    });
+    (base, log)
+}
+
+fn select_on(base: &str, timeout: &str, fetch: &str) -> (std::process::Output, Duration) {
+    let work = tempfile::tempdir().unwrap();
+    let host = write_profile(
+        &work.path().join("host.json"),
+        &serde_json::json!({"driver": "535.183.01", "glibc": "2.35", "python": "3.11",
+            "gpus": [{"name": "T4", "sm": 75}]}),
+    );
+    let start = Instant::now();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_cudist"))
+        .args(["select", "--host"])
+        .arg(&host)
+        .args(["--index", &format!("{base}/simple"), "--package", "demo"])
+        .args(["--fetch", fetch, "--cache-dir"])
+        .arg(work.path().join("cache"))
+        .env("CUDIST_HTTP_TIMEOUT", timeout)
+        .output()
+        .unwrap();
+    (o, start.elapsed())
+}
+
+/// A file URL holding CR LF (a forged `Host:` and a second request) is refused before anything
+/// is sent: the server sees the page request and nothing else.
+#[test]
+fn a_url_that_would_split_the_request_is_never_sent() {
+    let forged = "{base}/files/demo-1.0-py3-none-any.whl HTTP/1.1\r\nHost: evil.example\r\n\r\nPOST /admin/delete HTTP/1.1\r\nX-Y: z";
+    let (base, log) = serve(
+        vec![("demo-1.0-py3-none-any.whl".into(), forged.into())],
+        Files::Stall,
+    );
+    for fetch in ["whole", "front"] {
+        let (o, _) = select_on(&base, "20", fetch);
+        let heads = log.lock().unwrap().clone();
+        assert!(
+            heads.iter().all(|h| h.starts_with("GET /simple")),
+            "{fetch}: {heads:#?}"
+        );
+        assert!(
+            !heads
+                .iter()
+                .any(|h| h.contains("evil.example") || h.contains("POST")),
+            "{heads:#?}"
+        );
+        let err = stderr(&o) + &stdout(&o);
+        assert!(err.contains("control character"), "{fetch}: {err}");
+        // The URL is named with its control characters escaped, never written raw.
+        assert!(!err.contains("\r\nPOST"), "{err}");
+    }
+}
+
+/// A server that drips its answer, or never answers, is given up on within the time budget,
+/// and the error names the URL and the timeout.
+#[test]
+fn dripping_and_stalled_servers_are_given_up_on() {
+    for mode in [Files::Drip, Files::Stall] {
+        let (base, _log) = serve(
+            vec![(
+                "demo-1.0-py3-none-any.whl".into(),
+                "{base}/files/demo-1.0-py3-none-any.whl".into(),
+            )],
+            mode,
+        );
+        let (o, took) = select_on(&base, "3", "whole");
+        let err = stderr(&o) + &stdout(&o);
+        assert!(took < Duration::from_secs(30), "{took:?}: {err}");
+        assert!(err.contains("timed out"), "{err}");
+        assert!(err.contains("/files/demo-1.0-py3-none-any.whl"), "{err}");
+        assert_ne!(o.status.code(), Some(0), "{err}");
+    }
+}
+
+/// https is verified against the system's trust store, as pip verifies it: a loopback server
+/// whose certificate a test-only CA signed (tests/fixtures/tls) is trusted where `SSL_CERT_FILE`
+/// names that CA, and refused, before any page is read, where the store holds another
+/// certificate (the server's own, which no CA in the store signed).
+#[test]
+fn https_is_verified_against_the_trust_store_the_system_names() {
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path().join("www");
+    std::fs::create_dir_all(root.join("simple/demo")).unwrap();
+    std::fs::create_dir_all(root.join("files")).unwrap();
+    let name = "demo-1.0-py3-none-any.whl";
+    write_wheel(
+        &root.join("files").join(name),
+        "demo",
+        &[],
+        &[("demo/__init__.py", b"".to_vec())],
+    );
+    std::fs::write(
+        root.join("simple/demo/index.html"),
+        format!("<html><body><a href=\"../../files/{name}\">{name}</a></body></html>\n"),
+    )
+    .unwrap();
+    let tls = repo_root().join("tests/fixtures/tls");
+    let server = "import http.server, ssl, sys, functools\n\
+        h = http.server.HTTPServer(('127.0.0.1', 0), functools.partial(\
+        http.server.SimpleHTTPRequestHandler, directory=sys.argv[1]))\n\
+        c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n\
+        c.load_cert_chain(sys.argv[2], sys.argv[3])\n\
+        h.socket = c.wrap_socket(h.socket, server_side=True)\n\
+        print(h.server_address[1], flush=True)\n\
+        h.serve_forever()\n";
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", server])
+        .arg(&root)
+        .arg(tls.join("server.pem"))
+        .arg(tls.join("server.key"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut port = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut port)
+        .unwrap();
+    let host = write_profile(
+        &work.path().join("host.json"),
+        &serde_json::json!({"driver": "535.183.01", "glibc": "2.35", "python": "3.11",
+            "gpus": [{"name": "T4", "sm": 75}]}),
+    );
+    let empty = work.path().join("no-certs");
+    std::fs::create_dir_all(&empty).unwrap();
+    let run = |ca: &std::path::Path| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_cudist"));
+        cmd.args(["select", "--host"])
+            .arg(&host)
+            .args([
+                "--index",
+                &format!("https://127.0.0.1:{}/simple", port.trim()),
+                "--package",
+                "demo",
+                "--cache-dir",
+            ])
+            .arg(work.path().join("cache"))
+            // Only what the test names is trusted: no directory of the machine's.
+            .env("SSL_CERT_DIR", &empty)
+            .env("SSL_CERT_FILE", ca);
+        cmd.output().unwrap()
+    };
+    let trusted = run(&tls.join("ca.pem"));
+    let refused = run(&tls.join("server.pem"));
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(trusted.status.code(), Some(0), "{}", stderr(&trusted));
+    assert!(
+        stdout(&trusted).contains(&format!("best: {name}")),
+        "{}",
+        stdout(&trusted)
+    );
+    assert_ne!(refused.status.code(), Some(0));
+    assert!(
+        stderr(&refused).contains("invalid peer certificate"),
+        "{}",
+        stderr(&refused)
+    );
+}
