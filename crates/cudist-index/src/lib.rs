@@ -760,8 +760,31 @@ pub fn project_files(
     parse_page(&url, &body)
 }
 
-/// A project page: PEP 691 JSON, else PEP 503 HTML.
+/// Whether a file name from a page is one pip takes: no whitespace or control character
+/// anywhere (pip's wheel-name pattern allows none in any part), no path separator, not empty or
+/// hidden, at most 255 bytes. Others are left out of the listing, as pip skips such links; a
+/// name from an index never reaches the terminal or the cache otherwise.
+pub fn plain_file_name(n: &str) -> bool {
+    !n.is_empty()
+        && n.len() <= 255
+        && !n.starts_with('.')
+        && !n
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || c == '/' || c == '\\')
+}
+
+/// A project page: PEP 691 JSON, else PEP 503 HTML. Files whose names pip would not take
+/// ([`plain_file_name`]) are left out.
 pub fn parse_page(url: &str, body: &[u8]) -> Result<Vec<IndexFile>, IndexError> {
+    parse_page_all(url, body).map(|files| {
+        files
+            .into_iter()
+            .filter(|f| plain_file_name(&f.filename))
+            .collect()
+    })
+}
+
+fn parse_page_all(url: &str, body: &[u8]) -> Result<Vec<IndexFile>, IndexError> {
     let page_err = |message: String| IndexError::Page {
         url: url.to_string(),
         message,
@@ -884,10 +907,10 @@ fn cache_path(file: &IndexFile, cache: &Path) -> Result<PathBuf, IndexError> {
         .sha256
         .clone()
         .unwrap_or_else(|| hex(&Sha256::digest(file.url.as_bytes())));
-    let plain = |n: &str| {
-        !n.is_empty() && !n.starts_with('.') && !n.contains(['/', '\\', '\0']) && n.len() <= 255
-    };
-    if !plain(&file.filename) || !key.bytes().all(|b| b.is_ascii_hexdigit()) || key.len() != 64 {
+    if !plain_file_name(&file.filename)
+        || !key.bytes().all(|b| b.is_ascii_hexdigit())
+        || key.len() != 64
+    {
         return Err(IndexError::Page {
             url: file.url.clone(),
             message: format!("{:?} is not a plain file name", file.filename),
@@ -906,9 +929,12 @@ pub fn ranges_path(file: &IndexFile, cache: &Path) -> Option<PathBuf> {
     Some(path.with_file_name(format!("{}.{}.ranges", file.filename, &url[..16])))
 }
 
-/// The file's path in `cache` when it is there ([`fetch`] put it there).
+/// The file's path in `cache` when it is there ([`fetch`] put it there) and its sha256 names it
+/// (a file kept by its URL only is fetched again).
 pub fn cached(file: &IndexFile, cache: &Path) -> Option<PathBuf> {
-    cache_path(file, cache).ok().filter(|p| p.is_file())
+    cache_path(file, cache)
+        .ok()
+        .filter(|p| file.sha256.is_some() && p.is_file())
 }
 
 /// Fetches a file into `cache` (`<cache>/<sha256 or url digest>/<filename>`), unless it is there;
@@ -920,7 +946,10 @@ pub fn fetch(
 ) -> Result<(PathBuf, bool), IndexError> {
     let path = cache_path(file, cache)?;
     let dir = path.parent().expect("joined").to_path_buf();
-    if path.is_file() {
+    // Kept by its sha256, a file is the same file for ever; one the index gave no sha256 for is
+    // keyed by its URL only, and the server may have put a new build there: fetched again, as
+    // pip does not serve such a file from its cache without asking the server.
+    if path.is_file() && file.sha256.is_some() {
         return Ok((path, false));
     }
     let cache_err = |source| IndexError::Cache {
@@ -967,6 +996,8 @@ pub fn fetch(
     });
     if let Err(e) = done {
         let _ = std::fs::remove_file(&tmp);
+        // The directory made for it, if nothing else is there (a sha mismatch leaves no trace).
+        let _ = std::fs::remove_dir(&dir);
         return Err(e);
     }
     Ok((path, true))
@@ -981,6 +1012,7 @@ mod tests {
     use super::*;
     use std::io::{BufRead, BufReader};
     use std::net::TcpStream;
+    use std::sync::atomic::Ordering;
 
     #[test]
     fn pages_in_both_formats() {
@@ -1245,5 +1277,118 @@ mod tests {
         };
         assert!(fetch(&g, dir.path(), Limits::default()).is_err());
         assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
+    }
+
+    /// File names pip would not take (whitespace, control characters, a path) are left out of
+    /// a page, in both formats: a newline or ESC from an index never reaches the terminal.
+    #[test]
+    fn names_pip_would_not_take_are_left_out() {
+        let good = "demo-1.0-py3-none-any.whl";
+        for bad in [
+            "demo-1.0-py3-none-any.whl\nbest: fake.whl",
+            "demo\u{1b}[31m-1.0-py3-none-any.whl",
+            "demo 1.0-py3-none-any.whl",
+            "../demo-1.0-py3-none-any.whl",
+        ] {
+            let json = serde_json::json!({"meta": {"api-version": "1.0"}, "name": "demo",
+                "files": [{"filename": bad, "url": "x.whl", "hashes": {}},
+                          {"filename": good, "url": "y.whl", "hashes": {}}]});
+            let files = parse_page("http://h/simple/demo/", json.to_string().as_bytes()).unwrap();
+            let names: Vec<&str> = files.iter().map(|f| f.filename.as_str()).collect();
+            assert_eq!(names, [good], "{bad:?}");
+            let html = format!("<a href=\"x.whl\">{bad}</a><a href=\"y.whl\">{good}</a>");
+            let files = parse_page("http://h/simple/demo/", html.as_bytes()).unwrap();
+            let names: Vec<&str> = files.iter().map(|f| f.filename.as_str()).collect();
+            assert_eq!(names, [good], "{bad:?}");
+        }
+    }
+
+    /// A server that answers every GET with a new body, counting them.
+    fn counting_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicU64>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!(
+            "http://{}/demo-1.0-py3-none-any.whl",
+            listener.local_addr().unwrap()
+        );
+        let count = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let c = count.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut r = BufReader::new(stream.try_clone().unwrap());
+                loop {
+                    let mut l = String::new();
+                    if r.read_line(&mut l).unwrap_or(0) == 0 || l.trim().is_empty() {
+                        break;
+                    }
+                }
+                let n = c.fetch_add(1, Ordering::SeqCst) + 1;
+                let body = format!("build {n}");
+                let mut w = stream;
+                let _ = write!(
+                    w,
+                    "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        (url, count)
+    }
+
+    /// A file the index gives no sha256 for is fetched again (the server may hold a new build at
+    /// the same URL); one whose sha256 does not match leaves nothing in the cache, not even its
+    /// directory.
+    #[test]
+    fn files_without_a_sha256_are_fetched_again_and_a_mismatch_leaves_nothing() {
+        let (url, count) = counting_server();
+        let cache = tempfile::tempdir().unwrap();
+        let file = IndexFile {
+            filename: "demo-1.0-py3-none-any.whl".into(),
+            url: url.clone(),
+            sha256: None,
+            size: None,
+            requires_python: None,
+            yanked: false,
+        };
+        let (p1, fetched1) = fetch(&file, cache.path(), Limits::default()).unwrap();
+        assert_eq!(std::fs::read_to_string(&p1).unwrap(), "build 1");
+        assert!(cached(&file, cache.path()).is_none());
+        let (p2, fetched2) = fetch(&file, cache.path(), Limits::default()).unwrap();
+        assert!(fetched1 && fetched2);
+        assert_eq!(std::fs::read_to_string(&p2).unwrap(), "build 2");
+        assert_eq!(count.load(Ordering::SeqCst), 2);
+        let other = tempfile::tempdir().unwrap();
+        let wrong = IndexFile {
+            sha256: Some("0".repeat(64)),
+            ..file
+        };
+        let e = fetch(&wrong, other.path(), Limits::default()).unwrap_err();
+        assert!(matches!(e, IndexError::Hash { .. }), "{e}");
+        assert_eq!(std::fs::read_dir(other.path()).unwrap().count(), 0);
+    }
+
+    /// A URL with a control character or a space is refused before anything is sent; user and
+    /// password move into a header and out of what messages show.
+    #[test]
+    fn urls_are_checked_before_they_are_asked_for() {
+        for bad in [
+            "http://h/a\r\nHost: evil",
+            "http://h/a b",
+            "http://h/\u{1b}[2J",
+            "file:///etc/passwd",
+            "ftp://h/x",
+            "http:///nohost",
+        ] {
+            assert!(Target::parse(bad).is_err(), "{bad:?}");
+        }
+        let t = Target::parse("https://us%40er:p%3Ass@index.example/simple/").unwrap();
+        assert_eq!(t.url, "https://index.example/simple/");
+        assert_eq!(t.shown, t.url);
+        use base64::Engine;
+        let want = base64::engine::general_purpose::STANDARD.encode("us@er:p:ss");
+        assert_eq!(t.authorization, Some(format!("Basic {want}")));
+        let e = get("http://127.0.0.1:9/a\nb", None, 10)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("\\n") && !e.contains('\n'), "{e}");
     }
 }
