@@ -440,6 +440,10 @@ struct Blocks {
     rate: f64,
     /// A request size set by the caller.
     fixed: Option<u64>,
+    /// Bytes fetched by range requests (the opening one included).
+    fetched: u64,
+    /// The most that may be fetched ([`RemoteFile::within`]).
+    budget: u64,
 }
 
 impl Blocks {
@@ -479,6 +483,34 @@ impl RemoteFile {
     pub const STEP: u64 = 16 << 10;
     /// Fetched bytes kept; past it the oldest ranges (lowest offsets) are dropped.
     pub const KEEP: u64 = 64 << 20;
+    /// The most a file whose size the index did not declare may cost in range requests: a
+    /// server that claims an 8 GiB file and points its central directory at the start would
+    /// otherwise be read whole.
+    pub const BUDGET: u64 = 1 << 30;
+
+    /// Holds the file to what the index declared (PEP 700 `size`): a server whose length
+    /// differs is not believed, and reads may fetch at most that many bytes; without a declared
+    /// size, at most [`RemoteFile::BUDGET`].
+    pub fn within(self, declared: Option<u64>) -> Result<RemoteFile, IndexError> {
+        if let Some(d) = declared.filter(|d| *d != self.len) {
+            return Err(IndexError::Transfer {
+                url: self.url.clone(),
+                message: format!(
+                    "the server says the file has {} bytes, the index {d}",
+                    self.len
+                ),
+            });
+        }
+        Ok(self.with_budget(declared.unwrap_or(Self::BUDGET)))
+    }
+
+    /// Lets reads fetch at most `bytes` by range requests in all.
+    pub fn with_budget(self, bytes: u64) -> RemoteFile {
+        if let Ok(mut s) = self.state.lock() {
+            s.budget = bytes;
+        }
+        self
+    }
 
     /// Opens a remote file: one request for its last 64 KiB (where a zip's central directory
     /// ends), which also gives its length.
@@ -488,6 +520,8 @@ impl RemoteFile {
         let mut blocks = Blocks {
             requests: 1,
             kept_bytes: tail.len() as u64,
+            fetched: tail.len() as u64,
+            budget: Self::BUDGET,
             ..Blocks::default()
         };
         blocks.timed(tail.len() as u64, began.elapsed().as_secs_f64());
@@ -513,6 +547,7 @@ impl RemoteFile {
                     state: std::sync::Mutex::new(Blocks {
                         kept,
                         kept_bytes,
+                        budget: Self::BUDGET,
                         ..Blocks::default()
                     }),
                     saved: kept_bytes,
@@ -653,11 +688,24 @@ impl cudist_wheel::ReadAt for RemoteFile {
                     worth
                 }
                 .min(end - offset);
+                if s.fetched + size > s.budget {
+                    return Err(std::io::Error::other(format!(
+                        "{}: reading on would fetch more than {} bytes by range requests, {}",
+                        self.url,
+                        s.budget,
+                        if s.budget == Self::BUDGET {
+                            "the most for a file whose size the index does not declare"
+                        } else {
+                            "its budget (the size the index declares)"
+                        }
+                    )));
+                }
                 let began = std::time::Instant::now();
                 let (_, bytes, _) = get_range(&self.url, Some(offset), size)
                     .map_err(|e| std::io::Error::other(e.to_string()))?;
                 s.timed(size, began.elapsed().as_secs_f64());
                 s.requests += 1;
+                s.fetched += size;
                 s.last_end = offset + size;
                 s.last_size = size;
                 s.kept_bytes += size;
@@ -977,7 +1025,15 @@ pub fn fetch(
         }
     }
     let mut sink = Hashing(f, Sha256::new());
-    let done = transfer(&file.url, None, limits.file, &mut sink).and_then(|_| {
+    // What the index declared is all that is taken (a longer answer is refused as it comes).
+    let limit = file.size.map_or(limits.file, |d| d.min(limits.file));
+    let done = transfer(&file.url, None, limit, &mut sink).and_then(|n| {
+        if let Some(d) = file.size.filter(|d| *d != n) {
+            return Err(IndexError::Transfer {
+                url: file.url.clone(),
+                message: format!("{n} bytes received, the index declares {d}"),
+            });
+        }
         let Hashing(f, h) = sink;
         let got = hex(&h.finalize());
         if let Some(want) = file
@@ -1390,5 +1446,74 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("\\n") && !e.contains('\n'), "{e}");
+    }
+
+    /// A server that claims a file far larger than it is (every range answered with zeros, the
+    /// length a lie) cannot make a reader fetch more than its budget, and one whose length is
+    /// not what the index declared is not believed at all.
+    #[test]
+    fn a_lying_length_costs_no_more_than_the_budget() {
+        use cudist_wheel::ReadAt;
+        let claimed: u64 = 8 << 30;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/f.whl", listener.local_addr().unwrap());
+        let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counted = sent.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut r = BufReader::new(stream.try_clone().unwrap());
+                let mut range = (0u64, 0u64);
+                loop {
+                    let mut l = String::new();
+                    if r.read_line(&mut l).unwrap_or(0) == 0 || l.trim().is_empty() {
+                        break;
+                    }
+                    let lower = l.to_ascii_lowercase();
+                    if let Some(v) = lower.strip_prefix("range: bytes=") {
+                        let (a, b) = v.trim().split_once('-').unwrap();
+                        range = if a.is_empty() {
+                            (claimed - b.parse::<u64>().unwrap(), claimed - 1)
+                        } else {
+                            (a.parse().unwrap(), b.parse().unwrap())
+                        };
+                    }
+                }
+                let (a, b) = range;
+                let n = b - a + 1;
+                counted.fetch_add(n, Ordering::SeqCst);
+                let mut w = stream;
+                let _ = write!(
+                    w,
+                    "HTTP/1.1 206 Partial Content\r\nConnection: close\r\nContent-Length: {n}\r\nContent-Range: bytes {a}-{b}/{claimed}\r\n\r\n"
+                );
+                let _ = w.write_all(&vec![0u8; n as usize]);
+            }
+        });
+        let f = RemoteFile::open(&url).unwrap();
+        assert_eq!(f.len(), claimed);
+        let e = RemoteFile::open(&url)
+            .unwrap()
+            .within(Some(1000))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("the index 1000"), "{e}");
+        let budget = 2 << 20;
+        let f = f.with_budget(budget);
+        let mut buf = vec![0u8; 64 << 10];
+        let mut at = 0u64;
+        let err = loop {
+            match f.read_at(&mut buf, at) {
+                Ok(0) => panic!("read to the end of an 8 GiB lie"),
+                Ok(n) => at += n as u64,
+                Err(e) => break e.to_string(),
+            }
+        };
+        assert!(err.contains("more than 2097152 bytes"), "{err}");
+        assert!(
+            sent.load(Ordering::SeqCst) <= budget + 2 * RemoteFile::TAIL,
+            "{}",
+            sent.load(Ordering::SeqCst)
+        );
     }
 }

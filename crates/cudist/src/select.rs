@@ -317,7 +317,7 @@ fn read_front(
         Some(p) => cudist_index::RemoteFile::open_saved(&f.url, p),
         None => cudist_index::RemoteFile::open(&f.url),
     };
-    let source = match opened {
+    let source = match opened.and_then(|s| s.within(f.size)) {
         Ok(s) => s,
         Err(cudist_index::IndexError::NoRanges(_)) => return Ok(None),
         Err(e) => bail!(errors::input(e.to_string())),
