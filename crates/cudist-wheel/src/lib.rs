@@ -252,6 +252,9 @@ pub struct Wheel {
     /// Where each member's bytes lie (its local header up to the next member's, or the central
     /// directory), by index.
     spans: Vec<(u64, u64)>,
+    /// Each member's name as the central directory stores it, by index: its local header must
+    /// say the same ([`Wheel::with_member`]).
+    raw_names: Vec<Vec<u8>>,
     source: Arc<dyn ReadAt>,
 }
 
@@ -349,12 +352,14 @@ impl Wheel {
                 (s, sorted.get(i).copied().unwrap_or(len).max(s))
             })
             .collect();
+        let raw_names = walked.into_iter().map(|e| e.raw_name).collect();
         Ok(Wheel {
             path: path.to_path_buf(),
             archive,
             members,
             file_size: len,
             spans,
+            raw_names,
             source,
         })
     }
@@ -384,6 +389,7 @@ impl Wheel {
         let m = &self.members[index];
         let (start, end) = self.spans[index];
         self.source.hint(start, end);
+        self.check_local_header(index, start)?;
         let mut archive = self.archive.clone();
         let mut z = archive
             .by_index(index)
@@ -392,6 +398,40 @@ impl Wheel {
                 source,
             })?;
         f(&mut z)
+    }
+
+    /// Checks that member `index`'s local header, at `at`, is one and names the member as the
+    /// central directory does. Python's zipfile (pip's reader) refuses a wheel where they differ
+    /// ("File name in directory … and header … differ"); a reader that took the central name
+    /// and the local bytes would judge, and repair would rewrite, another file than pip installs.
+    fn check_local_header(&self, index: usize, at: u64) -> Result<()> {
+        let mut head = [0u8; 30];
+        self.source
+            .read_exact_at(&mut head, at)
+            .map_err(|e| self.damaged(index, format!("its local header cannot be read ({e})")))?;
+        if head[..4] != *b"PK\x03\x04" {
+            return Err(self.damaged(index, "no local header where the central directory puts it"));
+        }
+        let n = u16::from_le_bytes([head[26], head[27]]) as usize;
+        let mut local = vec![0u8; n];
+        self.source
+            .read_exact_at(&mut local, at + 30)
+            .map_err(|e| self.damaged(index, format!("its local header cannot be read ({e})")))?;
+        if local != self.raw_names[index] {
+            let shown: String = String::from_utf8_lossy(&local)
+                .chars()
+                .take(200)
+                .flat_map(char::escape_default)
+                .collect();
+            return Err(self.damaged(
+                index,
+                format!(
+                    "its local header names {shown:?}: the central directory and the local \
+                     header disagree, and pip's zipfile refuses such a wheel"
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// The error for a member whose bytes are not what its header says.
@@ -694,6 +734,8 @@ fn first_duplicate(entries: &[CdEntry]) -> Option<String> {
 /// member it lists: for a wheel fetched by range requests, a request per member).
 struct CdEntry {
     name: String,
+    /// The name's bytes as stored.
+    raw_name: Vec<u8>,
     /// General-purpose flags (bit 0: encrypted).
     flags: u16,
     /// The system that made the entry (the high byte of "version made by": 0 DOS, 3 Unix).
@@ -801,6 +843,7 @@ fn central_directory(file: &SharedFile) -> Result<Vec<CdEntry>> {
         }
         let mut e = CdEntry {
             name: String::from_utf8_lossy(&cd[pos + 46..pos + 46 + n]).into_owned(),
+            raw_name: cd[pos + 46..pos + 46 + n].to_vec(),
             flags: u16_at(&cd, pos + 8) as u16,
             system: cd[pos + 5],
             compressed: u32_at(&cd, pos + 20),
@@ -955,6 +998,27 @@ mod tests {
                 "{bad}: {e}"
             );
         }
+    }
+
+    /// A member whose local header names another file than the central directory (the
+    /// directory says `w/__init__.py`, the bytes at its offset are `w/_ext.abi3.so`'s) is
+    /// refused when read, as Python's zipfile refuses it: no reader judges, and no writer
+    /// copies, bytes pip would not install under that name.
+    #[test]
+    fn a_local_header_that_names_another_file_is_refused() {
+        let (dir, _) = wheel_of(&[("w/_ext.abi3.so", "\x7fELF...")]);
+        let path = dir.path().join("w-1.0-py3-none-any.whl");
+        let mut bytes = std::fs::read(&path).unwrap();
+        // Rename the entry in the central directory only (same length: the layout holds).
+        let cd = bytes.windows(4).rposition(|w| w == b"PK\x01\x02").unwrap();
+        let name_at = cd + 46;
+        bytes[name_at..name_at + 14].copy_from_slice(b"w/__init__.pyc");
+        std::fs::write(&path, &bytes).unwrap();
+        let w = Wheel::open(&path).unwrap();
+        assert_eq!(w.members()[0].name, "w/__init__.pyc");
+        let e = w.read_member(0).unwrap_err().to_string();
+        assert!(e.contains("local header names") && e.contains("w/_ext.abi3.so"), "{e}");
+        assert!(w.read_prefix(0, 4).is_err());
     }
 
     #[test]
