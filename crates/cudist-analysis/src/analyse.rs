@@ -430,6 +430,15 @@ pub(crate) fn lazy_loads(
                         // A linker name: the stem of a catalog library.
                         Some(stem) => match catalog.libraries.iter().find(|l| l.stem == stem) {
                             Some(l) => (l, None),
+                            // The driver's own linker name (drjit's `dlopen("libcuda.so")`):
+                            // the driver is used, through a name only its development link
+                            // gives.
+                            None if catalog.driver_lib(&format!("{name}.1")).is_some() => {
+                                if !drivers.iter().any(|d| d == name) {
+                                    drivers.push(name.to_string());
+                                }
+                                continue;
+                            }
                             None => continue,
                         },
                         None => continue,

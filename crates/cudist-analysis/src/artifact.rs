@@ -689,10 +689,14 @@ fn aggregate_needs(
             .driver_dlopens
             .iter()
             .map(|so| {
-                (
-                    so.clone(),
-                    format!("imports dlopen and names {so:?} to open"),
-                )
+                let how = if catalog.driver_lib(so).is_some() {
+                    format!("imports dlopen and names {so:?} to open")
+                } else {
+                    format!(
+                        "imports dlopen and names {so:?} to open: the driver's linker name, which only its development link provides (a container runtime that mounts the driver's {so}.1 alone leaves it out)"
+                    )
+                };
+                (so.clone(), how)
             })
             .collect();
         if static_runtime {
@@ -1809,6 +1813,31 @@ fn misbuilt_lines(file_name: &str, elfs: &[Analysed], platform: &Platform, verdi
                 .unwrap_or_default(),
         ));
     }
+    // A manylinux tag older than the glibc the content needs: pip installs the wheel on systems
+    // where it cannot load (cupoch 0.2.11.0: tagged manylinux1, needs GLIBC_2.29).
+    if let (Some(w), Some(needs)) = (
+        cudist_wheel::WheelName::parse(file_name),
+        platform.policy.as_deref().and_then(manylinux_glibc),
+    ) {
+        let promised: Vec<(&str, (u32, u32))> = w
+            .platform
+            .split('.')
+            .filter_map(|t| Some((t, manylinux_glibc(t)?)))
+            .collect();
+        if let Some((tag, oldest)) = promised.iter().min_by_key(|(_, g)| *g) {
+            if *oldest < needs {
+                lines.push(format!(
+                    "is tagged {tag} (glibc {}.{}) but its files need {} (glibc {}.{}): pip installs it on systems between the two, where it cannot load; its tag should be {} (`cudist repair` writes it)",
+                    oldest.0,
+                    oldest.1,
+                    platform.policy.as_deref().unwrap_or_default(),
+                    needs.0,
+                    needs.1,
+                    platform.tags.join("."),
+                ));
+            }
+        }
+    }
     // Directories every Linux system owns (root creates them; packages put libraries there).
     let system = |d: &str| {
         [
@@ -1871,6 +1900,21 @@ fn misbuilt_lines(file_name: &str, elfs: &[Analysed], platform: &Platform, verdi
     if !lines.is_empty() {
         add_finding(verdict, VerdictStatus::Misbuilt, lines);
     }
+}
+
+/// The glibc a manylinux policy or tag promises to run on (`manylinux_2_17_x86_64`,
+/// `manylinux2014_x86_64`, `manylinux1_x86_64`, `manylinux_2_31`), per PEP 600's aliases.
+fn manylinux_glibc(tag: &str) -> Option<(u32, u32)> {
+    let rest = tag.strip_prefix("manylinux")?;
+    for (alias, glibc) in [("1", (2, 5)), ("2010", (2, 12)), ("2014", (2, 17))] {
+        if rest == alias || rest.strip_prefix(alias).is_some_and(|r| r.starts_with('_')) {
+            return Some(glibc);
+        }
+    }
+    let mut parts = rest.strip_prefix('_')?.split('_');
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
 }
 
 fn vendor_lines(elfs: &[Analysed], catalog: &Catalog, verdict: &mut Verdict) {

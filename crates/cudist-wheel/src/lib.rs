@@ -1017,7 +1017,10 @@ mod tests {
         let w = Wheel::open(&path).unwrap();
         assert_eq!(w.members()[0].name, "w/__init__.pyc");
         let e = w.read_member(0).unwrap_err().to_string();
-        assert!(e.contains("local header names") && e.contains("w/_ext.abi3.so"), "{e}");
+        assert!(
+            e.contains("local header names") && e.contains("w/_ext.abi3.so"),
+            "{e}"
+        );
         assert!(w.read_prefix(0, 4).is_err());
     }
 

@@ -1399,3 +1399,106 @@ fn declared_links_are_files_and_carried_copies_load_what_they_need_with_them() {
         }
     }
 }
+
+/// A wheel tagged for an older glibc than its files need (cupoch 0.2.11.0: `manylinux1`, needs
+/// GLIBC_2.29) is misbuilt: pip installs it where it cannot load. The tag it should have is
+/// the one auditwheel's policy reading gives, which the platform section shows.
+#[test]
+fn a_tag_older_than_the_glibc_the_files_need_is_misbuilt() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    // posix_spawn_file_actions_addchdir_np appeared in glibc 2.29.
+    let ext = gcc_shared(
+        d,
+        "_ext.so",
+        None,
+        "#include <spawn.h>\nint f(posix_spawn_file_actions_t *a) { return posix_spawn_file_actions_addchdir_np(a, \"/\"); }\n",
+        &[],
+    );
+    for (tag, misbuilt) in [
+        ("manylinux1_x86_64", true),
+        ("manylinux_2_31_x86_64", false),
+    ] {
+        let w = d.join(format!("old-1.0-cp311-cp311-{tag}.whl"));
+        write_wheel(
+            &w,
+            "old",
+            &[],
+            &[(
+                "old/_ext.cpython-311-x86_64-linux-gnu.so",
+                std::fs::read(&ext).unwrap(),
+            )],
+        );
+        let o = cudist(&["inspect", "--json", w.to_str().unwrap()]);
+        let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let a = artifact(&r, ".whl");
+        let policy = a["platform"]["policy"].as_str().unwrap().to_string();
+        assert!(policy.starts_with("manylinux_2_"), "{a:#}");
+        let lines = verdict_lines(a);
+        let said = lines
+            .iter()
+            .any(|l| l.contains(&format!("is tagged {tag}")) && l.contains("cannot load"));
+        assert_eq!(said, misbuilt, "{tag}: {lines:#?}");
+        if misbuilt {
+            assert_eq!(a["verdict"]["status"], "misbuilt", "{a:#}");
+        }
+    }
+}
+
+/// A file that dlopens the driver by its linker name (drjit's `dlopen("libcuda.so")`) uses the
+/// driver: said, with the name it asks for, which only the driver's development link provides.
+/// glibc's loader agrees: with only `libcuda.so.1` on the search path, the dlopen fails.
+#[test]
+fn a_dlopen_of_the_drivers_linker_name_uses_the_driver() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let ext = gcc_shared(
+        d,
+        "_drv.so",
+        None,
+        "#include <dlfcn.h>\nint has_cuda(void) { return dlopen(\"libcuda.so\", RTLD_NOW) != 0; }\n",
+        &["-ldl"],
+    );
+    let w = d.join("drv-1.0-cp311-cp311-manylinux_2_17_x86_64.whl");
+    write_wheel(
+        &w,
+        "drv",
+        &[],
+        &[("drv/_drv.so", std::fs::read(&ext).unwrap())],
+    );
+    let r = inspect_json(&[w.to_str().unwrap()], 0);
+    let a = artifact(&r, ".whl");
+    let driver = &a["driver_needed"][0];
+    assert_eq!(driver["soname"], "libcuda.so", "{a:#}");
+    assert!(
+        driver["lazy"]
+            .as_str()
+            .is_some_and(|l| l.contains("development link")),
+        "{driver:#}"
+    );
+    assert!(
+        verdict_lines(a)
+            .iter()
+            .any(|l| l.starts_with("uses the driver through libcuda.so")),
+        "{a:#}"
+    );
+    // The oracle: a stand-in driver named only libcuda.so.1 is not what dlopen("libcuda.so")
+    // finds; with the development link beside it, it is.
+    let drv = d.join("driver");
+    fake_lib(&drv, "libcuda.so.1", "libcuda.so.1", "cuInit");
+    let probe = |dir: &Path| {
+        let o = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import ctypes, sys; print(ctypes.CDLL(sys.argv[1]).has_cuda())",
+            ])
+            .arg(&ext)
+            .env("LD_LIBRARY_PATH", dir)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    assert_eq!(probe(&drv), "0");
+    std::os::unix::fs::symlink("libcuda.so.1", drv.join("libcuda.so")).unwrap();
+    assert_eq!(probe(&drv), "1");
+}
