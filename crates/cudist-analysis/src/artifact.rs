@@ -618,7 +618,8 @@ fn aggregate_needs(
                 .map(|m| m.major.pip_dirs().into_iter().map(|(d, _)| d).collect())
                 .unwrap_or_default();
             let covered = search_path_covers(&a.report, &n.soname, &want, files)
-                || loaders_rpath_covers(elfs, a, &n.soname, &want, files, 2);
+                || loaders_rpath_covers(elfs, a, &n.soname, &want, files, 2)
+                || preloaded_sibling_covers(elfs, a, &n.soname, &want, files);
             row.rpath_covers &= covered;
         }
         // Libraries the file loads itself on the first call: the file's own dlopen searches
@@ -1437,6 +1438,33 @@ fn search_path_covers(
             }
             _ => false,
         }
+    })
+}
+
+/// Whether `soname` is loaded before `a` can load at all: `a` needs a library of the artifact
+/// that its own search path does not reach, so `a` loads only once something else has loaded
+/// that library (by path: OpenMM's plugin loader loads `libOpenMMCUDA.so` before the plugins
+/// that need it and have no RUNPATH), and with it what that library needs, through its own
+/// search path. A need of `a` that such a library's search path reaches is met by then.
+fn preloaded_sibling_covers(
+    elfs: &[Analysed],
+    a: &Analysed,
+    soname: &str,
+    want: &[&str],
+    files: &BTreeSet<String>,
+) -> bool {
+    a.report.needed.iter().any(|m| {
+        let Some(path) = m.provided_in_artifact.as_deref() else {
+            return false;
+        };
+        if path == a.report.path || search_path_covers(&a.report, &m.soname, &[], files) {
+            return false;
+        }
+        elfs.iter().any(|b| {
+            b.report.path == path
+                && b.report.needed.iter().any(|n| n.soname == soname)
+                && search_path_covers(&b.report, soname, want, files)
+        })
     })
 }
 

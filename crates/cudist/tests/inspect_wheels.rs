@@ -1502,3 +1502,96 @@ fn a_dlopen_of_the_drivers_linker_name_uses_the_driver() {
     std::os::unix::fs::symlink("libcuda.so.1", drv.join("libcuda.so")).unwrap();
     assert_eq!(probe(&drv), "1");
 }
+
+/// A library that needs another of the package's libraries its own search path cannot reach
+/// loads only after something has loaded that one by path (OpenMM's plugin loader loads
+/// `libOpenMMCUDA.so` first; the other CUDA plugins need it and have no RUNPATH), and by then
+/// what that one needs is loaded too: a need it shares with it is met. Checked against glibc's
+/// loader: the plugin alone fails, after the core it loads.
+#[test]
+fn a_need_met_by_a_library_loaded_first_by_path_is_reached() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let cufft = d.join("cufft");
+    fake_lib(&cufft, "libcufft.so.11", "libcufft.so.11", "cufftPlanMany");
+    let core = gcc_shared(
+        d,
+        "libcore.so",
+        Some("libcore.so"),
+        "int cufftPlanMany(void *);\nint core(void) { return cufftPlanMany(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            "-Wl,--enable-new-dtags",
+            "-Wl,-rpath,$ORIGIN/../../../nvidia/cufft/lib",
+            &format!("-L{}", cufft.display()),
+            "-l:libcufft.so.11",
+        ],
+    );
+    let plugin = gcc_shared(
+        d,
+        "libplugin.so",
+        None,
+        "int core(void); int cufftPlanMany(void *);\nint plug(void) { return core() + cufftPlanMany(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", d.display()),
+            &format!("-L{}", cufft.display()),
+            "-lcore",
+            "-l:libcufft.so.11",
+        ],
+    );
+    let w = d.join("plugged-1.0-cp311-cp311-manylinux_2_17_x86_64.whl");
+    write_wheel(
+        &w,
+        "plugged",
+        &["nvidia-cufft-cu12"],
+        &[
+            ("plugged/__init__.py", b"".to_vec()),
+            (
+                "plugged/lib/plugins/libcore.so",
+                std::fs::read(&core).unwrap(),
+            ),
+            (
+                "plugged/lib/plugins/libplugin.so",
+                std::fs::read(&plugin).unwrap(),
+            ),
+        ],
+    );
+    let r = inspect_json(&[w.to_str().unwrap()], 0);
+    let a = artifact(&r, ".whl");
+    let row = needed(a, "libcufft.so.11");
+    assert_eq!(row["rpath_covers"], true, "{row:#}");
+    assert!(
+        !verdict_lines(a)
+            .iter()
+            .any(|l| l.contains("fails") && l.contains("libcufft.so.11")),
+        "{:#?}",
+        verdict_lines(a)
+    );
+    // The oracle: the plugin alone cannot load; after its core, loaded by path, it does.
+    let site = d.join("site");
+    let plugins = site.join("plugged/lib/plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::create_dir_all(site.join("nvidia/cufft/lib")).unwrap();
+    std::fs::copy(&core, plugins.join("libcore.so")).unwrap();
+    std::fs::copy(&plugin, plugins.join("libplugin.so")).unwrap();
+    std::fs::copy(
+        cufft.join("libcufft.so.11"),
+        site.join("nvidia/cufft/lib/libcufft.so.11"),
+    )
+    .unwrap();
+    let load = |first: bool| {
+        let code = "import ctypes, sys\nif sys.argv[3] == '1':\n    ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)\nctypes.CDLL(sys.argv[2])\n";
+        std::process::Command::new("python3")
+            .args(["-c", code])
+            .arg(plugins.join("libcore.so"))
+            .arg(plugins.join("libplugin.so"))
+            .arg(if first { "1" } else { "0" })
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap()
+    };
+    assert!(!load(false).status.success());
+    let o = load(true);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
