@@ -248,7 +248,33 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         && file_tag.is_linux()
         && platform.policy.as_deref() == Some("linux")
     {
-        unportable(&platform, &mut verdict);
+        // A wheel its tagger already tagged manylinux or musllinux: the libraries it needs that
+        // no policy allows, that it does not carry and that no catalog names, were left out on
+        // purpose (auditwheel's `--exclude`: OpenMM's CUDA plugins need `libOpenMMAmoeba.so`
+        // from the openmm wheel). Where the tag holds with those out, it is kept, as repair
+        // keeps it, and the verdict says what the tag rests on; else the wheel is unportable.
+        let left_out: BTreeSet<&str> = elfs
+            .iter()
+            .flat_map(|a| &a.report.needed)
+            .filter(|n| n.class == NeededClass::Other && n.provided_in_artifact.is_none())
+            .map(|n| n.soname.as_str())
+            .collect();
+        let as_tagged = (file_tag.libc.is_some() && !left_out.is_empty()).then(|| {
+            platform::evaluate(
+                elfs.iter().map(|a| &a.report),
+                &|n| from_required(n) || left_out.contains(n.soname.as_str()),
+                &file_tag,
+            )
+        });
+        match as_tagged.filter(|p| p.policy.as_deref().is_some_and(|x| x != "linux")) {
+            Some(p) => verdict.lines.push(format!(
+                "its {} tag rests on its tagger having left out {}: no manylinux policy allows a wheel to expect them from the system, so a dependency or the user's machine must provide them (auditwheel's reading gives {}; `cudist repair` keeps the tag as it is)",
+                p.policy.as_deref().unwrap_or_default(),
+                left_out.into_iter().collect::<Vec<_>>().join(", "),
+                platform.tags.join(".")
+            )),
+            None => unportable(&platform, &mut verdict),
+        }
     }
     let conda = conda.map(|c| conda_check(c, &cuda_needed, catalog, &mut verdict));
 
@@ -1854,13 +1880,17 @@ fn misbuilt_lines(file_name: &str, elfs: &[Analysed], platform: &Platform, verdi
             .collect();
         if let Some((tag, oldest)) = promised.iter().min_by_key(|(_, g)| *g) {
             if *oldest < needs {
+                // What breaks the tagged policy: a symbol version (glibc's, libstdc++'s) or a
+                // library it does not allow.
+                let policy = format!("manylinux_{}_{}", oldest.0, oldest.1);
+                let why = platform
+                    .blocked
+                    .iter()
+                    .find(|b| b.policy == policy)
+                    .map(|b| format!("{} {}", b.file, b.reason))
+                    .unwrap_or_else(|| format!("its files need glibc {}.{}", needs.0, needs.1));
                 lines.push(format!(
-                    "is tagged {tag} (glibc {}.{}) but its files need {} (glibc {}.{}): pip installs it on systems between the two, where it cannot load; its tag should be {} (`cudist repair` writes it)",
-                    oldest.0,
-                    oldest.1,
-                    platform.policy.as_deref().unwrap_or_default(),
-                    needs.0,
-                    needs.1,
+                    "is tagged {tag} ({policy}) but {why}, which that policy does not allow: pip installs it on systems the tag admits, where it cannot load; its tag should be {} (`cudist repair` writes it)",
                     platform.tags.join("."),
                 ));
             }

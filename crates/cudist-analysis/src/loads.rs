@@ -1469,13 +1469,12 @@ pub fn tiers(
             Some(pysource::ImportedAt::OnCall { at, function, more }) => {
                 let others = match more {
                     0 => String::new(),
-                    1 => " (and 1 more place that does not run at import)".to_string(),
-                    n => format!(" (and {n} more places that do not run at import)"),
+                    n => format!(" (+{n} more)"),
                 };
                 placed[i].why = Some(match function {
                     Some(f) => format!("imported only when {f}() runs, at {at}{others}"),
                     None => {
-                        format!("imported only by {at}, a module the import does not reach{others}")
+                        format!("imported only by {at}{others}, a module the import does not reach")
                     }
                 });
                 false
@@ -2635,7 +2634,7 @@ def _get_gpu_runtime_library():
         );
         assert_eq!(
             placed[4].why.as_deref(),
-            Some("imported only by pkg/helpers.py:1, a module the import does not reach (and 2 more places that do not run at import)")
+            Some("imported only by pkg/helpers.py:1 (+2 more), a module the import does not reach")
         );
         assert_eq!(placed[0].why, None);
         assert_eq!(

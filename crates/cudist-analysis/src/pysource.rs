@@ -2188,7 +2188,8 @@ pub enum ImportedAt {
         at: String,
         /// The function it is in.
         function: Option<String>,
-        /// How many other imports of it there are, none of which runs at import.
+        /// How many other imports of it there are, none of which runs at import (said as
+        /// `(+N more)` after the first).
         more: usize,
     },
 }

@@ -356,8 +356,8 @@ fn render(r: &Report, catalog: &Catalog, style: crate::util::Style) -> String {
                 format!("a catalog library ({id}) whose wheel, or the wheel of this SONAME, the catalog does not know: not grafted and not required; the user's machine must provide it")
             } else if tagged_before {
                 "neither a system, CUDA nor catalog library; the wheel's own manylinux tag already \
-                 left it out (its tagger excluded it: a dependency provides it), so it stays out \
-                 and does not change the tag"
+                 left it out (its tagger excluded it: a dependency or the user's machine must \
+                 provide it), so it stays out and does not change the tag"
                     .to_string()
             } else {
                 "neither a system, CUDA nor catalog library, and not found on this machine to graft"

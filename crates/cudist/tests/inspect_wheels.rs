@@ -276,6 +276,51 @@ fn shared_soname_takes_the_major_of_its_neighbours() {
     assert_eq!(n["library"]["pip"], "nvidia-curand-cu12");
 }
 
+/// The same wheel, tagged manylinux by a tagger that left libacme.so out (auditwheel's
+/// `--exclude`, for a library a dependency brings): the tag is what it rests on, said, not
+/// unportable, as repair keeps that tag; the platform section stays auditwheel's reading.
+#[test]
+fn a_tag_made_with_a_library_left_out_rests_on_it() {
+    let libs = Libs::new();
+    let ext = libs.extension(&[("acme", "acme")], None);
+    let out = tempfile::tempdir().unwrap();
+    let w = out
+        .path()
+        .join("acmeuser-1.0-cp311-cp311-manylinux_2_17_x86_64.whl");
+    write_wheel(&w, "acmeuser", &[], &[(EXT, ext)]);
+    let r = inspect_json(&[w.to_str().unwrap()], 0);
+    let a = artifact(&r, ".whl");
+    assert_eq!(a["platform"]["policy"], "linux", "{:#}", a["platform"]);
+    assert_ne!(a["verdict"]["status"], "unportable", "{:#}", a["verdict"]);
+    let lines = verdict_lines(a);
+    let line = lines
+        .iter()
+        .find(|l| l.contains("rests on its tagger having left out libacme.so"))
+        .unwrap_or_else(|| panic!("{lines:#?}"));
+    // "its manylinux_2_5 tag rests on …": the policy repair tags the wheel with.
+    let policy = line
+        .strip_prefix("its ")
+        .and_then(|l| l.split(' ').next())
+        .unwrap()
+        .to_string();
+    let o = cudist(&[
+        "repair",
+        "--json",
+        "-w",
+        out.path().join("out").to_str().unwrap(),
+        w.to_str().unwrap(),
+    ]);
+    let rep: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let written = rep["wheels"][0]["output"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        written.contains(&format!("{policy}_x86_64")),
+        "{policy}: {rep:#}"
+    );
+}
+
 #[test]
 fn a_wheel_no_policy_allows_is_unportable_and_says_what_decides_it() {
     // libacme.so is neither a system library of any policy nor a CUDA (or RAPIDS) one: no
@@ -1435,9 +1480,11 @@ fn a_tag_older_than_the_glibc_the_files_need_is_misbuilt() {
         let policy = a["platform"]["policy"].as_str().unwrap().to_string();
         assert!(policy.starts_with("manylinux_2_"), "{a:#}");
         let lines = verdict_lines(a);
-        let said = lines
-            .iter()
-            .any(|l| l.contains(&format!("is tagged {tag}")) && l.contains("cannot load"));
+        let said = lines.iter().any(|l| {
+            l.contains(&format!("is tagged {tag}"))
+                && l.contains("GLIBC_2.29")
+                && l.contains("cannot load")
+        });
         assert_eq!(said, misbuilt, "{tag}: {lines:#?}");
         if misbuilt {
             assert_eq!(a["verdict"]["status"], "misbuilt", "{a:#}");
