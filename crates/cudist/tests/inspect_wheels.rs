@@ -1258,21 +1258,15 @@ fn a_loaders_rpath_reaches_what_the_loaded_file_needs() {
         assert_eq!(row["rpath_covers"], reached, "{flag}: {row:#}");
         // The oracle: glibc's loader, on the same tree installed.
         let site = d.join("site");
-        std::fs::create_dir_all(site.join("chainrp")).unwrap();
-        std::fs::create_dir_all(site.join("nvidia/nccl/lib")).unwrap();
-        std::fs::copy(&ext, site.join("chainrp/_ext.so")).unwrap();
-        std::fs::copy(&core, site.join("chainrp/libcore.so")).unwrap();
-        std::fs::copy(
-            nccl.join("libnccl.so.2"),
-            site.join("nvidia/nccl/lib/libnccl.so.2"),
-        )
-        .unwrap();
-        let o = std::process::Command::new("python3")
-            .args(["-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])"])
-            .arg(site.join("chainrp/_ext.so"))
-            .env_remove("LD_LIBRARY_PATH")
-            .output()
-            .unwrap();
+        install_files(
+            &site,
+            &[
+                ("chainrp/_ext.so", &ext),
+                ("chainrp/libcore.so", &core),
+                ("nvidia/nccl/lib/libnccl.so.2", &nccl.join("libnccl.so.2")),
+            ],
+        );
+        let o = ctypes_load(&[&site.join("chainrp/_ext.so")]);
         assert_eq!(o.status.success(), reached, "{flag}: {}", stderr(&o));
     }
 }
@@ -1617,28 +1611,20 @@ fn a_need_met_by_a_library_loaded_first_by_path_is_reached() {
     );
     // The oracle: the plugin alone cannot load; after its core, loaded by path, it does.
     let site = d.join("site");
+    install_files(
+        &site,
+        &[
+            ("plugged/lib/plugins/libcore.so", &core),
+            ("plugged/lib/plugins/libplugin.so", &plugin),
+            (
+                "nvidia/cufft/lib/libcufft.so.11",
+                &cufft.join("libcufft.so.11"),
+            ),
+        ],
+    );
     let plugins = site.join("plugged/lib/plugins");
-    std::fs::create_dir_all(&plugins).unwrap();
-    std::fs::create_dir_all(site.join("nvidia/cufft/lib")).unwrap();
-    std::fs::copy(&core, plugins.join("libcore.so")).unwrap();
-    std::fs::copy(&plugin, plugins.join("libplugin.so")).unwrap();
-    std::fs::copy(
-        cufft.join("libcufft.so.11"),
-        site.join("nvidia/cufft/lib/libcufft.so.11"),
-    )
-    .unwrap();
-    let load = |first: bool| {
-        let code = "import ctypes, sys\nif sys.argv[3] == '1':\n    ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)\nctypes.CDLL(sys.argv[2])\n";
-        std::process::Command::new("python3")
-            .args(["-c", code])
-            .arg(plugins.join("libcore.so"))
-            .arg(plugins.join("libplugin.so"))
-            .arg(if first { "1" } else { "0" })
-            .env_remove("LD_LIBRARY_PATH")
-            .output()
-            .unwrap()
-    };
-    assert!(!load(false).status.success());
-    let o = load(true);
+    let (core_at, plugin_at) = (plugins.join("libcore.so"), plugins.join("libplugin.so"));
+    assert!(!ctypes_load(&[&plugin_at]).status.success());
+    let o = ctypes_load(&[&core_at, &plugin_at]);
     assert!(o.status.success(), "{}", stderr(&o));
 }

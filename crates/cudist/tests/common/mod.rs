@@ -591,3 +591,28 @@ pub fn install_extension(
     std::fs::copy(built, &path).unwrap();
     path
 }
+
+/// Copies `files` (path under `root`, source) into an installed tree at `root`, making the
+/// directories: the tree a loader oracle then loads from.
+pub fn install_files(root: &Path, files: &[(&str, &Path)]) {
+    for (rel, src) in files {
+        let to = root.join(rel);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(src, &to).unwrap();
+    }
+}
+
+/// glibc's loader as the oracle: a Python process that loads `paths` in order with ctypes
+/// (`RTLD_GLOBAL`, as a package's own loader does), without `LD_LIBRARY_PATH`. It succeeds when
+/// every load does.
+pub fn ctypes_load(paths: &[&Path]) -> Output {
+    Command::new("python3")
+        .args([
+            "-c",
+            "import ctypes, sys\nfor p in sys.argv[1:]:\n    ctypes.CDLL(p, mode=ctypes.RTLD_GLOBAL)\n",
+        ])
+        .args(paths)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap()
+}
