@@ -99,9 +99,11 @@ fn the_wheel_is_small_stripped_and_fully_described() {
     let Some(wheel) = own_wheel() else {
         return;
     };
-    // One stripped binary: 5.1 MiB since the Python reading uses ruff's parser (+0.7 MiB).
+    // One stripped binary: 5.1 MiB since the Python reading uses ruff's parser (+0.7 MiB);
+    // 6.3 MiB since select speaks through one HTTP client (ureq, rustls with ring, the
+    // platform's certificate verifier: +1.2 MiB, issue 35).
     let size = std::fs::metadata(&wheel).unwrap().len();
-    assert!(size < 6 << 20, "{size} bytes");
+    assert!(size < 7 << 20, "{size} bytes");
     let dist_info = format!("cudist-{}.dist-info", env!("CARGO_PKG_VERSION"));
     let meta = String::from_utf8(member(&wheel, &format!("{dist_info}/METADATA"))).unwrap();
     let (head, body) = meta.split_once("\n\n").unwrap();
