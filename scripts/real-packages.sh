@@ -111,7 +111,7 @@ SUBJECTS=(
   "triton|triton==3.9.0|triton|1500||import triton; print(triton.__version__)"
   "spconv|spconv-cu120==2.3.6|spconv|1500||import spconv; print(spconv.__version__)"
   "jax13|jax[cuda13]==0.10.2|jax|5000||import jax; print(jax.devices())"
-  "mlx-cuda|mlx[cuda]==0.30.0|mlx|2000||import mlx.core as mx; print(mx.default_device())"
+  "mlx-cuda|mlx[cuda]==0.30.0|mlx.core|2000||import mlx.core as mx; print(mx.default_device())"
   "torchvision|torchvision==0.29.2|torchvision|6500||import torch, torchvision.io as io; x = io.encode_jpeg(torch.zeros(3, 8, 8, dtype=torch.uint8)); print(tuple(io.decode_jpeg(x).shape))"
   "xformers|xformers==0.0.35|xformers|6500||import xformers.ops; print('ok')"
   "sgl-kernel|sgl-kernel==0.3.21|sgl_kernel|7000||import sgl_kernel; print('ok')"
@@ -205,7 +205,8 @@ for d in os.listdir(site):
     break
 EOF
 }
-# The CUDA wheels installed in SITE: distributions named nvidia-* or *-cuNN (cuNNx), other than
+# The CUDA wheels installed in SITE: distributions named nvidia-*, or with a name part cuNN,
+# cuNNN, cuNNx or cudaNN (cumm-cu120, jax-cuda13-plugin, mlx-cuda), other than
 # the subject's own (DIST), that list shared libraries.
 cuda_wheels() { # site dist
   python3 - "$1" "$2" <<'EOF'
@@ -216,7 +217,7 @@ for d in os.listdir(site):
     if not d.endswith(".dist-info"):
         continue
     name = re.sub(r"[-_.]+", "-", d[: -len(".dist-info")].rsplit("-", 1)[0]).lower()
-    if name == own or not (name.startswith("nvidia-") or re.search(r"-cu\d\dx?$", name)):
+    if name == own or not (name.startswith("nvidia-") or re.search(r"(^|-)(cu\d{2,3}x?|cuda\d*x?)(-|$)", name)):
         continue
     record = os.path.join(site, d, "RECORD")
     if os.path.exists(record) and re.search(r"\.so(\.|,)", open(record, errors="replace").read()):
