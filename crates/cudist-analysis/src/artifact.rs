@@ -1871,12 +1871,15 @@ fn misbuilt_lines(file_name: &str, elfs: &[Analysed], platform: &Platform, verdi
     // where it cannot load (cupoch 0.2.11.0: tagged manylinux1, needs GLIBC_2.29).
     if let (Some(w), Some(needs)) = (
         cudist_wheel::WheelName::parse(file_name),
-        platform.policy.as_deref().and_then(manylinux_glibc),
+        platform
+            .policy
+            .as_deref()
+            .and_then(|p| platform::manylinux_tag(p)?.0),
     ) {
         let promised: Vec<(&str, (u32, u32))> = w
             .platform
             .split('.')
-            .filter_map(|t| Some((t, manylinux_glibc(t)?)))
+            .filter_map(|t| Some((t, platform::manylinux_tag(t)?.0?)))
             .collect();
         if let Some((tag, oldest)) = promised.iter().min_by_key(|(_, g)| *g) {
             if *oldest < needs {
@@ -1958,21 +1961,6 @@ fn misbuilt_lines(file_name: &str, elfs: &[Analysed], platform: &Platform, verdi
     if !lines.is_empty() {
         add_finding(verdict, VerdictStatus::Misbuilt, lines);
     }
-}
-
-/// The glibc a manylinux policy or tag promises to run on (`manylinux_2_17_x86_64`,
-/// `manylinux2014_x86_64`, `manylinux1_x86_64`, `manylinux_2_31`), per PEP 600's aliases.
-fn manylinux_glibc(tag: &str) -> Option<(u32, u32)> {
-    let rest = tag.strip_prefix("manylinux")?;
-    for (alias, glibc) in [("1", (2, 5)), ("2010", (2, 12)), ("2014", (2, 17))] {
-        if rest == alias || rest.strip_prefix(alias).is_some_and(|r| r.starts_with('_')) {
-            return Some(glibc);
-        }
-    }
-    let mut parts = rest.strip_prefix('_')?.split('_');
-    let major = parts.next()?.parse().ok()?;
-    let minor = parts.next()?.parse().ok()?;
-    Some((major, minor))
 }
 
 fn vendor_lines(elfs: &[Analysed], catalog: &Catalog, verdict: &mut Verdict) {

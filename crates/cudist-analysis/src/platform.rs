@@ -53,6 +53,28 @@ const ARCHES: &[&str] = &[
     "loongarch64",
 ];
 
+/// A manylinux tag (`manylinux_2_17_x86_64`, and PEP 513/571/599's aliases with their
+/// architecture: `manylinux1_` is glibc 2.5, `manylinux2010_` 2.12, `manylinux2014_` 2.17) or
+/// policy name (`manylinux_2_24`) read: the glibc it promises (none where `manylinux_X_Y` does
+/// not parse) and the architecture it names (empty in a policy name). None for any other tag.
+pub fn manylinux_tag(tag: &str) -> Option<(Option<(u32, u32)>, &str)> {
+    for (alias, glibc) in [
+        ("manylinux1_", (2, 5)),
+        ("manylinux2010_", (2, 12)),
+        ("manylinux2014_", (2, 17)),
+    ] {
+        if let Some(arch) = tag.strip_prefix(alias) {
+            return Some((Some(glibc), arch));
+        }
+    }
+    let mut parts = tag.strip_prefix("manylinux_")?.splitn(3, '_');
+    let (x, y, arch) = (parts.next(), parts.next(), parts.next().unwrap_or(""));
+    let glibc = x
+        .zip(y)
+        .and_then(|(x, y)| Some((x.parse().ok()?, y.parse().ok()?)));
+    Some((glibc, arch))
+}
+
 impl FileTag {
     /// Reads a wheel file name's platform tags; anything else (an ELF file's name) says nothing.
     pub fn of(file_name: &str) -> FileTag {
@@ -64,13 +86,8 @@ impl FileTag {
         for tag in w.platform.split('.') {
             let (libc, arch) = if let Some(rest) = tag.strip_prefix("musllinux_") {
                 (Some("musl"), rest.splitn(3, '_').nth(2))
-            } else if let Some(rest) = tag.strip_prefix("manylinux_") {
-                (Some("glibc"), rest.splitn(3, '_').nth(2))
-            } else if let Some((_, arch)) = ["manylinux1_", "manylinux2010_", "manylinux2014_"]
-                .iter()
-                .find_map(|p| tag.strip_prefix(p).map(|a| (p, a)))
-            {
-                (Some("glibc"), Some(arch))
+            } else if let Some((_, arch)) = manylinux_tag(tag) {
+                (Some("glibc"), Some(arch).filter(|a| !a.is_empty()))
             } else if let Some(rest) = tag.strip_prefix("android_") {
                 (Some("android"), rest.split_once('_').map(|(_, a)| a))
             } else if let Some(arch) = tag.strip_prefix("linux_") {
@@ -400,6 +417,33 @@ pub fn evaluate<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One reading of manylinux tags for the file-name tag, select's install check and
+    /// inspect's mis-tag check: aliases with their architecture, `manylinux_X_Y` with or
+    /// without one, an unparsable version kept as a manylinux tag of unknown glibc.
+    #[test]
+    fn manylinux_tags_read_once() {
+        assert_eq!(
+            manylinux_tag("manylinux1_x86_64"),
+            Some((Some((2, 5)), "x86_64"))
+        );
+        assert_eq!(
+            manylinux_tag("manylinux2014_aarch64"),
+            Some((Some((2, 17)), "aarch64"))
+        );
+        assert_eq!(
+            manylinux_tag("manylinux_2_28_x86_64"),
+            Some((Some((2, 28)), "x86_64"))
+        );
+        assert_eq!(manylinux_tag("manylinux_2_24"), Some((Some((2, 24)), "")));
+        assert_eq!(
+            manylinux_tag("manylinux_x_y_x86_64"),
+            Some((None, "x86_64"))
+        );
+        assert_eq!(manylinux_tag("manylinux2014"), None);
+        assert_eq!(manylinux_tag("musllinux_1_2_x86_64"), None);
+        assert_eq!(manylinux_tag("linux_x86_64"), None);
+    }
 
     #[test]
     fn file_names_say_arch_and_libc() {

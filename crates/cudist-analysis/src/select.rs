@@ -298,23 +298,7 @@ fn platform_problem(platform: &str, arch: &str, glibc: Option<(u32, u32)>) -> Op
         if tag == "any" || tag == format!("linux_{arch}") {
             return None;
         }
-        let legacy = [
-            ("manylinux1_", (2, 5)),
-            ("manylinux2010_", (2, 12)),
-            ("manylinux2014_", (2, 17)),
-        ];
-        let (need, tag_arch) = if let Some((p, v)) = legacy.iter().find(|(p, _)| tag.starts_with(p))
-        {
-            (Some(*v), &tag[p.len()..])
-        } else if let Some(rest) = tag.strip_prefix("manylinux_") {
-            let mut it = rest.splitn(3, '_');
-            let (x, y, a) = (it.next(), it.next(), it.next().unwrap_or(""));
-            (
-                x.zip(y)
-                    .and_then(|(x, y)| Some((x.parse().ok()?, y.parse().ok()?))),
-                a,
-            )
-        } else {
+        let Some((need, tag_arch)) = crate::platform::manylinux_tag(tag) else {
             reasons.push(format!("{tag} is not a glibc Linux tag"));
             continue;
         };
