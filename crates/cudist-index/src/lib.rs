@@ -306,7 +306,7 @@ fn percent_decode(s: &str) -> String {
 
 /// Text from an input made safe to print: control characters written as `\u{..}` escapes, and
 /// cut to 512 characters.
-pub fn escape(s: &str) -> String {
+fn escape(s: &str) -> String {
     let mut out = String::new();
     for (n, c) in s.chars().enumerate() {
         if n == 512 {

@@ -624,6 +624,13 @@ impl Wheel {
             .has_headers(false)
             .flexible(true)
             .from_reader(bytes.as_slice());
+        // `.` and `..` resolved, refused where they climb out, as member names are kept in
+        // (a backslash is no separator in a wheel: refused too).
+        let normal_member_path = |p: &str| {
+            (!p.contains('\\'))
+                .then(|| cudist_fs::within_root(p).ok())
+                .flatten()
+        };
         let mut raw: Vec<(String, String)> = Vec::new();
         for (i, row) in reader.records().enumerate() {
             let row_no = i + 1;
@@ -905,25 +912,6 @@ fn header_fields(text: &str) -> Vec<(String, String)> {
         }
     }
     out
-}
-
-/// A member path with `.` and `..` resolved (`a/b/../c` → `a/c`), `None` when it is absolute
-/// or climbs above the archive's root.
-fn normal_member_path(p: &str) -> Option<String> {
-    if p.starts_with('/') || p.contains('\\') || p.contains('\0') {
-        return None;
-    }
-    let mut parts: Vec<&str> = Vec::new();
-    for c in p.split('/') {
-        match c {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            c => parts.push(c),
-        }
-    }
-    (!parts.is_empty()).then(|| parts.join("/"))
 }
 
 #[cfg(test)]
