@@ -896,23 +896,19 @@ fn preloads_and_tiers_agree_with_a_real_import() {
     fake_lib(&nv, "libcublas.so.12", "libcublas.so.12", "cublasCreate_v2");
     // The extension: a working module whose init calls cuBLAS; a real import the loader stops
     // ends in an OSError/ImportError naming the library.
-    let ext = gcc_shared(
+    let ext = install_extension(
         work.path(),
-        "_ext.cpython-311-x86_64-linux-gnu.so",
-        None,
-        &py_extension_source(
-            "_ext",
-            "int cublasCreate_v2(void *);",
-            "cublasCreate_v2(0);",
-        ),
+        &venv.join("bin/python"),
+        &pkg,
+        "_ext",
+        "int cublasCreate_v2(void *);",
+        "cublasCreate_v2(0);",
         &[
             "-Wl,--no-as-needed",
             &format!("-L{}", nv.display()),
             "-l:libcublas.so.12",
         ],
     );
-    let ext_name = format!("_ext{}", ext_suffix(&venv.join("bin/python")));
-    std::fs::copy(&ext, pkg.join(&ext_name)).unwrap();
     std::fs::write(
         pkg.join("__init__.py"),
         "from . import loader\nfrom ._ext import *\n",
@@ -1041,6 +1037,7 @@ fn preloads_and_tiers_agree_with_a_real_import() {
     );
     assert_eq!(load["found_by"], "site-packages");
     let tier = |name: &str| tier_of(&v, name);
+    let ext_name = ext.file_name().unwrap().to_string_lossy().into_owned();
     assert_eq!(tier(&ext_name), "import");
     assert_eq!(tier("libprovider.so"), "on-demand");
     assert_eq!(tier("libpkg_rocm.so"), "on-demand");
@@ -1465,23 +1462,19 @@ fn guarded_loads_and_the_models_misses_are_judged_by_the_real_import() {
         ),
     )
     .unwrap();
-    let ext = gcc_shared(
+    install_extension(
         work.path(),
-        "_ext.so",
-        None,
-        &py_extension_source(
-            "_ext",
-            "int curandCreateGenerator(void *);",
-            "curandCreateGenerator(0);",
-        ),
+        &python,
+        &pkg,
+        "_ext",
+        "int curandCreateGenerator(void *);",
+        "curandCreateGenerator(0);",
         &[
             "-Wl,--no-as-needed",
             &format!("-L{}", lib.display()),
             "-l:libcurand.so.10",
         ],
     );
-    let ext_name = format!("_ext{}", ext_suffix(&python));
-    std::fs::copy(&ext, pkg.join(&ext_name)).unwrap();
     let (code, v) = doctor_import("computed", &python);
     assert_eq!(code, Some(0), "{v:#}");
     assert_eq!(v["verdict"]["status"], "ok", "{v:#}");
@@ -1634,27 +1627,23 @@ fn the_fix_is_in_the_major_of_the_package_that_imports_it() {
             ("pkgb/__init__.py", "from . import _b\n"),
         ],
     );
-    let suffix = ext_suffix(&python);
     for (pkg, module, lib, sym) in [
         ("pkga", "_a", "cublas", "cublasCreate_v2"),
         ("pkgb", "_b", "cusolver", "cusolverDnCreate"),
     ] {
-        let ext = gcc_shared(
+        install_extension(
             work.path(),
-            &format!("{module}.so"),
-            None,
-            &py_extension_source(
-                module,
-                &format!("int {sym}(void *);"),
-                &format!("{sym}(0);"),
-            ),
+            &python,
+            &site.join(pkg),
+            module,
+            &format!("int {sym}(void *);"),
+            &format!("{sym}(0);"),
             &[
                 "-Wl,--no-as-needed",
                 &format!("-L{}", libs.display()),
                 &format!("-l{lib}"),
             ],
         );
-        std::fs::copy(&ext, site.join(pkg).join(format!("{module}{suffix}"))).unwrap();
     }
     let (_, v) = doctor_import_with("pkga", &python, &["--static"]);
     let text: String = v["files"]
@@ -2296,23 +2285,24 @@ fn an_extension_module_installed_beside_the_package_is_judged_with_it() {
     );
     let libs = work.path().join("libs");
     fake_lib(&libs, "libcupti.so.13", "libcupti.so.13", "cuptiGetVersion");
-    let ext = gcc_shared(
+    let installed = install_extension(
         &libs,
-        "besideext.so",
-        None,
-        &py_extension_source(
-            "besideext",
-            "int cuptiGetVersion(void *);",
-            "cuptiGetVersion(0);",
-        ),
+        &python,
+        &site,
+        "besideext",
+        "int cuptiGetVersion(void *);",
+        "cuptiGetVersion(0);",
         &[
             "-Wl,--no-as-needed",
             &format!("-L{}", libs.display()),
             "-l:libcupti.so.13",
         ],
     );
-    let name = format!("besideext{}", ext_suffix(&python));
-    std::fs::copy(&ext, site.join(&name)).unwrap();
+    let name = installed
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
     let record = |with_ext: bool| {
         let ext_row = if with_ext {
             format!("{name},,\n")
