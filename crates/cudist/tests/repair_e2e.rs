@@ -172,6 +172,9 @@ fn repair_and_import(
     Some((w, repaired, work))
 }
 
+/// A user catalog that names librmm.so (no version in its SONAME) as librmm-cu12's.
+const RMM_CATALOG: &str = "schema = 1\n[[library]]\nid = \"rmm\"\nstem = \"librmm\"\nkind = \"external\"\n[[library.cuda]]\nmajor = 12\nsonames = [\"librmm.so\"]\npolicy = \"none\"\npip = \"librmm-cu12\"\npip_dir = \"librmm/lib64\"\n";
+
 #[test]
 fn cuda12_extension_loads_from_the_runtime_wheel() {
     let Some((input, repaired, _work)) = repair_and_import(
@@ -825,11 +828,7 @@ fn user_catalog_libraries_are_repaired_like_cuda() {
     let w = work.path().join("usesrmm-1.0-cp311-cp311-linux_x86_64.whl");
     write_wheel(&w, "usesrmm", &[], &[("usesrmm/_ext.so", ext)]);
     let cat = work.path().join("rmm.toml");
-    std::fs::write(
-        &cat,
-        "schema = 1\n[[library]]\nid = \"rmm\"\nstem = \"librmm\"\nkind = \"external\"\n[[library.cuda]]\nmajor = 12\nsonames = [\"librmm.so\"]\npolicy = \"none\"\npip = \"librmm-cu12\"\npip_dir = \"librmm/lib64\"\n",
-    )
-    .unwrap();
+    std::fs::write(&cat, RMM_CATALOG).unwrap();
     let out = work.path().join("out");
     let o = cudist(&[
         "repair",
@@ -1595,11 +1594,7 @@ fn a_vendored_library_without_a_versioned_soname_is_kept() {
         ],
     );
     let cat = d.join("rmm.toml");
-    std::fs::write(
-        &cat,
-        "schema = 1\n[[library]]\nid = \"rmm\"\nstem = \"librmm\"\nkind = \"external\"\n[[library.cuda]]\nmajor = 12\nsonames = [\"librmm.so\"]\npolicy = \"none\"\npip = \"librmm-cu12\"\npip_dir = \"librmm/lib64\"\n",
-    )
-    .unwrap();
+    std::fs::write(&cat, RMM_CATALOG).unwrap();
     let o = cudist(&[
         "repair",
         "--json",
