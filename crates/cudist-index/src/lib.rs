@@ -145,7 +145,7 @@ fn request(
 ) -> Result<(u64, Option<String>), IndexError> {
     let target = Target::parse(url)?;
     let err = |message: String| IndexError::Transfer {
-        url: target.shown.clone(),
+        url: target.url.clone(),
         message,
     };
     let mut req = agent().get(&target.url);
@@ -160,14 +160,14 @@ fn request(
     }
     let mut answer = req.call().map_err(|e| err(transfer_error(&e)))?;
     let status = answer.status().as_u16();
-    check_status(&target.shown, status, range)?;
+    check_status(&target.url, status, range)?;
     let content_range = answer
         .headers()
         .get("content-range")
         .and_then(|v| v.to_str().ok())
         .map(|v| v.trim().to_string());
     let mut body = answer.body_mut().as_reader();
-    let n = bounded_copy(&target.shown, &mut body, sink, limit)?;
+    let n = bounded_copy(&target.url, &mut body, sink, limit)?;
     RECEIVED.fetch_add(n, Ordering::Relaxed);
     Ok((n, content_range))
 }
@@ -223,10 +223,10 @@ fn transfer_error(e: &ureq::Error) -> String {
 /// A URL as it is asked for: only http and https, no control characters or spaces anywhere in
 /// it (a CR LF in an index's `href` must not become a second header or request line), the
 /// user and password of an index URL (`https://user:pass@host/simple`, as pip takes them)
-/// moved into an `Authorization: Basic` header, and the URL as shown in messages without them.
+/// moved into an `Authorization: Basic` header, so the URL asked for, and named in messages,
+/// holds neither.
 struct Target {
     url: String,
-    shown: String,
     authorization: Option<String>,
 }
 
@@ -271,11 +271,7 @@ impl Target {
             )
         });
         let url = format!("{scheme}://{host}{path}");
-        Ok(Target {
-            shown: url.clone(),
-            url,
-            authorization,
-        })
+        Ok(Target { url, authorization })
     }
 }
 
@@ -1481,7 +1477,6 @@ mod tests {
         }
         let t = Target::parse("https://us%40er:p%3Ass@index.example/simple/").unwrap();
         assert_eq!(t.url, "https://index.example/simple/");
-        assert_eq!(t.shown, t.url);
         use base64::Engine;
         let want = base64::engine::general_purpose::STANDARD.encode("us@er:p:ss");
         assert_eq!(t.authorization, Some(format!("Basic {want}")));
