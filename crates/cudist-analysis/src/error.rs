@@ -217,7 +217,8 @@ pub fn is_bad_input<'a>(causes: impl IntoIterator<Item = &'a (dyn StdError + 'st
     causes.into_iter().map(unwrapped).any(|c| {
         c.is::<BadInput>()
             || matches!(c.downcast_ref::<Error>(), Some(Error::Input { .. }))
-            || c.is::<cudist_wheel::WheelError>()
+            || c.downcast_ref::<cudist_wheel::WheelError>()
+                .is_some_and(|w| !matches!(w, cudist_wheel::WheelError::Write(_)))
             || c.is::<cudist_elf::ElfError>()
             || c.is::<cudist_fatbin::FatbinError>()
             || c.is::<cudist_catalog::CatalogError>()
@@ -233,6 +234,18 @@ pub fn is_bad_input<'a>(causes: impl IntoIterator<Item = &'a (dyn StdError + 'st
                         | cudist_elf::patch::PatchError::Layout(_)
                 )
             )
+    })
+}
+
+/// The machine's fault anywhere in the cause chain ([`cudist_fs::fault`]): an operating-system
+/// error that says the disk is full, the file system read-only, memory or the network gone, or a
+/// time-out. Such an error is never the input's, whatever reader met it (exit code 4).
+pub fn machine_fault<'a>(
+    causes: impl IntoIterator<Item = &'a (dyn StdError + 'static)>,
+) -> Option<cudist_fs::Fault> {
+    causes.into_iter().map(unwrapped).find_map(|c| {
+        let io = c.downcast_ref::<std::io::Error>()?;
+        cudist_fs::machine_fault(io)
     })
 }
 
@@ -258,7 +271,11 @@ pub fn is_cudist_limit<'a>(causes: impl IntoIterator<Item = &'a (dyn StdError + 
 pub fn hint<'a>(
     causes: impl IntoIterator<Item = &'a (dyn StdError + 'static)>,
 ) -> Option<&'static str> {
-    for cause in causes.into_iter().map(unwrapped) {
+    let causes: Vec<_> = causes.into_iter().map(unwrapped).collect();
+    if let Some(f) = machine_fault(causes.iter().copied()) {
+        return Some(f.hint());
+    }
+    for cause in causes {
         if let Some(w) = cause.downcast_ref::<cudist_wheel::WheelError>() {
             use cudist_wheel::WheelError as W;
             return Some(match w {

@@ -582,6 +582,10 @@ pub fn scan_wheel_front(
         });
         let inflated = match inflated {
             Ok(n) => n,
+            // The network or the disk failing is no problem of this member: the read ends.
+            Err(e) if crate::error::machine_fault(crate::error::chain(&e)).is_some() => {
+                return Err(e.into())
+            }
             Err(e) => {
                 problems.push(input_error(m.name.clone(), &e));
                 continue;

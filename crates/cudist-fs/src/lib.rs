@@ -12,6 +12,8 @@
 //!   exclusive temporary with an unpredictable name beside its destination and renamed into place;
 //!   temporaries and scratch directories are removed on every failure path; a batch of
 //!   replacements is all or nothing, and keeps each file's owner, group and mode.
+//! - **Faults of the machine are not the input's** ([`fault`]): a full disk, a read-only file
+//!   system, memory, the network or a time-out are told apart from a bad input.
 //! - **Bounded unpacking** ([`limits`]): how many bytes an archive may unpack to, and how much of
 //!   it may sit in memory at once, whatever the number of cores.
 //!
@@ -19,12 +21,14 @@
 //! line all take these rules from here, so there is one place to read and test them.
 //! `docs/security.md` states what they guarantee.
 
+pub mod fault;
 pub mod inner;
 pub mod limits;
 pub mod read;
 pub mod unpack;
 pub mod write;
 
+pub use fault::{machine_fault, Fault};
 pub use inner::{member_name, resolve_beneath, within_root, PathError};
 pub use limits::{limits, set_limits, Limits};
 pub use read::{

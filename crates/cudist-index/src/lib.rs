@@ -36,7 +36,19 @@ pub enum IndexError {
         /// What is wrong with it.
         message: String,
     },
-    /// The connection or the transfer failed.
+    /// The network failed (no route, no name, a refused or reset connection) or the server did
+    /// not answer in time: a fault of the machine or the network, not of the index.
+    #[error("{url}: {message}")]
+    Network {
+        /// The URL.
+        url: String,
+        /// What happened.
+        message: String,
+        /// Which fault it was.
+        fault: cudist_fs::Fault,
+    },
+    /// The server's answer could not be used (a broken TLS handshake, a malformed or truncated
+    /// answer, a length that contradicts the index).
     #[error("{url}: {message}")]
     Transfer {
         /// The URL.
@@ -144,10 +156,6 @@ fn request(
     sink: &mut dyn Write,
 ) -> Result<(u64, Option<String>), IndexError> {
     let target = Target::parse(url)?;
-    let err = |message: String| IndexError::Transfer {
-        url: target.url.clone(),
-        message,
-    };
     let mut req = agent().get(&target.url);
     if let Some(a) = accept {
         req = req.header("Accept", a);
@@ -158,7 +166,7 @@ fn request(
     if let Some(auth) = &target.authorization {
         req = req.header("Authorization", auth);
     }
-    let mut answer = req.call().map_err(|e| err(transfer_error(&e)))?;
+    let mut answer = req.call().map_err(|e| failure(&target.url, e))?;
     let status = answer.status().as_u16();
     check_status(&target.url, status, range)?;
     let content_range = answer
@@ -194,13 +202,22 @@ fn bounded_copy(
     to: &mut dyn Write,
     limit: u64,
 ) -> Result<u64, IndexError> {
-    let n = std::io::copy(&mut from.take(limit + 1), to).map_err(|e| IndexError::Transfer {
-        url: url.to_string(),
-        message: if e.kind() == std::io::ErrorKind::TimedOut || e.to_string().contains("timeout") {
-            format!("timed out ({e}) while the answer came: the server sends too slowly or stopped")
-        } else {
-            e.to_string()
-        },
+    let n = std::io::copy(&mut from.take(limit + 1), to).map_err(|e| {
+        let e = ureq::Error::from(e);
+        match failure(url, e) {
+            IndexError::Network {
+                url,
+                message,
+                fault: cudist_fs::Fault::TimedOut,
+            } => IndexError::Network {
+                url,
+                message: format!(
+                    "{message}, while the answer came: the server sends too slowly or stopped"
+                ),
+                fault: cudist_fs::Fault::TimedOut,
+            },
+            other => other,
+        }
     })?;
     if n > limit {
         return Err(IndexError::TooLarge {
@@ -211,12 +228,34 @@ fn bounded_copy(
     Ok(n)
 }
 
-/// What a transfer error says, without the URL (the error names it once).
-fn transfer_error(e: &ureq::Error) -> String {
+/// The error a failed request is: the network's or the machine's fault ([`IndexError::Network`]), or
+/// an answer that cannot be used ([`IndexError::Transfer`]).
+fn failure(url: &str, e: ureq::Error) -> IndexError {
+    let network = |message: String, fault| IndexError::Network {
+        url: url.to_string(),
+        message,
+        fault,
+    };
     match e {
-        ureq::Error::Timeout(t) => format!("timed out ({t}): the server did not answer in time"),
-        ureq::Error::Io(io) => io.to_string(),
-        other => other.to_string(),
+        ureq::Error::Timeout(t) => network(
+            format!("timed out ({t}): the server did not answer in time"),
+            cudist_fs::Fault::TimedOut,
+        ),
+        ureq::Error::HostNotFound => network("host not found".into(), cudist_fs::Fault::Network),
+        ureq::Error::ConnectionFailed => {
+            network("connection failed".into(), cudist_fs::Fault::Network)
+        }
+        ureq::Error::Io(io) => match cudist_fs::machine_fault(&io) {
+            Some(fault) => network(io.to_string(), fault),
+            None => IndexError::Transfer {
+                url: url.to_string(),
+                message: io.to_string(),
+            },
+        },
+        other => IndexError::Transfer {
+            url: url.to_string(),
+            message: other.to_string(),
+        },
     }
 }
 
@@ -740,8 +779,14 @@ impl cudist_wheel::ReadAt for RemoteFile {
                     )));
                 }
                 let began = std::time::Instant::now();
-                let (_, bytes, _) = get_range(&self.url, Some(offset), size)
-                    .map_err(|e| std::io::Error::other(e.to_string()))?;
+                let (_, bytes, _) = get_range(&self.url, Some(offset), size).map_err(|e| {
+                    // The network's fault stays one through the wheel reader.
+                    let kind = match &e {
+                        IndexError::Network { fault, .. } => fault.kind(),
+                        _ => std::io::ErrorKind::Other,
+                    };
+                    std::io::Error::new(kind, e.to_string())
+                })?;
                 s.timed(size, began.elapsed().as_secs_f64());
                 s.requests += 1;
                 s.fetched += size;

@@ -181,6 +181,10 @@ pub struct Report {
     /// writer cannot make in a valid file): the exit code is 1 for those, not 3.
     #[serde(skip)]
     pub not_input_faults: usize,
+    /// A fault of the machine met on the way (a full disk, a read-only output directory): the
+    /// exit code is 4 when there is one.
+    #[serde(skip)]
+    pub machine_fault: Option<cudist_fs::Fault>,
 }
 
 /// What was done to one wheel.
@@ -319,6 +323,7 @@ pub fn repair(
     let mut wheels = Vec::new();
     let mut errors = Vec::new();
     let mut not_input_faults = 0;
+    let mut machine_fault = None;
     let installed = opts
         .build_env
         .as_deref()
@@ -334,6 +339,9 @@ pub fn repair(
                 if cudist_analysis::error::is_cudist_limit(cudist_analysis::error::chain(&e)) {
                     not_input_faults += 1;
                 }
+                machine_fault = machine_fault.or(cudist_analysis::error::machine_fault(
+                    cudist_analysis::error::chain(&e),
+                ));
                 errors.push(cudist_analysis::error::input_error(
                     p.display().to_string(),
                     &e,
@@ -348,6 +356,7 @@ pub fn repair(
         wheels,
         errors,
         not_input_faults,
+        machine_fault,
     }
 }
 

@@ -40,6 +40,10 @@ pub enum WheelError {
     Io(#[from] io::Error),
     #[error("not a readable zip archive")]
     Zip(#[source] zip::result::ZipError),
+    /// The archive being written could not be written (the output's fault, or the machine's:
+    /// never the input's).
+    #[error("cannot write the archive")]
+    Write(#[source] io::Error),
     #[error("is {0}, not a regular file")]
     NotAFile(&'static str),
     /// The path problem's own message names the member.

@@ -90,6 +90,14 @@ fn io(e: std::io::Error) -> WheelError {
     WheelError::Io(e)
 }
 
+/// An error of the archive being written (never the input's).
+fn write_zip(e: zip::result::ZipError) -> WheelError {
+    WheelError::Write(match e {
+        zip::result::ZipError::Io(e) => e,
+        e => std::io::Error::other(e),
+    })
+}
+
 fn zip_err(e: zip::result::ZipError) -> WheelError {
     WheelError::Zip(e)
 }
@@ -201,7 +209,7 @@ pub fn rewrite(wheel: &Wheel, rw: &Rewrite, out: &Path) -> Result<Written, Wheel
             return Err(WheelError::Duplicate { name: name.clone() });
         }
     }
-    let mut tmp = cudist_fs::AtomicFile::new(out).map_err(io)?;
+    let mut tmp = cudist_fs::AtomicFile::new(out).map_err(WheelError::Write)?;
     let members = write_into(
         wheel,
         rw,
@@ -210,7 +218,7 @@ pub fn rewrite(wheel: &Wheel, rw: &Rewrite, out: &Path) -> Result<Written, Wheel
         &metadata_name,
         &wheel_name,
     )?;
-    tmp.commit().map_err(io)?;
+    tmp.commit().map_err(WheelError::Write)?;
     let bytes = std::fs::metadata(out).map_err(io)?.len();
     Ok(Written {
         path: out.to_path_buf(),
@@ -228,6 +236,29 @@ fn write_into(
     wheel_name: &str,
 ) -> Result<usize, WheelError> {
     let mut zw = ZipWriter::new(BufWriter::with_capacity(1 << 20, file));
+    match write_members(wheel, rw, &mut zw, record_name, metadata_name, wheel_name) {
+        Ok(count) => {
+            let mut w = zw.finish().map_err(write_zip)?;
+            w.flush().map_err(WheelError::Write)?;
+            Ok(count)
+        }
+        Err(e) => {
+            // The temporary is removed by the caller; dropped, the writer would try to finish
+            // the archive into it (and print why it could not). Only its buffer is lost.
+            std::mem::forget(zw);
+            Err(e)
+        }
+    }
+}
+
+fn write_members(
+    wheel: &Wheel,
+    rw: &Rewrite,
+    zw: &mut ZipWriter<BufWriter<&mut cudist_fs::AtomicFile>>,
+    record_name: &str,
+    metadata_name: &str,
+    wheel_name: &str,
+) -> Result<usize, WheelError> {
     let mut records: Vec<RecordRow> = Vec::new();
     let old_record: HashMap<String, RecordRow> =
         match wheel.members().iter().find(|m| m.name == record_name) {
@@ -302,7 +333,7 @@ fn write_into(
         drop(f);
         if let (Some(zipped), Some(bytes)) = (compressed.get(&m.name), rw.replace.get(&m.name)) {
             let mut one = ZipArchive::new(Cursor::new(zipped.as_slice())).map_err(zip_err)?;
-            zw.raw_copy_file(one.by_index_raw(0).map_err(zip_err)?)
+            zw.raw_copy_file(one.by_index_raw(0).map_err(write_zip)?)
                 .map_err(zip_err)?;
             records.push(row(&m.name, bytes));
             continue;
@@ -336,13 +367,13 @@ fn write_into(
                     .last_modified_time(time)
                     .unix_permissions(mode)
                     .large_file(bytes.len() as u64 >= u32::MAX as u64);
-                zw.start_file(m.name.as_str(), opts).map_err(zip_err)?;
-                zw.write_all(&bytes).map_err(io)?;
+                zw.start_file(m.name.as_str(), opts).map_err(write_zip)?;
+                zw.write_all(&bytes).map_err(WheelError::Write)?;
                 records.push(row(&m.name, &bytes));
             }
             None => {
                 let f = archive.by_index_raw(m.index).map_err(zip_err)?;
-                zw.raw_copy_file(f).map_err(zip_err)?;
+                zw.raw_copy_file(f).map_err(write_zip)?;
                 if m.is_dir {
                     continue;
                 }
@@ -362,8 +393,8 @@ fn write_into(
             .compression_level(Some(rw.compression.level()))
             .last_modified_time(time)
             .unix_permissions(*mode);
-        zw.start_file(name.as_str(), opts).map_err(zip_err)?;
-        zw.write_all(bytes).map_err(io)?;
+        zw.start_file(name.as_str(), opts).map_err(write_zip)?;
+        zw.write_all(bytes).map_err(WheelError::Write)?;
         records.push(row(name, bytes));
     }
     records.push(RecordRow {
@@ -377,11 +408,9 @@ fn write_into(
         .compression_level(Some(rw.compression.level()))
         .last_modified_time(fallback_time)
         .unix_permissions(0o644);
-    zw.start_file(record_name, opts).map_err(zip_err)?;
-    zw.write_all(&record).map_err(io)?;
+    zw.start_file(record_name, opts).map_err(write_zip)?;
+    zw.write_all(&record).map_err(WheelError::Write)?;
     count += 1;
-    let mut w = zw.finish().map_err(zip_err)?;
-    w.flush().map_err(io)?;
     Ok(count)
 }
 
@@ -400,9 +429,9 @@ fn single_entry_zip(
         .last_modified_time(time)
         .unix_permissions(mode)
         .large_file(bytes.len() as u64 >= u32::MAX as u64);
-    zw.start_file(name, opts).map_err(zip_err)?;
-    zw.write_all(bytes).map_err(io)?;
-    Ok(zw.finish().map_err(zip_err)?.into_inner())
+    zw.start_file(name, opts).map_err(write_zip)?;
+    zw.write_all(bytes).map_err(WheelError::Write)?;
+    Ok(zw.finish().map_err(write_zip)?.into_inner())
 }
 
 /// Checks every member against the wheel's RECORD (hash and size): the `--verify` of repair.

@@ -185,6 +185,8 @@ fn main() -> ExitCode {
             report_error(&e);
             ExitCode::from(if errors::is_usage(&e) {
                 2
+            } else if errors::machine_fault(&e).is_some() {
+                util::EXIT_MACHINE
             } else if errors::is_bad_input(&e) {
                 EXIT_INPUT
             } else {

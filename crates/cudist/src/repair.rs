@@ -164,10 +164,12 @@ pub fn run(args: RepairArgs, catalog: &Catalog) -> anyhow::Result<ExitCode> {
     if !args.json {
         util::print_input_errors(report.errors.iter().map(|e| (None, e)));
     }
-    // 3 when an input is at fault; 1 when every failure is a limit of cudist (an ELF edit its
+    // 4 when the machine failed (a full disk); 3 when an input is at fault; 1 when every failure is a limit of cudist (an ELF edit its
     // writer cannot make in a valid file).
     Ok(if report.errors.is_empty() {
         ExitCode::SUCCESS
+    } else if report.machine_fault.is_some() {
+        ExitCode::from(util::EXIT_MACHINE)
     } else if report.errors.len() > report.not_input_faults {
         ExitCode::from(util::EXIT_INPUT)
     } else {

@@ -200,9 +200,9 @@ fn list_index(
     let limits = cudist_index::Limits::default();
     // A find-links page lists every project at once: read it once.
     let page = if find_links {
-        let body = cudist_index::get(index, Some("text/html"), limits.page)
-            .map_err(|e| errors::input(e.to_string()))?;
-        cudist_index::parse_page(index, &body).map_err(|e| errors::input(e.to_string()))?
+        let body =
+            cudist_index::get(index, Some("text/html"), limits.page).map_err(errors::index)?;
+        cudist_index::parse_page(index, &body).map_err(errors::index)?
     } else {
         Vec::new()
     };
@@ -237,7 +237,7 @@ fn list_index(
                 cudist_index::IndexError::Status { status: 404, .. } => errors::input(format!(
                     "{index}: no project {project} there (HTTP 404){FAMILY_HINT}"
                 )),
-                e => errors::input(e.to_string()),
+                e => errors::index(e),
             })?
         };
         // As pip does, releases whose files require another Python are passed over.
@@ -291,17 +291,6 @@ fn list_index(
     Ok((remotes, ruled_out, report))
 }
 
-/// An error and its causes, joined with `: `.
-fn chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        out.push_str(&format!(": {c}"));
-        cause = c.source();
-    }
-    out
-}
-
 /// Reads a wheel on an index by range requests, as far as the judgement on `host` needs; None
 /// when the server does not answer range requests.
 fn read_front(
@@ -320,20 +309,20 @@ fn read_front(
     let source = match opened.and_then(|s| s.within(f.size)) {
         Ok(s) => s,
         Err(cudist_index::IndexError::NoRanges(_)) => return Ok(None),
-        Err(e) => bail!(errors::input(e.to_string())),
+        Err(e) => bail!(errors::index(e)),
     };
     let source = source.with_request_size(how.range_size);
     let len = source.len();
     let source = std::sync::Arc::new(source);
     let wheel = cudist_wheel::Wheel::open_source(Path::new(&f.filename), source.clone(), len)
-        .map_err(|e| errors::input(format!("{}: {}", f.url, chain(&e))))?;
+        .map_err(|e| errors::reading(&f.url, &e))?;
     let (a, read) = cudist_analysis::artifact::inspect_front(
         &wheel,
         &f.filename,
         &|d| cudist_analysis::select::settled(d, host),
         catalog,
     )
-    .map_err(|e| errors::input(format!("{}: {}", f.url, chain(&e))))?;
+    .map_err(|e| errors::reading(&f.url, &e))?;
     if let Some(p) = a.problems.first() {
         bail!(errors::input(format!("{}: {}: {}", f.url, p.path, p.error)));
     }
@@ -414,7 +403,7 @@ fn read_remote(
                     let spinner = util::Spinner::start(format!("fetching {}", r.file.filename));
                     let (path, fresh) =
                         cudist_index::fetch(&r.file, &how.cache, cudist_index::Limits::default())
-                            .map_err(|e| errors::input(e.to_string()))?;
+                            .map_err(errors::index)?;
                     drop(spinner);
                     if fresh {
                         indexes[r.index].fetched.push(r.file.filename.clone());
@@ -701,8 +690,8 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
             (None, Fetch::Whole) => {
                 let before = cudist_index::received();
                 let spinner = util::Spinner::start(format!("fetching {}", r.file.filename));
-                let (path, fresh) = cudist_index::fetch(&r.file, cache, limits)
-                    .map_err(|e| errors::input(e.to_string()))?;
+                let (path, fresh) =
+                    cudist_index::fetch(&r.file, cache, limits).map_err(errors::index)?;
                 drop(spinner);
                 let ix = &mut indexes[r.index];
                 let got = cudist_index::received() - before;

@@ -40,6 +40,10 @@ pub fn emit_data(s: &str) {
             std::process::exit(0);
         }
         eprintln!("error: cannot write to standard output: {e}");
+        if let Some(f) = cudist_fs::machine_fault(&e) {
+            eprintln!("  hint: {}", f.hint());
+            std::process::exit(EXIT_MACHINE.into());
+        }
         std::process::exit(1);
     }
 }
@@ -173,6 +177,9 @@ impl Table {
 
 /// Exit code for unreadable or malformed input.
 pub const EXIT_INPUT: u8 = 3;
+/// The exit code of a fault of the machine or the network, not of the input: a full disk, a
+/// read-only file system, memory, the network, a time-out ([`cudist_fs::fault`]).
+pub const EXIT_MACHINE: u8 = 4;
 
 /// Prints unreadable inputs (and, with the artifact's path, unreadable files inside artifacts) to
 /// stderr with their hints.
