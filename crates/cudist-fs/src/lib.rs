@@ -36,4 +36,7 @@ pub use read::{
     SMALL_FILE,
 };
 pub use unpack::{ExtractError, Unpacker};
-pub use write::{scratch_dir, write_atomic, AtomicFile, Batch, ReplaceError};
+pub use write::{
+    remove_live, scratch_dir, set_sweep_reporter, sweep, write_atomic, AtomicFile, Batch,
+    ReplaceError, ScratchDir,
+};

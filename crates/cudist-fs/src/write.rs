@@ -5,6 +5,14 @@
 //! the destination's own directory: a name nobody could plant a link at beforehand), then renamed
 //! over its destination. `rename` replaces a link at the destination instead of writing through
 //! it. A temporary that is not committed is removed when it is dropped, on every error path.
+//!
+//! Interrupted runs leave nothing either: every temporary and scratch directory is registered
+//! while it lives, and [`remove_live`] (which the command line calls on SIGINT, SIGTERM and SIGHUP)
+//! removes them all, waiting for a batch of replacements being committed to finish first. A run
+//! killed outright (SIGKILL, a power cut) cannot clean up: each temporary holds an exclusive
+//! `flock` for as long as its process lives, so the next run writing to the same directory
+//! recognises what no live process holds by its exclusive name (`.NAME.XXXXXX.cudist-tmp`,
+//! `.LABEL.cudist-XXXXXX`) and removes it ([`sweep`]), and says so ([`set_sweep_reporter`]).
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -32,14 +40,200 @@ fn prefix_for(dest: &Path) -> String {
     )
 }
 
-fn temp_beside(dest: &Path) -> io::Result<NamedTempFile> {
-    tempfile::Builder::new()
+const TEMP_SUFFIX: &str = ".cudist-tmp";
+const SCRATCH_MARK: &str = ".cudist-";
+
+fn temp_beside(dest: &Path) -> io::Result<(NamedTempFile, Live)> {
+    let dir = dir_of(dest);
+    sweep(dir);
+    let tmp = tempfile::Builder::new()
         .prefix(&prefix_for(dest))
-        .suffix(".cudist-tmp")
+        .suffix(TEMP_SUFFIX)
         // Created 0666 less the umask, as a plain create would be; the mode of a replaced file is
         // set by the caller.
         .permissions(std::fs::Permissions::from_mode(0o666))
-        .tempfile_in(dir_of(dest))
+        .tempfile_in(dir)?;
+    lock(tmp.as_file());
+    let live = Live::register(tmp.path());
+    Ok((tmp, live))
+}
+
+/// Takes the exclusive lock that marks a temporary as alive (released by the kernel when its
+/// process ends, however it ends). A file system without `flock` leaves it unmarked: then only its
+/// age protects it from [`sweep`], which such a file system's leftovers never pass anyway.
+fn lock(f: &File) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor this process owns; no memory is passed.
+    unsafe {
+        libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB);
+    }
+}
+
+/// Whether no process holds the lock of this open temporary (taking it if so).
+fn unlocked(f: &File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: as in `lock`.
+    unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+}
+
+/// The temporaries and scratch directories of this process that exist now, by registration
+/// number; `closing` once [`remove_live`] has run (what registers after that is removed at once).
+struct LiveSet {
+    next: u64,
+    paths: std::collections::BTreeMap<u64, PathBuf>,
+    closing: bool,
+}
+
+static LIVE: std::sync::Mutex<LiveSet> = std::sync::Mutex::new(LiveSet {
+    next: 0,
+    paths: std::collections::BTreeMap::new(),
+    closing: false,
+});
+
+/// Held while a [`Batch`] renames its files into place: [`remove_live`] waits for it, so a signal
+/// never leaves a tree half replaced.
+static COMMITTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn live_set() -> std::sync::MutexGuard<'static, LiveSet> {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A path registered for [`remove_live`] while this value lives.
+struct Live(u64);
+
+impl Live {
+    fn register(path: &Path) -> Live {
+        let mut set = live_set();
+        if set.closing {
+            remove_path(path);
+        }
+        set.next += 1;
+        let n = set.next;
+        set.paths.insert(n, path.to_path_buf());
+        Live(n)
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        live_set().paths.remove(&self.0);
+    }
+}
+
+fn remove_path(p: &Path) {
+    match std::fs::symlink_metadata(p) {
+        Ok(m) if m.is_dir() => {
+            let _ = std::fs::remove_dir_all(p);
+        }
+        Ok(_) => {
+            let _ = std::fs::remove_file(p);
+        }
+        Err(_) => {}
+    }
+}
+
+/// Removes every temporary and scratch directory this process has made and not yet committed or
+/// removed, after any batch of replacements being committed has finished; what is made after
+/// this is removed at once. For a signal handler that ends the process next. Returns how many
+/// were removed.
+pub fn remove_live() -> usize {
+    let _committing = COMMITTING.lock().unwrap_or_else(|e| e.into_inner());
+    let mut set = live_set();
+    set.closing = true;
+    for p in set.paths.values() {
+        remove_path(p);
+    }
+    set.paths.len()
+}
+
+/// What is told of leftovers [`sweep`] removed: the directory and their names.
+pub type SweepReporter = fn(&Path, &[String]);
+
+static REPORTER: std::sync::Mutex<Option<SweepReporter>> = std::sync::Mutex::new(None);
+
+/// Sets who is told of leftovers removed (the command line prints a line); by default nobody.
+pub fn set_sweep_reporter(r: SweepReporter) {
+    *REPORTER.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+}
+
+/// A leftover younger than this is left alone: its maker may be between creating and locking it.
+const SWEEP_AGE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Whether a name is one cudist gives its temporaries (`.NAME.XXXXXX.cudist-tmp`) or scratch
+/// directories (`.LABEL.cudist-XXXXXX`): `Some(true)` for a directory's name.
+fn leftover_kind(name: &str) -> Option<bool> {
+    if !name.starts_with('.') {
+        return None;
+    }
+    if name.ends_with(TEMP_SUFFIX) && name.len() > TEMP_SUFFIX.len() + 1 {
+        return Some(false);
+    }
+    let (_, tail) = name.rsplit_once(SCRATCH_MARK)?;
+    (tail.len() == 6 && tail.bytes().all(|b| b.is_ascii_alphanumeric())).then_some(true)
+}
+
+/// Removes, once per directory and process, what runs killed outright left in `dir`: entries
+/// with a temporary's or scratch directory's exclusive name, of this user, that no live process
+/// holds locked and that are at least a second old. Never follows a link; anything else in the
+/// directory is not touched. Returns the names removed.
+pub fn sweep(dir: &Path) -> Vec<String> {
+    static SWEPT: std::sync::Mutex<std::collections::BTreeSet<PathBuf>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let key = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    if !SWEPT.lock().unwrap_or_else(|e| e.into_inner()).insert(key) {
+        return Vec::new();
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let mut removed = Vec::new();
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(is_dir) = name.to_str().and_then(leftover_kind) else {
+            continue;
+        };
+        let path = e.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        let old = meta
+            .modified()
+            .ok()
+            .and_then(|m| m.elapsed().ok())
+            .is_some_and(|age| age >= SWEEP_AGE);
+        if meta.uid() != me || meta.is_dir() != is_dir || !(meta.is_dir() || meta.is_file()) || !old
+        {
+            continue;
+        }
+        use std::os::unix::fs::OpenOptionsExt;
+        let flags = libc::O_NOFOLLOW | if is_dir { libc::O_DIRECTORY } else { 0 };
+        let Ok(f) = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(flags)
+            .open(&path)
+        else {
+            continue;
+        };
+        if !unlocked(&f) {
+            continue;
+        }
+        let gone = if is_dir {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        if gone.is_ok() {
+            removed.push(name.to_string_lossy().into_owned());
+        }
+    }
+    if !removed.is_empty() {
+        if let Some(r) = *REPORTER.lock().unwrap_or_else(|e| e.into_inner()) {
+            r(dir, &removed);
+        }
+    }
+    removed
 }
 
 /// A file being written for `dest`. Nothing appears at `dest` until [`AtomicFile::commit`];
@@ -47,14 +241,17 @@ fn temp_beside(dest: &Path) -> io::Result<NamedTempFile> {
 pub struct AtomicFile {
     tmp: NamedTempFile,
     dest: PathBuf,
+    _live: Live,
 }
 
 impl AtomicFile {
     /// Creates the temporary beside `dest` (its directory must exist).
     pub fn new(dest: &Path) -> io::Result<AtomicFile> {
+        let (tmp, live) = temp_beside(dest)?;
         Ok(AtomicFile {
-            tmp: temp_beside(dest)?,
+            tmp,
             dest: dest.to_path_buf(),
+            _live: live,
         })
     }
 
@@ -110,10 +307,41 @@ pub fn write_atomic(dest: &Path, data: &[u8], mode: Option<u32>) -> io::Result<(
 
 /// A scratch directory with an unpredictable name in `parent`, removed with its content when
 /// dropped. `label` goes into the name (`.LABEL.cudist-XXXXXX`).
-pub fn scratch_dir(parent: &Path, label: &str) -> io::Result<tempfile::TempDir> {
-    tempfile::Builder::new()
-        .prefix(&format!(".{label}.cudist-"))
-        .tempdir_in(parent)
+pub fn scratch_dir(parent: &Path, label: &str) -> io::Result<ScratchDir> {
+    sweep(parent);
+    let dir = tempfile::Builder::new()
+        .prefix(&format!(".{label}{SCRATCH_MARK}"))
+        .rand_bytes(6)
+        .tempdir_in(parent)?;
+    let held = File::open(dir.path())?;
+    lock(&held);
+    let live = Live::register(dir.path());
+    Ok(ScratchDir {
+        _live: live,
+        _held: held,
+        dir,
+    })
+}
+
+/// A scratch directory ([`scratch_dir`]): removed with its content when dropped, or by
+/// [`remove_live`] on a signal; locked while it lives, so no other run's [`sweep`] takes it.
+pub struct ScratchDir {
+    _live: Live,
+    _held: File,
+    dir: tempfile::TempDir,
+}
+
+impl std::fmt::Debug for ScratchDir {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ScratchDir").field(&self.dir.path()).finish()
+    }
+}
+
+impl ScratchDir {
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
 }
 
 /// Why a batch of replacements was refused or undone.
@@ -161,6 +389,7 @@ struct Staged {
     tmp: NamedTempFile,
     backup: tempfile::TempPath,
     dest: PathBuf,
+    _live: [Live; 2],
 }
 
 /// Replaces several files at once, all or nothing. [`Batch::stage`] writes each new content to a
@@ -202,7 +431,7 @@ impl Batch {
                 kind: crate::read::kind_of(meta.file_type()),
             });
         }
-        let mut tmp = temp_beside(dest).map_err(write)?;
+        let (mut tmp, live_tmp) = temp_beside(dest).map_err(write)?;
         tmp.write_all(data).map_err(write)?;
         let mine = tmp.as_file().metadata().map_err(write)?;
         if (mine.uid(), mine.gid()) != (meta.uid(), meta.gid())
@@ -233,16 +462,20 @@ impl Batch {
             .make_in(dir_of(dest), |p| std::fs::hard_link(dest, p))
             .map_err(write)?
             .into_temp_path();
+        let live_backup = Live::register(&backup);
         self.staged.push(Staged {
             tmp,
             backup,
             dest: dest.to_path_buf(),
+            _live: [live_tmp, live_backup],
         });
         Ok(())
     }
 
     /// Renames every staged file into place, or none. Returns how many were replaced.
     pub fn commit(self) -> Result<usize, ReplaceError> {
+        // A signal waits for the renames to end (remove_live).
+        let _committing = COMMITTING.lock().unwrap_or_else(|e| e.into_inner());
         let n = self.staged.len();
         let mut backups = Vec::with_capacity(n);
         for s in self.staged {
@@ -371,5 +604,55 @@ mod tests {
             s.path().to_path_buf()
         };
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn sweep_takes_only_unlocked_old_leftovers_by_their_exclusive_names() {
+        let d = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let target = outside.path().join("precious");
+        std::fs::write(&target, "x").unwrap();
+        let p = |n: &str| d.path().join(n);
+        std::fs::write(p(".a.whl.abc123.cudist-tmp"), "half").unwrap();
+        std::fs::create_dir(p(".unpack.cudist-Ab12Cd")).unwrap();
+        std::fs::write(p(".unpack.cudist-Ab12Cd/member"), "x").unwrap();
+        std::fs::write(p("keep.cudist-tmp"), "not ours: no leading dot").unwrap();
+        std::fs::create_dir(p(".x.cudist-toolong1")).unwrap();
+        std::fs::write(p(".held.q1w2e3.cudist-tmp"), "a live run's").unwrap();
+        symlink(&target, p(".l.q1w2e3.cudist-tmp")).unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        for n in [
+            ".a.whl.abc123.cudist-tmp",
+            ".unpack.cudist-Ab12Cd",
+            "keep.cudist-tmp",
+            ".x.cudist-toolong1",
+            ".held.q1w2e3.cudist-tmp",
+        ] {
+            File::open(p(n)).unwrap().set_modified(old).unwrap();
+        }
+        // Made just now: spared whatever its lock says.
+        std::fs::write(p(".young.abcdef.cudist-tmp"), "").unwrap();
+        let held = File::open(p(".held.q1w2e3.cudist-tmp")).unwrap();
+        lock(&held);
+        let mut removed = sweep(d.path());
+        removed.sort();
+        assert_eq!(
+            removed,
+            [".a.whl.abc123.cudist-tmp", ".unpack.cudist-Ab12Cd"]
+        );
+        assert_eq!(
+            names(d.path()),
+            [
+                ".held.q1w2e3.cudist-tmp",
+                ".l.q1w2e3.cudist-tmp",
+                ".x.cudist-toolong1",
+                ".young.abcdef.cudist-tmp",
+                "keep.cudist-tmp"
+            ]
+        );
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "x");
+        // Once per directory and process.
+        drop(held);
+        assert!(sweep(d.path()).is_empty());
     }
 }

@@ -674,21 +674,7 @@ impl RemoteFile {
         drop(s);
         let dir = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir).map_err(cache_err)?;
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
-        let tmp = dir.join(format!(".{name}.{}.part", std::process::id()));
-        let written = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .and_then(|mut f| {
-                f.write_all(&out)?;
-                f.sync_all()
-            })
-            .and_then(|_| std::fs::rename(&tmp, path));
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(cache_err(e));
-        }
+        cudist_fs::write_atomic(path, &out, None).map_err(cache_err)?;
         Ok(())
     }
 
@@ -1090,14 +1076,9 @@ pub fn fetch(
     };
     std::fs::create_dir_all(&dir).map_err(cache_err)?;
     // A temporary created exclusively beside the file, filled while hashing, renamed into place;
-    // removed on any failure.
-    let tmp = dir.join(format!(".{}.{}.part", file.filename, std::process::id()));
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .map_err(cache_err)?;
-    struct Hashing(std::fs::File, Sha256);
+    // removed on any failure (and on a signal).
+    let f = cudist_fs::AtomicFile::new(&path).map_err(cache_err)?;
+    struct Hashing(cudist_fs::AtomicFile, Sha256);
     impl Write for Hashing {
         fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
             let n = self.0.write(b)?;
@@ -1131,11 +1112,9 @@ pub fn fetch(
                 want: want.clone(),
             });
         }
-        f.sync_all().map_err(cache_err)?;
-        std::fs::rename(&tmp, &path).map_err(cache_err)
+        f.commit().map_err(cache_err)
     });
     if let Err(e) = done {
-        let _ = std::fs::remove_file(&tmp);
         // The directory made for it, if nothing else is there (a sha mismatch leaves no trace).
         let _ = std::fs::remove_dir(&dir);
         return Err(e);

@@ -147,6 +147,16 @@ fn main() -> ExitCode {
         }
         Err(e) => e.exit(),
     };
+    on_signals();
+    cudist_fs::set_sweep_reporter(|dir, names| {
+        // The names are cudist's own pattern, but their middle comes from a file name: escaped.
+        let names: Vec<String> = names.iter().map(|n| n.escape_debug().to_string()).collect();
+        eprintln!(
+            "note: removed what an interrupted cudist run left in {}: {}",
+            dir.display().to_string().escape_debug(),
+            names.join(", ")
+        );
+    });
     let mut limits = cudist_fs::limits();
     if let Some(n) = cli.max_unpacked {
         limits.unpacked = n;
@@ -194,6 +204,26 @@ fn main() -> ExitCode {
             })
         }
     }
+}
+
+/// SIGINT, SIGTERM and SIGHUP end cudist as they would, with 128 + the signal's number, after
+/// removing its temporaries and scratch directories and killing the imports doctor runs: an
+/// interrupted run leaves nothing behind ([`cudist_fs::remove_live`]).
+fn on_signals() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            cudist_analysis::runtime::trace::kill_running();
+            let n = cudist_fs::remove_live();
+            if n > 0 {
+                eprintln!("cudist: interrupted; removed the {n} temporary file(s) it was writing");
+            }
+            std::process::exit(128 + sig);
+        }
+    });
 }
 
 /// The one place errors are printed: the message, its causes, and a hint where one helps.

@@ -245,3 +245,125 @@ fn https_is_verified_against_the_trust_store_the_system_names() {
         stderr(&refused)
     );
 }
+
+/// Every `.cudist-tmp` file below `dir`.
+fn temporaries(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else if p.to_string_lossy().ends_with(".cudist-tmp") {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// Starts `select --fetch whole` on a dripping server and waits until its download temporary
+/// exists in `cache` (one that was not there before).
+fn select_downloading(base: &str, work: &std::path::Path) -> std::process::Child {
+    let host = write_profile(
+        &work.join("host.json"),
+        &serde_json::json!({"driver": "535.183.01", "glibc": "2.35", "python": "3.11",
+            "gpus": [{"name": "T4", "sm": 75}]}),
+    );
+    let before = temporaries(&work.join("cache"));
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_cudist"))
+        .args(["select", "--host"])
+        .arg(&host)
+        .args(["--index", &format!("{base}/simple"), "--package", "demo"])
+        .args(["--fetch", "whole", "--cache-dir"])
+        .arg(work.join("cache"))
+        .env("CUDIST_HTTP_TIMEOUT", "60")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while temporaries(&work.join("cache"))
+        .iter()
+        .all(|t| before.contains(t))
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no download temporary appeared"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+/// SIGTERM and SIGINT in the middle of a download: cudist removes its temporary and ends with
+/// 128 + the signal's number, as a program killed by it would report.
+#[test]
+fn an_interrupted_run_removes_its_temporaries() {
+    let (base, _log) = serve(
+        vec![(
+            "demo-1.0-py3-none-any.whl".into(),
+            "{base}/files/demo-1.0-py3-none-any.whl".into(),
+        )],
+        Files::Drip,
+    );
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        let work = tempfile::tempdir().unwrap();
+        let child = select_downloading(&base, work.path());
+        // SAFETY: a signal to the child this test started.
+        unsafe {
+            libc::kill(child.id() as i32, sig);
+        }
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(128 + sig), "{}", stderr(&o));
+        assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
+        let left = temporaries(work.path());
+        assert!(left.is_empty(), "left behind: {left:?}");
+    }
+}
+
+/// A run killed outright (SIGKILL: no handler runs) leaves its temporary; the next run writing to
+/// that directory recognises it (its exclusive name, and no live process holds its lock),
+/// removes it and says so, while a temporary a live process holds is left alone.
+#[test]
+fn what_a_killed_run_left_is_removed_by_the_next_run() {
+    let (base, _log) = serve(
+        vec![(
+            "demo-1.0-py3-none-any.whl".into(),
+            "{base}/files/demo-1.0-py3-none-any.whl".into(),
+        )],
+        Files::Drip,
+    );
+    let work = tempfile::tempdir().unwrap();
+    let mut killed = select_downloading(&base, work.path());
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let left = temporaries(work.path());
+    assert_eq!(left.len(), 1, "{left:?}");
+    // A live run's temporary in the same directory, with its lock held.
+    let live = select_downloading(&base, work.path());
+    // Leftovers younger than a second are spared (their maker may not have locked them yet).
+    std::thread::sleep(Duration::from_millis(1200));
+    let next = select_downloading(&base, work.path());
+    let mut pids = [live, next];
+    for c in &mut pids {
+        c.kill().unwrap();
+        c.wait().unwrap();
+    }
+    let [_, next] = pids;
+    let err = {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut next.stderr.unwrap(), &mut s).unwrap();
+        s
+    };
+    assert!(
+        err.contains("removed what an interrupted cudist run left"),
+        "{err}"
+    );
+    let name = left[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(err.contains(&name), "{err}");
+    assert!(!left[0].exists());
+    // The live run's temporary (and the two just killed) were not the next run's to take: the
+    // next run named only the first.
+    assert_eq!(err.matches(".cudist-tmp").count(), 1, "{err}");
+}

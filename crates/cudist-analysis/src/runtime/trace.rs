@@ -204,6 +204,7 @@ pub fn start(run: &Run) -> Result<Started> {
             run.module
         )
     })?;
+    running().push(child.id() as i32);
     let out = child.stdout.take().expect("piped");
     let err = child.stderr.take().expect("piped");
     let (tx, stdout) = std::sync::mpsc::channel();
@@ -241,6 +242,24 @@ pub fn start(run: &Run) -> Result<Started> {
         stdout,
         stderr,
     })
+}
+
+/// The process groups of the imports running now, for [`kill_running`].
+static RUNNING: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
+
+fn running() -> std::sync::MutexGuard<'static, Vec<i32>> {
+    RUNNING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Kills every import running now (its process group: the interpreter and what it started), for
+/// a signal handler that ends cudist next: an interrupted doctor leaves no interpreter behind.
+pub fn kill_running() {
+    for &pid in running().iter() {
+        // SAFETY: killpg only sends a signal, to a group this process made.
+        unsafe {
+            libc::killpg(pid, libc::SIGKILL);
+        }
+    }
 }
 
 /// Kills the process group of a run (the interpreter and what it started).
@@ -282,6 +301,7 @@ pub fn finish(mut s: Started) -> Result<ImportTrace> {
     unsafe {
         libc::killpg(s.child.id() as i32, libc::SIGKILL);
     }
+    running().retain(|&p| p != s.child.id() as i32);
     let grace = Duration::from_secs(2);
     let out = s.stdout.recv_timeout(grace).unwrap_or_default();
     let err = s.stderr.recv_timeout(grace).unwrap_or_default();

@@ -56,7 +56,7 @@ pub struct Input {
     /// Links of the input that were not followed, and why (a link out of a toolkit tree).
     pub skipped: Vec<super::Skipped>,
     /// Where `.tar.xz` archives were unpacked; removed when the input is dropped.
-    pub _unpacked: Option<tempfile::TempDir>,
+    pub _unpacked: Option<cudist_fs::ScratchDir>,
 }
 
 /// NVIDIA's platform name for this machine in redistrib manifests and archive names.
@@ -311,7 +311,7 @@ fn redist(input: &Path, manifest: Option<&Path>, scratch: &Path) -> Result<Input
     // The archives to read: (component, version, license, unpacked directory).
     let mut dirs: Vec<(String, String, Option<String>, PathBuf)> = Vec::new();
     let mut missing = Vec::new();
-    let mut unpacked: Option<tempfile::TempDir> = None;
+    let mut unpacked: Option<cudist_fs::ScratchDir> = None;
     let mut label = None;
     let mut unpack_to = |archive: &Path, name: &str| -> Result<PathBuf> {
         let work = match &unpacked {
