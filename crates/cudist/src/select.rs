@@ -132,6 +132,9 @@ pub struct IndexReport {
     pub unread: Vec<String>,
     /// Wheels ruled out by their file name, never fetched.
     pub not_fetched: Vec<String>,
+    /// Wheels past the bound on candidates read per project ([`MAX_CANDIDATES`]), the least
+    /// promising by their file names: neither read nor judged, only counted.
+    pub beyond_bound: usize,
     /// Bytes received from the index (pages and files).
     pub bytes_received: u64,
 }
@@ -179,6 +182,17 @@ type Read = (
     Option<String>,
 );
 
+/// The most wheels of one project read from one index or page: a page listing 50,000 builds
+/// of a release must not make cudist send 150,000 requests. The most promising by their file
+/// names are read (pip's order: the best the name allows on the host, then the highest build
+/// tag); the rest are counted ([`IndexReport::beyond_bound`]). Real releases stay well below it
+/// (cupy-cuda12x 14.2.0: 41 wheels in all, 2 for one Python and platform).
+pub const MAX_CANDIDATES: usize = 64;
+
+/// The most wheels ruled out by their file names that are judged one by one (the rest are only
+/// counted in [`IndexReport::not_fetched`]): the report of a page of 50,000 names stays small.
+const MAX_RULED_OUT: usize = 1000;
+
 /// A wheel on an index that its file name does not rule out.
 struct Remote {
     file: cudist_index::IndexFile,
@@ -214,6 +228,7 @@ fn list_index(
         read_front: Vec::new(),
         unread: Vec::new(),
         not_fetched: Vec::new(),
+        beyond_bound: 0,
         bytes_received: 0,
     };
     let mut remotes = Vec::new();
@@ -271,18 +286,42 @@ fn list_index(
                 )
             }));
         }
+        let mut passing = Vec::new();
         for f in chosen.iter().map(|&i| wheels[i].1) {
             report.listed += 1;
             let why = cudist_analysis::select::rejected_by_name(&f.filename, host, catalog);
             if !why.is_empty() {
                 report.not_fetched.push(f.filename.clone());
-                let mut j = cudist_analysis::select::judged_by_name(&f.filename, &f.url, why);
-                j.size = f.size.unwrap_or(0);
-                ruled_out.push(j);
+                if ruled_out.len() < MAX_RULED_OUT {
+                    let mut j = cudist_analysis::select::judged_by_name(&f.filename, &f.url, why);
+                    j.size = f.size.unwrap_or(0);
+                    ruled_out.push(j);
+                }
                 continue;
             }
+            passing.push(f);
+        }
+        if passing.len() > MAX_CANDIDATES {
+            // Most promising first: the best the name allows (unknown: after the known), then
+            // the highest build tag, then the page's order.
+            passing.sort_by_cached_key(|f| {
+                let best = cudist_analysis::select::optimistic(&f.filename, 0, host)
+                    .map(|o| cudist_analysis::select::sort_key(&o, host));
+                let build = cudist_wheel::WheelName::parse(&f.filename)
+                    .and_then(|n| n.build)
+                    .map(|b| {
+                        let digits = b.bytes().take_while(u8::is_ascii_digit).count();
+                        b[..digits].parse::<u64>().unwrap_or(0)
+                    })
+                    .unwrap_or(0);
+                (best.is_none(), best, std::cmp::Reverse(build))
+            });
+            report.beyond_bound += passing.len() - MAX_CANDIDATES;
+            passing.truncate(MAX_CANDIDATES);
+        }
+        for f in passing {
             remotes.push(Remote {
-                file: (*f).clone(),
+                file: f.clone(),
                 index: at,
             });
         }
@@ -958,6 +997,12 @@ fn render(r: &Report) -> String {
             ix.not_fetched.len(),
             cudist_analysis::human_bytes(ix.bytes_received)
         ));
+        if ix.beyond_bound > 0 {
+            s.push_str(&format!(
+                "  {} more wheel(s) not read: cudist reads at most {MAX_CANDIDATES} of one project from one index, the most promising by their names\n",
+                ix.beyond_bound
+            ));
+        }
     }
     match (&r.best, &r.requirement) {
         (Some(b), Some(req)) => {

@@ -20,7 +20,12 @@ enum Files {
     Drip,
     /// Nothing at all: the connection stays open and silent.
     Stall,
+    /// The wheel in [`SMALL_WHEEL`], whole, for every file.
+    Small,
 }
+
+/// The one wheel a [`Files::Small`] server serves under every name.
+static SMALL_WHEEL: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
 
 /// Serves a PEP 691 page for any `/simple/…` path listing `files` (name, url with `{base}` for
 /// the server's own address), and answers file requests as `mode` says. Every request's head
@@ -80,6 +85,16 @@ fn serve(files: Vec<(String, String)>, mode: Files) -> (String, Arc<Mutex<Vec<St
                             }
                         }
                         Files::Stall => std::thread::sleep(Duration::from_secs(1000)),
+                        Files::Small => {
+                            let body = SMALL_WHEEL.get().expect("set by the test");
+                            let _ = write!(
+                                w,
+                                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n",
+                                body.len()
+                            );
+                            let _ = w.write_all(body);
+                            continue;
+                        }
                     }
                     return;
                 }
@@ -366,4 +381,37 @@ fn what_a_killed_run_left_is_removed_by_the_next_run() {
     // The live run's temporary (and the two just killed) were not the next run's to take: the
     // next run named only the first.
     assert_eq!(err.matches(".cudist-tmp").count(), 1, "{err}");
+}
+
+/// Amplification: a page listing 5,000 builds of one release that its names cannot tell apart.
+/// cudist reads at most 64 of one project from one index (the highest build tags first), counts
+/// the rest, and sends one request per wheel read plus the page's.
+#[test]
+fn a_page_of_thousands_of_builds_costs_a_bounded_number_of_requests() {
+    let work = tempfile::tempdir().unwrap();
+    let wheel = work.path().join("demo-1.0-py3-none-any.whl");
+    write_wheel(&wheel, "demo", &[], &[("demo/__init__.py", b"".to_vec())]);
+    SMALL_WHEEL.get_or_init(|| std::fs::read(&wheel).unwrap());
+    let files = (0..5000)
+        .map(|n| {
+            let name = format!("demo-1.0-{n}-py3-none-any.whl");
+            let url = format!("{{base}}/files/{name}");
+            (name, url)
+        })
+        .collect();
+    let (base, log) = serve(files, Files::Small);
+    let (o, _) = select_on(&base, "20", "whole");
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{}{out}", stderr(&o));
+    let heads = log.lock().unwrap().clone();
+    let file_requests: Vec<&String> = heads
+        .iter()
+        .filter(|h| h.starts_with("GET /files/"))
+        .collect();
+    assert_eq!(file_requests.len(), 64, "{} requests", heads.len());
+    assert_eq!(heads.len(), 65);
+    // The highest build tags were the ones read.
+    assert!(file_requests.iter().any(|h| h.contains("demo-1.0-4999-")));
+    assert!(!file_requests.iter().any(|h| h.contains("demo-1.0-0-")));
+    assert!(out.contains("4936 more wheel(s) not read"), "{out}");
 }
