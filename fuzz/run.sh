@@ -19,7 +19,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 secs="${1:-20}"
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(wheel conda elf_patch elf fatbin python)
+[[ ${#targets[@]} -gt 0 ]] || targets=(wheel conda elf_patch elf fatbin python index)
 
 triple="$(rustc -vV | sed -n 's/^host: //p')"
 export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
@@ -28,7 +28,7 @@ export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4
 target_dir="${CARGO_TARGET_DIR:-$here/../target}/fuzz"
 CARGO_TARGET_DIR="$target_dir" cargo build --quiet --manifest-path "$here/Cargo.toml" \
     --release --target "$triple" --bins
-[[ -d "$here/corpus/wheel" && -d "$here/corpus/conda" && -d "$here/corpus/python" ]] || bash "$here/seed.sh" >/dev/null
+[[ -d "$here/corpus/wheel" && -d "$here/corpus/conda" && -d "$here/corpus/python" && -d "$here/corpus/index" ]] || bash "$here/seed.sh" >/dev/null
 
 status=0
 for t in "${targets[@]}"; do

@@ -112,3 +112,33 @@ mkdir -p "$py"
 printf 'import ctypes, sys\nif sys.platform == "win32":\n    ctypes.CDLL("x.dll")\ntry:\n    ctypes.CDLL("libcudart.so.12")\nexcept OSError:\n    pass\nfrom .m1 import *\n\0def _load(lib):\n    from cuda.pathfinder import load_nvidia_dynamic_lib as _l\n    return _l(lib)\n_load("cublas")\n' > "$py/loaders"
 printf 'import os\nis_win = os.name == "nt"\nif not is_win and os.getenv("X", "0") == "1":\n    f = lambda: g(f"libz.so.{v}")\n\0import pkg.m2 as m\nm.h()\n\0def h():\n    import libx\n    libx.load_library()\n' > "$py/branches"
 
+echo "seeded $(ls "$py" | wc -l) input(s) into $py"
+
+# What an index sends: pages (first byte 0) and range answers for a small wheel (first byte 1:
+# one answer, the whole file, as the opening request for the last 64 KiB gets it; and the same
+# split into a tail and a front, as a larger wheel is read).
+python3 - "$here/corpus/index" "$here/corpus/wheel/pure" <<'PY'
+import json, os, sys
+out, wheel = sys.argv[1], open(sys.argv[2], 'rb').read()
+os.makedirs(out, exist_ok=True)
+page = {"meta": {"api-version": "1.1"}, "name": "demo", "files": [
+    {"filename": "demo-1.0-py3-none-any.whl", "url": "../../files/demo-1.0-py3-none-any.whl",
+     "hashes": {"sha256": "00" * 32}, "size": 1234, "requires-python": ">=3.9", "yanked": False},
+    {"filename": "demo-1.0.tar.gz", "url": "https://x.invalid/demo-1.0.tar.gz", "hashes": {},
+     "yanked": "broken"}]}
+open(out + '/json', 'wb').write(b'\x00' + json.dumps(page).encode())
+html = ('<html><body><a href="../../files/demo-1.0-py3-none-any.whl#sha256=' + '00' * 32 +
+        '" data-requires-python="&gt;=3.9">demo-1.0-py3-none-any.whl</a>'
+        '<a href="demo-1.0-cp311-cp311-manylinux_2_28_x86_64.whl" data-yanked="">x</a></body></html>')
+open(out + '/html', 'wb').write(b'\x00' + html.encode())
+def answer(header, body):
+    h = header.encode()
+    return bytes([len(h)]) + h + len(body).to_bytes(3, 'little') + body
+n = len(wheel)
+open(out + '/range-whole', 'wb').write(b'\x01' + answer('bytes 0-%d/%d' % (n - 1, n), wheel))
+cut = n // 2
+open(out + '/range-split', 'wb').write(
+    b'\x01' + answer('bytes %d-%d/%d' % (cut, n - 1, n), wheel[cut:])
+    + answer('bytes 0-%d/%d' % (cut - 1, n), wheel[:cut]))
+PY
+echo "seeded $(ls "$here/corpus/index" | wc -l) input(s) into $here/corpus/index"

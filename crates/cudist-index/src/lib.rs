@@ -452,17 +452,42 @@ pub fn get_range(
     start: Option<u64>,
     len: u64,
 ) -> Result<(u64, Vec<u8>, u64), IndexError> {
-    let spec = match start {
-        Some(s) => format!("{s}-{}", s + len.max(1) - 1),
-        None => format!("-{}", len.max(1)),
-    };
+    let spec = range_spec(start, len);
     let mut body = Vec::new();
-    let (n, content_range) = request(url, None, Some(&spec), len.max(1), &mut body)?;
+    let (_, content_range) = request(url, None, Some(&spec), len.max(1), &mut body)?;
+    range_answer(url, start, len, content_range.as_deref(), body)
+}
+
+/// The `Range` header's value for `start..start + len` (`-len`: the last `len` bytes).
+fn range_spec(start: Option<u64>, len: u64) -> String {
+    match start {
+        Some(s) => format!("{s}-{}", s.saturating_add(len.max(1) - 1)),
+        None => format!("-{}", len.max(1)),
+    }
+}
+
+/// Checks an answer to a range request for `start..start + len` against what was asked: its
+/// `Content-Range` (`bytes 100-199/1000`) names the range asked for, as many bytes as came, inside
+/// the length it states. Returns where the bytes start, the bytes, and the file's length.
+fn range_answer(
+    url: &str,
+    start: Option<u64>,
+    len: u64,
+    content_range: Option<&str>,
+    body: Vec<u8>,
+) -> Result<(u64, Vec<u8>, u64), IndexError> {
+    let spec = range_spec(start, len);
+    let n = body.len() as u64;
     let bad = |why: String| IndexError::Transfer {
         url: url.to_string(),
         message: format!("answer to the range {spec}: {why}"),
     };
-    // `bytes 100-199/1000`
+    if n > len.max(1) {
+        return Err(IndexError::TooLarge {
+            url: url.to_string(),
+            limit: len.max(1),
+        });
+    }
     let cr = content_range.ok_or_else(|| bad("no Content-Range".into()))?;
     let parse = || -> Option<(u64, u64, u64)> {
         let rest = cr.strip_prefix("bytes ")?;
@@ -481,6 +506,30 @@ pub fn get_range(
     Ok((a, body, total))
 }
 
+/// Answers given in advance to a [`RemoteFile`]'s range requests, in order: a `Content-Range`
+/// (or none) and a body each ([`RemoteFile::scripted`]).
+type Answers = std::sync::Mutex<std::collections::VecDeque<(Option<String>, Vec<u8>)>>;
+
+/// A range request of a [`RemoteFile`]: to the server, or answered from `answers`.
+fn fetch_range(
+    url: &str,
+    answers: Option<&Answers>,
+    start: Option<u64>,
+    len: u64,
+) -> Result<(u64, Vec<u8>, u64), IndexError> {
+    let Some(answers) = answers else {
+        return get_range(url, start, len);
+    };
+    let next = answers.lock().ok().and_then(|mut a| a.pop_front());
+    let Some((content_range, body)) = next else {
+        return Err(IndexError::Transfer {
+            url: url.to_string(),
+            message: "no more answers".into(),
+        });
+    };
+    range_answer(url, start, len, content_range.as_deref(), body)
+}
+
 /// A file on an index read by HTTP range requests ([`get_range`]), for reading a wheel's central
 /// directory and the front of a few members without fetching it whole
 /// ([`cudist_wheel::Wheel::open_source`]). What was fetched is kept (up to
@@ -495,6 +544,8 @@ pub struct RemoteFile {
     state: std::sync::Mutex<Blocks>,
     /// Bytes taken from an earlier run's reads ([`RemoteFile::open_saved`]).
     saved: u64,
+    /// Answers given in advance instead of a server's ([`RemoteFile::scripted`]).
+    answers: Option<Answers>,
 }
 
 #[derive(Default)]
@@ -593,8 +644,23 @@ impl RemoteFile {
     /// Opens a remote file: one request for its last 64 KiB (where a zip's central directory
     /// ends), which also gives its length.
     pub fn open(url: &str) -> Result<RemoteFile, IndexError> {
+        Self::open_with(url, None)
+    }
+
+    /// A remote file whose range requests are answered, in order, from `answers` (a
+    /// `Content-Range` and a body each) instead of a server, through the same checks and
+    /// bounds: for the fuzz target over the range reader and for tests.
+    #[doc(hidden)]
+    pub fn scripted(
+        url: &str,
+        answers: Vec<(Option<String>, Vec<u8>)>,
+    ) -> Result<RemoteFile, IndexError> {
+        Self::open_with(url, Some(std::sync::Mutex::new(answers.into())))
+    }
+
+    fn open_with(url: &str, answers: Option<Answers>) -> Result<RemoteFile, IndexError> {
         let began = std::time::Instant::now();
-        let (at, tail, len) = get_range(url, None, Self::TAIL)?;
+        let (at, tail, len) = fetch_range(url, answers.as_ref(), None, Self::TAIL)?;
         let mut blocks = Blocks {
             requests: 1,
             kept_bytes: tail.len() as u64,
@@ -609,6 +675,7 @@ impl RemoteFile {
             len,
             state: std::sync::Mutex::new(blocks),
             saved: 0,
+            answers,
         })
     }
 
@@ -629,6 +696,7 @@ impl RemoteFile {
                         ..Blocks::default()
                     }),
                     saved: kept_bytes,
+                    answers: None,
                 })
             }
             None => Self::open(url),
@@ -765,14 +833,17 @@ impl cudist_wheel::ReadAt for RemoteFile {
                     )));
                 }
                 let began = std::time::Instant::now();
-                let (_, bytes, _) = get_range(&self.url, Some(offset), size).map_err(|e| {
-                    // The network's fault stays one through the wheel reader.
-                    let kind = match &e {
-                        IndexError::Network { fault, .. } => fault.kind(),
-                        _ => std::io::ErrorKind::Other,
-                    };
-                    std::io::Error::new(kind, e.to_string())
-                })?;
+                let (_, bytes, _) =
+                    fetch_range(&self.url, self.answers.as_ref(), Some(offset), size).map_err(
+                        |e| {
+                            // The network's fault stays one through the wheel reader.
+                            let kind = match &e {
+                                IndexError::Network { fault, .. } => fault.kind(),
+                                _ => std::io::ErrorKind::Other,
+                            };
+                            std::io::Error::new(kind, e.to_string())
+                        },
+                    )?;
                 s.timed(size, began.elapsed().as_secs_f64());
                 s.requests += 1;
                 s.fetched += size;
@@ -1332,6 +1403,57 @@ mod tests {
         bytes[40..48].copy_from_slice(&u64::MAX.to_le_bytes());
         std::fs::write(&saved, &bytes).unwrap();
         assert!(load_ranges(&saved).is_none());
+    }
+
+    /// Answers given in advance (the fuzz target's) go through the checks a server's do: a
+    /// range other than the one asked for, a body longer than asked or shorter than its
+    /// `Content-Range`, and a missing header are refused; good answers read right.
+    #[test]
+    fn scripted_answers_are_checked_as_a_servers_are() {
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        let n = data.len();
+        let tail = n - RemoteFile::TAIL as usize;
+        let cr = |a: usize, b: usize| Some(format!("bytes {a}-{b}/{n}"));
+        let good = vec![
+            (cr(tail, n - 1), data[tail..].to_vec()),
+            (cr(0, 16_383), data[..16_384].to_vec()),
+        ];
+        let f = RemoteFile::scripted("https://x.invalid/f.whl", good).unwrap();
+        assert_eq!(f.len(), n as u64);
+        assert_eq!(read_span(&f, 0, 1000), data[..1000]);
+        for (what, answers) in [
+            (
+                "a body longer than asked",
+                vec![(cr(0, n - 1), data.clone())],
+            ),
+            (
+                "a body shorter than its header",
+                vec![(cr(tail, n - 1), data[tail + 1..].to_vec())],
+            ),
+            ("no header", vec![(None, data[tail..].to_vec())]),
+            (
+                "a range past the length",
+                vec![(
+                    Some(format!("bytes {tail}-{n}/{n}")),
+                    data[tail - 1..].to_vec(),
+                )],
+            ),
+        ] {
+            let opened = RemoteFile::scripted("https://x.invalid/f.whl", answers);
+            assert!(opened.is_err(), "{what}");
+        }
+        // A read at 0 answered with another range than the one asked for.
+        use cudist_wheel::ReadAt;
+        let f = RemoteFile::scripted(
+            "https://x.invalid/f.whl",
+            vec![
+                (cr(tail, n - 1), data[tail..].to_vec()),
+                (cr(16_384, 32_767), data[16_384..32_768].to_vec()),
+            ],
+        )
+        .unwrap();
+        let mut buf = [0u8; 100];
+        assert!(f.read_at(&mut buf, 0).is_err());
     }
 
     #[test]
