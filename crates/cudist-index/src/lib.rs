@@ -300,18 +300,71 @@ impl Target {
                 message: "names no host".into(),
             });
         }
-        let authorization = userinfo.map(|u| {
-            use base64::Engine;
-            let (user, pass) = u.split_once(':').unwrap_or((u, ""));
-            let plain = format!("{}:{}", percent_decode(user), percent_decode(pass));
-            format!(
-                "Basic {}",
-                base64::engine::general_purpose::STANDARD.encode(plain)
-            )
-        });
+        let authorization = match userinfo {
+            Some(u) => {
+                let (user, pass) = u.split_once(':').unwrap_or((u, ""));
+                Some(basic(&percent_decode(user), &percent_decode(pass)))
+            }
+            // As pip (requests) does: the netrc entry of the host, without its port.
+            None => netrc().and_then(|n| netrc_authorization(n, host_name(host))),
+        };
         let url = format!("{scheme}://{host}{path}");
         Ok(Target { url, authorization })
     }
+}
+
+/// An `Authorization: Basic` value.
+fn basic(user: &str, password: &str) -> String {
+    use base64::Engine;
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+    )
+}
+
+/// A URL authority's host, without its port (`[::1]:8080` → `::1`).
+fn host_name(authority: &str) -> &str {
+    if let Some(rest) = authority.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    authority.split(':').next().unwrap_or(authority)
+}
+
+/// The credentials pip would send to `host` from a netrc: the host's `machine` entry, else the
+/// `default` one (Python's `netrc.authenticators`, which requests calls).
+fn netrc_authorization(n: &netrc::Netrc, host: &str) -> Option<String> {
+    let a = n.hosts.get(host).or_else(|| n.hosts.get("default"))?;
+    Some(basic(&a.login, &a.password))
+}
+
+/// The user's netrc, read once, as pip (requests) finds it: the file `NETRC` names, else
+/// `~/.netrc`. Parsed by `rust-netrc` (a translation of Python's `netrc` module, which pip's
+/// requests uses), after reading it here as every metadata file is read: a regular file of
+/// bounded size. `~/.netrc` is passed over, as Python's `netrc` refuses it, when another user
+/// owns it or others may read it; so is a file that does not parse (requests ignores it too).
+fn netrc() -> Option<&'static netrc::Netrc> {
+    static NETRC: std::sync::OnceLock<Option<netrc::Netrc>> = std::sync::OnceLock::new();
+    NETRC
+        .get_or_init(|| {
+            let (path, named) = match std::env::var_os("NETRC") {
+                Some(p) if !p.is_empty() => (PathBuf::from(p), true),
+                _ => (
+                    PathBuf::from(std::env::var_os("HOME")?).join(".netrc"),
+                    false,
+                ),
+            };
+            if !named {
+                use std::os::unix::fs::MetadataExt;
+                let m = std::fs::metadata(&path).ok()?;
+                // SAFETY: getuid cannot fail.
+                if m.uid() != unsafe { libc::getuid() } || m.mode() & 0o077 != 0 {
+                    return None;
+                }
+            }
+            let text = cudist_fs::read_bounded(&path, cudist_fs::SMALL_FILE).ok()?;
+            String::from_utf8_lossy(&text).parse().ok()
+        })
+        .as_ref()
 }
 
 /// `%XX` escapes decoded (a user name or password in a URL); anything else kept as written.
@@ -1403,6 +1456,33 @@ mod tests {
         bytes[40..48].copy_from_slice(&u64::MAX.to_le_bytes());
         std::fs::write(&saved, &bytes).unwrap();
         assert!(load_ranges(&saved).is_none());
+    }
+
+    #[test]
+    fn netrc_entries_are_taken_as_pip_takes_them() {
+        let n: netrc::Netrc = "machine pypi.example.com login alice password s3cret\n\
+             machine other.example login bob password x\n\
+             default login anon password guest\n"
+            .parse()
+            .unwrap();
+        let b64 = |s: &str| {
+            use base64::Engine;
+            format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(s)
+            )
+        };
+        assert_eq!(
+            netrc_authorization(&n, host_name("pypi.example.com:8443")),
+            Some(b64("alice:s3cret"))
+        );
+        assert_eq!(
+            netrc_authorization(&n, "elsewhere.example"),
+            Some(b64("anon:guest"))
+        );
+        assert_eq!(host_name("[::1]:8080"), "::1");
+        let no_default: netrc::Netrc = "machine a login u password p".parse().unwrap();
+        assert_eq!(netrc_authorization(&no_default, "b"), None);
     }
 
     /// Answers given in advance (the fuzz target's) go through the checks a server's do: a

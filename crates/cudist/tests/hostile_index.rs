@@ -415,3 +415,49 @@ fn a_page_of_thousands_of_builds_costs_a_bounded_number_of_requests() {
     assert!(!file_requests.iter().any(|h| h.contains("demo-1.0-0-")));
     assert!(out.contains("4936 more wheel(s) not read"), "{out}");
 }
+
+/// Credentials come from the netrc `NETRC` names, as pip takes them (the host's entry, sent as
+/// Basic authorization), and never appear in the URLs cudist prints.
+#[test]
+fn netrc_credentials_are_sent_to_their_host() {
+    let (base, log) = serve(Vec::new(), Files::Stall);
+    let work = tempfile::tempdir().unwrap();
+    let netrc = work.path().join("netrc");
+    std::fs::write(
+        &netrc,
+        "machine 127.0.0.1\n  login alice\n  password s3cret\nmachine other.example login bob password x\n",
+    )
+    .unwrap();
+    let host = write_profile(
+        &work.path().join("host.json"),
+        &serde_json::json!({"driver": "535.183.01", "glibc": "2.35", "python": "3.11",
+            "gpus": [{"name": "T4", "sm": 75}]}),
+    );
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_cudist"))
+        .args(["select", "--host"])
+        .arg(&host)
+        .args([
+            "--index",
+            &format!("{base}/simple"),
+            "--package",
+            "demo",
+            "--cache-dir",
+        ])
+        .arg(work.path().join("cache"))
+        .env("NETRC", &netrc)
+        .output()
+        .unwrap();
+    let heads = log.lock().unwrap().clone();
+    let page = heads
+        .iter()
+        .find(|h| h.starts_with("GET /simple"))
+        .expect("the page was asked for");
+    // base64("alice:s3cret")
+    assert!(
+        page.to_ascii_lowercase()
+            .contains("authorization: basic ywxpy2u6cznjcmv0"),
+        "{page}"
+    );
+    let said = stdout(&o) + &stderr(&o);
+    assert!(!said.contains("s3cret"), "{said}");
+}
