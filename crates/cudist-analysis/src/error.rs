@@ -287,6 +287,7 @@ pub fn hint<'a>(
                 W::Layout(_) => "build the wheel with a standard backend (pip wheel, python -m build); pip would refuse this one too",
                 W::Damaged { .. } | W::Member { .. } => "a member does not decompress to its recorded size or checksum; the archive is damaged or hostile",
                 W::TooLarge { .. } => "a real package never unpacks this large; if this one does, raise the limit with --max-unpacked",
+                W::DirectoryTooLarge { .. } => "no real wheel has a central directory this large: the file is damaged or hostile (a sparse file or a server can claim any size)",
                 W::NotAFile(_) => "give the path of a regular file",
                 _ => continue,
             });

@@ -70,6 +70,12 @@ pub enum WheelError {
          --max-unpacked)"
     )]
     TooLarge { declared: u64, limit: u64 },
+    /// A central directory larger than any real wheel's: refused before it is allocated.
+    #[error(
+        "its central directory is said to be {size} bytes; cudist reads at most {limit} (about \
+         {members} members)"
+    )]
+    DirectoryTooLarge { size: u64, limit: u64, members: u64 },
     #[error("{0}")]
     Layout(String),
     #[error("RECORD is not CSV")]
@@ -281,6 +287,9 @@ impl Wheel {
         // The central directory as pip's reader walks it, by its size: every entry name, whatever
         // count the end record states.
         let walked = central_directory(&reader);
+        if let Err(e @ WheelError::DirectoryTooLarge { .. }) = walked {
+            return Err(e);
+        }
         let archive = ZipArchive::new(reader).map_err(|e| match e {
             zip::result::ZipError::InvalidArchive(ref m) if m.contains("uplicate") => {
                 match walked.as_ref().ok().and_then(|w| first_duplicate(w)) {
@@ -790,6 +799,10 @@ impl CdEntry {
 ///
 /// Hand-written because no zip reader exposes the directory as walked: they index members by the
 /// stated count and by name.
+/// The largest central directory read (128 MiB): about 650,000 members of 200 bytes each, where
+/// the largest real wheels hold tens of thousands (torch 2.x: about 15,000).
+pub const MAX_DIRECTORY: u64 = 128 << 20;
+
 fn central_directory(file: &SharedFile) -> Result<Vec<CdEntry>> {
     let bad = |m: String| WheelError::CentralDirectory(m);
     let len = file.len;
@@ -831,6 +844,15 @@ fn central_directory(file: &SharedFile) -> Result<Vec<CdEntry>> {
     let start = end
         .checked_sub(size)
         .ok_or_else(|| bad(format!("is said to be {size} bytes, larger than the file")))?;
+    // Bounded before it is allocated: a sparse file or a range-read server can claim gigabytes.
+    let limit = MAX_DIRECTORY.min(cudist_fs::limits().memory);
+    if size > limit {
+        return Err(WheelError::DirectoryTooLarge {
+            size,
+            limit,
+            members: limit / 200,
+        });
+    }
     let mut cd = vec![0u8; size as usize];
     file.file.read_exact_at(&mut cd, start)?;
     let mut names = Vec::new();

@@ -430,6 +430,40 @@ fn hostile_wheels() {
     );
     assert!(o.maxrss_kib < 160 * 1024, "{} KiB", o.maxrss_kib);
     n += 1;
+    // A sparse 3 GiB file, 4 KiB on disk, whose zip64 end record claims a 3 GiB central
+    // directory: refused before anything that size is allocated. It lies outside the sandbox,
+    // whose snapshot would read it whole (and a forked child starts with its parent's peak).
+    let outside = tempfile::tempdir().unwrap();
+    let sparse = outside
+        .path()
+        .join("sparse-1.0-py3-none-any.whl")
+        .display()
+        .to_string();
+    py(
+        "import struct, sys\n\
+         size = 3 << 30\n\
+         f = open(sys.argv[1], 'wb'); f.truncate(size)\n\
+         rec = b'PK\\x06\\x06' + struct.pack('<QHHIIQQQQ', 44, 45, 45, 0, 0, 1, 1, size - 200, 0)\n\
+         end = b'PK\\x05\\x06' + struct.pack('<HHHHIIH', 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0)\n\
+         at = size - len(end) - 20 - len(rec)\n\
+         loc = b'PK\\x06\\x07' + struct.pack('<IQI', 0, at, 1)\n\
+         f.seek(at); f.write(rec + loc + end); f.close()",
+        &[&sparse],
+    );
+    let o = case(
+        &sb,
+        "sparse file claiming a 3 GiB central directory",
+        &["inspect", &sparse],
+        fails(
+            &[
+                "sparse-1.0-py3-none-any.whl",
+                "central directory is said to be",
+            ],
+            None,
+        ),
+    );
+    assert!(o.maxrss_kib < 64 * 1024, "{} KiB", o.maxrss_kib);
+    n += 1;
     // Python nested past any stack (1 MiB of brackets, of unary minus): the file is not read,
     // the rest is, nothing crashes and the memory stays that of an ordinary wheel.
     let deep = sb.s("in/deep-1.0-py3-none-any.whl");
