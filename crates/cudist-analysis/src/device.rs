@@ -67,18 +67,32 @@ pub fn entries(
                 source,
             })?;
         fat_bytes += bytes.len() as u64;
-        let entries = cudist_fatbin::parse_section(bytes, kind).map_err(|source| {
-            DeviceCodeError::Fatbin {
-                path: path.to_string(),
-                section: section.name.clone(),
-                source,
-            }
-        })?;
-        for e in entries {
+        // One entry at a time: only the report's rows are kept, within the memory budget.
+        let limit = max_rows();
+        cudist_fatbin::for_each_entry(bytes, kind, &mut |e| {
             push_device_entries(&e, &mut device_code);
-        }
+            if device_code.len() > limit {
+                return Err(cudist_fatbin::FatbinError::TooManyEntries { limit });
+            }
+            Ok(())
+        })
+        .map_err(|source| DeviceCodeError::Fatbin {
+            path: path.to_string(),
+            section: section.name.clone(),
+            source,
+        })?;
     }
     Ok((device_code, fat_bytes))
+}
+
+/// The most device-code rows one ELF file may have: a quarter of a worker's share of
+/// `--max-memory`, at what a row costs (about 200 bytes with its strings). With the default 1 GiB
+/// and 16 workers, about 80,000; real libraries hold thousands (a hostile 64 MiB section of bare
+/// 64-byte headers holds a million, which cost 400 MB before this bound).
+pub(crate) fn max_rows() -> usize {
+    const ROW: u64 = std::mem::size_of::<DeviceEntry>() as u64 + 64;
+    let share = cudist_fs::limits().in_memory_member(rayon::current_num_threads());
+    (share / 4 / ROW) as usize
 }
 
 /// Adds one fatbin entry to the report; a concatenated entry becomes one cubin row per image, each

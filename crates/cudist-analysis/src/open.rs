@@ -522,6 +522,7 @@ pub fn scan_wheel_front(
         let mut seen = 0;
         let mut stopped = false;
         let mut bad: Option<String> = None;
+        let mut too_many = false;
         let mut not_elf = false;
         let inflated = wheel.stream_member(m.index, |at, piece| {
             // The loaded bytes are kept (up to FRONT_KEEP): the dynamic section's strings need
@@ -573,6 +574,10 @@ pub fn scan_wheel_front(
                     crate::device::push_device_entries(e, &mut device);
                 }
                 seen = s.entries().len();
+                if device.len() > crate::device::max_rows() {
+                    too_many = true;
+                    return false;
+                }
                 if enough(&device) {
                     stopped = true;
                     return false;
@@ -604,6 +609,18 @@ pub fn scan_wheel_front(
             continue;
         };
         read.members_read += 1;
+        if too_many {
+            let limit = crate::device::max_rows();
+            problems.push(InputError {
+                path: m.name.clone(),
+                error: format!(
+                    "its device code: {}",
+                    cudist_fatbin::FatbinError::TooManyEntries { limit }
+                ),
+                hint: None,
+            });
+            continue;
+        }
         s.finish();
         for e in &s.entries()[seen..] {
             crate::device::push_device_entries(e, &mut device);

@@ -158,6 +158,10 @@ impl fmt::Display for Codec {
 /// Errors met while walking or decompressing a fatbin.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FatbinError {
+    /// More entries than the reader's memory budget holds (a real library has thousands; a
+    /// hostile section of 64-byte headers, millions).
+    #[error("more than {limit} entries, more than the memory budget holds (--max-memory)")]
+    TooManyEntries { limit: usize },
     #[error("no fatbin container at offset {offset:#x}: magic {found:#010x}, expected {CONTAINER_MAGIC:#010x}")]
     BadMagic { offset: usize, found: u32 },
     #[error("fatbin truncated at offset {offset:#x}: {what} needs {need} bytes, {have} left")]
@@ -344,9 +348,33 @@ pub fn parse_containers(
     walk(data, section)
 }
 
+/// Every entry of a section, handed to `f` one at a time in file order, without collecting them:
+/// memory stays at one entry whatever their number (a hostile section can hold millions). Stops
+/// at the first malformed container or entry, with the error [`parse_section`] gives; the
+/// entries before it have been handed over.
+pub fn for_each_entry(
+    data: &[u8],
+    section: SectionKind,
+    f: &mut dyn FnMut(Entry) -> Result<(), FatbinError>,
+) -> Result<(), FatbinError> {
+    walk_with(data, section, f).map(drop)
+}
+
 fn walk(data: &[u8], section: SectionKind) -> Result<(Vec<Container>, Vec<Entry>), FatbinError> {
-    let mut containers = Vec::new();
     let mut entries = Vec::new();
+    let containers = walk_with(data, section, &mut |e| {
+        entries.push(e);
+        Ok(())
+    })?;
+    Ok((containers, entries))
+}
+
+fn walk_with(
+    data: &[u8],
+    section: SectionKind,
+    on_entry: &mut dyn FnMut(Entry) -> Result<(), FatbinError>,
+) -> Result<Vec<Container>, FatbinError> {
+    let mut containers = Vec::new();
     let mut off = 0usize;
     let mut container = 0usize;
     loop {
@@ -393,7 +421,7 @@ fn walk(data: &[u8], section: SectionKind) -> Result<(Vec<Container>, Vec<Entry>
         }
         let start = off + header_size as usize;
         let end = off + need as usize;
-        parse_entries(&data[..end], start, section, container, &mut entries)?;
+        parse_entries(&data[..end], start, section, container, on_entry)?;
         containers.push(Container {
             offset: off,
             header_size: header_size as usize,
@@ -402,7 +430,7 @@ fn walk(data: &[u8], section: SectionKind) -> Result<(Vec<Container>, Vec<Entry>
         off = end;
         container += 1;
     }
-    Ok((containers, entries))
+    Ok(containers)
 }
 
 /// Rewrites a section in place to hold only the entries `keep` accepts, every container where it
@@ -452,7 +480,7 @@ fn parse_entries(
     mut off: usize,
     section: SectionKind,
     container: usize,
-    out: &mut Vec<Entry>,
+    out: &mut dyn FnMut(Entry) -> Result<(), FatbinError>,
 ) -> Result<(), FatbinError> {
     let end = data.len();
     while off < end {
@@ -494,12 +522,12 @@ fn parse_entries(
                 have,
             });
         }
-        out.push(entry_from_header(
+        out(entry_from_header(
             &data[off..off + header_size as usize],
             off,
             section,
             container,
-        )?);
+        )?)?;
         off += total as usize;
     }
     Ok(())

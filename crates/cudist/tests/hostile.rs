@@ -464,6 +464,47 @@ fn hostile_wheels() {
     );
     assert!(o.maxrss_kib < 64 * 1024, "{} KiB", o.maxrss_kib);
     n += 1;
+    // A fatbin of a million bare 64-byte entry headers (64 MiB, 0.5 MiB zipped): its rows would
+    // cost 400 MB; under --max-memory 64M they stop at the budget's share, and the file is named.
+    let fat_bin = sb.p("tmp/fat.bin");
+    py(
+        "n = 1000000\n\
+         h = bytearray(64)\n\
+         struct.pack_into('<HHIQ', h, 0, 2, 0x0101, 0x40, 0)\n\
+         struct.pack_into('<HHIIIQ', h, 0x18, 5, 9, 80, 0, 0, 0x11)\n\
+         body = bytes(h) * n\n\
+         open(sys.argv[1], 'wb').write(struct.pack('<IHHQ', 0xBA55ED50, 1, 16, len(body)) + body)",
+        &[fat_bin.to_str().unwrap()],
+    );
+    let libfat = sb.p("tmp/libfat.so");
+    let st = Command::new("objcopy")
+        .arg(format!("--add-section=.nv_fatbin={}", fat_bin.display()))
+        .arg(&so_path)
+        .arg(&libfat)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let many = sb.s("in/many-1.0-py3-none-any.whl");
+    wheel_py(
+        "wheel(sys.argv[1], [('many/libfat.so', open(sys.argv[2], 'rb').read())], dist='many')",
+        &[&many, libfat.to_str().unwrap()],
+    );
+    std::fs::remove_file(&fat_bin).unwrap();
+    std::fs::remove_file(&libfat).unwrap();
+    let o = case(
+        &sb,
+        "a million fatbin entries",
+        &["inspect", "--max-memory", "64M", &many],
+        fails(
+            &[
+                "many/libfat.so",
+                "entries, more than the memory budget holds",
+            ],
+            None,
+        ),
+    );
+    assert!(o.maxrss_kib < 160 * 1024, "{} KiB", o.maxrss_kib);
+    n += 1;
     // Python nested past any stack (1 MiB of brackets, of unary minus): the file is not read,
     // the rest is, nothing crashes and the memory stays that of an ordinary wheel.
     let deep = sb.s("in/deep-1.0-py3-none-any.whl");
