@@ -210,7 +210,20 @@ fn main() -> ExitCode {
 /// removing its temporaries and scratch directories and killing the imports doctor runs: an
 /// interrupted run leaves nothing behind ([`cudist_fs::remove_live`]).
 fn on_signals() {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    use signal_hook::consts::{SIGBUS, SIGHUP, SIGINT, SIGTERM};
+    // Files are mapped to be read; one truncated by another process while mapped (or whose
+    // storage fails) raises SIGBUS on the next page read. That is reported, with exit code 4,
+    // instead of dying of the signal: the input's content is not to blame. Temporaries are left
+    // to the next run's sweep (cleaning up is not safe inside a signal handler).
+    // SAFETY: the action calls only write(2) and _exit(2), which are async-signal-safe, and never
+    // returns (returning would fault again).
+    let _ = unsafe {
+        signal_hook::low_level::register(SIGBUS, || {
+            const MSG: &[u8] = b"error: a file cudist had mapped became shorter than its mapping while it was read (another process truncated or replaced it, or its storage failed)\n  hint: not a fault of the input's content: run it again once nothing else writes to the input; temporaries left behind are removed by the next run\n";
+            libc::write(2, MSG.as_ptr().cast(), MSG.len());
+            libc::_exit(util::EXIT_MACHINE as i32);
+        })
+    };
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
         return;
     };

@@ -152,3 +152,61 @@ fn a_refused_connection_is_the_networks_fault() {
         stderr(&o)
     );
 }
+
+/// A file truncated by another process while cudist reads it through a mapping: the next page
+/// read raises SIGBUS, which cudist reports (exit 4, a message naming what happened) instead of
+/// dying of the signal. The file: a small library whose `.nv_fatbin` header is made to cover 4 GiB
+/// of zeros (a sparse extension of the file), which the fatbin walk reads for seconds.
+#[test]
+fn a_file_truncated_while_mapped_is_reported_not_a_crash() {
+    let work = tempfile::tempdir().unwrap();
+    let lib = fake_lib(work.path(), "libbig.so", "libbig.so", "f");
+    let header = work.path().join("empty.bin");
+    // An empty container: magic, version 1, header size 16, no entries.
+    let mut c = 0xBA55_ED50u32.to_le_bytes().to_vec();
+    c.extend_from_slice(&[1, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    std::fs::write(&header, c).unwrap();
+    let big = work.path().join("libbig-fat.so");
+    let st = Command::new("objcopy")
+        .arg(format!("--add-section=.nv_fatbin={}", header.display()))
+        .arg(&lib)
+        .arg(&big)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    python(
+        "import struct, sys\n\
+         p = sys.argv[1]\n\
+         b = bytearray(open(p, 'rb').read())\n\
+         shoff, = struct.unpack_from('<Q', b, 0x28)\n\
+         size, num, strndx = struct.unpack_from('<HHH', b, 0x3A)\n\
+         strtab, = struct.unpack_from('<Q', b, shoff + strndx * size + 0x18)\n\
+         for i in range(num):\n\
+         \x20   o = shoff + i * size\n\
+         \x20   name, = struct.unpack_from('<I', b, o)\n\
+         \x20   if b[strtab + name:].startswith(b'.nv_fatbin\\0'):\n\
+         \x20       start = (len(b) + 4095) // 4096 * 4096\n\
+         \x20       struct.pack_into('<QQ', b, o + 0x18, start, 4 << 30)\n\
+         \x20       open(p, 'wb').write(b)\n\
+         \x20       open(p, 'r+b').truncate(start + (4 << 30))\n",
+        &[big.to_str().unwrap()],
+    );
+    let child = Command::new(env!("CARGO_BIN_EXE_cudist"))
+        .arg("inspect")
+        .arg(&big)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&big)
+        .unwrap()
+        .set_len(100_000)
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(4), "{err}");
+    assert!(err.contains("became shorter than its mapping"), "{err}");
+}
