@@ -261,3 +261,50 @@ fn every_command_exits_3_for_a_missing_or_wrong_input() {
         "{err}"
     );
 }
+
+/// A host profile is an input nobody vetted: an escape sequence in a GPU name or the profile's
+/// name never reaches the terminal, a 10 MB name is cut, and a field that must be a version or a
+/// machine word is refused (exit 3) when it is not one, named with its control characters
+/// escaped.
+#[test]
+fn host_profiles_are_tamed_and_checked() {
+    let work = tempfile::tempdir().unwrap();
+    let (_, wheel) = tree_and_wheel(work.path());
+    let host = write_profile(
+        &work.path().join("host.json"),
+        &serde_json::json!({"name": format!("{}\u{1b}[31mRED", "x".repeat(10_000_000)),
+            "driver": "535.183.01", "glibc": "2.35", "python": "3.11",
+            "gpus": [{"name": "T4\u{1b}[2J", "sm": 75}]}),
+    );
+    let o = cudist(&[
+        "select",
+        "--host",
+        host.to_str().unwrap(),
+        wheel.to_str().unwrap(),
+    ]);
+    let out = stdout(&o) + &stderr(&o);
+    // Judged (the wheel needs CUDA 13, which driver 535 does not run: "no candidate works", 1).
+    assert_eq!(o.status.code(), Some(1), "{}", &out[..out.len().min(2000)]);
+    assert!(!out.contains('\u{1b}'), "an escape reached the terminal");
+    assert!(out.len() < 10_000, "{} bytes", out.len());
+    assert!(out.contains("T4\\u{1b}[2J"), "{out}");
+    for (field, value) in [
+        ("glibc", "2.35\u{1b}[2J"),
+        ("python", "three"),
+        ("arch", "x86_64; rm -rf /"),
+    ] {
+        let mut p = serde_json::json!({"driver": "535.183.01", "glibc": "2.35", "python": "3.11",
+            "gpus": [{"name": "T4", "sm": 75}]});
+        p[field] = serde_json::json!(value);
+        let host = write_profile(&work.path().join("bad.json"), &p);
+        let o = cudist(&[
+            "select",
+            "--host",
+            host.to_str().unwrap(),
+            wheel.to_str().unwrap(),
+        ]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(3), "{field}: {err}");
+        assert!(err.contains(field) && !err.contains('\u{1b}'), "{err}");
+    }
+}

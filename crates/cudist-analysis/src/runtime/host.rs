@@ -123,12 +123,62 @@ impl Host {
         if let Some(d) = &host.driver {
             if driver_version_key(d).first().is_none_or(|m| *m == 0) {
                 return Err(bad_input(format!(
-                    "{}: driver {d:?} is not a driver version (e.g. 570.26)",
-                    path.display()
+                    "{}: driver {:?} is not a driver version (e.g. 570.26)",
+                    path.display(),
+                    tame(d)
                 )));
             }
         }
-        Ok(host)
+        // Fields that are versions or names are checked as such; free text is tamed.
+        let checks: [(&str, Option<&str>, fn(&str) -> bool, &str); 5] = [
+            ("glibc", host.glibc.as_deref(), dotted, "2.39"),
+            ("python", host.python.as_deref(), dotted, "3.11"),
+            ("driver_cuda", host.driver_cuda.as_deref(), dotted, "12.8"),
+            ("driver", host.driver.as_deref(), dotted, "570.26"),
+            ("arch", host.arch.as_deref(), word, "x86_64"),
+        ];
+        for (field, value, ok, example) in checks {
+            if let Some(v) = value.filter(|v| !ok(v)) {
+                return Err(bad_input(format!(
+                    "{}: {field} {:?} is not of the form {example}",
+                    path.display(),
+                    tame(v)
+                )));
+            }
+        }
+        if let Some(g) = host.amd_gpus.iter().find(|g| !word(&g.gfx)) {
+            return Err(bad_input(format!(
+                "{}: amd_gpus {:?} is not an LLVM target (gfx942)",
+                path.display(),
+                tame(&g.gfx)
+            )));
+        }
+        Ok(host.tamed())
+    }
+
+    /// The profile with its free text (name, OS, CPU model, GPU names, notes) tamed for a
+    /// terminal and a report: control characters escaped, each field cut to [`TEXT_MAX`]
+    /// characters, at most [`NOTES_MAX`] notes. A profile is an input nobody vetted: an escape
+    /// sequence in a GPU name must not reach the terminal, nor a 10 MB name the report.
+    pub fn tamed(mut self) -> Host {
+        let t = |s: &mut Option<String>| {
+            if let Some(v) = s.as_mut() {
+                *v = tame(v);
+            }
+        };
+        t(&mut self.name);
+        t(&mut self.os);
+        if let Some(c) = self.cpu.as_mut() {
+            t(&mut c.model);
+        }
+        for g in &mut self.gpus {
+            t(&mut g.name);
+        }
+        self.notes.truncate(NOTES_MAX);
+        for n in &mut self.notes {
+            *n = tame(n);
+        }
+        self
     }
 
     /// The newest CUDA this host's driver runs: the profile's `driver_cuda`, else the newest
@@ -188,8 +238,61 @@ impl Host {
                 "no NVIDIA driver: /sys/module/nvidia/version and /proc/driver/nvidia/version are absent".into(),
             ),
         }
-        h
+        // What the driver and /proc say is printed too: tamed like a profile's.
+        h.tamed()
     }
+}
+
+/// The most characters of a free-text profile field kept ([`Host::tamed`]).
+pub const TEXT_MAX: usize = 200;
+/// The most notes of a profile kept.
+pub const NOTES_MAX: usize = 64;
+
+/// Free text fit for a terminal: control characters as `\u{1b}`, cut to [`TEXT_MAX`]
+/// characters (with `…` and how many were cut).
+///
+/// ```
+/// use cudist_analysis::runtime::host::tame;
+/// assert_eq!(tame("T4\u{1b}[2J"), "T4\\u{1b}[2J");
+/// assert!(tame(&"x".repeat(10_000)).ends_with("… (9800 more characters)"));
+/// ```
+pub fn tame(s: &str) -> String {
+    let mut out = String::new();
+    let mut n = 0;
+    for c in s.chars() {
+        if n == TEXT_MAX {
+            out.push_str(&format!(
+                "… ({} more characters)",
+                s.chars().count() - TEXT_MAX
+            ));
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+        n += 1;
+    }
+    out
+}
+
+/// A version as profiles write them: numbers joined by dots (`2.39`, `570.26.02`), at most 32
+/// characters.
+fn dotted(v: &str) -> bool {
+    v.len() <= 32
+        && !v.is_empty()
+        && v.split('.')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// A name as profiles write machine words (`x86_64`, `gfx90a:sramecc+:xnack-`): ASCII letters,
+/// digits and `_-:+.`, at most 64 characters.
+fn word(v: &str) -> bool {
+    v.len() <= 64
+        && !v.is_empty()
+        && v.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-:+.".contains(&b))
 }
 
 /// glibc's version, from `ld.so --list-diagnostics` (`version.version="2.36"`).
