@@ -130,7 +130,8 @@ impl Host {
             }
         }
         // Fields that are versions or names are checked as such; free text is tamed.
-        let checks: [(&str, Option<&str>, fn(&str) -> bool, &str); 5] = [
+        type Check<'a> = (&'a str, Option<&'a str>, fn(&str) -> bool, &'a str);
+        let checks: [Check; 5] = [
             ("glibc", host.glibc.as_deref(), dotted, "2.39"),
             ("python", host.python.as_deref(), dotted, "3.11"),
             ("driver_cuda", host.driver_cuda.as_deref(), dotted, "12.8"),
@@ -258,8 +259,7 @@ pub const NOTES_MAX: usize = 64;
 /// ```
 pub fn tame(s: &str) -> String {
     let mut out = String::new();
-    let mut n = 0;
-    for c in s.chars() {
+    for (n, c) in s.chars().enumerate() {
         if n == TEXT_MAX {
             out.push_str(&format!(
                 "… ({} more characters)",
@@ -272,7 +272,6 @@ pub fn tame(s: &str) -> String {
         } else {
             out.push(c);
         }
-        n += 1;
     }
     out
 }
