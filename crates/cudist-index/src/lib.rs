@@ -143,18 +143,49 @@ pub fn transfer(
     limit: u64,
     sink: &mut dyn Write,
 ) -> Result<u64, IndexError> {
-    request(url, accept, None, limit, sink).map(|(n, _)| n)
+    request(url, accept, None, None, limit, sink).map(|a| a.bytes)
 }
 
-/// One GET, with an optional `Range` header: the body's length and the answer's `Content-Range`
-/// (for a range request, which must be answered 206).
+/// What a server said identifies the version of a file it sent (`ETag`, `Last-Modified`), to ask
+/// next time whether it changed (`If-None-Match`, `If-Modified-Since`), as pip's HTTP cache does.
+#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Validators {
+    /// The URL they are for.
+    pub url: String,
+    /// The `ETag`.
+    pub etag: Option<String>,
+    /// The `Last-Modified` date.
+    pub last_modified: Option<String>,
+}
+
+impl Validators {
+    fn any(&self) -> bool {
+        self.etag.is_some() || self.last_modified.is_some()
+    }
+}
+
+/// The answer to one GET.
+struct Answer {
+    /// Bytes of body written.
+    bytes: u64,
+    /// Its `Content-Range` (a range request's).
+    content_range: Option<String>,
+    /// 304: the file did not change since the validators asked about.
+    not_modified: bool,
+    /// The validators it came with.
+    validators: Validators,
+}
+
+/// One GET, with an optional `Range` header and optional validators (a conditional request,
+/// which may be answered 304 with no body).
 fn request(
     url: &str,
     accept: Option<&str>,
     range: Option<&str>,
+    validators: Option<&Validators>,
     limit: u64,
     sink: &mut dyn Write,
-) -> Result<(u64, Option<String>), IndexError> {
+) -> Result<Answer, IndexError> {
     let target = Target::parse(url)?;
     let mut req = agent().get(&target.url);
     if let Some(a) = accept {
@@ -166,18 +197,49 @@ fn request(
     if let Some(auth) = &target.authorization {
         req = req.header("Authorization", auth);
     }
+    if let Some(v) = validators {
+        if let Some(e) = &v.etag {
+            req = req.header("If-None-Match", e);
+        }
+        if let Some(m) = &v.last_modified {
+            req = req.header("If-Modified-Since", m);
+        }
+    }
     let mut answer = req.call().map_err(|e| failure(&target.url, e))?;
     let status = answer.status().as_u16();
+    let header = |name: &str| {
+        answer
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.trim().to_string())
+            // A validator is sent back as it came: only short, printable ones are kept.
+            .filter(|v| v.len() <= 256 && v.bytes().all(|b| (0x20..0x7f).contains(&b)))
+    };
+    let got = Validators {
+        url: target.url.clone(),
+        etag: header("etag"),
+        last_modified: header("last-modified"),
+    };
+    if status == 304 && validators.is_some_and(Validators::any) {
+        return Ok(Answer {
+            bytes: 0,
+            content_range: None,
+            not_modified: true,
+            validators: got,
+        });
+    }
     check_status(&target.url, status, range)?;
-    let content_range = answer
-        .headers()
-        .get("content-range")
-        .and_then(|v| v.to_str().ok())
-        .map(|v| v.trim().to_string());
+    let content_range = header("content-range");
     let mut body = answer.body_mut().as_reader();
     let n = bounded_copy(&target.url, &mut body, sink, limit)?;
     RECEIVED.fetch_add(n, Ordering::Relaxed);
-    Ok((n, content_range))
+    Ok(Answer {
+        bytes: n,
+        content_range,
+        not_modified: false,
+        validators: got,
+    })
 }
 
 /// Checks an answer's status: 2xx, and 206 to a range request (a server that answers a range
@@ -507,8 +569,8 @@ pub fn get_range(
 ) -> Result<(u64, Vec<u8>, u64), IndexError> {
     let spec = range_spec(start, len);
     let mut body = Vec::new();
-    let (_, content_range) = request(url, None, Some(&spec), len.max(1), &mut body)?;
-    range_answer(url, start, len, content_range.as_deref(), body)
+    let answer = request(url, None, Some(&spec), None, len.max(1), &mut body)?;
+    range_answer(url, start, len, answer.content_range.as_deref(), body)
 }
 
 /// The `Range` header's value for `start..start + len` (`-len`: the last `len` bytes).
@@ -1172,7 +1234,7 @@ pub fn ranges_path(file: &IndexFile, cache: &Path) -> Option<PathBuf> {
 }
 
 /// The file's path in `cache` when it is there ([`fetch`] put it there) and its sha256 names it
-/// (a file kept by its URL only is fetched again).
+/// (a file kept by its URL only is asked about again: [`fetch`]).
 pub fn cached(file: &IndexFile, cache: &Path) -> Option<PathBuf> {
     cache_path(file, cache)
         .ok()
@@ -1189,8 +1251,9 @@ pub fn fetch(
     let path = cache_path(file, cache)?;
     let dir = path.parent().expect("joined").to_path_buf();
     // Kept by its sha256, a file is the same file for ever; one the index gave no sha256 for is
-    // keyed by its URL only, and the server may have put a new build there: fetched again, as
-    // pip does not serve such a file from its cache without asking the server.
+    // keyed by its URL only, and the server may have put a new build there: as pip does, the
+    // server is asked whether it changed (the validators it sent with it), and it is fetched
+    // again unless it answers 304; without validators, it is fetched again.
     if path.is_file() && file.sha256.is_some() {
         return Ok((path, false));
     }
@@ -1198,6 +1261,13 @@ pub fn fetch(
         path: path.clone(),
         source,
     };
+    let sidecar = validators_path(&path);
+    let known = path
+        .is_file()
+        .then(|| cudist_fs::read_bounded(&sidecar, 4096).ok())
+        .flatten()
+        .and_then(|b| serde_json::from_slice::<Validators>(&b).ok())
+        .filter(|v| v.url == file.url && v.any());
     std::fs::create_dir_all(&dir).map_err(cache_err)?;
     // A temporary created exclusively beside the file, filled while hashing, renamed into place;
     // removed on any failure (and on a signal).
@@ -1216,7 +1286,13 @@ pub fn fetch(
     let mut sink = Hashing(f, Sha256::new());
     // What the index declared is all that is taken (a longer answer is refused as it comes).
     let limit = file.size.map_or(limits.file, |d| d.min(limits.file));
-    let done = transfer(&file.url, None, limit, &mut sink).and_then(|n| {
+    let answer = match request(&file.url, None, None, known.as_ref(), limit, &mut sink) {
+        Ok(a) if a.not_modified => return Ok((path, false)),
+        Ok(a) => Ok(a),
+        Err(e) => Err(e),
+    };
+    let validators = answer.as_ref().ok().map(|a| a.validators.clone());
+    let done = answer.map(|a| a.bytes).and_then(|n| {
         if let Some(d) = file.size.filter(|d| *d != n) {
             return Err(IndexError::Transfer {
                 url: file.url.clone(),
@@ -1243,7 +1319,24 @@ pub fn fetch(
         let _ = std::fs::remove_dir(&dir);
         return Err(e);
     }
+    // A file known by its URL only keeps what identifies its version, for the next run to ask.
+    match validators.filter(|v| file.sha256.is_none() && v.any()) {
+        Some(v) => {
+            let json = serde_json::to_vec(&v).expect("plain strings");
+            cudist_fs::write_atomic(&sidecar, &json, None).map_err(cache_err)?;
+        }
+        None => {
+            let _ = std::fs::remove_file(&sidecar);
+        }
+    }
     Ok((path, true))
+}
+
+/// Where the validators of a file cached by its URL are kept: beside it, `<filename>.validators`.
+fn validators_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".validators");
+    path.with_file_name(name)
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -1456,6 +1549,86 @@ mod tests {
         bytes[40..48].copy_from_slice(&u64::MAX.to_le_bytes());
         std::fs::write(&saved, &bytes).unwrap();
         assert!(load_ranges(&saved).is_none());
+    }
+
+    /// A file the index gives no sha256 for is asked about again with the validators it came
+    /// with: 304 reuses the cached copy (no body sent), a new version (a new ETag) replaces it.
+    #[test]
+    fn a_file_without_sha256_is_revalidated_with_its_etag() {
+        use std::sync::{Arc, Mutex};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!(
+            "http://{}/demo-1.0-py3-none-any.whl",
+            listener.local_addr().unwrap()
+        );
+        // (version, requests seen, bodies sent)
+        let state = Arc::new(Mutex::new((1u32, 0u32, 0u32)));
+        let st = state.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let mut r = BufReader::new(stream.try_clone().unwrap());
+                loop {
+                    let mut asked = None;
+                    let mut line = String::new();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 {
+                        break;
+                    }
+                    loop {
+                        let mut l = String::new();
+                        r.read_line(&mut l).unwrap();
+                        if l.trim().is_empty() {
+                            break;
+                        }
+                        if let Some(v) = l.to_ascii_lowercase().strip_prefix("if-none-match:") {
+                            asked = Some(v.trim().to_string());
+                        }
+                    }
+                    let mut s = st.lock().unwrap();
+                    s.1 += 1;
+                    let etag = format!("\"v{}\"", s.0);
+                    let mut w = &stream;
+                    if asked.as_deref() == Some(etag.as_str()) {
+                        write!(w, "HTTP/1.1 304 Not Modified\r\nETag: {etag}\r\n\r\n").unwrap();
+                    } else {
+                        s.2 += 1;
+                        let body = format!("version {}", s.0);
+                        write!(
+                            w,
+                            "HTTP/1.1 200 OK\r\nETag: {etag}\r\nContent-Length: {}\r\n\r\n{body}",
+                            body.len()
+                        )
+                        .unwrap();
+                    }
+                }
+            }
+        });
+        let file = IndexFile {
+            filename: "demo-1.0-py3-none-any.whl".into(),
+            url,
+            sha256: None,
+            size: None,
+            requires_python: None,
+            yanked: false,
+        };
+        let cache = tempfile::tempdir().unwrap();
+        let (path, fresh) = fetch(&file, cache.path(), Limits::default()).unwrap();
+        assert!(fresh);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "version 1");
+        // Unchanged: asked about, not sent again.
+        let (again, fresh) = fetch(&file, cache.path(), Limits::default()).unwrap();
+        assert_eq!((again.as_path(), fresh), (path.as_path(), false));
+        assert_eq!(*state.lock().unwrap(), (1, 2, 1));
+        // A new build at the same URL: fetched, the copy replaced.
+        state.lock().unwrap().0 = 2;
+        let (_, fresh) = fetch(&file, cache.path(), Limits::default()).unwrap();
+        assert!(fresh);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "version 2");
+        assert_eq!(*state.lock().unwrap(), (2, 3, 2));
+        // Another URL's validators are not sent for this one.
+        let v: Validators =
+            serde_json::from_slice(&std::fs::read(validators_path(&path)).unwrap()).unwrap();
+        assert_eq!(v.url, file.url);
     }
 
     #[test]
