@@ -2469,14 +2469,15 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 p.display()
             )));
         }
-        bail!(
+        // Not what doctor reads: the input's fault (3), not a "no" (1).
+        return Err(crate::error::bad_input(format!(
             "no ELF files in {}",
             paths
                 .iter()
                 .map(|p| p.display().to_string())
                 .collect::<Vec<_>>()
                 .join(", ")
-        );
+        )));
     }
     // Files are checked in parallel; the parsed libraries are shared through the environment.
     use rayon::prelude::*;

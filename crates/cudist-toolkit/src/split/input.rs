@@ -16,8 +16,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use cudist_analysis::bail;
-use cudist_analysis::error::{Result, ResultExt};
+use cudist_analysis::error::{bad_input, Result, ResultExt};
 use cudist_catalog::Catalog;
 use serde::Deserialize;
 
@@ -100,13 +99,13 @@ pub fn read(
     {
         return tree(input, catalog);
     }
-    bail!(
+    return Err(bad_input(format!(
         "{}: neither a site-packages directory (no .dist-info), NVIDIA redistributable archives \
          (no <component>-{}-<version>-archive[.tar.xz]) nor a CUDA toolkit tree (no include/, lib64/, \
          bin/, targets/ or version.json); split reads one of those",
         input.display(),
         redist_platform()
-    )
+    )));
 }
 
 fn site_packages(input: &Path, catalog: &Catalog) -> Result<Input> {
@@ -118,7 +117,10 @@ fn site_packages(input: &Path, catalog: &Catalog) -> Result<Input> {
         catalog,
     )?;
     if source.packages.is_empty() {
-        bail!("{}: no NVIDIA CUDA wheels installed there", input.display());
+        return Err(bad_input(format!(
+            "{}: no NVIDIA CUDA wheels installed there",
+            input.display()
+        )));
     }
     let cuda_major = check_versions(&source, catalog)?;
     let mut components = Vec::new();
@@ -258,11 +260,11 @@ fn read_manifest(path: &Path) -> Result<(Option<String>, Vec<Expected>)> {
         });
     }
     if out.is_empty() {
-        bail!(
+        return Err(bad_input(format!(
             "{}: no component has a {} archive; is it a redistrib_<ver>.json manifest?",
             path.display(),
             redist_platform()
-        );
+        )));
     }
     Ok((label, out))
 }
@@ -345,35 +347,35 @@ fn redist(input: &Path, manifest: Option<&Path>, scratch: &Path) -> Result<Input
             };
             let (size, sha) = super::sha256_file(path)?;
             if sha != e.archive.sha256.to_ascii_lowercase() {
-                bail!(
+                return Err(bad_input(format!(
                     "{}: sha256 {sha} does not match the manifest's {} for {} ({}); the archive is damaged or not the one released",
                     path.display(),
                     e.archive.sha256,
                     e.component,
                     mpath.display()
-                );
+                )));
             }
             let want_size = e.archive.size.as_ref().and_then(|v| match v {
                 serde_json::Value::String(s) => s.parse::<u64>().ok(),
                 v => v.as_u64(),
             });
             if want_size.is_some_and(|w| w != size) {
-                bail!(
+                return Err(bad_input(format!(
                     "{}: {size} bytes, the manifest says {}",
                     path.display(),
                     want_size.unwrap_or(0)
-                );
+                )));
             }
             let dir = unpack_to(path, &file)?;
             dirs.push((e.component, e.version, e.license, dir));
         }
         if dirs.is_empty() {
-            bail!(
+            return Err(bad_input(format!(
                 "{}: none of the {} archives {} lists is there (looked for each relative_path and its file name)",
                 input.display(),
                 redist_platform(),
                 mpath.display()
-            );
+            )));
         }
     } else {
         let own = input
@@ -552,7 +554,10 @@ fn tree(input: &Path, catalog: &Catalog) -> Result<Input> {
         by_component.entry(component).or_default().push((dest, abs));
     }
     if by_component.is_empty() {
-        bail!("{}: no files in this toolkit tree", input.display());
+        return Err(bad_input(format!(
+            "{}: no files in this toolkit tree",
+            input.display()
+        )));
     }
     let release = versions.get("cuda").cloned();
     let components = by_component
