@@ -247,6 +247,29 @@ CUDIST_LLD="$(command -v ld.lld || true)"
 export CUDIST_LLD
 
 [[ "${1:-}" == "--" ]] && shift
-log "cargo test --workspace --all-targets $*"
+# Every test binary runs (--no-fail-fast), and the run ends with one summary line; tests that
+# skip for a missing prerequisite (a failure under CI=true) write why to CUDIST_SKIP_LOG, listed
+# after it.
+SKIPS="$(mktemp)"
+OUT="$(mktemp)"
+trap 'rm -f "$SKIPS" "$OUT"' EXIT
+export CUDIST_SKIP_LOG="$SKIPS"
+log "cargo test --workspace --all-targets --no-fail-fast $*"
 cd "$ROOT"
-cargo test --workspace --all-targets "$@"
+set +e
+cargo test --workspace --all-targets --no-fail-fast "$@" 2>&1 | tee "$OUT"
+status=${PIPESTATUS[0]}
+set -e
+read -r passed failed ignored < <(awk '/^test result:/ { p += $4; f += $6; i += $8 }
+    END { print p + 0, f + 0, i + 0 }' "$OUT")
+skipped="$(sort -u "$SKIPS" | wc -l)"
+log "summary: $passed passed ($skipped of them skipped their checks), $failed failed, $ignored ignored; cargo test exit $status"
+if (( skipped > 0 )); then
+    log "skipped, and why:"
+    sort -u "$SKIPS" | sed 's/^/[test.sh]   /' >&2
+fi
+if (( status != 0 )); then
+    log "failed tests:"
+    grep -E '^    [a-z_:0-9]+$|^test .* FAILED$' "$OUT" | sort -u | sed 's/^ */[test.sh]   /' >&2 || true
+fi
+exit "$status"

@@ -263,8 +263,7 @@ fn static_and_shared_cudart() {
         Some(d) => PathBuf::from(d),
         None if fixtures().join("static_cudart").exists() => fixtures(),
         None => {
-            assert!(!in_ci(), "CUDIST_FRESH_FIXTURES must be set in CI");
-            eprintln!("skipping static_cudart: run tests/fixtures/device/build.sh");
+            skip("CUDIST_FRESH_FIXTURES is not set and static_cudart is not built: run tests/fixtures/device/build.sh");
             return;
         }
     };

@@ -76,11 +76,7 @@ fn cudist_on_tmpfs(dir: &Path, size: &str, read_only: bool, args: &[&str]) -> Ou
 #[test]
 fn a_full_or_read_only_output_directory_is_the_machines_fault() {
     if !can_mount() {
-        assert!(
-            !in_ci(),
-            "CI must let the tests make a mount namespace (unshare -rm) to make a full and a read-only file system"
-        );
-        eprintln!("skipping: this machine does not let the test make a mount namespace (unshare -rm fails), so it cannot make a full or read-only file system");
+        skip("this machine does not let the test make a mount namespace (unshare -rm fails), so it cannot make a full or read-only file system");
         return;
     }
     let work = tempfile::tempdir().unwrap();

@@ -28,8 +28,10 @@ fn suite() -> Option<PathBuf> {
     if p.is_dir() {
         return Some(p);
     }
-    assert!(!in_ci(), "{} must exist in CI", p.display());
-    eprintln!("skipping: {} is not here", p.display());
+    skip(&format!(
+        "{} is not here (set CUDIST_SHARED to the project's shared facts)",
+        p.display()
+    ));
     None
 }
 

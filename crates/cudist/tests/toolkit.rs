@@ -1310,10 +1310,8 @@ fn cibuildwheel_recipe(work: &Path, built: &Path, expected: &Path) {
             path
         }
         None => {
-            assert!(!in_ci(), "CUDIST_WHEEL must be set in CI (.ci/run sets it)");
-            eprintln!(
-                "CUDIST_WHEEL is not set: running the repair command with the cudist under test"
-            );
+            // Half a skip: the recipe runs, with the cudist under test instead of the wheel.
+            skip("CUDIST_WHEEL is not set (.ci/run sets it): the recipe's repair command runs the cudist under test, not the installed wheel");
             format!("{}:/usr/bin:/bin", cudist_dir().display())
         }
     };
