@@ -99,13 +99,13 @@ pub fn read(
     {
         return tree(input, catalog);
     }
-    return Err(bad_input(format!(
+    Err(bad_input(format!(
         "{}: neither a site-packages directory (no .dist-info), NVIDIA redistributable archives \
          (no <component>-{}-<version>-archive[.tar.xz]) nor a CUDA toolkit tree (no include/, lib64/, \
          bin/, targets/ or version.json); split reads one of those",
         input.display(),
         redist_platform()
-    )));
+    )))
 }
 
 fn site_packages(input: &Path, catalog: &Catalog) -> Result<Input> {
