@@ -75,9 +75,7 @@ const FAMILY: [&str; 6] = [
 ///
 /// `None` (the test has nothing to judge) only outside CI, where patchelf may be missing.
 fn family(dir: &Path) -> Option<PathBuf> {
-    let Some(patchelf) = tool_from_env("CUDIST_PATCHELF") else {
-        return None;
-    };
+    let patchelf = tool_from_env("CUDIST_PATCHELF")?;
     let house = dir.join("wheelhouse");
     std::fs::create_dir_all(&house).unwrap();
     let wide = std::fs::read(fixtures().join("wide.so")).unwrap();
