@@ -303,7 +303,7 @@ fn platform_problem(platform: &str, arch: &str, glibc: Option<(u32, u32)>) -> Op
             continue;
         };
         if tag_arch != arch {
-            reasons.push(format!("{tag} is for {tag_arch}, this machine is {arch}"));
+            reasons.push(format!("{tag} is for {tag_arch}, the host is {arch}"));
             continue;
         }
         match (need, glibc) {
@@ -949,11 +949,11 @@ pub fn rank(all: &mut [Judged], host: &Host) {
                     reasons.push(format!("{}: {} — {}", g.gpu, g.status, g.detail));
                 }
             }
-            (true, _, _) => reasons.push(format!(
-                "{build}: it does not use this machine's NVIDIA GPUs"
-            )),
+            (true, _, _) => {
+                reasons.push(format!("{build}: it does not use the host's NVIDIA GPUs"))
+            }
             (false, true, "rocm") => reasons.push(format!(
-                "{build} for this machine's AMD GPUs ({}); cudist does not read ROCm device code",
+                "{build} for the host's AMD GPUs ({}); cudist does not read ROCm device code",
                 host.amd_gpus
                     .iter()
                     .map(|g| g.gfx.as_str())
@@ -961,16 +961,16 @@ pub fn rank(all: &mut [Judged], host: &Host) {
                     .join(", ")
             )),
             (false, true, _) => reasons.push(format!(
-                "{build}: this machine's GPUs are AMD ({}); a ROCm build is the one that uses them",
+                "{build}: the host's GPUs are AMD ({}); a ROCm build is the one that uses them",
                 host.amd_gpus
                     .iter()
                     .map(|g| g.gfx.as_str())
                     .collect::<Vec<_>>()
                     .join(", ")
             )),
-            (false, false, "cpu") => reasons.push(format!("{build}: this machine has no GPU")),
+            (false, false, "cpu") => reasons.push(format!("{build}: the host has no GPU")),
             (false, false, _) => reasons.push(format!(
-                "{build}: this machine has no GPU for it to use (it may still import)"
+                "{build}: the host has no GPU for it to use (it may still import)"
             )),
         }
         reasons.push(format!("{build} (from its {})", j.build.from));

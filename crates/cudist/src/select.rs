@@ -81,6 +81,10 @@ pub struct SelectArgs {
     /// Print the report as JSON (schema cudist.select/1).
     #[arg(long)]
     pub json: bool,
+    /// List every wheel in the report, those ruled out by their file names (other Pythons and
+    /// platforms) too; by default they are counted in one line.
+    #[arg(long)]
+    pub all: bool,
 }
 
 /// How wheels on an index are read (`--fetch`).
@@ -949,12 +953,12 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
             (Some(r), _, Some(fl)) => util::emit(&format!("{r} --find-links {fl}\n")),
             (Some(r), _, _) => util::emit(&format!("{r}\n")),
             // Nothing for pip to read on stdout: why, on stderr, and exit 1.
-            (None, _, _) => eprint!("{}", render(&report)),
+            (None, _, _) => eprint!("{}", render(&report, args.all)),
         }
     } else if args.json {
         util::print_json(&report)?;
     } else {
-        util::emit(&render(&report));
+        util::emit(&render(&report, args.all));
     }
     Ok(if report.best.is_some() {
         ExitCode::SUCCESS
@@ -963,7 +967,7 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
     })
 }
 
-fn render(r: &Report) -> String {
+fn render(r: &Report, all: bool) -> String {
     let h = &r.host;
     let mut s = String::new();
     let gpus: Vec<String> = h
@@ -1016,12 +1020,14 @@ fn render(r: &Report) -> String {
     }
     // Wheels only for other Pythons or platforms, never fetched, are counted, not listed (the
     // JSON has them all).
+    // Wheels that do not install on the host (other Pythons, other platforms; the reason a
+    // rejected wheel gives first): what else they are does not matter there. Counted, not
+    // listed, unless --all.
     let elsewhere = |j: &&Judged| {
-        j.size == 0
-            && j.outcome == "rejected"
+        !all && j.outcome == "rejected"
             && j.reasons
-                .iter()
-                .any(|r| r.starts_with("does not install here"))
+                .first()
+                .is_some_and(|r| r.starts_with("does not install here"))
     };
     let hidden = r.candidates.iter().filter(elsewhere).count();
     for j in r.candidates.iter().filter(|j| !elsewhere(j)) {
@@ -1040,7 +1046,7 @@ fn render(r: &Report) -> String {
     }
     if hidden > 0 {
         s.push_str(&format!(
-            "  and {hidden} wheel(s) for other Pythons or platforms, not fetched (--json lists them)\n"
+            "  and {hidden} wheel(s) for other Pythons or platforms (--all or --json lists them)\n"
         ));
     }
     s

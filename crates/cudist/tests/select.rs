@@ -164,7 +164,7 @@ fn each_machine_gets_the_build_a_careful_person_would_pick() {
         "{v:#}"
     );
     // The CPU and ROCm builds do not use the T4.
-    assert!(reasons_of(&v, "demo-1.0+cpu").contains("does not use this machine's NVIDIA GPUs"));
+    assert!(reasons_of(&v, "demo-1.0+cpu").contains("does not use the host's NVIDIA GPUs"));
 
     // Ampere on 550: the same, with the sm_86 cubin.
     let (_, v) = select(
@@ -1691,4 +1691,62 @@ fn releases_for_another_python_are_passed_over() {
         reasons_of(&d, "demo_py-3.0").contains("requires Python >=3.12, the host has 3.11"),
         "{d:#}"
     );
+}
+
+/// The report fits a screen: wheels their names rule out (other Pythons, other platforms) are
+/// counted in one line, whatever their size, and listed with `--all`; the host is the profile's,
+/// never "this machine".
+#[test]
+fn wheels_for_other_platforms_are_counted_not_listed_unless_all() {
+    let work = tempfile::tempdir().unwrap();
+    let house = work.path().join("house");
+    std::fs::create_dir_all(&house).unwrap();
+    let members = [("demo/__init__.py", b"x = 1\n".to_vec())];
+    write_wheel_version(
+        &house.join("demo-1.0-py3-none-any.whl"),
+        "demo",
+        "1.0",
+        &[],
+        &members,
+    );
+    let elsewhere = [
+        "demo-1.0-cp310-cp310-win_amd64.whl",
+        "demo-1.0-cp311-cp311-manylinux2014_aarch64.whl",
+    ];
+    for f in elsewhere {
+        write_wheel_version(&house.join(f), "demo", "1.0", &[], &members);
+    }
+    let host = write_profile(
+        &work.path().join("host.json"),
+        &serde_json::json!({"name": "node-7", "driver": "580.65.06", "glibc": "2.35",
+            "python": "3.11", "arch": "x86_64", "gpus": [{"name": "H100", "sm": 90}]}),
+    );
+    let run = |all: bool| {
+        let mut args = vec![
+            "select",
+            "--host",
+            host.to_str().unwrap(),
+            house.to_str().unwrap(),
+        ];
+        if all {
+            args.push("--all");
+        }
+        let o = cudist(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let short = run(false);
+    assert!(short.starts_with("for node-7:"), "{short}");
+    assert!(
+        short.contains("and 2 wheel(s) for other Pythons or platforms"),
+        "{short}"
+    );
+    assert!(elsewhere.iter().all(|f| !short.contains(f)), "{short}");
+    let long = run(true);
+    assert!(elsewhere.iter().all(|f| long.contains(f)), "{long}");
+    assert!(
+        long.contains("is for aarch64, the host is x86_64"),
+        "{long}"
+    );
+    assert!(!long.contains("this machine"), "{long}");
 }
