@@ -1514,6 +1514,30 @@ pub fn is_distribution_name(s: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// Every fact cites its primary source (a vendor's document, a repository file, a package
+    /// read off PyPI), never a file of the workplace it was written in, which users do not have.
+    #[test]
+    fn sources_cite_primary_sources_not_this_workplace() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data");
+        let mut read = 0;
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let text = std::fs::read_to_string(e.path()).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                let l = line.to_ascii_lowercase();
+                assert!(
+                    !(l.contains("shared/")
+                        || l.contains("fact sheet")
+                        || l.contains("cuda-facts")),
+                    "{}:{}: {line}",
+                    e.path().display(),
+                    n + 1
+                );
+            }
+            read += 1;
+        }
+        assert!(read >= 3, "read {read} data files");
+    }
+
     /// Every built-in library from a wheel that is not NVIDIA's (RAPIDS' C++ wheels) is where
     /// the real wheels install it (every recorded release), and its `python_loader` loads what
     /// the newest release's load.py names and calls the loaders it calls: checked against
