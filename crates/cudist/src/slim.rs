@@ -51,6 +51,11 @@ pub struct SlimArgs {
     /// A target nothing in a file runs on is no error: the file keeps only what other targets run.
     #[arg(long)]
     pub allow_empty: bool,
+    /// Accept a compute capability the catalog does not know (a GPU newer than this catalog, or
+    /// one it lacks): its device code is judged by the compatibility rules alone. Without it, an
+    /// unknown SM below the newest known one is refused as a typo (`sm_95`).
+    #[arg(long)]
+    pub allow_unknown_gpu: bool,
     /// Keep every file's size and layout: removed device code stays as zero bytes (which a
     /// wheel's compression takes away) instead of leaving the installed file.
     #[arg(long)]
@@ -112,7 +117,12 @@ pub struct InputReport {
 }
 
 /// The targets of every `--gpu`, and of the `--host` profile's GPUs: one per SM.
-fn parse_targets(specs: &[String], host: Option<&str>, catalog: &Catalog) -> Result<Vec<Target>> {
+fn parse_targets(
+    specs: &[String],
+    host: Option<&str>,
+    allow_unknown: bool,
+    catalog: &Catalog,
+) -> Result<Vec<Target>> {
     let mut out: Vec<Target> = Vec::new();
     if let Some(h) = host {
         use cudist_analysis::runtime::host::Host;
@@ -138,26 +148,39 @@ fn parse_targets(specs: &[String], host: Option<&str>, catalog: &Catalog) -> Res
         let list = targets::parse_list_named(spec, &catalog.gpu_names)
             .map_err(|e| errors::usage(format!("--gpu {spec:?}: {e}")))?;
         for t in &list {
-            if catalog.arch(t.sm).is_none() && t.sm < newest {
-                let mut known: Vec<String> = catalog
+            if catalog.arch(t.sm).is_none() && t.sm < newest && !allow_unknown {
+                // The known architectures on either side of it: what a typo most likely meant.
+                let below = catalog
                     .archs
                     .iter()
-                    .map(|a| format!("sm_{}", a.sm))
+                    .map(|a| a.sm)
+                    .filter(|&sm| sm < t.sm)
+                    .max();
+                let above = catalog
+                    .archs
+                    .iter()
+                    .map(|a| a.sm)
+                    .filter(|&sm| sm > t.sm)
+                    .min();
+                let nearest: Vec<String> = below
+                    .into_iter()
+                    .chain(above)
+                    .map(|sm| format!("sm_{sm}"))
                     .collect();
-                known.dedup();
                 return Err(errors::usage(format!(
-                    "--gpu {spec:?}: no GPU has compute capability {}.{} (sm_{}); the \
-                     architectures are {}",
+                    "--gpu {spec:?}: no GPU the catalog knows has compute capability {}.{} \
+                     (sm_{}); the nearest are {} (`cudist catalog sm` lists them all; \
+                     --allow-unknown-gpu takes it as it is)",
                     t.sm / 10,
                     t.sm % 10,
                     t.sm,
-                    known.join(" ")
+                    nearest.join(" and ")
                 )));
             }
-            if t.sm > newest {
+            if catalog.arch(t.sm).is_none() && (t.sm > newest || allow_unknown) {
                 eprintln!(
-                    "warning: --gpu {spec:?}: sm_{} is newer than every architecture this \
-                     catalog knows (up to sm_{newest}); its device code is judged by the \
+                    "warning: --gpu {spec:?}: sm_{} is not an architecture this catalog knows \
+                     (it knows up to sm_{newest}); its device code is judged by the \
                      compatibility rules alone",
                     t.sm
                 );
@@ -173,7 +196,12 @@ fn parse_targets(specs: &[String], host: Option<&str>, catalog: &Catalog) -> Res
 
 /// Runs `cudist slim`.
 pub fn run(args: SlimArgs, catalog: &Catalog) -> Result<ExitCode> {
-    let targets = parse_targets(&args.gpu, args.host.as_deref(), catalog)?;
+    let targets = parse_targets(
+        &args.gpu,
+        args.host.as_deref(),
+        args.allow_unknown_gpu,
+        catalog,
+    )?;
     let opts = Options {
         targets: targets.clone(),
         ptx: args.ptx,

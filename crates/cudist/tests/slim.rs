@@ -850,7 +850,7 @@ fn what_cannot_be_done_is_a_usage_error() {
                 "--dry-run",
                 wheel.to_str().unwrap(),
             ],
-            "no GPU has compute capability 9.5 (sm_95)",
+            "has compute capability 9.5 (sm_95); the nearest are sm_90 and sm_100",
         ),
     ] {
         let o = cudist(&args);
@@ -866,7 +866,22 @@ fn what_cannot_be_done_is_a_usage_error() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("newer than every architecture"),
+        stderr(&o).contains("sm_130 is not an architecture this catalog knows"),
+        "{}",
+        stderr(&o)
+    );
+    // A GPU the catalog lacks, taken as it is when asked.
+    let o = cudist(&[
+        "slim",
+        "--gpu",
+        "sm_95",
+        "--allow-unknown-gpu",
+        "--dry-run",
+        wheel.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("sm_95 is not an architecture this catalog knows"),
         "{}",
         stderr(&o)
     );
