@@ -169,19 +169,41 @@ pub fn relink(tree: &Path, args: &Options, catalog: &Catalog) -> Result<Report> 
         };
         let dir = f.parent().unwrap_or(&tree);
         if args.check {
+            // Where each entry leads, as the loader expands it: absolute, or `$ORIGIN`-relative
+            // (`$ORIGIN/../../nvidia/cu13/lib` from a file near the top leaves the tree just as
+            // `/usr/local/cuda/lib64` does). Entries with other tokens (`$LIB`) are not judged.
+            let resolved = |e: &str| -> Option<std::path::PathBuf> {
+                let e = e.replace("${ORIGIN}", "$ORIGIN");
+                if e.starts_with('/') {
+                    return Some(cudist_fs::inner::lexical(Path::new(&e)));
+                }
+                let rest = e.strip_prefix("$ORIGIN")?;
+                if rest.contains('$') || !(rest.is_empty() || rest.starts_with('/')) {
+                    return None;
+                }
+                Some(cudist_fs::inner::lexical(
+                    &dir.join(rest.trim_start_matches('/')),
+                ))
+            };
+            let allowed = |e: &str, p: &Path| {
+                args.allow.iter().any(|a| {
+                    let a = a.trim_end_matches('/');
+                    a == e.trim_end_matches('/') || Path::new(a) == p
+                })
+            };
             let mut outside: Vec<String> = before
                 .iter()
-                .filter(|e| {
-                    e.starts_with('/')
-                        && !cudist_fs::inner::lexical(Path::new(e)).starts_with(&tree)
+                .filter_map(|e| {
+                    let p = resolved(e)?;
+                    if p.starts_with(&tree) || allowed(e, &p) {
+                        return None;
+                    }
+                    Some(if e.starts_with('/') {
+                        format!("{tag_name} {e}")
+                    } else {
+                        format!("{tag_name} {e} ({})", p.display())
+                    })
                 })
-                .filter(|e| {
-                    !args
-                        .allow
-                        .iter()
-                        .any(|a| a.trim_end_matches('/') == e.trim_end_matches('/'))
-                })
-                .map(|e| format!("{tag_name} {e}"))
                 .collect();
             outside.extend(
                 elf.needed

@@ -211,3 +211,36 @@ fn bad_input_is_refused() {
     assert_ne!(o.status.code(), Some(0));
     assert!(stderr(&o).contains("nothing to do"), "{}", stderr(&o));
 }
+
+/// `--check` judges `$ORIGIN`-relative entries where the loader would expand them: one that
+/// climbs out of the tree (`$ORIGIN/../../nvidia/cu13/lib` from `lib/`) is listed with the
+/// directory it leads to, one that stays inside is not; `--allow` takes either spelling.
+#[test]
+fn check_follows_origin_relative_entries_out_of_the_tree() {
+    let work = tempfile::tempdir().unwrap();
+    let tree = work.path().join("tree");
+    gcc_shared(
+        &tree.join("lib"),
+        "libx.so",
+        Some("libx.so"),
+        "int f(void) { return 1; }\n",
+        &["-Wl,-rpath,$ORIGIN/../../nvidia/cu13/lib:$ORIGIN/../lib:${ORIGIN}"],
+    );
+    let t = tree.to_str().unwrap();
+    let o = cudist(&["relink", "--check", t]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
+    let leads = work.path().join("nvidia/cu13/lib");
+    assert!(
+        out.contains(&format!(
+            "$ORIGIN/../../nvidia/cu13/lib ({})",
+            leads.display()
+        )),
+        "{out}"
+    );
+    assert!(!out.contains("$ORIGIN/../lib"), "{out}");
+    for allow in ["$ORIGIN/../../nvidia/cu13/lib", leads.to_str().unwrap()] {
+        let o = cudist(&["relink", "--check", t, "--allow", allow]);
+        assert_eq!(o.status.code(), Some(0), "{allow}: {}", stdout(&o));
+    }
+}
