@@ -48,8 +48,9 @@ pub struct DoctorArgs {
     /// demand is missing).
     #[arg(long)]
     pub strict: bool,
-    /// The interpreter for --import (default: python3 on PATH).
-    #[arg(long, value_name = "PATH", requires = "import")]
+    /// The interpreter for --import, and the Python --write-host records (default: python3 on
+    /// PATH).
+    #[arg(long, value_name = "PATH")]
     pub python: Option<PathBuf>,
     /// Judge for the machine this profile describes (driver, GPUs) instead of this one.
     #[arg(long, value_name = "FILE")]
@@ -71,8 +72,18 @@ pub struct DoctorArgs {
 
 /// Runs `cudist doctor`.
 pub fn run(args: DoctorArgs, catalog: &Catalog) -> Result<ExitCode> {
+    if args.python.is_some() && args.import.is_empty() && args.write_host.is_none() {
+        return Err(crate::errors::usage(
+            "--python names the interpreter of --import or --write-host; give one of them",
+        ));
+    }
     if let Some(out) = &args.write_host {
-        let h = host::Host::detect();
+        let mut h = host::Host::detect();
+        h.record_python(
+            args.python
+                .as_deref()
+                .unwrap_or(std::path::Path::new("python3")),
+        );
         let mut text = serde_json::to_string_pretty(&h)?;
         text.push('\n');
         // Renamed into place: a link planted at the path is replaced, never written through.

@@ -36,22 +36,44 @@ use util::EXIT_INPUT;
 )]
 struct Cli {
     /// Extra catalog file(s) (TOML, the schema of docs/catalog.md) merged over the built-in one.
-    #[arg(long = "catalog", value_name = "FILE", global = true)]
+    #[arg(
+        long = "catalog",
+        value_name = "FILE",
+        global = true,
+        help_heading = "Options every command takes"
+    )]
     catalogs: Vec<PathBuf>,
 
     /// The most bytes one input (a wheel, a conda package, an archive) may unpack to: 16G by
     /// default, above any real package; larger inputs are refused before anything is unpacked.
-    #[arg(long, value_name = "SIZE", global = true, value_parser = parse_size)]
+    #[arg(
+        long,
+        value_name = "SIZE",
+        global = true,
+        value_parser = parse_size,
+        help_heading = "Options every command takes"
+    )]
     max_unpacked: Option<u64>,
 
     /// The most bytes of unpacked members held in memory at once, over all threads (1G by
     /// default); a larger member is unpacked to an unlinked temporary file in TMPDIR and mapped.
-    #[arg(long, value_name = "SIZE", global = true, value_parser = parse_size)]
+    #[arg(
+        long,
+        value_name = "SIZE",
+        global = true,
+        value_parser = parse_size,
+        help_heading = "Options every command takes"
+    )]
     max_memory: Option<u64>,
 
     /// No progress and no report on stdout: only `--json` documents, warnings and errors are
     /// printed, and the exit code gives the answer.
-    #[arg(long, short, global = true)]
+    #[arg(
+        long,
+        short,
+        global = true,
+        help_heading = "Options every command takes"
+    )]
     quiet: bool,
 
     #[command(subcommand)]
@@ -67,7 +89,8 @@ enum Command {
     /// Assemble a CUDA root (CUDA_HOME) from the CUDA wheels of an environment, for nvcc, CMake
     /// and pkg-config; `toolkit env` prints the variables to use it.
     Toolkit(ToolkitArgs),
-    /// Split CUDA wheels into components × outputs (lib, dev, static, stubs, bin, doc) with pins.
+    /// Split CUDA wheels into components × outputs (lib, dev, static, stubs, bin, doc, sample)
+    /// with pins.
     Split(split::SplitArgs),
     /// Distro fix-ups over an installed tree: driver RUNPATH, $ORIGIN-relative search paths, a
     /// check for references outside the tree.

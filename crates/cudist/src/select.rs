@@ -28,7 +28,8 @@ pub struct SelectArgs {
     pub candidates: Vec<PathBuf>,
     /// A package index's simple API (`https://pypi.org/simple`, a mirror, `http://…`): the newest
     /// release of each `--package` is listed there (PEP 691 JSON or PEP 503 HTML); wheels the file
-    /// name already rules out are not fetched, the others are fetched into the cache and read.
+    /// name already rules out are not fetched; the others are read by range requests as far as
+    /// the judgement needs (`--fetch front`), or fetched whole into the cache (`--fetch whole`).
     /// Repeatable: builds on separate per-CUDA indexes (PyTorch's `…/whl/cu126`, `…/whl/cu130`)
     /// are compared together, and `--print-requirement` names the index of the one chosen.
     #[arg(long, value_name = "URL", requires = "package")]

@@ -507,6 +507,34 @@ fn write_host_records_this_machine_and_without_paths_doctor_reports_it() {
     let h: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
     // The profile reads back, and carries what /proc says.
     assert!(h["glibc"].as_str().unwrap().starts_with("2."), "{h:#}");
+    // And the Python that select --host checks wheel tags against: python3's, as it says.
+    let py = std::process::Command::new("python3")
+        .args(["-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        h["python"].as_str(),
+        Some(String::from_utf8_lossy(&py.stdout).trim()),
+        "{h:#}"
+    );
+    // --python names another interpreter; one that does not run is said, not recorded.
+    let o = cudist(&[
+        "doctor",
+        "--write-host",
+        out.to_str().unwrap(),
+        "--python",
+        "/nonexistent/python",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let other: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert!(other["python"].is_null(), "{other:#}");
+    assert!(other["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n.as_str().unwrap().contains("python not recorded")));
+    let o = cudist(&["doctor", "--write-host", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     if std::path::Path::new("/sys/module/nvidia/version").exists() {
         assert!(h["driver"].is_string());
     } else {

@@ -197,6 +197,38 @@ impl Host {
             .max()
     }
 
+    /// Records the Python wheels are for (`select --host` checks their tags against it): the
+    /// `major.minor` that `python` reports, with a note saying which interpreter; a note saying
+    /// why when it cannot be run.
+    pub fn record_python(&mut self, python: &Path) {
+        let out = std::process::Command::new(python)
+            .args([
+                "-I",
+                "-c",
+                "import sys; print('%d.%d' % sys.version_info[:2])",
+            ])
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output();
+        let version = out
+            .as_ref()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .filter(|v| dotted(v));
+        match version {
+            Some(v) => {
+                self.notes
+                    .push(tame(&format!("python {v} from {}", python.display())));
+                self.python = Some(v);
+            }
+            None => self.notes.push(tame(&format!(
+                "python not recorded: {} does not run (select --host then takes any Python)",
+                python.display()
+            ))),
+        }
+    }
+
     /// Detects this machine: OS, glibc, CPU level, and the driver from `/sys/module/nvidia/version`
     /// or `/proc/driver/nvidia/version` (reading files, loading nothing). GPUs need the driver's
     /// NVML, which is opened at run time only when the driver is there.
