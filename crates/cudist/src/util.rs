@@ -61,15 +61,34 @@ pub fn progress_shown() -> bool {
     !quiet() && std::io::stderr().is_terminal()
 }
 
-/// A sign of life on stderr for work that can take more than a couple of seconds: a spinner with
-/// a message and the elapsed time, drawn at once and cleared when dropped. None when stderr is not
-/// a terminal or with `--quiet`.
-pub struct Spinner(indicatif::ProgressBar);
+/// A sign of life on stderr for work that can take more than a couple of seconds. On a terminal:
+/// a spinner with a message and the elapsed time, drawn at once and cleared when dropped. In a log
+/// (stderr not a terminal): nothing for work that ends within [`LOG_AFTER`] seconds, then a plain
+/// line saying what is being done and for how long, repeated every [`LOG_EVERY`] seconds, so a CI
+/// job that runs for minutes is seen to be working. None with `--quiet`.
+pub struct Spinner(Shown);
+
+enum Shown {
+    Bar(indicatif::ProgressBar),
+    Log {
+        message: std::sync::Arc<std::sync::Mutex<String>>,
+        stop: Option<std::sync::mpsc::Sender<()>>,
+        thread: Option<std::thread::JoinHandle<()>>,
+    },
+}
+
+/// Seconds of work before a log gets its first progress line (`CUDIST_PROGRESS_AFTER` sets it).
+pub const LOG_AFTER: u64 = 10;
+/// Seconds between a log's progress lines.
+pub const LOG_EVERY: u64 = 30;
 
 impl Spinner {
     pub fn start(message: impl Into<std::borrow::Cow<'static, str>>) -> Option<Spinner> {
-        if !progress_shown() {
+        if quiet() {
             return None;
+        }
+        if !std::io::stderr().is_terminal() {
+            return Some(Spinner(Self::log(message.into().into_owned())));
         }
         let bar = indicatif::ProgressBar::new_spinner();
         bar.set_style(
@@ -79,18 +98,57 @@ impl Spinner {
         bar.set_message(message);
         bar.tick();
         bar.enable_steady_tick(std::time::Duration::from_millis(120));
-        Some(Spinner(bar))
+        Some(Spinner(Shown::Bar(bar)))
+    }
+
+    fn log(message: String) -> Shown {
+        let after = std::env::var("CUDIST_PROGRESS_AFTER")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(LOG_AFTER);
+        let message = std::sync::Arc::new(std::sync::Mutex::new(message));
+        let (stop, rx) = std::sync::mpsc::channel::<()>();
+        let m = message.clone();
+        let started = std::time::Instant::now();
+        let thread = std::thread::spawn(move || {
+            let mut wait = std::time::Duration::from_secs(after);
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(wait) {
+                let what = m.lock().map(|m| m.clone()).unwrap_or_default();
+                eprintln!("cudist: {what} ({} s so far)", started.elapsed().as_secs());
+                wait = std::time::Duration::from_secs(LOG_EVERY);
+            }
+        });
+        Shown::Log {
+            message,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
     }
 
     /// What is being done now.
     pub fn set_message(&self, message: impl Into<std::borrow::Cow<'static, str>>) {
-        self.0.set_message(message);
+        match &self.0 {
+            Shown::Bar(b) => b.set_message(message),
+            Shown::Log { message: m, .. } => {
+                if let Ok(mut m) = m.lock() {
+                    *m = message.into().into_owned();
+                }
+            }
+        }
     }
 }
 
 impl Drop for Spinner {
     fn drop(&mut self) {
-        self.0.finish_and_clear();
+        match &mut self.0 {
+            Shown::Bar(b) => b.finish_and_clear(),
+            Shown::Log { stop, thread, .. } => {
+                drop(stop.take());
+                if let Some(t) = thread.take() {
+                    let _ = t.join();
+                }
+            }
+        }
     }
 }
 

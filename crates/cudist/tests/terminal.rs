@@ -1,6 +1,7 @@
 //! What a user at a terminal, and a CI log, sees: every command accepts `--quiet` (no progress,
 //! no report; `--json` documents still printed; the same exit code), and long work shows a sign of
-//! life on stderr only when stderr is a terminal (checked under a real pseudo-terminal).
+//! life on stderr: a spinner on a terminal (checked under a real pseudo-terminal), plain lines in
+//! a log once it runs past 10 s.
 
 mod common;
 
@@ -45,7 +46,7 @@ sys.exit(os.waitstatus_to_exitcode(status))
 }
 
 #[test]
-fn progress_shows_on_a_terminal_and_never_in_a_log() {
+fn progress_shows_on_a_terminal_and_in_a_log_only_for_long_work() {
     let fx = fixtures();
     let fx = fx.to_str().unwrap();
     // On a terminal: the spinner names the work, then the report.
@@ -57,11 +58,29 @@ fn progress_shows_on_a_terminal_and_never_in_a_log() {
     let (shown, code) = on_a_terminal(&["inspect", "--quiet", fx]);
     assert_eq!(code, 0);
     assert_eq!(shown, "", "--quiet printed something");
-    // Not a terminal (a CI log): the report, and no progress on stderr.
+    // Not a terminal (a CI log): the report, and no progress for work shorter than 10 s.
     let o = cudist(&["inspect", fx]);
     assert_eq!(o.status.code(), Some(0));
     assert!(stdout(&o).contains("Verdict"));
-    assert_eq!(stderr(&o), "", "progress written to a log");
+    assert_eq!(stderr(&o), "", "progress written to a log for short work");
+    // Longer work (here: a first line due at once) gets plain lines: what, and for how long.
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_cudist"))
+        .args(["inspect", fx])
+        .env("CUDIST_PROGRESS_AFTER", "0")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let err = stderr(&o);
+    assert!(err.starts_with("cudist: inspecting "), "{err}");
+    assert!(err.contains(" s so far)"), "{err}");
+    assert!(!err.contains('\r') && !err.contains('\u{1b}'), "{err:?}");
+    // --quiet: nothing, however long.
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_cudist"))
+        .args(["inspect", "--quiet", fx])
+        .env("CUDIST_PROGRESS_AFTER", "0")
+        .output()
+        .unwrap();
+    assert_eq!(stderr(&o), "");
 }
 
 #[test]
