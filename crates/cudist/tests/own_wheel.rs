@@ -104,6 +104,14 @@ fn the_wheel_is_small_stripped_and_fully_described() {
     // platform's certificate verifier: +1.2 MiB, issue 35).
     let size = std::fs::metadata(&wheel).unwrap().len();
     assert!(size < 7 << 20, "{size} bytes");
+    // README.md names this wheel and its size as this build makes them.
+    let shown = format!(
+        "`{}`, {:.1} MiB",
+        wheel.file_name().unwrap().to_string_lossy(),
+        size as f64 / (1 << 20) as f64
+    );
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    assert!(readme.contains(&shown), "README.md should say {shown}");
     let dist_info = format!("cudist-{}.dist-info", env!("CARGO_PKG_VERSION"));
     let meta = String::from_utf8(member(&wheel, &format!("{dist_info}/METADATA"))).unwrap();
     let (head, body) = meta.split_once("\n\n").unwrap();

@@ -263,3 +263,17 @@ fn self_contained_doc_examples_print_what_the_docs_show() {
     // The README's catalog session (lib, driver, sm) and its repair session (demo wheel, repair).
     assert!(ran >= 5, "{ran} examples ran");
 }
+
+/// The figures README.md quotes from the catalog are the catalog's.
+#[test]
+fn the_readme_counts_the_catalog_as_it_is() {
+    let o = cudist(&["catalog", "list", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let n = v["libraries"].as_array().unwrap().len();
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    assert!(
+        readme.contains(&format!("holds {n} libraries")),
+        "README.md should say the catalog holds {n} libraries"
+    );
+}
