@@ -14,6 +14,8 @@
 //!   replacements is all or nothing, and keeps each file's owner, group and mode.
 //! - **Faults of the machine are not the input's** ([`fault`]): a full disk, a read-only file
 //!   system, memory, the network or a time-out are told apart from a bad input.
+//! - **Text from an input is printable** ([`text`]): control characters escaped, long fields cut,
+//!   before a name, a URL or a profile field reaches a terminal or a report.
 //! - **Bounded unpacking** ([`limits`]): how many bytes an archive may unpack to, and how much of
 //!   it may sit in memory at once, whatever the number of cores.
 //!
@@ -25,6 +27,7 @@ pub mod fault;
 pub mod inner;
 pub mod limits;
 pub mod read;
+pub mod text;
 pub mod unpack;
 pub mod write;
 
@@ -35,6 +38,7 @@ pub use read::{
     copy_exact, open_regular, read_bounded, unpack_exact, ReadError, UnpackError, Unpacked,
     SMALL_FILE,
 };
+pub use text::printable;
 pub use unpack::{ExtractError, Unpacker};
 pub use write::{
     remove_live, scratch_dir, set_sweep_reporter, sweep, write_atomic, AtomicFile, Batch,

@@ -454,22 +454,9 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Text from an input made safe to print: control characters written as `\u{..}` escapes, and
-/// cut to 512 characters.
+/// A URL from an input made safe to print ([`cudist_fs::printable`]), cut to 512 characters.
 fn escape(s: &str) -> String {
-    let mut out = String::new();
-    for (n, c) in s.chars().enumerate() {
-        if n == 512 {
-            out.push('…');
-            break;
-        }
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    cudist_fs::printable(s, 512)
 }
 
 /// How long any one request may take, in all (connect, headers, body): a server that drips or

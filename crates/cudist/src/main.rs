@@ -27,6 +27,9 @@ use util::outln;
 
 use util::EXIT_INPUT;
 
+/// The help heading of the options every command takes, apart from each command's own.
+const SHARED_OPTIONS: &str = "Options every command takes";
+
 #[derive(Parser)]
 #[command(
     name = "cudist",
@@ -40,7 +43,7 @@ struct Cli {
         long = "catalog",
         value_name = "FILE",
         global = true,
-        help_heading = "Options every command takes"
+        help_heading = SHARED_OPTIONS
     )]
     catalogs: Vec<PathBuf>,
 
@@ -51,7 +54,7 @@ struct Cli {
         value_name = "SIZE",
         global = true,
         value_parser = parse_size,
-        help_heading = "Options every command takes"
+        help_heading = SHARED_OPTIONS
     )]
     max_unpacked: Option<u64>,
 
@@ -62,7 +65,7 @@ struct Cli {
         value_name = "SIZE",
         global = true,
         value_parser = parse_size,
-        help_heading = "Options every command takes"
+        help_heading = SHARED_OPTIONS
     )]
     max_memory: Option<u64>,
 
@@ -72,7 +75,7 @@ struct Cli {
         long,
         short,
         global = true,
-        help_heading = "Options every command takes"
+        help_heading = SHARED_OPTIONS
     )]
     quiet: bool,
 
@@ -172,11 +175,11 @@ fn main() -> ExitCode {
     };
     on_signals();
     cudist_fs::set_sweep_reporter(|dir, names| {
-        // The names are cudist's own pattern, but their middle comes from a file name: escaped.
-        let names: Vec<String> = names.iter().map(|n| n.escape_debug().to_string()).collect();
+        // The names are cudist's own pattern, but their middle comes from a file name.
+        let names: Vec<String> = names.iter().map(|n| cudist_fs::printable(n, 255)).collect();
         eprintln!(
             "note: removed what an interrupted cudist run left in {}: {}",
-            dir.display().to_string().escape_debug(),
+            cudist_fs::printable(&dir.display().to_string(), 4096),
             names.join(", ")
         );
     });

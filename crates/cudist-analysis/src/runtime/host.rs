@@ -281,8 +281,7 @@ pub const TEXT_MAX: usize = 200;
 /// The most notes of a profile kept.
 pub const NOTES_MAX: usize = 64;
 
-/// Free text fit for a terminal: control characters as `\u{1b}`, cut to [`TEXT_MAX`]
-/// characters (with `…` and how many were cut).
+/// Free text fit for a terminal ([`cudist_fs::printable`]), cut to [`TEXT_MAX`] characters.
 ///
 /// ```
 /// use cudist_analysis::runtime::host::tame;
@@ -290,22 +289,7 @@ pub const NOTES_MAX: usize = 64;
 /// assert!(tame(&"x".repeat(10_000)).ends_with("… (9800 more characters)"));
 /// ```
 pub fn tame(s: &str) -> String {
-    let mut out = String::new();
-    for (n, c) in s.chars().enumerate() {
-        if n == TEXT_MAX {
-            out.push_str(&format!(
-                "… ({} more characters)",
-                s.chars().count() - TEXT_MAX
-            ));
-            break;
-        }
-        if c.is_control() {
-            out.extend(c.escape_unicode());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    cudist_fs::printable(s, TEXT_MAX)
 }
 
 /// A version as profiles write them: numbers joined by dots (`2.39`, `570.26.02`), at most 32
