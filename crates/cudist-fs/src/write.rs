@@ -53,26 +53,19 @@ fn temp_beside(dest: &Path) -> io::Result<(NamedTempFile, Live)> {
         // set by the caller.
         .permissions(std::fs::Permissions::from_mode(0o666))
         .tempfile_in(dir)?;
-    lock(tmp.as_file());
+    try_lock(tmp.as_file());
     let live = Live::register(tmp.path());
     Ok((tmp, live))
 }
 
 /// Takes the exclusive lock that marks a temporary as alive (released by the kernel when its
-/// process ends, however it ends). A file system without `flock` leaves it unmarked: then only its
-/// age protects it from [`sweep`], which such a file system's leftovers never pass anyway.
-fn lock(f: &File) {
+/// process ends, however it ends); false when another open file holds it. Its maker takes it at
+/// once; [`sweep`] takes it to learn that no live process holds a leftover. A file system without
+/// `flock` leaves temporaries unmarked: then only their age protects them from [`sweep`], which
+/// such a file system's leftovers never pass anyway.
+fn try_lock(f: &File) -> bool {
     use std::os::fd::AsRawFd;
     // SAFETY: flock on a descriptor this process owns; no memory is passed.
-    unsafe {
-        libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB);
-    }
-}
-
-/// Whether no process holds the lock of this open temporary (taking it if so).
-fn unlocked(f: &File) -> bool {
-    use std::os::fd::AsRawFd;
-    // SAFETY: as in `lock`.
     unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
 }
 
@@ -216,7 +209,7 @@ pub fn sweep(dir: &Path) -> Vec<String> {
         else {
             continue;
         };
-        if !unlocked(&f) {
+        if !try_lock(&f) {
             continue;
         }
         let gone = if is_dir {
@@ -314,7 +307,7 @@ pub fn scratch_dir(parent: &Path, label: &str) -> io::Result<ScratchDir> {
         .rand_bytes(6)
         .tempdir_in(parent)?;
     let held = File::open(dir.path())?;
-    lock(&held);
+    try_lock(&held);
     let live = Live::register(dir.path());
     Ok(ScratchDir {
         _live: live,
@@ -633,7 +626,7 @@ mod tests {
         // Made just now: spared whatever its lock says.
         std::fs::write(p(".young.abcdef.cudist-tmp"), "").unwrap();
         let held = File::open(p(".held.q1w2e3.cudist-tmp")).unwrap();
-        lock(&held);
+        assert!(try_lock(&held));
         let mut removed = sweep(d.path());
         removed.sort();
         assert_eq!(
