@@ -508,6 +508,8 @@ pub fn scan_wheel_front(
     let mut read = FrontRead::default();
     let mut elfs = Vec::new();
     let mut problems = Vec::new();
+    // The device rows one member may have: its ELF file's share of the memory budget.
+    let max_rows = crate::device::max_rows();
     for m in members
         .iter()
         .filter(|m| !m.is_dir && m.size >= 52 && shared_library_name(&m.name))
@@ -574,7 +576,7 @@ pub fn scan_wheel_front(
                     crate::device::push_device_entries(e, &mut device);
                 }
                 seen = s.entries().len();
-                if device.len() > crate::device::max_rows() {
+                if device.len() > max_rows {
                     too_many = true;
                     return false;
                 }
@@ -610,12 +612,11 @@ pub fn scan_wheel_front(
         };
         read.members_read += 1;
         if too_many {
-            let limit = crate::device::max_rows();
             problems.push(InputError {
                 path: m.name.clone(),
                 error: format!(
                     "its device code: {}",
-                    cudist_fatbin::FatbinError::TooManyEntries { limit }
+                    cudist_fatbin::FatbinError::TooManyEntries { limit: max_rows }
                 ),
                 hint: None,
             });
