@@ -163,13 +163,7 @@ fn a_file_truncated_while_mapped_is_reported_not_a_crash() {
     c.extend_from_slice(&[1, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
     std::fs::write(&header, c).unwrap();
     let big = work.path().join("libbig-fat.so");
-    let st = Command::new("objcopy")
-        .arg(format!("--add-section=.nv_fatbin={}", header.display()))
-        .arg(&lib)
-        .arg(&big)
-        .status()
-        .unwrap();
-    assert!(st.success());
+    with_fatbin_section(&lib, &header, &big);
     python(
         "import struct, sys\n\
          p = sys.argv[1]\n\

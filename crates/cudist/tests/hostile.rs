@@ -477,13 +477,7 @@ fn hostile_wheels() {
         &[fat_bin.to_str().unwrap()],
     );
     let libfat = sb.p("tmp/libfat.so");
-    let st = Command::new("objcopy")
-        .arg(format!("--add-section=.nv_fatbin={}", fat_bin.display()))
-        .arg(&so_path)
-        .arg(&libfat)
-        .status()
-        .unwrap();
-    assert!(st.success());
+    with_fatbin_section(Path::new(&so_path), &fat_bin, &libfat);
     let many = sb.s("in/many-1.0-py3-none-any.whl");
     wheel_py(
         "wheel(sys.argv[1], [('many/libfat.so', open(sys.argv[2], 'rb').read())], dist='many')",

@@ -233,6 +233,18 @@ pub fn fake_lib(dir: &Path, file: &str, soname: &str, symbol: &str) -> PathBuf {
     )
 }
 
+/// `lib` copied to `out` with a `.nv_fatbin` section holding the bytes of `section` (objcopy from
+/// binutils, which gcc uses): a device-code section of any content, for hostile cases.
+pub fn with_fatbin_section(lib: &Path, section: &Path, out: &Path) {
+    let st = Command::new("objcopy")
+        .arg(format!("--add-section=.nv_fatbin={}", section.display()))
+        .arg(lib)
+        .arg(out)
+        .status()
+        .expect("objcopy");
+    assert!(st.success(), "objcopy --add-section");
+}
+
 /// Writes a wheel with the given members (name, bytes) plus METADATA, WHEEL and a true RECORD.
 pub fn write_wheel(path: &Path, dist: &str, requires: &[&str], members: &[(&str, Vec<u8>)]) {
     write_wheel_version(path, dist, "1.0", requires, members)
