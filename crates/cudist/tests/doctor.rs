@@ -2515,3 +2515,179 @@ fn the_libraries_of_one_missing_wheel_are_one_line() {
         "{reasons:#?}"
     );
 }
+
+/// A load the real import makes and that fails while the import goes on (the package catches
+/// the error, as a torch extension loader does for a `_C.so` built for another CUDA major) is a
+/// failure on first use, named once with its error and the fix, whatever the model read of the
+/// code; a candidate that fails before another name of the same library loads (`.13`, then
+/// `.12`) is no failure. Checked against the real import and a real use.
+#[test]
+fn a_load_that_fails_while_the_import_goes_on_fails_on_first_use() {
+    let work = tempfile::tempdir().unwrap();
+    let build = work.path().join("build");
+    std::fs::create_dir_all(&build).unwrap();
+    // `_C.so` needs a libcudart.so.12 that is not installed.
+    fake_lib(&build, "libcudart.so.12", "libcudart.so.12", "cudaMalloc");
+    let ext = gcc_shared(
+        &build,
+        "_C.so",
+        None,
+        "int cudaMalloc(void *);\nint ext_alloc(void) { return cudaMalloc(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", build.display()),
+            "-l:libcudart.so.12",
+        ],
+    );
+    // A library found among candidates: only the second name exists.
+    let hidden = work.path().join("hidden");
+    fake_lib(&hidden, "libnvrtc.so.12", "libnvrtc.so.12", "nvrtcVersion");
+    let init = format!(
+        "import ctypes, os, warnings\n\
+         _here = os.path.dirname(__file__)\n\
+         def _load(path):\n    return ctypes.CDLL(path)\n\
+         try:\n    _load(os.path.join(_here, '_C.so'))\n\
+         except OSError as e:\n    warnings.warn(f'extension not loaded: {{e}}')\n\
+         for _n in ('libnvrtc.so.13', 'libnvrtc.so.12'):\n    \
+         try:\n        ctypes.CDLL(os.path.join({hidden:?}, _n))\n        break\n    \
+         except OSError:\n        pass\n\
+         try:\n    ctypes.CDLL('libcuf' + 'ft.so.11')\n\
+         except OSError:\n    pass\n\
+         def alloc():\n    return _load(os.path.join(_here, '_C.so')).ext_alloc()\n",
+        hidden = hidden.display().to_string()
+    );
+    let (python, site) = venv_with(&work.path().join("venv"), &[("lazyext/__init__.py", &init)]);
+    std::fs::copy(&ext, site.join("lazyext/_C.so")).unwrap();
+    // Reality: the import works, the use fails on the missing library.
+    imports_then_fails_on_use(
+        &python,
+        "lazyext",
+        "import lazyext; lazyext.alloc()",
+        "libcudart.so.12",
+    );
+    let (code, v) = doctor_import("lazyext", &python);
+    assert_eq!(v["imports_run"][0]["ok"], true, "{v:#}");
+    let calls = v["imports_run"][0]["dlopens"].as_array().unwrap();
+    let failed: Vec<&Value> = calls.iter().filter(|c| !c["error"].is_null()).collect();
+    assert_eq!(failed.len(), 3, "{v:#}");
+    assert!(
+        failed[0]["name"]
+            .as_str()
+            .unwrap()
+            .ends_with("lazyext/_C.so")
+            && failed[0]["error"]
+                .as_str()
+                .unwrap()
+                .starts_with("libcudart.so.12: cannot open shared object file"),
+        "{v:#}"
+    );
+    assert_eq!(v["verdict"]["status"], "will-fail-when-loaded", "{v:#}");
+    assert_eq!(code, Some(0), "{v:#}");
+    let reasons = reasons_of(&v);
+    let cudart: Vec<&&str> = reasons
+        .iter()
+        .filter(|r| r.contains("libcudart.so.12"))
+        .collect();
+    assert_eq!(cudart.len(), 1, "one root cause, one line: {reasons:#?}");
+    assert!(cudart[0].contains("went on without it"), "{reasons:#?}");
+    assert!(
+        v["files"]
+            .to_string()
+            .contains("install nvidia-cuda-runtime-cu12"),
+        "{v:#}"
+    );
+    // A load the model cannot read (a name built at run time) is judged by what happened.
+    let cufft: Vec<&&str> = reasons
+        .iter()
+        .filter(|r| r.contains("libcufft.so.11"))
+        .collect();
+    assert_eq!(cufft.len(), 1, "{reasons:#?}");
+    assert!(
+        cufft[0].contains("failed during import lazyext")
+            && cufft[0].contains("went on without it")
+            && cufft[0].contains("install nvidia-cufft-cu12"),
+        "{reasons:#?}"
+    );
+    assert!(
+        v["disagreements"].as_array().unwrap().iter().any(|d| d
+            .as_str()
+            .unwrap()
+            .contains("load of libcufft.so.11 failed")),
+        "{v:#}"
+    );
+    // The failed candidate before the loaded one is not a failure.
+    assert!(
+        !reasons.iter().any(|r| r.contains("libnvrtc.so.13")),
+        "{reasons:#?}"
+    );
+    assert_eq!(
+        doctor_import_with("lazyext", &python, &["--strict"]).0,
+        Some(1)
+    );
+}
+
+/// A module another package's import loads by a name built at run time
+/// (`import_module(f'{pkg}._versions')`, as JAX imports its CUDA plugins) is not in the model's
+/// graph; the real import maps it, and doctor judges it with the package: what it opens on
+/// first use (here a `dlopen` of a missing cuBLAS) is a failure on first use. Checked against a
+/// real use.
+#[test]
+fn a_file_the_real_import_loads_from_a_package_the_model_did_not_follow_is_judged() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[
+            (
+                "hostpkg/__init__.py",
+                "import importlib\n_versions = importlib.import_module(''.join(reversed('deggulp')) + '._versions')\n",
+            ),
+            ("plugged/__init__.py", ""),
+        ],
+    );
+    let module = install_extension(
+        work.path(),
+        &python,
+        &site.join("plugged"),
+        "_versions",
+        "void *dlopen(const char *, int);\nchar *dlerror(void);\n\
+         const char *load_blas(void) { return dlopen(\"libcublas.so.12\", 2) ? 0 : dlerror(); }",
+        "",
+        &[],
+    );
+    imports_then_fails_on_use(
+        &python,
+        "hostpkg",
+        "import ctypes, hostpkg\nl = ctypes.CDLL(hostpkg._versions.__file__)\nl.load_blas.restype = ctypes.c_char_p\ne = l.load_blas()\nassert e is None, e",
+        "libcublas.so.12",
+    );
+    let (code, v) = doctor_import("hostpkg", &python);
+    assert_eq!(v["imports_run"][0]["ok"], true, "{v:#}");
+    let judged: Vec<&str> = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert!(
+        judged.iter().any(
+            |p| p.ends_with("plugged/_versions.cpython-311-x86_64-linux-gnu.so")
+                || std::path::Path::new(p) == module
+        ),
+        "{judged:#?}"
+    );
+    assert_eq!(v["verdict"]["status"], "will-fail-when-loaded", "{v:#}");
+    assert_eq!(code, Some(0));
+    assert!(
+        reasons_of(&v)
+            .iter()
+            .any(|r| r.contains("libcublas.so.12") && r.contains("first use")),
+        "{v:#}"
+    );
+    assert!(
+        v["disagreements"].as_array().unwrap().iter().any(|d| d
+            .as_str()
+            .unwrap()
+            .contains("of packages the model did not follow")),
+        "{v:#}"
+    );
+}

@@ -215,6 +215,19 @@ impl Verdict {
         self.statuses.insert(0, self.status);
     }
 
+    /// Whether a reason at `status` or worse, or such a cause not yet made a line, names `what`
+    /// (a library).
+    fn says_at(&self, status: Status, what: &str) -> bool {
+        self.reasons
+            .iter()
+            .zip(&self.statuses)
+            .any(|(r, s)| *s >= status && r.contains(what))
+            || self
+                .causes
+                .iter()
+                .any(|c| c.status >= status && (c.key.contains(what) || c.several.contains(what)))
+    }
+
     /// Adds another verdict's reasons (one file's, to the whole report's).
     fn merge(&mut self, other: Verdict) {
         for (r, s) in other.reasons.into_iter().zip(other.statuses) {
@@ -2445,6 +2458,52 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     // same files: each is checked once.
     let mut listed: std::collections::HashSet<PathBuf> = Default::default();
     files.retain(|f| listed.insert(f.clone()));
+    // The files of other packages that the real import loaded, which the model did not follow
+    // (a module imported by a name built at run time: `import_module(f'{pkg}._versions')`):
+    // judged with the package, as loaded at import, so that what they load on first use is.
+    // The libraries the catalog knows (a CUDA wheel's, the system's) are judged as what the
+    // files need, not as files of their own.
+    let canonical_listed: std::collections::HashSet<PathBuf> = files
+        .iter()
+        .filter_map(|f| std::fs::canonicalize(f).ok())
+        .collect();
+    let sites: Vec<&Path> = imports
+        .iter()
+        .filter_map(|(name, dir)| site_of_import(name, dir))
+        .collect();
+    let mut followed: std::collections::BTreeMap<&str, Vec<PathBuf>> = Default::default();
+    for t in report.imports_run.iter().filter(|t| t.ok) {
+        for l in &t.loaded {
+            let known = l
+                .soname
+                .as_deref()
+                .is_some_and(|so| !matches!(catalog.classify(so), SonameClass::Other));
+            let in_site = sites.iter().any(|s| l.path.starts_with(s));
+            let canon = std::fs::canonicalize(&l.path).unwrap_or_else(|_| l.path.clone());
+            if known
+                || !in_site
+                || canonical_listed.contains(&canon)
+                || !listed.insert(l.path.clone())
+            {
+                continue;
+            }
+            files.push(l.path.clone());
+            followed.entry(&t.module).or_default().push(l.path.clone());
+        }
+    }
+    for (module, found) in &followed {
+        let shown: Vec<String> = found
+            .iter()
+            .take(3)
+            .map(|p| p.display().to_string())
+            .collect();
+        disagreements.push(format!(
+            "import {module}: the real import loaded {} file(s) of packages the model did not follow ({}{}): judged with it, as loaded at import",
+            found.len(),
+            shown.join(", "),
+            if found.len() > 3 { format!(" and {} more", found.len() - 3) } else { String::new() }
+        ));
+    }
     if files.is_empty()
         && args.paths.is_empty()
         && !(report.imports_run.is_empty() && report.runtime_loads.is_empty())
@@ -2549,6 +2608,18 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                     why: Some("the real import loaded it".into()),
                 };
             }
+        } else if let Some(at) = t.failed_load_of(f) {
+            // The import tried it, the load failed, and the package went on without it: what
+            // uses it fails, not the import.
+            if placed.tier == crate::loads::Tier::Import {
+                moved.entry(name).or_default().0.push(short);
+            }
+            *placed = crate::loads::Placed {
+                tier: crate::loads::Tier::OnDemand,
+                why: Some(format!(
+                    "the real import tried to load it at {at}, and went on without it when that failed"
+                )),
+            };
         } else if placed.tier == crate::loads::Tier::Import {
             moved.entry(name).or_default().0.push(short);
             *placed = crate::loads::Placed {
@@ -2663,7 +2734,84 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         report.files.push(file);
         disagreements.extend(disagree);
     }
+    failed_at_import(&mut report, catalog, &mut disagreements);
     Ok(conclude(report, disagreements))
+}
+
+/// The library a glibc loader error names as not found (`libcudart.so.12: cannot open shared
+/// object file: …`): the file asked for, or one it needs.
+fn not_found_in(error: &str) -> Option<&str> {
+    let name = error.split(": cannot open shared object file").next()?;
+    (name.len() < error.len() && !name.is_empty()).then(|| name.rsplit('/').next().unwrap_or(name))
+}
+
+/// Loads the real import made that failed while the import went on (the package caught the
+/// error): a guarded `ctypes` load through cuda-pathfinder, a torch extension built for another
+/// CUDA major that `torch.ops.load_library` cannot open. What uses the library fails on first
+/// use. A failed candidate is no failure when the same library was loaded by another name or
+/// path (a loader trying `libnvrtc.so.13`, then `.12`); another GPU vendor's runtime tried on
+/// this machine is that vendor's build.
+fn failed_at_import(report: &mut Report, catalog: &Catalog, disagreements: &mut Vec<String>) {
+    let library_of = |name: &str| match catalog.classify(name) {
+        SonameClass::Toolkit(m) | SonameClass::External(m) => Some(m.library.id.clone()),
+        _ => None,
+    };
+    let file_name = |n: &str| n.rsplit('/').next().unwrap_or(n).to_string();
+    for t in report.imports_run.iter().filter(|t| t.ok) {
+        for d in &t.dlopens {
+            let (Some(name), Some(error)) = (d.name.as_deref(), d.error.as_deref()) else {
+                continue;
+            };
+            let base = file_name(name);
+            let id = library_of(&base);
+            let loaded_otherwise = t.loaded_as(name).is_some()
+                || t.loaded_as(&base).is_some()
+                || t.dlopens.iter().any(|o| {
+                    o.loaded.is_some()
+                        && o.name
+                            .as_deref()
+                            .map(file_name)
+                            .is_some_and(|n| n == base || (id.is_some() && library_of(&n) == id))
+                })
+                || (id.is_some()
+                    && t.loaded
+                        .iter()
+                        .any(|l| l.soname.as_deref().and_then(library_of) == id));
+            let missing = not_found_in(error).unwrap_or(&base).to_string();
+            if loaded_otherwise || matches!(catalog.classify(&missing), SonameClass::Vendor(_)) {
+                continue;
+            }
+            let at = d
+                .frames
+                .first()
+                .cloned()
+                .unwrap_or_else(|| t.module.clone());
+            let fix = fix_for(&missing, Path::new(name), &[], None, catalog)
+                .map(|x| format!(" (fix: {x})"))
+                .unwrap_or_default();
+            // The model already says it fails (one root cause, one line).
+            if report.verdict.says_at(Status::WillFailWhenLoaded, &missing) {
+                continue;
+            }
+            disagreements.push(format!(
+                "import {}: the real import's load of {name} failed ({error}) and the import went on; the model of its files had no failure for it",
+                t.module
+            ));
+            report.verdict.add_cause(
+                Status::WillFailWhenLoaded,
+                format!("missing {missing}"),
+                at.clone(),
+                format!(
+                    "{at}: the load of {name} failed during import {} ({error}); the import went on without it, and what uses it fails on first use{fix}",
+                    t.module
+                ),
+                format!(
+                    "loads of {missing} failed during import {} ({error}); the import went on without it, and what uses it fails on first use{fix}",
+                    t.module
+                ),
+            );
+        }
+    }
 }
 
 /// The verdict made whole: one line per root cause, and the real import's failure leading.

@@ -39,18 +39,44 @@ _out = os.fdopen(os.dup(1), 'w')
 os.dup2(2, 1)
 _name, _max = sys.argv[1], int(sys.argv[2])
 _events = []
+_own = set()
 def _frames():
     f, out = sys._getframe(2), []
     while f is not None and len(out) < 6:
         fn = f.f_code.co_filename
-        if not (fn.endswith(os.sep + 'ctypes' + os.sep + '__init__.py') or fn.startswith('<frozen')):
+        if not (fn.endswith(os.sep + 'ctypes' + os.sep + '__init__.py') or fn.startswith('<frozen')
+                or f.f_code in _own):
             out.append([fn, f.f_lineno])
         f = f.f_back
     return out
 def _hook(ev, args):
     if ev == 'ctypes.dlopen' and len(_events) < _max:
         _events.append({'name': None if not args or args[0] is None else str(args[0]), 'frames': _frames()})
+# ctypes is imported before the hook: its own `PyDLL(None)` is not the package's.
+import ctypes as _ct
 sys.addaudithook(_hook)
+# ctypes' CDLL opens through the module's `_dlopen`: wrapped, a load that fails records its error
+# (a package that catches the OSError goes on without the library), and a probe with RTLD_NOLOAD
+# (is it loaded already?) is marked as one, since it loads nothing.
+_real_dlopen = _ct._dlopen
+def _dlopen(name, mode=_ct.DEFAULT_MODE, *rest):
+    n = len(_events)
+    def mark(key, value):
+        # The audit event of this call, raised inside the real dlopen.
+        if len(_events) > n:
+            _events[n][key] = value
+    if mode & getattr(os, 'RTLD_NOLOAD', 4):
+        try:
+            return _real_dlopen(name, mode, *rest)
+        finally:
+            mark('probe', True)
+    try:
+        return _real_dlopen(name, mode, *rest)
+    except OSError as e:
+        mark('error', str(e)[:1000])
+        raise
+_ct._dlopen = _dlopen
+_own.add(_dlopen.__code__)
 def _maps():
     seen, out = set(), []
     try:
@@ -130,12 +156,20 @@ pub struct DlopenCall {
     /// The object it loaded, when the process mapped one of that name or path; none: the load
     /// failed (and the import went on without it) or named something mapped before the import.
     pub loaded: Option<PathBuf>,
+    /// The error of a load that failed (`libcudart.so.12: cannot open shared object file: No
+    /// such file or directory`), as ctypes raised it; the package caught it when the import
+    /// went on.
+    pub error: Option<String>,
 }
 
 #[derive(serde::Deserialize)]
 struct RawEvent {
     name: Option<String>,
     frames: Vec<(String, u64)>,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    probe: bool,
 }
 
 #[derive(serde::Deserialize)]
@@ -365,7 +399,8 @@ pub fn finish(mut s: Started) -> Result<ImportTrace> {
             by: None,
         })
         .collect();
-    for e in raw.dlopens {
+    // A probe (RTLD_NOLOAD: is it loaded already?) loads nothing, whatever it answers.
+    for e in raw.dlopens.into_iter().filter(|e| !e.probe) {
         let loaded = e
             .name
             .as_deref()
@@ -379,6 +414,7 @@ pub fn finish(mut s: Started) -> Result<ImportTrace> {
                 .map(|(f, l)| format!("{f}:{l}"))
                 .collect(),
             loaded,
+            error: e.error,
         });
     }
     for l in &mut trace.loaded {
@@ -424,6 +460,28 @@ impl ImportTrace {
         self.loaded
             .iter()
             .find(|l| l.path == path || (canon.is_some() && l.canonical == canon))
+    }
+
+    /// Where the import tried to load `path` by its path and failed (`pkg/__init__.py:6`, or the
+    /// module when no frame was recorded): the package caught the error.
+    pub fn failed_load_of(&self, path: &Path) -> Option<String> {
+        let canon = std::fs::canonicalize(path).ok();
+        self.dlopens
+            .iter()
+            .filter(|d| d.error.is_some())
+            .find(|d| {
+                d.name.as_deref().is_some_and(|n| {
+                    n.contains('/')
+                        && (Path::new(n) == path
+                            || (canon.is_some() && std::fs::canonicalize(n).ok() == canon))
+                })
+            })
+            .map(|d| {
+                d.frames
+                    .first()
+                    .cloned()
+                    .unwrap_or_else(|| self.module.clone())
+            })
     }
 
     /// The object the import left loaded under this SONAME or file name: a later dlopen of the
