@@ -332,7 +332,9 @@ pub fn analyse_front(
 
 /// The catalog library a trampoline table is named for: Implib.so calls the table of `libX.so.N`
 /// `_libX_so_N_tramp_table` by default, and TSL/XLA name theirs `_X_tramp_table`
-/// (`_cublas_tramp_table`).
+/// (`_cublas_tramp_table`), by the library rather than its file where the two differ
+/// (`_nvshmem_tramp_table` for `libnvshmem_host.so.3`): the file's stem first, else the
+/// library's name.
 fn trampoline_library<'c>(
     symbol: &str,
     catalog: &'c Catalog,
@@ -350,7 +352,16 @@ fn trampoline_library<'c>(
         _ => name,
     };
     let stem = format!("lib{name}");
-    catalog.libraries.iter().find(|l| l.stem == stem)
+    catalog
+        .libraries
+        .iter()
+        .find(|l| l.stem == stem)
+        .or_else(|| {
+            catalog
+                .libraries
+                .iter()
+                .find(|l| l.id.eq_ignore_ascii_case(name))
+        })
 }
 
 /// The CUDA libraries a file loads itself on the first call into them. Two shapes, both the

@@ -21,14 +21,17 @@ int cublasCreate_v2(void *p) {\n\
 }\n";
 
 /// A trampoline table as Implib.so generates it (TSL/XLA name theirs `_X_tramp_table`), beside a
-/// cuSPARSE entry point that jumps through it: `dir/libtramp.so`.
+/// cuSPARSE entry point that jumps through it: `dir/libtramp.so`. A second table is named for
+/// the library, not its file (XLA's `_nvshmem_tramp_table` for `libnvshmem_host.so.3`).
 fn tramp_lib(dir: &std::path::Path) -> std::path::PathBuf {
     gcc_shared(
         dir,
         "libtramp.so",
         Some("libtramp.so"),
         "void *_cusparse_tramp_table[2];\n\
-         int cusparseCreate(void *p) { return ((int (*)(void *))_cusparse_tramp_table[0])(p); }\n",
+         void *_nvshmem_tramp_table[2];\n\
+         int cusparseCreate(void *p) { return ((int (*)(void *))_cusparse_tramp_table[0])(p); }\n\
+         int nvshmem_init(void) { return ((int (*)(void))_nvshmem_tramp_table[0])(); }\n",
         &[],
     )
 }
@@ -84,7 +87,13 @@ fn stubs_and_trampolines_are_lazy_loads_not_static_linking() {
     assert_eq!(stub_f["lazy_loads"][0]["soname"], "libcublas.so.12");
     let tramp_f = file("libtramp.so");
     assert_eq!(tramp_f["static_cuda"], serde_json::json!([]), "{tramp_f:#}");
-    assert_eq!(tramp_f["lazy_loads"][0]["library"], "cusparse");
+    let lazy: Vec<&str> = tramp_f["lazy_loads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["library"].as_str().unwrap())
+        .collect();
+    assert_eq!(lazy, ["cusparse", "nvshmem"], "{tramp_f:#}");
     assert!(tramp_f["lazy_loads"][0]["evidence"]
         .as_str()
         .unwrap()
