@@ -2691,3 +2691,50 @@ fn a_file_the_real_import_loads_from_a_package_the_model_did_not_follow_is_judge
         "{v:#}"
     );
 }
+
+/// A native `dlopen` of a CUDA library's linker name (`dlopen("libnvrtc.so")`, slangpy's shape)
+/// asks for that name, which CUDA wheels never install: doctor checks that name, not the
+/// SONAME of a major, fails its first use where it is not found and says why; where the file's
+/// search path reaches a development link, it loads. Checked against the real call.
+#[test]
+fn a_native_dlopen_of_a_linker_name_is_checked_by_that_name() {
+    let work = tempfile::tempdir().unwrap();
+    let init = "import ctypes, os\n_l = ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'libslang_like.so'))\n";
+    let (python, site) = venv_with(&work.path().join("venv"), &[("lnpkg/__init__.py", init)]);
+    let pkg = site.join("lnpkg");
+    gcc_shared(
+        &pkg,
+        "libslang_like.so",
+        None,
+        "#include <dlfcn.h>\nconst char *load_nvrtc(void) { return dlopen(\"libnvrtc.so\", RTLD_NOW) ? 0 : dlerror(); }\n",
+        &["-Wl,-rpath,$ORIGIN"],
+    );
+    let use_code = "import lnpkg, ctypes\nf = lnpkg._l.load_nvrtc\nf.restype = ctypes.c_char_p\ne = f()\nassert e is None, e";
+    imports_then_fails_on_use(&python, "lnpkg", use_code, "libnvrtc.so");
+    let (code, v) = doctor_import("lnpkg", &python);
+    assert_eq!(v["verdict"]["status"], "will-fail-when-loaded", "{v:#}");
+    assert_eq!(code, Some(0));
+    let reasons = reasons_of(&v);
+    assert!(
+        reasons.iter().any(|r| r.contains("dlopen(libnvrtc.so)")
+            && r.contains("first use")
+            && r.contains("only a CUDA toolkit's development files have it")),
+        "{reasons:#?}"
+    );
+    // A development link where the file's RUNPATH looks: the call loads, and doctor agrees.
+    fake_lib(&pkg, "libnvrtc.so", "libnvrtc.so.12", "nvrtcVersion");
+    let o = std::process::Command::new(&python)
+        .args(["-c", use_code])
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (code, v) = doctor_import("lnpkg", &python);
+    assert_eq!(code, Some(0));
+    assert!(
+        !reasons_of(&v)
+            .iter()
+            .any(|r| r.contains("dlopen(libnvrtc.so)")),
+        "{v:#}"
+    );
+}

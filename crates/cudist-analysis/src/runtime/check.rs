@@ -408,7 +408,18 @@ fn fix_for(
         SonameClass::System(_) => Some(format!(
             "{name} is a system library; install it with the system's package manager"
         )),
-        SonameClass::Other => None,
+        SonameClass::Other => {
+            // A CUDA library's linker name: only a toolkit's development files have it.
+            let lib = catalog.library_by_linker_name(name)?;
+            let wheels = match lib.newest_wheel_soname(major) {
+                Some((so, pip)) => format!("{pip} installs {so}, not this name"),
+                None => "CUDA wheels install SONAMEs, not this name".to_string(),
+            };
+            Some(format!(
+                "{name} is the linker name of {}: {wheels}; only a CUDA toolkit's development files have it (load the SONAME instead, or install those files)",
+                lib.id
+            ))
+        }
     }
 }
 
@@ -972,7 +983,14 @@ fn scan_lazy(path: &Path, catalog: &Catalog) -> LazyFound {
     let loads = crate::analyse::lazy_loads(&elf, &tables, &rodata, catalog)
         .0
         .into_iter()
-        .map(|l| (l.library, l.soname, l.alternatives))
+        // A load by a linker name (`dlopen("libnvrtc.so")`) asks for that name, whatever
+        // SONAME the major has.
+        .map(|l| {
+            let linker = l
+                .written
+                .filter(|w| l.soname.is_none() && w.ends_with(".so"));
+            (l.library, l.soname.or(linker), l.alternatives)
+        })
         .collect();
     let mut majors: Vec<u32> = elf
         .rpath
