@@ -2738,3 +2738,139 @@ fn a_native_dlopen_of_a_linker_name_is_checked_by_that_name() {
         "{v:#}"
     );
 }
+
+/// A plugin directory native code scans at import (OpenMM's `OpenMM.libs/lib/plugins`, which
+/// other distributions install their CUDA plugins into) is judged whole: the real import maps
+/// the plugins that load; the others sit beside them and are judged as loaded on demand, each
+/// with the sibling the directory's loader loads first (a plugin without a search path to
+/// `libPlugCUDA.so` gets it, and the cuFFT it brings). With cuFFT taken away, the CUDA plugins
+/// do not load while the import works, and doctor names cuFFT. Checked against the process's
+/// own list of mapped objects.
+#[test]
+fn a_plugin_directory_the_import_scans_is_judged_whole() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[(
+            "plugmgr/__init__.py",
+            "import os\nos.environ['PLUGDIR'] = os.path.join(os.path.dirname(__file__), '..', 'plug.libs', 'plugins')\nfrom . import _core\n",
+        )],
+    );
+    install_extension(
+        work.path(),
+        &python,
+        &site.join("plugmgr"),
+        "_core",
+        "#include <dlfcn.h>\n#include <dirent.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\
+         static void load_dir(const char *d) {\n\
+           for (int pass = 0; pass < 3; pass++) {\n\
+             DIR *dir = opendir(d); struct dirent *e; char p[4096];\n\
+             while (dir && (e = readdir(dir))) {\n\
+               if (!strstr(e->d_name, \".so\")) continue;\n\
+               snprintf(p, sizeof p, \"%s/%s\", d, e->d_name);\n\
+               dlopen(p, RTLD_NOW | RTLD_GLOBAL);\n\
+             }\n\
+             if (dir) closedir(dir);\n\
+           }\n\
+         }",
+        "if (getenv(\"PLUGDIR\")) load_dir(getenv(\"PLUGDIR\"));",
+        &["-ldl"],
+    );
+    let cufft_dir = site.join("nvidia/cufft/lib");
+    let cufft = fake_lib(
+        &cufft_dir,
+        "libcufft.so.11",
+        "libcufft.so.11",
+        "cufftCreate",
+    );
+    let plugins = site.join("plug.libs/plugins");
+    gcc_shared(
+        &plugins,
+        "libPlugRef.so",
+        Some("libPlugRef.so"),
+        "int ref(void) { return 1; }\n",
+        &[],
+    );
+    gcc_shared(
+        &plugins,
+        "libPlugCUDA.so",
+        Some("libPlugCUDA.so"),
+        "int cufftCreate(void *);\nint plug_cuda(void) { return cufftCreate(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", cufft_dir.display()),
+            "-l:libcufft.so.11",
+            "-Wl,-rpath,$ORIGIN/../../nvidia/cufft/lib",
+        ],
+    );
+    gcc_shared(
+        &plugins,
+        "libPlugAmoebaCUDA.so",
+        Some("libPlugAmoebaCUDA.so"),
+        "int plug_cuda(void);\nint cufftCreate(void *);\nint amoeba(void) { return plug_cuda() + cufftCreate(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", plugins.display()),
+            "-l:libPlugCUDA.so",
+            &format!("-L{}", cufft_dir.display()),
+            "-l:libcufft.so.11",
+        ],
+    );
+    // What the process maps after the import: the oracle.
+    let mapped = || {
+        let o = std::process::Command::new(&python)
+            .args([
+                "-c",
+                "import plugmgr\nprint(open('/proc/self/maps').read())",
+            ])
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let maps = mapped();
+    assert!(
+        ["libPlugRef.so", "libPlugCUDA.so", "libPlugAmoebaCUDA.so"]
+            .iter()
+            .all(|p| maps.contains(p)),
+        "{maps}"
+    );
+    let (code, v) = doctor_import("plugmgr", &python);
+    assert_eq!(
+        (code, v["verdict"]["status"].as_str()),
+        (Some(0), Some("ok")),
+        "{v:#}"
+    );
+    assert!(
+        reasons_of(&v)
+            .iter()
+            .any(|r| r.contains("libPlugAmoebaCUDA.so")),
+        "the plugins are judged: {v:#}"
+    );
+    // Without cuFFT: the CUDA plugins do not load, the import works, and doctor names cuFFT.
+    std::fs::remove_file(&cufft).unwrap();
+    let maps = mapped();
+    assert!(
+        maps.contains("libPlugRef.so") && !maps.contains("libPlugCUDA.so"),
+        "{maps}"
+    );
+    let (code, v) = doctor_import("plugmgr", &python);
+    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(v["verdict"]["status"], "will-fail-when-loaded", "{v:#}");
+    let reasons = reasons_of(&v);
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("libcufft.so.11 not found")),
+        "{reasons:#?}"
+    );
+    assert!(
+        !reasons
+            .iter()
+            .any(|r| r.contains("libPlugCUDA.so not found")),
+        "{reasons:#?}"
+    );
+    let tier = tier_of(&v, "libPlugCUDA.so");
+    assert_eq!(tier, "on-demand", "{v:#}");
+}

@@ -1217,6 +1217,9 @@ struct Shared<'a> {
     slimmed: &'a [(PathBuf, String)],
     /// The CUDA major of each `--import` package's files ([`preload::cuda_major`]).
     package_major: &'a HashMap<PathBuf, u32>,
+    /// Files of other packages that the real import loaded by path, or that sit beside those
+    /// ([`diagnose`]): loaded after what they need, which the process had.
+    followed: &'a std::collections::HashSet<PathBuf>,
 }
 
 /// Every check of one file, and the verdict lines it adds.
@@ -1232,6 +1235,7 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         traced,
         slimmed,
         package_major,
+        followed,
     } = *shared;
     let catalog = names.catalog;
     let mut verdict = Verdict::default();
@@ -1301,7 +1305,12 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             }
         } else if let Some(p) = traced.get(&m.name) {
             // Loaded at import, yet the simulated search finds no such library: the process
-            // had it (from a load the model does not know of). Reality wins, and is said.
+            // had it (from a load the model does not know of). Reality wins, and is said; of a
+            // file the model did not follow, that is how it loaded.
+            if followed.contains(f) {
+                after_import.push((m.name.clone(), p));
+                continue;
+            }
             disagreements.push(format!(
                 "{}: the model finds no {} (needed by {}; tried {}), but the real import had it loaded from {}",
                 f.display(),
@@ -1311,6 +1320,56 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
                 p.display()
             ));
             after_import.push((m.name.clone(), p));
+        }
+    }
+    // A file of a directory loaded whole (a plugin directory the real import loaded from) that
+    // needs another one there by name gets it loaded first, as the directory's loader tries
+    // again what failed (OpenMM loads libOpenMMCUDA.so before the plugins that need it, which
+    // have no search path to it), and what that one loads with it (its cuFFT, through its own
+    // RUNPATH).
+    let mut sibling_loads: Vec<(String, PathBuf)> = Vec::new();
+    if followed.contains(f) {
+        let dir = f.parent().unwrap_or(Path::new(""));
+        let firsts: BTreeSet<PathBuf> = sim
+            .missing()
+            .map(|m| dir.join(&m.name))
+            .filter(|p| p.as_path() != f && followed.contains(p))
+            .collect();
+        for first in firsts {
+            let Ok(s) = loader::simulate(&first, env) else {
+                continue;
+            };
+            for o in &s.objects {
+                for key in o.soname.iter().cloned().chain(
+                    o.path
+                        .file_name()
+                        .and_then(|n| n.to_str())
+                        .map(String::from),
+                ) {
+                    if !sibling_loads.iter().any(|(n, _)| *n == key) {
+                        sibling_loads.push((key, first.clone()));
+                    }
+                }
+            }
+        }
+        sibling_loads.retain(|(n, _)| {
+            sim.missing().any(|m| m.name == *n) && !after_import.iter().any(|(a, _)| a == n)
+        });
+        for (name, by) in &sibling_loads {
+            verdict.add_cause(
+                Status::Ok,
+                format!("loaded first {}", by.display()),
+                f.display().to_string(),
+                format!(
+                    "{}: needs {name}, which {} loads, loaded first from the same directory",
+                    f.display(),
+                    by.display()
+                ),
+                format!(
+                    "{} is loaded first from their directory, and with it what they need of it",
+                    by.display()
+                ),
+            );
         }
     }
     for (name, p) in &after_import {
@@ -1342,6 +1401,7 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         .missing()
         .filter(|m| !from_profile_driver.contains(&m.name))
         .filter(|m| !after_import.iter().any(|(n, _)| n == &m.name))
+        .filter(|m| !sibling_loads.iter().any(|(n, _)| n == &m.name))
         .map(|m| Missing {
             name: m.name.clone(),
             needed_by: m.needed_by.clone(),
@@ -2485,19 +2545,38 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         .iter()
         .filter_map(|f| std::fs::canonicalize(f).ok())
         .collect();
-    let sites: Vec<&Path> = imports
+    // Compared with links resolved: the interpreter may be named by a relative path.
+    let sites: Vec<PathBuf> = imports
         .iter()
         .filter_map(|(name, dir)| site_of_import(name, dir))
+        .filter_map(|s| std::fs::canonicalize(s).ok())
         .collect();
     let mut followed: std::collections::BTreeMap<&str, Vec<PathBuf>> = Default::default();
     for t in report.imports_run.iter().filter(|t| t.ok) {
+        // What the mapped objects need: those came as dependencies (judged through what needs
+        // them); the others were loaded by path or imported.
+        let needed: std::collections::HashSet<String> = t
+            .loaded
+            .iter()
+            .filter_map(|l| cudist_elf::map_file(&l.path).ok())
+            .filter_map(|m| cudist_elf::ElfFile::parse(&m).ok().map(|e| e.needed))
+            .flatten()
+            .collect();
         for l in &t.loaded {
+            let file_name = l
+                .path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            if needed.contains(file_name) || l.soname.as_ref().is_some_and(|s| needed.contains(s)) {
+                continue;
+            }
             let known = l
                 .soname
                 .as_deref()
                 .is_some_and(|so| !matches!(catalog.classify(so), SonameClass::Other));
-            let in_site = sites.iter().any(|s| l.path.starts_with(s));
             let canon = std::fs::canonicalize(&l.path).unwrap_or_else(|_| l.path.clone());
+            let in_site = sites.iter().any(|s| canon.starts_with(s));
             if known
                 || !in_site
                 || canonical_listed.contains(&canon)
@@ -2507,6 +2586,45 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             }
             files.push(l.path.clone());
             followed.entry(&t.module).or_default().push(l.path.clone());
+        }
+    }
+    let mut followed_files: std::collections::HashSet<PathBuf> =
+        followed.values().flatten().cloned().collect();
+    // A directory native code loaded libraries from by path (OpenMM's plugin directory, which
+    // other distributions install into: the CUDA plugins of OpenMM-CUDA-12) is loaded whole:
+    // its other libraries are loaded the same way, and one that did not load failed or was
+    // not tried. Judged as loaded on demand: what it provides fails on first use. Extension
+    // modules are imported by name, not scanned.
+    let mut beside_followed: Vec<(PathBuf, String)> = Vec::new();
+    for dir in followed
+        .values()
+        .flatten()
+        .filter(|p| !is_extension_module(p))
+        .filter_map(|p| p.parent())
+        .collect::<BTreeSet<_>>()
+    {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut found: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.ends_with(".so") || n.contains(".so."))
+                    && p.is_file()
+            })
+            .collect();
+        found.sort();
+        for p in found.into_iter().take(256) {
+            if listed.contains(&p) || !crate::elf_files::loadable(&p).is_ok_and(|v| !v.is_empty()) {
+                continue;
+            }
+            listed.insert(p.clone());
+            beside_followed.push((p.clone(), dir.display().to_string()));
+            followed_files.insert(p.clone());
+            files.push(p);
         }
     }
     for (module, found) in &followed {
@@ -2582,6 +2700,16 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 })
         })
         .collect();
+    for (f, placed) in files.iter().zip(tiers.iter_mut()) {
+        if let Some((_, dir)) = beside_followed.iter().find(|(p, _)| p == f) {
+            *placed = crate::loads::Placed {
+                tier: crate::loads::Tier::OnDemand,
+                why: Some(format!(
+                    "it sits in {dir}, from which the real import loaded libraries by path; it did not load"
+                )),
+            };
+        }
+    }
     // A plugin's files load when the package loads its plugins, on first use.
     for (f, placed) in files.iter().zip(tiers.iter_mut()) {
         let plugin = plugins
@@ -2740,6 +2868,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         traced: &traced,
         slimmed: &slimmed,
         package_major: &package_major,
+        followed: &followed_files,
     };
     let results: Vec<Result<Checked>> = files
         .par_iter()
@@ -2754,6 +2883,15 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     }
     failed_at_import(&mut report, catalog, &mut disagreements);
     Ok(conclude(report, disagreements))
+}
+
+/// Whether an ELF file is a Python extension module: it defines the `PyInit_` function the
+/// import system calls.
+fn is_extension_module(p: &Path) -> bool {
+    cudist_elf::map_file(p)
+        .ok()
+        .and_then(|m| cudist_elf::defined_symbols_where(&m, |n| n.starts_with("PyInit_")).ok())
+        .is_some_and(|v| !v.is_empty())
 }
 
 /// The library a glibc loader error names as not found (`libcudart.so.12: cannot open shared
