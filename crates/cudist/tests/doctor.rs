@@ -2874,3 +2874,51 @@ fn a_plugin_directory_the_import_scans_is_judged_whole() {
     let tier = tier_of(&v, "libPlugCUDA.so");
     assert_eq!(tier, "on-demand", "{v:#}");
 }
+
+/// `ctypes.util.find_library("cusolverMg")` searches the system's library cache,
+/// LD_LIBRARY_PATH and the compiler's paths, never a CUDA wheel: a package that finds nothing
+/// and goes on without the library (keopscore switches to the CPU) imports, and what uses the
+/// library fails. doctor sees the call in the real import and says so. Checked against the real
+/// use.
+#[test]
+fn a_library_find_library_does_not_find_fails_on_first_use() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, _site) = venv_with(
+        &work.path().join("venv"),
+        &[(
+            "finder/__init__.py",
+            "import ctypes, ctypes.util\n_p = ctypes.util.find_library('cusolverMg')\n_lib = ctypes.CDLL(_p) if _p else None\n\
+             def solve():\n    if _lib is None:\n        raise RuntimeError('libcusolverMg not found')\n",
+        )],
+    );
+    // The premise: this machine's system has no cuSOLVERMg.
+    let o = std::process::Command::new(&python)
+        .args([
+            "-c",
+            "import ctypes.util; print(ctypes.util.find_library('cusolverMg'))",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "None");
+    imports_then_fails_on_use(
+        &python,
+        "finder",
+        "import finder; finder.solve()",
+        "libcusolverMg",
+    );
+    let (code, v) = doctor_import("finder", &python);
+    assert_eq!(
+        v["imports_run"][0]["finds"][0]["name"], "cusolverMg",
+        "{v:#}"
+    );
+    assert!(v["imports_run"][0]["finds"][0]["found"].is_null(), "{v:#}");
+    assert_eq!(v["verdict"]["status"], "will-fail-when-loaded", "{v:#}");
+    assert_eq!(code, Some(0));
+    assert!(
+        reasons_of(&v).iter().any(|r| r
+            .contains("find_library(\"cusolverMg\") found no libcusolverMg")
+            && r.contains("never a CUDA wheel")
+            && r.contains("finder/__init__.py:2")),
+        "{v:#}"
+    );
+}

@@ -2645,7 +2645,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         && !(report.imports_run.is_empty() && report.runtime_loads.is_empty())
     {
         // Pure Python: the real import, and what its Python loads, are the whole answer.
-        return Ok(conclude(report, disagreements));
+        return Ok(conclude(report, disagreements, catalog));
     }
     if files.is_empty() {
         // A package file (a wheel, a conda package) holds what would be installed, not what is:
@@ -2881,8 +2881,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         report.files.push(file);
         disagreements.extend(disagree);
     }
-    failed_at_import(&mut report, catalog, &mut disagreements);
-    Ok(conclude(report, disagreements))
+    Ok(conclude(report, disagreements, catalog))
 }
 
 /// Whether an ELF file is a Python extension module: it defines the `PyInit_` function the
@@ -2913,6 +2912,46 @@ fn failed_at_import(report: &mut Report, catalog: &Catalog, disagreements: &mut 
         _ => None,
     };
     let file_name = |n: &str| n.rsplit('/').next().unwrap_or(n).to_string();
+    // `ctypes.util.find_library("nvrtc")` that found nothing: the package goes on without the
+    // library (keopscore switches to the CPU). It searches the system's library cache,
+    // LD_LIBRARY_PATH and the compiler's paths for `libnvrtc`, never a CUDA wheel's directory.
+    for t in report.imports_run.iter().filter(|t| t.ok) {
+        let mut said: BTreeSet<&str> = BTreeSet::new();
+        for c in t.finds.iter().filter(|c| c.found.is_none()) {
+            let stem = format!("lib{}", c.name);
+            let Some(lib) = catalog.libraries.iter().find(|l| l.stem == stem) else {
+                continue;
+            };
+            let loaded = t.loaded.iter().any(|l| {
+                l.soname.as_deref().and_then(library_of).as_deref() == Some(lib.id.as_str())
+            });
+            if loaded || !said.insert(c.name.as_str()) {
+                continue;
+            }
+            let at = c
+                .frames
+                .first()
+                .cloned()
+                .unwrap_or_else(|| t.module.clone());
+            let wheels = match lib.newest_wheel_soname(None) {
+                Some((so, pip)) => {
+                    format!(" ({pip} installs {so} in site-packages, where it does not look)")
+                }
+                None => String::new(),
+            };
+            disagreements.push(format!(
+                "import {}: ctypes.util.find_library({:?}) found nothing, and the import went on",
+                t.module, c.name
+            ));
+            report.verdict.add(
+                Status::WillFailWhenLoaded,
+                format!(
+                    "{at}: ctypes.util.find_library({:?}) found no {stem} during import {}: it searches the system's library cache, LD_LIBRARY_PATH and the compiler's paths, never a CUDA wheel{wheels}; the import went on without it, and what uses it fails on first use (fix: a CUDA toolkit whose libraries the system's loader knows)",
+                    c.name, t.module
+                ),
+            );
+        }
+    }
     for t in report.imports_run.iter().filter(|t| t.ok) {
         for d in &t.dlopens {
             let (Some(name), Some(error)) = (d.name.as_deref(), d.error.as_deref()) else {
@@ -2970,8 +3009,10 @@ fn failed_at_import(report: &mut Report, catalog: &Catalog, disagreements: &mut 
     }
 }
 
-/// The verdict made whole: one line per root cause, and the real import's failure leading.
-fn conclude(mut report: Report, mut disagreements: Vec<String>) -> Report {
+/// The verdict made whole: what the real import tried and failed to load, one line per root
+/// cause, and the real import's failure leading.
+fn conclude(mut report: Report, mut disagreements: Vec<String>, catalog: &Catalog) -> Report {
+    failed_at_import(&mut report, catalog, &mut disagreements);
     report.verdict.settle();
     // The real import's failure leads: what the model found explains it. A failure the model
     // has no reason for is a disagreement too.

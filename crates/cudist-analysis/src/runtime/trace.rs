@@ -41,7 +41,9 @@ _name, _max = sys.argv[1], int(sys.argv[2])
 _events = []
 _own = set()
 def _frames():
-    f, out = sys._getframe(2), []
+    return _frames_from(3)
+def _frames_from(depth):
+    f, out = sys._getframe(depth), []
     while f is not None and len(out) < 6:
         fn = f.f_code.co_filename
         if not (fn.endswith(os.sep + 'ctypes' + os.sep + '__init__.py') or fn.startswith('<frozen')
@@ -77,6 +79,19 @@ def _dlopen(name, mode=_ct.DEFAULT_MODE, *rest):
         raise
 _ct._dlopen = _dlopen
 _own.add(_dlopen.__code__)
+# ctypes.util.find_library(name) looks for lib<name> where the system keeps libraries (its
+# cache, LD_LIBRARY_PATH, the compiler's paths), never in a CUDA wheel: each call is recorded with
+# what it found, and a package that found nothing goes on without the library.
+import ctypes.util as _ctu
+_real_find = _ctu.find_library
+_finds = []
+def _find_library(name):
+    found = _real_find(name)
+    if len(_finds) < _max:
+        _finds.append({'name': str(name), 'found': found, 'frames': _frames_from(1)})
+    return found
+_ctu.find_library = _find_library
+_own.add(_find_library.__code__)
 def _maps():
     seen, out = set(), []
     try:
@@ -99,7 +114,8 @@ except BaseException as e:
     _error = {'type': type(e).__name__, 'message': str(e)[:4000]}
 _t = time.monotonic() - _t
 _out.write(json.dumps({'python': sys.version.split()[0], 'executable': sys.executable, 'error': _error,
-                       'mapped': [p for p in _maps() if p not in _before], 'dlopens': _events, 'seconds': _t}))
+                       'mapped': [p for p in _maps() if p not in _before], 'dlopens': _events, 'finds': _finds,
+                       'seconds': _t}))
 _out.flush()
 os._exit(0)
 "#;
@@ -124,6 +140,8 @@ pub struct ImportTrace {
     pub loaded: Vec<Loaded>,
     /// The `ctypes.dlopen` calls the import made, with the frames that made them.
     pub dlopens: Vec<DlopenCall>,
+    /// The `ctypes.util.find_library` calls the import made, with what each found.
+    pub finds: Vec<FindCall>,
     /// Seconds the import took (as the interpreter measured it; the whole run's when it did not
     /// report).
     pub seconds: f64,
@@ -162,6 +180,24 @@ pub struct DlopenCall {
     pub error: Option<String>,
 }
 
+/// One `ctypes.util.find_library` call of the import.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct FindCall {
+    /// The name asked for (`nvrtc` for `libnvrtc`).
+    pub name: String,
+    /// What it found (`libnvrtc.so.12`), none when nothing.
+    pub found: Option<String>,
+    /// `file:line` of the frames that called it, innermost first.
+    pub frames: Vec<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct RawFind {
+    name: String,
+    found: Option<String>,
+    frames: Vec<(String, u64)>,
+}
+
 #[derive(serde::Deserialize)]
 struct RawEvent {
     name: Option<String>,
@@ -186,6 +222,8 @@ struct Raw {
     error: Option<RawError>,
     mapped: Vec<String>,
     dlopens: Vec<RawEvent>,
+    #[serde(default)]
+    finds: Vec<RawFind>,
 }
 
 /// How a run is started: the interpreter, the module and the environment changes.
@@ -352,6 +390,7 @@ pub fn finish(mut s: Started) -> Result<ImportTrace> {
         error: None,
         loaded: Vec::new(),
         dlopens: Vec::new(),
+        finds: Vec::new(),
         seconds,
         stderr_tail: None,
     };
@@ -397,6 +436,19 @@ pub fn finish(mut s: Started) -> Result<ImportTrace> {
             canonical: std::fs::canonicalize(&path).ok(),
             path,
             by: None,
+        })
+        .collect();
+    trace.finds = raw
+        .finds
+        .into_iter()
+        .map(|f| FindCall {
+            name: f.name,
+            found: f.found,
+            frames: f
+                .frames
+                .into_iter()
+                .map(|(f, l)| format!("{f}:{l}"))
+                .collect(),
         })
         .collect();
     // A probe (RTLD_NOLOAD: is it loaded already?) loads nothing, whatever it answers.
