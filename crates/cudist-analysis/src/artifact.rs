@@ -240,6 +240,7 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
     vendor_lines(&elfs, catalog, &mut verdict);
     linker_name_lines(&preloads, catalog, &mut verdict);
     lazy_linker_name_lines(&elfs, catalog, &mut verdict);
+    finder_lines(&scan.finds, catalog, &mut verdict);
     if kind == ArtifactKind::Wheel {
         misbuilt_lines(&file_name, &elfs, &platform, &mut verdict);
     }
@@ -1741,6 +1742,38 @@ fn linker_name_lines(preloads: &[crate::loads::Preload], catalog: &Catalog, verd
             "loads {} by its linker name {when} ({}): no CUDA wheel installs that name{wheel}, so it loads only where a CUDA toolkit's development files are",
             p.name,
             p.place(),
+        ));
+    }
+}
+
+/// The CUDA libraries the package's Python looks for with `ctypes.util.find_library`, which
+/// never looks in a CUDA wheel (keopscore finds NVRTC and the runtime that way, and runs on the
+/// CPU without them): said, and an OK that said "needs none" says it finds them itself.
+fn finder_lines(finds: &[crate::loads::Find], catalog: &Catalog, verdict: &mut Verdict) {
+    if finds.is_empty() {
+        return;
+    }
+    if let Some(head) = verdict
+        .lines
+        .first_mut()
+        .filter(|l| *l == "OK: carries no CUDA libraries and needs none")
+    {
+        *head = "OK: carries no CUDA libraries; looks for them on the system itself (below)".into();
+    }
+    for f in finds {
+        let when = if f.at_import {
+            "at import"
+        } else {
+            "when used"
+        };
+        let wheel = catalog
+            .library(&f.library)
+            .and_then(|l| l.newest_wheel_soname(None))
+            .map(|(so, pip)| format!(" ({pip} installs {so})"))
+            .unwrap_or_default();
+        verdict.lines.push(format!(
+            "looks for lib{} with ctypes.util.find_library({:?}) {when} ({}): that searches where the system keeps libraries, never a CUDA wheel{wheel}, so it finds it only where a CUDA toolkit is installed on the system",
+            f.name, f.name, f.at
         ));
     }
 }

@@ -310,6 +310,23 @@ pub struct Scan {
     /// also sets `LD_LIBRARY_PATH`: the programs it starts find libraries there by name
     /// ([`library_path_dirs`]), each with where it is named.
     pub library_path_dirs: Vec<(String, String)>,
+    /// The CUDA libraries it looks for with `ctypes.util.find_library("nvrtc")` ([`Find`]).
+    pub finds: Vec<Find>,
+}
+
+/// A CUDA library the package looks for with `ctypes.util.find_library`, which searches where
+/// the system keeps libraries (its loader's cache, LD_LIBRARY_PATH, the compiler's paths) and
+/// never a CUDA wheel's directory: found only where a CUDA toolkit is installed on the system.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Find {
+    /// The name asked for (`nvrtc`).
+    pub name: String,
+    /// The catalog library it names (`lib` + name is its stem).
+    pub library: String,
+    /// Where (`keopscore/config/cuda.py:73`).
+    pub at: String,
+    /// The call is reached when the package is imported.
+    pub at_import: bool,
 }
 
 /// The directories of carried libraries a package names (a string literal that is a `.libs`
@@ -505,6 +522,9 @@ pub fn scan_with(
         .map(|t| t.strip_suffix(".py").unwrap_or(t))
         .collect();
     let mut outside: Vec<(usize, usize, String)> = Vec::new();
+    // `ctypes.util.find_library("nvrtc")` calls: (scope, statement, the literal name or none
+    // for a name passed in, deferred).
+    let mut finds_at: Vec<(Scope, usize, Option<String>, bool)> = Vec::new();
     for (fi, f) in files.iter().enumerate() {
         for (si, st) in f.stmts.iter().enumerate() {
             // Never a call under a branch that does not run on Linux.
@@ -542,6 +562,20 @@ pub fn scan_with(
                             at: format!("{}:{}", f.path, st.number),
                             goes_on_without,
                         });
+                    }
+                    continue;
+                }
+                if canonical == "ctypes.util.find_library" {
+                    match (&call.arg, &call.arg_name) {
+                        (Some(name), _) => {
+                            finds_at.push((scope, si, Some(name.clone()), call.deferred));
+                        }
+                        // A name its function is given (keopscore's
+                        // `_try_load_library(self, lib_name)`): what its callers pass.
+                        (None, Some(n)) if f.passes_param(f.scope[si], n) => {
+                            finds_at.push((scope, si, None, call.deferred));
+                        }
+                        _ => {}
                     }
                     continue;
                 }
@@ -904,8 +938,40 @@ pub fn scan_with(
         (file.to_string(), line.parse::<usize>().unwrap_or(0))
     };
     out.sort_by_key(key);
+    let mut finds: Vec<Find> = Vec::new();
+    for (scope, si, name, deferred) in finds_at {
+        let f = &files[scope.0];
+        let at = format!("{}:{}", f.path, f.stmts[si].number);
+        let names: Vec<String> = match name {
+            Some(n) => vec![n],
+            None => reach
+                .callers
+                .get(&scope)
+                .into_iter()
+                .flatten()
+                .filter(|by| **by != scope)
+                .filter_map(|by| literals_passed(&files, &reach, *by, scope, 2))
+                .flatten()
+                .collect(),
+        };
+        for name in names {
+            let stem = format!("lib{name}");
+            let Some(lib) = catalog.libraries.iter().find(|l| l.stem == stem) else {
+                continue;
+            };
+            if !finds.iter().any(|x| x.name == name) {
+                finds.push(Find {
+                    name,
+                    library: lib.id.clone(),
+                    at: at.clone(),
+                    at_import: reach.reached.contains(&scope) && !deferred,
+                });
+            }
+        }
+    }
     Scan {
         preloads: out,
+        finds,
         imports: reach.external,
         modules: reach.modules,
         plugin_groups,

@@ -2883,13 +2883,30 @@ fn a_plugin_directory_the_import_scans_is_judged_whole() {
 #[test]
 fn a_library_find_library_does_not_find_fails_on_first_use() {
     let work = tempfile::tempdir().unwrap();
-    let (python, _site) = venv_with(
-        &work.path().join("venv"),
-        &[(
-            "finder/__init__.py",
-            "import ctypes, ctypes.util\n_p = ctypes.util.find_library('cusolverMg')\n_lib = ctypes.CDLL(_p) if _p else None\n\
-             def solve():\n    if _lib is None:\n        raise RuntimeError('libcusolverMg not found')\n",
-        )],
+    let init = "import ctypes, ctypes.util\n_p = ctypes.util.find_library('cusolverMg')\n_lib = ctypes.CDLL(_p) if _p else None\n\
+             def solve():\n    if _lib is None:\n        raise RuntimeError('libcusolverMg not found')\n";
+    let (python, _site) = venv_with(&work.path().join("venv"), &[("finder/__init__.py", init)]);
+    // inspect reads the same from the wheel: not "needs none".
+    let wheel = work.path().join("finder-1.0-py3-none-any.whl");
+    write_wheel(
+        &wheel,
+        "finder",
+        &[],
+        &[("finder/__init__.py", init.as_bytes().to_vec())],
+    );
+    let lines = verdict_lines(artifact(
+        &inspect_json(&[wheel.to_str().unwrap()], 0),
+        ".whl",
+    ));
+    assert_eq!(
+        lines[0], "OK: carries no CUDA libraries; looks for them on the system itself (below)",
+        "{lines:#?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with(
+            "looks for libcusolverMg with ctypes.util.find_library(\"cusolverMg\") at import (finder/__init__.py:2): that searches where the system keeps libraries, never a CUDA wheel"
+        )),
+        "{lines:#?}"
     );
     // The premise: this machine's system has no cuSOLVERMg.
     let o = std::process::Command::new(&python)

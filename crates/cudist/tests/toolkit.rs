@@ -514,8 +514,17 @@ fn in_place_adds_links_and_stub_inside_the_environment_and_pip_uninstall_removes
         return;
     };
     let work = tempfile::tempdir().unwrap();
-    let site = work.path().join("site");
-    let o = run(Command::new("python3")
+    // A venv of the test's own, with pip: its pip installs and uninstalls there whether or not
+    // the python3 on PATH is itself a venv's (a venv's pip refuses to uninstall what lies outside
+    // it).
+    let venv = work.path().join("venv");
+    ok(
+        &run(Command::new("python3").args(["-m", "venv"]).arg(&venv)),
+        "python3 -m venv",
+    );
+    let python = venv.join("bin/python");
+    let site = site_of(&venv);
+    let o = run(Command::new(&python)
         .args([
             "-m",
             "pip",
@@ -524,16 +533,14 @@ fn in_place_adds_links_and_stub_inside_the_environment_and_pip_uninstall_removes
             "--disable-pip-version-check",
             "--no-index",
             "--no-deps",
-            "--target",
         ])
-        .arg(&site)
         .args(
             std::fs::read_dir(&wheels)
                 .unwrap()
                 .flatten()
                 .map(|e| e.path()),
         ));
-    ok(&o, "pip install --target");
+    ok(&o, "pip install into the test's venv");
     let lib = site.join("nvidia/cu13/lib");
     assert!(!lib.join("libcudart.so").exists());
     let r = toolkit(&["--in-place", "--site-packages", site.to_str().unwrap()]);
@@ -588,17 +595,15 @@ fn in_place_adds_links_and_stub_inside_the_environment_and_pip_uninstall_removes
     }
 
     // The additions are in RECORD, so pip uninstall takes them away with the package.
-    let o = run(Command::new("python3")
-        .args([
-            "-m",
-            "pip",
-            "uninstall",
-            "--yes",
-            "--quiet",
-            "--disable-pip-version-check",
-            "nvidia-cuda-runtime",
-        ])
-        .env("PYTHONPATH", &site));
+    let o = run(Command::new(&python).args([
+        "-m",
+        "pip",
+        "uninstall",
+        "--yes",
+        "--quiet",
+        "--disable-pip-version-check",
+        "nvidia-cuda-runtime",
+    ]));
     ok(&o, "pip uninstall nvidia-cuda-runtime");
     assert!(std::fs::symlink_metadata(lib.join("libcudart.so")).is_err());
     assert!(!lib.join("stubs/libcuda.so").exists());
