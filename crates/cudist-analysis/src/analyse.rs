@@ -29,6 +29,10 @@ pub struct Analysed {
     /// The NVIDIA driver's libraries the file opens itself: it imports `dlopen` and names them
     /// in its read-only data (cupti-python's `libcuda.so.1`).
     pub(crate) driver_dlopens: Vec<String>,
+    /// The file imports the CUDA runtime's registration entry point (`__cudaRegisterFatBinary`
+    /// undefined): a library it loads provides the runtime, which is then not linked in
+    /// (deepmd-kit's `libdeepmd_dyn_cudart.so` forwards it to a libcudart it opens itself).
+    pub(crate) imports_runtime: bool,
 }
 
 /// A library's characteristic strings found in a file, with its table of names.
@@ -200,6 +204,7 @@ pub fn analyse_elf(
     };
 
     let (lazy_loads, driver_dlopens) = lazy_loads(&elf, &tables, &rodata, catalog);
+    let imports_runtime = imports_runtime(&elf);
 
     // Classified without a CUDA-major hint here; `assemble` refines it with the artifact's context.
     let needed = elf
@@ -253,6 +258,7 @@ pub fn analyse_elf(
         own_library: None,
         mentions,
         driver_dlopens,
+        imports_runtime,
     })
 }
 
@@ -327,6 +333,7 @@ pub fn analyse_front(
         own_library: None,
         mentions: Vec::new(),
         driver_dlopens: Vec::new(),
+        imports_runtime: elf.is_some_and(imports_runtime),
     }
 }
 
@@ -485,6 +492,13 @@ pub(crate) fn lazy_loads(
         }
     }
     (out, drivers)
+}
+
+/// Whether a file imports the CUDA runtime's registration entry point, strongly: its device
+/// code is registered by a runtime another object provides.
+fn imports_runtime(elf: &ElfFile) -> bool {
+    elf.undefined_dynamic()
+        .any(|s| !s.weak && s.name == "__cudaRegisterFatBinary")
 }
 
 /// Whether a symbol names a trampoline table (`_cublas_tramp_table`, `_libfoo_so_1_tramp_table`).

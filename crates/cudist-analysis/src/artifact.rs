@@ -1183,9 +1183,12 @@ pub(crate) fn static_cuda(a: &Analysed) -> Vec<StaticCuda> {
         .device_code
         .iter()
         .any(|e| e.section == SectionKind::NvFatbin);
+    // A file that imports the runtime's registration entry point gets the runtime from an
+    // object it loads (deepmd-kit's own forwarding library): nothing is linked in.
     if has_device
         && !needs("cudart")
         && !lazy("cudart")
+        && !a.imports_runtime
         && own.is_none()
         && !out.iter().any(|s| s.library == "cudart")
     {

@@ -441,3 +441,66 @@ fn a_dlopen_by_linker_name_is_said_as_one() {
         "{a:#}"
     );
 }
+
+/// Device code with no runtime in NEEDED reads as a linked-in runtime ("likely"), unless the file
+/// imports the runtime's registration entry point: then an object it loads provides the runtime
+/// (deepmd-kit's `libdeepmd_dyn_cudart.so` forwards it to a libcudart it opens), and nothing is
+/// linked in. `nm -D` is the oracle for the import.
+#[test]
+fn a_file_that_imports_the_runtime_does_not_link_it() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let fatbin = d.join("fat.bin");
+    let o = std::process::Command::new("objcopy")
+        .args(["-O", "binary", "--only-section=.nv_fatbin"])
+        .arg(repo_root().join("tests/fixtures/device/arch_specific.so"))
+        .arg(&fatbin)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let plain = gcc_shared(
+        d,
+        "plain.so",
+        Some("libplain.so"),
+        "int f(void) { return 0; }\n",
+        &[],
+    );
+    let imports = gcc_shared(
+        d,
+        "imports.so",
+        Some("libimports.so"),
+        "void **__cudaRegisterFatBinary(void *);\nvoid *reg(void *f) { return __cudaRegisterFatBinary(f); }\n",
+        &[],
+    );
+    let nm = std::process::Command::new("nm")
+        .args(["-D", "--undefined-only"])
+        .arg(&imports)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&nm.stdout).contains("U __cudaRegisterFatBinary"));
+    let (plain_fat, imports_fat) = (d.join("libplain.so"), d.join("libimports.so"));
+    with_fatbin_section(&plain, &fatbin, &plain_fat);
+    with_fatbin_section(&imports, &fatbin, &imports_fat);
+    let v = inspect_json(
+        &[plain_fat.to_str().unwrap(), imports_fat.to_str().unwrap()],
+        0,
+    );
+    let static_of = |suffix: &str| {
+        artifact(&v, suffix)["elf_files"][0]["static_cuda"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["library"].as_str().unwrap().to_string(),
+                    s["confidence"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        static_of("libplain.so"),
+        [("cudart".to_string(), "likely".to_string())]
+    );
+    assert_eq!(static_of("libimports.so"), []);
+}
