@@ -241,38 +241,48 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
     linker_name_lines(&preloads, catalog, &mut verdict);
     lazy_linker_name_lines(&elfs, catalog, &mut verdict);
     finder_lines(&scan.finds, catalog, &mut verdict);
-    if kind == ArtifactKind::Wheel {
-        misbuilt_lines(&file_name, &elfs, &platform, &mut verdict);
-    }
     // A Linux wheel (not one for Android, iOS, …) that no policy allows.
-    if kind == ArtifactKind::Wheel
+    let unallowed = kind == ArtifactKind::Wheel
         && file_tag.is_linux()
-        && platform.policy.as_deref() == Some("linux")
-    {
-        // A wheel its tagger already tagged manylinux or musllinux: the libraries it needs that
-        // no policy allows, that it does not carry and that no catalog names, were left out on
-        // purpose (auditwheel's `--exclude`: OpenMM's CUDA plugins need `libOpenMMAmoeba.so`
-        // from the openmm wheel). Where the tag holds with those out, it is kept, as repair
-        // keeps it, and the verdict says what the tag rests on; else the wheel is unportable.
-        let left_out: BTreeSet<&str> = elfs
-            .iter()
-            .flat_map(|a| &a.report.needed)
-            .filter(|n| n.class == NeededClass::Other && n.provided_in_artifact.is_none())
-            .map(|n| n.soname.as_str())
-            .collect();
-        let as_tagged = (file_tag.libc.is_some() && !left_out.is_empty()).then(|| {
+        && platform.policy.as_deref() == Some("linux");
+    // A wheel its tagger already tagged manylinux or musllinux: the libraries it needs that no
+    // policy allows, that it does not carry and that no catalog names, were left out on purpose
+    // (auditwheel's `--exclude`: OpenMM's CUDA plugins need `libOpenMMAmoeba.so` from the openmm
+    // wheel). Where a policy holds with those out, repair tags the wheel with it and the verdict
+    // says what the tag rests on; else the wheel is unportable.
+    let left_out: BTreeSet<&str> = elfs
+        .iter()
+        .flat_map(|a| &a.report.needed)
+        .filter(|n| n.class == NeededClass::Other && n.provided_in_artifact.is_none())
+        .map(|n| n.soname.as_str())
+        .collect();
+    let as_tagged = (unallowed && file_tag.libc.is_some() && !left_out.is_empty())
+        .then(|| {
             platform::evaluate(
                 elfs.iter().map(|a| &a.report),
                 &|n| from_required(n) || left_out.contains(n.soname.as_str()),
                 &file_tag,
             )
-        });
-        match as_tagged.filter(|p| p.policy.as_deref().is_some_and(|x| x != "linux")) {
+        })
+        .filter(|p| p.policy.as_deref().is_some_and(|x| x != "linux"));
+    // A tag older than what the files need is misbuilt, judged with the libraries its tagger
+    // left out where it left some (dgl: tagged manylinux1, its files need glibc 2.27).
+    if kind == ArtifactKind::Wheel {
+        misbuilt_lines(
+            &file_name,
+            &elfs,
+            as_tagged.as_ref().unwrap_or(&platform),
+            &mut verdict,
+        );
+    }
+    if unallowed {
+        match as_tagged {
             Some(p) => verdict.lines.push(format!(
-                "its {} tag rests on its tagger having left out {}: no manylinux policy allows a wheel to expect them from the system, so a dependency or the user's machine must provide them (auditwheel's reading gives {}; `cudist repair` keeps the tag as it is)",
+                "its tag, {} for what it carries, rests on its tagger having left out {}: no manylinux policy allows a wheel to expect them from the system, so a dependency or the user's machine must provide them (auditwheel's reading gives {}; `cudist repair` tags it {})",
                 p.policy.as_deref().unwrap_or_default(),
                 left_out.into_iter().collect::<Vec<_>>().join(", "),
-                platform.tags.join(".")
+                platform.tags.join("."),
+                p.tags.join("."),
             )),
             None => unportable(&platform, &mut verdict),
         }

@@ -297,9 +297,10 @@ fn a_tag_made_with_a_library_left_out_rests_on_it() {
         .iter()
         .find(|l| l.contains("rests on its tagger having left out libacme.so"))
         .unwrap_or_else(|| panic!("{lines:#?}"));
-    // "its manylinux_2_5 tag rests on …": the policy repair tags the wheel with.
+    // "its tag, manylinux_2_5 for what it carries, rests on …": the policy repair tags the
+    // wheel with.
     let policy = line
-        .strip_prefix("its ")
+        .strip_prefix("its tag, ")
         .and_then(|l| l.split(' ').next())
         .unwrap()
         .to_string();
@@ -318,6 +319,53 @@ fn a_tag_made_with_a_library_left_out_rests_on_it() {
     assert!(
         written.contains(&format!("{policy}_x86_64")),
         "{policy}: {rep:#}"
+    );
+}
+
+/// A tag older than the glibc its files need is misbuilt also where its tagger left a library
+/// out (dgl 2.1.0: tagged manylinux1, needs GLIBCXX_3.4.21, with libtorch left out): the files
+/// are judged with that library out, and the line says the tag it has and the one it should.
+#[test]
+fn a_tag_older_than_its_files_is_misbuilt_with_libraries_left_out() {
+    let libs = Libs::new();
+    let d = tempfile::tempdir().unwrap();
+    // memcpy's default version is GLIBC_2.14: manylinux_2_17 at the oldest.
+    let ext = gcc_shared(
+        d.path(),
+        "ext.so",
+        None,
+        "#include <string.h>\nvoid *acme_alloc(void *);\nvoid *copy(void *a, const void *b, size_t n) { acme_alloc(a); return memcpy(a, b, n); }\n",
+        &[
+            &format!("-L{}", libs.path("acme").display()),
+            "-lacme",
+            "-fno-builtin",
+        ],
+    );
+    let objdump = std::process::Command::new("objdump")
+        .arg("-T")
+        .arg(&ext)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&objdump.stdout).contains("GLIBC_2.14"));
+    let w = d
+        .path()
+        .join("acmeold-1.0-cp311-cp311-manylinux1_x86_64.whl");
+    write_wheel(&w, "acmeold", &[], &[(EXT, std::fs::read(&ext).unwrap())]);
+    let r = inspect_json(&[w.to_str().unwrap()], 0);
+    let a = artifact(&r, ".whl");
+    assert_eq!(a["verdict"]["status"], "misbuilt", "{:#}", a["verdict"]);
+    let lines = verdict_lines(a);
+    assert!(
+        lines.iter().any(
+            |l| l.starts_with("is tagged manylinux1_x86_64 (manylinux_2_5) but")
+                && l.contains("GLIBC_2.14")
+                && l.contains("its tag should be manylinux_2_17_x86_64")
+        ),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with("its tag, manylinux_2_17 for what it carries, rests on its tagger having left out libacme.so")),
+        "{lines:#?}"
     );
 }
 
