@@ -359,7 +359,7 @@ fn a_tag_older_than_its_files_is_misbuilt_with_libraries_left_out() {
         lines.iter().any(
             |l| l.starts_with("is tagged manylinux1_x86_64 (manylinux_2_5) but")
                 && l.contains("GLIBC_2.14")
-                && l.contains("its tag should be manylinux_2_17_x86_64")
+                && l.contains("its tag should be manylinux2014_x86_64.manylinux_2_17_x86_64")
         ),
         "{lines:#?}"
     );
