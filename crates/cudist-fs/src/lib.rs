@@ -41,6 +41,6 @@ pub use read::{
 pub use text::printable;
 pub use unpack::{ExtractError, Unpacker};
 pub use write::{
-    remove_live, scratch_dir, set_sweep_reporter, sweep, write_atomic, AtomicFile, Batch,
-    ReplaceError, ScratchDir,
+    copy_atomic, remove_live, scratch_dir, set_sweep_reporter, sweep, write_atomic, AtomicFile,
+    Batch, ReplaceError, ScratchDir,
 };

@@ -298,6 +298,17 @@ pub fn write_atomic(dest: &Path, data: &[u8], mode: Option<u32>) -> io::Result<(
     f.commit()
 }
 
+/// Copies the file at `src` to `dest` byte for byte through an [`AtomicFile`] (mode 0644), in
+/// bounded pieces; the bytes copied.
+pub fn copy_atomic(src: &Path, dest: &Path) -> io::Result<u64> {
+    let mut from = File::open(src)?;
+    let mut f = AtomicFile::new(dest)?;
+    let n = io::copy(&mut from, &mut f)?;
+    f.set_mode(0o644)?;
+    f.commit()?;
+    Ok(n)
+}
+
 /// A scratch directory with an unpredictable name in `parent`, removed with its content when
 /// dropped. `label` goes into the name (`.LABEL.cudist-XXXXXX`).
 pub fn scratch_dir(parent: &Path, label: &str) -> io::Result<ScratchDir> {

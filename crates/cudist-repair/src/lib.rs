@@ -518,9 +518,28 @@ fn repair_one(
     if !opts.dry_run {
         std::fs::create_dir_all(&opts.out_dir)
             .with_context(|| format!("cannot create {}", opts.out_dir.display()))?;
-        let written = cudist_wheel::write::rewrite(&wheel, &rw, &out)
-            .with_context(|| format!("cannot write {}", out.display()))?;
-        report.output_size = Some(written.bytes);
+        // Nothing to change: the wheel itself, byte for byte (its RECORD, dates and modes as
+        // they are), as the report says.
+        if report.unchanged && rw.add.is_empty() && rw.replace.is_empty() && rw.remove.is_empty() {
+            // Its members' CRCs checked first, as a rewrite checks what it copies raw: a member
+            // pip would refuse is not passed on.
+            if rw.check_copied {
+                use rayon::prelude::*;
+                wheel
+                    .members()
+                    .par_iter()
+                    .with_max_len(1)
+                    .filter(|m| !m.is_dir && !rw.already_checked.contains(&m.name))
+                    .try_for_each(|m| wheel.check_member(m.index))?;
+            }
+            let bytes = cudist_fs::copy_atomic(path, &out)
+                .with_context(|| format!("cannot copy {} to {}", path.display(), out.display()))?;
+            report.output_size = Some(bytes);
+        } else {
+            let written = cudist_wheel::write::rewrite(&wheel, &rw, &out)
+                .with_context(|| format!("cannot write {}", out.display()))?;
+            report.output_size = Some(written.bytes);
+        }
     }
     Ok(report)
 }

@@ -366,9 +366,37 @@ fn hostile_and_lying_wheels_are_refused_and_nothing_is_written() {
         !out.exists() || std::fs::read_dir(&out).unwrap().next().is_none(),
         "nothing written"
     );
-    // Without --verify the lying RECORD is simply regenerated.
+    // Without --verify the wheel needs no change: it is copied as it is, byte for byte.
     let o = cudist(&["repair", "-w", out.to_str().unwrap(), w.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("unchanged, copied to"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert_eq!(
+        std::fs::read(out.join("liar-1.0-py3-none-any.whl")).unwrap(),
+        std::fs::read(&w).unwrap()
+    );
+    // A member whose bytes do not match its CRC (pip refuses it) is not copied on.
+    let bad = work.path().join("bad-1.0-py3-none-any.whl");
+    python(
+        "import sys, zipfile\nwith zipfile.ZipFile(sys.argv[1], 'w') as z:\n z.writestr('bad/a.py', b'print(1)\\n' * 64)\n z.writestr('bad-1.0.dist-info/METADATA', 'Name: bad\\nVersion: 1.0\\n')\n z.writestr('bad-1.0.dist-info/WHEEL', 'Wheel-Version: 1.0\\n')\n z.writestr('bad-1.0.dist-info/RECORD', '')\ndata = bytearray(open(sys.argv[1], 'rb').read())\nat = 30 + len('bad/a.py') + 5\ndata[at] ^= 0xff\nopen(sys.argv[1], 'wb').write(data)",
+        &[bad.to_str().unwrap()],
+    );
+    let out2 = work.path().join("out2");
+    let o = cudist(&[
+        "repair",
+        "-w",
+        out2.to_str().unwrap(),
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("bad/a.py"), "{}", stderr(&o));
+    assert!(
+        !out2.exists() || std::fs::read_dir(&out2).unwrap().next().is_none(),
+        "nothing written"
+    );
 }
 
 #[test]
