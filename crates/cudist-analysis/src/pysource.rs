@@ -725,6 +725,9 @@ pub struct File<'a> {
     aliases: BTreeSet<(usize, String)>,
     /// Functions defined in the file, by name (methods included).
     defs: BTreeMap<String, Vec<usize>>,
+    /// The `__init__` of each class the file defines, by class name: calling the class runs it
+    /// (keopscore's `cuda_config = CUDAConfig()` at import).
+    class_inits: BTreeMap<String, usize>,
     bindings: Bindings,
     /// Every name an import binds, in order: (statement, its function, name, what it stands
     /// for as a dotted name).
@@ -922,6 +925,10 @@ struct Reader<'l> {
     /// Each set of caught classes a statement can be under.
     catch_sets: Vec<Vec<String>>,
     defs: BTreeMap<String, Vec<usize>>,
+    /// Each class's `__init__` (its `def`), by class name ([`File::class_inits`]).
+    class_inits: BTreeMap<String, usize>,
+    /// The class whose body is being read, if any (not a function inside one).
+    class: Option<String>,
     /// Names assigned a test whose truth is known, or an environment read ([`truth`]), by
     /// function.
     known: HashMap<(Option<usize>, String), Known>,
@@ -1193,6 +1200,11 @@ impl Reader<'_> {
                 let name = f.name.as_str().to_string();
                 let i = self.push_gathered(f.start(), ctx, g, Some(name.clone()), None);
                 if let Some(i) = i {
+                    if name == "__init__" {
+                        if let Some(class) = &self.class {
+                            self.class_inits.entry(class.clone()).or_insert(i);
+                        }
+                    }
                     self.defs.entry(name).or_default().push(i);
                     self.stmts[i].first_param = f
                         .parameters
@@ -1203,7 +1215,9 @@ impl Reader<'_> {
                         .find(|n| *n != "self" && *n != "cls")
                         .map(str::to_string);
                 }
-                // Its body's parameter tests are of its own parameter.
+                // Its body's parameter tests are of its own parameter; a function in it is no
+                // method of the class around.
+                let class = self.class.take();
                 self.suite(
                     &f.body,
                     Ctx {
@@ -1212,6 +1226,7 @@ impl Reader<'_> {
                         ..ctx
                     },
                 );
+                self.class = class;
             }
             S::ClassDef(c) => {
                 let mut g = Gather::new(self.lines);
@@ -1223,7 +1238,9 @@ impl Reader<'_> {
                 }
                 self.push_gathered(c.start(), ctx, g, None, None);
                 // A class body runs where the class is defined.
+                let outer = self.class.replace(c.name.to_string());
                 self.suite(&c.body, ctx);
+                self.class = outer;
             }
             S::If(i) => {
                 self.push(i.test.start(), ctx, [&*i.test]);
@@ -1626,6 +1643,8 @@ fn read_on_this_thread<'a>(path: &'a str, text: &str, roots: &[String]) -> File<
         catching: Vec::new(),
         catch_sets: Vec::new(),
         defs: BTreeMap::new(),
+        class_inits: BTreeMap::new(),
+        class: None,
         known: HashMap::new(),
         raisers: BTreeSet::new(),
         when: Vec::new(),
@@ -1697,6 +1716,7 @@ fn read_on_this_thread<'a>(path: &'a str, text: &str, roots: &[String]) -> File<
         aliases: r.aliases,
         unread,
         defs: r.defs,
+        class_inits: r.class_inits,
         bindings,
         imports,
     }
@@ -1762,6 +1782,7 @@ pub fn read_files_under<'a>(files: &[(&'a str, &str)], roots: &[String]) -> Vec<
                     aliases: BTreeSet::new(),
                     unread: Some(format!("no thread could be started to read it: {e}")),
                     defs: BTreeMap::new(),
+                    class_inits: BTreeMap::new(),
                     bindings: Bindings::default(),
                     imports: Vec::new(),
                 })),
@@ -1942,6 +1963,11 @@ fn resolve(
 ) {
     if let Some(ds) = files[fi].defs.get(name) {
         out.extend(ds.iter().map(|d| (fi, Some(*d))));
+        return;
+    }
+    // Calling a class runs its `__init__`.
+    if let Some(&init) = files[fi].class_inits.get(name) {
+        out.push((fi, Some(init)));
         return;
     }
     if depth == 0 {
@@ -2593,6 +2619,39 @@ def g(p):
                 function: Some("lazy".into()),
                 more: 0,
             })
+        );
+    }
+
+    /// Calling a class runs its `__init__`, and the methods it calls on `self`; a class that is
+    /// only defined runs none of them, and a function nested in a method is no `__init__`.
+    #[test]
+    fn calling_a_class_runs_its_init() {
+        let init = "from .config import Config\ncfg = Config()
+";
+        let config = "class Config:\n    def __init__(self):\n        self.setup()\n        def __init__():\n            pass\n    def setup(self):\n        find()\n    def other(self):\n        pass\nclass Unused:\n    def __init__(self):\n        pass\ndef find():\n    pass\n";
+        let files = read_files(&[("pkg/__init__.py", init), ("pkg/config.py", config)]);
+        let r = reach(&files);
+        let at = |line: usize| {
+            r.reached.contains(&(
+                1,
+                Some(
+                    files[1]
+                        .stmts
+                        .iter()
+                        .position(|s| s.number == line)
+                        .unwrap(),
+                ),
+            ))
+        };
+        assert!(at(2), "Config.__init__");
+        assert!(at(6) && at(13), "self.setup() and what it calls");
+        assert!(!at(8) && !at(11), "other(), Unused.__init__");
+        assert_eq!(
+            files[1]
+                .class_inits
+                .get("Config")
+                .map(|&i| files[1].stmts[i].number),
+            Some(2)
         );
     }
 
