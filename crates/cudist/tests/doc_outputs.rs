@@ -81,11 +81,6 @@ const NOT_RUN: &[(&str, &str, &str)] = &[
         "the same session as the split below",
     ),
     (
-        "docs/doctor.md",
-        "cudist doctor",
-        "a machine report of two venvs on LD_LIBRARY_PATH: paths and installed versions of the machine it was made on",
-    ),
-    (
         "docs/repair.md",
         "cudist inspect naive-1.0-cp311-cp311-linux_x86_64.whl",
         "the naive wheel is built by tests/real_wheels.rs, which checks the repair, not this transcript",
@@ -147,6 +142,7 @@ fn listed(list: &[(&str, &str, &str)], s: &Session) -> bool {
 /// The sessions this file runs (page, command as the page writes it).
 const RUN_HERE: &[(&str, &str)] = &[
     ("README.md", "cudist doctor site/pkg"),
+    ("docs/doctor.md", "cudist doctor"),
     ("docs/doctor.md", "cudist doctor site/pkg"),
     ("docs/doctor.md", "cudist doctor --host h100.json multi.so"),
     (
@@ -274,23 +270,52 @@ fn check(page: &str, command: &str, dir: &Path) {
 /// [`check`], run in `cwd`, with the scratch directory `root` written as `as_` in the output (a
 /// page that shortens paths to the tree's name writes it as "").
 fn check_in(page: &str, command: &str, cwd: &Path, root: &Path, as_: &str) {
+    check_with(
+        page,
+        command,
+        cwd,
+        &[(root.display().to_string(), as_)],
+        &[],
+        None,
+    );
+}
+
+/// [`check`] with each (path, as written) replaced in the output, `env` set, and `path_first`
+/// put on PATH before this build's directory.
+fn check_with(
+    page: &str,
+    command: &str,
+    cwd: &Path,
+    replace: &[(String, &str)],
+    env: &[(&str, String)],
+    path_first: Option<&Path>,
+) {
     let dir = cwd;
     let s = session(page, command);
     let bin = Path::new(env!("CARGO_BIN_EXE_cudist")).parent().unwrap();
     let path = format!(
-        "{}:{}",
+        "{}{}:{}",
+        path_first
+            .map(|p| format!("{}:", p.display()))
+            .unwrap_or_default(),
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let o = Command::new("sh")
-        .args(["-c", &s.command])
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", &s.command])
         .current_dir(dir)
         .env("PATH", path)
         .env_remove("LD_LIBRARY_PATH")
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&o.stdout).replace(&root.display().to_string(), as_);
+        .env_remove("VIRTUAL_ENV")
+        .env("NO_COLOR", "1");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let o = cmd.output().unwrap();
+    let mut out = String::from_utf8_lossy(&o.stdout).into_owned();
+    for (from, to) in replace {
+        out = out.replace(from.as_str(), to);
+    }
     let real: Vec<String> = out.lines().map(str::to_string).collect();
     if let Err(e) = compare(&s.shown, &real) {
         panic!(
@@ -564,4 +589,35 @@ fn repair_of_cupy_prints_what_the_page_shows() {
     if let Err(e) = compare(&shown, &real) {
         panic!("docs/repair.md, the After block: {e}\nthe whole output:\n{out}");
     }
+}
+
+/// docs/doctor.md: the machine report, with a CUDA 12 venv's python3 first on PATH and both a
+/// CUDA 13 and a CUDA 12 runtime on LD_LIBRARY_PATH (scripts/test.sh's two toolkit venvs, written
+/// as the page's `/opt/envs/cu12` and `/opt/envs/cu13`).
+#[test]
+fn the_machine_report_prints_what_the_page_shows() {
+    let (Some(cu12), Some(cu13)) = (
+        tool_from_env("CUDIST_TK_CU12"),
+        tool_from_env("CUDIST_TK_CU13"),
+    ) else {
+        return;
+    };
+    let site = |venv: &Path| site_of(venv);
+    let (t, _) = scratch();
+    let ld = format!(
+        "{}:{}",
+        site(&cu13).join("nvidia/cu13/lib").display(),
+        site(&cu12).join("nvidia/cuda_runtime/lib").display()
+    );
+    check_with(
+        "docs/doctor.md",
+        "cudist doctor",
+        t.path(),
+        &[
+            (cu12.display().to_string(), "/opt/envs/cu12"),
+            (cu13.display().to_string(), "/opt/envs/cu13"),
+        ],
+        &[("LD_LIBRARY_PATH", ld)],
+        Some(&cu12.join("bin")),
+    );
 }
