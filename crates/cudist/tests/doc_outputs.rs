@@ -33,6 +33,11 @@ const PAGES: &[&str] = &[
 const ELSEWHERE: &[(&str, &str, &str)] = &[
     (
         "README.md",
+        "pip install nvidia-cuda-nvcc ",
+        "scripts/test.sh: these wheels, pinned, are the venv CUDIST_TK_CU13 the next sessions use",
+    ),
+    (
+        "README.md",
         "cudist inspect cupy_cuda12x-14.2.0-cp311-cp311-manylinux2014_x86_64.whl",
         "real_wheels.rs: the_readme_inspect_example_is_what_cudist_prints",
     ),
@@ -55,26 +60,6 @@ const ELSEWHERE: &[(&str, &str, &str)] = &[
 
 /// Sessions not run yet, and why: each is a step of issue 36 still to take.
 const NOT_RUN: &[(&str, &str, &str)] = &[
-    (
-        "README.md",
-        "pip install nvidia-cuda-nvcc ",
-        "installs CUDA 13 wheels from PyPI into the reader's venv; tests/toolkit.rs checks the same toolkit, not this transcript",
-    ),
-    (
-        "README.md",
-        "cudist toolkit --python .venv/bin/python --out cuda",
-        "the same session: the venv of CUDA wheels the page installs",
-    ),
-    (
-        "README.md",
-        "eval \"$(cudist toolkit env cuda)\"",
-        "the same session",
-    ),
-    (
-        "README.md",
-        "nvcc -arch=sm_80 ",
-        "the same session: needs that venv's nvcc",
-    ),
     (
         "docs/split.md",
         "ls split/linux-64",
@@ -142,6 +127,15 @@ fn listed(list: &[(&str, &str, &str)], s: &Session) -> bool {
 /// The sessions this file runs (page, command as the page writes it).
 const RUN_HERE: &[(&str, &str)] = &[
     ("README.md", "cudist doctor site/pkg"),
+    (
+        "README.md",
+        "cudist toolkit --python .venv/bin/python --out cuda",
+    ),
+    ("README.md", "eval \"$(cudist toolkit env cuda)\""),
+    (
+        "README.md",
+        "nvcc -arch=sm_80 -cudart shared -shared -Xcompiler -fPIC kern.cu -o libkern.so -lcurand -lcuda",
+    ),
     ("docs/doctor.md", "cudist doctor"),
     ("docs/doctor.md", "cudist doctor site/pkg"),
     ("docs/doctor.md", "cudist doctor --host h100.json multi.so"),
@@ -221,10 +215,24 @@ fn machine_line(line: &str) -> bool {
     line.starts_with("  OS        ") || line.starts_with("  CPU       ")
 }
 
+/// A line that ends with a duration (`… in 0.17 s`), with the number taken out: it is the
+/// machine's.
+fn timeless(line: &str) -> String {
+    if let Some((head, tail)) = line.rsplit_once(" in ") {
+        if let Some(n) = tail.strip_suffix(" s") {
+            if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit() || c == '.') {
+                return format!("{head} in N s");
+            }
+        }
+    }
+    line.to_string()
+}
+
 /// Whether the page's lines are the real ones (see the module's comment).
 fn compare(shown: &[String], real: &[String]) -> Result<(), String> {
     let same = |page: &str, real: &str| {
-        let (page, real) = (page.trim_end(), real.trim_end());
+        let (page, real) = (timeless(page.trim_end()), timeless(real.trim_end()));
+        let (page, real) = (page.as_str(), real.as_str());
         if machine_line(page) && machine_line(real) && page[..12] == real[..12] {
             return true;
         }
@@ -349,6 +357,8 @@ fn the_comparison_reads_the_pages_marks() {
     assert!(compare(&v(&["a", "c long line"]), &real).is_err());
     assert!(compare(&v(&["a", "…", "e"]), &real).is_err());
     assert!(compare(&v(&["a", "b", "c", "d", "  CPU       x", "f"]), &real).is_err());
+    assert!(compare(&v(&["done in 0.17 s"]), &v(&["done in 12.5 s"])).is_ok());
+    assert!(compare(&v(&["done in 0.17 s"]), &v(&["gone in 12.5 s"])).is_err());
 }
 
 /// README and docs/doctor.md: an extension built against libcublas.so.12 with nvidia-cublas-cu12
@@ -620,4 +630,63 @@ fn the_machine_report_prints_what_the_page_shows() {
         &[("LD_LIBRARY_PATH", ld)],
         Some(&cu12.join("bin")),
     );
+}
+
+/// README.md: a CUDA root assembled from the CUDA 13 wheels of a venv (scripts/test.sh's,
+/// standing for the page's `.venv`), then nvcc from that root building and linking a kernel
+/// library with `-cudart shared -lcurand -lcuda`, as the page's comment says it does.
+#[test]
+fn the_readme_toolkit_session_prints_what_it_shows_and_links() {
+    let Some(venv) = tool_from_env("CUDIST_TK_CU13") else {
+        return;
+    };
+    let (_t, demo) = scratch();
+    std::os::unix::fs::symlink(&venv, demo.join(".venv")).unwrap();
+    check_in(
+        "README.md",
+        "cudist toolkit --python .venv/bin/python --out cuda",
+        &demo,
+        &demo,
+        "/tmp/demo",
+    );
+    std::fs::write(
+        demo.join("kern.cu"),
+        "#include <curand.h>\n__global__ void scale(float *x) { x[threadIdx.x] *= 2.0f; }\n\
+         extern \"C\" int run(float *x) { curandGenerator_t g;\n\
+           if (curandCreateGenerator(&g, CURAND_RNG_PSEUDO_DEFAULT) != CURAND_STATUS_SUCCESS) return 1;\n\
+           scale<<<1, 32>>>(x); return cudaGetLastError() == cudaSuccess ? 0 : 2; }\n",
+    )
+    .unwrap();
+    let eval = session("README.md", "eval \"$(cudist toolkit env cuda)\"");
+    let nvcc = session(
+        "README.md",
+        "nvcc -arch=sm_80 -cudart shared -shared -Xcompiler -fPIC kern.cu -o libkern.so -lcurand -lcuda",
+    );
+    assert!(eval.shown.is_empty() && nvcc.shown.is_empty());
+    // Both in one shell, as the page's reader types them.
+    let bin = Path::new(env!("CARGO_BIN_EXE_cudist")).parent().unwrap();
+    let o = Command::new("sh")
+        .args(["-c", &format!("{}\n{}", eval.command, nvcc.command)])
+        .current_dir(&demo)
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let readelf = Command::new("readelf")
+        .args(["-d"])
+        .arg(demo.join("libkern.so"))
+        .output()
+        .unwrap();
+    let dynamic = String::from_utf8_lossy(&readelf.stdout);
+    for lib in ["libcudart.so.13", "libcurand.so.10"] {
+        assert!(dynamic.contains(&format!("[{lib}]")), "{lib}: {dynamic}");
+    }
 }
