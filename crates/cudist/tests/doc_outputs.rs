@@ -61,11 +61,6 @@ const ELSEWHERE: &[(&str, &str, &str)] = &[
 /// Sessions not run yet, and why: each is a step of issue 36 still to take.
 const NOT_RUN: &[(&str, &str, &str)] = &[
     (
-        "docs/split.md",
-        "ls split/linux-64",
-        "the same session as the split below",
-    ),
-    (
         "docs/repair.md",
         "cudist inspect naive-1.0-cp311-cp311-linux_x86_64.whl",
         "the naive wheel is built by tests/real_wheels.rs, which checks the repair, not this transcript",
@@ -79,11 +74,6 @@ const NOT_RUN: &[(&str, &str, &str)] = &[
         "docs/repair.md",
         "cudist inspect out/naive-1.0-cp311-cp311-linux_x86_64.whl",
         "as above",
-    ),
-    (
-        "docs/split.md",
-        "cudist split .venv/lib/python3.11/site-packages -o split --format conda",
-        "a venv of real CUDA wheels; tests/split.rs checks the split, not this transcript",
     ),
 ];
 
@@ -136,6 +126,11 @@ const RUN_HERE: &[(&str, &str)] = &[
         "README.md",
         "nvcc -arch=sm_80 -cudart shared -shared -Xcompiler -fPIC kern.cu -o libkern.so -lcurand -lcuda",
     ),
+    (
+        "docs/split.md",
+        "cudist split .venv/lib/python3.11/site-packages -o split --format conda",
+    ),
+    ("docs/split.md", "ls split/linux-64"),
     ("docs/doctor.md", "cudist doctor"),
     ("docs/doctor.md", "cudist doctor site/pkg"),
     ("docs/doctor.md", "cudist doctor --host h100.json multi.so"),
@@ -688,5 +683,81 @@ fn the_readme_toolkit_session_prints_what_it_shows_and_links() {
     let dynamic = String::from_utf8_lossy(&readelf.stdout);
     for lib in ["libcudart.so.13", "libcurand.so.10"] {
         assert!(dynamic.contains(&format!("[{lib}]")), "{lib}: {dynamic}");
+    }
+}
+
+/// docs/split.md: scripts/test.sh's CUDA 13.5 venv (the page's `.venv`) split into conda
+/// packages, and the packages written (the page lays `ls`'s names out in columns, as a terminal
+/// shows them).
+#[test]
+fn the_split_session_prints_what_the_page_shows() {
+    let Some(venv) = tool_from_env("CUDIST_TK_CU13") else {
+        return;
+    };
+    let (_t, dd) = scratch();
+    std::os::unix::fs::symlink(&venv, dd.join(".venv")).unwrap();
+    check_with(
+        "docs/split.md",
+        "cudist split .venv/lib/python3.11/site-packages -o split --format conda",
+        &dd,
+        &[(dd.join("split").display().to_string(), "/tmp/doc-split")],
+        &[],
+        None,
+    );
+    let ls = session("docs/split.md", "ls split/linux-64");
+    let mut shown: Vec<&str> = ls.shown.iter().flat_map(|l| l.split_whitespace()).collect();
+    shown.sort_unstable();
+    let mut real: Vec<String> = std::fs::read_dir(dd.join("split/linux-64"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    real.sort_unstable();
+    assert_eq!(shown, real);
+    // The page's excerpt of split.json: every value it shows is the file's (a list shows some
+    // of the file's elements).
+    let text = std::fs::read_to_string(repo_root().join("docs/split.md")).unwrap();
+    let at = text
+        .find("An excerpt of `split.json`")
+        .expect("the excerpt");
+    let block = text[at..]
+        .split("```json\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .unwrap();
+    let excerpt: serde_json::Value = serde_json::from_str(block).unwrap();
+    let file: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dd.join("split/split.json")).unwrap()).unwrap();
+    if let Err(at) = shows_part_of(&excerpt, &file, "") {
+        panic!("docs/split.md's excerpt differs from split.json at {at}");
+    }
+}
+
+/// Whether `part` shows only what `whole` holds: its keys with their values, some elements of
+/// each list; else where it differs.
+fn shows_part_of(
+    part: &serde_json::Value,
+    whole: &serde_json::Value,
+    at: &str,
+) -> Result<(), String> {
+    use serde_json::Value;
+    match (part, whole) {
+        (Value::Object(p), Value::Object(w)) => {
+            for (k, v) in p {
+                let here = format!("{at}.{k}");
+                shows_part_of(v, w.get(k).ok_or_else(|| here.clone())?, &here)?;
+            }
+            Ok(())
+        }
+        (Value::Array(p), Value::Array(w)) => {
+            for (i, v) in p.iter().enumerate() {
+                if !w.iter().any(|x| shows_part_of(v, x, "").is_ok()) {
+                    return Err(format!("{at}[{i}]"));
+                }
+            }
+            Ok(())
+        }
+        _ if part == whole => Ok(()),
+        _ => Err(format!("{at}: page {part}, file {whole}")),
     }
 }
