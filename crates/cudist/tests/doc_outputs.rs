@@ -570,6 +570,27 @@ fn repair_of_cupy_prints_what_the_page_shows() {
         "cudist repair cupy_cuda12x-14.2.0-cp311-cp311-manylinux2014_x86_64.whl -w out",
         &dd,
     );
+    // The page's Platform block: inspect of the original, the lines it shows together.
+    let text = std::fs::read_to_string(repo_root().join("docs/repair.md")).unwrap();
+    let platform: Vec<String> = text
+        .split("```text\nPlatform: ")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .map(|b| format!("Platform: {b}"))
+        .expect("the page's Platform block")
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let o = cudist(&["inspect", dd.join(name).to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let real: Vec<String> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("Platform: "))
+        .map(str::to_string)
+        .collect();
+    if let Err(e) = compare(&platform, &real) {
+        panic!("docs/repair.md, the Platform block: {e}\nthe whole output:\n{out}");
+    }
     // The page's "After" block: inspect of the repaired wheel, without its command line.
     let text = std::fs::read_to_string(repo_root().join("docs/repair.md")).unwrap();
     let after = text
