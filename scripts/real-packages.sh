@@ -51,9 +51,12 @@
 #                               nvidia-*, or *-cuNN, other than the subject's own) taken away in
 #                               turn: the shared libraries its RECORD lists moved aside (back
 #                               afterwards, by the EXIT trap too), then the import and doctor:
-#                               "import <outcome>; doctor <status>; agree|DISAGREE", where they
+#                               "import <outcome>; doctor <status>; agree|DISAGREE; N new
+#                               reason(s), naming|not naming a moved library", where they
 #                               agree when the import fails exactly when doctor says
-#                               will-fail-to-load (logs/<name>.wheel_off.<dist>.*);
+#                               will-fail-to-load, and the reasons the healthy run did not give
+#                               say whether doctor saw the removal at all
+#                               (logs/<name>.wheel_off.<dist>.*);
 #   pip_dry_run                 `pip install --dry-run --quiet --only-binary=:all: <pin>` in the venv;
 #   repair                      `cudist repair <wheel> -w <dir>` on the subject's own wheel, as a user
 #                               would get it (`pip download --no-deps --only-binary=:all: <pin>`):
@@ -465,11 +468,34 @@ for i in json.load(open(sys.argv[1]))["install"]:
     n="$(wheel_files off "$site" "$w" "$WHEEL_OFF")"
     imp="$(import_outcome "$py" "$module" "$LOGS/$name.wheel_off.$w.import.log")"
     doc="$(doctor_outcome "$py" "$module" "$LOGS/$name.wheel_off.$w.doctor.json")"
+    # What the removal changed in doctor's answer: the reasons the healthy run did not give, and
+    # whether one of them names a library that was moved away (a removal doctor is silent on,
+    # where the import works, is said as such: on a machine without a driver the status alone
+    # says little).
+    said="$(python3 - "$LOGS/$name.doctor.json" "$LOGS/$name.wheel_off.$w.doctor.json" "$WHEEL_OFF/moved" <<'EOF'
+import json, os, sys
+def reasons(p):
+    try:
+        return set(json.load(open(p))["verdict"]["reasons"])
+    except Exception:
+        return set()
+new = reasons(sys.argv[2]) - reasons(sys.argv[1])
+try:
+    names = {os.path.basename(l.strip()) for l in open(sys.argv[3]) if l.strip()}
+except OSError:
+    names = set()
+# A moved file is named by its stem up to `.so` (libcublas.so.13.1.0.3 is asked for as
+# libcublas.so.13).
+stems = {n.split(".so")[0] + ".so" for n in names if ".so" in n}
+named = any(s in r for r in new for s in stems)
+print(f"{len(new)} new reason(s), {'naming' if named else 'not naming'} a moved library")
+EOF
+)"
     restore_wheel
     agree=DISAGREE
     if [[ "$imp" == ok* && "$doc" != will-fail-to-load && "$doc" != error* ]] \
        || [[ "$imp" != ok* && "$doc" == will-fail-to-load ]]; then agree=agree; fi
-    record "$name" "wheel_off:$w" "import ${imp:0:120}; doctor $doc; $agree (${n:-0} files moved)"
+    record "$name" "wheel_off:$w" "import ${imp:0:120}; doctor $doc; $agree; $said (${n:-0} files moved)"
   done < <(cuda_wheels "$site" "${pin%%[\[=]*}")
 
   # 4: does pip still resolve the pin here?
