@@ -1759,9 +1759,10 @@ fn linker_name_lines(preloads: &[crate::loads::Preload], catalog: &Catalog, verd
     }
 }
 
-/// The CUDA libraries the package's Python looks for with `ctypes.util.find_library`, which
-/// never looks in a CUDA wheel (keopscore finds NVRTC and the runtime that way, and runs on the
-/// CPU without them): said, and an OK that said "needs none" says it finds them itself.
+/// The CUDA libraries the package's Python looks for by a bare name: with
+/// `ctypes.util.find_library`, which never looks in a CUDA wheel (keopscore finds NVRTC and the
+/// runtime that way, and runs on the CPU without them), or with a `ctypes.CDLL` subclass of its
+/// own (tinygrad): said, and an OK that said "needs none" says it finds them itself.
 fn finder_lines(finds: &[crate::loads::Find], catalog: &Catalog, verdict: &mut Verdict) {
     if finds.is_empty() {
         return;
@@ -1779,15 +1780,22 @@ fn finder_lines(finds: &[crate::loads::Find], catalog: &Catalog, verdict: &mut V
         } else {
             "when used"
         };
-        let wheel = catalog
-            .library(&f.library)
+        let lib = catalog.library(&f.library);
+        let wheel = lib
             .and_then(|l| l.newest_wheel_soname(None))
             .map(|(so, pip)| format!(" ({pip} installs {so})"))
             .unwrap_or_default();
-        verdict.lines.push(format!(
-            "looks for lib{} with ctypes.util.find_library({:?}) {when} ({}): that searches where the system keeps libraries, never a CUDA wheel{wheel}, so it finds it only where a CUDA toolkit is installed on the system",
-            f.name, f.name, f.at
-        ));
+        let stem = lib.map_or_else(|| format!("lib{}", f.name), |l| l.stem.clone());
+        verdict.lines.push(match &f.class {
+            None => format!(
+                "looks for {stem} with ctypes.util.find_library({:?}) {when} ({}): that searches where the system keeps libraries, never a CUDA wheel{wheel}, so it finds it only where a CUDA toolkit is installed on the system",
+                f.name, f.at
+            ),
+            Some(class) => format!(
+                "opens {stem} by the bare name {:?} with {class}, a ctypes.CDLL subclass of its own, {when} ({}): where that finds it is its own search, which cudist does not read; a CUDA wheel{wheel} serves only if it looks there",
+                f.name, f.at
+            ),
+        });
     }
 }
 

@@ -314,13 +314,17 @@ pub struct Scan {
     pub finds: Vec<Find>,
 }
 
-/// A CUDA library the package looks for with `ctypes.util.find_library`, which searches where
-/// the system keeps libraries (its loader's cache, LD_LIBRARY_PATH, the compiler's paths) and
-/// never a CUDA wheel's directory: found only where a CUDA toolkit is installed on the system.
+/// A CUDA library the package looks for by its bare name (`nvrtc` for `libnvrtc`): with
+/// `ctypes.util.find_library`, which searches where the system keeps libraries (its loader's
+/// cache, LD_LIBRARY_PATH, the compiler's paths) and never a CUDA wheel's directory, or with a
+/// `ctypes.CDLL` subclass of its own, whose search is its own (tinygrad's `DLL('nvrtc', …)`).
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Find {
     /// The name asked for (`nvrtc`).
     pub name: String,
+    /// The package's own `ctypes.CDLL` subclass that looks (`DLL`), none for
+    /// `ctypes.util.find_library`.
+    pub class: Option<String>,
     /// The catalog library it names (`lib` + name is its stem).
     pub library: String,
     /// Where (`keopscore/config/cuda.py:73`).
@@ -522,9 +526,22 @@ pub fn scan_with(
         .map(|t| t.strip_suffix(".py").unwrap_or(t))
         .collect();
     let mut outside: Vec<(usize, usize, String)> = Vec::new();
-    // `ctypes.util.find_library("nvrtc")` calls: (scope, statement, the literal name or none
-    // for a name passed in, deferred).
-    let mut finds_at: Vec<(Scope, usize, Option<String>, bool)> = Vec::new();
+    // `ctypes.util.find_library("nvrtc")` calls, and bare names given to a `ctypes.CDLL`
+    // subclass: (scope, statement, the literal name or none for a name passed in, deferred, the
+    // class).
+    let mut finds_at: Vec<(Scope, usize, Option<String>, bool, Option<String>)> = Vec::new();
+    // The package's own `ctypes.CDLL` subclasses, by the dotted name a call reaches them by
+    // (`tinygrad.runtime.support.c.DLL`), and by their bare name in their own file.
+    let mut cdll_classes: BTreeMap<String, String> = BTreeMap::new();
+    let mut cdll_here: BTreeSet<(usize, String)> = BTreeSet::new();
+    for (fi, f) in files.iter().enumerate() {
+        for class in f.classes_deriving(&["ctypes.CDLL", "ctypes.PyDLL"]) {
+            if let Some(m) = &f.module {
+                cdll_classes.insert(format!("{m}.{class}"), class.clone());
+            }
+            cdll_here.insert((fi, class));
+        }
+    }
     for (fi, f) in files.iter().enumerate() {
         for (si, st) in f.stmts.iter().enumerate() {
             // Never a call under a branch that does not run on Linux.
@@ -568,16 +585,39 @@ pub fn scan_with(
                 if canonical == "ctypes.util.find_library" {
                     match (&call.arg, &call.arg_name) {
                         (Some(name), _) => {
-                            finds_at.push((scope, si, Some(name.clone()), call.deferred));
+                            finds_at.push((scope, si, Some(name.clone()), call.deferred, None));
                         }
                         // A name its function is given (keopscore's
                         // `_try_load_library(self, lib_name)`): what its callers pass.
                         (None, Some(n)) if f.passes_param(f.scope[si], n) => {
-                            finds_at.push((scope, si, None, call.deferred));
+                            finds_at.push((scope, si, None, call.deferred, None));
                         }
                         _ => {}
                     }
                     continue;
+                }
+                // A `ctypes.CDLL` subclass of the package's own is a ctypes load; a bare name
+                // it is given (`DLL('nvrtc', …)`) is looked for its own way.
+                let subclass = cdll_classes.get(&canonical).cloned().or_else(|| {
+                    cdll_here
+                        .contains(&(fi, call.callee.clone()))
+                        .then(|| call.callee.clone())
+                });
+                if let Some(class) = &subclass {
+                    if let Some(name) = call
+                        .arg
+                        .as_deref()
+                        .filter(|a| !a.contains('/') && !a.contains(".so") && !a.starts_with("lib"))
+                    {
+                        finds_at.push((
+                            scope,
+                            si,
+                            Some(name.to_string()),
+                            call.deferred,
+                            Some(class.clone()),
+                        ));
+                        continue;
+                    }
                 }
                 if let Some(name) = loaders.iter().find(|l| **l == canonical) {
                     calls.push(Call {
@@ -610,7 +650,7 @@ pub fn scan_with(
                 let mechanism = match last(&canonical) {
                     "load_nvidia_dynamic_lib" => Mechanism::CudaPathfinder,
                     "CDLL" | "LoadLibrary" | "PyDLL" => Mechanism::Ctypes,
-                    _ if by_path => Mechanism::Ctypes,
+                    _ if by_path || subclass.is_some() => Mechanism::Ctypes,
                     _ => continue,
                 };
                 // cuda-pathfinder's argument, when it is a literal; a ctypes call's, when it is a
@@ -939,7 +979,7 @@ pub fn scan_with(
     };
     out.sort_by_key(key);
     let mut finds: Vec<Find> = Vec::new();
-    for (scope, si, name, deferred) in finds_at {
+    for (scope, si, name, deferred, class) in finds_at {
         let f = &files[scope.0];
         let at = format!("{}:{}", f.path, f.stmts[si].number);
         let names: Vec<String> = match name {
@@ -955,13 +995,18 @@ pub fn scan_with(
                 .collect(),
         };
         for name in names {
+            // find_library matches the name as written; a class of the package's own may not
+            // (tinygrad labels nvJitLink `nvjitlink`).
             let stem = format!("lib{name}");
-            let Some(lib) = catalog.libraries.iter().find(|l| l.stem == stem) else {
+            let Some(lib) = catalog.libraries.iter().find(|l| {
+                l.stem == stem || (class.is_some() && l.stem.eq_ignore_ascii_case(&stem))
+            }) else {
                 continue;
             };
             if !finds.iter().any(|x| x.name == name) {
                 finds.push(Find {
                     name,
+                    class: class.clone(),
                     library: lib.id.clone(),
                     at: at.clone(),
                     at_import: reach.reached.contains(&scope) && !deferred,
@@ -1620,6 +1665,56 @@ mod tests {
         );
         let names: Vec<&str> = preloads.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["libtensorrt_shim.so"]);
+    }
+
+    /// Bare library names: `ctypes.util.find_library("cusparse")` (direct, and a name passed to
+    /// the function that calls it), and a `ctypes.CDLL` subclass of the package's own (through
+    /// another subclass too) given `nvrtc` (tinygrad's `c.DLL('nvrtc', …)`); a name no catalog
+    /// library has is none, and a subclass given a file name loads it as ctypes does.
+    #[test]
+    fn bare_names_for_find_library_and_cdll_subclasses() {
+        let scan = scan(
+            &[
+                src("pkg/__init__.py", "from . import auto, finder\n"),
+                src(
+                    "pkg/c.py",
+                    "import ctypes\nclass DLL(ctypes.CDLL):\n    def __init__(self, nm, paths):\n        pass\nclass Sub(DLL):\n    pass\nclass Plain:\n    pass\n",
+                ),
+                src(
+                    "pkg/auto.py",
+                    "from pkg import c\ndll = c.DLL('nvrtc', 'nvrtc')\nfft = c.Sub('cufft', 'cufft')\nno = c.Plain('cublas')\nwho = c.DLL('notalib', 'x')\nso = c.DLL('libcurand.so.10', 'x')\n",
+                ),
+                src(
+                    "pkg/finder.py",
+                    "from ctypes.util import find_library\nclass Config:\n    def __init__(self):\n        self._try('cusolver')\n    def _try(self, name):\n        return find_library(name)\ncfg = Config()\nfind_library('cusparse')\n",
+                ),
+            ],
+            &Catalog::builtin(),
+            None,
+        );
+        let finds: Vec<(&str, Option<&str>, &str, bool)> = scan
+            .finds
+            .iter()
+            .map(|f| {
+                (
+                    f.name.as_str(),
+                    f.class.as_deref(),
+                    f.at.as_str(),
+                    f.at_import,
+                )
+            })
+            .collect();
+        assert_eq!(
+            finds,
+            [
+                ("nvrtc", Some("DLL"), "pkg/auto.py:2", true),
+                ("cufft", Some("Sub"), "pkg/auto.py:3", true),
+                ("cusolver", None, "pkg/finder.py:6", true),
+                ("cusparse", None, "pkg/finder.py:8", true),
+            ]
+        );
+        let names: Vec<&str> = scan.preloads.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["libcurand.so.10"]);
     }
 
     /// The entry-point groups a package reads are its plugin groups, however the call is

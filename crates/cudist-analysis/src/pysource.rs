@@ -728,6 +728,9 @@ pub struct File<'a> {
     /// The `__init__` of each class the file defines, by class name: calling the class runs it
     /// (keopscore's `cuda_config = CUDAConfig()` at import).
     class_inits: BTreeMap<String, usize>,
+    /// The bases of each class the file defines, as written (`ctypes.CDLL`), with the class's
+    /// statement for [`File::canonical`].
+    class_bases: BTreeMap<String, (usize, Vec<String>)>,
     bindings: Bindings,
     /// Every name an import binds, in order: (statement, its function, name, what it stands
     /// for as a dotted name).
@@ -798,6 +801,26 @@ impl File<'_> {
     /// Whether an import anywhere in the file binds `name`.
     pub fn imports_name(&self, name: &str) -> bool {
         self.imports.iter().any(|(_, _, n, _)| n == name)
+    }
+
+    /// The classes the file defines that derive from one of `bases` (canonical dotted names,
+    /// `ctypes.CDLL`), directly or through another class of the file.
+    pub fn classes_deriving(&self, bases: &[&str]) -> BTreeSet<String> {
+        let mut out: BTreeSet<String> = BTreeSet::new();
+        loop {
+            let before = out.len();
+            for (class, (at, written)) in &self.class_bases {
+                if written
+                    .iter()
+                    .any(|b| bases.contains(&self.canonical(b, *at).as_str()) || out.contains(b))
+                {
+                    out.insert(class.clone());
+                }
+            }
+            if out.len() == before {
+                return out;
+            }
+        }
     }
 
     /// What a dotted name called by statement `at` stands for, through the file's imports:
@@ -927,6 +950,8 @@ struct Reader<'l> {
     defs: BTreeMap<String, Vec<usize>>,
     /// Each class's `__init__` (its `def`), by class name ([`File::class_inits`]).
     class_inits: BTreeMap<String, usize>,
+    /// Each class's bases as written, with its statement ([`File::class_bases`]).
+    class_bases: BTreeMap<String, (usize, Vec<String>)>,
     /// The class whose body is being read, if any (not a function inside one).
     class: Option<String>,
     /// Names assigned a test whose truth is known, or an environment read ([`truth`]), by
@@ -1236,7 +1261,22 @@ impl Reader<'_> {
                 if let Some(a) = &c.arguments {
                     g.visit_arguments(a);
                 }
-                self.push_gathered(c.start(), ctx, g, None, None);
+                // Its bases resolve through the imports before it (a statement with nothing
+                // gathered is not kept: the next one's index stands for its place).
+                let at = self
+                    .push_gathered(c.start(), ctx, g, None, None)
+                    .unwrap_or(self.stmts.len());
+                let bases: Vec<String> = c
+                    .arguments
+                    .iter()
+                    .flat_map(|a| a.args.iter())
+                    .filter_map(callee_text)
+                    .collect();
+                if !bases.is_empty() {
+                    self.class_bases
+                        .entry(c.name.to_string())
+                        .or_insert((at, bases));
+                }
                 // A class body runs where the class is defined.
                 let outer = self.class.replace(c.name.to_string());
                 self.suite(&c.body, ctx);
@@ -1644,6 +1684,7 @@ fn read_on_this_thread<'a>(path: &'a str, text: &str, roots: &[String]) -> File<
         catch_sets: Vec::new(),
         defs: BTreeMap::new(),
         class_inits: BTreeMap::new(),
+        class_bases: BTreeMap::new(),
         class: None,
         known: HashMap::new(),
         raisers: BTreeSet::new(),
@@ -1717,6 +1758,7 @@ fn read_on_this_thread<'a>(path: &'a str, text: &str, roots: &[String]) -> File<
         unread,
         defs: r.defs,
         class_inits: r.class_inits,
+        class_bases: r.class_bases,
         bindings,
         imports,
     }
@@ -1783,6 +1825,7 @@ pub fn read_files_under<'a>(files: &[(&'a str, &str)], roots: &[String]) -> Vec<
                     unread: Some(format!("no thread could be started to read it: {e}")),
                     defs: BTreeMap::new(),
                     class_inits: BTreeMap::new(),
+                    class_bases: BTreeMap::new(),
                     bindings: Bindings::default(),
                     imports: Vec::new(),
                 })),
