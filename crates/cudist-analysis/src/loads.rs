@@ -527,9 +527,17 @@ pub fn scan_with(
         .collect();
     let mut outside: Vec<(usize, usize, String)> = Vec::new();
     // `ctypes.util.find_library("nvrtc")` calls, and bare names given to a `ctypes.CDLL`
-    // subclass: (scope, statement, the literal name or none for a name passed in, deferred, the
-    // class).
-    let mut finds_at: Vec<(Scope, usize, Option<String>, bool, Option<String>)> = Vec::new();
+    // subclass.
+    struct FindAt {
+        scope: Scope,
+        stmt: usize,
+        /// The literal name, none for a name the function is given.
+        name: Option<String>,
+        deferred: bool,
+        /// The subclass, none for find_library.
+        class: Option<String>,
+    }
+    let mut finds_at: Vec<FindAt> = Vec::new();
     // The package's own `ctypes.CDLL` subclasses, by the dotted name a call reaches them by
     // (`tinygrad.runtime.support.c.DLL`), and by their bare name in their own file.
     let mut cdll_classes: BTreeMap<String, String> = BTreeMap::new();
@@ -584,13 +592,23 @@ pub fn scan_with(
                 }
                 if canonical == "ctypes.util.find_library" {
                     match (&call.arg, &call.arg_name) {
-                        (Some(name), _) => {
-                            finds_at.push((scope, si, Some(name.clone()), call.deferred, None));
-                        }
+                        (Some(name), _) => finds_at.push(FindAt {
+                            scope,
+                            stmt: si,
+                            name: Some(name.clone()),
+                            deferred: call.deferred,
+                            class: None,
+                        }),
                         // A name its function is given (keopscore's
                         // `_try_load_library(self, lib_name)`): what its callers pass.
                         (None, Some(n)) if f.passes_param(f.scope[si], n) => {
-                            finds_at.push((scope, si, None, call.deferred, None));
+                            finds_at.push(FindAt {
+                                scope,
+                                stmt: si,
+                                name: None,
+                                deferred: call.deferred,
+                                class: None,
+                            })
                         }
                         _ => {}
                     }
@@ -609,13 +627,13 @@ pub fn scan_with(
                         .as_deref()
                         .filter(|a| !a.contains('/') && !a.contains(".so") && !a.starts_with("lib"))
                     {
-                        finds_at.push((
+                        finds_at.push(FindAt {
                             scope,
-                            si,
-                            Some(name.to_string()),
-                            call.deferred,
-                            Some(class.clone()),
-                        ));
+                            stmt: si,
+                            name: Some(name.to_string()),
+                            deferred: call.deferred,
+                            class: Some(class.clone()),
+                        });
                         continue;
                     }
                 }
@@ -979,7 +997,14 @@ pub fn scan_with(
     };
     out.sort_by_key(key);
     let mut finds: Vec<Find> = Vec::new();
-    for (scope, si, name, deferred, class) in finds_at {
+    for FindAt {
+        scope,
+        stmt: si,
+        name,
+        deferred,
+        class,
+    } in finds_at
+    {
         let f = &files[scope.0];
         let at = format!("{}:{}", f.path, f.stmts[si].number);
         let names: Vec<String> = match name {
