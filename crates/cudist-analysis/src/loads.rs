@@ -229,6 +229,7 @@ fn is_library_name(s: &str) -> bool {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "_-+.".contains(c))
         && (tail.is_empty()
+            || tail == "*"
             || (tail.starts_with('.')
                 && tail[1..]
                     .chars()
@@ -801,7 +802,11 @@ pub fn scan_with(
         let on_call = if at_import { None } else { entry_of(c) };
         // A name passed in by the function's callers; when none passes a literal, the names
         // around the call are read as for any other.
-        let passed = if c.passed {
+        let computed = c.mechanism == Mechanism::Ctypes
+            && c.argument.is_none()
+            && !c.by_path
+            && c.scope.1.is_some();
+        let passed = if c.passed || computed {
             passed_in(&files, &by_name, &reach, c, pathfinder, catalog, cuda_major)
         } else {
             Vec::new()
@@ -1208,39 +1213,52 @@ fn passed_in(
     let mut out = Vec::new();
     for (gi, sj, k) in call_sites(files, by_name, c.scope) {
         let g = &files[gi];
-        let Some(arg) = k.arg.as_deref() else {
-            continue;
+        // The first argument as the function's first parameter; for a ctypes load of a path
+        // the function computes, any library name the call passes (deepmd-kit's
+        // `dlopen_library("nvidia.cuda_runtime.lib", "libcudart.so*")`, which globs the second
+        // in the module the first names).
+        let args: Vec<&str> = if c.passed {
+            k.arg.as_deref().into_iter().collect()
+        } else {
+            g.stmts[sj]
+                .literals
+                .iter()
+                .filter(|l| !l.tested && is_library_name(&l.value))
+                .map(|l| l.value.as_str())
+                .collect()
         };
-        let (lib, sonames) = match c.mechanism {
-            Mechanism::CudaPathfinder => (
-                arg.to_string(),
-                pathfinder_sonames(arg, pathfinder, catalog, cuda_major),
-            ),
-            _ => {
-                let base = arg.rsplit('/').next().unwrap_or(arg);
-                if !is_library_name(base) {
-                    continue;
+        for arg in args {
+            let (lib, sonames) = match c.mechanism {
+                Mechanism::CudaPathfinder => (
+                    arg.to_string(),
+                    pathfinder_sonames(arg, pathfinder, catalog, cuda_major),
+                ),
+                _ => {
+                    let base = arg.rsplit('/').next().unwrap_or(arg);
+                    if !is_library_name(base) {
+                        continue;
+                    }
+                    (base.to_string(), named_sonames(base))
                 }
-                (base.to_string(), named_sonames(base))
-            }
-        };
-        let scope = (gi, g.scope[sj]);
-        let at_import = reach.reached.contains(&scope) && !k.deferred && !c.deferred;
-        out.push(Preload {
-            name: lib,
-            sonames,
-            named_at: format!("{}:{}", g.path, g.stmts[sj].number),
-            loaded_at: String::new(),
-            mechanism: c.mechanism,
-            at_import,
-            on_call: if at_import {
-                None
-            } else {
-                scope.1.and_then(|s| g.stmts[s].def.clone())
-            },
-            optional: catches_failure(g.caught(sj), c.mechanism),
-            if_present: false,
-        });
+            };
+            let scope = (gi, g.scope[sj]);
+            let at_import = reach.reached.contains(&scope) && !k.deferred && !c.deferred;
+            out.push(Preload {
+                name: lib,
+                sonames,
+                named_at: format!("{}:{}", g.path, g.stmts[sj].number),
+                loaded_at: String::new(),
+                mechanism: c.mechanism,
+                at_import,
+                on_call: if at_import {
+                    None
+                } else {
+                    scope.1.and_then(|s| g.stmts[s].def.clone())
+                },
+                optional: catches_failure(g.caught(sj), c.mechanism),
+                if_present: false,
+            });
+        }
     }
     out
 }
@@ -1740,6 +1758,35 @@ mod tests {
         );
         let names: Vec<&str> = scan.preloads.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["libcurand.so.10"]);
+    }
+
+    /// A ctypes load of a path its function computes from its parameters loads the library
+    /// names each call passes (deepmd-kit's `dlopen_library(module, pattern)`, which globs the
+    /// pattern in the module's directory), as optional where the function finds the file first;
+    /// a call passing no library name adds none.
+    #[test]
+    fn a_computed_load_loads_the_library_names_its_calls_pass() {
+        let preloads = preloads(
+            &[src(
+                "pkg/env.py",
+                "import ctypes\nfrom importlib import import_module\nfrom pathlib import Path\n\
+                 def dlopen_library(module, filename):\n    m = import_module(module)\n    libs = sorted(Path(m.__path__[0]).glob(filename))\n    if len(libs):\n        ctypes.CDLL(str(libs[0].absolute()))\n\
+                 dlopen_library('nvidia.cuda_runtime.lib', 'libcudart.so*')\ndlopen_library('nvidia.cublas.lib', 'libcublas.so*')\ndlopen_library('x.y', 'README')\n",
+            )],
+            &Catalog::builtin(),
+            None,
+        );
+        let got: Vec<(&str, &str, bool)> = preloads
+            .iter()
+            .map(|p| (p.name.as_str(), p.named_at.as_str(), p.optional))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("libcudart.so*", "pkg/env.py:9", true),
+                ("libcublas.so*", "pkg/env.py:10", true)
+            ]
+        );
     }
 
     /// The entry-point groups a package reads are its plugin groups, however the call is

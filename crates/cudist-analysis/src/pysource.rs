@@ -1085,7 +1085,8 @@ impl Reader<'_> {
     }
 
     /// Whether test `e` holds only where a file was found ([`File::found_first`]): an existence
-    /// check, a name assigned a listing of files, or an `and` with one of them.
+    /// check, a name assigned a listing of files (or its `len`, compared or not), or an `and`
+    /// with one of them.
     fn finds(&self, e: &Expr, scope: Option<usize>) -> bool {
         match e {
             Expr::BoolOp(b) if b.op == ast::BoolOp::And => {
@@ -1097,6 +1098,24 @@ impl Reader<'_> {
                     || self.listings.contains(&(None, name))
             }
             e @ Expr::Call(_) if tests_existence(e) => true,
+            // `len(libs)` of a listing, as a test (`if len(libs):`, `if len(libs) > 0:`).
+            Expr::Call(c)
+                if callee_text(&c.func).as_deref() == Some("len")
+                    && c.arguments
+                        .args
+                        .first()
+                        .is_some_and(|a| self.finds(a, scope)) =>
+            {
+                true
+            }
+            // `len(libs) > 0`, `>= 1`, `!= 0`: something was found (`== 0` is the opposite).
+            Expr::Compare(c)
+                if c.ops
+                    .iter()
+                    .all(|o| matches!(o, ast::CmpOp::Gt | ast::CmpOp::GtE | ast::CmpOp::NotEq)) =>
+            {
+                self.finds(&c.left, scope)
+            }
             _ => lists_files(e),
         }
     }
