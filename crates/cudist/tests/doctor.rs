@@ -2938,4 +2938,15 @@ fn a_library_find_library_does_not_find_fails_on_first_use() {
             && r.contains("finder/__init__.py:2")),
         "{v:#}"
     );
+    // From the files alone: the same search, on this machine's library cache and
+    // LD_LIBRARY_PATH, finds nothing either.
+    let (code, v) = doctor_import_with("finder", &python, &["--static"]);
+    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(v["verdict"]["status"], "will-fail-when-loaded", "{v:#}");
+    assert!(
+        reasons_of(&v).iter().any(|r| r.starts_with(
+            "finder looks for libcusolverMg with ctypes.util.find_library(\"cusolverMg\") at import (finder/__init__.py:2): not in this machine's library cache or LD_LIBRARY_PATH"
+        )),
+        "{v:#}"
+    );
 }

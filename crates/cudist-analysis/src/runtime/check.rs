@@ -2230,6 +2230,9 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     let mut package_major: HashMap<PathBuf, u32> = HashMap::new();
     // The libraries each package's Python loads at import, found where its code finds them.
     let mut package_preloads: Vec<crate::loads::Preload> = Vec::new();
+    // The CUDA libraries each package looks for by a bare name (`ctypes.util.find_library`, a
+    // `ctypes.CDLL` subclass of its own).
+    let mut package_finds: Vec<(String, crate::loads::Find)> = Vec::new();
     let mut package_files: Vec<preload::Dynamic> = Vec::new();
     let mut package_modules: std::collections::BTreeMap<String, crate::pysource::ImportedAt> =
         std::collections::BTreeMap::new();
@@ -2465,6 +2468,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             );
         }
         package_preloads.extend(found.into_iter().map(|(p, _)| p));
+        package_finds.extend(scan.finds.iter().map(|f| (name.clone(), f.clone())));
         package_files.extend(files);
         crate::pysource::merge_modules(&mut package_modules, scan.modules);
     }
@@ -2640,9 +2644,56 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             if found.len() > 3 { format!(" and {} more", found.len() - 3) } else { String::new() }
         ));
     }
+    // What each package looks for by a bare name. `ctypes.util.find_library` searches the
+    // system's library cache and LD_LIBRARY_PATH (and the compiler's paths), never a CUDA wheel:
+    // where neither has the library, what uses it fails on first use (a find the real import
+    // made is judged from what it found). A class of the package's own searches its own way: said.
+    // A profile's machine has its own system libraries: not judged from this one's.
+    for (name, f) in &package_finds {
+        let stem = catalog
+            .library(&f.library)
+            .map_or_else(|| format!("lib{}", f.name), |l| l.stem.clone());
+        let when = if f.at_import {
+            "at import"
+        } else {
+            "when used"
+        };
+        match &f.class {
+            Some(class) => report.verdict.add(
+                Status::Ok,
+                format!(
+                    "{name} opens {stem} by the bare name {:?} with {class}, a ctypes.CDLL subclass of its own, {when} ({}): its own search decides where it finds it, which doctor does not read",
+                    f.name, f.at
+                ),
+            ),
+            None if !report.profile => {
+                let made = trace_of(name)
+                    .filter(|t| t.ok)
+                    .is_some_and(|t| t.finds.iter().any(|c| c.name == f.name));
+                let want = format!("lib{}.so", f.name);
+                let found = env.cache.entries.iter().any(|e| e.soname.starts_with(&want))
+                    || env
+                        .ld_library_path
+                        .iter()
+                        .any(|d| Path::new(d).join(&want).exists());
+                if !made && !found {
+                    report.verdict.add(
+                        Status::WillFailWhenLoaded,
+                        format!(
+                            "{name} looks for {stem} with ctypes.util.find_library({:?}) {when} ({}): not in this machine's library cache or LD_LIBRARY_PATH, and it never looks in a CUDA wheel; what uses it fails on first use (fix: a CUDA toolkit whose libraries the system's loader knows)",
+                            f.name, f.at
+                        ),
+                    );
+                }
+            }
+            None => {}
+        }
+    }
     if files.is_empty()
         && args.paths.is_empty()
-        && !(report.imports_run.is_empty() && report.runtime_loads.is_empty())
+        && !(report.imports_run.is_empty()
+            && report.runtime_loads.is_empty()
+            && package_finds.is_empty())
     {
         // Pure Python: the real import, and what its Python loads, are the whole answer.
         return Ok(conclude(report, disagreements, catalog));
