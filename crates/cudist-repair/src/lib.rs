@@ -423,7 +423,15 @@ fn repair_one(
         .map(|g| (g.path.as_str(), g.data.as_slice()))
         .collect();
     let tags = choose_tags(&platform, opts.plat.as_deref())?;
-    let file_name = retag_file_name(&file_name, &tags);
+    // The same platforms in another order are the same tag set: the name stays as it is.
+    let own: std::collections::BTreeSet<String> = cudist_wheel::WheelName::parse(&file_name)
+        .map(|w| w.platform.split('.').map(String::from).collect())
+        .unwrap_or_default();
+    let file_name = if own == tags.iter().cloned().collect() {
+        file_name
+    } else {
+        retag_file_name(&file_name, &tags)
+    };
     let out = opts.out_dir.join(&file_name);
     if out.canonicalize().ok() == path.canonicalize().ok() && out.exists() {
         bail!("the output would overwrite the input; choose another -w directory");
@@ -434,7 +442,9 @@ fn repair_one(
     let wheel_member = format!("{}/WHEEL", md.dist_info);
     let old_tags: Vec<String> = md.tags.clone();
     let new_tags = retag_lines(&old_tags, &tags);
-    let retagged = new_tags != old_tags;
+    // Compared as sets: the same tags in another order change nothing.
+    let retagged = new_tags.iter().collect::<std::collections::BTreeSet<_>>()
+        != old_tags.iter().collect::<std::collections::BTreeSet<_>>();
     let unchanged =
         patched.is_empty() && plan.removed.is_empty() && plan.requires.is_empty() && !retagged;
     let mut report = WheelRepair {

@@ -1694,3 +1694,33 @@ fn a_libraries_directory_put_on_ld_library_path_keeps_its_libraries() {
         );
     }
 }
+
+/// A wheel whose tags are the ones repair would write, in another order (the file name lists
+/// `manylinux_2_17` before `manylinux2014`, as faiss-gpu 1.7.2's does), needs no change: it is
+/// copied byte for byte, name and `WHEEL` as they are.
+#[test]
+fn the_same_tags_in_another_order_are_no_change() {
+    let work = tempfile::tempdir().unwrap();
+    // memcpy's default version is GLIBC_2.14: manylinux_2_17 / manylinux2014.
+    let ext = gcc_shared(
+        work.path(),
+        "ext.so",
+        None,
+        "#include <string.h>\nvoid *copy(void *a, const void *b, size_t n) { return memcpy(a, b, n); }\n",
+        &["-fno-builtin"],
+    );
+    let name = "ordered-1.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl";
+    let w = work.path().join(name);
+    // Its WHEEL lists the tags in the other order.
+    python(
+        "import sys, zipfile\nwith zipfile.ZipFile(sys.argv[1], 'w', zipfile.ZIP_DEFLATED) as z:\n z.writestr('ordered/_ext.cpython-311-x86_64-linux-gnu.so', open(sys.argv[2], 'rb').read())\n z.writestr('ordered-1.0.dist-info/METADATA', 'Metadata-Version: 2.1\\nName: ordered\\nVersion: 1.0\\n')\n z.writestr('ordered-1.0.dist-info/WHEEL', 'Wheel-Version: 1.0\\nRoot-Is-Purelib: false\\nTag: cp311-cp311-manylinux2014_x86_64\\nTag: cp311-cp311-manylinux_2_17_x86_64\\n')\n z.writestr('ordered-1.0.dist-info/RECORD', '')",
+        &[w.to_str().unwrap(), ext.to_str().unwrap()],
+    );
+    let r = repair_json(&w, &work.path().join("out"));
+    let wr = &r["wheels"][0];
+    assert_eq!(wr["unchanged"], true, "{wr:#}");
+    assert_eq!(
+        std::fs::read(work.path().join("out").join(name)).unwrap(),
+        std::fs::read(&w).unwrap()
+    );
+}
