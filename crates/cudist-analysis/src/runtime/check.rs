@@ -1524,7 +1524,13 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             .as_deref()
             .map(|x| format!(" (fix: {x})"))
             .unwrap_or_default();
-        let names: Vec<&str> = ms.iter().map(|m| m.name.as_str()).collect();
+        // One name once: two files of the closure may need the same library.
+        let mut names: Vec<&str> = Vec::new();
+        for m in ms {
+            if !names.contains(&m.name.as_str()) {
+                names.push(m.name.as_str());
+            }
+        }
         let names = names.join(", ");
         verdict.add_cause(
             fails,
@@ -2947,8 +2953,14 @@ fn is_extension_module(p: &Path) -> bool {
 /// The library a glibc loader error names as not found (`libcudart.so.12: cannot open shared
 /// object file: …`): the file asked for, or one it needs.
 fn not_found_in(error: &str) -> Option<&str> {
-    let name = error.split(": cannot open shared object file").next()?;
-    (name.len() < error.len() && !name.is_empty()).then(|| name.rsplit('/').next().unwrap_or(name))
+    let head = error.split(": cannot open shared object file").next()?;
+    if head.len() == error.len() {
+        return None;
+    }
+    // After an exception's name (`ImportError: libcufile.so.0`), the file's name.
+    let name = head.rsplit(": ").next().unwrap_or(head);
+    let name = name.rsplit('/').next().unwrap_or(name);
+    (!name.is_empty()).then_some(name)
 }
 
 /// Loads the real import made that failed while the import went on (the package caught the
@@ -3068,19 +3080,35 @@ fn conclude(mut report: Report, mut disagreements: Vec<String>, catalog: &Catalo
     // The real import's failure leads: what the model found explains it. A failure the model
     // has no reason for is a disagreement too.
     let model_fails = report.verdict.status == Status::WillFailToLoad;
+    let mut leads: Vec<(String, String)> = Vec::new();
     for t in report.imports_run.iter().rev() {
         if let Some(e) = &t.error {
-            report.verdict.lead(
-                Status::WillFailToLoad,
-                format!("import {} fails: {e}", t.module),
-            );
-            if !model_fails {
-                disagreements.push(format!(
-                    "import {}: the real import fails, and the model of its files found no reason for it: the error is the package's own (above)",
-                    t.module
-                ));
+            // A library the error names that no reason of the model names: the model failed
+            // for another reason, or for none.
+            let unexplained = match not_found_in(e) {
+                Some(name) => !report.verdict.says_at(Status::WillFailWhenLoaded, name),
+                None => !model_fails,
+            };
+            if unexplained {
+                disagreements.push(match not_found_in(e) {
+                    Some(name) if model_fails => format!(
+                        "import {}: the real import fails on {name}, which no reason of the model of its files names",
+                        t.module
+                    ),
+                    _ => format!(
+                        "import {}: the real import fails, and the model of its files found no reason for it: the error is the package's own (above)",
+                        t.module
+                    ),
+                });
             }
+            leads.push((t.module.clone(), e.clone()));
         }
+    }
+    for (module, e) in leads {
+        report.verdict.lead(
+            Status::WillFailToLoad,
+            format!("import {module} fails: {e}"),
+        );
     }
     report.disagreements = disagreements;
     report
@@ -3243,6 +3271,29 @@ fn not_found(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The library glibc's message names, as ctypes and the import system pass it on.
+    #[test]
+    fn the_library_a_loader_error_names() {
+        assert_eq!(
+            not_found_in(
+                "libcudart.so.12: cannot open shared object file: No such file or directory"
+            ),
+            Some("libcudart.so.12")
+        );
+        assert_eq!(
+            not_found_in("ImportError: libcufile.so.0: cannot open shared object file: No such file or directory"),
+            Some("libcufile.so.0")
+        );
+        assert_eq!(
+            not_found_in("OSError: /v/site/pkg/_C.so: cannot open shared object file: No such file or directory"),
+            Some("_C.so")
+        );
+        assert_eq!(
+            not_found_in("ImportError: undefined symbol: cublasLtCreate"),
+            None
+        );
+    }
 
     #[test]
     fn an_imports_site_is_above_it_by_its_depth() {
