@@ -2950,3 +2950,83 @@ fn a_library_find_library_does_not_find_fails_on_first_use() {
         "{v:#}"
     );
 }
+
+/// A library the package loads first (pylibcudf's `libcudf.so`, preloaded by its loader) that
+/// cannot load here, for want of a CUDA library it needs, is the cause for every file that needs
+/// it: said so, with what it lacks, not as a missing search path to it.
+#[test]
+fn files_needing_a_preload_that_cannot_load_name_what_it_lacks() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[(
+            "core_user/__init__.py",
+            "import ctypes, os\nctypes.CDLL(os.path.join(os.path.dirname(__file__), 'lib', 'libcore.so'), mode=ctypes.RTLD_GLOBAL)\nfrom . import _ext\n",
+        )],
+    );
+    let jit = site.join("nvidia/nvjitlink/lib");
+    let jitlib = fake_lib(
+        &jit,
+        "libnvJitLink.so.12",
+        "libnvJitLink.so.12",
+        "nvJitLinkCreate",
+    );
+    let lib = site.join("core_user/lib");
+    gcc_shared(
+        &lib,
+        "libcore.so",
+        Some("libcore.so"),
+        "int nvJitLinkCreate(void *);\nint core(void) { return nvJitLinkCreate(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", jit.display()),
+            "-l:libnvJitLink.so.12",
+            "-Wl,-rpath,$ORIGIN/../../nvidia/nvjitlink/lib",
+        ],
+    );
+    install_extension(
+        work.path(),
+        &python,
+        &site.join("core_user"),
+        "_ext",
+        "int core(void);",
+        "core();",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", lib.display()),
+            "-l:libcore.so",
+        ],
+    );
+    let (code, v) = doctor_import("core_user", &python);
+    assert_eq!(
+        (code, v["verdict"]["status"].as_str()),
+        (Some(0), Some("ok")),
+        "{v:#}"
+    );
+    // Without nvJitLink the preload fails, and the import with it.
+    std::fs::remove_file(&jitlib).unwrap();
+    let o = std::process::Command::new(&python)
+        .args(["-c", "import core_user"])
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert!(
+        !o.status.success() && stderr(&o).contains("libnvJitLink.so.12"),
+        "{}",
+        stderr(&o)
+    );
+    let (code, v) = doctor_import_with("core_user", &python, &["--static"]);
+    assert_eq!(code, Some(1), "{v:#}");
+    let reasons = reasons_of(&v);
+    assert!(
+        reasons.iter().any(
+            |r| r.contains("needs libcore.so, which its package loads first from")
+                && r.contains("but that load fails here: libnvJitLink.so.12 not found")
+        ),
+        "{reasons:#?}"
+    );
+    assert!(
+        !v["files"].to_string().contains("add the RPATH entry"),
+        "no search path is the fix: {v:#}"
+    );
+}

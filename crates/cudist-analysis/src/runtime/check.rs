@@ -1220,6 +1220,9 @@ struct Shared<'a> {
     /// Files of other packages that the real import loaded by path, or that sit beside those
     /// ([`diagnose`]): loaded after what they need, which the process had.
     followed: &'a std::collections::HashSet<PathBuf>,
+    /// The libraries the packages load first that cannot load here, by SONAME and file name:
+    /// where each is, and what it lacks.
+    blocked: &'a HashMap<String, (PathBuf, Vec<String>)>,
 }
 
 /// Every check of one file, and the verdict lines it adds.
@@ -1236,6 +1239,7 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         slimmed,
         package_major,
         followed,
+        blocked,
     } = *shared;
     let catalog = names.catalog;
     let mut verdict = Verdict::default();
@@ -1411,6 +1415,13 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
                     "{} comes with the NVIDIA driver, and the profile has none: install the driver there",
                     m.name
                 ))
+            } else if let Some((path, lacks)) = blocked.get(&m.name) {
+                Some(format!(
+                    "its package loads it first from {}, but that load fails here: {} not found; provide those, not a search path to {}",
+                    path.display(),
+                    lacks.join(", "),
+                    m.name
+                ))
             } else {
                 fix_for(&m.name, &m.needed_by, &m.tried, major, catalog)
             },
@@ -1505,6 +1516,27 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
     // libcutensorMg.so.2) are said together.
     let mut by_wheel: Vec<(Option<String>, Vec<&Missing>)> = Vec::new();
     for m in missing.iter().filter(|_| !other_vendor_build) {
+        // A library its package loads first, whose own load fails here: that is the cause.
+        if let Some((path, lacks)) = blocked.get(&m.name) {
+            let lacks = lacks.join(", ");
+            verdict.add_cause(
+                fails,
+                format!("blocked {}", m.name),
+                f.display().to_string(),
+                format!(
+                    "{}: needs {}, which its package loads first from {}, but that load fails here: {lacks} not found{when}",
+                    f.display(),
+                    m.name,
+                    path.display()
+                ),
+                format!(
+                    "need {}, which their package loads first from {}, but that load fails here: {lacks} not found",
+                    m.name,
+                    path.display()
+                ),
+            );
+            continue;
+        }
         let pip = match catalog.classify_hinted(&m.name, major) {
             SonameClass::Toolkit(l) | SonameClass::External(l) => l.major.pip.clone(),
             _ => None,
@@ -2505,11 +2537,33 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             break;
         }
     }
+    // What each preload that cannot load lacks, by its SONAME and file name: a file that needs
+    // it fails for that, one root cause, not for want of a search path to it.
+    env.set_preload(loaded.clone());
+    let mut blocked: HashMap<String, (PathBuf, Vec<String>)> = HashMap::new();
     for p in &waiting {
         disagreements.push(format!(
             "{} would be loaded first by its package, but cannot load itself here (a library it needs is missing): the files are judged without it",
             p.display()
         ));
+        let Ok(sim) = loader::simulate(p, &env) else {
+            continue;
+        };
+        let mut lacks: Vec<String> = Vec::new();
+        for m in sim.missing() {
+            if !lacks.contains(&m.name) {
+                lacks.push(m.name.clone());
+            }
+        }
+        let soname = cudist_elf::map_file(p)
+            .ok()
+            .and_then(|m| cudist_elf::ElfFile::parse(&m).ok()?.soname);
+        for key in soname
+            .into_iter()
+            .chain(p.file_name().and_then(|n| n.to_str()).map(String::from))
+        {
+            blocked.insert(key, (p.clone(), lacks.clone()));
+        }
     }
     env.set_preload(loaded);
     if paths.is_empty() {
@@ -2926,6 +2980,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         slimmed: &slimmed,
         package_major: &package_major,
         followed: &followed_files,
+        blocked: &blocked,
     };
     let results: Vec<Result<Checked>> = files
         .par_iter()
