@@ -1726,6 +1726,44 @@ fn optional_capabilities_are_not_failures() {
         !reasons.iter().any(|r| r.contains("will fail")),
         "{reasons:#?}"
     );
+    // A copy renamed with a repair tool's hash and its file's version (legate's
+    // `libcufile-1ecaf17d.so.1.15.1`, its SONAME too) that names the RDMA library to open: the
+    // same optional capability.
+    let copies = d.join("copies");
+    gcc_shared(
+        &copies,
+        "libcufile-1ecaf17d.so.1.15.1",
+        Some("libcufile-1ecaf17d.so.1.15.1"),
+        "#include <dlfcn.h>\nint cuFileDriverOpen(void *p) { return dlopen(\"libcufile_rdma.so.1\", RTLD_NOW) == 0; }\n",
+        &["-ldl"],
+    );
+    let exe2 = gcc(
+        d,
+        "reader2",
+        "int cuFileDriverOpen(void *); int main(void) { return cuFileDriverOpen(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", copies.display()),
+            "-l:libcufile-1ecaf17d.so.1.15.1",
+            &format!("-Wl,-rpath,{}", copies.display()),
+        ],
+    );
+    let o = cudist(&[
+        "doctor",
+        "--json",
+        "--ld-library-path",
+        "",
+        exe2.to_str().unwrap(),
+    ]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(o.status.code(), Some(0), "{v:#}");
+    let reasons = reasons_of(&v);
+    assert!(
+        reasons.iter().any(|r| r.contains(
+            "libcufile_rdma.so.1 is not here; libcufile-1ecaf17d.so.1.15.1 works without it (an optional capability"
+        )),
+        "{reasons:#?}"
+    );
     // A library dlopened at run time that is not optional: first use fails, exit 0 / --strict 1.
     let o = cudist(&[
         "doctor",

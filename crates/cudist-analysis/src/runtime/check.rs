@@ -1718,11 +1718,26 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             .find(|o| o.path == r.needed_by)
             .and_then(|o| o.soname.as_deref())
             .or(base);
+        // A renamed copy (legate's `libcufile-1ecaf17d.so.1.15.1`) is the library it copies.
         so.and_then(|so| match catalog.classify(so) {
             SonameClass::Toolkit(m) | SonameClass::External(m) => {
                 Some(m.library.optional_dlopens.contains(&r.name))
             }
-            _ => None,
+            _ => {
+                // Renamed with its file's version (`libcufile-1ecaf17d.so.1.15.1`): the library
+                // whose stem it keeps.
+                let plain = cudist_catalog::strip_graft_hash(so);
+                let stem = plain.split(".so").next().unwrap_or(&plain);
+                catalog
+                    .renamed_copy_of(so, None)
+                    .map(|m| m.library)
+                    .or_else(|| {
+                        (plain != so)
+                            .then(|| catalog.libraries.iter().find(|l| l.stem == stem))
+                            .flatten()
+                    })
+                    .map(|l| l.optional_dlopens.contains(&r.name))
+            }
         })
         .unwrap_or(false)
     };
