@@ -731,6 +731,12 @@ pub struct File<'a> {
     /// The bases of each class the file defines, as written (`ctypes.CDLL`), with the class's
     /// statement for [`File::canonical`].
     class_bases: BTreeMap<String, (usize, Vec<String>)>,
+    /// The methods of each class the file defines (their `def`), by class and method name.
+    class_methods: BTreeMap<String, BTreeMap<String, usize>>,
+    /// Names the file's module code assigns a call of something (`lib = CuPyNumericLib("x")`):
+    /// what was called, as written. A method called on such a name (`lib.register()`) is the
+    /// class's, when a class was called.
+    instances: BTreeMap<String, String>,
     bindings: Bindings,
     /// Every name an import binds, in order: (statement, its function, name, what it stands
     /// for as a dotted name).
@@ -952,6 +958,10 @@ struct Reader<'l> {
     class_inits: BTreeMap<String, usize>,
     /// Each class's bases as written, with its statement ([`File::class_bases`]).
     class_bases: BTreeMap<String, (usize, Vec<String>)>,
+    /// Each class's methods ([`File::class_methods`]).
+    class_methods: BTreeMap<String, BTreeMap<String, usize>>,
+    /// Module-level names assigned a call of a class ([`File::instances`]).
+    instances: BTreeMap<String, String>,
     /// The class whose body is being read, if any (not a function inside one).
     class: Option<String>,
     /// Names assigned a test whose truth is known, or an environment read ([`truth`]), by
@@ -1244,10 +1254,15 @@ impl Reader<'_> {
                 let name = f.name.as_str().to_string();
                 let i = self.push_gathered(f.start(), ctx, g, Some(name.clone()), None);
                 if let Some(i) = i {
-                    if name == "__init__" {
-                        if let Some(class) = &self.class {
+                    if let Some(class) = &self.class {
+                        if name == "__init__" {
                             self.class_inits.entry(class.clone()).or_insert(i);
                         }
+                        self.class_methods
+                            .entry(class.clone())
+                            .or_default()
+                            .entry(name.clone())
+                            .or_insert(i);
                     }
                     self.defs.entry(name).or_default().push(i);
                     self.stmts[i].first_param = f
@@ -1503,6 +1518,15 @@ impl Reader<'_> {
             _ => {
                 match s {
                     S::Assign(a) if a.targets.len() == 1 => {
+                        // Module code's `name = Something(...)`: a method called on the name
+                        // is Something's, when Something is a class.
+                        if let (None, None, Expr::Name(t), Expr::Call(c)) =
+                            (ctx.scope, &self.class, &a.targets[0], &*a.value)
+                        {
+                            if let Some(callee) = callee_text(&c.func) {
+                                self.instances.insert(t.id.to_string(), callee);
+                            }
+                        }
                         self.assigned(&a.targets[0], &a.value, ctx)
                     }
                     S::AnnAssign(a) => {
@@ -1704,6 +1728,8 @@ fn read_on_this_thread<'a>(path: &'a str, text: &str, roots: &[String]) -> File<
         defs: BTreeMap::new(),
         class_inits: BTreeMap::new(),
         class_bases: BTreeMap::new(),
+        class_methods: BTreeMap::new(),
+        instances: BTreeMap::new(),
         class: None,
         known: HashMap::new(),
         raisers: BTreeSet::new(),
@@ -1778,6 +1804,8 @@ fn read_on_this_thread<'a>(path: &'a str, text: &str, roots: &[String]) -> File<
         defs: r.defs,
         class_inits: r.class_inits,
         class_bases: r.class_bases,
+        class_methods: r.class_methods,
+        instances: r.instances,
         bindings,
         imports,
     }
@@ -1845,6 +1873,8 @@ pub fn read_files_under<'a>(files: &[(&'a str, &str)], roots: &[String]) -> Vec<
                     defs: BTreeMap::new(),
                     class_inits: BTreeMap::new(),
                     class_bases: BTreeMap::new(),
+                    class_methods: BTreeMap::new(),
+                    instances: BTreeMap::new(),
                     bindings: Bindings::default(),
                     imports: Vec::new(),
                 })),
@@ -2049,6 +2079,30 @@ fn resolve(
     }
 }
 
+/// The class a name stands for in file `fi` (`Config`, or one an import binds: `from .config
+/// import Config`), as (its file, its name); none for what is not a class of the files read.
+fn class_of(
+    files: &[File],
+    bindings: &[Bindings],
+    by_module: &HashMap<&str, usize>,
+    fi: usize,
+    name: &str,
+    depth: usize,
+) -> Option<(usize, String)> {
+    if name.contains('.') {
+        return None;
+    }
+    if files[fi].class_methods.contains_key(name) || files[fi].class_bases.contains_key(name) {
+        return Some((fi, name.to_string()));
+    }
+    if depth == 0 {
+        return None;
+    }
+    let (m, n) = bindings[fi].names.get(name)?;
+    let gi = *by_module.get(m.as_str())?;
+    class_of(files, bindings, by_module, gi, n, depth - 1)
+}
+
 /// The code the import of the package's top-level modules runs (modules whose name has no dot:
 /// `faiss` for `faiss/__init__.py`).
 pub fn reach(files: &[File]) -> Reach {
@@ -2154,6 +2208,21 @@ pub fn reach(files: &[File]) -> Reach {
                     "self" | "cls" => {
                         if let Some(ds) = f.defs.get(name) {
                             targets.extend(ds.iter().map(|d| (fi, Some(*d))));
+                        }
+                    }
+                    // A method of an object the module made from a class (`lib.register()`
+                    // after `lib = CuPyNumericLib("x")`).
+                    q if f.instances.contains_key(q) => {
+                        if let Some((gi, class)) =
+                            class_of(files, &bindings, &by_module, fi, &f.instances[q], 4)
+                        {
+                            if let Some(&d) = files[gi]
+                                .class_methods
+                                .get(&class)
+                                .and_then(|m| m.get(name))
+                            {
+                                targets.push((gi, Some(d)));
+                            }
                         }
                     }
                     q if !q.starts_with('.') => {
@@ -2715,6 +2784,30 @@ def g(p):
                 .map(|&i| files[1].stmts[i].number),
             Some(2)
         );
+    }
+
+    /// A method called on an object module code made from a class (`lib.register()` after
+    /// `lib = Lib("x")`, cupynumeric's shape) runs that method; one never called does not.
+    #[test]
+    fn a_method_called_on_a_module_level_object_runs() {
+        let init = "from .lib import Lib\nlib = Lib('x')\nlib.register()\n";
+        let libpy = "class Lib:\n    def __init__(self, name):\n        self.name = name\n    def register(self):\n        load()\n    def unused(self):\n        pass\ndef load():\n    pass\n";
+        let files = read_files(&[("pkg/__init__.py", init), ("pkg/lib.py", libpy)]);
+        let r = reach(&files);
+        let at = |line: usize| {
+            r.reached.contains(&(
+                1,
+                Some(
+                    files[1]
+                        .stmts
+                        .iter()
+                        .position(|s| s.number == line)
+                        .unwrap(),
+                ),
+            ))
+        };
+        assert!(at(4) && at(8), "register() and what it calls");
+        assert!(!at(6), "unused()");
     }
 
     /// Hostile nesting of every kind the parser recurses on.
