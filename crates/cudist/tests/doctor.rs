@@ -3068,3 +3068,64 @@ fn files_needing_a_preload_that_cannot_load_name_what_it_lacks() {
         "no search path is the fix: {v:#}"
     );
 }
+
+/// A library of the package the model places on demand (loaded by a path built at run time,
+/// which the model cannot read) whose own library is missing: the real import fails on it, and
+/// the reasons say so, not that nothing the import reaches needs it.
+#[test]
+fn a_file_the_failed_import_needed_is_not_said_to_be_needed_by_nothing() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[(
+            "hidden_core/__init__.py",
+            "import ctypes, os\nctypes.CDLL(os.path.join(os.path.dirname(__file__), ''.join(reversed('os.eroc'))))\n",
+        )],
+    );
+    let libs = work.path().join("libs");
+    fake_lib(
+        &libs,
+        "libcublas.so.12",
+        "libcublas.so.12",
+        "cublasCreate_v2",
+    );
+    gcc_shared(
+        &site.join("hidden_core"),
+        "core.so",
+        Some("core.so"),
+        "int cublasCreate_v2(void *);\nint core(void) { return cublasCreate_v2(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.display()),
+            "-l:libcublas.so.12",
+        ],
+    );
+    for e in std::fs::read_dir(site.join("hidden_core"))
+        .unwrap()
+        .flatten()
+    {
+        if e.path().extension().is_some_and(|x| x == "c") {
+            std::fs::remove_file(e.path()).unwrap();
+        }
+    }
+    let (code, v) = doctor_import("hidden_core", &python);
+    assert_eq!(code, Some(1), "{v:#}");
+    let reasons = reasons_of(&v);
+    assert!(
+        reasons[0].starts_with("import hidden_core fails: OSError: libcublas.so.12"),
+        "{reasons:#?}"
+    );
+    assert!(
+        !reasons
+            .iter()
+            .any(|r| r.contains("nothing the import reaches needs it")),
+        "{reasons:#?}"
+    );
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("libcublas.so.12 not found")
+                && r.contains("the real import of hidden_core failed on it")),
+        "{reasons:#?}"
+    );
+}

@@ -3174,6 +3174,23 @@ fn conclude(mut report: Report, mut disagreements: Vec<String>, catalog: &Catalo
             leads.push((t.module.clone(), e.clone()));
         }
     }
+    for (module, e) in &leads {
+        // The model placed the file on demand; the real import failed on its library: the
+        // reasons say so, not that nothing the import reaches needs it.
+        if let Some(name) = not_found_in(e) {
+            for r in report
+                .verdict
+                .reasons
+                .iter_mut()
+                .filter(|r| r.contains(name))
+            {
+                *r = r.replace(
+                    " (fails when it is loaded: nothing the import reaches needs it)",
+                    &format!(" (the real import of {module} failed on it: above)"),
+                );
+            }
+        }
+    }
     for (module, e) in leads {
         report.verdict.lead(
             Status::WillFailToLoad,
