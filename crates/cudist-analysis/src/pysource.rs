@@ -2753,27 +2753,25 @@ def g(p):
         );
     }
 
+    /// Whether the import reaches the statement on `line` of file `fi`.
+    fn reached_line(files: &[File], r: &Reach, fi: usize, line: usize) -> bool {
+        let at = files[fi]
+            .stmts
+            .iter()
+            .position(|s| s.number == line)
+            .unwrap();
+        r.reached.contains(&(fi, Some(at)))
+    }
+
     /// Calling a class runs its `__init__`, and the methods it calls on `self`; a class that is
     /// only defined runs none of them, and a function nested in a method is no `__init__`.
     #[test]
     fn calling_a_class_runs_its_init() {
-        let init = "from .config import Config\ncfg = Config()
-";
+        let init = "from .config import Config\ncfg = Config()\n";
         let config = "class Config:\n    def __init__(self):\n        self.setup()\n        def __init__():\n            pass\n    def setup(self):\n        find()\n    def other(self):\n        pass\nclass Unused:\n    def __init__(self):\n        pass\ndef find():\n    pass\n";
         let files = read_files(&[("pkg/__init__.py", init), ("pkg/config.py", config)]);
         let r = reach(&files);
-        let at = |line: usize| {
-            r.reached.contains(&(
-                1,
-                Some(
-                    files[1]
-                        .stmts
-                        .iter()
-                        .position(|s| s.number == line)
-                        .unwrap(),
-                ),
-            ))
-        };
+        let at = |line: usize| reached_line(&files, &r, 1, line);
         assert!(at(2), "Config.__init__");
         assert!(at(6) && at(13), "self.setup() and what it calls");
         assert!(!at(8) && !at(11), "other(), Unused.__init__");
@@ -2794,18 +2792,7 @@ def g(p):
         let libpy = "class Lib:\n    def __init__(self, name):\n        self.name = name\n    def register(self):\n        load()\n    def unused(self):\n        pass\ndef load():\n    pass\n";
         let files = read_files(&[("pkg/__init__.py", init), ("pkg/lib.py", libpy)]);
         let r = reach(&files);
-        let at = |line: usize| {
-            r.reached.contains(&(
-                1,
-                Some(
-                    files[1]
-                        .stmts
-                        .iter()
-                        .position(|s| s.number == line)
-                        .unwrap(),
-                ),
-            ))
-        };
+        let at = |line: usize| reached_line(&files, &r, 1, line);
         assert!(at(4) && at(8), "register() and what it calls");
         assert!(!at(6), "unused()");
     }

@@ -383,16 +383,8 @@ fn doctor_of_an_extension_without_rpath_prints_what_the_pages_show() {
         ],
     );
     // Only the extension is the package's: the build's other files go.
-    for e in std::fs::read_dir(dd.join("site/pkg")).unwrap().flatten() {
-        if e.path().extension().is_some_and(|x| x == "c") {
-            std::fs::remove_file(e.path()).unwrap();
-        }
-    }
-    for e in std::fs::read_dir(&lib).unwrap().flatten() {
-        if e.path().extension().is_some_and(|x| x == "c") {
-            std::fs::remove_file(e.path()).unwrap();
-        }
-    }
+    remove_c_sources(&dd.join("site/pkg"));
+    remove_c_sources(&lib);
     check("README.md", "cudist doctor site/pkg", &dd);
     check("docs/doctor.md", "cudist doctor site/pkg", &dd);
 }
@@ -540,11 +532,7 @@ fn relink_prints_what_the_page_shows() {
         ],
     );
     std::fs::copy(&app, bin.join("app")).unwrap();
-    for e in std::fs::read_dir(&lib).unwrap().flatten() {
-        if e.path().extension().is_some_and(|x| x == "c") {
-            std::fs::remove_file(e.path()).unwrap();
-        }
-    }
+    remove_c_sources(&lib);
     // The page shortens paths to the tree's name.
     let root = format!("{}/", dd.display());
     for command in [

@@ -3100,14 +3100,7 @@ fn a_file_the_failed_import_needed_is_not_said_to_be_needed_by_nothing() {
             "-l:libcublas.so.12",
         ],
     );
-    for e in std::fs::read_dir(site.join("hidden_core"))
-        .unwrap()
-        .flatten()
-    {
-        if e.path().extension().is_some_and(|x| x == "c") {
-            std::fs::remove_file(e.path()).unwrap();
-        }
-    }
+    remove_c_sources(&site.join("hidden_core"));
     let (code, v) = doctor_import("hidden_core", &python);
     assert_eq!(code, Some(1), "{v:#}");
     let reasons = reasons_of(&v);

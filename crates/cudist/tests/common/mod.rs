@@ -657,3 +657,13 @@ pub fn ctypes_load(paths: &[&Path]) -> Output {
         .output()
         .unwrap()
 }
+
+/// Removes the C sources a build left in `dir` (gcc's helpers write `X.c` beside `X`), so that
+/// the directory holds what a package would.
+pub fn remove_c_sources(dir: &Path) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        if e.path().extension().is_some_and(|x| x == "c") {
+            std::fs::remove_file(e.path()).unwrap();
+        }
+    }
+}
