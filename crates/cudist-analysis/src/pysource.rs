@@ -725,13 +725,11 @@ pub struct File<'a> {
     aliases: BTreeSet<(usize, String)>,
     /// Functions defined in the file, by name (methods included).
     defs: BTreeMap<String, Vec<usize>>,
-    /// The `__init__` of each class the file defines, by class name: calling the class runs it
-    /// (keopscore's `cuda_config = CUDAConfig()` at import).
-    class_inits: BTreeMap<String, usize>,
     /// The bases of each class the file defines, as written (`ctypes.CDLL`), with the class's
     /// statement for [`File::canonical`].
     class_bases: BTreeMap<String, (usize, Vec<String>)>,
-    /// The methods of each class the file defines (their `def`), by class and method name.
+    /// The methods of each class the file defines (their `def`), by class and method name:
+    /// calling a class runs its `__init__` (keopscore's `cuda_config = CUDAConfig()` at import).
     class_methods: BTreeMap<String, BTreeMap<String, usize>>,
     /// Names the file's module code assigns a call of something (`lib = CuPyNumericLib("x")`):
     /// what was called, as written. A method called on such a name (`lib.register()`) is the
@@ -954,8 +952,6 @@ struct Reader<'l> {
     /// Each set of caught classes a statement can be under.
     catch_sets: Vec<Vec<String>>,
     defs: BTreeMap<String, Vec<usize>>,
-    /// Each class's `__init__` (its `def`), by class name ([`File::class_inits`]).
-    class_inits: BTreeMap<String, usize>,
     /// Each class's bases as written, with its statement ([`File::class_bases`]).
     class_bases: BTreeMap<String, (usize, Vec<String>)>,
     /// Each class's methods ([`File::class_methods`]).
@@ -1255,9 +1251,6 @@ impl Reader<'_> {
                 let i = self.push_gathered(f.start(), ctx, g, Some(name.clone()), None);
                 if let Some(i) = i {
                     if let Some(class) = &self.class {
-                        if name == "__init__" {
-                            self.class_inits.entry(class.clone()).or_insert(i);
-                        }
                         self.class_methods
                             .entry(class.clone())
                             .or_default()
@@ -1726,7 +1719,6 @@ fn read_on_this_thread<'a>(path: &'a str, text: &str, roots: &[String]) -> File<
         catching: Vec::new(),
         catch_sets: Vec::new(),
         defs: BTreeMap::new(),
-        class_inits: BTreeMap::new(),
         class_bases: BTreeMap::new(),
         class_methods: BTreeMap::new(),
         instances: BTreeMap::new(),
@@ -1802,7 +1794,6 @@ fn read_on_this_thread<'a>(path: &'a str, text: &str, roots: &[String]) -> File<
         aliases: r.aliases,
         unread,
         defs: r.defs,
-        class_inits: r.class_inits,
         class_bases: r.class_bases,
         class_methods: r.class_methods,
         instances: r.instances,
@@ -1871,7 +1862,6 @@ pub fn read_files_under<'a>(files: &[(&'a str, &str)], roots: &[String]) -> Vec<
                     aliases: BTreeSet::new(),
                     unread: Some(format!("no thread could be started to read it: {e}")),
                     defs: BTreeMap::new(),
-                    class_inits: BTreeMap::new(),
                     class_bases: BTreeMap::new(),
                     class_methods: BTreeMap::new(),
                     instances: BTreeMap::new(),
@@ -2058,7 +2048,11 @@ fn resolve(
         return;
     }
     // Calling a class runs its `__init__`.
-    if let Some(&init) = files[fi].class_inits.get(name) {
+    if let Some(&init) = files[fi]
+        .class_methods
+        .get(name)
+        .and_then(|m| m.get("__init__"))
+    {
         out.push((fi, Some(init)));
         return;
     }
@@ -2777,8 +2771,9 @@ def g(p):
         assert!(!at(8) && !at(11), "other(), Unused.__init__");
         assert_eq!(
             files[1]
-                .class_inits
+                .class_methods
                 .get("Config")
+                .and_then(|m| m.get("__init__"))
                 .map(|&i| files[1].stmts[i].number),
             Some(2)
         );
