@@ -2634,12 +2634,10 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     for t in report.imports_run.iter().filter(|t| t.ok) {
         // What the mapped objects need: those came as dependencies (judged through what needs
         // them); the others were loaded by path or imported.
-        let needed: std::collections::HashSet<String> = t
+        let needed: std::collections::HashSet<&str> = t
             .loaded
             .iter()
-            .filter_map(|l| cudist_elf::map_file(&l.path).ok())
-            .filter_map(|m| cudist_elf::ElfFile::parse(&m).ok().map(|e| e.needed))
-            .flatten()
+            .flat_map(|l| l.needed.iter().map(String::as_str))
             .collect();
         for l in &t.loaded {
             let file_name = l
@@ -2647,7 +2645,8 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 .file_name()
                 .and_then(|n| n.to_str())
                 .unwrap_or_default();
-            if needed.contains(file_name) || l.soname.as_ref().is_some_and(|s| needed.contains(s)) {
+            if needed.contains(file_name) || l.soname.as_deref().is_some_and(|s| needed.contains(s))
+            {
                 continue;
             }
             let known = l

@@ -162,6 +162,9 @@ pub struct Loaded {
     /// Its path with every link resolved, once, for comparing with other paths.
     #[serde(skip)]
     canonical: Option<PathBuf>,
+    /// Its `DT_NEEDED` entries, read with its SONAME.
+    #[serde(skip)]
+    pub needed: Vec<String>,
 }
 
 /// One `ctypes.dlopen` call of the import.
@@ -431,11 +434,15 @@ pub fn finish(mut s: Started) -> Result<ImportTrace> {
         .into_iter()
         .map(PathBuf::from)
         .filter(|p| is_shared_object(p))
-        .map(|path| Loaded {
-            soname: soname_of(&path),
-            canonical: std::fs::canonicalize(&path).ok(),
-            path,
-            by: None,
+        .map(|path| {
+            let (soname, needed) = dynamic_of(&path);
+            Loaded {
+                soname,
+                needed,
+                canonical: std::fs::canonicalize(&path).ok(),
+                path,
+                by: None,
+            }
         })
         .collect();
     trace.finds = raw
@@ -494,10 +501,16 @@ fn is_shared_object(p: &Path) -> bool {
         .is_some_and(|n| n.ends_with(".so") || n.contains(".so."))
 }
 
-/// The SONAME of a mapped file, read from its dynamic section (mapped: only the pages read cost).
-fn soname_of(p: &Path) -> Option<String> {
-    let map = cudist_elf::map_file(p).ok()?;
-    cudist_elf::ElfFile::parse(&map).ok()?.soname
+/// The SONAME and `DT_NEEDED` entries of a mapped file, read from its dynamic section (mapped:
+/// only the pages read cost).
+fn dynamic_of(p: &Path) -> (Option<String>, Vec<String>) {
+    let Some(elf) = cudist_elf::map_file(p)
+        .ok()
+        .and_then(|m| cudist_elf::ElfFile::parse(&m).ok())
+    else {
+        return (None, Vec::new());
+    };
+    (elf.soname, elf.needed)
 }
 
 impl ImportTrace {
