@@ -845,9 +845,18 @@ impl Catalog {
             if !seen.insert(f.clone()) {
                 continue;
             }
+            // A loader the catalog describes loads what its description lists (libcugraph's
+            // loads three of the five libraries its wheel installs); the loader a wheel would
+            // have by convention loads its libraries where none is described.
+            let described = self
+                .libraries
+                .iter()
+                .any(|l| l.python_loader.as_deref() == Some(f.as_str()));
             for l in self.libraries.iter().filter(|l| {
                 l.python_loader.as_deref() == Some(f.as_str())
-                    || (l.python_loader.is_none() && l.wheel_loaders().any(|w| w == f))
+                    || (!described
+                        && l.python_loader.is_none()
+                        && l.wheel_loaders().any(|w| w == f))
             }) {
                 for s in l.cuda.iter().flat_map(|m| &m.sonames) {
                     if !out.contains(s) {
@@ -1635,6 +1644,29 @@ mod tests {
                                 "{}: {pip} {version} loads {n}, not in the catalog",
                                 l.id
                             ));
+                        }
+                    }
+                    // ... and a library of this wheel that names no loader (reached through
+                    // another's NEEDED entries: libcugraph_mtmg.so) is said to be loaded by it
+                    // only where the loader names it ...
+                    for m in cat
+                        .libraries
+                        .iter()
+                        .filter(|o| o.python_loader.is_none())
+                        .flat_map(|o| &o.cuda)
+                        .filter(|m| m.pip.as_deref() == Some(pip.as_str()))
+                    {
+                        for so in m.sonames.iter().filter(|so| of_loader.contains(so)) {
+                            let named = load
+                                .names
+                                .iter()
+                                .any(|n| so == n || so.starts_with(&format!("{n}.")));
+                            if !named {
+                                bad.push(format!(
+                                    "{}: the catalog says {f} loads {so}; {pip} {version}'s does not",
+                                    l.id
+                                ));
+                            }
                         }
                     }
                     // ... and it calls exactly the catalog's loaders the row says it calls.
