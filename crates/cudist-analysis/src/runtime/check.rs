@@ -393,6 +393,11 @@ fn fix_for(
                 ));
             }
             let dir = dirs.first()?.0;
+            // A load by the library's own name (a failed `dlopen` the import made): the loading
+            // code searches for it itself; no file's search path to mend.
+            if file == name {
+                return Some(format!("install {pip} (it puts {name} in {puts})"));
+            }
             Some(format!(
                 "install {pip} (it puts {name} in {puts}), and make {file} find it: an RPATH entry \
                  $ORIGIN/…/{dir} at the right depth, which `cudist repair` writes into the wheel",
@@ -2770,7 +2775,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             && package_finds.is_empty())
     {
         // Pure Python: the real import, and what its Python loads, are the whole answer.
-        return Ok(conclude(report, disagreements, catalog));
+        return Ok(conclude(report, disagreements, None, catalog));
     }
     if files.is_empty() {
         // A package file (a wheel, a conda package) holds what would be installed, not what is:
@@ -3007,7 +3012,14 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         report.files.push(file);
         disagreements.extend(disagree);
     }
-    Ok(conclude(report, disagreements, catalog))
+    // The packages' own CUDA major, where they have one: advice for what the import failed to
+    // load names that major's wheel (cutensor-cu12 in a CUDA 12 environment).
+    let majors: BTreeSet<u32> = package_major.values().copied().collect();
+    let major = match majors.into_iter().collect::<Vec<u32>>()[..] {
+        [one] => Some(one),
+        _ => None,
+    };
+    Ok(conclude(report, disagreements, major, catalog))
 }
 
 /// Whether an ELF file is a Python extension module: it defines the `PyInit_` function the
@@ -3038,10 +3050,29 @@ fn not_found_in(error: &str) -> Option<&str> {
 /// use. A failed candidate is no failure when the same library was loaded by another name or
 /// path (a loader trying `libnvrtc.so.13`, then `.12`); another GPU vendor's runtime tried on
 /// this machine is that vendor's build.
-fn failed_at_import(report: &mut Report, catalog: &Catalog, disagreements: &mut Vec<String>) {
-    let library_of = |name: &str| match catalog.classify(name) {
-        SonameClass::Toolkit(m) | SonameClass::External(m) => Some(m.library.id.clone()),
-        _ => None,
+fn failed_at_import(
+    report: &mut Report,
+    major: Option<u32>,
+    catalog: &Catalog,
+    disagreements: &mut Vec<String>,
+) {
+    // A library by its SONAME, or by a file name with more of its version
+    // (`libcutensor.so.2.1.0`, the file of `libcutensor.so.2`).
+    let library_of = |name: &str| {
+        let mut n = name;
+        loop {
+            if let SonameClass::Toolkit(m) | SonameClass::External(m) = catalog.classify(n) {
+                return Some(m.library.id.clone());
+            }
+            match n.rsplit_once('.') {
+                Some((head, v))
+                    if head.contains(".so") && v.bytes().all(|b| b.is_ascii_digit()) =>
+                {
+                    n = head
+                }
+                _ => return None,
+            }
+        }
     };
     let file_name = |n: &str| n.rsplit('/').next().unwrap_or(n).to_string();
     // `ctypes.util.find_library("nvrtc")` that found nothing: the package goes on without the
@@ -3113,11 +3144,21 @@ fn failed_at_import(report: &mut Report, catalog: &Catalog, disagreements: &mut 
                 .first()
                 .cloned()
                 .unwrap_or_else(|| t.module.clone());
-            let fix = fix_for(&missing, Path::new(name), &[], None, catalog)
+            let fix = fix_for(&missing, Path::new(name), &[], major, catalog)
                 .map(|x| format!(" (fix: {x})"))
                 .unwrap_or_default();
-            // The model already says it fails (one root cause, one line).
-            if report.verdict.says_at(Status::WillFailWhenLoaded, &missing) {
+            // The model already says it fails (one root cause, one line): by this name, or by
+            // a SONAME of the same library (cupy-cuda11x tries `libcutensor.so.2.1.0` where its
+            // module needs `libcutensor.so.2`).
+            let same_library = library_of(&missing)
+                .and_then(|id| catalog.library(&id))
+                .is_some_and(|l| {
+                    l.cuda
+                        .iter()
+                        .flat_map(|m| &m.sonames)
+                        .any(|so| report.verdict.says_at(Status::WillFailWhenLoaded, so))
+                });
+            if same_library || report.verdict.says_at(Status::WillFailWhenLoaded, &missing) {
                 continue;
             }
             disagreements.push(format!(
@@ -3143,8 +3184,13 @@ fn failed_at_import(report: &mut Report, catalog: &Catalog, disagreements: &mut 
 
 /// The verdict made whole: what the real import tried and failed to load, one line per root
 /// cause, and the real import's failure leading.
-fn conclude(mut report: Report, mut disagreements: Vec<String>, catalog: &Catalog) -> Report {
-    failed_at_import(&mut report, catalog, &mut disagreements);
+fn conclude(
+    mut report: Report,
+    mut disagreements: Vec<String>,
+    major: Option<u32>,
+    catalog: &Catalog,
+) -> Report {
+    failed_at_import(&mut report, major, catalog, &mut disagreements);
     report.verdict.settle();
     // The real import's failure leads: what the model found explains it. A failure the model
     // has no reason for is a disagreement too.
@@ -3392,6 +3438,23 @@ mod tests {
             site_of_import("cupy", Path::new("/v/site-packages/cupy")),
             Some(Path::new("/v/site-packages"))
         );
+    }
+
+    /// A load the import made by the library's own name (cupy's cuTENSOR through
+    /// cuda-pathfinder) that failed: the fix is the wheel of the package's CUDA major, with no
+    /// search path to mend.
+    #[test]
+    fn the_fix_for_a_failed_load_by_name_is_the_wheel_of_the_packages_major() {
+        let cat = Catalog::builtin();
+        let name = "libcutensor.so.2";
+        for (major, pip) in [(12, "cutensor-cu12"), (13, "cutensor-cu13")] {
+            let fix = fix_for(name, Path::new(name), &[], Some(major), &cat).unwrap();
+            assert!(
+                fix.starts_with(&format!("install {pip} (it puts {name} in ")),
+                "{fix}"
+            );
+            assert!(!fix.contains("RPATH") && !fix.contains("find it"), "{fix}");
+        }
     }
 
     #[test]
