@@ -291,6 +291,13 @@ pub struct ElfReport {
 }
 
 impl ElfReport {
+    /// Whether the import may load this file but the files cannot say that it does: at import
+    /// only because a compiled module that the import loads names its module (imported there, or
+    /// in a function, or inside `try`: machine code does not show which).
+    pub fn maybe_at_import(&self) -> bool {
+        self.tier == crate::loads::Tier::Import && self.tier_reason.is_some()
+    }
+
     /// The names a `NEEDED` entry or a load can reach it by: its SONAME, then its file name.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         let base = self.path.rsplit('/').next().unwrap_or(&self.path);
@@ -554,6 +561,11 @@ pub struct NeededLibrary {
     pub declared_by: Option<String>,
     /// When only optional extras declare the dependency (`cupy[ctk]`): the extra's name.
     pub declared_extra: Option<String>,
+    /// When not declared: the requirements built for a CUDA major whose own requirements
+    /// cudist's snapshot of PyPI does not record, through which it may come
+    /// (`distributed-ucxx-cu12`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub may_come_through: Vec<String>,
     /// Whether the artifact carries the library itself.
     pub vendored: bool,
     /// When the files that need it load: `import` when any does at import, else `on-demand`,

@@ -330,8 +330,11 @@ pub fn plan(
             // needs from outside the wheel (onnxruntime's TensorRT provider, cupy's cuTENSOR and
             // NCCL modules, imported on first use) is offered under an extra, as the original
             // relied on it being there without requiring it. Never ship less: what the wheel
-            // carried, and what the import loads, is required.
-            let on_demand = e.tier == cudist_analysis::loads::Tier::OnDemand;
+            // carried, and what the import loads, is required. A file the import may load, as
+            // far as compiled code can say (cupy-cuda11x's cuFFT module, named by a module the
+            // import loads, imported there only in a function), is not known to fail the import:
+            // what it needs from outside is offered too, as the original did not declare it.
+            let on_demand = e.tier == cudist_analysis::loads::Tier::OnDemand || e.maybe_at_import();
             let optional_needs: BTreeSet<String> = n
                 .needs
                 .iter()

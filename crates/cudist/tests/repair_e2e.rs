@@ -1724,3 +1724,72 @@ fn the_same_tags_in_another_order_are_no_change() {
         std::fs::read(&w).unwrap()
     );
 }
+
+/// A module the import may load, as far as compiled code can say: a compiled module the import
+/// loads names it (cupy-cuda11x's `cupy/fft/_callback` names `cupy.cuda.cufft`, which it imports
+/// only in a function). What it needs from outside the wheel is offered under an extra, not
+/// required: the original did not declare it, and nothing shows its import fails without it
+/// (a hard requirement pulled 307 MB into cupy-cuda11x's installs and a new warning at import).
+#[test]
+fn what_the_import_may_load_is_offered_not_required() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let core = gcc_shared(
+        d,
+        "core.so",
+        None,
+        "__attribute__((used)) static const char name[] = \"pkg.fftmod\";\n\
+         const char *PyInit__core(void) { return name; }\n",
+        &[],
+    );
+    fake_lib(d, "libcufft.so", "libcufft.so.11", "cufftCreate");
+    let fft = gcc_shared(
+        d,
+        "fftmod.so",
+        None,
+        "int cufftCreate(void *);\nint PyInit_fftmod(void) { return cufftCreate(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", d.display()),
+            "-lcufft",
+        ],
+    );
+    let fft = std::fs::read(fft).unwrap();
+    let w = d.join("pkg-1.0-cp311-cp311-linux_x86_64.whl");
+    write_wheel(
+        &w,
+        "pkg",
+        &[],
+        &[
+            ("pkg/__init__.py", b"from pkg import _core\n".to_vec()),
+            (
+                "pkg/plan.py",
+                b"def plan():\n    from pkg import fftmod\n    return fftmod\n".to_vec(),
+            ),
+            (
+                "pkg/_core.cpython-311-x86_64-linux-gnu.so",
+                std::fs::read(core).unwrap(),
+            ),
+            ("pkg/fftmod.cpython-311-x86_64-linux-gnu.so", fft),
+        ],
+    );
+    let inspect = inspect_json(&[w.to_str().unwrap()], 0);
+    let a = artifact(&inspect, "linux_x86_64.whl");
+    let lines = verdict_lines(a);
+    assert!(
+        lines.iter().any(|l| l.starts_with("may fail at import (its name is in the compiled code of pkg/_core.cpython-311-x86_64-linux-gnu.so")
+            && l.contains("libcufft.so.11")),
+        "{lines:?}"
+    );
+    let r = repair_json(&w, &d.join("out"));
+    let wr = &r["wheels"][0];
+    assert_eq!(
+        wr["requires_added"],
+        serde_json::json!(["nvidia-cufft-cu12>=11,<12; extra == \"cufft\""]),
+        "{wr:#}"
+    );
+    assert_eq!(
+        wr["optional_parts"][0]["path"], "pkg/fftmod.cpython-311-x86_64-linux-gnu.so",
+        "{wr:#}"
+    );
+}
