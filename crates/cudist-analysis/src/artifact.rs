@@ -202,8 +202,12 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
                 .collect()
         })
         .unwrap_or_default();
-    let (cuda_needed, driver_needed) =
+    let (mut cuda_needed, driver_needed) =
         aggregate_needs(&elfs, &requires, &files, &preloads, catalog);
+    let unrecorded = crate::requirements::unrecorded_cuda_requirements(&requires);
+    for n in cuda_needed.iter_mut().filter(|n| !n.declared) {
+        n.may_come_through = unrecorded.clone();
+    }
 
     // 5. Device code and sizes; variants one by one.
     let variants = variant_reports(&elfs, &cuda_needed, catalog);
@@ -611,6 +615,7 @@ fn aggregate_needs(
                     rpath_covers: true,
                     declared: provision.is_some(),
                     declared_extra: provision.as_ref().and_then(|p| p.in_extra.clone()),
+                    may_come_through: Vec::new(),
                     declared_by: provision.map(|p| p.by),
                     vendored: n.provided_in_artifact.is_some(),
                     tier: a.report.tier,
@@ -688,6 +693,7 @@ fn aggregate_needs(
                     rpath_covers: true,
                     declared: provision.is_some(),
                     declared_extra: provision.as_ref().and_then(|p| p.in_extra.clone()),
+                    may_come_through: Vec::new(),
                     declared_by: provision.map(|p| p.by),
                     vendored: false,
                     tier: crate::loads::Tier::OnDemand,
@@ -766,6 +772,7 @@ fn aggregate_needs(
                     rpath_covers: true,
                     declared: false,
                     declared_extra: None,
+                    may_come_through: Vec::new(),
                     declared_by: None,
                     vendored: false,
                     tier: a.report.tier,
@@ -2156,6 +2163,7 @@ fn verdict(
             }
         ));
     }
+    let mut by_unknown_loader: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for n in cuda_needed.iter().filter(|n| !n.vendored) {
         let Some(l) = &n.library else { continue };
         // A renamed copy another wheel carries: no wheel of NVIDIA's has that name.
@@ -2178,10 +2186,27 @@ fn verdict(
         // library a file loads itself, the first call into it.
         let lazy_fails = n.lazy.as_ref().map(|how| {
             let first = n.needed_by.first().map(String::as_str).unwrap_or("a file");
-            format!(
-                "the first call into {} fails ({first} loads it itself on the first call: {how})",
-                l.id
-            )
+            // A file that links the library statically calls its own copy: the name it opens
+            // serves something else (cupy's runtime module asks the installed runtime's version),
+            // which fails where it is used.
+            let links_it = elfs.iter().any(|a| {
+                a.report.path == first
+                    && a.report
+                        .static_cuda
+                        .iter()
+                        .any(|s| s.library == l.id && s.confidence == Confidence::Certain)
+            });
+            if links_it {
+                format!(
+                    "what opens {} fails where it is used ({first} links {} statically, so its own calls into it work; it also opens the shared library by name: {how})",
+                    n.soname, l.id
+                )
+            } else {
+                format!(
+                    "the first call into {} fails ({first} loads it itself on the first call: {how})",
+                    l.id
+                )
+            }
         });
         let fails = match lazy_fails {
             Some(f) => f,
@@ -2306,6 +2331,61 @@ fn verdict(
             ));
             continue;
         }
+        // Not declared directly, where a requirement built for CUDA whose own requirements are
+        // not recorded may bring it; and a wheel's loader the catalog does not describe, run at
+        // import, that may load it (rapidsmpf's `librapidsmpf.load_library()`). Where the
+        // library is reached (a search path, a preload at import, such a loader) and may be
+        // declared, what happens depends on what cudist cannot read: said, not failed.
+        let through = match n.may_come_through.as_slice() {
+            [] => None,
+            [one] => Some(format!(
+                "not declared directly, but may come through {one}, built for CUDA, whose requirements cudist's snapshot of PyPI does not record"
+            )),
+            many => Some(format!(
+                "not declared directly, but may come through {}, built for CUDA, whose requirements cudist's snapshot of PyPI does not record",
+                many.join(", ")
+            )),
+        };
+        let unknown_loader = (n.tier == crate::loads::Tier::Import && !n.rpath_covers)
+            .then(|| {
+                preloads.iter().find(|q| {
+                    q.mechanism == crate::loads::Mechanism::PackageLoader
+                        && q.sonames.is_empty()
+                        && q.required_at_import()
+                })
+            })
+            .flatten();
+        if kind == ArtifactKind::Wheel && (n.declared || through.is_some()) && !n.rpath_covers {
+            let declared = match (&through, &n.declared_by) {
+                (Some(t), _) => format!("; {t}"),
+                (None, Some(by)) => format!("; declared by {by}"),
+                (None, None) => String::new(),
+            };
+            if let Some(p) = preload.filter(|p| p.at_import && through.is_some()) {
+                lines.push(format!(
+                    "loads: {} is preloaded by {} where {pip} is installed{declared}",
+                    n.soname,
+                    p.place()
+                ));
+                continue;
+            }
+            if let Some(q) = unknown_loader.filter(|_| preload.is_none()) {
+                // One line per loader: the libraries it may load.
+                by_unknown_loader
+                    .entry((q.place(), declared))
+                    .or_default()
+                    .push(n.soname.clone());
+                continue;
+            }
+        }
+        if let (Some(t), true, true) = (&through, n.rpath_covers, kind == ArtifactKind::Wheel) {
+            lines.push(format!(
+                "may load: needs {} and has an RPATH to {dir}; {t}",
+                n.soname
+            ));
+            continue;
+        }
+        let through = through.map(|t| format!("; {t}")).unwrap_or_default();
         // A library whose wheel the catalog does not know (TensorRT's come from
         // pypi.nvidia.com): no directory to search, no requirement to write.
         if kind == ArtifactKind::Wheel && l.pip.is_none() && !n.rpath_covers && !n.declared {
@@ -2330,7 +2410,7 @@ fn verdict(
                 (false, false) => {
                     raise(VerdictStatus::Unresolved, &mut status);
                     lines.push(format!(
-                        "{fails}: needs {} but has no RPATH to {dir} and no dependency on {pip}{unless}",
+                        "{fails}: needs {} but has no RPATH to {dir} and no dependency on {pip}{unless}{through}",
                         n.soname
                     ));
                 }
@@ -2365,6 +2445,16 @@ fn verdict(
                 }
             }
         }
+    }
+    for ((place, declared), sonames) in by_unknown_loader {
+        lines.push(format!(
+            "may load: {} {} no RPATH to {}: {} load where {place} (a loader cudist's catalog does not describe) loads {} first{declared}",
+            sonames.join(", "),
+            if sonames.len() == 1 { "has" } else { "have" },
+            if sonames.len() == 1 { "its wheel's directory" } else { "their wheels' directories" },
+            if sonames.len() == 1 { "it would" } else { "they" },
+            if sonames.len() == 1 { "it" } else { "them" },
+        ));
     }
     let statics: BTreeMap<&str, usize> = elfs
         .iter()

@@ -487,6 +487,38 @@ fn literals_passed(
     (any && !out.is_empty()).then_some(out)
 }
 
+/// The values of function `scope`'s first parameter for which its calls of `callee` run, where
+/// every such call is in a branch that lists them (`if lib == 'nccl':`); none otherwise.
+fn admitted_for_calls(
+    file: &File,
+    scope: Option<usize>,
+    callee_file: &File,
+    callee: Scope,
+) -> Option<Vec<String>> {
+    let name = callee_file.stmts[callee.1?].def.as_deref()?;
+    let mut out: Option<Vec<String>> = None;
+    for si in (0..file.stmts.len()).filter(|&si| {
+        file.scope[si] == scope
+            && !file.excluded[si]
+            && file.stmts[si].calls.iter().any(|k| last(&k.callee) == name)
+    }) {
+        out.get_or_insert_with(Vec::new).extend(file.admitted(si)?);
+    }
+    out
+}
+
+/// Whether a call loads a file by the path it is given: torch's loader of operator libraries,
+/// and an extension module's loader from a file location.
+fn loads_by_path(canonical: &str) -> bool {
+    matches!(
+        canonical,
+        "torch.ops.load_library"
+            | "torch.classes.load_library"
+            | "importlib.util.spec_from_file_location"
+            | "importlib.machinery.ExtensionFileLoader"
+    )
+}
+
 /// The last component of a dotted name (`ctypes.cdll.LoadLibrary` → `LoadLibrary`).
 fn last(dotted: &str) -> &str {
     dotted.rsplit('.').next().unwrap_or(dotted)
@@ -638,7 +670,25 @@ pub fn scan_with(
                         continue;
                     }
                 }
-                if let Some(name) = loaders.iter().find(|l| **l == canonical) {
+                // Another wheel's loader (`librapidsmpf.load_library()`), by the convention
+                // RAPIDS' and NVIDIA's library wheels share: a known one loads what the catalog
+                // says; an unknown one loads what cannot be said here, which is said as such.
+                // Such a loader takes no argument; torch's `torch.ops.load_library(path)` is a
+                // load by path (below).
+                let wheel_loader =
+                    loaders
+                        .iter()
+                        .find(|l| **l == canonical)
+                        .cloned()
+                        .or_else(|| {
+                            canonical
+                                .strip_suffix(".load_library")
+                                .filter(|m| m.split('.').next().is_some_and(|t| !own.contains(t)))
+                                .filter(|_| call.arg.is_none() && call.arg_name.is_none())
+                                .filter(|_| !loads_by_path(&canonical))
+                                .map(|_| canonical.clone())
+                        });
+                if let Some(name) = wheel_loader {
                     calls.push(Call {
                         scope,
                         stmt: si,
@@ -659,13 +709,7 @@ pub fn scan_with(
                 // So is an extension module loaded from a file the code finds
                 // (`importlib.util.spec_from_file_location(name, path)`, then `exec_module`:
                 // PyNvVideoCodec picks `PyNvVideoCodec_130…so` or `_121…so` by the driver).
-                let by_path = matches!(
-                    canonical.as_str(),
-                    "torch.ops.load_library"
-                        | "torch.classes.load_library"
-                        | "importlib.util.spec_from_file_location"
-                        | "importlib.machinery.ExtensionFileLoader"
-                );
+                let by_path = loads_by_path(&canonical);
                 let mechanism = match last(&canonical) {
                     "load_nvidia_dynamic_lib" => Mechanism::CudaPathfinder,
                     "CDLL" | "LoadLibrary" | "PyDLL" => Mechanism::Ctypes,
@@ -796,7 +840,10 @@ pub fn scan_with(
             out.push(p);
         }
     };
-    let mut named_for: BTreeMap<(Scope, bool), Vec<(String, String)>> = BTreeMap::new();
+    // Each name with the values of the load's function's first parameter for which it is
+    // named, where a branch limits them (none: whatever the callers pass).
+    type Named = Vec<(String, String, Option<Vec<String>>)>;
+    let mut named_for: BTreeMap<(Scope, bool), Named> = BTreeMap::new();
     for c in &calls {
         let at_import = reach.reached.contains(&c.scope) && !c.deferred;
         let on_call = if at_import { None } else { entry_of(c) };
@@ -894,14 +941,17 @@ pub fn scan_with(
                 let given;
                 let named = match &c.argument {
                     Some(name) => {
-                        given = vec![(name.clone(), place(c))];
+                        given = vec![(name.clone(), place(c), None)];
                         &given
                     }
                     None => named_for.entry((c.scope, c.deferred)).or_insert_with(|| {
                         let file = &files[c.scope.0];
+                        let unlimited = |v: Vec<(String, String)>| -> Named {
+                            v.into_iter().map(|(n, at)| (n, at, None)).collect()
+                        };
                         let own = names_in(sources, file, c.scope.1, c.deferred, c.by_path, None);
                         if !own.is_empty() {
-                            return own;
+                            return unlimited(own);
                         }
                         let mut seen = BTreeSet::from([c.scope]);
                         // Callees, two deep, in any file the calls resolve to (xgboost's
@@ -922,14 +972,24 @@ pub fn scan_with(
                                 let args = (level == [c.scope])
                                     .then(|| literals_passed(&files, &reach, c.scope, *s, 2))
                                     .flatten();
-                                found.extend(names_in(
-                                    sources,
-                                    &files[s.0],
-                                    s.1,
-                                    false,
-                                    c.by_path,
-                                    args.as_deref(),
-                                ));
+                                // The values of the load's parameter for which the call of this
+                                // callee runs (cupy's `if lib == 'nccl':` before
+                                // `_get_nccl_from_wheel(…)`): its names load only for them.
+                                let limit = (level == [c.scope])
+                                    .then(|| admitted_for_calls(file, c.scope.1, &files[s.0], *s))
+                                    .flatten();
+                                found.extend(
+                                    names_in(
+                                        sources,
+                                        &files[s.0],
+                                        s.1,
+                                        false,
+                                        c.by_path,
+                                        args.as_deref(),
+                                    )
+                                    .into_iter()
+                                    .map(|(n, at)| (n, at, limit.clone())),
+                                );
                             }
                             if !found.is_empty() {
                                 return found;
@@ -954,7 +1014,9 @@ pub fn scan_with(
                                     .iter()
                                     .any(|o| o.scope == **s && o.mechanism == Mechanism::Ctypes)
                             }) {
-                                found.extend(names_in(sources, file, s.1, false, c.by_path, None));
+                                found.extend(unlimited(names_in(
+                                    sources, file, s.1, false, c.by_path, None,
+                                )));
                             }
                             if !found.is_empty() || next.is_empty() {
                                 break;
@@ -964,8 +1026,48 @@ pub fn scan_with(
                         found
                     }),
                 };
-                for (name, named_at) in named.iter().cloned() {
+                for (name, named_at, limit) in named.iter().cloned() {
                     let sonames = named_sonames(&name);
+                    // Named only for some values of the parameter: loaded when a caller passes
+                    // one, at import where such a call runs at import, else in its function.
+                    let sites: Vec<_> = limit
+                        .as_ref()
+                        .map(|values| {
+                            call_sites(&files, &by_name, c.scope)
+                                .into_iter()
+                                .filter(|(_, _, k)| {
+                                    k.arg.as_ref().is_some_and(|a| values.contains(a))
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    let (at_import, on_call, optional, named_at) = if sites.is_empty() {
+                        (at_import, on_call.clone(), c.optional, named_at)
+                    } else {
+                        let reached = |(gi, sj, k): &(usize, usize, &pysource::Call)| {
+                            reach.reached.contains(&(*gi, files[*gi].scope[*sj]))
+                                && !k.deferred
+                                && !c.deferred
+                        };
+                        let first = sites.iter().find(|s| reached(s)).unwrap_or(&sites[0]);
+                        let (gi, sj, _) = *first;
+                        let here = reached(first);
+                        let caught = sites.iter().all(|(gi, sj, _)| {
+                            catches_failure(files[*gi].caught(*sj), c.mechanism)
+                        });
+                        (
+                            here,
+                            (!here)
+                                .then(|| {
+                                    files[gi].scope[sj].and_then(|d| files[gi].stmts[d].def.clone())
+                                })
+                                .flatten(),
+                            c.optional || caught,
+                            // Named where the value that selects it is passed, as a name
+                            // passed to the load is.
+                            format!("{}:{}", files[gi].path, files[gi].stmts[sj].number),
+                        )
+                    };
                     push(Preload {
                         name,
                         sonames,
@@ -973,8 +1075,8 @@ pub fn scan_with(
                         loaded_at: place(c),
                         mechanism: c.mechanism,
                         at_import,
-                        on_call: on_call.clone(),
-                        optional: c.optional,
+                        on_call,
+                        optional,
                         if_present: c.if_present,
                     });
                 }
@@ -1987,6 +2089,92 @@ def init():
                 ("libcudart.so.13", Some("init")),
                 ("libnvshmem_host.so.3", Some("get_unique_id")),
             ],
+            "{p:#?}"
+        );
+    }
+
+    /// cupy's `_preload_library(lib)`: one ctypes load of a path its helpers build, each helper
+    /// called in a branch for one value of `lib` (`if lib == 'cutensor':`). A name is loaded
+    /// when a caller passes its value: cuTENSOR's at import (`cupy/__init__.py`), NCCL's when
+    /// `cupy.cuda.nccl` is imported, which the import does not do.
+    #[test]
+    fn a_name_of_one_branch_loads_when_its_value_is_passed() {
+        let env = "import ctypes, os
+def _cutensor_paths():
+    return [os.path.join('cutensor/lib', 'libcutensor.so.2')]
+def _nccl_paths():
+    return [os.path.join('nvidia/nccl/lib', 'libnccl.so.2')]
+def _preload_library(lib):
+    cands = []
+    if lib == 'cutensor':
+        cands = _cutensor_paths()
+    elif lib == 'nccl':
+        cands = _nccl_paths()
+    for path in cands:
+        try:
+            ctypes.CDLL(path)
+        except Exception:
+            pass
+";
+        let cat = Catalog::builtin();
+        let s = scan(
+            &[
+                src(
+                    "pkg/__init__.py",
+                    "from pkg import _environment
+_environment._preload_library('cutensor')
+",
+                ),
+                src("pkg/_environment.py", env),
+                src("pkg/cuda/__init__.py", ""),
+                src(
+                    "pkg/cuda/nccl.py",
+                    "from pkg import _environment
+_environment._preload_library('nccl')
+",
+                ),
+            ],
+            &cat,
+            Some(12),
+        );
+        let got: Vec<(&str, bool, &str)> = s
+            .preloads
+            .iter()
+            .map(|p| (p.name.as_str(), p.at_import, p.named_at.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("libcutensor.so.2", true, "pkg/__init__.py:2"),
+                ("libnccl.so.2", false, "pkg/cuda/nccl.py:2"),
+            ],
+            "{:#?}",
+            s.preloads
+        );
+        let nccl = &s.preloads[1];
+        assert_eq!(nccl.trigger(), "import pkg.cuda.nccl");
+        assert!(nccl.optional, "{nccl:?}");
+    }
+
+    /// Another wheel's `load_library()` that the catalog does not describe (rapidsmpf's
+    /// `librapidsmpf.load_library()`, in the `else` of `try: import librapidsmpf`) is a
+    /// package loader all the same: what it loads is unknown, and nothing catches its failure.
+    #[test]
+    fn an_unknown_wheels_loader_is_a_loader() {
+        let init = "try:
+    import libwidget
+except ModuleNotFoundError:
+    pass
+else:
+    libwidget.load_library()
+    del libwidget
+";
+        let p = init_preloads(init);
+        assert_eq!(p.len(), 1, "{p:#?}");
+        assert_eq!(p[0].name, "libwidget.load_library()");
+        assert_eq!(p[0].mechanism, Mechanism::PackageLoader);
+        assert!(
+            p[0].sonames.is_empty() && p[0].required_at_import(),
             "{p:#?}"
         );
     }

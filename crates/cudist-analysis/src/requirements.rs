@@ -205,6 +205,32 @@ pub fn provision(requires: &[ReqName], pip: &str, extra: Option<&str>) -> Option
     pick(true).or_else(|| pick(false))
 }
 
+/// The requirements (unconditional, on Linux) of packages built for a CUDA major (their name
+/// says so: `distributed-ucxx-cu12`, `cupy-cuda12x`) whose own requirements the catalog's
+/// snapshot does not record: a library not declared directly may come through one of them
+/// (raft-dask-cu12 gets libucx-cu12 through distributed-ucxx-cu12 → ucxx-cu12 → libucxx-cu12).
+pub fn unrecorded_cuda_requirements(requires: &[ReqName]) -> Vec<String> {
+    let for_cuda = |name: &str| {
+        name.split('-').any(|t| {
+            let digits = t
+                .strip_prefix("cuda")
+                .map(|d| d.strip_suffix('x').unwrap_or(d))
+                .or_else(|| t.strip_prefix("cu"));
+            digits.is_some_and(|d| {
+                (2..=3).contains(&d.len()) && d.bytes().all(|b| b.is_ascii_digit())
+            })
+        })
+    };
+    let mut out: Vec<String> = requires
+        .iter()
+        .filter(|r| r.on_linux && r.in_extra.is_none() && for_cuda(&r.name))
+        .filter(|r| cudist_catalog::pip::requires(&r.name).is_none())
+        .map(|r| r.name.clone())
+        .collect();
+    out.dedup();
+    out
+}
+
 /// [`provision`] for a catalog library (its wheel in the library's CUDA major).
 pub fn provision_of(requires: &[ReqName], l: &LibraryRef) -> Option<Provision> {
     provision(requires, l.pip.as_deref()?, l.toolkit_extra.as_deref())
@@ -226,6 +252,28 @@ mod tests {
             conda: None,
             toolkit_extra: extra.map(str::to_string),
         }
+    }
+
+    #[test]
+    fn requirements_built_for_cuda_that_the_snapshot_does_not_record() {
+        let reqs: Vec<ReqName> = [
+            "distributed-ucxx-cu12==0.52.*",
+            "cupy-cuda12x>=13",
+            "numpy>=2",
+            "nvidia-nccl-cu12>=2.19",
+            "ucxx-cu12; extra == 'test'",
+            "rmm-cu12; sys_platform == 'win32'",
+            "pycuda",
+        ]
+        .iter()
+        .filter_map(|r| ReqName::parse(r))
+        .collect();
+        // nvidia-nccl-cu12's requirements are recorded; numpy and pycuda name no CUDA major;
+        // an extra's and Windows' requirements are not the package's own on Linux.
+        assert_eq!(
+            unrecorded_cuda_requirements(&reqs),
+            ["distributed-ucxx-cu12", "cupy-cuda12x"]
+        );
     }
 
     #[test]

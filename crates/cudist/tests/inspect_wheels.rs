@@ -1676,3 +1676,68 @@ fn a_need_met_by_a_library_loaded_first_by_path_is_reached() {
     let o = ctypes_load(&[&core_at, &plugin_at]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// A library not declared directly, where the wheel requires packages built for CUDA whose own
+/// requirements cudist's snapshot does not record (raft-dask-cu12 gets libucx-cu12 through
+/// distributed-ucxx-cu12 → ucxx-cu12 → libucxx-cu12), and a wheel's loader the catalog does not
+/// describe, run at import (rapidsmpf's `librapidsmpf.load_library()`): what happens depends on
+/// what cudist cannot read, so it is said, not failed. Without such a requirement the same wheel
+/// is unresolved.
+#[test]
+fn what_may_come_through_unrecorded_requirements_is_said_not_failed() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let ext = ext_needing(d, "rmm", "librmm.so", "rmm_alloc");
+    let init = b"try:\n    import libwidget\nexcept ModuleNotFoundError:\n    pass\nelse:\n    libwidget.load_library()\n    del libwidget\nfrom pkg import _ext\n";
+    for (requires, status) in [
+        (vec!["widget-cu12==1.*", "numpy"], "ok"),
+        (vec!["numpy"], "unresolved"),
+    ] {
+        let w = d.join("pkg-1.0-cp311-cp311-linux_x86_64.whl");
+        write_wheel(
+            &w,
+            "pkg",
+            &requires,
+            &[
+                ("pkg/__init__.py", init.to_vec()),
+                ("pkg/_ext.cpython-311-x86_64-linux-gnu.so", ext.clone()),
+            ],
+        );
+        let report = inspect_json(&[w.to_str().unwrap()], 0);
+        let a = artifact(&report, "linux_x86_64.whl");
+        assert_eq!(
+            a["verdict"]["status"], status,
+            "{requires:?}: {:#}",
+            a["verdict"]
+        );
+        let lines = verdict_lines(a);
+        let preload = a["preloads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "libwidget.load_library()")
+            .unwrap_or_else(|| panic!("{:#}", a["preloads"]));
+        assert_eq!(
+            (
+                &preload["mechanism"],
+                &preload["at_import"],
+                &preload["optional"]
+            ),
+            (&"package-loader".into(), &true.into(), &false.into())
+        );
+        let n = needed(a, "librmm.so");
+        if status == "ok" {
+            assert_eq!(n["may_come_through"], serde_json::json!(["widget-cu12"]));
+            assert!(
+                lines.contains(&"may load: librmm.so has no RPATH to its wheel's directory: it would load where libwidget.load_library() at pkg/__init__.py:6 (a loader cudist's catalog does not describe) loads it first; not declared directly, but may come through widget-cu12, built for CUDA, whose requirements cudist's snapshot of PyPI does not record".to_string()),
+                "{lines:?}"
+            );
+        } else {
+            assert!(n.get("may_come_through").is_none(), "{n:#}");
+            assert!(
+                lines.iter().any(|l| l.starts_with("fails at import: needs librmm.so but has no RPATH to librmm/lib64 and no dependency on librmm-cu1")),
+                "{lines:?}"
+            );
+        }
+    }
+}

@@ -504,3 +504,54 @@ fn a_file_that_imports_the_runtime_does_not_link_it() {
     );
     assert_eq!(static_of("libimports.so"), []);
 }
+
+/// A file that links cudart statically and also opens `libcudart.so.12` by name (cupy's runtime
+/// module asks the installed runtime's version that way): its own calls into cudart work
+/// without the shared library, so the missing library fails only what opens it, not "the first
+/// call into cudart".
+#[test]
+fn a_file_linking_the_runtime_statically_that_also_opens_it() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    // cudart's own code: its entry points, its messages and the table of driver entry points
+    // it resolves at run time (the evidence static linking needs beside stubs' names).
+    let table: Vec<String> = (0..220).map(|i| format!("\"cuEntryPoint{i}\"")).collect();
+    let source = format!(
+        "#include <dlfcn.h>\n\
+         __attribute__((used)) static const char *names[] = {{{}}};\n\
+         __attribute__((used)) static const char msg[] = \"CUDA driver version is insufficient for CUDA runtime version\";\n\
+         __attribute__((used)) static const char shm[] = \"/cudart.shm.%x\";\n\
+         int cudaLaunchKernel(void) {{ return 0; }}\n\
+         int cudaGetDeviceCount(int *n) {{ *n = 0; return 0; }}\n\
+         int cudaMalloc(void **p) {{ *p = 0; return 0; }}\n\
+         int local_runtime_version(void) {{ return dlopen(\"libcudart.so.12\", RTLD_NOW) != 0; }}\n",
+        table.join(", ")
+    );
+    let ext = gcc_shared(d, "runtime.so", None, &source, &["-ldl"]);
+    let w = d.join("rt-1.0-cp311-cp311-linux_x86_64.whl");
+    write_wheel(
+        &w,
+        "rt",
+        &[],
+        &[
+            ("rt/__init__.py", b"from rt import runtime\n".to_vec()),
+            (
+                "rt/runtime.cpython-311-x86_64-linux-gnu.so",
+                std::fs::read(ext).unwrap(),
+            ),
+        ],
+    );
+    let v = inspect_json(&[w.to_str().unwrap()], 0);
+    let a = artifact(&v, "linux_x86_64.whl");
+    let lines = verdict_lines(a);
+    assert!(
+        lines.iter().any(|l| l.starts_with("what opens libcudart.so.12 fails where it is used (rt/runtime.cpython-311-x86_64-linux-gnu.so links cudart statically, so its own calls into it work")),
+        "{lines:?}"
+    );
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.contains("the first call into cudart")),
+        "{lines:?}"
+    );
+}

@@ -93,6 +93,10 @@ pub fn find(
     env: &LoadEnv,
     catalog: &Catalog,
 ) -> Vec<Found> {
+    // A wheel's loader the catalog does not describe: what it loads is not known here.
+    if p.mechanism == loads::Mechanism::PackageLoader && p.sonames.is_empty() {
+        return Vec::new();
+    }
     let names: Vec<String> = if p.sonames.is_empty() {
         vec![p.name.clone()]
     } else {
