@@ -1726,6 +1726,18 @@ fn what_may_come_through_unrecorded_requirements_is_said_not_failed() {
             (&"package-loader".into(), &true.into(), &false.into())
         );
         let n = needed(a, "librmm.so");
+        // The table's DECLARED column says the same.
+        let human = stdout(&cudist(&["inspect", w.to_str().unwrap()]));
+        let row = human
+            .lines()
+            .find(|l| l.trim_start().starts_with("librmm.so "))
+            .unwrap_or_else(|| panic!("{human}"));
+        let words: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(
+            words[8],
+            if status == "ok" { "maybe" } else { "no" },
+            "{row}"
+        );
         if status == "ok" {
             assert_eq!(n["may_come_through"], serde_json::json!(["widget-cu12"]));
             assert!(

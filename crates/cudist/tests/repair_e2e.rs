@@ -1781,6 +1781,13 @@ fn what_the_import_may_load_is_offered_not_required() {
             && l.contains("libcufft.so.11")),
         "{lines:?}"
     );
+    // Its LOADS column says as much: `import?`.
+    let human = stdout(&cudist(&["inspect", w.to_str().unwrap()]));
+    let row = human
+        .lines()
+        .find(|l| l.trim_start().starts_with("libcufft.so.11 "))
+        .unwrap_or_else(|| panic!("{human}"));
+    assert!(row.contains(" import? "), "{row}");
     let r = repair_json(&w, &d.join("out"));
     let wr = &r["wheels"][0];
     assert_eq!(

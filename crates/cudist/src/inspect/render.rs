@@ -138,6 +138,11 @@ fn render_needs(out: &mut String, a: &Artifact, style: Style) {
                 l.and_then(|l| l.toolkit_extra.clone()).unwrap_or_else(dash),
                 yes_no(n.rpath_covers),
                 match (&a.kind, &a.conda) {
+                    // Not declared directly, but a requirement whose own requirements the
+                    // snapshot lacks may bring it.
+                    (ArtifactKind::Wheel, _) if !n.declared && !n.may_come_through.is_empty() => {
+                        "maybe".to_string()
+                    }
                     (ArtifactKind::Wheel, _) => yes_no(n.declared),
                     (ArtifactKind::Conda, Some(c)) => {
                         yes_no(c.cuda_links.iter().any(|l| {
@@ -148,6 +153,15 @@ fn render_needs(out: &mut String, a: &Artifact, style: Style) {
                 },
                 match (&n.preload, n.tier) {
                     (Some(p), _) if p.at_import => "preloaded".into(),
+                    // At import only as far as compiled code names the modules that need it.
+                    (_, Tier::Import)
+                        if a.elf_files
+                            .iter()
+                            .filter(|e| n.needed_by.contains(&e.path))
+                            .all(|e| e.tier != Tier::Import || e.maybe_at_import()) =>
+                    {
+                        "import?".into()
+                    }
                     (_, t) => tier_word(t).into(),
                 },
                 used_by(&n.needed_by),
