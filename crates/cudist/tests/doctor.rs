@@ -3130,3 +3130,67 @@ fn a_file_the_failed_import_needed_is_not_said_to_be_needed_by_nothing() {
         "{reasons:#?}"
     );
 }
+
+/// A library the package loads first (here when a function runs) that cannot load itself here
+/// gives nothing that needs it a loaded copy: a plugin that needs it fails for what it lacks,
+/// one root cause, not "gets the loaded one" (cuvs' files, where libcuvs_c.so lacks cuBLAS).
+/// Checked against a real use.
+#[test]
+fn a_library_loaded_first_that_cannot_load_gives_no_loaded_copy() {
+    let work = tempfile::tempdir().unwrap();
+    let build = work.path().join("build");
+    std::fs::create_dir_all(&build).unwrap();
+    fake_lib(&build, "libgone.so.1", "libgone.so.1", "gone");
+    let dep = gcc_shared(
+        &build,
+        "libdep.so",
+        Some("libdep.so"),
+        "int gone(void);\nint dep(void) { return gone(); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", build.display()),
+            "-l:libgone.so.1",
+            "-Wl,-rpath,$ORIGIN",
+        ],
+    );
+    let plugin = gcc_shared(
+        &build,
+        "plugin.so",
+        None,
+        "int dep(void);\nint use(void) { return dep(); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", build.display()),
+            "-l:libdep.so",
+        ],
+    );
+    let init = "import ctypes, os\n\
+                _here = os.path.dirname(__file__)\n\
+                def init():\n    return ctypes.CDLL(os.path.join(_here, 'lib', 'libdep.so'))\n\
+                def plugin():\n    init()\n    return ctypes.CDLL(os.path.join(_here, 'plugin.so'))\n";
+    let (python, site) = venv_with(&work.path().join("venv"), &[("firstpkg/__init__.py", init)]);
+    std::fs::create_dir_all(site.join("firstpkg/lib")).unwrap();
+    std::fs::copy(&dep, site.join("firstpkg/lib/libdep.so")).unwrap();
+    std::fs::copy(&plugin, site.join("firstpkg/plugin.so")).unwrap();
+    // Reality: the import works; the use fails on what libdep.so lacks.
+    imports_then_fails_on_use(
+        &python,
+        "firstpkg",
+        "import firstpkg; firstpkg.plugin()",
+        "libgone.so.1",
+    );
+    let (_, v) = doctor_import("firstpkg", &python);
+    assert_eq!(v["verdict"]["status"], "will-fail-when-loaded", "{v:#}");
+    let reasons = reasons_of(&v);
+    assert!(
+        !reasons.iter().any(|r| r.contains("loaded one")),
+        "{reasons:#?}"
+    );
+    let plugin_lines: Vec<&&str> = reasons.iter().filter(|r| r.contains("plugin.so")).collect();
+    assert_eq!(plugin_lines.len(), 1, "{reasons:#?}");
+    assert!(
+        plugin_lines[0].contains("needs libdep.so, which its package loads first from")
+            && plugin_lines[0].contains("but that load fails here: libgone.so.1 not found"),
+        "{reasons:#?}"
+    );
+}

@@ -1687,6 +1687,25 @@ fn a_need_met_by_a_library_loaded_first_by_path_is_reached() {
 fn what_may_come_through_unrecorded_requirements_is_said_not_failed() {
     let work = tempfile::tempdir().unwrap();
     let d = work.path();
+    // Never an NVIDIA wheel: a package built for CUDA declares those itself (cucim-cu12 requires
+    // cupy-cuda12x, which brings no cuFile), so a gap in the snapshot excuses no missing one.
+    let cublas = ext_needing(d, "cublas", "libcublas.so.12", "cublasCreate_v2");
+    let w = d.join("nv-1.0-cp311-cp311-linux_x86_64.whl");
+    write_wheel(
+        &w,
+        "nv",
+        &["cupy-cuda12x>=13"],
+        &[
+            ("nv/__init__.py", b"from nv import _ext\n".to_vec()),
+            ("nv/_ext.cpython-311-x86_64-linux-gnu.so", cublas),
+        ],
+    );
+    let report = inspect_json(&[w.to_str().unwrap()], 0);
+    let a = artifact(&report, "linux_x86_64.whl");
+    assert_eq!(a["verdict"]["status"], "unresolved", "{:#}", a["verdict"]);
+    assert!(needed(a, "libcublas.so.12")
+        .get("may_come_through")
+        .is_none());
     let ext = ext_needing(d, "rmm", "librmm.so", "rmm_alloc");
     let init = b"try:\n    import libwidget\nexcept ModuleNotFoundError:\n    pass\nelse:\n    libwidget.load_library()\n    del libwidget\nfrom pkg import _ext\n";
     for (requires, status) in [
@@ -1752,4 +1771,20 @@ fn what_may_come_through_unrecorded_requirements_is_said_not_failed() {
             );
         }
     }
+}
+
+/// A wheel that is a library's own distribution provides it by being installed: libucx-cu12's
+/// files need libucs.so.0, which it installs; no requirement on itself is missing.
+#[test]
+fn a_wheel_declares_its_own_libraries_by_being_them() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let ext = ext_needing(d, "rmm", "librmm.so", "rmm_alloc");
+    let w = d.join("librmm_cu12-1.0-py3-none-linux_x86_64.whl");
+    write_wheel(&w, "librmm-cu12", &[], &[("librmm/lib64/libuser.so", ext)]);
+    let report = inspect_json(&[w.to_str().unwrap()], 0);
+    let a = artifact(&report, "linux_x86_64.whl");
+    let n = needed(a, "librmm.so");
+    assert_eq!(n["declared"], true, "{n:#}");
+    assert_eq!(n["declared_by"], "librmm-cu12 (this wheel)", "{n:#}");
 }

@@ -2929,29 +2929,64 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     }
     // The libraries the packages load at import, by SONAME and file name.
     let mut loaded_first: HashMap<String, PathBuf> = HashMap::new();
+    // Only a library another package file links is worth asking whether it can load; one that
+    // cannot load itself here (libcuvs_c.so without its cuBLAS) gives nothing that needs it a
+    // loaded copy: they fail for what it lacks, one root cause (the driver's libraries aside:
+    // their absence is said apart).
+    let needed_by_others = |name: &str| package_files.iter().any(|d| d.links(name));
+    let lacks_of = |f: &Path| -> Vec<String> {
+        let mut l: Vec<String> = Vec::new();
+        if let Ok(sim) = loader::simulate(f, &env) {
+            for m in sim.missing() {
+                if catalog.driver_lib(&m.name).is_none() && !l.contains(&m.name) {
+                    l.push(m.name.clone());
+                }
+            }
+        }
+        l
+    };
+    let mut cannot_load: Vec<(String, PathBuf, Vec<String>)> = Vec::new();
     for (f, p) in files.iter().zip(&tiers) {
         if p.tier != crate::loads::Tier::Import || !tier_of.contains_key(f.as_path()) {
             continue;
         }
         if let Some(d) = package_files.iter().find(|d| d.path == *f) {
-            for key in d
+            let keys: Vec<String> = d
                 .soname()
                 .into_iter()
-                .chain(f.file_name().and_then(|n| n.to_str()))
-            {
-                loaded_first
-                    .entry(key.to_string())
-                    .or_insert_with(|| f.clone());
+                .map(String::from)
+                .chain(f.file_name().and_then(|n| n.to_str()).map(String::from))
+                .collect();
+            if keys.iter().any(|k| needed_by_others(k)) {
+                let lacks = lacks_of(f);
+                if !lacks.is_empty() {
+                    cannot_load.extend(keys.into_iter().map(|k| (k, f.clone(), lacks.clone())));
+                    continue;
+                }
+            }
+            for key in keys {
+                loaded_first.entry(key).or_insert_with(|| f.clone());
             }
         }
     }
     // Then what the package's functions load when its API is used.
     let mut on_call_trigger: HashMap<String, String> = HashMap::new();
     for (name, (path, trigger)) in loaded_on_call {
-        if !loaded_first.contains_key(&name) {
-            loaded_first.insert(name.clone(), path);
-            on_call_trigger.insert(name, trigger);
+        if loaded_first.contains_key(&name) {
+            continue;
         }
+        if needed_by_others(&name) {
+            let lacks = lacks_of(&path);
+            if !lacks.is_empty() {
+                cannot_load.push((name, path, lacks));
+                continue;
+            }
+        }
+        loaded_first.insert(name.clone(), path);
+        on_call_trigger.insert(name, trigger);
+    }
+    for (key, path, lacks) in cannot_load {
+        blocked.entry(key).or_insert((path, lacks));
     }
     // Packages `cudist slim` slimmed: their distribution's `cudist-slim.json`.
     let mut slimmed: Vec<(PathBuf, String)> = Vec::new();
