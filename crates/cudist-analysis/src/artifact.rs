@@ -204,9 +204,6 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         .unwrap_or_default();
     let (mut cuda_needed, driver_needed) =
         aggregate_needs(&elfs, &requires, &files, &preloads, catalog);
-    // Only a library of another wheel than NVIDIA's (RAPIDS', UCX): NVIDIA's wheels are what
-    // a package built for CUDA declares itself, and a snapshot gap must not excuse a missing
-    // `nvidia-*` requirement (cupy-cuda12x, say, brings cuBLAS only under an extra).
     // A wheel that is the library's own distribution (libucx-cu12's files need libucs.so.0,
     // which it installs) provides it by being installed.
     let own_name = wheel
@@ -222,6 +219,10 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
             }
         }
     }
+    // What may come through a requirement whose requirements the snapshot lacks: only a
+    // library of another wheel than NVIDIA's (RAPIDS', UCX's). NVIDIA's wheels are what a package
+    // built for CUDA declares itself, and a snapshot gap must not excuse a missing `nvidia-*`
+    // requirement (cupy-cuda12x, say, brings cuBLAS only under an extra).
     let unrecorded = crate::requirements::unrecorded_cuda_requirements(&requires);
     for n in cuda_needed.iter_mut().filter(|n| !n.declared) {
         let external = n
