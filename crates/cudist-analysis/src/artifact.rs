@@ -205,32 +205,27 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
     let (mut cuda_needed, driver_needed) =
         aggregate_needs(&elfs, &requires, &files, &preloads, catalog);
     // A wheel that is the library's own distribution (libucx-cu12's files need libucs.so.0,
-    // which it installs) provides it by being installed.
+    // which it installs) provides it by being installed. Else what may come through a
+    // requirement whose requirements the snapshot lacks: only a library of another wheel than
+    // NVIDIA's (RAPIDS', UCX's). NVIDIA's wheels are what a package built for CUDA declares
+    // itself, and a snapshot gap must not excuse a missing `nvidia-*` requirement (cupy-cuda12x,
+    // say, brings cuBLAS only under an extra).
     let own_name = wheel
         .as_ref()
         .and_then(|w| w.name.as_deref())
         .map(crate::requirements::normalise_dist);
-    for n in cuda_needed.iter_mut().filter(|n| !n.declared) {
-        let pip = n.library.as_ref().and_then(|l| l.pip.as_deref());
-        if let (Some(pip), Some(own)) = (pip, own_name.as_deref()) {
-            if crate::requirements::normalise_dist(pip) == own {
-                n.declared = true;
-                n.declared_by = Some(format!("{own} (this wheel)"));
-            }
-        }
-    }
-    // What may come through a requirement whose requirements the snapshot lacks: only a
-    // library of another wheel than NVIDIA's (RAPIDS', UCX's). NVIDIA's wheels are what a package
-    // built for CUDA declares itself, and a snapshot gap must not excuse a missing `nvidia-*`
-    // requirement (cupy-cuda12x, say, brings cuBLAS only under an extra).
     let unrecorded = crate::requirements::unrecorded_cuda_requirements(&requires);
     for n in cuda_needed.iter_mut().filter(|n| !n.declared) {
-        let external = n
-            .library
-            .as_ref()
-            .and_then(|l| catalog.library(&l.id))
-            .is_some_and(|l| l.kind == cudist_catalog::LibraryKind::External);
-        if external {
+        let Some(l) = &n.library else { continue };
+        if l.pip.as_deref().map(crate::requirements::normalise_dist) == own_name
+            && own_name.is_some()
+        {
+            n.declared = true;
+            n.declared_by = own_name.as_ref().map(|own| format!("{own} (this wheel)"));
+        } else if catalog
+            .library(&l.id)
+            .is_some_and(|c| c.kind == cudist_catalog::LibraryKind::External)
+        {
             n.may_come_through = unrecorded.clone();
         }
     }

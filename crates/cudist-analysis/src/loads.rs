@@ -1041,32 +1041,24 @@ pub fn scan_with(
                                 .collect()
                         })
                         .unwrap_or_default();
-                    let (at_import, on_call, optional, named_at) = if sites.is_empty() {
-                        (at_import, on_call.clone(), c.optional, named_at)
-                    } else {
-                        let reached = |(gi, sj, k): &(usize, usize, &pysource::Call)| {
-                            reach.reached.contains(&(*gi, files[*gi].scope[*sj]))
-                                && !k.deferred
-                                && !c.deferred
-                        };
-                        let first = sites.iter().find(|s| reached(s)).unwrap_or(&sites[0]);
-                        let (gi, sj, _) = *first;
-                        let here = reached(first);
-                        let caught = sites.iter().all(|(gi, sj, _)| {
-                            catches_failure(files[*gi].caught(*sj), c.mechanism)
-                        });
-                        (
-                            here,
-                            (!here)
-                                .then(|| {
-                                    files[gi].scope[sj].and_then(|d| files[gi].stmts[d].def.clone())
-                                })
-                                .flatten(),
-                            c.optional || caught,
-                            // Named where the value that selects it is passed, as a name
-                            // passed to the load is.
-                            format!("{}:{}", files[gi].path, files[gi].stmts[sj].number),
-                        )
+                    // Named where the value that selects it is passed, as a name passed to
+                    // the load is; optional where every such call catches the failure.
+                    let whens: Vec<CalledAt> = sites
+                        .into_iter()
+                        .map(|site| called_at(&files, &reach, c, site))
+                        .collect();
+                    let (at_import, on_call, optional, named_at) = match whens
+                        .iter()
+                        .position(|w| w.at_import)
+                        .or((!whens.is_empty()).then_some(0))
+                    {
+                        None => (at_import, on_call.clone(), c.optional, named_at),
+                        Some(i) => (
+                            whens[i].at_import,
+                            whens[i].on_call.clone(),
+                            c.optional || whens.iter().all(|w| w.optional),
+                            whens[i].named_at.clone(),
+                        ),
                     };
                     push(Preload {
                         name,
@@ -1343,26 +1335,52 @@ fn passed_in(
                     (base.to_string(), named_sonames(base))
                 }
             };
-            let scope = (gi, g.scope[sj]);
-            let at_import = reach.reached.contains(&scope) && !k.deferred && !c.deferred;
+            let when = called_at(files, reach, c, (gi, sj, k));
             out.push(Preload {
                 name: lib,
                 sonames,
-                named_at: format!("{}:{}", g.path, g.stmts[sj].number),
+                named_at: when.named_at,
                 loaded_at: String::new(),
                 mechanism: c.mechanism,
-                at_import,
-                on_call: if at_import {
-                    None
-                } else {
-                    scope.1.and_then(|s| g.stmts[s].def.clone())
-                },
-                optional: catches_failure(g.caught(sj), c.mechanism),
+                at_import: when.at_import,
+                on_call: when.on_call,
+                optional: when.optional,
                 if_present: false,
             });
         }
     }
     out
+}
+
+/// When a load runs for one call of its function (file, statement, call): at import where that
+/// call is reached at import (neither it nor the load deferred), else when the call's own
+/// function runs; optional where the call catches the load's failure; named where the call is.
+struct CalledAt {
+    at_import: bool,
+    on_call: Option<String>,
+    optional: bool,
+    named_at: String,
+}
+
+fn called_at(
+    files: &[File],
+    reach: &pysource::Reach,
+    c: &Call,
+    (gi, sj, k): (usize, usize, &pysource::Call),
+) -> CalledAt {
+    let g = &files[gi];
+    let scope = (gi, g.scope[sj]);
+    let at_import = reach.reached.contains(&scope) && !k.deferred && !c.deferred;
+    CalledAt {
+        at_import,
+        on_call: if at_import {
+            None
+        } else {
+            scope.1.and_then(|s| g.stmts[s].def.clone())
+        },
+        optional: catches_failure(g.caught(sj), c.mechanism),
+        named_at: format!("{}:{}", g.path, g.stmts[sj].number),
+    }
 }
 
 /// The library names in the `.json` file `name` that the Python file `from` reads (looked for

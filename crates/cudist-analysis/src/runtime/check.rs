@@ -2566,15 +2566,9 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             "{} would be loaded first by its package, but cannot load itself here (a library it needs is missing): the files are judged without it",
             p.display()
         ));
-        let Ok(sim) = loader::simulate(p, &env) else {
+        let Some(lacks) = lacks_of(p, &env) else {
             continue;
         };
-        let mut lacks: Vec<String> = Vec::new();
-        for m in sim.missing() {
-            if !lacks.contains(&m.name) {
-                lacks.push(m.name.clone());
-            }
-        }
         let soname = cudist_elf::map_file(p)
             .ok()
             .and_then(|m| cudist_elf::ElfFile::parse(&m).ok()?.soname);
@@ -2934,15 +2928,9 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     // loaded copy: they fail for what it lacks, one root cause (the driver's libraries aside:
     // their absence is said apart).
     let needed_by_others = |name: &str| package_files.iter().any(|d| d.links(name));
-    let lacks_of = |f: &Path| -> Vec<String> {
-        let mut l: Vec<String> = Vec::new();
-        if let Ok(sim) = loader::simulate(f, &env) {
-            for m in sim.missing() {
-                if catalog.driver_lib(&m.name).is_none() && !l.contains(&m.name) {
-                    l.push(m.name.clone());
-                }
-            }
-        }
+    let lacks_here = |f: &Path| -> Vec<String> {
+        let mut l = lacks_of(f, &env).unwrap_or_default();
+        l.retain(|n| catalog.driver_lib(n).is_none());
         l
     };
     let mut cannot_load: Vec<(String, PathBuf, Vec<String>)> = Vec::new();
@@ -2958,7 +2946,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 .chain(f.file_name().and_then(|n| n.to_str()).map(String::from))
                 .collect();
             if keys.iter().any(|k| needed_by_others(k)) {
-                let lacks = lacks_of(f);
+                let lacks = lacks_here(f);
                 if !lacks.is_empty() {
                     cannot_load.extend(keys.into_iter().map(|k| (k, f.clone(), lacks.clone())));
                     continue;
@@ -2976,7 +2964,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             continue;
         }
         if needed_by_others(&name) {
-            let lacks = lacks_of(&path);
+            let lacks = lacks_here(&path);
             if !lacks.is_empty() {
                 cannot_load.push((name, path, lacks));
                 continue;
@@ -3057,6 +3045,19 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     Ok(conclude(report, disagreements, major, catalog))
 }
 
+/// The libraries a file lacks here, each once, in the order the loader misses them: none when it
+/// cannot be simulated.
+fn lacks_of(f: &Path, env: &LoadEnv) -> Option<Vec<String>> {
+    let sim = loader::simulate(f, env).ok()?;
+    let mut lacks: Vec<String> = Vec::new();
+    for m in sim.missing() {
+        if !lacks.contains(&m.name) {
+            lacks.push(m.name.clone());
+        }
+    }
+    Some(lacks)
+}
+
 /// Whether an ELF file is a Python extension module: it defines the `PyInit_` function the
 /// import system calls.
 fn is_extension_module(p: &Path) -> bool {
@@ -3091,23 +3092,12 @@ fn failed_at_import(
     catalog: &Catalog,
     disagreements: &mut Vec<String>,
 ) {
-    // A library by its SONAME, or by a file name with more of its version
-    // (`libcutensor.so.2.1.0`, the file of `libcutensor.so.2`).
+    // A library by its SONAME, or by a file name the catalog reads as its (a file with more of
+    // its version: `libcutensor.so.2.1.0`, the file of `libcutensor.so.2`).
     let library_of = |name: &str| {
-        let mut n = name;
-        loop {
-            if let SonameClass::Toolkit(m) | SonameClass::External(m) = catalog.classify(n) {
-                return Some(m.library.id.clone());
-            }
-            match n.rsplit_once('.') {
-                Some((head, v))
-                    if head.contains(".so") && v.bytes().all(|b| b.is_ascii_digit()) =>
-                {
-                    n = head
-                }
-                _ => return None,
-            }
-        }
+        catalog
+            .library_by_name(name)
+            .map(|(m, _)| m.library.id.clone())
     };
     let file_name = |n: &str| n.rsplit('/').next().unwrap_or(n).to_string();
     // `ctypes.util.find_library("nvrtc")` that found nothing: the package goes on without the
