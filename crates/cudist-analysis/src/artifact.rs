@@ -229,6 +229,22 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
             n.may_come_through = unrecorded.clone();
         }
     }
+    // What a wheel's loader loads at import brings what that wheel requires (cuvs:
+    // `libcuvs.load_library()` loads libcuvs.so, which finds libcublas.so.12 through its own
+    // RPATH, before any of cuvs' modules load): the files that need it find it loaded.
+    let firsts: Vec<Option<String>> = cuda_needed
+        .iter()
+        .map(|n| {
+            n.loaded_first_by.is_none().then_some(())?;
+            let (wheel, p) = loaded_wheel_requiring(n, &preloads, catalog)?;
+            Some(format!("{wheel} ({})", p.place()))
+        })
+        .collect();
+    for (n, first) in cuda_needed.iter_mut().zip(firsts) {
+        if first.is_some() {
+            n.loaded_first_by = first;
+        }
+    }
 
     // 5. Device code and sizes; variants one by one.
     let variants = variant_reports(&elfs, &cuda_needed, catalog);
@@ -815,6 +831,35 @@ fn aggregate_needs(
         cuda_needed.into_values().collect(),
         driver_needed.into_values().collect(),
     )
+}
+
+/// For a declared library the package's files have no search path to, not preloaded itself:
+/// the wheel its requirement comes through (the first of `declared_by`'s chain) when a loader
+/// the package runs at import (with nothing catching a failure) loads that wheel's libraries,
+/// and that loader. That wheel requires the library for its own libraries, which are built to
+/// find it; they load before the package's modules, so a later load finds it by SONAME.
+fn loaded_wheel_requiring<'a>(
+    n: &NeededLibrary,
+    preloads: &'a [crate::loads::Preload],
+    catalog: &Catalog,
+) -> Option<(String, &'a crate::loads::Preload)> {
+    if !n.declared || n.rpath_covers || n.preload.is_some() || n.lazy.is_some() {
+        return None;
+    }
+    let by = n.declared_by.as_deref()?;
+    let (head, _) = by.split_once(" → ")?;
+    let head = crate::requirements::normalise_dist(head);
+    let major = n.library.as_ref().map(|l| l.cuda_major);
+    preloads
+        .iter()
+        .filter(|p| p.required_at_import())
+        .find_map(|p| {
+            p.sonames.iter().find_map(|so| {
+                let m = catalog.library_by_soname_hinted(so, major)?;
+                let pip = crate::analyse::library_ref(&m).pip?;
+                (crate::requirements::normalise_dist(&pip) == head).then_some((pip, p))
+            })
+        })
 }
 
 /// For a library needed only by on-demand files: the preload of it by a function of the package
@@ -2185,6 +2230,7 @@ fn verdict(
         ));
     }
     let mut by_unknown_loader: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    let mut by_loaded_wheel: BTreeMap<String, (Vec<String>, BTreeSet<String>)> = BTreeMap::new();
     for n in cuda_needed.iter().filter(|n| !n.vendored) {
         let Some(l) = &n.library else { continue };
         // A renamed copy another wheel carries: no wheel of NVIDIA's has that name.
@@ -2346,6 +2392,17 @@ fn verdict(
         // Every file that needs it links a library of a Python package (torch's), whose
         // import loads it first, from that package's CUDA wheels: nothing to fix here.
         if let (Some(by), false) = (&n.loaded_first_by, n.rpath_covers && n.declared) {
+            // Set for what a wheel's loader at import brings ([`loaded_wheel_requiring`]).
+            if let Some(p) = preloads
+                .iter()
+                .find(|p| by.ends_with(&format!("({})", p.place())))
+            {
+                // One line per loader: the libraries its wheels' requirements bring.
+                let (sonames, chains) = by_loaded_wheel.entry(p.place()).or_default();
+                sonames.push(n.soname.clone());
+                chains.insert(n.declared_by.clone().unwrap_or_default());
+                continue;
+            }
             lines.push(format!(
                 "loads: {} is loaded before the files that need it: they link the libraries of {by}, whose import loads it first",
                 n.soname
@@ -2466,6 +2523,17 @@ fn verdict(
                 }
             }
         }
+    }
+    for (place, (sonames, chains)) in by_loaded_wheel {
+        let one = sonames.len() == 1;
+        lines.push(format!(
+            "loads: {} {} loaded first by the libraries {place} loads: their wheels require {} ({}), though no RPATH of this wheel's files points at {}",
+            sonames.join(", "),
+            if one { "is" } else { "are" },
+            if one { "it" } else { "them" },
+            chains.into_iter().collect::<Vec<_>>().join(", "),
+            if one { "its wheel's directory" } else { "their wheels' directories" },
+        ));
     }
     for ((place, declared), sonames) in by_unknown_loader {
         lines.push(format!(

@@ -576,9 +576,11 @@ pub struct NeededLibrary {
     /// Set when no file needs it in `DT_NEEDED` and files load it themselves on the first call
     /// into it ([`LazyLoad`]): how. Its absence fails that call, not the import.
     pub lazy: Option<String>,
-    /// Set when every file that needs it also links a library of a Python package (torch's
-    /// `libc10.so`: the catalog's `python_provider`), which loads only after that package's
-    /// import, and that import loads this one first: the distribution, and where it loads it.
+    /// Set when something loads it before every file that needs it: a Python package whose
+    /// library every such file links (torch's `libc10.so`: the catalog's `python_provider`), which
+    /// loads only after that package's import, and that import loads this one first; or a
+    /// wheel's loader the package runs at import (`libcuvs.load_library()`), whose wheel the
+    /// requirement comes through. The distribution, and where it loads it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub loaded_first_by: Option<String>,
 }

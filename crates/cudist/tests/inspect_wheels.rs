@@ -1788,3 +1788,55 @@ fn a_wheel_declares_its_own_libraries_by_being_them() {
     assert_eq!(n["declared"], true, "{n:#}");
     assert_eq!(n["declared_by"], "librmm-cu12 (this wheel)", "{n:#}");
 }
+
+/// What a wheel's loader loads at import brings what that wheel requires: cuvs' modules need
+/// libcublas.so.12 with no RPATH to it, and `libcuvs.load_library()` at import loads libcuvs.so,
+/// whose wheel requires cuBLAS and whose own search path finds it first. Without that loader the
+/// same wheel is unresolved.
+#[test]
+fn what_a_loaded_wheel_requires_is_loaded_first() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let ext = ext_needing(d, "cublas", "libcublas.so.12", "cublasCreate_v2");
+    for (init, status) in [
+        (
+            "import libcuvs\nlibcuvs.load_library()\nfrom pkg import _ext\n",
+            "ok",
+        ),
+        ("from pkg import _ext\n", "unresolved"),
+    ] {
+        let w = d.join("pkg-1.0-cp311-cp311-linux_x86_64.whl");
+        write_wheel(
+            &w,
+            "pkg",
+            &["libcuvs-cu12==26.10.*"],
+            &[
+                ("pkg/__init__.py", init.as_bytes().to_vec()),
+                ("pkg/_ext.cpython-311-x86_64-linux-gnu.so", ext.clone()),
+            ],
+        );
+        let report = inspect_json(&[w.to_str().unwrap()], 0);
+        let a = artifact(&report, "linux_x86_64.whl");
+        assert_eq!(a["verdict"]["status"], status, "{init}: {:#}", a["verdict"]);
+        let n = needed(a, "libcublas.so.12");
+        let lines = verdict_lines(a);
+        if status == "ok" {
+            assert_eq!(
+                n["loaded_first_by"], "libcuvs-cu12 (libcuvs.load_library() at pkg/__init__.py:2)",
+                "{n:#}"
+            );
+            assert!(
+                lines.contains(&"loads: libcublas.so.12 is loaded first by the libraries libcuvs.load_library() at pkg/__init__.py:2 loads: their wheels require it (libcuvs-cu12 → cuda-toolkit[cublas]), though no RPATH of this wheel's files points at its wheel's directory".to_string()),
+                "{lines:?}"
+            );
+        } else {
+            assert!(n.get("loaded_first_by").is_none(), "{n:#}");
+            assert!(
+                lines.iter().any(|l| l.starts_with(
+                    "fails at import: needs libcublas.so.12 and declares libcuvs-cu12 → cuda-toolkit[cublas]"
+                )),
+                "{lines:?}"
+            );
+        }
+    }
+}
