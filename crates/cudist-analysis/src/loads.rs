@@ -1229,10 +1229,37 @@ fn named_sonames(name: &str) -> Vec<String> {
 /// name of the function it can stand for: its last part (imports rename only a dotted name's
 /// first part), and for a bare name an import binds, the last part of what it stands for
 /// (`_l()` after `from m import f as _l`); only for the names in `wanted` (the functions the
-/// loads are in). Made once per scan: [`call_sites`] looks a function up in it.
+/// loads are in), and those of the functions that pass their first parameter on to one of them
+/// (a few calls deep: [`passed_in`] follows them). Made once per scan: [`call_sites`] looks a
+/// function up in it.
 type CallsByName<'f> = HashMap<String, Vec<(usize, usize, &'f pysource::Call)>>;
 
-fn calls_by_name<'f>(files: &'f [File], wanted: &BTreeSet<&str>) -> CallsByName<'f> {
+fn calls_by_name<'f>(files: &'f [File], wanted: &BTreeSet<&'f str>) -> CallsByName<'f> {
+    let mut wanted = wanted.clone();
+    let mut out = calls_of(files, &wanted);
+    for _ in 0..3 {
+        let forwarding: BTreeSet<&str> = out
+            .values()
+            .flatten()
+            .filter_map(|&(gi, sj, k)| {
+                let d = files[gi].scope[sj]?;
+                let st = &files[gi].stmts[d];
+                (k.arg_name.is_some() && k.arg_name == st.first_param)
+                    .then_some(st.def.as_deref())
+                    .flatten()
+            })
+            .filter(|n| !wanted.contains(n))
+            .collect();
+        if forwarding.is_empty() {
+            break;
+        }
+        wanted.extend(forwarding);
+        out = calls_of(files, &wanted);
+    }
+    out
+}
+
+fn calls_of<'f>(files: &'f [File], wanted: &BTreeSet<&str>) -> CallsByName<'f> {
     let mut out: CallsByName = HashMap::new();
     if wanted.is_empty() {
         return out;
@@ -1305,13 +1332,39 @@ fn passed_in(
     cuda_major: Option<u32>,
 ) -> Vec<Preload> {
     let mut out = Vec::new();
-    for (gi, sj, k) in call_sites(files, by_name, c.scope) {
+    // (file, statement, call, passed on from a call of the load's function, caught on the way).
+    let mut sites: Vec<_> = call_sites(files, by_name, c.scope)
+        .into_iter()
+        .map(|(gi, sj, k)| (gi, sj, k, false, false))
+        .collect();
+    let mut forwarding: BTreeSet<Scope> = BTreeSet::from([c.scope]);
+    let mut next = 0;
+    while let Some(&(gi, sj, k, forwarded, caught)) = sites.get(next) {
+        next += 1;
         let g = &files[gi];
+        // A call that passes on its own function's first parameter (libkvikio's
+        // `_load_wheel_installation(soname)` in `def _load_library(soname)`, called as
+        // `_load_library("libkvikio.so")`): what that function's callers pass, a few calls deep.
+        let scope = (gi, g.scope[sj]);
+        if let (Some(name), Some(d)) = (k.arg_name.as_deref(), scope.1) {
+            if g.stmts[d].first_param.as_deref() == Some(name)
+                && forwarding.len() < 4
+                && forwarding.insert(scope)
+            {
+                let caught = caught || catches_failure(g.caught(sj), c.mechanism);
+                sites.extend(
+                    call_sites(files, by_name, scope)
+                        .into_iter()
+                        .map(|(gi, sj, k)| (gi, sj, k, true, caught)),
+                );
+                continue;
+            }
+        }
         // The first argument as the function's first parameter; for a ctypes load of a path
         // the function computes, any library name the call passes (deepmd-kit's
         // `dlopen_library("nvidia.cuda_runtime.lib", "libcudart.so*")`, which globs the second
         // in the module the first names).
-        let args: Vec<&str> = if c.passed {
+        let args: Vec<&str> = if c.passed || forwarded {
             k.arg.as_deref().into_iter().collect()
         } else {
             g.stmts[sj]
@@ -1344,7 +1397,7 @@ fn passed_in(
                 mechanism: c.mechanism,
                 at_import: when.at_import,
                 on_call: when.on_call,
-                optional: when.optional,
+                optional: when.optional || caught,
                 if_present: false,
             });
         }
@@ -2172,6 +2225,64 @@ _environment._preload_library('nccl')
         let nccl = &s.preloads[1];
         assert_eq!(nccl.trigger(), "import pkg.cuda.nccl");
         assert!(nccl.optional, "{nccl:?}");
+    }
+
+    /// A name passed on through functions that pass their first parameter on (libkvikio's
+    /// `load_library()` → `_load_library("libkvikio.so")` → `_load_wheel_installation(soname)` →
+    /// `ctypes.CDLL(os.path.join(…, soname))`) loads when the outermost call runs, named where
+    /// the literal is; a `try` on the way makes it optional. A function that passes on something
+    /// else than its parameter passes nothing.
+    #[test]
+    fn a_name_passed_on_through_functions_is_loaded() {
+        let load = "import ctypes, os
+def _wheel(soname):
+    if os.path.isfile(lib := os.path.join(os.path.dirname(__file__), 'lib64', soname)):
+        return ctypes.CDLL(lib)
+def _load_library(soname):
+    try:
+        return _wheel(soname)
+    except OSError:
+        pass
+def _other(name):
+    return _wheel(other)
+def load_library():
+    _other('libnot.so.1')
+    return _load_library('libwidget.so')
+";
+        let cat = Catalog::builtin();
+        let s = scan(
+            &[
+                src("libwidget/__init__.py", ""),
+                src("libwidget/load.py", load),
+            ],
+            &cat,
+            Some(12),
+        );
+        let got: Vec<(&str, bool, Option<&str>, &str, bool)> = s
+            .preloads
+            .iter()
+            .map(|p| {
+                (
+                    p.name.as_str(),
+                    p.at_import,
+                    p.on_call.as_deref(),
+                    p.named_at.as_str(),
+                    p.optional,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![(
+                "libwidget.so",
+                false,
+                Some("load_library"),
+                "libwidget/load.py:14",
+                true
+            )],
+            "{:#?}",
+            s.preloads
+        );
     }
 
     /// Another wheel's `load_library()` that the catalog does not describe (rapidsmpf's
