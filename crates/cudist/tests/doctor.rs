@@ -3194,3 +3194,54 @@ fn a_library_loaded_first_that_cannot_load_gives_no_loaded_copy() {
         "{reasons:#?}"
     );
 }
+
+/// A file that links a Python package's libraries (torch's libc10.so, libtorch.so) where that
+/// package is not installed: one root cause, one line, with the CUDA library its import would
+/// load first (libcudart.so.12) in it, not a line per library (open3d's torch ops). Checked
+/// against a real load of the file.
+#[test]
+fn a_python_packages_missing_libraries_are_one_line() {
+    let work = tempfile::tempdir().unwrap();
+    let build = work.path().join("build");
+    std::fs::create_dir_all(&build).unwrap();
+    fake_lib(&build, "libc10.so", "libc10.so", "c10");
+    fake_lib(&build, "libtorch.so", "libtorch.so", "torch");
+    fake_lib(&build, "libcudart.so.12", "libcudart.so.12", "cudaMalloc");
+    let ops = gcc_shared(
+        &build,
+        "torch_ops.so",
+        None,
+        "int c10(void *);\nint torch(void *);\nint cudaMalloc(void *);\n\
+         int ops(void) { return c10(0) + torch(0) + cudaMalloc(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", build.display()),
+            "-l:libc10.so",
+            "-l:libtorch.so",
+            "-l:libcudart.so.12",
+        ],
+    );
+    let init = "import ctypes, os\n\
+                def torch_ops():\n    return ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'torch_ops.so'))\n";
+    let (python, site) = venv_with(&work.path().join("venv"), &[("opsuser/__init__.py", init)]);
+    std::fs::copy(&ops, site.join("opsuser/torch_ops.so")).unwrap();
+    imports_then_fails_on_use(
+        &python,
+        "opsuser",
+        "import opsuser; opsuser.torch_ops()",
+        "libc10.so",
+    );
+    let (code, v) = doctor_import("opsuser", &python);
+    assert_eq!(code, Some(0), "{v:#}");
+    let reasons = reasons_of(&v);
+    let lines: Vec<&&str> = reasons
+        .iter()
+        .filter(|r| r.contains("torch_ops.so"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{reasons:#?}");
+    assert!(
+        lines[0].contains("libc10.so, libtorch.so, libcudart.so.12 not found")
+            && lines[0].contains("they come with torch, whose import loads them"),
+        "{reasons:#?}"
+    );
+}

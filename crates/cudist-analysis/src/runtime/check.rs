@@ -1381,26 +1381,6 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             );
         }
     }
-    for (name, p) in &after_import {
-        let when = match loaded_on_call.get(name) {
-            Some(trigger) => format!("first when {trigger} runs"),
-            None => "at import".to_string(),
-        };
-        verdict.add_cause(
-            Status::Ok,
-            format!("after import {name}"),
-            f.display().to_string(),
-            format!(
-                "{}: needs {name}, which its package loads {when} ({}): it loads after that, and gets the loaded one",
-                f.display(),
-                p.display()
-            ),
-            format!(
-                "needs {name}, which its package loads {when} ({}): these load after that, and get the loaded one",
-                p.display()
-            ),
-        );
-    }
     // The CUDA major of what loads, for the wheel a missing library's fix names (a -cu12
     // package's libcutensor.so.2 is cutensor-cu12's, though cuTENSOR 2 ships for CUDA 13 too).
     // A file whose own libraries span majors (cupy-cuda11x's cuSOLVER module needs only
@@ -1432,6 +1412,30 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             },
         })
         .collect();
+    // What the package loads first is said only where the file loads otherwise: a file that
+    // fails for a library missing here gets nothing from it.
+    if missing.is_empty() {
+        for (name, p) in &after_import {
+            let when = match loaded_on_call.get(name) {
+                Some(trigger) => format!("first when {trigger} runs"),
+                None => "at import".to_string(),
+            };
+            verdict.add_cause(
+                Status::Ok,
+                format!("after import {name}"),
+                f.display().to_string(),
+                format!(
+                    "{}: needs {name}, which its package loads {when} ({}): it loads after that, and gets the loaded one",
+                    f.display(),
+                    p.display()
+                ),
+                format!(
+                    "needs {name}, which its package loads {when} ({}): these load after that, and get the loaded one",
+                    p.display()
+                ),
+            );
+        }
+    }
     let missing_syms = missing_symbols(&sim, names);
     for m in &missing_syms {
         // Where the catalog knows the first release that exports the symbol, the fix names it.
@@ -1518,8 +1522,23 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         );
     }
     // One root cause, one line: the SONAMEs one wheel provides (cuTENSOR's libcutensor.so.2 and
-    // libcutensorMg.so.2) are said together.
+    // libcutensorMg.so.2) are said together; so are a Python package's libraries the file links
+    // (torch's libc10.so, libtorch.so…) and the CUDA libraries that package's import loads
+    // before them (libcudart.so.12): all come with that package (open3d's torch ops).
+    let providers: Vec<&cudist_catalog::PythonProvider> = missing
+        .iter()
+        .filter_map(|m| catalog.python_provider(&m.name))
+        .fold(Vec::new(), |mut v, p| {
+            if !v
+                .iter()
+                .any(|q: &&cudist_catalog::PythonProvider| q.pip == p.pip)
+            {
+                v.push(p);
+            }
+            v
+        });
     let mut by_wheel: Vec<(Option<String>, Vec<&Missing>)> = Vec::new();
+    let mut from_provider: Vec<(&cudist_catalog::PythonProvider, Vec<&Missing>)> = Vec::new();
     for m in missing.iter().filter(|_| !other_vendor_build) {
         // A library its package loads first, whose own load fails here: that is the cause.
         if let Some((path, lacks)) = blocked.get(&m.name) {
@@ -1542,10 +1561,25 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             );
             continue;
         }
-        let pip = match catalog.classify_hinted(&m.name, major) {
-            SonameClass::Toolkit(l) | SonameClass::External(l) => l.major.pip.clone(),
-            _ => None,
+        let (pip, id) = match catalog.classify_hinted(&m.name, major) {
+            SonameClass::Toolkit(l) | SonameClass::External(l) => {
+                (l.major.pip.clone(), Some(l.library.id.as_str()))
+            }
+            _ => (None, None),
         };
+        let provider = catalog.python_provider(&m.name).or_else(|| {
+            providers
+                .iter()
+                .find(|p| id.is_some_and(|id| p.loads_at_import.iter().any(|l| l == id)))
+                .copied()
+        });
+        if let Some(p) = provider {
+            match from_provider.iter_mut().find(|(q, _)| q.pip == p.pip) {
+                Some((_, ms)) => ms.push(m),
+                None => from_provider.push((p, vec![m])),
+            }
+            continue;
+        }
         match by_wheel
             .iter_mut()
             .find(|(p, _)| pip.is_some() && *p == pip)
@@ -1579,6 +1613,31 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
                 m.needed_by.display()
             ),
             format!("{names} not found{fix}"),
+        );
+    }
+    for (p, ms) in &from_provider {
+        let mut names: Vec<&str> = Vec::new();
+        for m in ms {
+            if !names.contains(&m.name.as_str()) {
+                names.push(m.name.as_str());
+            }
+        }
+        let names = names.join(", ");
+        verdict.add_cause(
+            fails,
+            format!("missing {names}"),
+            f.display().to_string(),
+            format!(
+                "{}: {names} not found (needed by {}): they come with {}, whose import loads them ({}); nothing here loads it first{when}",
+                f.display(),
+                ms[0].needed_by.display(),
+                p.pip,
+                p.loaded_by
+            ),
+            format!(
+                "{names} not found (fix: install {} and import it first)",
+                p.pip
+            ),
         );
     }
     // The device code is read only when there is a GPU to judge it for, or a driver to judge a

@@ -485,6 +485,18 @@ pub fn finish(mut s: Started) -> Result<ImportTrace> {
             l.by = d.frames.first().map(|f| format!("ctypes.CDLL at {f}"));
         }
     }
+    // The process maps objects at addresses that change from run to run: listed in the order
+    // the `ctypes.dlopen` calls loaded them, then by path, so a report is the same every time.
+    let order = |l: &Loaded| {
+        trace
+            .dlopens
+            .iter()
+            .position(|d| d.loaded.as_ref() == Some(&l.path))
+            .unwrap_or(usize::MAX)
+    };
+    let mut loaded = std::mem::take(&mut trace.loaded);
+    loaded.sort_by_cached_key(|l| (order(l), l.path.clone()));
+    trace.loaded = loaded;
     Ok(trace)
 }
 
