@@ -1014,9 +1014,19 @@ pub fn scan_with(
                                     .iter()
                                     .any(|o| o.scope == **s && o.mechanism == Mechanism::Ctypes)
                             }) {
-                                found.extend(unlimited(names_in(
-                                    sources, file, s.1, false, c.by_path, None,
-                                )));
+                                // Whole names only: the start of a name written anywhere in a
+                                // caller is what another call of it takes (numba-cuda's
+                                // `_get_source_variable("libdevice")` beside its loop that opens
+                                // nvvm and nvrtc), not a name passed on to the load.
+                                found.extend(unlimited(
+                                    names_in(sources, file, s.1, false, c.by_path, None)
+                                        .into_iter()
+                                        .filter(|(n, _)| {
+                                            !n.strip_suffix("*.so*")
+                                                .is_some_and(pysource::is_library_stem)
+                                        })
+                                        .collect(),
+                                ));
                             }
                             if !found.is_empty() || next.is_empty() {
                                 break;
@@ -2280,6 +2290,35 @@ def load_library():
                 "libwidget/load.py:14",
                 true
             )],
+            "{:#?}",
+            s.preloads
+        );
+    }
+
+    /// The start of a library's name written in a caller of a function that loads a computed
+    /// path is what another call in that caller takes, not a name for the load (numba-cuda's
+    /// `test()` opens nvvm and nvrtc in a loop and asks `_source("libdevice")` elsewhere).
+    #[test]
+    fn a_stem_in_a_caller_is_no_name_for_the_load() {
+        let libs = "import ctypes
+def get_cudalib(lib):
+    return find(lib)
+def open_cudalib(lib):
+    path = get_cudalib(lib)
+    return ctypes.CDLL(path)
+def test():
+    for lib in names():
+        open_cudalib(lib)
+    where = _source('libdevice')
+";
+        let cat = Catalog::builtin();
+        let s = scan(
+            &[src("pkg/__init__.py", ""), src("pkg/libs.py", libs)],
+            &cat,
+            Some(12),
+        );
+        assert!(
+            !s.preloads.iter().any(|p| p.name.starts_with("libdevice")),
             "{:#?}",
             s.preloads
         );
