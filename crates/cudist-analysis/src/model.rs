@@ -157,6 +157,12 @@ pub struct Platform {
     pub tags: Vec<String>,
     /// Why each more compatible policy fails (first reason per policy, most compatible first).
     pub blocked: Vec<PolicyBlock>,
+    /// Libraries the files need from outside the wheel that `policy` does not allow a wheel to
+    /// expect from the system, and that cudist counts as provided elsewhere (NVIDIA's CUDA
+    /// wheels, the driver, another Python package). auditwheel knows none of those, so it calls
+    /// the wheel `linux_<arch>` unless each is given to `--exclude`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub auditwheel_excludes: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]

@@ -268,14 +268,7 @@ fn reject(
         ));
     }
     for n in e.needed.iter().filter(|n| !is_loader(&n.soname)) {
-        let from_elsewhere = matches!(
-            n.class,
-            NeededClass::Toolkit
-                | NeededClass::External
-                | NeededClass::Driver
-                | NeededClass::Vendor
-        ) || n.provided_in_artifact.is_some()
-            || extra_ok(n);
+        let from_elsewhere = provided_elsewhere(n, extra_ok) || n.provided_in_artifact.is_some();
         if !from_elsewhere && !policy.allows_library(arch, &n.soname) {
             return Some(format!(
                 "needs {}, which {} does not allow a wheel to expect from the system (it would have to be grafted)",
@@ -292,6 +285,16 @@ fn reject(
         }
     }
     None
+}
+
+/// A library cudist counts as coming from outside the system's policy list: a CUDA library
+/// (NVIDIA's wheels), the driver's, another GPU vendor's stack, or what the caller accepts (a
+/// library of a Python package the files link).
+fn provided_elsewhere(n: &Needed, extra_ok: &dyn Fn(&Needed) -> bool) -> bool {
+    matches!(
+        n.class,
+        NeededClass::Toolkit | NeededClass::External | NeededClass::Driver | NeededClass::Vendor
+    ) || extra_ok(n)
 }
 
 /// Evaluates the ELF files against the policies of their architecture and C library. `extra_ok`
@@ -385,7 +388,22 @@ pub fn evaluate<'a>(
             .find_map(|e| reject(p, e, &arch, extra_ok).map(|r| (e.path.clone(), r)));
         match failure {
             None => {
+                let mut auditwheel_excludes: Vec<String> = Vec::new();
+                for n in judged.iter().flat_map(|e| e.needed.iter()) {
+                    let elsewhere = provided_elsewhere(n, extra_ok)
+                        && n.provided_in_artifact.is_none()
+                        && !is_loader(&n.soname);
+                    if elsewhere
+                        && p.priority != 0
+                        && !p.allows_library(&arch, &n.soname)
+                        && !auditwheel_excludes.contains(&n.soname)
+                    {
+                        auditwheel_excludes.push(n.soname.clone());
+                    }
+                }
+                auditwheel_excludes.sort();
                 return Platform {
+                    auditwheel_excludes,
                     tags: p.tags(&arch),
                     policy: Some(p.name.clone()),
                     arch: Some(arch),
@@ -393,7 +411,7 @@ pub fn evaluate<'a>(
                     error: None,
                     ignored,
                     blocked,
-                }
+                };
             }
             Some((file, reason)) => blocked.push(PolicyBlock {
                 policy: p.name.clone(),
@@ -411,6 +429,7 @@ pub fn evaluate<'a>(
         error: None,
         ignored,
         blocked,
+        auditwheel_excludes: Vec::new(),
     }
 }
 

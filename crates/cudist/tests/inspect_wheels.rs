@@ -1840,3 +1840,53 @@ fn what_a_loaded_wheel_requires_is_loaded_first() {
         }
     }
 }
+
+/// What auditwheel counts against the policy that cudist counts as provided elsewhere: a CUDA
+/// library from NVIDIA's wheels is no system library a policy lists, so auditwheel says
+/// `linux_<arch>` unless told `--exclude` (checked against `auditwheel show` on 41 real wheels,
+/// docs/real-packages.md). A wheel needing only system libraries has none.
+#[test]
+fn what_auditwheel_needs_excluded_is_said() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let ext = ext_needing(d, "cublas", "libcublas.so.12", "cublasCreate_v2");
+    let w = d.join("pkg-1.0-cp311-cp311-linux_x86_64.whl");
+    write_wheel(
+        &w,
+        "pkg",
+        &["nvidia-cublas-cu12"],
+        &[("pkg/_ext.cpython-311-x86_64-linux-gnu.so", ext)],
+    );
+    let report = inspect_json(&[w.to_str().unwrap()], 0);
+    let a = artifact(&report, "linux_x86_64.whl");
+    assert_ne!(a["platform"]["policy"], "linux", "{:#}", a["platform"]);
+    assert_eq!(
+        a["platform"]["auditwheel_excludes"],
+        serde_json::json!(["libcublas.so.12"]),
+        "{:#}",
+        a["platform"]
+    );
+    let human = stdout(&cudist(&["inspect", w.to_str().unwrap()]));
+    assert!(
+        human.contains("auditwheel says linux_x86_64 unless each is given to --exclude: libcublas.so.12 (not on "),
+        "{human}"
+    );
+    let plain = gcc_shared(d, "plain.so", None, "int f(void) { return 1; }\n", &[]);
+    let w = d.join("plain-1.0-cp311-cp311-linux_x86_64.whl");
+    write_wheel(
+        &w,
+        "plain",
+        &[],
+        &[(
+            "plain/_p.cpython-311-x86_64-linux-gnu.so",
+            std::fs::read(plain).unwrap(),
+        )],
+    );
+    let report = inspect_json(&[w.to_str().unwrap()], 0);
+    let a = artifact(&report, "linux_x86_64.whl");
+    assert!(
+        a["platform"].get("auditwheel_excludes").is_none(),
+        "{:#}",
+        a["platform"]
+    );
+}

@@ -576,6 +576,15 @@ fn render_platform(out: &mut String, a: &Artifact) {
     for i in &p.ignored {
         let _ = writeln!(out, "  left out: {i}");
     }
+    if !p.auditwheel_excludes.is_empty() {
+        let _ = writeln!(
+            out,
+            "  auditwheel says linux_{} unless each is given to --exclude: {} (not on {policy}'s list; cudist counts {} as provided by CUDA wheels, the driver or another package)",
+            p.arch.as_deref().unwrap_or("?"),
+            p.auditwheel_excludes.join(", "),
+            if p.auditwheel_excludes.len() == 1 { "it" } else { "them" },
+        );
+    }
     // First the reason that decides the tag: why the next policy up fails (the most compatible
     // ones often fail for a reason of their own, such as an old glibc); then the most compatible
     // ones: at most three lines in all.
