@@ -737,9 +737,13 @@ pub fn search_path(
     };
     let mut entries: Vec<String> = Vec::new();
     let mut dropped = Vec::new();
+    // An empty entry, or one relative to no `$ORIGIN`, is searched from the process's current
+    // directory: whatever lies there loads first (inspect calls the wheel misbuilt for it). The
+    // rewrite drops it, as auditwheel keeps only entries that stay inside the wheel.
+    let from_cwd = |raw: &str| !raw.starts_with('/') && !raw.starts_with('$');
     for p in existing.iter().chain(other.iter()) {
         let into_emptied = p.location == PathLocation::Inside && emptied.contains(&p.expanded);
-        if into_emptied {
+        if into_emptied || from_cwd(&p.raw) {
             dropped.push(p.raw.clone());
         } else if !entries.contains(&p.raw) {
             entries.push(p.raw.clone());
@@ -778,6 +782,13 @@ pub fn search_path(
         }
     }
     let current = current_tag(e);
+    // A file's own RUNPATH stays RUNPATH: written as RPATH, each entry it has would come before
+    // LD_LIBRARY_PATH. Only a file with no search path, or an RPATH with `--runpath`, takes `tag`.
+    let tag = if current == Some(SearchPathTag::Runpath) {
+        SearchPathTag::Runpath
+    } else {
+        tag
+    };
     let tag_changes = !other.is_empty() && !existing.is_empty()
         || (!existing.is_empty() && current != Some(tag) && !added.is_empty());
     if added.is_empty() && dropped.is_empty() && replaced.is_empty() && !tag_changes && !is_graft {
@@ -1236,6 +1247,49 @@ mod tests {
             &["nvidia-cusparselt-cu13==0.8.1; extra == \"sparse\"".into()]
         )
         .is_empty());
+    }
+
+    /// A file's own RUNPATH stays RUNPATH when entries are added (written as RPATH, its build
+    /// machine's entries would come before LD_LIBRARY_PATH: libmathdx), and an entry searched
+    /// from the current directory (empty, or relative to no `$ORIGIN`) goes.
+    #[test]
+    fn a_runpath_stays_one_and_entries_from_the_current_directory_go() {
+        let catalog = Catalog::builtin();
+        let mut e = elf("nvidia/cu12/lib/libm.so.0", &[], &[], &catalog);
+        e.runpath = [
+            ("/usr/local/cuda/lib64", PathLocation::Absolute),
+            ("", PathLocation::Unresolved),
+            ("lib", PathLocation::Unresolved),
+        ]
+        .into_iter()
+        .map(|(raw, location)| SearchPathEntry {
+            raw: raw.into(),
+            expanded: raw.into(),
+            location,
+            provided_by: Vec::new(),
+        })
+        .collect();
+        let (edits, added, dropped, _) = search_path(
+            &e,
+            vec![],
+            vec!["nvidia/cuda_nvrtc/lib".into()],
+            Vec::new(),
+            &BTreeSet::new(),
+            false,
+            SearchPathTag::Rpath,
+        )
+        .unwrap();
+        assert_eq!(added, vec!["$ORIGIN/../../../nvidia/cuda_nvrtc/lib"]);
+        assert_eq!(dropped, vec!["", "lib"]);
+        let (entries, tag) = edits.search_path.unwrap();
+        assert_eq!(
+            entries,
+            vec![
+                "/usr/local/cuda/lib64",
+                "$ORIGIN/../../../nvidia/cuda_nvrtc/lib"
+            ]
+        );
+        assert_eq!(tag, SearchPathTag::Runpath);
     }
 
     #[test]

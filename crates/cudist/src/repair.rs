@@ -256,7 +256,13 @@ fn render(r: &Report, catalog: &Catalog, style: crate::util::Style) -> String {
                 what.push(format!("search path += {}", p.rpath_added.join(":")));
             }
             if !p.rpath_removed.is_empty() {
-                what.push(format!("search path -= {}", p.rpath_removed.join(":")));
+                // An empty entry is the current directory: said so, not left blank.
+                let removed: Vec<&str> = p
+                    .rpath_removed
+                    .iter()
+                    .map(|r| if r.is_empty() { "\"\" (the current directory)" } else { r })
+                    .collect();
+                what.push(format!("search path -= {}", removed.join(":")));
             }
             for (a, b) in &p.needed_replaced {
                 what.push(format!("NEEDED {a} -> {b}"));
