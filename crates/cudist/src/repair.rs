@@ -260,7 +260,13 @@ fn render(r: &Report, catalog: &Catalog, style: crate::util::Style) -> String {
                 let removed: Vec<&str> = p
                     .rpath_removed
                     .iter()
-                    .map(|r| if r.is_empty() { "\"\" (the current directory)" } else { r })
+                    .map(|r| {
+                        if r.is_empty() {
+                            "\"\" (the current directory)"
+                        } else {
+                            r
+                        }
+                    })
                     .collect();
                 what.push(format!("search path -= {}", removed.join(":")));
             }

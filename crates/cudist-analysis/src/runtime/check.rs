@@ -384,7 +384,12 @@ fn fix_for(
             let reached: Vec<&str> = dirs
                 .iter()
                 .map(|(d, _)| *d)
-                .filter(|d| tried.iter().any(|t| t.ends_with(Path::new(d).join(name))))
+                // A tried path keeps its entry's `..` (`nvidia/cu12/lib/../../nccl/lib`).
+                .filter(|d| {
+                    tried.iter().any(|t| {
+                        cudist_fs::inner::lexical(t).ends_with(Path::new(d).join(name))
+                    })
+                })
                 .collect();
             if !reached.is_empty() {
                 return Some(format!(
@@ -1027,6 +1032,25 @@ fn scan_lazy(path: &Path, catalog: &Catalog) -> LazyFound {
 
 /// The CUDA major of a simulation: the one most of its CUDA libraries (found or missing) whose
 /// SONAME belongs to a single major say.
+/// The CUDA major of the wheel directory a file lies in, where every library the catalog puts
+/// there is of one major (`nvidia/cu12/lib`: nvidia-cudss-cu12's and the other -cu12 wheels of
+/// that layout). `None` where the directory is no CUDA wheel's or is shared across majors.
+fn dir_major(f: &Path, catalog: &Catalog) -> Option<u32> {
+    let parent = cudist_fs::inner::lexical(f.parent()?);
+    let mut majors: BTreeSet<u32> = BTreeSet::new();
+    for l in &catalog.libraries {
+        for c in &l.cuda {
+            if c.pip_dirs().iter().any(|(d, _)| parent.ends_with(d)) {
+                majors.insert(c.major);
+            }
+        }
+    }
+    match majors.len() {
+        1 => majors.into_iter().next(),
+        _ => None,
+    }
+}
+
 fn sim_major(sim: &loader::Simulation, catalog: &Catalog) -> Option<u32> {
     let mut votes: std::collections::BTreeMap<u32, usize> = Default::default();
     let names = sim
@@ -1385,7 +1409,9 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
     // package's libcutensor.so.2 is cutensor-cu12's, though cuTENSOR 2 ships for CUDA 13 too).
     // A file whose own libraries span majors (cupy-cuda11x's cuSOLVER module needs only
     // libcusolver.so.11, which CUDA 11 and 12 share) takes its package's.
-    let major = sim_major(&sim, catalog).or_else(|| package_major.get(f).copied());
+    let major = sim_major(&sim, catalog)
+        .or_else(|| package_major.get(f).copied())
+        .or_else(|| dir_major(f, catalog));
     let missing: Vec<Missing> = sim
         .missing()
         .filter(|m| !from_profile_driver.contains(&m.name))
@@ -3487,6 +3513,33 @@ fn not_found(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file in a CUDA wheel directory of one major takes that major for its fixes (cudss'
+    /// comm layer in `nvidia/cu12/lib`: nvidia-nccl-cu12, not -cu13), and a search path that
+    /// reaches the wheel's directory through `..` is said to reach it, not told to add an entry.
+    #[test]
+    fn a_fix_in_the_files_own_major_and_its_own_search_path() {
+        let catalog = Catalog::builtin();
+        let site = Path::new("/nonexistent/site-packages");
+        let f = site.join("nvidia/cu12/lib/libcomm.so.1");
+        assert_eq!(dir_major(&f, &catalog), Some(12));
+        assert_eq!(
+            dir_major(&site.join("nvidia/cu13/lib/x.so"), &catalog),
+            Some(13)
+        );
+        assert_eq!(dir_major(&site.join("pkg/x.so"), &catalog), None);
+        let tried = [site.join("nvidia/cu12/lib/../../nccl/lib/libnccl.so.2")];
+        let fix = fix_for(
+            "libnccl.so.2",
+            &f,
+            &tried,
+            dir_major(&f, &catalog),
+            &catalog,
+        )
+        .unwrap();
+        assert!(fix.starts_with("install nvidia-nccl-cu12 "), "{fix}");
+        assert!(fix.contains("already reaches nvidia/nccl/lib"), "{fix}");
+    }
 
     /// The library glibc's message names, as ctypes and the import system pass it on.
     #[test]
