@@ -1032,6 +1032,18 @@ fn scan_lazy(path: &Path, catalog: &Catalog) -> LazyFound {
 
 /// The CUDA major of a simulation: the one most of its CUDA libraries (found or missing) whose
 /// SONAME belongs to a single major say.
+/// The names of missing libraries, each once (two files of a closure may need the same one),
+/// in the order found.
+fn distinct_names(ms: &[&Missing]) -> String {
+    let mut names: Vec<&str> = Vec::new();
+    for m in ms {
+        if !names.contains(&m.name.as_str()) {
+            names.push(m.name.as_str());
+        }
+    }
+    names.join(", ")
+}
+
 /// The CUDA major of the wheel directory a file lies in, where every library the catalog puts
 /// there is of one major (`nvidia/cu12/lib`: nvidia-cudss-cu12's and the other -cu12 wheels of
 /// that layout). `None` where the directory is no CUDA wheel's or is shared across majors.
@@ -1621,14 +1633,7 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             .as_deref()
             .map(|x| format!(" (fix: {x})"))
             .unwrap_or_default();
-        // One name once: two files of the closure may need the same library.
-        let mut names: Vec<&str> = Vec::new();
-        for m in ms {
-            if !names.contains(&m.name.as_str()) {
-                names.push(m.name.as_str());
-            }
-        }
-        let names = names.join(", ");
+        let names = distinct_names(ms);
         verdict.add_cause(
             fails,
             format!("missing {names}"),
@@ -1642,13 +1647,7 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         );
     }
     for (p, ms) in &from_provider {
-        let mut names: Vec<&str> = Vec::new();
-        for m in ms {
-            if !names.contains(&m.name.as_str()) {
-                names.push(m.name.as_str());
-            }
-        }
-        let names = names.join(", ");
+        let names = distinct_names(ms);
         verdict.add_cause(
             fails,
             format!("missing {names}"),
