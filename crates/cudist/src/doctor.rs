@@ -195,7 +195,9 @@ fn render_missing(s: &mut String, r: &Report, style: Style) {
     )> = Vec::new();
     for f in &r.files {
         for m in &f.missing {
+            // A file counts once, however many objects of its closure need the library.
             match by_name.iter_mut().find(|(n, _)| *n == m.name) {
+                Some((_, v)) if v.iter().any(|(g, _)| g.path == f.path) => {}
                 Some((_, v)) => v.push((f, m)),
                 None => by_name.push((&m.name, vec![(f, m)])),
             }

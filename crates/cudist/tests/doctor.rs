@@ -2007,6 +2007,47 @@ fn one_missing_library_is_one_line_however_many_files_need_it() {
         2,
         "{text}"
     );
+    // A file whose closure needs it twice (itself and a library it loads) counts once.
+    let lib = d.join("lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    fake_lib(
+        &gone,
+        "libcublas.so.12",
+        "libcublas.so.12",
+        "cublasCreate_v2",
+    );
+    gcc_shared(
+        &lib,
+        "libmid.so",
+        Some("libmid.so"),
+        "int cublasCreate_v2(void *); int mid(void) { return cublasCreate_v2(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", gone.display()),
+            "-l:libcublas.so.12",
+        ],
+    );
+    let top = gcc_shared(
+        d,
+        "top.so",
+        None,
+        "int cublasCreate_v2(void *); int mid(void);\nint top(void) { return mid() + cublasCreate_v2(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", gone.display()),
+            &format!("-L{}", lib.display()),
+            "-l:libcublas.so.12",
+            "-l:libmid.so",
+            &format!("-Wl,-rpath,{}", lib.display()),
+        ],
+    );
+    std::fs::remove_dir_all(&gone).unwrap();
+    let o = cudist(&["doctor", top.to_str().unwrap(), "--ld-library-path", ""]);
+    let text = stdout(&o);
+    assert!(
+        text.contains("libcublas.so.12 not found, needed by 1 file(s): "),
+        "{text}"
+    );
 }
 
 /// The fix names the package's own extra when one brings the missing library (cupy's `[ctk]`,

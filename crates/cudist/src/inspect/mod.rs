@@ -29,8 +29,8 @@ pub struct InspectArgs {
     /// Print only the device-code listing, in the exact format of `cuobjdump --list-elf --list-ptx`.
     #[arg(long, conflicts_with_all = ["json", "files", "entries"])]
     pub cuobjdump: bool,
-    /// Exit with code 1 when an artifact's verdict is one of these (comma-separated: unportable,
-    /// bloated, unresolved, bundles-driver), to fail a CI job on it. Unreadable inputs still exit 3.
+    /// Exit with code 1 when an artifact's verdict is one of these (comma-separated: misbuilt,
+    /// unportable, bloated, unresolved, bundles-driver), to fail a CI job on it. Unreadable inputs still exit 3.
     #[arg(long, value_name = "KINDS", value_delimiter = ',', value_parser = parse_status)]
     pub fail_on: Vec<VerdictStatus>,
     /// Exit with code 1 when any artifact's verdict is not OK (--fail-on with every kind).
