@@ -1626,43 +1626,38 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             None => by_wheel.push((pip, vec![m])),
         }
     }
+    // One line per group: the files' first that needs them, why (for a package's libraries)
+    // and the fix.
+    let mut say = |ms: &[&Missing], why: String, fix: String| {
+        let names = distinct_names(ms);
+        verdict.add_cause(
+            fails,
+            format!("missing {names}"),
+            f.display().to_string(),
+            format!(
+                "{}: {names} not found (needed by {}){why}{when}",
+                f.display(),
+                ms[0].needed_by.display()
+            ),
+            format!("{names} not found{fix}"),
+        );
+    };
     for (_, ms) in &by_wheel {
-        let m = ms[0];
-        let fix = m
+        let fix = ms[0]
             .fix
             .as_deref()
             .map(|x| format!(" (fix: {x})"))
             .unwrap_or_default();
-        let names = distinct_names(ms);
-        verdict.add_cause(
-            fails,
-            format!("missing {names}"),
-            f.display().to_string(),
-            format!(
-                "{}: {names} not found (needed by {}){when}",
-                f.display(),
-                m.needed_by.display()
-            ),
-            format!("{names} not found{fix}"),
-        );
+        say(ms, String::new(), fix);
     }
     for (p, ms) in &from_provider {
-        let names = distinct_names(ms);
-        verdict.add_cause(
-            fails,
-            format!("missing {names}"),
-            f.display().to_string(),
+        say(
+            ms,
             format!(
-                "{}: {names} not found (needed by {}): they come with {}, whose import loads them ({}); nothing here loads it first{when}",
-                f.display(),
-                ms[0].needed_by.display(),
-                p.pip,
-                p.loaded_by
+                ": they come with {}, whose import loads them ({}); nothing here loads it first",
+                p.pip, p.loaded_by
             ),
-            format!(
-                "{names} not found (fix: install {} and import it first)",
-                p.pip
-            ),
+            format!(" (fix: install {} and import it first)", p.pip),
         );
     }
     // The device code is read only when there is a GPU to judge it for, or a driver to judge a
