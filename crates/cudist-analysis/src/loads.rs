@@ -1247,10 +1247,11 @@ type CallsByName<'f> = HashMap<String, Vec<(usize, usize, &'f pysource::Call)>>;
 fn calls_by_name<'f>(files: &'f [File], wanted: &BTreeSet<&'f str>) -> CallsByName<'f> {
     let mut wanted = wanted.clone();
     let mut out = calls_of(files, &wanted);
+    // Each round reads the files for the names the last one found, not for all again.
+    let mut fresh: Vec<(usize, usize, &pysource::Call)> = out.values().flatten().copied().collect();
     for _ in 0..3 {
-        let forwarding: BTreeSet<&str> = out
-            .values()
-            .flatten()
+        let forwarding: BTreeSet<&str> = fresh
+            .iter()
             .filter_map(|&(gi, sj, k)| {
                 let d = files[gi].scope[sj]?;
                 let st = &files[gi].stmts[d];
@@ -1263,8 +1264,11 @@ fn calls_by_name<'f>(files: &'f [File], wanted: &BTreeSet<&'f str>) -> CallsByNa
         if forwarding.is_empty() {
             break;
         }
-        wanted.extend(forwarding);
-        out = calls_of(files, &wanted);
+        wanted.extend(&forwarding);
+        // Keys are the names asked for: these are new, so nothing in `out` is replaced.
+        let more = calls_of(files, &forwarding);
+        fresh = more.values().flatten().copied().collect();
+        out.extend(more);
     }
     out
 }
