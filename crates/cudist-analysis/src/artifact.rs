@@ -232,17 +232,12 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
     // What a wheel's loader loads at import brings what that wheel requires (cuvs:
     // `libcuvs.load_library()` loads libcuvs.so, which finds libcublas.so.12 through its own
     // RPATH, before any of cuvs' modules load): the files that need it find it loaded.
-    let firsts: Vec<Option<String>> = cuda_needed
-        .iter()
-        .map(|n| {
-            n.loaded_first_by.is_none().then_some(())?;
-            let (wheel, p) = loaded_wheel_requiring(n, &preloads, catalog)?;
-            Some(format!("{wheel} ({})", p.place()))
-        })
-        .collect();
-    for (n, first) in cuda_needed.iter_mut().zip(firsts) {
-        if first.is_some() {
-            n.loaded_first_by = first;
+    for n in cuda_needed
+        .iter_mut()
+        .filter(|n| n.loaded_first_by.is_none())
+    {
+        if let Some((wheel, p)) = loaded_wheel_requiring(n, &preloads, catalog) {
+            n.loaded_first_by = Some(format!("{wheel} ({})", p.place()));
         }
     }
 
