@@ -2021,18 +2021,10 @@ fn misbuilt_lines(file_name: &str, elfs: &[Analysed], platform: &Platform, verdi
             }
         }
     }
-    // Directories every Linux system owns (root creates them; packages put libraries there).
-    let system = |d: &str| {
-        [
-            "/usr/", "/lib/", "/lib64/", "/lib32/", "/libx32/", "/opt/", "/etc/",
-        ]
-        .iter()
-        .any(|p| d.starts_with(p) || d == p.trim_end_matches('/'))
-    };
     let mut foreign: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for a in elfs {
         for p in a.report.rpath.iter().chain(&a.report.runpath) {
-            if p.location == PathLocation::Absolute && !system(&p.expanded) {
+            if p.is_build_machine() {
                 foreign
                     .entry(p.raw.as_str())
                     .or_default()

@@ -424,6 +424,22 @@ pub struct SearchPathEntry {
     pub provided_by: Vec<String>,
 }
 
+impl SearchPathEntry {
+    /// An absolute entry outside the directories every Linux system owns (root creates them;
+    /// packages put libraries there): a directory of the build machine, such as a CI workspace
+    /// or a temporary build tree. On a user's machine it is absent, and whoever can create it
+    /// there puts first a library the file loads.
+    pub fn is_build_machine(&self) -> bool {
+        const SYSTEM: [&str; 7] = [
+            "/usr/", "/lib/", "/lib64/", "/lib32/", "/libx32/", "/opt/", "/etc/",
+        ];
+        self.location == PathLocation::Absolute
+            && !SYSTEM
+                .iter()
+                .any(|p| self.expanded.starts_with(p) || self.expanded == p.trim_end_matches('/'))
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 /// How sure a static-linking finding is.

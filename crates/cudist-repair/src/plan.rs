@@ -738,12 +738,14 @@ pub fn search_path(
     let mut entries: Vec<String> = Vec::new();
     let mut dropped = Vec::new();
     // An empty entry, or one relative to no `$ORIGIN`, is searched from the process's current
-    // directory: whatever lies there loads first (inspect calls the wheel misbuilt for it). The
-    // rewrite drops it, as auditwheel keeps only entries that stay inside the wheel.
+    // directory, and an absolute one outside the system's directories is the build machine's:
+    // whatever lies there loads first (inspect calls the wheel misbuilt for either). The rewrite
+    // drops both, as auditwheel keeps only entries that stay inside the wheel; system
+    // directories (`/usr/local/cuda/lib64`) stay, as the file's own choice.
     let from_cwd = |raw: &str| !raw.starts_with('/') && !raw.starts_with('$');
     for p in existing.iter().chain(other.iter()) {
         let into_emptied = p.location == PathLocation::Inside && emptied.contains(&p.expanded);
-        if into_emptied || from_cwd(&p.raw) {
+        if into_emptied || from_cwd(&p.raw) || p.is_build_machine() {
             dropped.push(p.raw.clone());
         } else if !entries.contains(&p.raw) {
             entries.push(p.raw.clone());
@@ -1251,7 +1253,8 @@ mod tests {
 
     /// A file's own RUNPATH stays RUNPATH when entries are added (written as RPATH, its build
     /// machine's entries would come before LD_LIBRARY_PATH: libmathdx), and an entry searched
-    /// from the current directory (empty, or relative to no `$ORIGIN`) goes.
+    /// from the current directory (empty, or relative to no `$ORIGIN`) goes, as does a directory
+    /// of the build machine; a system directory stays.
     #[test]
     fn a_runpath_stays_one_and_entries_from_the_current_directory_go() {
         let catalog = Catalog::builtin();
@@ -1260,6 +1263,7 @@ mod tests {
             ("/usr/local/cuda/lib64", PathLocation::Absolute),
             ("", PathLocation::Unresolved),
             ("lib", PathLocation::Unresolved),
+            ("/tmp/tmpq1w2/build/lib", PathLocation::Absolute),
         ]
         .into_iter()
         .map(|(raw, location)| SearchPathEntry {
@@ -1280,7 +1284,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(added, vec!["$ORIGIN/../../../nvidia/cuda_nvrtc/lib"]);
-        assert_eq!(dropped, vec!["", "lib"]);
+        assert_eq!(dropped, vec!["", "lib", "/tmp/tmpq1w2/build/lib"]);
         let (entries, tag) = edits.search_path.unwrap();
         assert_eq!(
             entries,

@@ -256,15 +256,18 @@ fn render(r: &Report, catalog: &Catalog, style: crate::util::Style) -> String {
                 what.push(format!("search path += {}", p.rpath_added.join(":")));
             }
             if !p.rpath_removed.is_empty() {
-                // An empty entry is the current directory: said so, not left blank.
-                let removed: Vec<&str> = p
+                // An empty entry is the current directory, an absolute one the build machine's
+                // (the only absolute entries repair drops): said so.
+                let removed: Vec<String> = p
                     .rpath_removed
                     .iter()
                     .map(|r| {
                         if r.is_empty() {
-                            "\"\" (the current directory)"
+                            "\"\" (the current directory)".to_string()
+                        } else if r.starts_with('/') {
+                            format!("{r} (a directory of the build machine)")
                         } else {
-                            r
+                            r.clone()
                         }
                     })
                     .collect();
