@@ -1296,11 +1296,13 @@ fn artifact_major_hint(
             *votes.entry(m).or_default() += 1;
         }
     }
-    votes
-        .iter()
-        .max_by_key(|(m, n)| (**n, **m))
-        .map(|(m, _)| *m)
-        .or(dist_major)
+    // Files of several majors are builds for each (cuda-cccl's `cu12/` and `cu13/` modules): the
+    // package has no one major, so a name cuda-pathfinder resolves loads the SONAME of whichever
+    // is installed (what the distribution declares, under extras for each, says no more).
+    if votes.len() > 1 {
+        return None;
+    }
+    votes.keys().next().copied().or(dist_major)
 }
 
 /// The CUDA major a distribution says it is for: the CUDA wheels it declares (in any extra),

@@ -1716,6 +1716,31 @@ pub fn variant_name(path: &str) -> Option<VariantName> {
             });
         }
     }
+    // A directory named for the release (cuda-cccl's `cuda/compute/cu12/` and `cu13/`, one
+    // build each, picked by the CUDA its bindings are for): the group is the path with `*`.
+    let parts: Vec<&str> = path.split('/').collect();
+    for (i, part) in parts.iter().enumerate().take(parts.len().saturating_sub(1)) {
+        let Some(digits) = ["cuda", "cu"].iter().find_map(|t| part.strip_prefix(t)) else {
+            continue;
+        };
+        if !(2..=3).contains(&digits.len()) || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        if !(11..=19).contains(&digits[..2].parse::<u32>().unwrap_or(0)) {
+            continue;
+        }
+        let cuda = match digits.len() {
+            3 => format!("{}.{}", &digits[..2], &digits[2..]),
+            _ => digits.to_string(),
+        };
+        let mut group = parts.clone();
+        let star = format!("{}*", &part[..part.len() - digits.len()]);
+        group[i] = &star;
+        return Some(VariantName {
+            group: group.join("/"),
+            cuda,
+        });
+    }
     None
 }
 
@@ -1739,23 +1764,27 @@ pub fn tiers(
     };
     // Variant groups: two or more files alike but for the CUDA release in their names.
     let mut groups: BTreeMap<(String, String), usize> = BTreeMap::new();
+    // Files named for a release group within their directory; files in a directory named for
+    // one group across directories, extension modules too (the package imports the one for the
+    // CUDA it finds, by a computed name).
     let variants: Vec<Option<VariantName>> = nodes
         .iter()
-        .map(|n| variant_name(n.path).filter(|_| !n.extension))
+        .map(|n| variant_name(n.path).filter(|v| !n.extension || v.group.contains('/')))
         .collect();
-    for (n, v) in nodes.iter().zip(&variants) {
+    let group_key = |i: usize, v: &VariantName| {
+        let dir = nodes[i].path.rsplit_once('/').map_or("", |(d, _)| d);
+        let dir = if v.group.contains('/') { "" } else { dir };
+        (dir.to_string(), v.group.clone())
+    };
+    for (i, v) in variants.iter().enumerate() {
         if let Some(v) = v {
-            let dir = n.path.rsplit_once('/').map_or("", |(d, _)| d).to_string();
-            *groups.entry((dir, v.group.clone())).or_default() += 1;
+            *groups.entry(group_key(i, v)).or_default() += 1;
         }
     }
     let in_group = |i: usize| {
-        variants[i].as_ref().is_some_and(|v| {
-            let dir = nodes[i].path.rsplit_once('/').map_or("", |(d, _)| d);
-            groups
-                .get(&(dir.to_string(), v.group.clone()))
-                .is_some_and(|n| *n >= 2)
-        })
+        variants[i]
+            .as_ref()
+            .is_some_and(|v| groups.get(&group_key(i, v)).is_some_and(|n| *n >= 2))
     };
     let mut placed: Vec<Placed> = (0..nodes.len())
         .map(|i| Placed {
@@ -1799,7 +1828,9 @@ pub fn tiers(
             .and_then(|m| pysource::imported_at(modules, m))
         {
             _ if ext_module[i].is_none() => false,
-            None => n.extension,
+            // A variant module no Python names is imported by a name built for the CUDA found
+            // (cuda-cccl's `f".{extra}._bindings_impl"`): one of its group, not each.
+            None => n.extension && placed[i].tier != Tier::Variant,
             Some(pysource::ImportedAt::Import(_)) => true,
             Some(pysource::ImportedAt::Guarded(at)) => {
                 placed[i].why = Some(format!(
@@ -3097,6 +3128,18 @@ def _get_gpu_runtime_library():
         assert_eq!(variant_name("libcudart.so.12"), None);
         assert_eq!(variant_name("libcurand.so.10"), None);
         assert_eq!(variant_name("libcuda123x.so"), None);
+        // A directory named for the release: the group is the path.
+        let v = variant_name("cuda/compute/cu13/cccl/libcccl.c.parallel.so").unwrap();
+        assert_eq!(v.group, "cuda/compute/cu*/cccl/libcccl.c.parallel.so");
+        assert_eq!(v.cuda, "13");
+        assert_eq!(
+            variant_name("nvidia/cu13/lib/libcublas.so.13")
+                .unwrap()
+                .cuda,
+            "13"
+        );
+        assert_eq!(variant_name("pkg/cuda/x.so"), None);
+        assert_eq!(variant_name("pkg/cu1/x.so"), None);
     }
 
     #[test]
@@ -3151,6 +3194,72 @@ def _get_gpu_runtime_library():
                 Tier::OnDemand,
                 Tier::Variant,
                 Tier::Variant,
+                Tier::OnDemand
+            ]
+        );
+    }
+
+    /// cuda-cccl's shape: one build per CUDA release in directories named for it, the extension
+    /// module imported by a name built at run time (no Python names it): each build is a variant,
+    /// extension modules too, and neither loads at import; a module no Python names outside such
+    /// a directory still does, and a lone release directory is no group.
+    #[test]
+    fn builds_in_directories_named_for_a_release_are_variants() {
+        let n =
+            |path: &'static str, soname: Option<&'static str>, needed: Vec<&'static str>, ext| {
+                Node {
+                    path,
+                    soname,
+                    needed,
+                    extension: ext,
+                    mentions: &[],
+                }
+            };
+        let nodes = vec![
+            n(
+                "pkg/cu12/_impl.cpython-311-x86_64-linux-gnu.so",
+                None,
+                vec!["libpar.so"],
+                true,
+            ),
+            n(
+                "pkg/cu12/lib/libpar.so",
+                Some("libpar.so"),
+                vec!["libnvrtc.so.12"],
+                false,
+            ),
+            n(
+                "pkg/cu13/_impl.cpython-311-x86_64-linux-gnu.so",
+                None,
+                vec!["libpar.so"],
+                true,
+            ),
+            n(
+                "pkg/cu13/lib/libpar.so",
+                Some("libpar.so"),
+                vec!["libnvrtc.so.13"],
+                false,
+            ),
+            n(
+                "pkg/_other.cpython-311-x86_64-linux-gnu.so",
+                None,
+                vec![],
+                true,
+            ),
+            n("pkg/cu11/lone.so", None, vec![], false),
+        ];
+        let placed: Vec<Tier> = tiers(&nodes, &[], &BTreeMap::new())
+            .into_iter()
+            .map(|p| p.tier)
+            .collect();
+        assert_eq!(
+            placed,
+            vec![
+                Tier::Variant,
+                Tier::Variant,
+                Tier::Variant,
+                Tier::Variant,
+                Tier::Import,
                 Tier::OnDemand
             ]
         );

@@ -155,7 +155,7 @@ fn render(r: &Report, verbose: bool, catalog: &Catalog, style: Style) -> String 
     render_verdict(&mut s, r, style);
     render_imports_run(&mut s, r, style);
     render_host(&mut s, &r.host, style);
-    render_runtime_loads(&mut s, r, style);
+    render_runtime_loads(&mut s, r, catalog, style);
     render_installations(&mut s, r, style);
     // Without a driver, its libraries' absence is said once, in the host notes.
     let said = |name: &str| r.host.driver.is_none() && catalog.driver_lib(name).is_some();
@@ -193,7 +193,9 @@ fn render_missing(s: &mut String, r: &Report, style: Style) {
         &str,
         Vec<(&FileReport, &cudist_analysis::runtime::check::Missing)>,
     )> = Vec::new();
-    for f in &r.files {
+    // A build for another CUDA release than the one that loads here lacks its release's
+    // libraries by design (said in the verdict).
+    for f in r.files.iter().filter(|f| f.unused_variant.is_none()) {
         for m in &f.missing {
             // A file counts once, however many objects of its closure need the library.
             match by_name.iter_mut().find(|(n, _)| *n == m.name) {
@@ -395,9 +397,30 @@ fn render_host(s: &mut String, h: &host::Host, style: Style) {
 
 /// The libraries a known package loads itself, and where they were found: one heading per
 /// package and loader.
-fn render_runtime_loads(s: &mut String, r: &Report, style: Style) {
+fn render_runtime_loads(s: &mut String, r: &Report, catalog: &Catalog, style: Style) {
     let mut heading: Option<(&str, &str)> = None;
-    for l in &r.runtime_loads {
+    let library = |soname: &str| {
+        catalog
+            .library_by_soname(soname)
+            .map(|m| m.library.id.clone())
+    };
+    // A loader that tries several names of one library (cuda-pathfinder: `.so.13`, then `.so.12`)
+    // needs one: a name not found is no news where another of the same call was.
+    let candidate_found = |l: &cudist_analysis::runtime::check::RuntimeLoad| {
+        library(&l.soname).is_some_and(|id| {
+            r.runtime_loads.iter().any(|o| {
+                o.path.is_some()
+                    && o.package == l.package
+                    && o.loader == l.loader
+                    && library(&o.soname).as_ref() == Some(&id)
+            })
+        })
+    };
+    for l in r
+        .runtime_loads
+        .iter()
+        .filter(|l| l.path.is_some() || !candidate_found(l))
+    {
         // The call, without where each name is written (faiss names each in its JSON file).
         let call = l.loader.split(" (named at ").next().unwrap_or(&l.loader);
         if heading != Some((l.package.as_str(), call)) {

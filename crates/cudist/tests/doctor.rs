@@ -3286,3 +3286,98 @@ fn a_python_packages_missing_libraries_are_one_line() {
         "{reasons:#?}"
     );
 }
+
+/// cuda-cccl's shape: one build per CUDA release, in directories named for it, and the package
+/// loads the one for the CUDA installed. Where the CUDA 12 build loads (glibc's loader agrees),
+/// the CUDA 13 build lacking libnvrtc.so.13 is one line saying it is not this environment's
+/// build, not a failure, and no "not found" section; where neither loads, each says what it
+/// lacks.
+#[test]
+fn a_build_for_another_cuda_release_is_not_a_failure() {
+    let work = tempfile::tempdir().unwrap();
+    let build = work.path().join("build");
+    std::fs::create_dir_all(&build).unwrap();
+    fake_lib(&build, "libnvrtc.so.12", "libnvrtc.so.12", "nvrtcVersion");
+    fake_lib(&build, "libnvrtc.so.13", "libnvrtc.so.13", "nvrtcVersion");
+    let par = |major: u32| {
+        gcc_shared(
+            &build,
+            &format!("libpar{major}.so"),
+            Some("libpar.so"),
+            "int nvrtcVersion(void *);\nint par(void) { return nvrtcVersion(0); }\n",
+            &[
+                "-Wl,--no-as-needed",
+                &format!("-L{}", build.display()),
+                &format!("-l:libnvrtc.so.{major}"),
+                &format!("-Wl,-rpath,$ORIGIN/../../nvidia/cu{major}/lib"),
+            ],
+        )
+    };
+    let init = "import ctypes, os\n\
+                def _major():\n    return int(os.environ.get('TWOBUILDS_CUDA', '12'))\n\
+                def par():\n    return ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'cu%d' % _major(), 'libpar.so'))\n";
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[("twobuilds/__init__.py", init)],
+    );
+    for major in [12, 13] {
+        let dir = site.join(format!("twobuilds/cu{major}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(par(major), dir.join("libpar.so")).unwrap();
+    }
+    let wheel_dir = site.join("nvidia/cu12/lib");
+    std::fs::create_dir_all(&wheel_dir).unwrap();
+    std::fs::copy(
+        build.join("libnvrtc.so.12"),
+        wheel_dir.join("libnvrtc.so.12"),
+    )
+    .unwrap();
+    // Reality: the CUDA 12 build loads, the CUDA 13 one does not.
+    assert!(ctypes_load(&site.join("twobuilds/cu12/libpar.so")).0);
+    let (ok13, err13) = ctypes_load(&site.join("twobuilds/cu13/libpar.so"));
+    assert!(!ok13 && err13.contains("libnvrtc.so.13"), "{err13}");
+
+    let (code, v) = doctor_import("twobuilds", &python);
+    assert_eq!(code, Some(0), "{v:#}");
+    let reasons = reasons_of(&v);
+    assert_eq!(v["verdict"]["status"], "ok", "{reasons:#?}");
+    assert_eq!(reasons.len(), 1, "{reasons:#?}");
+    assert!(
+        reasons[0].contains("twobuilds/cu13/libpar.so: the CUDA 13 build of")
+            && reasons[0].contains(
+                "not this environment's: libnvrtc.so.13 not installed, and the CUDA 12 build loads"
+            ),
+        "{reasons:#?}"
+    );
+    let unused: Vec<&str> = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["unused_variant"] == "12")
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(unused.len(), 1, "{v:#}");
+    assert!(unused[0].ends_with("twobuilds/cu13/libpar.so"));
+    let human = cudist(&[
+        "doctor",
+        "--ld-library-path",
+        "",
+        "--import",
+        "twobuilds",
+        "--python",
+        python.to_str().unwrap(),
+    ]);
+    let human = String::from_utf8_lossy(&human.stdout);
+    assert!(!human.contains("libnvrtc.so.13 not found"), "{human}");
+
+    // Neither build loads: each says what it lacks.
+    std::fs::remove_file(wheel_dir.join("libnvrtc.so.12")).unwrap();
+    let (_, v) = doctor_import("twobuilds", &python);
+    let reasons = reasons_of(&v);
+    assert!(
+        reasons.iter().any(|r| r.contains("libnvrtc.so.12"))
+            && reasons.iter().any(|r| r.contains("libnvrtc.so.13"))
+            && !reasons.iter().any(|r| r.contains("not this environment's")),
+        "{reasons:#?}"
+    );
+}

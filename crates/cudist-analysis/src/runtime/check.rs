@@ -276,6 +276,10 @@ pub struct FileReport {
     /// For an extension module that is on demand: why the import does not load it. Text for
     /// people.
     pub tier_reason: Option<String>,
+    /// For a build of one CUDA release among several (a variant) whose libraries this
+    /// environment lacks while another release's build loads: the release that loads. What it
+    /// lacks is no failure (the package picks the build that loads).
+    pub unused_variant: Option<String>,
 }
 
 /// A symbol an object imports from a CUDA library that the installed library lacks: the object
@@ -1928,6 +1932,7 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             from_profile_driver,
             tier,
             tier_reason: placed.why,
+            unused_variant: None,
         },
         verdict,
         disagreements,
@@ -3108,8 +3113,12 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         .zip(tiers)
         .map(|(f, tier)| check_file(f, &shared, tier))
         .collect();
+    let mut checked = Vec::with_capacity(results.len());
     for r in results {
-        let (file, verdict, disagree) = r?;
+        checked.push(r?);
+    }
+    unused_variants(&mut checked, catalog);
+    for (file, verdict, disagree) in checked {
         report.verdict.merge(verdict);
         report.files.push(file);
         disagreements.extend(disagree);
@@ -3122,6 +3131,73 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         _ => None,
     };
     Ok(conclude(report, disagreements, major, catalog))
+}
+
+/// Builds for several CUDA releases of one file (a variant group): the package picks the one for
+/// the CUDA it finds, so where one build loads (what it lacks is at most the driver, said of its
+/// own), the others lacking their release's libraries are not this environment's builds, not
+/// failures: each is one line saying so. Where none loads, each says what it lacks.
+fn unused_variants(checked: &mut [Checked], catalog: &Catalog) {
+    fn lacks<'a>(f: &'a FileReport, catalog: &Catalog) -> Vec<&'a str> {
+        let mut names: Vec<&str> = f
+            .missing
+            .iter()
+            .map(|m| m.name.as_str())
+            .filter(|n| catalog.driver_lib(n).is_none())
+            .collect();
+        names.dedup();
+        names
+    }
+    let group_of = |f: &FileReport| {
+        (f.tier == crate::loads::Tier::Variant)
+            .then(|| crate::loads::variant_name(&f.path))
+            .flatten()
+            .map(|v| {
+                let dir = if v.group.contains('/') {
+                    String::new()
+                } else {
+                    f.path.rsplit_once('/').map_or("", |(d, _)| d).to_string()
+                };
+                (dir, v.group, v.cuda)
+            })
+    };
+    let mut loads: std::collections::BTreeMap<(String, String), Vec<String>> = Default::default();
+    for (f, _, _) in checked.iter() {
+        if let Some((dir, group, cuda)) = group_of(f) {
+            if lacks(f, catalog).is_empty() {
+                loads.entry((dir, group)).or_default().push(cuda);
+            }
+        }
+    }
+    for (f, verdict, _) in checked.iter_mut() {
+        let Some((dir, group, cuda)) = group_of(f) else {
+            continue;
+        };
+        let names = lacks(f, catalog);
+        let Some(others) = loads.get(&(dir, group.clone())) else {
+            continue;
+        };
+        if names.is_empty() {
+            continue;
+        }
+        let mut v = Verdict::default();
+        let lacking = names.join(", ");
+        let loads = others.join(", ");
+        f.unused_variant = Some(loads.clone());
+        v.add_cause(
+            Status::Ok,
+            format!("unused variant {cuda} {lacking}"),
+            f.path.clone(),
+            format!(
+                "{}: the CUDA {cuda} build of {group}, not this environment's: {lacking} not installed, and the CUDA {loads} build loads",
+                f.path
+            ),
+            format!(
+                "CUDA {cuda} builds of files the package has for several releases, not this environment's: {lacking} not installed, and the CUDA {loads} builds load"
+            ),
+        );
+        *verdict = v;
+    }
 }
 
 /// The libraries a file lacks here, each once, in the order the loader misses them: none when it

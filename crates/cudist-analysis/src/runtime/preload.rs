@@ -298,10 +298,12 @@ pub fn cuda_major(files: &[Dynamic], catalog: &Catalog) -> Option<u32> {
             *votes.entry(m).or_default() += 1;
         }
     }
-    votes
-        .into_iter()
-        .max_by_key(|(m, n)| (*n, *m))
-        .map(|(m, _)| m)
+    // Files of several majors are builds for each (cuda-cccl's `cu12/` and `cu13/`): no one
+    // major, so cuda-pathfinder's names keep every SONAME it tries.
+    match votes.keys().collect::<Vec<_>>()[..] {
+        [one] => Some(*one),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
