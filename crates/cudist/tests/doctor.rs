@@ -3381,3 +3381,91 @@ fn a_build_for_another_cuda_release_is_not_a_failure() {
         "{reasons:#?}"
     );
 }
+
+/// Plugins with no search path that need several libraries their package's extension module
+/// loads at import (mitsuba's 100 plugins and its 15 libraries): one line for the libraries and
+/// the files, in whatever order each file names them, checked against a real load after the
+/// import.
+#[test]
+fn libraries_loaded_first_for_many_files_are_one_line() {
+    let work = tempfile::tempdir().unwrap();
+    let build = work.path().join("build");
+    std::fs::create_dir_all(&build).unwrap();
+    fake_lib(&build, "libcore.so", "libcore.so", "core");
+    fake_lib(&build, "libextra.so", "libextra.so", "extra");
+    let links = |order: [&str; 2]| -> Vec<String> {
+        vec![
+            "-Wl,--no-as-needed".into(),
+            format!("-L{}", build.display()),
+            format!("-l:{}", order[0]),
+            format!("-l:{}", order[1]),
+        ]
+    };
+    let plugin = |name: &str, order: [&str; 2]| {
+        let args = links(order);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        gcc_shared(
+            &build,
+            name,
+            None,
+            "int core(void *);\nint extra(void *);\nint use(void) { return core(0) + extra(0); }\n",
+            &args,
+        )
+    };
+    let init = "import ctypes, os\n\
+                from . import _ext\n\
+                _here = os.path.dirname(__file__)\n\
+                def plugin(name):\n    return ctypes.CDLL(os.path.join(_here, 'plugins', name))\n";
+    let (python, site) = venv_with(&work.path().join("venv"), &[("plugpkg/__init__.py", init)]);
+    let ext_name = format!("_ext{}", ext_suffix(&python));
+    let mut ext_args = links(["libcore.so", "libextra.so"]);
+    ext_args.push("-Wl,-rpath,$ORIGIN".into());
+    let ext_args: Vec<&str> = ext_args.iter().map(String::as_str).collect();
+    let ext = gcc_shared(
+        &build,
+        &ext_name,
+        None,
+        &py_extension_source(
+            "_ext",
+            "int core(void *);\nint extra(void *);",
+            "core(0); extra(0);",
+        ),
+        &ext_args,
+    );
+    std::fs::create_dir_all(site.join("plugpkg/plugins")).unwrap();
+    for lib in ["libcore.so", "libextra.so"] {
+        std::fs::copy(build.join(lib), site.join("plugpkg").join(lib)).unwrap();
+    }
+    std::fs::copy(&ext, site.join("plugpkg").join(&ext_name)).unwrap();
+    for (name, order) in [
+        ("a.so", ["libcore.so", "libextra.so"]),
+        ("b.so", ["libextra.so", "libcore.so"]),
+        ("c.so", ["libcore.so", "libextra.so"]),
+    ] {
+        std::fs::copy(plugin(name, order), site.join("plugpkg/plugins").join(name)).unwrap();
+    }
+    // Reality: after the import each plugin loads (the loader finds the loaded libraries by
+    // SONAME); alone it does not.
+    let o = std::process::Command::new(&python)
+        .args([
+            "-c",
+            "import plugpkg; [plugpkg.plugin(n) for n in ('a.so', 'b.so', 'c.so')]",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!ctypes_load(&site.join("plugpkg/plugins/a.so")).0);
+    let (code, v) = doctor_import("plugpkg", &python);
+    assert_eq!(code, Some(0), "{v:#}");
+    let reasons = reasons_of(&v);
+    let lines: Vec<&&str> = reasons
+        .iter()
+        .filter(|r| r.contains("loaded one"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{reasons:#?}");
+    assert!(
+        lines[0].contains("needs 2 libraries its packages load at import: libcore.so, libextra.so")
+            && lines[0].contains("get the loaded ones: in 3 files"),
+        "{reasons:#?}"
+    );
+}

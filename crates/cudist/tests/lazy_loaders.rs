@@ -555,3 +555,83 @@ fn a_file_linking_the_runtime_statically_that_also_opens_it() {
         "{lines:?}"
     );
 }
+
+/// A library NVIDIA ships only as a static archive (libnvptxcompiler_static.a: the PTX
+/// compiler, and the nvLinker entry points beside it) is linked in where a file defines its
+/// entry points (ptxcompiler-cu11, cubinlinker-cu11), and nm agrees; a file that only calls
+/// them links nothing.
+#[test]
+fn a_library_shipped_only_as_a_static_archive_is_linked_in() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let compiler = gcc_shared(
+        d,
+        "libptx.so",
+        None,
+        "int nvPTXCompilerCreate(void *p) { return p == 0; }\nint nvPTXCompilerCompile(void *p) { return p == 0; }\n",
+        &[],
+    );
+    let linker = gcc_shared(
+        d,
+        "liblink.so",
+        None,
+        "int nvLinkerCreate(void *p) { return p == 0; }\n",
+        &[],
+    );
+    let caller = gcc_shared(
+        d,
+        "libcall.so",
+        None,
+        "int nvPTXCompilerCompile(void *);\nint call(void) { return nvPTXCompilerCompile(0); }\n",
+        &["-Wl,--unresolved-symbols=ignore-all"],
+    );
+    for (f, defined) in [(&compiler, true), (&linker, true), (&caller, false)] {
+        let nm = std::process::Command::new("nm")
+            .args(["-D", "--defined-only"])
+            .arg(f)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&nm.stdout);
+        assert_eq!(
+            text.contains("nvPTXCompilerCompile") || text.contains("nvLinkerCreate"),
+            defined,
+            "{text}"
+        );
+    }
+    let wheel = d.join("ptx-1.0-cp311-cp311-manylinux_2_17_x86_64.whl");
+    write_wheel(
+        &wheel,
+        "ptx",
+        &[],
+        &[
+            ("ptx/libptx.so", std::fs::read(&compiler).unwrap()),
+            ("ptx/liblink.so", std::fs::read(&linker).unwrap()),
+            ("ptx/libcall.so", std::fs::read(&caller).unwrap()),
+        ],
+    );
+    let v = inspect_json(&[wheel.to_str().unwrap()], 0);
+    let a = artifact(&v, ".whl");
+    let static_of = |name: &str| -> Vec<String> {
+        a["elf_files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"].as_str().unwrap().ends_with(name))
+            .unwrap()["static_cuda"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["library"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(static_of("libptx.so"), ["nvptxcompiler"]);
+    assert_eq!(static_of("liblink.so"), ["nvptxcompiler"]);
+    assert!(static_of("libcall.so").is_empty());
+    let lines = verdict_lines(a);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l == "links CUDA statically: nvptxcompiler in 2 file(s)"),
+        "{lines:#?}"
+    );
+}

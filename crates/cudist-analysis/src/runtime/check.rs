@@ -1457,24 +1457,57 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
     // What the package loads first is said only where the file loads otherwise: a file that
     // fails for a library missing here gets nothing from it.
     if missing.is_empty() {
+        // One line per moment the package loads them (at import; when a function runs): the
+        // libraries of one file that come first are one cause (mitsuba's 100 plugins need 15).
+        let mut by_when: Vec<(String, Vec<(&String, &PathBuf)>)> = Vec::new();
         for (name, p) in &after_import {
             let when = match loaded_on_call.get(name) {
                 Some(trigger) => format!("first when {trigger} runs"),
                 None => "at import".to_string(),
             };
+            match by_when.iter_mut().find(|(w, _)| *w == when) {
+                Some((_, v)) => v.push((name, *p)),
+                None => by_when.push((when, vec![(name, *p)])),
+            }
+        }
+        for (when, mut libs) in by_when {
+            // In name order: files that need the same libraries in another order share the line.
+            libs.sort();
+            let (what, from, it, these) = match &libs[..] {
+                [(name, p)] => (
+                    format!("needs {name}, which its package loads {when}"),
+                    p.display().to_string(),
+                    "it loads after that, and gets the loaded one",
+                    "these load after that, and get the loaded one",
+                ),
+                _ => {
+                    let names: Vec<&str> = libs.iter().map(|(n, _)| n.as_str()).collect();
+                    let mut dirs: Vec<String> = Vec::new();
+                    for (_, p) in &libs {
+                        let d = p.parent().unwrap_or(p).display().to_string();
+                        if !dirs.contains(&d) {
+                            dirs.push(d);
+                        }
+                    }
+                    (
+                        format!(
+                            "needs {} libraries its packages load {when}: {}",
+                            names.len(),
+                            names.join(", ")
+                        ),
+                        format!("from {}", dirs.join(", ")),
+                        "it loads after that, and gets the loaded ones",
+                        "these load after that, and get the loaded ones",
+                    )
+                }
+            };
+            let key: Vec<&str> = libs.iter().map(|(n, _)| n.as_str()).collect();
             verdict.add_cause(
                 Status::Ok,
-                format!("after import {name}"),
+                format!("after import {when} {}", key.join(" ")),
                 f.display().to_string(),
-                format!(
-                    "{}: needs {name}, which its package loads {when} ({}): it loads after that, and gets the loaded one",
-                    f.display(),
-                    p.display()
-                ),
-                format!(
-                    "needs {name}, which its package loads {when} ({}): these load after that, and get the loaded one",
-                    p.display()
-                ),
+                format!("{}: {what} ({from}): {it}", f.display()),
+                format!("{what} ({from}): {these}"),
             );
         }
     }
