@@ -1638,6 +1638,12 @@ fn device_summary<'a>(
         // `__nv_relfatbin` are inputs to a device link), else `__nv_relfatbin` of an object file.
         let present: Vec<SectionKind> = a.report.device_code.iter().map(|e| e.section).collect();
         let loaded = cudist_fatbin::cuobjdump_default_section(&present);
+        d.relocatable += a
+            .report
+            .device_code
+            .iter()
+            .filter(|e| Some(e.section) != loaded)
+            .count();
         for e in a
             .report
             .device_code

@@ -661,6 +661,10 @@ pub struct DeviceSummary {
     pub lto_ir: usize,
     /// Entries of kinds cuobjdump does not list.
     pub other: usize,
+    /// Entries of a file's other device-code section, which the runtime does not load: the
+    /// relocatable copies in `__nv_relfatbin` beside `.nv_fatbin` (inputs to a device link). Not
+    /// in the counts above; the size breakdown counts their bytes.
+    pub relocatable: usize,
     /// SMs with native code (cubins), sorted, with suffixes (`sm_90a`).
     pub native_sms: Vec<String>,
     /// The newest PTX: JIT-compiled by the driver for GPUs newer than every cubin.

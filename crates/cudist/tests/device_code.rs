@@ -233,9 +233,21 @@ fn concat_lto_and_relocatable_code() {
     assert_eq!(dev["cubins"], 2, "{dev:#}");
     assert_eq!(dev["ptx"], 0);
     assert!(dev["newest_ptx"].is_null());
+    // The relocatable copies are counted apart, so the counts add up to every entry read.
+    let relocatable = entries(&r)
+        .iter()
+        .filter(|e| e["section"] == "__nv_relfatbin")
+        .count();
+    assert!(relocatable > 0);
+    assert_eq!(dev["relocatable"], relocatable, "{dev:#}");
+    assert_eq!(
+        dev["cubins"].as_u64().unwrap() as usize + relocatable,
+        entries(&r).len()
+    );
     // An object file has only __nv_relfatbin: that is what counts there.
     let r = report(&fixtures().join("rdc.o"));
     assert_eq!(r["artifacts"][0]["device"]["cubins"], 2);
+    assert_eq!(r["artifacts"][0]["device"]["relocatable"], 0);
     let r = report(&fixtures().join("arch_specific.so"));
     let arches: Vec<&str> = entries(&r)
         .iter()

@@ -446,12 +446,20 @@ fn render_device(out: &mut String, a: &Artifact, _style: Style) {
     let codecs: Vec<String> = d.codecs.iter().map(|(c, n)| format!("{c} {n}")).collect();
     let _ = writeln!(
         out,
-        "\nDevice code: {} cubin(s), {} PTX, {} LTO-IR in {} file(s); compression: {}",
+        "\nDevice code: {} cubin(s), {} PTX, {} LTO-IR in {} file(s); compression: {}{}",
         d.cubins,
         d.ptx,
         d.lto_ir,
         files,
-        codecs.join(", ")
+        codecs.join(", "),
+        if d.relocatable > 0 {
+            format!(
+                "; and {} relocatable entries in __nv_relfatbin, inputs to a device link that the runtime does not load (their bytes are in the size breakdown)",
+                d.relocatable
+            )
+        } else {
+            String::new()
+        }
     );
     let _ = writeln!(
         out,
