@@ -2057,7 +2057,7 @@ fn misbuilt_lines(file_name: &str, elfs: &[Analysed], platform: &Platform, verdi
     let mut relative: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
     for a in elfs {
         for p in a.report.rpath.iter().chain(&a.report.runpath) {
-            if p.raw.is_empty() || !(p.raw.starts_with('/') || p.raw.starts_with('$')) {
+            if p.is_from_current_directory() {
                 let shown = if p.raw.is_empty() {
                     "an empty entry".to_string()
                 } else {

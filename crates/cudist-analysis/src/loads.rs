@@ -1690,6 +1690,25 @@ pub struct VariantName {
     pub cuda: String,
 }
 
+impl VariantName {
+    /// Whether the release is a directory of the path (`cuda/compute/cu*/…`), not a part of the
+    /// file name: the group is then the whole path, across directories.
+    pub fn by_directory(&self) -> bool {
+        self.group.contains('/')
+    }
+
+    /// What the files of one group share, for the file at `path`: the group of names within the
+    /// file's directory, or the path with `*` for a release directory.
+    pub fn key(&self, path: &str) -> String {
+        if self.by_directory() {
+            self.group.clone()
+        } else {
+            let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+            format!("{dir}/{}", self.group)
+        }
+    }
+}
+
 /// The CUDA release a file name carries (`libbitsandbytes_cuda118.so` → `libbitsandbytes_cuda*.so`,
 /// `11.8`; `libfoo_cu12.so` → `12`), for a name that is one of several alike.
 pub fn variant_name(path: &str) -> Option<VariantName> {
@@ -1763,28 +1782,25 @@ pub fn tiers(
             .collect()
     };
     // Variant groups: two or more files alike but for the CUDA release in their names.
-    let mut groups: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let mut groups: BTreeMap<String, usize> = BTreeMap::new();
     // Files named for a release group within their directory; files in a directory named for
     // one group across directories, extension modules too (the package imports the one for the
     // CUDA it finds, by a computed name).
-    let variants: Vec<Option<VariantName>> = nodes
+    let keys: Vec<Option<String>> = nodes
         .iter()
-        .map(|n| variant_name(n.path).filter(|v| !n.extension || v.group.contains('/')))
+        .map(|n| {
+            variant_name(n.path)
+                .filter(|v| !n.extension || v.by_directory())
+                .map(|v| v.key(n.path))
+        })
         .collect();
-    let group_key = |i: usize, v: &VariantName| {
-        let dir = nodes[i].path.rsplit_once('/').map_or("", |(d, _)| d);
-        let dir = if v.group.contains('/') { "" } else { dir };
-        (dir.to_string(), v.group.clone())
-    };
-    for (i, v) in variants.iter().enumerate() {
-        if let Some(v) = v {
-            *groups.entry(group_key(i, v)).or_default() += 1;
-        }
+    for k in keys.iter().flatten() {
+        *groups.entry(k.clone()).or_default() += 1;
     }
     let in_group = |i: usize| {
-        variants[i]
+        keys[i]
             .as_ref()
-            .is_some_and(|v| groups.get(&group_key(i, v)).is_some_and(|n| *n >= 2))
+            .is_some_and(|k| groups.get(k).is_some_and(|n| *n >= 2))
     };
     let mut placed: Vec<Placed> = (0..nodes.len())
         .map(|i| Placed {

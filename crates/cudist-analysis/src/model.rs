@@ -425,6 +425,12 @@ pub struct SearchPathEntry {
 }
 
 impl SearchPathEntry {
+    /// An empty entry, or one relative to no `$ORIGIN` (`a::b`, a trailing `:`, `lib`): glibc's
+    /// ld.so searches it from the current directory of whatever process loads the file.
+    pub fn is_from_current_directory(&self) -> bool {
+        !self.raw.starts_with('/') && !self.raw.starts_with('$')
+    }
+
     /// An absolute entry outside the directories every Linux system owns (root creates them;
     /// packages put libraries there): a directory of the build machine, such as a CI workspace
     /// or a temporary build tree. On a user's machine it is absent, and whoever can create it

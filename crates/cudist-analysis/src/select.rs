@@ -567,15 +567,8 @@ fn variant_views(a: &Artifact) -> Vec<(String, String, Artifact)> {
     let mut groups: std::collections::BTreeMap<String, Vec<(&str, String)>> = Default::default();
     for e in &a.elf_files {
         if let Some(v) = crate::loads::variant_name(&e.path) {
-            // A group named by a release directory (`cuda/compute/cu*/…`) is its path already.
-            let dir = e.path.rsplit_once('/').map_or("", |(d, _)| d);
-            let key = if v.group.contains('/') {
-                v.group.clone()
-            } else {
-                format!("{dir}/{}", v.group)
-            };
             groups
-                .entry(key)
+                .entry(v.key(&e.path))
                 .or_default()
                 .push((e.path.as_str(), v.cuda));
         }

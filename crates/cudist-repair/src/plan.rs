@@ -742,10 +742,9 @@ pub fn search_path(
     // whatever lies there loads first (inspect calls the wheel misbuilt for either). The rewrite
     // drops both, as auditwheel keeps only entries that stay inside the wheel; system
     // directories (`/usr/local/cuda/lib64`) stay, as the file's own choice.
-    let from_cwd = |raw: &str| !raw.starts_with('/') && !raw.starts_with('$');
     for p in existing.iter().chain(other.iter()) {
         let into_emptied = p.location == PathLocation::Inside && emptied.contains(&p.expanded);
-        if into_emptied || from_cwd(&p.raw) || p.is_build_machine() {
+        if into_emptied || p.is_from_current_directory() || p.is_build_machine() {
             dropped.push(p.raw.clone());
         } else if !entries.contains(&p.raw) {
             entries.push(p.raw.clone());

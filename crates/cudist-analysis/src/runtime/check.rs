@@ -1473,6 +1473,7 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         for (when, mut libs) in by_when {
             // In name order: files that need the same libraries in another order share the line.
             libs.sort();
+            let names: Vec<&str> = libs.iter().map(|(n, _)| n.as_str()).collect();
             let (what, from, it, these) = match &libs[..] {
                 [(name, p)] => (
                     format!("needs {name}, which its package loads {when}"),
@@ -1481,7 +1482,6 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
                     "these load after that, and get the loaded one",
                 ),
                 _ => {
-                    let names: Vec<&str> = libs.iter().map(|(n, _)| n.as_str()).collect();
                     let mut dirs: Vec<String> = Vec::new();
                     for (_, p) in &libs {
                         let d = p.parent().unwrap_or(p).display().to_string();
@@ -1501,10 +1501,9 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
                     )
                 }
             };
-            let key: Vec<&str> = libs.iter().map(|(n, _)| n.as_str()).collect();
             verdict.add_cause(
                 Status::Ok,
-                format!("after import {when} {}", key.join(" ")),
+                format!("after import {when} {}", names.join(" ")),
                 f.display().to_string(),
                 format!("{}: {what} ({from}): {it}", f.display()),
                 format!("{what} ({from}): {these}"),
@@ -3171,53 +3170,40 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
 /// own), the others lacking their release's libraries are not this environment's builds, not
 /// failures: each is one line saying so. Where none loads, each says what it lacks.
 fn unused_variants(checked: &mut [Checked], catalog: &Catalog) {
-    fn lacks<'a>(f: &'a FileReport, catalog: &Catalog) -> Vec<&'a str> {
-        let mut names: Vec<&str> = f
-            .missing
-            .iter()
-            .map(|m| m.name.as_str())
-            .filter(|n| catalog.driver_lib(n).is_none())
-            .collect();
-        names.dedup();
-        names
-    }
-    let group_of = |f: &FileReport| {
-        (f.tier == crate::loads::Tier::Variant)
-            .then(|| crate::loads::variant_name(&f.path))
-            .flatten()
-            .map(|v| {
-                let dir = if v.group.contains('/') {
-                    String::new()
-                } else {
-                    f.path.rsplit_once('/').map_or("", |(d, _)| d).to_string()
-                };
-                (dir, v.group, v.cuda)
-            })
-    };
-    let mut loads: std::collections::BTreeMap<(String, String), Vec<String>> = Default::default();
-    for (f, _, _) in checked.iter() {
-        if let Some((dir, group, cuda)) = group_of(f) {
-            if lacks(f, catalog).is_empty() {
-                loads.entry((dir, group)).or_default().push(cuda);
+    // Each variant file's group key, release and the libraries (not the driver's) it lacks.
+    let found: Vec<Option<(String, crate::loads::VariantName, Vec<String>)>> = checked
+        .iter()
+        .map(|(f, _, _)| {
+            let v = (f.tier == crate::loads::Tier::Variant)
+                .then(|| crate::loads::variant_name(&f.path))
+                .flatten()?;
+            let mut lacks: Vec<String> = Vec::new();
+            for m in &f.missing {
+                if catalog.driver_lib(&m.name).is_none() && !lacks.contains(&m.name) {
+                    lacks.push(m.name.clone());
+                }
             }
+            Some((v.key(&f.path), v, lacks))
+        })
+        .collect();
+    let mut loading: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for (key, v, lacks) in found.iter().flatten() {
+        if lacks.is_empty() {
+            loading.entry(key).or_default().push(&v.cuda);
         }
     }
-    for (f, verdict, _) in checked.iter_mut() {
-        let Some((dir, group, cuda)) = group_of(f) else {
+    for ((f, verdict, _), found) in checked.iter_mut().zip(&found) {
+        let Some((key, v, lacks)) = found else {
             continue;
         };
-        let names = lacks(f, catalog);
-        let Some(others) = loads.get(&(dir, group.clone())) else {
+        let Some(others) = loading.get(key.as_str()).filter(|_| !lacks.is_empty()) else {
             continue;
         };
-        if names.is_empty() {
-            continue;
-        }
-        let mut v = Verdict::default();
-        let lacking = names.join(", ");
+        let (group, cuda) = (&v.group, &v.cuda);
+        let lacking = lacks.join(", ");
         let loads = others.join(", ");
-        f.unused_variant = Some(loads.clone());
-        v.add_cause(
+        let mut unused = Verdict::default();
+        unused.add_cause(
             Status::Ok,
             format!("unused variant {cuda} {lacking}"),
             f.path.clone(),
@@ -3229,7 +3215,8 @@ fn unused_variants(checked: &mut [Checked], catalog: &Catalog) {
                 "CUDA {cuda} builds of files the package has for several releases, not this environment's: {lacking} not installed, and the CUDA {loads} builds load"
             ),
         );
-        *verdict = v;
+        f.unused_variant = Some(loads);
+        *verdict = unused;
     }
 }
 
