@@ -180,11 +180,16 @@ impl Preload {
     }
 
     /// `faiss/loader.py:47`, or `…:47 (named at faiss/_preload_library.json:6)` when the name is
-    /// written elsewhere; a wheel's loader with its call (`librmm.load_library() at
+    /// written elsewhere, or `…:12 (in libcuvs.load_library())` when another wheel's loader that
+    /// the call runs names it; a wheel's loader with its call (`librmm.load_library() at
     /// rmm/__init__.py:12`).
     pub fn place(&self) -> String {
         if self.mechanism == Mechanism::PackageLoader {
             return format!("{} at {}", self.name, self.loaded_at);
+        }
+        // Named in another wheel's loader that the call runs (`libcuvs.load_library()`).
+        if self.named_at.ends_with("()") {
+            return format!("{} (in {})", self.loaded_at, self.named_at);
         }
         if self.named_at.split(':').next() == self.loaded_at.split(':').next() {
             self.loaded_at.clone()
@@ -268,6 +273,9 @@ struct Call {
     optional: bool,
     /// Optional only because the file was found first ([`Preload::if_present`]).
     if_present: bool,
+    /// For a wheel's loader: the call is caught for cuda-pathfinder's error too, so what the
+    /// loader hands cuda-pathfinder is optional ([`Catalog::python_loader_pathfinder`]).
+    pathfinder_optional: bool,
     /// Its argument is the first parameter of its function: it loads what the function's
     /// callers pass.
     passed: bool,
@@ -697,6 +705,10 @@ pub fn scan_with(
                         deferred: call.deferred,
                         optional: catches_failure(f.caught(si), Mechanism::PackageLoader),
                         if_present: false,
+                        pathfinder_optional: catches_failure(
+                            f.caught(si),
+                            Mechanism::CudaPathfinder,
+                        ),
                         passed: false,
                         by_path: false,
                     });
@@ -745,6 +757,7 @@ pub fn scan_with(
                     deferred: call.deferred,
                     optional: found_first || caught,
                     if_present: found_first && !caught,
+                    pathfinder_optional: false,
                     passed,
                     by_path,
                 });
@@ -758,15 +771,24 @@ pub fn scan_with(
         .filter_map(|c| files[c.scope.0].stmts[c.scope.1?].def.as_deref())
         .collect();
     let by_name = calls_by_name(&files, &wanted);
-    for c in calls.iter_mut().filter(|c| !c.optional || c.if_present) {
+    for c in calls.iter_mut().filter(|c| {
+        !c.optional
+            || c.if_present
+            || (c.mechanism == Mechanism::PackageLoader && !c.pathfinder_optional)
+    }) {
         let sites = call_sites(&files, &by_name, c.scope);
-        let caught = !sites.is_empty()
-            && sites
-                .iter()
-                .all(|(gi, sj, _)| catches_failure(files[*gi].caught(*sj), c.mechanism));
-        if caught {
+        let all_catch = |m: Mechanism| {
+            !sites.is_empty()
+                && sites
+                    .iter()
+                    .all(|(gi, sj, _)| catches_failure(files[*gi].caught(*sj), m))
+        };
+        if all_catch(c.mechanism) {
             c.optional = true;
             c.if_present = false;
+        }
+        if c.mechanism == Mechanism::PackageLoader && all_catch(Mechanism::CudaPathfinder) {
+            c.pathfinder_optional = true;
         }
     }
     let reach = pysource::reach(&files);
@@ -912,10 +934,27 @@ pub fn scan_with(
                     loaded_at: place(c),
                     mechanism: c.mechanism,
                     at_import,
-                    on_call,
+                    on_call: on_call.clone(),
                     optional: c.optional,
                     if_present: c.if_present,
                 });
+                // What that loader (or one it calls) hands cuda-pathfinder loads in the same
+                // call, and fails it where missing (libcuvs' `load_nvidia_dynamic_lib("nvrtc")`):
+                // a cuda-pathfinder load, named in that loader, optional only where the call is
+                // caught for cuda-pathfinder's error.
+                for (by, name) in catalog.python_loader_pathfinder(f) {
+                    push(Preload {
+                        sonames: pathfinder_sonames(&name, pathfinder, catalog, cuda_major),
+                        name,
+                        named_at: format!("{by}()"),
+                        loaded_at: place(c),
+                        mechanism: Mechanism::CudaPathfinder,
+                        at_import,
+                        on_call: on_call.clone(),
+                        optional: c.pathfinder_optional,
+                        if_present: false,
+                    });
+                }
             }
             Mechanism::CudaPathfinder => {
                 let Some(name) = &c.argument else { continue };

@@ -142,6 +142,17 @@ pub struct Library {
     /// load is loaded too.
     #[serde(default)]
     pub python_loader_calls: Vec<String>,
+    /// The names that function hands to cuda-pathfinder's `load_nvidia_dynamic_lib` (`nvrtc`
+    /// in libcuvs' `load_library()`): those CUDA libraries load with it, from the places
+    /// cuda-pathfinder searches, and its load fails where they are missing.
+    #[serde(default)]
+    pub python_loader_pathfinder: Vec<String>,
+    /// Libraries of the same wheel directory that the libraries this loader loads need (their
+    /// `DT_NEEDED` entries, found through their `$ORIGIN` search path): loaded with them by the
+    /// system's loader, though the function never names them (libcugraph.so needs
+    /// libcugraph_common.so).
+    #[serde(default)]
+    pub python_loader_needed: Vec<String>,
     #[serde(default)]
     pub sources: Vec<String>,
     #[serde(default)]
@@ -839,15 +850,45 @@ impl Catalog {
     /// empty for a function no library names.
     pub fn python_loader_sonames(&self, loader: &str) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
+        for l in self.python_loader_reach(loader) {
+            let needed = l.python_loader_needed.iter();
+            for s in l.cuda.iter().flat_map(|m| &m.sonames).chain(needed) {
+                if !out.contains(s) {
+                    out.push(s.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// The names a wheel's Python loader, and the loaders it calls first, hand to cuda-pathfinder
+    /// (`nvrtc`, from libcuvs' `load_library()` that libcugraph's calls), each with the loader
+    /// that does (`libcuvs.load_library`), in the order they are reached.
+    pub fn python_loader_pathfinder(&self, loader: &str) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
+        for l in self.python_loader_reach(loader) {
+            let Some(f) = &l.python_loader else { continue };
+            for n in &l.python_loader_pathfinder {
+                if !out.iter().any(|(_, o)| o == n) {
+                    out.push((f.clone(), n.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// The libraries a wheel's Python loader loads itself or through the loaders it calls, in
+    /// the order reached, each once. A loader the catalog describes loads what its description
+    /// lists (libcugraph's loads three of the five libraries its wheel installs); the loader a
+    /// wheel would have by convention loads its libraries where none is described.
+    fn python_loader_reach(&self, loader: &str) -> Vec<&Library> {
+        let mut out: Vec<&Library> = Vec::new();
         let mut todo = vec![loader.to_string()];
         let mut seen = BTreeSet::new();
         while let Some(f) = todo.pop() {
             if !seen.insert(f.clone()) {
                 continue;
             }
-            // A loader the catalog describes loads what its description lists (libcugraph's
-            // loads three of the five libraries its wheel installs); the loader a wheel would
-            // have by convention loads its libraries where none is described.
             let described = self
                 .libraries
                 .iter()
@@ -858,11 +899,7 @@ impl Catalog {
                         && l.python_loader.is_none()
                         && l.wheel_loaders().any(|w| w == f))
             }) {
-                for s in l.cuda.iter().flat_map(|m| &m.sonames) {
-                    if !out.contains(s) {
-                        out.push(s.clone());
-                    }
-                }
+                out.push(l);
                 todo.extend(l.python_loader_calls.iter().cloned());
             }
         }
@@ -1571,6 +1608,8 @@ mod tests {
         struct Load {
             names: Vec<String>,
             calls: Vec<String>,
+            #[serde(default)]
+            pathfinder: Vec<String>,
         }
         let snap: Snapshot =
             serde_json::from_str(include_str!("../data/provider-wheels.json")).unwrap();
@@ -1656,7 +1695,9 @@ mod tests {
                         .flat_map(|o| &o.cuda)
                         .filter(|m| m.pip.as_deref() == Some(pip.as_str()))
                     {
-                        for so in m.sonames.iter().filter(|so| of_loader.contains(so)) {
+                        for so in m.sonames.iter().filter(|so| {
+                            of_loader.contains(so) && !l.python_loader_needed.contains(so)
+                        }) {
                             let named = load
                                 .names
                                 .iter()
@@ -1680,6 +1721,25 @@ mod tests {
                     if calls != said {
                         bad.push(format!(
                             "{}: {pip} {version} calls {calls:?}, the catalog says {said:?}",
+                            l.id
+                        ));
+                    }
+                    // ... and what the libraries it loads need from their own directory is
+                    // installed there (readelf's NEEDED entries are cited in the row) ...
+                    for so in &l.python_loader_needed {
+                        if !r.libraries.contains(&format!("{dir}/{so}")) {
+                            bad.push(format!(
+                                "{}: {pip} {version} installs no {dir}/{so}, which its loader's libraries are said to need",
+                                l.id
+                            ));
+                        }
+                    }
+                    // ... and hands cuda-pathfinder exactly the names the row says.
+                    let found: BTreeSet<&String> = load.pathfinder.iter().collect();
+                    let said: BTreeSet<&String> = l.python_loader_pathfinder.iter().collect();
+                    if found != said {
+                        bad.push(format!(
+                            "{}: {pip} {version} loads {found:?} through cuda-pathfinder, the catalog says {said:?}",
                             l.id
                         ));
                     }

@@ -3469,3 +3469,156 @@ fn libraries_loaded_first_for_many_files_are_one_line() {
         "{reasons:#?}"
     );
 }
+
+/// A wheel's loader that the catalog describes, which hands cuda-pathfinder a library before it
+/// loads its own (libcuvs' `load_library()` loads NVRTC, then libcuvs.so, which links it without
+/// a search path): the library is loaded at import by that call, so the wheel's own library
+/// loads; where the CUDA wheel is missing, the import fails on that library, and doctor names
+/// it, its loader and the wheel to install, not the wheel's own library as "not found". The real
+/// import (with the real cuda-pathfinder) is the oracle in both cases, static model alike.
+#[test]
+fn what_a_wheels_loader_hands_cuda_pathfinder_loads_with_it() {
+    let Some(deps) = tool_from_env("CUDIST_CUPY_DEPS") else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[
+            ("thing/__init__.py", "import libthing\nlibthing.load_library()\nfrom . import _ext\n"),
+            ("libthing/__init__.py", "from libthing.load import load_library\n"),
+            (
+                "libthing/load.py",
+                "import ctypes, os\nfrom cuda.pathfinder import load_nvidia_dynamic_lib\n\ndef load_library():\n    load_nvidia_dynamic_lib('nvrtc')\n    return ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'lib64', 'libthing.so'), ctypes.RTLD_LOCAL)\n",
+            ),
+        ],
+    );
+    ok(
+        &std::process::Command::new("python3")
+            .args(["-m", "pip", "--python"])
+            .arg(&python)
+            .args([
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-index",
+                "--no-deps",
+                "--find-links",
+            ])
+            .arg(&deps)
+            .arg("cuda-pathfinder")
+            .output()
+            .unwrap(),
+        "pip install cuda-pathfinder",
+    );
+    let catalog = work.path().join("thing.toml");
+    std::fs::write(
+        &catalog,
+        "schema = 1\n[[library]]\nid = \"thing\"\nstem = \"libthing\"\nkind = \"external\"\n\
+         description = \"a wheel's library with a loader\"\npython_loader = \"libthing.load_library\"\n\
+         python_loader_pathfinder = [\"nvrtc\"]\n[[library.cuda]]\nmajor = 12\nsonames = [\"libthing.so\"]\n\
+         policy = \"none\"\npip = \"libthing-cu12\"\npip_dir = \"libthing/lib64\"\n",
+    )
+    .unwrap();
+    let nvrtc_dir = site.join("nvidia/cuda_nvrtc/lib");
+    fake_lib(
+        &nvrtc_dir,
+        "libnvrtc.so.12",
+        "libnvrtc.so.12",
+        "nvrtcVersion",
+    );
+    let lib64 = site.join("libthing/lib64");
+    gcc_shared(
+        &lib64,
+        "libthing.so",
+        Some("libthing.so"),
+        "int nvrtcVersion(void *);\nint thing_init(void) { return nvrtcVersion(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", nvrtc_dir.display()),
+            "-l:libnvrtc.so.12",
+        ],
+    );
+    install_extension(
+        work.path(),
+        &python,
+        &site.join("thing"),
+        "_ext",
+        "",
+        "",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", lib64.display()),
+            "-l:libthing.so",
+        ],
+    );
+    let args = ["--catalog", catalog.to_str().unwrap()];
+    for present in [true, false] {
+        if !present {
+            std::fs::remove_file(nvrtc_dir.join("libnvrtc.so.12")).unwrap();
+        }
+        let real = std::process::Command::new(&python)
+            .args(["-c", "import thing"])
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap();
+        assert_eq!(real.status.success(), present, "{}", stderr(&real));
+        if !present {
+            assert!(
+                stderr(&real).contains("libnvrtc.so.12"),
+                "{}",
+                stderr(&real)
+            );
+        }
+        for extra in [&[][..], &["--static"][..]] {
+            let all: Vec<&str> = args.iter().chain(extra).copied().collect();
+            let (code, v) = doctor_import_with("thing", &python, &all);
+            let loads = v["runtime_loads"].as_array().unwrap();
+            let nvrtc = loads
+                .iter()
+                .find(|l| l["soname"] == "libnvrtc.so.12")
+                .unwrap_or_else(|| panic!("{extra:?}: {v:#}"));
+            assert!(
+                nvrtc["loader"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("cuda-pathfinder at thing/__init__.py:2"),
+                "{nvrtc:#}"
+            );
+            // Only the one major's name: the other is no load of its own.
+            assert!(
+                !loads.iter().any(|l| l["soname"] == "libnvrtc.so.13"),
+                "{v:#}"
+            );
+            let reasons = reasons_of(&v);
+            if present {
+                assert_eq!(
+                    (code, v["verdict"]["status"].as_str()),
+                    (Some(0), Some("ok")),
+                    "{extra:?}: {v:#}"
+                );
+                assert!(nvrtc["path"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with("nvidia/cuda_nvrtc/lib/libnvrtc.so.12"));
+            } else {
+                assert_eq!(
+                    (code, v["verdict"]["status"].as_str()),
+                    (Some(1), Some("will-fail-to-load")),
+                    "{extra:?}: {v:#}"
+                );
+                assert!(
+                    reasons.iter().any(|r| r.contains("libnvrtc.so.12")
+                        && r.contains("libthing.load_library()")
+                        && r.contains("nvidia-cuda-nvrtc-cu12")),
+                    "{extra:?}: {reasons:#?}"
+                );
+                // The wheel's own library is there: never "not found".
+                assert!(
+                    !reasons.iter().any(|r| r.contains("libthing.so not found")),
+                    "{extra:?}: {reasons:#?}"
+                );
+            }
+        }
+    }
+}

@@ -2512,24 +2512,47 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         for (p, from) in found.iter().filter(|(p, _)| p.at_import) {
             let mut founds = preload::find(p, from, site, &env, catalog);
             // A wheel's own loader loads the file its wheel installs, one of the library's
-            // SONAMEs (nvidia-libnvcomp 6 installs libnvcomp.so.6, 5 installed .so.5): the
+            // SONAMEs (nvidia-libnvcomp 6 installs libnvcomp.so.6, 5 installed .so.5), and
+            // cuda-pathfinder the first of its candidates it finds (`libnvrtc.so.13 or
+            // libnvrtc.so.12`, where the package's major is not known): per library, the
             // others are not failures, and where none is found, one line says so, of the
-            // package's CUDA major.
-            if p.mechanism == crate::loads::Mechanism::PackageLoader {
-                if founds.iter().any(|f| f.path.is_some()) {
-                    founds.retain(|f| f.path.is_some());
-                } else {
+            // package's CUDA major. (Other libraries of the same call are loads of their own:
+            // libraft.so missing where libcugraph's loader finds libcugraph.so.)
+            if p.mechanism != crate::loads::Mechanism::Ctypes {
+                let library = |f: &preload::Found| {
+                    catalog
+                        .library_by_name(&f.name)
+                        .map_or_else(|| f.name.clone(), |(m, _)| m.library.id.clone())
+                };
+                let mut groups: Vec<(String, Vec<preload::Found>)> = Vec::new();
+                for f in founds {
+                    let id = library(&f);
+                    match groups.iter_mut().find(|(g, _)| *g == id) {
+                        Some((_, v)) => v.push(f),
+                        None => groups.push((id, vec![f])),
+                    }
+                }
+                founds = Vec::new();
+                for (_, mut group) in groups {
+                    if group.iter().any(|f| f.path.is_some()) {
+                        group.retain(|f| f.path.is_some());
+                        if p.mechanism == crate::loads::Mechanism::CudaPathfinder {
+                            group.truncate(1);
+                        }
+                        founds.extend(group);
+                        continue;
+                    }
                     let of_major = |f: &preload::Found| {
                         major.is_some_and(|m| catalog.majors_of(&f.name).contains(&m))
                     };
                     // The one the package's files link, where one does.
-                    let linked = founds
+                    let linked = group
                         .iter()
                         .position(|f| of_major(f) && files.iter().any(|d| d.links(&f.name)));
                     let keep = linked
-                        .or_else(|| founds.iter().rposition(of_major))
-                        .unwrap_or(founds.len().saturating_sub(1));
-                    founds = founds.into_iter().skip(keep).take(1).collect();
+                        .or_else(|| group.iter().rposition(of_major))
+                        .unwrap_or(group.len().saturating_sub(1));
+                    founds.extend(group.into_iter().skip(keep).take(1));
                 }
             }
             for f in founds {
