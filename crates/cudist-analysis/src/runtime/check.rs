@@ -134,10 +134,153 @@ pub struct Verdict {
 struct Cause {
     key: String,
     status: Status,
-    /// (file, the line for that file alone).
+    /// (file, the line for that file alone); for a load by a package's own code, (package, its
+    /// line).
     files: Vec<(String, String)>,
-    /// The line for several files, which are listed after it.
-    several: String,
+    /// What to say for several.
+    several: Several,
+    /// The missing distribution (else the missing libraries) the cause comes down to: causes
+    /// with one root, whatever their kind, are said in one line ([`Verdict::settle`]).
+    root: Option<String>,
+    /// What the cause is about, gathered over its files, each once: the preloads that cannot
+    /// load (`libcugraph.so`), or where the packages load the missing library first
+    /// (`libcugraph.load_library() at cugraph/__init__.py:12`).
+    subjects: Vec<String>,
+}
+
+/// The line of a cause that several files (or packages) have.
+#[derive(Debug, Clone)]
+enum Several {
+    /// This line, then the files.
+    Line(String),
+    /// A library the files' packages load first cannot load: what it lacks (the subjects are
+    /// the libraries).
+    Blocked { lacks: String },
+    /// Libraries files need are not found: they, and the fix (`" (fix: …)"`).
+    Missing { names: String, fix: String },
+    /// A library packages load first is not found: it, and the wheel to install (`install
+    /// cutensor-cu12`; the files are the packages, the subjects where they load it).
+    NotLoaded { soname: String, install: String },
+    /// A distribution the files' distributions require is not installed (the files are the
+    /// requiring distributions).
+    Unmet { pip: String },
+}
+
+impl Several {
+    fn text(&self) -> String {
+        match self {
+            Several::Line(l) => l.clone(),
+            Several::Blocked { lacks } => format!("{lacks} not found"),
+            Several::Missing { names, fix } => format!("{names} not found{fix}"),
+            Several::NotLoaded { soname, install } => format!("{soname} not found; {install}"),
+            Several::Unmet { pip } => format!("{pip}, which is not installed here"),
+        }
+    }
+}
+
+/// At most three of `items`, then how many more.
+fn some_of(items: &[String], unit: &str) -> String {
+    let shown = items.iter().take(3).cloned().collect::<Vec<_>>().join(", ");
+    match items.len() {
+        n if n > 3 => format!("{shown} and {} more{}", n - 3, unit),
+        _ => shown,
+    }
+}
+
+impl Cause {
+    /// Its line alone.
+    fn line(&self) -> String {
+        if self.files.len() == 1 && self.subjects.len() <= 1 {
+            return self.files[0].1.clone();
+        }
+        let n = self.files.len();
+        let files: Vec<String> = self.files.iter().map(|(f, _)| f.clone()).collect();
+        match &self.several {
+            Several::Line(l) => format!("{l}: in {n} files ({})", some_of(&files, "")),
+            Several::Missing { names, fix } => format!(
+                "{names} not found{fix}: in {n} file{} ({})",
+                if n == 1 { "" } else { "s" },
+                some_of(&files, "")
+            ),
+            Several::Blocked { lacks } => format!(
+                "need {}, which their packages load first, but {} here: {lacks} not found: in {n} file{} ({})",
+                self.subjects.join(", "),
+                if self.subjects.len() == 1 {
+                    "that load fails"
+                } else {
+                    "those loads fail"
+                },
+                if n == 1 { "" } else { "s" },
+                some_of(&files, "")
+            ),
+            Several::Unmet { pip } => format!(
+                "{} require {pip}, which is not installed here: what loads its libraries fails on first use; install {pip}",
+                some_of(&files, " more")
+            ),
+            Several::NotLoaded { soname, install } => format!(
+                "{soname} not found, which {} load{} first at import ({}){}",
+                some_of(&files, " packages"),
+                if n == 1 { "s" } else { "" },
+                some_of(&self.subjects, ""),
+                if install.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {install}")
+                }
+            ),
+        }
+    }
+
+    /// What it adds to the line of another cause with the same root.
+    fn tail(&self) -> String {
+        let n = self.files.len();
+        match &self.several {
+            Several::Line(_) | Several::Missing { .. } => self.line(),
+            Several::Blocked { .. } => {
+                let files: Vec<String> = self.files.iter().map(|(f, _)| f.clone()).collect();
+                let one = self.subjects.len() == 1;
+                format!(
+                    "so {}, which {} first, cannot load, nor can {}",
+                    self.subjects.join(", "),
+                    if one {
+                        "its package loads"
+                    } else {
+                        "their packages load"
+                    },
+                    if n == 1 {
+                        format!(
+                            "{}, which needs {}",
+                            files[0],
+                            if one { "it" } else { "them" }
+                        )
+                    } else {
+                        format!(
+                            "the {n} files that need {} ({})",
+                            if one { "it" } else { "them" },
+                            some_of(&files, "")
+                        )
+                    }
+                )
+            }
+            Several::NotLoaded { soname, .. } => {
+                let packages: Vec<String> = self.files.iter().map(|(p, _)| p.clone()).collect();
+                format!(
+                    "{} load{} {soname} first at import ({})",
+                    some_of(&packages, " packages"),
+                    if n == 1 { "s" } else { "" },
+                    some_of(&self.subjects, "")
+                )
+            }
+            Several::Unmet { .. } => {
+                let dists: Vec<String> = self.files.iter().map(|(d, _)| d.clone()).collect();
+                format!(
+                    "{} require{} it",
+                    some_of(&dists, " more"),
+                    if dists.len() == 1 { "s" } else { "" }
+                )
+            }
+        }
+    }
 }
 
 impl Verdict {
@@ -163,47 +306,115 @@ impl Verdict {
         one: String,
         several: String,
     ) {
-        match self.causes.iter_mut().find(|c| c.key == key) {
-            Some(c) => {
-                c.status = c.status.max(status);
-                // One file once: a library preloaded for every file is said of itself.
-                if !c.files.iter().any(|(f, _)| *f == file) {
-                    c.files.push((file, one));
-                }
+        self.add_rooted(status, key, None, file, one, Several::Line(several), None);
+    }
+
+    /// [`Verdict::add_cause`] with what the cause comes down to (`root`: the missing
+    /// distribution), and what it is about in this file (`subject`).
+    #[allow(clippy::too_many_arguments)]
+    fn add_rooted(
+        &mut self,
+        status: Status,
+        key: String,
+        root: Option<String>,
+        file: String,
+        one: String,
+        several: Several,
+        subject: Option<String>,
+    ) {
+        let i = match self.causes.iter().position(|c| c.key == key) {
+            Some(i) => i,
+            None => {
+                self.causes.push(Cause {
+                    key,
+                    status,
+                    files: Vec::new(),
+                    several,
+                    root,
+                    subjects: Vec::new(),
+                });
+                self.causes.len() - 1
             }
-            None => self.causes.push(Cause {
-                key,
-                status,
-                files: vec![(file, one)],
-                several,
-            }),
+        };
+        let c = &mut self.causes[i];
+        c.status = c.status.max(status);
+        // One file once: a library preloaded for every file is said of itself.
+        if !c.files.iter().any(|(f, _)| *f == file) {
+            c.files.push((file, one));
+        }
+        if let Some(s) = subject {
+            if !c.subjects.contains(&s) {
+                c.subjects.push(s);
+            }
         }
     }
 
-    /// Turns each root cause into one reason.
+    /// Turns the root causes into reasons: one line for each root (a missing distribution),
+    /// whatever kinds of cause it has: the files that need its libraries lead, then the
+    /// packages that load them first, then what cannot load without them.
     fn settle(&mut self) {
-        for c in std::mem::take(&mut self.causes) {
-            let line = if c.files.len() == 1 {
-                c.files
-                    .into_iter()
-                    .next()
-                    .map(|(_, one)| one)
-                    .unwrap_or_default()
-            } else {
-                let n = c.files.len();
-                let shown: Vec<&str> = c.files.iter().take(3).map(|(f, _)| f.as_str()).collect();
-                format!(
-                    "{}: in {n} files ({}{})",
-                    c.several,
-                    shown.join(", "),
-                    if n > 3 {
-                        format!(" and {} more", n - 3)
-                    } else {
-                        String::new()
-                    }
-                )
+        let causes = std::mem::take(&mut self.causes);
+        let mut said = vec![false; causes.len()];
+        for i in 0..causes.len() {
+            if said[i] {
+                continue;
+            }
+            let group: Vec<usize> = match &causes[i].root {
+                Some(root) => (i..causes.len())
+                    .filter(|&j| !said[j] && causes[j].root.as_ref() == Some(root))
+                    .collect(),
+                None => vec![i],
             };
-            self.add(c.status, line);
+            for &j in &group {
+                said[j] = true;
+            }
+            let rank = |c: &Cause| match c.several {
+                Several::Missing { .. } => 0,
+                Several::NotLoaded { .. } => 1,
+                Several::Unmet { .. } => 2,
+                Several::Blocked { .. } => 3,
+                Several::Line(_) => 4,
+            };
+            let mut ordered: Vec<&Cause> = group.iter().map(|&j| &causes[j]).collect();
+            ordered.sort_by_key(|c| rank(c));
+            let status = ordered.iter().map(|c| c.status).max().unwrap_or_default();
+            // Where a package loads the library first, installing its wheel is the whole fix:
+            // the files get the loaded library, no search path needed.
+            let install = ordered.iter().find_map(|c| match &c.several {
+                Several::NotLoaded { install, .. } if !install.is_empty() => Some(install.clone()),
+                _ => None,
+            });
+            // With more to say, the missing libraries lead in their form for several files,
+            // which has the fix.
+            let lead = ordered[0];
+            let mut line = match &lead.several {
+                Several::Missing { names, fix } if ordered.len() > 1 => {
+                    let files: Vec<String> = lead.files.iter().map(|(f, _)| f.clone()).collect();
+                    let fix = match &install {
+                        Some(i) => format!(" (fix: {i})"),
+                        None => fix.clone(),
+                    };
+                    match lead.files.as_slice() {
+                        // One file: its own line, which says when it loads, and the fix.
+                        [(_, one)] => format!("{one}{fix}"),
+                        _ => format!(
+                            "{names} not found{fix}: in {} files ({})",
+                            files.len(),
+                            some_of(&files, "")
+                        ),
+                    }
+                }
+                _ => lead.line(),
+            };
+            for c in &ordered[1..] {
+                line.push_str("; ");
+                line.push_str(&c.tail());
+            }
+            if let Some(i) = install.filter(|i| !line.contains(i.as_str())) {
+                line.push_str("; ");
+                line.push_str(&i);
+            }
+            self.add(status, line);
         }
     }
 
@@ -222,10 +433,9 @@ impl Verdict {
             .iter()
             .zip(&self.statuses)
             .any(|(r, s)| *s >= status && r.contains(what))
-            || self
-                .causes
-                .iter()
-                .any(|c| c.status >= status && (c.key.contains(what) || c.several.contains(what)))
+            || self.causes.iter().any(|c| {
+                c.status >= status && (c.key.contains(what) || c.several.text().contains(what))
+            })
     }
 
     /// Adds another verdict's reasons (one file's, to the whole report's).
@@ -234,8 +444,24 @@ impl Verdict {
             self.add(s, r);
         }
         for c in other.causes {
+            let mut subjects = c.subjects.into_iter();
             for (file, one) in c.files {
-                self.add_cause(c.status, c.key.clone(), file, one, c.several.clone());
+                self.add_rooted(
+                    c.status,
+                    c.key.clone(),
+                    c.root.clone(),
+                    file,
+                    one,
+                    c.several.clone(),
+                    subjects.next(),
+                );
+            }
+            for s in subjects {
+                if let Some(mine) = self.causes.iter_mut().find(|m| m.key == c.key) {
+                    if !mine.subjects.contains(&s) {
+                        mine.subjects.push(s);
+                    }
+                }
             }
         }
     }
@@ -1038,6 +1264,23 @@ fn scan_lazy(path: &Path, catalog: &Catalog) -> LazyFound {
 /// SONAME belongs to a single major say.
 /// The names of missing libraries, each once (two files of a closure may need the same one),
 /// in the order found.
+/// What a missing library comes down to for a user: the distribution that provides it (the
+/// catalog's wheel of the package's CUDA major), else its own name; several, each once, sorted.
+fn root_of(names: &[&str], major: Option<u32>, catalog: &Catalog) -> String {
+    let mut roots: Vec<String> = names
+        .iter()
+        .map(|n| match catalog.classify_hinted(n, major) {
+            SonameClass::Toolkit(l) | SonameClass::External(l) => {
+                l.major.pip.clone().unwrap_or_else(|| n.to_string())
+            }
+            _ => n.to_string(),
+        })
+        .collect();
+    roots.sort();
+    roots.dedup();
+    roots.join(" + ")
+}
+
 fn distinct_names(ms: &[&Missing]) -> String {
     let mut names: Vec<&str> = Vec::new();
     for m in ms {
@@ -1268,6 +1511,9 @@ struct Shared<'a> {
     /// The libraries the packages load first that cannot load here, by SONAME and file name:
     /// where each is, and what it lacks.
     blocked: &'a HashMap<String, (PathBuf, Vec<String>)>,
+    /// The libraries the packages load first that are not found, by SONAME: the wheel that
+    /// provides it, and who loads it (`cupy (cuda-pathfinder at cupy/_environment.py:410)`).
+    not_loaded: &'a HashMap<String, (String, String)>,
 }
 
 /// Every check of one file, and the verdict lines it adds.
@@ -1285,6 +1531,7 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         package_major,
         followed,
         blocked,
+        not_loaded,
     } = *shared;
     let catalog = names.catalog;
     let mut verdict = Verdict::default();
@@ -1447,6 +1694,13 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
                     "its package loads it first from {}, but that load fails here: {} not found; provide those, not a search path to {}",
                     path.display(),
                     lacks.join(", "),
+                    m.name
+                ))
+            } else if let Some((pip, by)) = not_loaded.get(&m.name) {
+                // A library its package loads first: installed, it is loaded before this file,
+                // which gets it with no search path of its own.
+                Some(format!(
+                    "install {pip}: {by} loads {} first, and this file gets the loaded one",
                     m.name
                 ))
             } else {
@@ -1616,10 +1870,12 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
     for m in missing.iter().filter(|_| !other_vendor_build) {
         // A library its package loads first, whose own load fails here: that is the cause.
         if let Some((path, lacks)) = blocked.get(&m.name) {
+            let listed: Vec<&str> = lacks.iter().map(String::as_str).collect();
             let lacks = lacks.join(", ");
-            verdict.add_cause(
+            verdict.add_rooted(
                 fails,
-                format!("blocked {}", m.name),
+                format!("blocked by {lacks}"),
+                Some(root_of(&listed, major, catalog)),
                 f.display().to_string(),
                 format!(
                     "{}: needs {}, which its package loads first from {}, but that load fails here: {lacks} not found{when}",
@@ -1627,11 +1883,8 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
                     m.name,
                     path.display()
                 ),
-                format!(
-                    "need {}, which their package loads first from {}, but that load fails here: {lacks} not found",
-                    m.name,
-                    path.display()
-                ),
+                Several::Blocked { lacks },
+                Some(m.name.clone()),
             );
             continue;
         }
@@ -1666,16 +1919,22 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
     // and the fix.
     let mut say = |ms: &[&Missing], why: String, fix: String| {
         let names = distinct_names(ms);
-        verdict.add_cause(
+        let listed: Vec<&str> = ms.iter().map(|m| m.name.as_str()).collect();
+        verdict.add_rooted(
             fails,
             format!("missing {names}"),
+            Some(root_of(&listed, major, catalog)),
             f.display().to_string(),
             format!(
                 "{}: {names} not found (needed by {}){why}{when}",
                 f.display(),
                 ms[0].needed_by.display()
             ),
-            format!("{names} not found{fix}"),
+            Several::Missing {
+                names: names.clone(),
+                fix,
+            },
+            None,
         );
     };
     for (_, ms) in &by_wheel {
@@ -2318,12 +2577,19 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                     .any(|(d, so)| site.join(d).join(so).exists());
                 let conda = std::env::var_os("CONDA_PREFIX").is_some();
                 if !provides.is_empty() && !installed && !files_there && !conda {
-                    report.verdict.add(
+                    report.verdict.add_rooted(
                         Status::WillFailWhenLoaded,
+                        format!("requires {}", r.name),
+                        Some(r.name.clone()),
+                        d.name.clone(),
                         format!(
                             "{} requires {}, which is not installed here: what loads its libraries fails on first use; install {}",
                             d.name, r.name, r.name
                         ),
+                        Several::Unmet {
+                            pip: r.name.clone(),
+                        },
+                        None,
                     );
                 }
             }
@@ -2590,7 +2856,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                             &caught
                                 .map(str::to_string)
                                 .into_iter()
-                                .chain(advice.map(|a| format!("install {a}")))
+                                .chain(advice.as_ref().map(|a| format!("install {a}")))
                                 .collect::<Vec<_>>(),
                         );
                         // A plugin's import runs on first use: what it misses fails then.
@@ -2599,15 +2865,33 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                         } else {
                             Status::WillFailToLoad
                         };
-                        reality(
+                        // Several packages that load one missing library first are one cause,
+                        // and one with the files that need it (its wheel is the root).
+                        match reality(
                             trace_of(name),
                             &f.name,
                             status,
                             reason,
                             &mut disagreements,
                             catalog,
-                        )
-                        .apply(&mut preload, &mut report.verdict);
+                        ) {
+                            Reality::Fails(status, reason) => report.verdict.add_rooted(
+                                status,
+                                format!("not loaded {}", f.name),
+                                Some(root_of(&[f.name.as_str()], major, catalog)),
+                                format!("{name}{}", imported_by(&report.imported_with, name)),
+                                reason,
+                                Several::NotLoaded {
+                                    soname: f.name.clone(),
+                                    install: advice
+                                        .as_ref()
+                                        .map(|a| format!("install {a}"))
+                                        .unwrap_or_default(),
+                                },
+                                Some(p.place()),
+                            ),
+                            other => other.apply(&mut preload, &mut report.verdict),
+                        }
                     }
                 }
                 report.runtime_loads.push(RuntimeLoad {
@@ -2716,6 +3000,32 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             .chain(p.file_name().and_then(|n| n.to_str()).map(String::from))
         {
             blocked.insert(key, (p.clone(), lacks.clone()));
+        }
+    }
+    // What each lacks, down to the root: a library it lacks that is itself a preload that
+    // cannot load (libraft.so, where cuBLAS is missing) stands for what that one lacks, so that
+    // every preload blocked by one missing wheel names that wheel's libraries.
+    let roots: HashMap<String, Vec<String>> = blocked
+        .keys()
+        .map(|k| {
+            let mut out: Vec<String> = Vec::new();
+            let mut seen: BTreeSet<String> = BTreeSet::new();
+            let mut todo: Vec<String> = blocked[k].1.iter().rev().cloned().collect();
+            while let Some(l) = todo.pop() {
+                if !seen.insert(l.clone()) {
+                    continue;
+                }
+                match blocked.get(&l) {
+                    Some((_, more)) => todo.extend(more.iter().rev().cloned()),
+                    None => out.push(l),
+                }
+            }
+            (k.clone(), out)
+        })
+        .collect();
+    for (k, v) in blocked.iter_mut() {
+        if let Some(r) = roots.get(k).filter(|r| !r.is_empty()) {
+            v.1 = r.clone();
         }
     }
     env.set_preload(loaded);
@@ -3149,6 +3459,18 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             }
         }
     }
+    let not_loaded: HashMap<String, (String, String)> = report
+        .runtime_loads
+        .iter()
+        .filter(|l| l.path.is_none())
+        .filter_map(|l| {
+            let pip = l.pip.clone()?;
+            Some((
+                l.soname.clone(),
+                (pip, format!("{} ({})", l.package, l.loader)),
+            ))
+        })
+        .collect();
     let shared = Shared {
         env: &env,
         host: &report.host,
@@ -3162,6 +3484,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         package_major: &package_major,
         followed: &followed_files,
         blocked: &blocked,
+        not_loaded: &not_loaded,
     };
     let results: Vec<Result<Checked>> = files
         .par_iter()
@@ -3655,6 +3978,84 @@ mod tests {
     }
 
     /// The library glibc's message names, as ctypes and the import system pass it on.
+    #[test]
+    fn one_missing_wheel_is_one_line() {
+        let mut v = Verdict::default();
+        let missing = |v: &mut Verdict, file: &str| {
+            v.add_rooted(
+                Status::WillFailToLoad,
+                "missing libraft.so".into(),
+                Some("libraft-cu12".into()),
+                file.into(),
+                format!("{file}: libraft.so not found"),
+                Several::Missing {
+                    names: "libraft.so".into(),
+                    fix: " (fix: add an RPATH entry)".into(),
+                },
+                None,
+            )
+        };
+        missing(&mut v, "a/libcugraph.so");
+        missing(&mut v, "a/libcuvs.so");
+        for (pkg, at) in [
+            ("cugraph", "cugraph/__init__.py:12"),
+            ("pylibraft", "pylibraft/__init__.py:13"),
+        ] {
+            v.add_rooted(
+                Status::WillFailToLoad,
+                "not loaded libraft.so".into(),
+                Some("libraft-cu12".into()),
+                pkg.into(),
+                format!("{pkg} loads libraft.so at import ({at}): not found"),
+                Several::NotLoaded {
+                    soname: "libraft.so".into(),
+                    install: "install libraft-cu12".into(),
+                },
+                Some(at.into()),
+            );
+        }
+        for (file, blocked) in [
+            ("b/x.so", "libcugraph.so"),
+            ("b/y.so", "libcuvs.so"),
+            ("b/x.so", "libcuvs.so"),
+        ] {
+            v.add_rooted(
+                Status::WillFailToLoad,
+                "blocked by libraft.so".into(),
+                Some("libraft-cu12".into()),
+                file.into(),
+                format!("{file}: needs {blocked}"),
+                Several::Blocked {
+                    lacks: "libraft.so".into(),
+                },
+                Some(blocked.into()),
+            );
+        }
+        // Another root stays a line of its own.
+        v.add_rooted(
+            Status::WillFailWhenLoaded,
+            "missing libtbb.so.12".into(),
+            Some("libtbb.so.12".into()),
+            "c/tbb.so".into(),
+            "c/tbb.so: libtbb.so.12 not found".into(),
+            Several::Missing {
+                names: "libtbb.so.12".into(),
+                fix: String::new(),
+            },
+            None,
+        );
+        v.settle();
+        assert_eq!(v.reasons.len(), 2, "{:#?}", v.reasons);
+        assert_eq!(v.status, Status::WillFailToLoad);
+        assert_eq!(
+            v.reasons[0],
+            "libraft.so not found (fix: install libraft-cu12): in 2 files (a/libcugraph.so, a/libcuvs.so); \
+             cugraph, pylibraft load libraft.so first at import (cugraph/__init__.py:12, pylibraft/__init__.py:13); \
+             so libcugraph.so, libcuvs.so, which their packages load first, cannot load, nor can the 2 files that need them (b/x.so, b/y.so)"
+        );
+        assert_eq!(v.reasons[1], "c/tbb.so: libtbb.so.12 not found");
+    }
+
     #[test]
     fn the_library_a_loader_error_names() {
         assert_eq!(
