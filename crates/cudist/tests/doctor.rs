@@ -3632,3 +3632,111 @@ fn what_a_wheels_loader_hands_cuda_pathfinder_loads_with_it() {
         }
     }
 }
+
+/// A file that needs a library its package loads first, and a CUDA library installed beside it
+/// that it finds only because that library's load brought it (its own search path does not
+/// reach it): where the first is missing, the import fails on it alone, and doctor says one
+/// line, on it; the CUDA library is no cause of its own (installing the first mends both), and
+/// the file's record says so.
+#[test]
+fn what_a_library_loaded_first_brings_is_no_cause_of_its_own() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[(
+            "brings/__init__.py",
+            "import ctypes, os\nctypes.CDLL(os.path.join(os.path.dirname(__file__), 'lib', 'libcore.so'), mode=ctypes.RTLD_GLOBAL)\nfrom . import _ext\n",
+        )],
+    );
+    let jit = site.join("nvidia/nvjitlink/lib");
+    fake_lib(
+        &jit,
+        "libnvJitLink.so.12",
+        "libnvJitLink.so.12",
+        "nvJitLinkCreate",
+    );
+    let lib = site.join("brings/lib");
+    let core = gcc_shared(
+        &lib,
+        "libcore.so",
+        Some("libcore.so"),
+        "int nvJitLinkCreate(void *);\nint core(void) { return nvJitLinkCreate(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", jit.display()),
+            "-l:libnvJitLink.so.12",
+            "-Wl,-rpath,$ORIGIN/../../nvidia/nvjitlink/lib",
+        ],
+    );
+    install_extension(
+        work.path(),
+        &python,
+        &site.join("brings"),
+        "_ext",
+        "int core(void);\nint nvJitLinkCreate(void *);",
+        "core(); nvJitLinkCreate(0);",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", lib.display()),
+            &format!("-L{}", jit.display()),
+            "-l:libcore.so",
+            "-l:libnvJitLink.so.12",
+        ],
+    );
+    let real = |python: &std::path::Path| {
+        std::process::Command::new(python)
+            .args(["-c", "import brings"])
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap()
+    };
+    assert!(real(&python).status.success(), "{}", stderr(&real(&python)));
+    let (code, v) = doctor_import("brings", &python);
+    assert_eq!(
+        (code, v["verdict"]["status"].as_str()),
+        (Some(0), Some("ok")),
+        "{v:#}"
+    );
+    std::fs::remove_file(&core).unwrap();
+    let o = real(&python);
+    assert!(
+        !o.status.success() && stderr(&o).contains("libcore.so"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!stderr(&o).contains("libnvJitLink"), "{}", stderr(&o));
+    for extra in [&[][..], &["--static"][..]] {
+        let (code, v) = doctor_import_with("brings", &python, extra);
+        assert_eq!(code, Some(1), "{extra:?}: {v:#}");
+        let reasons = reasons_of(&v);
+        let model: Vec<&&str> = reasons
+            .iter()
+            .filter(|r| !r.starts_with("import brings fails"))
+            .collect();
+        assert_eq!(model.len(), 1, "{extra:?}: {reasons:#?}");
+        assert!(model[0].contains("libcore.so"), "{reasons:#?}");
+        assert!(
+            !reasons.iter().any(|r| r.contains("libnvJitLink")),
+            "{extra:?}: {reasons:#?}"
+        );
+        let ext = v["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["path"].as_str().unwrap().contains("brings/_ext"))
+            .unwrap();
+        let jit_missing = ext["missing"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "libnvJitLink.so.12")
+            .unwrap_or_else(|| panic!("{ext:#}"));
+        assert!(
+            jit_missing["fix"]
+                .as_str()
+                .unwrap()
+                .contains("found only with libcore.so"),
+            "{jit_missing:#}"
+        );
+    }
+}

@@ -562,6 +562,50 @@ fn installed_line<'a>(
         })
 }
 
+/// A CUDA or external library installed beside the package that needs it (in
+/// `site-packages/<its wheel directory>`), which no search path of that file reaches.
+struct Beside {
+    /// The distribution that installed it.
+    pip: String,
+    /// The file.
+    path: PathBuf,
+    /// The search-path entry that would reach it, after `$ORIGIN/` (`../../nvidia/cublas/lib`).
+    entry: String,
+}
+
+/// Where `name`, which `needed_by` does not find, is installed beside it, if it is.
+fn installed_beside(
+    name: &str,
+    needed_by: &Path,
+    major: Option<u32>,
+    catalog: &Catalog,
+) -> Option<Beside> {
+    let (SonameClass::Toolkit(m) | SonameClass::External(m)) = catalog.classify_hinted(name, major)
+    else {
+        return None;
+    };
+    let pip = m.major.pip.as_deref()?;
+    // The file's real directory: a path reached through a search-path entry keeps its `..`
+    // (`holoscan/gxf_extensions/../lib`), which would count levels that are not there.
+    let parent = needed_by.parent()?;
+    let parent =
+        std::fs::canonicalize(parent).unwrap_or_else(|_| cudist_fs::inner::lexical(parent));
+    for (dir, _) in &m.major.pip_dirs() {
+        let mut up = String::new();
+        for ancestor in parent.ancestors().skip(1).take(4) {
+            up.push_str("../");
+            if ancestor.join(dir).join(name).is_file() {
+                return Some(Beside {
+                    pip: installed_line(&m, dir, ancestor).unwrap_or(pip).to_string(),
+                    path: ancestor.join(dir).join(name),
+                    entry: format!("{up}{dir}"),
+                });
+            }
+        }
+    }
+    None
+}
+
 /// The fix for a library that is not found: the package that ships it and where it installs.
 /// `tried` is where the loader looked: a wheel directory among them is one the search path
 /// already reaches, so only the install is missing.
@@ -582,23 +626,14 @@ fn fix_for(
             // Releases may install it in different directories (cuSPARSELt 0.8 and 0.9).
             let dirs = m.major.pip_dirs();
             // Installed next to the package (site-packages/<dir>) but not searched: name the entry.
-            // The file's real directory: a path reached through a search-path entry keeps its
-            // `..` (`holoscan/gxf_extensions/../lib`), which would count levels that are not there.
-            let parent = needed_by.parent()?;
-            let parent = std::fs::canonicalize(parent).unwrap_or_else(|_| cudist_fs::inner::lexical(parent));
-            for (dir, _) in &dirs {
-                let mut up = String::new();
-                for ancestor in parent.ancestors().skip(1).take(4) {
-                    up.push_str("../");
-                    if ancestor.join(dir).join(name).is_file() {
-                        let pip = installed_line(&m, dir, ancestor).unwrap_or(pip);
-                        return Some(format!(
-                            "{pip} is installed ({}), but no search path of {file} reaches it: add the RPATH entry \
-                             $ORIGIN/{up}{dir} (`cudist repair` writes it into the wheel)",
-                            ancestor.join(dir).join(name).display(),
-                        ));
-                    }
-                }
+            if let Some(b) = installed_beside(name, needed_by, major, catalog) {
+                return Some(format!(
+                    "{} is installed ({}), but no search path of {file} reaches it: add the RPATH entry \
+                     $ORIGIN/{} (`cudist repair` writes it into the wheel)",
+                    b.pip,
+                    b.path.display(),
+                    b.entry
+                ));
             }
             let puts = match dirs.as_slice() {
                 [(dir, _)] => format!("site-packages/{dir}"),
@@ -1513,7 +1548,7 @@ struct Shared<'a> {
     blocked: &'a HashMap<String, (PathBuf, Vec<String>)>,
     /// The libraries the packages load first that are not found, by SONAME: the wheel that
     /// provides it, and who loads it (`cupy (cuda-pathfinder at cupy/_environment.py:410)`).
-    not_loaded: &'a HashMap<String, (String, String)>,
+    not_loaded: &'a HashMap<String, (Option<String>, String)>,
 }
 
 /// Every check of one file, and the verdict lines it adds.
@@ -1675,7 +1710,7 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
     let major = sim_major(&sim, catalog)
         .or_else(|| package_major.get(f).copied())
         .or_else(|| dir_major(f, catalog));
-    let missing: Vec<Missing> = sim
+    let mut missing: Vec<Missing> = sim
         .missing()
         .filter(|m| !from_profile_driver.contains(&m.name))
         .filter(|m| !after_import.iter().any(|(n, _)| n == &m.name))
@@ -1696,7 +1731,7 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
                     lacks.join(", "),
                     m.name
                 ))
-            } else if let Some((pip, by)) = not_loaded.get(&m.name) {
+            } else if let Some((Some(pip), by)) = not_loaded.get(&m.name) {
                 // A library its package loads first: installed, it is loaded before this file,
                 // which gets it with no search path of its own.
                 Some(format!(
@@ -1708,6 +1743,27 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             },
         })
         .collect();
+    // A file that lacks a library its package loads first lacks what that library brings with
+    // it: libraries installed beside it that it reaches only through that load (pylibraft's
+    // modules get cuSOLVER and cuBLAS with libraft.so) are no causes of their own.
+    let mut brought: BTreeSet<String> = BTreeSet::new();
+    let first = missing
+        .iter()
+        .find_map(|m| not_loaded.get(&m.name).map(|w| (m.name.clone(), w.clone())));
+    if let Some((lib, (pip, by))) = first {
+        for m in missing
+            .iter_mut()
+            .filter(|m| m.name != lib && !not_loaded.contains_key(&m.name))
+        {
+            if installed_beside(&m.name, &m.needed_by, major, catalog).is_some() {
+                m.fix = Some(format!(
+                    "it is installed, and found only with {lib}, which {by} loads first and which is not found{}",
+                    pip.as_ref().map(|p| format!(": install {p}")).unwrap_or_default()
+                ));
+                brought.insert(m.name.clone());
+            }
+        }
+    }
     // What the package loads first is said only where the file loads otherwise: a file that
     // fails for a library missing here gets nothing from it.
     if missing.is_empty() {
@@ -1867,7 +1923,10 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         });
     let mut by_wheel: Vec<(Option<String>, Vec<&Missing>)> = Vec::new();
     let mut from_provider: Vec<(&cudist_catalog::PythonProvider, Vec<&Missing>)> = Vec::new();
-    for m in missing.iter().filter(|_| !other_vendor_build) {
+    for m in missing
+        .iter()
+        .filter(|m| !other_vendor_build && !brought.contains(&m.name))
+    {
         // A library its package loads first, whose own load fails here: that is the cause.
         if let Some((path, lacks)) = blocked.get(&m.name) {
             let listed: Vec<&str> = lacks.iter().map(String::as_str).collect();
@@ -3459,16 +3518,15 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             }
         }
     }
-    let not_loaded: HashMap<String, (String, String)> = report
+    let not_loaded: HashMap<String, (Option<String>, String)> = report
         .runtime_loads
         .iter()
         .filter(|l| l.path.is_none())
-        .filter_map(|l| {
-            let pip = l.pip.clone()?;
-            Some((
+        .map(|l| {
+            (
                 l.soname.clone(),
-                (pip, format!("{} ({})", l.package, l.loader)),
-            ))
+                (l.pip.clone(), format!("{} ({})", l.package, l.loader)),
+            )
         })
         .collect();
     let shared = Shared {
