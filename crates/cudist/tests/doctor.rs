@@ -3503,24 +3503,7 @@ fn what_a_wheels_loader_hands_cuda_pathfinder_loads_with_it() {
             ),
         ],
     );
-    ok(
-        &std::process::Command::new("python3")
-            .args(["-m", "pip", "--python"])
-            .arg(&python)
-            .args([
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--no-index",
-                "--no-deps",
-                "--find-links",
-            ])
-            .arg(&deps)
-            .arg("cuda-pathfinder")
-            .output()
-            .unwrap(),
-        "pip install cuda-pathfinder",
-    );
+    pip_install_offline(&python, &deps, &["cuda-pathfinder".as_ref()]);
     let catalog = work.path().join("thing.toml");
     std::fs::write(
         &catalog,

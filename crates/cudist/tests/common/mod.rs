@@ -561,15 +561,13 @@ pub fn venv_without_pip(dir: &Path) -> PathBuf {
     dir.join("bin/python")
 }
 
-/// A venv (without pip of its own) at `dir` holding `cupy_wheel`, numpy and cuda-pathfinder from
-/// `deps` (no NVIDIA wheel), installed offline by the pip of the interpreter that runs the tests.
-/// Returns its python.
-pub fn cupy_venv(dir: &Path, cupy_wheel: &Path, deps: &Path) -> PathBuf {
-    let python = venv_without_pip(dir);
+/// Installs `what` (wheel files or names found in `deps`) into the environment of `python`,
+/// offline and without their dependencies, with the pip of the interpreter that runs the tests.
+pub fn pip_install_offline(python: &Path, deps: &Path, what: &[&std::ffi::OsStr]) {
     ok(
         &Command::new("python3")
             .args(["-m", "pip", "--python"])
-            .arg(&python)
+            .arg(python)
             .args([
                 "install",
                 "--quiet",
@@ -579,11 +577,25 @@ pub fn cupy_venv(dir: &Path, cupy_wheel: &Path, deps: &Path) -> PathBuf {
                 "--find-links",
             ])
             .arg(deps)
-            .arg(cupy_wheel)
-            .args(["numpy", "cuda-pathfinder"])
+            .args(what)
             .output()
             .unwrap(),
         "pip install",
+    );
+}
+
+/// A venv (without pip of its own) at `dir` holding `cupy_wheel`, numpy and cuda-pathfinder from
+/// `deps` (no NVIDIA wheel), installed offline. Returns its python.
+pub fn cupy_venv(dir: &Path, cupy_wheel: &Path, deps: &Path) -> PathBuf {
+    let python = venv_without_pip(dir);
+    pip_install_offline(
+        &python,
+        deps,
+        &[
+            cupy_wheel.as_os_str(),
+            "numpy".as_ref(),
+            "cuda-pathfinder".as_ref(),
+        ],
     );
     python
 }
