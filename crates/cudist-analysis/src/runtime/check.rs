@@ -188,20 +188,31 @@ fn some_of(items: &[String], unit: &str) -> String {
 }
 
 impl Cause {
+    /// The files (or packages, or distributions) that have it.
+    fn file_names(&self) -> Vec<String> {
+        self.files.iter().map(|(f, _)| f.clone()).collect()
+    }
+
+    /// The line of missing libraries over its files, with `fix`.
+    fn missing_line(&self, names: &str, fix: &str) -> String {
+        let n = self.files.len();
+        format!(
+            "{names} not found{fix}: in {n} file{} ({})",
+            if n == 1 { "" } else { "s" },
+            some_of(&self.file_names(), "")
+        )
+    }
+
     /// Its line alone.
     fn line(&self) -> String {
         if self.files.len() == 1 && self.subjects.len() <= 1 {
             return self.files[0].1.clone();
         }
         let n = self.files.len();
-        let files: Vec<String> = self.files.iter().map(|(f, _)| f.clone()).collect();
+        let files = self.file_names();
         match &self.several {
             Several::Line(l) => format!("{l}: in {n} files ({})", some_of(&files, "")),
-            Several::Missing { names, fix } => format!(
-                "{names} not found{fix}: in {n} file{} ({})",
-                if n == 1 { "" } else { "s" },
-                some_of(&files, "")
-            ),
+            Several::Missing { names, fix } => self.missing_line(names, fix),
             Several::Blocked { lacks } => format!(
                 "need {}, which their packages load first, but {} here: {lacks} not found: in {n} file{} ({})",
                 self.subjects.join(", "),
@@ -215,7 +226,7 @@ impl Cause {
             ),
             Several::Unmet { pip } => format!(
                 "{} require {pip}, which is not installed here: what loads its libraries fails on first use; install {pip}",
-                some_of(&files, " more")
+                some_of(&files, "")
             ),
             Several::NotLoaded { soname, install } => format!(
                 "{soname} not found, which {} load{} first at import ({}){}",
@@ -237,7 +248,7 @@ impl Cause {
         match &self.several {
             Several::Line(_) | Several::Missing { .. } => self.line(),
             Several::Blocked { .. } => {
-                let files: Vec<String> = self.files.iter().map(|(f, _)| f.clone()).collect();
+                let files = self.file_names();
                 let one = self.subjects.len() == 1;
                 format!(
                     "so {}, which {} first, cannot load, nor can {}",
@@ -263,22 +274,18 @@ impl Cause {
                 )
             }
             Several::NotLoaded { soname, .. } => {
-                let packages: Vec<String> = self.files.iter().map(|(p, _)| p.clone()).collect();
                 format!(
                     "{} load{} {soname} first at import ({})",
-                    some_of(&packages, " packages"),
+                    some_of(&self.file_names(), " packages"),
                     if n == 1 { "s" } else { "" },
                     some_of(&self.subjects, "")
                 )
             }
-            Several::Unmet { .. } => {
-                let dists: Vec<String> = self.files.iter().map(|(d, _)| d.clone()).collect();
-                format!(
-                    "{} require{} it",
-                    some_of(&dists, " more"),
-                    if dists.len() == 1 { "s" } else { "" }
-                )
-            }
+            Several::Unmet { .. } => format!(
+                "{} require{} it",
+                some_of(&self.file_names(), ""),
+                if n == 1 { "s" } else { "" }
+            ),
         }
     }
 }
@@ -389,7 +396,6 @@ impl Verdict {
             let lead = ordered[0];
             let mut line = match &lead.several {
                 Several::Missing { names, fix } if ordered.len() > 1 => {
-                    let files: Vec<String> = lead.files.iter().map(|(f, _)| f.clone()).collect();
                     let fix = match &install {
                         Some(i) => format!(" (fix: {i})"),
                         None => fix.clone(),
@@ -397,11 +403,7 @@ impl Verdict {
                     match lead.files.as_slice() {
                         // One file: its own line, which says when it loads, and the fix.
                         [(_, one)] => format!("{one}{fix}"),
-                        _ => format!(
-                            "{names} not found{fix}: in {} files ({})",
-                            files.len(),
-                            some_of(&files, "")
-                        ),
+                        _ => lead.missing_line(names, &fix),
                     }
                 }
                 _ => lead.line(),
@@ -444,7 +446,6 @@ impl Verdict {
             self.add(s, r);
         }
         for c in other.causes {
-            let mut subjects = c.subjects.into_iter();
             for (file, one) in c.files {
                 self.add_rooted(
                     c.status,
@@ -453,11 +454,11 @@ impl Verdict {
                     file,
                     one,
                     c.several.clone(),
-                    subjects.next(),
+                    None,
                 );
             }
-            for s in subjects {
-                if let Some(mine) = self.causes.iter_mut().find(|m| m.key == c.key) {
+            if let Some(mine) = self.causes.iter_mut().find(|m| m.key == c.key) {
+                for s in c.subjects {
                     if !mine.subjects.contains(&s) {
                         mine.subjects.push(s);
                     }
@@ -1295,27 +1296,28 @@ fn scan_lazy(path: &Path, catalog: &Catalog) -> LazyFound {
     (loads, (majors.len() == 1).then(|| majors[0]))
 }
 
-/// The CUDA major of a simulation: the one most of its CUDA libraries (found or missing) whose
-/// SONAME belongs to a single major say.
-/// The names of missing libraries, each once (two files of a closure may need the same one),
-/// in the order found.
+/// The wheel that provides a library, of the package's CUDA major, where the catalog knows one.
+fn wheel_of(name: &str, major: Option<u32>, catalog: &Catalog) -> Option<String> {
+    match catalog.classify_hinted(name, major) {
+        SonameClass::Toolkit(l) | SonameClass::External(l) => l.major.pip.clone(),
+        _ => None,
+    }
+}
+
 /// What a missing library comes down to for a user: the distribution that provides it (the
 /// catalog's wheel of the package's CUDA major), else its own name; several, each once, sorted.
 fn root_of(names: &[&str], major: Option<u32>, catalog: &Catalog) -> String {
     let mut roots: Vec<String> = names
         .iter()
-        .map(|n| match catalog.classify_hinted(n, major) {
-            SonameClass::Toolkit(l) | SonameClass::External(l) => {
-                l.major.pip.clone().unwrap_or_else(|| n.to_string())
-            }
-            _ => n.to_string(),
-        })
+        .map(|n| wheel_of(n, major, catalog).unwrap_or_else(|| n.to_string()))
         .collect();
     roots.sort();
     roots.dedup();
     roots.join(" + ")
 }
 
+/// The names of missing libraries, each once (two files of a closure may need the same one),
+/// in the order found.
 fn distinct_names(ms: &[&Missing]) -> String {
     let mut names: Vec<&str> = Vec::new();
     for m in ms {
@@ -1345,6 +1347,8 @@ fn dir_major(f: &Path, catalog: &Catalog) -> Option<u32> {
     }
 }
 
+/// The CUDA major of a simulation: the one most of its CUDA libraries (found or missing) whose
+/// SONAME belongs to a single major say.
 fn sim_major(sim: &loader::Simulation, catalog: &Catalog) -> Option<u32> {
     let mut votes: std::collections::BTreeMap<u32, usize> = Default::default();
     let names = sim
