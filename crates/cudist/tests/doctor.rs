@@ -3723,3 +3723,125 @@ fn what_a_library_loaded_first_brings_is_no_cause_of_its_own() {
         );
     }
 }
+
+/// A library the package loads first whose load it guards (a loader that catches the failure,
+/// as RAPIDS' do) and which cannot load here: the import works, and the modules that need it
+/// fail when loaded. One line, on the library the preload lacks; installing its wheel is the
+/// whole fix where the preload's own search path reaches it (the modules then get the loaded
+/// one: no RPATH to add), and what the preload would bring with it is no cause of its own.
+/// Checked against a real use.
+#[test]
+fn a_guarded_preload_that_cannot_load_is_one_cause_and_installing_mends_it() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[(
+            "guarded/__init__.py",
+            "import ctypes, os\ntry:\n    ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'lib', 'libcore.so'), mode=ctypes.RTLD_GLOBAL)\nexcept OSError:\n    pass\n",
+        )],
+    );
+    let jit = site.join("nvidia/nvjitlink/lib");
+    let jitlib = fake_lib(
+        &jit,
+        "libnvJitLink.so.12",
+        "libnvJitLink.so.12",
+        "nvJitLinkCreate",
+    );
+    let sparse = site.join("nvidia/cusparse/lib");
+    fake_lib(
+        &sparse,
+        "libcusparse.so.12",
+        "libcusparse.so.12",
+        "cusparseCreate",
+    );
+    let lib = site.join("guarded/lib");
+    gcc_shared(
+        &lib,
+        "libcore.so",
+        Some("libcore.so"),
+        "int nvJitLinkCreate(void *);\nint cusparseCreate(void *);\nint core(void) { return nvJitLinkCreate(0) + cusparseCreate(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", jit.display()),
+            &format!("-L{}", sparse.display()),
+            "-l:libnvJitLink.so.12",
+            "-l:libcusparse.so.12",
+            "-Wl,-rpath,$ORIGIN/../../nvidia/nvjitlink/lib:$ORIGIN/../../nvidia/cusparse/lib",
+        ],
+    );
+    // The module needs the preload and the CUDA libraries by name, with no search path to any:
+    // it gets the loaded ones.
+    install_extension(
+        work.path(),
+        &python,
+        &site.join("guarded"),
+        "_ext",
+        "int core(void);\nint nvJitLinkCreate(void *);\nint cusparseCreate(void *);",
+        "core(); nvJitLinkCreate(0); cusparseCreate(0);",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", lib.display()),
+            &format!("-L{}", jit.display()),
+            &format!("-L{}", sparse.display()),
+            "-l:libcore.so",
+            "-l:libnvJitLink.so.12",
+            "-l:libcusparse.so.12",
+        ],
+    );
+    let real = |code: &str| {
+        std::process::Command::new(&python)
+            .args(["-c", code])
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap()
+    };
+    let used = "import guarded\nfrom guarded import _ext";
+    assert!(real(used).status.success(), "{}", stderr(&real(used)));
+    let (code, v) = doctor_import("guarded", &python);
+    assert_eq!(
+        (code, v["verdict"]["status"].as_str()),
+        (Some(0), Some("ok")),
+        "{v:#}"
+    );
+    // Without nvJitLink the import still works (the loader catches the failure); the use fails.
+    std::fs::remove_file(&jitlib).unwrap();
+    assert!(
+        real("import guarded").status.success(),
+        "{}",
+        stderr(&real("import guarded"))
+    );
+    let o = real(used);
+    assert!(
+        !o.status.success() && stderr(&o).contains("libcore.so"),
+        "{}",
+        stderr(&o)
+    );
+    let (code, v) = doctor_import("guarded", &python);
+    assert_eq!(
+        (code, v["verdict"]["status"].as_str()),
+        (Some(0), Some("will-fail-when-loaded")),
+        "{v:#}"
+    );
+    let reasons = reasons_of(&v);
+    assert_eq!(reasons.len(), 1, "one root cause, one line: {reasons:#?}");
+    let line = reasons[0];
+    assert!(
+        line.contains("libnvJitLink.so.12 not found")
+            && line.contains("install nvidia-nvjitlink-cu12")
+            && line.contains("libcore.so, which its package loads first, looks there"),
+        "{line}"
+    );
+    assert!(
+        !line.contains("RPATH"),
+        "installing is the whole fix: {line}"
+    );
+    assert!(!line.contains("libcusparse"), "{line}");
+    // Installing it back (the fix said) mends the use.
+    fake_lib(
+        &jit,
+        "libnvJitLink.so.12",
+        "libnvJitLink.so.12",
+        "nvJitLinkCreate",
+    );
+    assert!(real(used).status.success(), "{}", stderr(&real(used)));
+}

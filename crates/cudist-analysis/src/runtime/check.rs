@@ -607,6 +607,44 @@ fn installed_beside(
     None
 }
 
+/// The directories of a wheel's `dirs` that a search for `name` tried.
+fn reached<'d>(name: &str, dirs: &[(&'d str, Option<&str>)], tried: &[PathBuf]) -> Vec<&'d str> {
+    dirs.iter()
+        .map(|(d, _)| *d)
+        // A tried path keeps its entry's `..` (`nvidia/cu12/lib/../../nccl/lib`).
+        .filter(|d| {
+            tried
+                .iter()
+                .any(|t| cudist_fs::inner::lexical(t).ends_with(Path::new(d).join(name)))
+        })
+        .collect()
+}
+
+/// The fix for a library that a preload which cannot load here lacks too, where that preload's
+/// own search path reaches the wheel that provides it: installing the wheel is enough, for the
+/// preload then loads it before the file that needs it (pylibraft's modules get cuBLAS with
+/// libraft.so, whose RPATH reaches `nvidia/cublas/lib`). None where its search path does not.
+fn found_by_first(
+    name: &str,
+    preload: &str,
+    tried: &[PathBuf],
+    major: Option<u32>,
+    catalog: &Catalog,
+) -> Option<String> {
+    let (SonameClass::Toolkit(m) | SonameClass::External(m)) = catalog.classify_hinted(name, major)
+    else {
+        return None;
+    };
+    let pip = m.major.pip.as_deref()?;
+    let reached = reached(name, &m.major.pip_dirs(), tried);
+    (!reached.is_empty()).then(|| {
+        format!(
+            "install {pip} (it puts {name} in site-packages/{}): {preload}, which its package loads first, looks there, and the files that need it get the loaded one",
+            reached.join(" and site-packages/")
+        )
+    })
+}
+
 /// The fix for a library that is not found: the package that ships it and where it installs.
 /// `tried` is where the loader looked: a wheel directory among them is one the search path
 /// already reaches, so only the install is missing.
@@ -647,16 +685,7 @@ fn fix_for(
                     .collect::<Vec<_>>()
                     .join(", "),
             };
-            let reached: Vec<&str> = dirs
-                .iter()
-                .map(|(d, _)| *d)
-                // A tried path keeps its entry's `..` (`nvidia/cu12/lib/../../nccl/lib`).
-                .filter(|d| {
-                    tried.iter().any(|t| {
-                        cudist_fs::inner::lexical(t).ends_with(Path::new(d).join(name))
-                    })
-                })
-                .collect();
+            let reached = reached(name, &dirs, tried);
             if !reached.is_empty() {
                 return Some(format!(
                     "install {pip} (it puts {name} in {puts}); the search path of {file} already reaches {}",
@@ -1553,6 +1582,12 @@ struct Shared<'a> {
     /// The libraries the packages load first that are not found, by SONAME: the wheel that
     /// provides it, and who loads it (`cupy (cuda-pathfinder at cupy/_environment.py:410)`).
     not_loaded: &'a HashMap<String, (Option<String>, String)>,
+    /// The libraries the preloads that cannot load here would bring with them (found by their
+    /// own search paths), each with the first such preload.
+    blocked_brings: &'a HashMap<String, String>,
+    /// The libraries the preloads that cannot load here lack, each with the first such preload
+    /// and where it looked.
+    blocked_tried: &'a HashMap<String, (String, Vec<PathBuf>)>,
 }
 
 /// Every check of one file, and the verdict lines it adds.
@@ -1571,6 +1606,8 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         followed,
         blocked,
         not_loaded,
+        blocked_brings,
+        blocked_tried,
     } = *shared;
     let catalog = names.catalog;
     let mut verdict = Verdict::default();
@@ -1742,6 +1779,11 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
                     "install {pip}: {by} loads {} first, and this file gets the loaded one",
                     m.name
                 ))
+            } else if let Some(fix) = blocked_tried
+                .get(&m.name)
+                .and_then(|(by, tried)| found_by_first(&m.name, by, tried, major, catalog))
+            {
+                Some(fix)
             } else {
                 fix_for(&m.name, &m.needed_by, &m.tried, major, catalog)
             },
@@ -1754,18 +1796,28 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
     let first = missing
         .iter()
         .find_map(|m| not_loaded.get(&m.name).map(|w| (m.name.clone(), w.clone())));
-    if let Some((lib, (pip, by))) = first {
-        for m in missing
-            .iter_mut()
-            .filter(|m| m.name != lib && !not_loaded.contains_key(&m.name))
-        {
-            if installed_beside(&m.name, &m.needed_by, major, catalog).is_some() {
-                m.fix = Some(format!(
-                    "it is installed, and found only with {lib}, which {by} loads first and which is not found{}",
-                    pip.as_ref().map(|p| format!(": install {p}")).unwrap_or_default()
-                ));
-                brought.insert(m.name.clone());
+    for m in missing
+        .iter_mut()
+        .filter(|m| !not_loaded.contains_key(&m.name) && !blocked.contains_key(&m.name))
+    {
+        // Brought by a preload this file lacks too (not found), or by one that cannot load here
+        // for want of something else (libraft.so without cuBLAS brings no cuSOLVER).
+        let fix = match (&first, blocked_brings.get(&m.name)) {
+            (Some((lib, (pip, by))), _) => format!(
+                "it is installed, and found only with {lib}, which {by} loads first and which is not found{}",
+                pip.as_ref().map(|p| format!(": install {p}")).unwrap_or_default()
+            ),
+            (None, Some(by)) => {
+                let lacks = blocked.get(by).map(|(_, l)| l.join(", ")).unwrap_or_default();
+                format!(
+                    "it is installed, and found only with {by}, which its package loads first and which cannot load here: {lacks} not found"
+                )
             }
+            (None, None) => continue,
+        };
+        if installed_beside(&m.name, &m.needed_by, major, catalog).is_some() {
+            m.fix = Some(fix);
+            brought.insert(m.name.clone());
         }
     }
     // What the package loads first is said only where the file loads otherwise: a file that
@@ -2661,6 +2713,8 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     // Known packages load CUDA libraries themselves before importing the modules that link
     // them: find those as their loader would, and treat them as loaded.
     let mut preload = Vec::new();
+    // Preloads found where the package looks that the real import did not load.
+    let mut failed_preloads: Vec<PathBuf> = Vec::new();
     let mut loaded_on_call: HashMap<String, (PathBuf, String)> = HashMap::new();
     for (name, dir) in &imports {
         let Some(site) = site_of_import(name, dir) else {
@@ -2897,6 +2951,8 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                     Some(path) => {
                         if loaded_at_import(trace_of(name), path, &f.name, &mut disagreements) {
                             preload.push(path.clone());
+                        } else {
+                            failed_preloads.push(path.clone());
                         }
                     }
                     None => {
@@ -3043,21 +3099,50 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             break;
         }
     }
+    // A preload the real import did not load, whose file is there but cannot load here (a
+    // loader that catches its failure: libraft's without cuBLAS): one that cannot load, as the
+    // model would have found; one that could was never loaded, and is left out.
+    env.set_preload(loaded.clone());
+    for p in failed_preloads {
+        let lacks = loader::simulate(&p, &env)
+            .map(|sim| sim.missing().next().is_some())
+            .unwrap_or(false);
+        if lacks && !waiting.contains(&p) {
+            waiting.push(p);
+        }
+    }
     // What each preload that cannot load lacks, by its SONAME and file name: a file that needs
     // it fails for that, one root cause, not for want of a search path to it.
-    env.set_preload(loaded.clone());
     let mut blocked: HashMap<String, (PathBuf, Vec<String>)> = HashMap::new();
+    // What each would bring with it, where it found it: the libraries its load resolves.
+    let mut blocked_brings: HashMap<String, String> = HashMap::new();
+    // Where each looked for what it lacks: once installed where it looks, the preload loads it
+    // and the files that need it get the loaded one.
+    let mut blocked_tried: HashMap<String, (String, Vec<PathBuf>)> = HashMap::new();
     for p in &waiting {
         disagreements.push(format!(
             "{} would be loaded first by its package, but cannot load itself here (a library it needs is missing): the files are judged without it",
             p.display()
         ));
-        let Some(lacks) = lacks_of(p, &env) else {
+        let Some(found) = lacks_of(p, &env) else {
             continue;
         };
+        let lacks = found.names();
         let soname = cudist_elf::map_file(p)
             .ok()
             .and_then(|m| cudist_elf::ElfFile::parse(&m).ok()?.soname);
+        let name = soname
+            .clone()
+            .or_else(|| p.file_name().and_then(|n| n.to_str()).map(String::from))
+            .unwrap_or_default();
+        for b in found.brings {
+            blocked_brings.entry(b).or_insert_with(|| name.clone());
+        }
+        for (lib, tried) in found.names {
+            blocked_tried
+                .entry(lib)
+                .or_insert_with(|| (name.clone(), tried));
+        }
         for key in soname
             .into_iter()
             .chain(p.file_name().and_then(|n| n.to_str()).map(String::from))
@@ -3441,7 +3526,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     // their absence is said apart).
     let needed_by_others = |name: &str| package_files.iter().any(|d| d.links(name));
     let lacks_here = |f: &Path| -> Vec<String> {
-        let mut l = lacks_of(f, &env).unwrap_or_default();
+        let mut l = lacks_of(f, &env).unwrap_or_default().names();
         l.retain(|n| catalog.driver_lib(n).is_none());
         l
     };
@@ -3547,6 +3632,8 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         followed: &followed_files,
         blocked: &blocked,
         not_loaded: &not_loaded,
+        blocked_brings: &blocked_brings,
+        blocked_tried: &blocked_tried,
     };
     let results: Vec<Result<Checked>> = files
         .par_iter()
@@ -3628,17 +3715,38 @@ fn unused_variants(checked: &mut [Checked], catalog: &Catalog) {
     }
 }
 
-/// The libraries a file lacks here, each once, in the order the loader misses them: none when it
-/// cannot be simulated.
-fn lacks_of(f: &Path, env: &LoadEnv) -> Option<Vec<String>> {
+/// What a file's load meets here: what it lacks and what it brings with it.
+#[derive(Default)]
+struct Lacks {
+    /// The libraries it lacks, each once, in the order the loader misses them, with where the
+    /// loader looked for each.
+    names: Vec<(String, Vec<PathBuf>)>,
+    /// The libraries its load resolves.
+    brings: Vec<String>,
+}
+
+impl Lacks {
+    fn names(&self) -> Vec<String> {
+        self.names.iter().map(|(n, _)| n.clone()).collect()
+    }
+}
+
+/// What a file lacks here and brings with it: none when it cannot be simulated.
+fn lacks_of(f: &Path, env: &LoadEnv) -> Option<Lacks> {
     let sim = loader::simulate(f, env).ok()?;
-    let mut lacks: Vec<String> = Vec::new();
+    let mut names: Vec<(String, Vec<PathBuf>)> = Vec::new();
     for m in sim.missing() {
-        if !lacks.contains(&m.name) {
-            lacks.push(m.name.clone());
+        if !names.iter().any(|(n, _)| *n == m.name) {
+            names.push((m.name.clone(), m.tried.clone()));
         }
     }
-    Some(lacks)
+    let brings = sim
+        .resolutions
+        .iter()
+        .filter(|r| r.path.is_some())
+        .map(|r| r.name.clone())
+        .collect();
+    Some(Lacks { names, brings })
 }
 
 /// Whether an ELF file is a Python extension module: it defines the `PyInit_` function the
