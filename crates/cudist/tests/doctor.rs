@@ -1701,7 +1701,13 @@ fn optional_capabilities_are_not_failures() {
     let work = tempfile::tempdir().unwrap();
     let d = work.path();
     let lib = d.join("lib");
-    fake_lib(&lib, "libcufile.so.0", "libcufile.so.0", "cuFileDriverOpen");
+    fake_lib_opening(
+        &lib,
+        "libcufile.so.0",
+        "libcufile.so.0",
+        "cuFileDriverOpen",
+        &["libcufile_rdma.so.1"],
+    );
     let exe = gcc(
         d,
         "reader",
@@ -1810,7 +1816,13 @@ fn a_preloaded_librarys_own_dlopens_are_said_of_it_once() {
         )],
     );
     let lib = site.join("usesfile/lib");
-    fake_lib(&lib, "libcufile.so.0", "libcufile.so.0", "cuFileDriverOpen");
+    fake_lib_opening(
+        &lib,
+        "libcufile.so.0",
+        "libcufile.so.0",
+        "cuFileDriverOpen",
+        &["libcufile_rdma.so.1"],
+    );
     for m in ["a", "b", "c"] {
         gcc_shared(
             &site.join("usesfile"),
@@ -3844,4 +3856,47 @@ fn a_guarded_preload_that_cannot_load_is_one_cause_and_installing_mends_it() {
         "nvJitLinkCreate",
     );
     assert!(real(used).status.success(), "{}", stderr(&real(used)));
+}
+
+/// What a CUDA library opens at run time is read off the releases the catalog cites; a build
+/// whose file does not hold the name opens nothing by it (torch 2.4 vendors a cuSPARSELt that
+/// names no NVRTC; cuSPARSELt 0.8 opens `libnvrtc.so.13`). Said where the file holds it, not
+/// where it does not.
+#[test]
+fn a_library_opens_at_run_time_only_the_names_its_file_holds() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    for (case, opens) in [("holds", &["libnvrtc.so.13"][..]), ("lacks", &[][..])] {
+        let lib = d.join(case).join("lib");
+        fake_lib_opening(
+            &lib,
+            "libcusparseLt.so.0",
+            "libcusparseLt.so.0",
+            "cusparseLtInit",
+            opens,
+        );
+        let exe = gcc(
+            &d.join(case),
+            "sparse",
+            "int cusparseLtInit(void *); int main(void) { return cusparseLtInit(0); }\n",
+            &[
+                "-Wl,--no-as-needed",
+                &format!("-L{}", lib.display()),
+                "-l:libcusparseLt.so.0",
+                &format!("-Wl,-rpath,{}", lib.display()),
+            ],
+        );
+        let o = cudist(&[
+            "doctor",
+            "--json",
+            "--ld-library-path",
+            "",
+            exe.to_str().unwrap(),
+        ]);
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let nvrtc = reasons_of(&v).iter().any(|r| {
+            r.contains("dlopen(libnvrtc.so.13) from libcusparseLt.so.0 will fail on first use")
+        });
+        assert_eq!(nvrtc, case == "holds", "{case}: {v:#}");
+    }
 }

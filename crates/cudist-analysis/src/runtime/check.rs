@@ -1164,13 +1164,13 @@ fn venv_package(python: &Path, name: &str) -> Option<PathBuf> {
     found.next().is_none().then_some(first)
 }
 
-/// The exact name a library passes to dlopen for a catalog entry: the entry itself when it is a
-/// full SONAME (`libcuda.so.1`); for a bare `libX.so` (NVRTC's `libnvrtc-builtins.so`, whose
-/// version follows NVRTC's own), the `libX.so.<version>` string the library's file contains.
+/// The exact name a library passes to dlopen for a catalog entry, where the library's file holds
+/// it: a full SONAME (`libcuda.so.1`) as a string of its own, or as the format it is built from
+/// (`libnvrtc.so.%d`); for a bare `libX.so` (NVRTC's `libnvrtc-builtins.so`, whose version follows
+/// NVRTC's own), the `libX.so.<version>` string the file contains. The catalog's facts are read
+/// off the releases it cites: a build that does not hold the name (cuSPARSELt 0.6, which torch
+/// 2.4 vendors, names no NVRTC; 0.8 opens `libnvrtc.so.13`) does not load it.
 fn dlopen_name(library: &Path, pattern: &str) -> Option<String> {
-    if !pattern.ends_with(".so") {
-        return Some(pattern.to_string());
-    }
     // Scanning a 100 MB library once is enough for all the files that load it.
     type Names = std::collections::HashMap<(PathBuf, String), Option<String>>;
     static SEEN: std::sync::OnceLock<std::sync::Mutex<Names>> = std::sync::OnceLock::new();
@@ -1194,6 +1194,17 @@ fn scan_dlopen_name(library: &Path, pattern: &str) -> Option<String> {
         .section(".rodata")
         .and_then(|sec| elf.section_data(&map, sec).ok())
         .unwrap_or(&map[..]);
+    if !pattern.ends_with(".so") {
+        // The whole name, ended by its NUL (`libnvrtc.so.13`, not `libnvrtc.so.130`), or the
+        // format it is printed from.
+        let whole = format!("{pattern}\0");
+        let format = pattern
+            .rfind(".so.")
+            .map(|at| format!("{}%", &pattern[..at + 4]));
+        let held = memchr::memmem::find(hay, whole.as_bytes()).is_some()
+            || format.is_some_and(|f| memchr::memmem::find(hay, f.as_bytes()).is_some());
+        return held.then(|| pattern.to_string());
+    }
     let needle = format!("{pattern}.");
     let at = memchr::memmem::find(hay, needle.as_bytes())?;
     let tail = &hay[at + needle.len()..];

@@ -241,6 +241,28 @@ pub fn fake_lib(dir: &Path, file: &str, soname: &str, symbol: &str) -> PathBuf {
     )
 }
 
+/// A shared library as [`fake_lib`] that also holds the names it opens at run time as string
+/// constants, as real libraries do (cuFile names `libcufile_rdma.so.1`): what a dlopen of them
+/// is read from.
+pub fn fake_lib_opening(
+    dir: &Path,
+    file: &str,
+    soname: &str,
+    symbol: &str,
+    opens: &[&str],
+) -> PathBuf {
+    let names: String = opens.iter().map(|n| format!("\"{n}\", ")).collect();
+    gcc_shared(
+        dir,
+        file,
+        Some(soname),
+        &format!(
+            "const char *opens[] = {{ {names}0 }};\nint {symbol}(void *p) {{ return p == opens[0]; }}\n"
+        ),
+        &[],
+    )
+}
+
 /// `lib` copied to `out` with a `.nv_fatbin` section holding the bytes of `section` (objcopy from
 /// binutils, which gcc uses): a device-code section of any content, for hostile cases.
 pub fn with_fatbin_section(lib: &Path, section: &Path, out: &Path) {
