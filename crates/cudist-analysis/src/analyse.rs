@@ -522,6 +522,9 @@ pub fn library_ref(m: &LibraryMatch<'_>) -> LibraryRef {
         component: m.library.component.clone(),
         cuda_major: m.major.major,
         cuda_major_ambiguous: m.ambiguous,
+        cuda_agnostic: m.library.cuda.len() > 1
+            && m.major.pip.is_some()
+            && m.library.cuda.iter().all(|c| c.pip == m.major.pip),
         soname_policy: m.major.policy.to_string(),
         pip: m.major.pip.clone(),
         pip_dir: m.major.pip_dir.clone(),

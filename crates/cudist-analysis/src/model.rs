@@ -382,6 +382,10 @@ pub struct LibraryRef {
     /// The SONAME exists in several CUDA majors and nothing in the artifact told which one:
     /// `cuda_major` is then the newest.
     pub cuda_major_ambiguous: bool,
+    /// One build serves every CUDA major the catalog lists (the same distribution for each:
+    /// `rapids-logger`, whose library needs no CUDA): `cuda_major` then says nothing of the
+    /// artifact.
+    pub cuda_agnostic: bool,
     /// what the SONAME pins
     pub soname_policy: String,
     /// PyPI distribution that ships it for this CUDA major.

@@ -246,6 +246,7 @@ mod tests {
             component: None,
             cuda_major: 12,
             cuda_major_ambiguous: false,
+            cuda_agnostic: false,
             soname_policy: "major".into(),
             pip: Some(pip.into()),
             pip_dir: None,

@@ -25,6 +25,7 @@ impl Libs {
             ("c13", "libcublas.so.13", "cublasCreate_v2"),
             ("drv", "libcuda.so.1", "cuInit"),
             ("rmm", "librmm.so", "rmm_alloc"),
+            ("rmm", "librapids_logger.so", "rapids_log"),
             ("acme", "libacme.so", "acme_alloc"),
             ("torch", "libc10.so", "c10_alloc"),
         ] {
@@ -636,8 +637,17 @@ fn user_catalog_declares_a_third_party_wheel_library() {
     assert!(stderr(&o).contains("acme.toml"), "{}", stderr(&o));
     // The built-in catalog knows RAPIDS' C++ wheels (data/rapids.toml): librmm.so from librmm-cu12,
     // declared, found through the RPATH into librmm/lib64.
-    let ext = libs.extension(&[("rmm", "rmm")], Some("$ORIGIN/../librmm/lib64"));
-    let w = wheel(out.path(), "usesrmm", &["librmm-cu12==26.*"], &[(EXT, ext)]);
+    // rapids-logger is one build for every CUDA major (its library needs no CUDA): no major.
+    let ext = libs.extension(
+        &[("rmm", "rmm"), ("rmm", "rapids_logger")],
+        Some("$ORIGIN/../librmm/lib64:$ORIGIN/../rapids_logger/lib64"),
+    );
+    let w = wheel(
+        out.path(),
+        "usesrmm",
+        &["librmm-cu12==26.*", "rapids-logger"],
+        &[(EXT, ext)],
+    );
     let r = inspect_json(&[&w], 0);
     let a = artifact(&r, ".whl");
     let n = needed(a, "librmm.so");
@@ -646,7 +656,28 @@ fn user_catalog_declares_a_third_party_wheel_library() {
         (n["declared"].as_bool(), n["rpath_covers"].as_bool()),
         (Some(true), Some(true))
     );
+    assert_eq!(
+        (
+            n["library"]["cuda_major"].as_u64(),
+            n["library"]["cuda_agnostic"].as_bool()
+        ),
+        (Some(12), Some(false))
+    );
+    let l = needed(a, "librapids_logger.so");
+    assert_eq!(l["library"]["cuda_agnostic"], true, "{l:#}");
     assert_eq!(a["verdict"]["status"], "ok", "{:#}", a["verdict"]);
+    let o = cudist(&["inspect", &w]);
+    let text = stdout(&o);
+    let row = |so: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(&format!("{so} ")))
+            .map(|l| l.split_whitespace().nth(1).unwrap_or("").to_string())
+    };
+    assert_eq!(
+        (row("librmm.so"), row("librapids_logger.so")),
+        (Some("12".into()), Some("any".into())),
+        "{text}"
+    );
 }
 
 #[test]

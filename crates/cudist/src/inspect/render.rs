@@ -124,7 +124,11 @@ fn render_needs(out: &mut String, a: &Artifact, style: Style) {
             t.row(vec![
                 n.soname.clone(),
                 // A SONAME several majors share, with nothing in the artifact to decide: a guess.
+                // One build for every major: no major at all.
                 l.map_or_else(dash, |l| {
+                    if l.cuda_agnostic {
+                        return "any".to_string();
+                    }
                     format!(
                         "{}{}",
                         l.cuda_major,
