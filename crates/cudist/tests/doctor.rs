@@ -3900,3 +3900,45 @@ fn a_library_opens_at_run_time_only_the_names_its_file_holds() {
         assert_eq!(nvrtc, case == "holds", "{case}: {v:#}");
     }
 }
+
+/// A load the Python makes at import only where a condition holds (onnxruntime's build-info
+/// module loads `libcudart.so` only where torch imports): where the real import worked and never
+/// attempted it, it is no failure of the import, and the model's reading is said corrected;
+/// where the condition holds and the load fails, what uses it fails on first use.
+#[test]
+fn a_load_a_condition_guards_is_judged_by_whether_the_real_import_made_it() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[(
+            "guarded_load/__init__.py",
+            "import ctypes\ntry:\n    import guarded_load_helper\n    ctypes.CDLL('libcudart.so')\nexcept Exception:\n    pass\n",
+        )],
+    );
+    let cudart = |v: &Value| {
+        reasons_of(v)
+            .iter()
+            .any(|r| r.contains("libcudart.so") && r.contains("guarded_load"))
+    };
+    let (code, v) = doctor_import("guarded_load", &python);
+    assert_eq!(
+        (code, v["verdict"]["status"].as_str(), cudart(&v)),
+        (Some(0), Some("ok"), false),
+        "{v:#}"
+    );
+    assert!(
+        v["disagreements"].as_array().unwrap().iter().any(|d| d
+            .as_str()
+            .unwrap()
+            .contains("the model reads a load of libcudart.so at import, but the real import made no such load")),
+        "{v:#}"
+    );
+    // The condition holds: the import attempts the load, which fails, and goes on.
+    std::fs::write(site.join("guarded_load_helper.py"), "").unwrap();
+    let (code, v) = doctor_import("guarded_load", &python);
+    assert_eq!(
+        (code, v["verdict"]["status"].as_str(), cudart(&v)),
+        (Some(0), Some("will-fail-when-loaded"), true),
+        "{v:#}"
+    );
+}

@@ -2776,7 +2776,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                     reality(
                         trace_of(name),
                         &l.soname,
-                        status,
+                        (status, on_use.is_none()),
                         reason,
                         &mut disagreements,
                         catalog,
@@ -3000,7 +3000,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                         match reality(
                             trace_of(name),
                             &f.name,
-                            status,
+                            (status, true),
                             reason,
                             &mut disagreements,
                             catalog,
@@ -4023,11 +4023,12 @@ impl Reality {
 /// Checks a load the model says fails against the real import of the package, when one ran:
 /// loaded there, the model missed where it is found; not loaded but the import ran to its end,
 /// the package went on without it (a guarded load), so what uses it fails on first use, not the
-/// import.
+/// import; read at import (`at_import`) but never attempted by an import that worked, no load of
+/// the import at all.
 fn reality(
     trace: Option<&super::trace::ImportTrace>,
     soname: &str,
-    status: Status,
+    (status, at_import): (Status, bool),
     reason: String,
     disagreements: &mut Vec<String>,
     catalog: &Catalog,
@@ -4066,7 +4067,8 @@ fn reality(
             }
         }
     }
-    if t.ok && status == Status::WillFailToLoad {
+    // A load read at import (its failure caught or not) that the import that worked never made.
+    if t.ok && at_import {
         let tried = t.dlopens.iter().any(|d| {
             d.name.as_deref().is_some_and(|n| {
                 n == soname || Path::new(n).file_name().and_then(|f| f.to_str()) == Some(soname)
@@ -4074,8 +4076,9 @@ fn reality(
         });
         if !tried {
             // The reading of the Python placed the load at import; the import never made it
-            // (a candidate name of a loader that found another, a check in a function): not a
-            // failure of anything the import does.
+            // (a candidate name of a loader that found another, a check in a function, a call
+            // a condition guards: onnxruntime's build-info module loads libcudart.so only where
+            // torch imports): not a failure of anything the import does.
             disagreements.push(format!(
                 "import {}: the model reads a load of {soname} at import, but the real import made no such load",
                 t.module
