@@ -3942,3 +3942,76 @@ fn a_load_a_condition_guards_is_judged_by_whether_the_real_import_made_it() {
         "{v:#}"
     );
 }
+
+/// An extension module that fails to load during the import while the package catches the error
+/// and goes on (implicit's GPU module, whose librmm is another release than it was built against:
+/// "undefined symbol"): the real import shows it, and doctor says so, on the module, instead of
+/// OK.
+#[test]
+fn a_module_that_failed_to_load_inside_a_caught_import_is_said() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[(
+            "skewed/__init__.py",
+            "try:\n    from . import _ext\n    HAS_EXT = True\nexcept ImportError:\n    HAS_EXT = False\n",
+        )],
+    );
+    let lib = site.join("skewed/lib");
+    let build = work.path().join("build");
+    gcc_shared(
+        &build,
+        "libdep.so",
+        Some("libdep.so"),
+        "int dep_v2(void) { return 2; }\n",
+        &[],
+    );
+    install_extension(
+        work.path(),
+        &python,
+        &site.join("skewed"),
+        "_ext",
+        "int dep_v2(void);",
+        "dep_v2();",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", build.display()),
+            "-l:libdep.so",
+            "-Wl,-rpath,$ORIGIN/lib",
+        ],
+    );
+    // The release installed beside it lacks the symbol it was built against.
+    gcc_shared(
+        &lib,
+        "libdep.so",
+        Some("libdep.so"),
+        "int dep_v1(void) { return 1; }\n",
+        &[],
+    );
+    let o = std::process::Command::new(&python)
+        .args(["-c", "import skewed; print(skewed.HAS_EXT)"])
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&o).trim(), "False", "{}", stderr(&o));
+    let (code, v) = doctor_import("skewed", &python);
+    assert_eq!(
+        (code, v["verdict"]["status"].as_str()),
+        (Some(0), Some("will-fail-when-loaded")),
+        "{v:#}"
+    );
+    let reasons = reasons_of(&v);
+    assert!(
+        reasons.iter().any(|r| r.contains("skewed/_ext")
+            && r.contains("undefined symbol: dep_v2")
+            && r.contains("the package caught it")),
+        "{reasons:#?}"
+    );
+    assert_eq!(
+        v["imports_run"][0]["extension_failures"][0]["error"]
+            .as_str()
+            .map(|e| e.contains("undefined symbol: dep_v2")),
+        Some(true),
+        "{v:#}"
+    );
+}

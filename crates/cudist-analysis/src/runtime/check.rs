@@ -3909,6 +3909,58 @@ fn failed_at_import(
     }
 }
 
+/// Extension modules that failed to load while the import went on (the package caught the
+/// ImportError: implicit's GPU module, whose librmm is another release than it was built
+/// against, "undefined symbol"): what the module provides fails, or the package runs without
+/// it. A failure the model says already (a library not found) is its line.
+fn extensions_failed_at_import(
+    report: &mut Report,
+    major: Option<u32>,
+    catalog: &Catalog,
+    disagreements: &mut Vec<String>,
+) {
+    let traces: Vec<super::trace::ImportTrace> = report
+        .imports_run
+        .iter()
+        .filter(|t| t.ok)
+        .cloned()
+        .collect();
+    for t in &traces {
+        for x in &t.extension_failures {
+            let fix = match not_found_in(&x.error) {
+                Some(missing) => {
+                    if report.verdict.says_at(Status::WillFailWhenLoaded, missing) {
+                        continue;
+                    }
+                    fix_for(missing, &x.path, &[], major, catalog)
+                        .map(|f| format!(" (fix: {f})"))
+                        .unwrap_or_default()
+                }
+                None if x.error.contains("undefined symbol") => " (a library it links is not the release it was built against: install the versions its package requires)".to_string(),
+                None => String::new(),
+            };
+            let file = x.path.display().to_string();
+            disagreements.push(format!(
+                "import {}: the real import's load of the module {file} failed ({}) and the import went on; the model of its files had no failure for it",
+                t.module, x.error
+            ));
+            report.verdict.add_cause(
+                Status::WillFailWhenLoaded,
+                format!("module failed {file}"),
+                file.clone(),
+                format!(
+                    "{file}: the module failed to load during import {} ({}); the package caught it and went on without it: what it provides fails, or runs without it{fix}",
+                    t.module, x.error
+                ),
+                format!(
+                    "modules failed to load during import {} ({}); the package caught it and went on without them{fix}",
+                    t.module, x.error
+                ),
+            );
+        }
+    }
+}
+
 /// The verdict made whole: what the real import tried and failed to load, one line per root
 /// cause, and the real import's failure leading.
 fn conclude(
@@ -3918,6 +3970,7 @@ fn conclude(
     catalog: &Catalog,
 ) -> Report {
     failed_at_import(&mut report, major, catalog, &mut disagreements);
+    extensions_failed_at_import(&mut report, major, catalog, &mut disagreements);
     report.verdict.settle();
     // The real import's failure leads: what the model found explains it. A failure the model
     // has no reason for is a disagreement too.

@@ -92,6 +92,22 @@ def _find_library(name):
     return found
 _ctu.find_library = _find_library
 _own.add(_find_library.__code__)
+# An extension module that fails to load (a library it needs is missing, a symbol it needs is
+# not in the one loaded) raises ImportError from its loader's create_module: recorded there,
+# since a package that catches it goes on without the module (and says so, if at all, in a
+# warning).
+import importlib.machinery as _im
+_ext_failures = []
+_real_create = _im.ExtensionFileLoader.create_module
+def _create_module(self, spec):
+    try:
+        return _real_create(self, spec)
+    except ImportError as e:
+        if len(_ext_failures) < _max:
+            _ext_failures.append({'path': str(getattr(self, 'path', '')), 'error': str(e)[:1000]})
+        raise
+_im.ExtensionFileLoader.create_module = _create_module
+_own.add(_create_module.__code__)
 def _maps():
     seen, out = set(), []
     try:
@@ -115,6 +131,7 @@ except BaseException as e:
 _t = time.monotonic() - _t
 _out.write(json.dumps({'python': sys.version.split()[0], 'executable': sys.executable, 'error': _error,
                        'mapped': [p for p in _maps() if p not in _before], 'dlopens': _events, 'finds': _finds,
+                       'ext_failures': _ext_failures,
                        'seconds': _t}))
 _out.flush()
 os._exit(0)
@@ -142,6 +159,9 @@ pub struct ImportTrace {
     pub dlopens: Vec<DlopenCall>,
     /// The `ctypes.util.find_library` calls the import made, with what each found.
     pub finds: Vec<FindCall>,
+    /// The extension modules that failed to load during the import, whether or not the package
+    /// caught the error.
+    pub extension_failures: Vec<ExtensionFailure>,
     /// Seconds the import took (as the interpreter measured it; the whole run's when it did not
     /// report).
     pub seconds: f64,
@@ -181,6 +201,15 @@ pub struct DlopenCall {
     /// such file or directory`), as ctypes raised it; the package caught it when the import
     /// went on.
     pub error: Option<String>,
+}
+
+/// An extension module that failed to load during the import.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct ExtensionFailure {
+    /// The module's file.
+    pub path: PathBuf,
+    /// The error its loader raised (`…/_cuda.so: undefined symbol: _ZTIN3rmm9bad_allocE`).
+    pub error: String,
 }
 
 /// One `ctypes.util.find_library` call of the import.
@@ -227,6 +256,8 @@ struct Raw {
     dlopens: Vec<RawEvent>,
     #[serde(default)]
     finds: Vec<RawFind>,
+    #[serde(default)]
+    ext_failures: Vec<ExtensionFailure>,
 }
 
 /// How a run is started: the interpreter, the module and the environment changes.
@@ -394,6 +425,7 @@ pub fn finish(mut s: Started) -> Result<ImportTrace> {
         loaded: Vec::new(),
         dlopens: Vec::new(),
         finds: Vec::new(),
+        extension_failures: Vec::new(),
         seconds,
         stderr_tail: None,
     };
@@ -445,6 +477,7 @@ pub fn finish(mut s: Started) -> Result<ImportTrace> {
             }
         })
         .collect();
+    trace.extension_failures = raw.ext_failures;
     trace.finds = raw
         .finds
         .into_iter()
