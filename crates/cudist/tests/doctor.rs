@@ -3307,6 +3307,43 @@ fn a_python_packages_missing_libraries_are_one_line() {
             && lines[0].contains("they come with torch, whose import loads them"),
         "{reasons:#?}"
     );
+    // Where torch is installed, the CUDA library its import loads is missing for that import
+    // too: its own wheel is the fix, not torch.
+    let torch = site.join("torch-2.4.0.dist-info");
+    std::fs::create_dir_all(&torch).unwrap();
+    std::fs::write(
+        torch.join("METADATA"),
+        "Metadata-Version: 2.1\nName: torch\nVersion: 2.4.0\n",
+    )
+    .unwrap();
+    std::fs::write(torch.join("RECORD"), "").unwrap();
+    let (_, v) = doctor_import("opsuser", &python);
+    let reasons = reasons_of(&v);
+    let cudart: Vec<&&str> = reasons
+        .iter()
+        .filter(|r| r.contains("libcudart.so.12 not found"))
+        .collect();
+    assert_eq!(cudart.len(), 1, "{reasons:#?}");
+    assert!(!cudart[0].contains("come with torch"), "{reasons:#?}");
+    let fix = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|f| f["missing"].as_array().cloned().unwrap_or_default())
+        .find(|m| m["name"] == "libcudart.so.12")
+        .map(|m| m["fix"].to_string())
+        .unwrap_or_default();
+    assert!(
+        fix.contains("install nvidia-cuda-runtime-cu12") && !fix.contains("install torch"),
+        "{fix}: {v:#}"
+    );
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("libc10.so, libtorch.so not found")
+                && r.contains("they come with torch")),
+        "{reasons:#?}"
+    );
 }
 
 /// cuda-cccl's shape: one build per CUDA release, in directories named for it, and the package

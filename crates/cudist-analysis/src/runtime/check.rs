@@ -1599,6 +1599,8 @@ struct Shared<'a> {
     /// The libraries the preloads that cannot load here lack, each with the first such preload
     /// and where it looked.
     blocked_tried: &'a HashMap<String, (String, Vec<PathBuf>)>,
+    /// The distributions installed where the imports were found (normalised names).
+    installed: &'a BTreeSet<String>,
 }
 
 /// Every check of one file, and the verdict lines it adds.
@@ -1619,6 +1621,7 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         not_loaded,
         blocked_brings,
         blocked_tried,
+        installed,
     } = *shared;
     let catalog = names.catalog;
     let mut verdict = Verdict::default();
@@ -2026,6 +2029,13 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
                 .find(|p| id.is_some_and(|id| p.loads_at_import.iter().any(|l| l == id)))
                 .copied()
         });
+        // A CUDA library an installed provider's import loads is missing for that import too:
+        // its own wheel is the fix (torch installed, nvidia-cuda-runtime-cu12 missing), not
+        // the provider.
+        let provider = provider.filter(|p| {
+            p.sonames.contains(&m.name)
+                || !installed.contains(&cudist_wheel::installed::normalise(&p.pip))
+        });
         if let Some(p) = provider {
             match from_provider.iter_mut().find(|(q, _)| q.pip == p.pip) {
                 Some((_, ms)) => ms.push(m),
@@ -2072,13 +2082,18 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         say(ms, String::new(), fix);
     }
     for (p, ms) in &from_provider {
+        let fix = if installed.contains(&cudist_wheel::installed::normalise(&p.pip)) {
+            format!(" (fix: {} is installed: import it first)", p.pip)
+        } else {
+            format!(" (fix: install {} and import it first)", p.pip)
+        };
         say(
             ms,
             format!(
                 ": they come with {}, whose import loads them ({}); nothing here loads it first",
                 p.pip, p.loaded_by
             ),
-            format!(" (fix: install {} and import it first)", p.pip),
+            fix,
         );
     }
     // The device code is read only when there is a GPU to judge it for, or a driver to judge a
@@ -3629,6 +3644,11 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             )
         })
         .collect();
+    let installed_names: BTreeSet<String> = dists
+        .values()
+        .flatten()
+        .map(|d| cudist_wheel::installed::normalise(&d.name))
+        .collect();
     let shared = Shared {
         env: &env,
         host: &report.host,
@@ -3645,6 +3665,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         not_loaded: &not_loaded,
         blocked_brings: &blocked_brings,
         blocked_tried: &blocked_tried,
+        installed: &installed_names,
     };
     let results: Vec<Result<Checked>> = files
         .par_iter()
