@@ -1708,26 +1708,9 @@ fn optional_capabilities_are_not_failures() {
         "cuFileDriverOpen",
         &["libcufile_rdma.so.1"],
     );
-    let exe = gcc(
-        d,
-        "reader",
-        "int cuFileDriverOpen(void *); int main(void) { return cuFileDriverOpen(0); }\n",
-        &[
-            "-Wl,--no-as-needed",
-            &format!("-L{}", lib.display()),
-            "-l:libcufile.so.0",
-            &format!("-Wl,-rpath,{}", lib.display()),
-        ],
-    );
-    let o = cudist(&[
-        "doctor",
-        "--json",
-        "--ld-library-path",
-        "",
-        exe.to_str().unwrap(),
-    ]);
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(o.status.code(), Some(0), "{v:#}");
+    let exe = exe_calling(d, "reader", &lib, "libcufile.so.0", "cuFileDriverOpen");
+    let (code, v) = doctor_file(&exe);
+    assert_eq!(code, Some(0), "{v:#}");
     let reasons = reasons_of(&v);
     assert!(
         reasons.iter().any(|r| r.contains(
@@ -3912,25 +3895,14 @@ fn a_library_opens_at_run_time_only_the_names_its_file_holds() {
             "cusparseLtInit",
             opens,
         );
-        let exe = gcc(
+        let exe = exe_calling(
             &d.join(case),
             "sparse",
-            "int cusparseLtInit(void *); int main(void) { return cusparseLtInit(0); }\n",
-            &[
-                "-Wl,--no-as-needed",
-                &format!("-L{}", lib.display()),
-                "-l:libcusparseLt.so.0",
-                &format!("-Wl,-rpath,{}", lib.display()),
-            ],
+            &lib,
+            "libcusparseLt.so.0",
+            "cusparseLtInit",
         );
-        let o = cudist(&[
-            "doctor",
-            "--json",
-            "--ld-library-path",
-            "",
-            exe.to_str().unwrap(),
-        ]);
-        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let (_, v) = doctor_file(&exe);
         let nvrtc = reasons_of(&v).iter().any(|r| {
             r.contains("dlopen(libnvrtc.so.13) from libcusparseLt.so.0 will fail on first use")
         });
@@ -4051,4 +4023,41 @@ fn a_module_that_failed_to_load_inside_a_caught_import_is_said() {
         Some(true),
         "{v:#}"
     );
+}
+
+/// An executable in `dir` whose `main` calls `symbol` of the library `soname` in `lib`, found
+/// through an RPATH to `lib`.
+fn exe_calling(
+    dir: &std::path::Path,
+    name: &str,
+    lib: &std::path::Path,
+    soname: &str,
+    symbol: &str,
+) -> std::path::PathBuf {
+    gcc(
+        dir,
+        name,
+        &format!("int {symbol}(void *); int main(void) {{ return {symbol}(0); }}\n"),
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", lib.display()),
+            &format!("-l:{soname}"),
+            &format!("-Wl,-rpath,{}", lib.display()),
+        ],
+    )
+}
+
+/// `doctor --json` of one file, with no `LD_LIBRARY_PATH`: its exit code and report.
+fn doctor_file(file: &std::path::Path) -> (Option<i32>, Value) {
+    let o = cudist(&[
+        "doctor",
+        "--json",
+        "--ld-library-path",
+        "",
+        file.to_str().unwrap(),
+    ]);
+    (
+        o.status.code(),
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o))),
+    )
 }
