@@ -46,15 +46,19 @@ const SCRATCH_MARK: &str = ".cudist-";
 fn temp_beside(dest: &Path) -> io::Result<(NamedTempFile, Live)> {
     let dir = dir_of(dest);
     sweep(dir);
-    let tmp = tempfile::Builder::new()
-        .prefix(&prefix_for(dest))
-        .suffix(TEMP_SUFFIX)
-        // Created 0666 less the umask, as a plain create would be; the mode of a replaced file is
-        // set by the caller.
-        .permissions(std::fs::Permissions::from_mode(0o666))
-        .tempfile_in(dir)?;
+    let (tmp, live) = Live::make(
+        || {
+            tempfile::Builder::new()
+                .prefix(&prefix_for(dest))
+                .suffix(TEMP_SUFFIX)
+                // Created 0666 less the umask, as a plain create would be; the mode of a replaced
+                // file is set by the caller.
+                .permissions(std::fs::Permissions::from_mode(0o666))
+                .tempfile_in(dir)
+        },
+        |t| t.path(),
+    )?;
     try_lock(tmp.as_file());
-    let live = Live::register(tmp.path());
     Ok((tmp, live))
 }
 
@@ -95,15 +99,23 @@ fn live_set() -> std::sync::MutexGuard<'static, LiveSet> {
 struct Live(u64);
 
 impl Live {
-    fn register(path: &Path) -> Live {
+    /// Makes a temporary (`make`) and registers its path (`path`) under one hold of the set's
+    /// lock: [`remove_live`], which takes the same lock, never finds a temporary that exists on
+    /// disk but is not yet registered (a signal arriving between the two would leave it behind).
+    fn make<T>(
+        make: impl FnOnce() -> io::Result<T>,
+        path: impl Fn(&T) -> &Path,
+    ) -> io::Result<(T, Live)> {
         let mut set = live_set();
+        let made = make()?;
+        let p = path(&made);
         if set.closing {
-            remove_path(path);
+            remove_path(p);
         }
         set.next += 1;
         let n = set.next;
-        set.paths.insert(n, path.to_path_buf());
-        Live(n)
+        set.paths.insert(n, p.to_path_buf());
+        Ok((made, Live(n)))
     }
 }
 
@@ -313,13 +325,17 @@ pub fn copy_atomic(src: &Path, dest: &Path) -> io::Result<u64> {
 /// dropped. `label` goes into the name (`.LABEL.cudist-XXXXXX`).
 pub fn scratch_dir(parent: &Path, label: &str) -> io::Result<ScratchDir> {
     sweep(parent);
-    let dir = tempfile::Builder::new()
-        .prefix(&format!(".{label}{SCRATCH_MARK}"))
-        .rand_bytes(6)
-        .tempdir_in(parent)?;
+    let (dir, live) = Live::make(
+        || {
+            tempfile::Builder::new()
+                .prefix(&format!(".{label}{SCRATCH_MARK}"))
+                .rand_bytes(6)
+                .tempdir_in(parent)
+        },
+        |d| d.path(),
+    )?;
     let held = File::open(dir.path())?;
     try_lock(&held);
-    let live = Live::register(dir.path());
     Ok(ScratchDir {
         _live: live,
         _held: held,
@@ -460,13 +476,17 @@ impl Batch {
             .map_err(write)?;
         tmp.as_file().sync_all().map_err(write)?;
         // A hard link to the original under an unpredictable name beside it, to put it back.
-        let backup = tempfile::Builder::new()
-            .prefix(&prefix_for(dest))
-            .suffix(".cudist-orig")
-            .make_in(dir_of(dest), |p| std::fs::hard_link(dest, p))
-            .map_err(write)?
-            .into_temp_path();
-        let live_backup = Live::register(&backup);
+        let (backup, live_backup) = Live::make(
+            || {
+                Ok(tempfile::Builder::new()
+                    .prefix(&prefix_for(dest))
+                    .suffix(".cudist-orig")
+                    .make_in(dir_of(dest), |p| std::fs::hard_link(dest, p))?
+                    .into_temp_path())
+            },
+            |b| b,
+        )
+        .map_err(write)?;
         self.staged.push(Staged {
             tmp,
             backup,
