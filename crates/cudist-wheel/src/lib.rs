@@ -262,9 +262,9 @@ pub struct Wheel {
     /// Where each member's bytes lie (its local header up to the next member's, or the central
     /// directory), by index.
     spans: Vec<(u64, u64)>,
-    /// Each member's name as the central directory stores it, by index: its local header must
-    /// say the same ([`Wheel::with_member`]).
-    raw_names: Vec<Vec<u8>>,
+    /// Each member's name, method and sizes as the central directory stores them, by index: its
+    /// local header must say the same ([`Wheel::with_member`]).
+    heads: Vec<Head>,
     source: Arc<dyn ReadAt>,
 }
 
@@ -365,14 +365,22 @@ impl Wheel {
                 (s, sorted.get(i).copied().unwrap_or(len).max(s))
             })
             .collect();
-        let raw_names = walked.into_iter().map(|e| e.raw_name).collect();
+        let heads = walked
+            .into_iter()
+            .map(|e| Head {
+                raw_name: e.raw_name,
+                method: e.method,
+                compressed: e.compressed,
+                size: e.size,
+            })
+            .collect();
         Ok(Wheel {
             path: path.to_path_buf(),
             archive,
             members,
             file_size: len,
             spans,
-            raw_names,
+            heads,
             source,
         })
     }
@@ -417,6 +425,10 @@ impl Wheel {
     /// central directory does. Python's zipfile (pip's reader) refuses a wheel where they differ
     /// ("File name in directory … and header … differ"); a reader that took the central name
     /// and the local bytes would judge, and repair would rewrite, another file than pip installs.
+    /// The compression method and, where the local header states them (no data descriptor, no
+    /// zip64 marker), the sizes must agree too: readers that stream an archive front to back
+    /// (`bsdtar`, `python -m zipfile`'s peers in other languages) take them from the local
+    /// header, and would unpack other bytes than the directory describes.
     fn check_local_header(&self, index: usize, at: u64) -> Result<()> {
         let mut head = [0u8; 30];
         self.source
@@ -430,7 +442,8 @@ impl Wheel {
         self.source
             .read_exact_at(&mut local, at + 30)
             .map_err(|e| self.damaged(index, format!("its local header cannot be read ({e})")))?;
-        if local != self.raw_names[index] {
+        let want = &self.heads[index];
+        if local != want.raw_name {
             let shown: String = String::from_utf8_lossy(&local)
                 .chars()
                 .take(200)
@@ -441,6 +454,32 @@ impl Wheel {
                 format!(
                     "its local header names {shown:?}: the central directory and the local \
                      header disagree, and pip's zipfile refuses such a wheel"
+                ),
+            ));
+        }
+        let u16_at = |i: usize| u16::from_le_bytes([head[i], head[i + 1]]);
+        let u32_at = |i: usize| u32::from_le_bytes(head[i..i + 4].try_into().expect("4 bytes"));
+        let (flags, method) = (u16_at(6), u16_at(8));
+        if method != want.method {
+            return Err(self.damaged(
+                index,
+                format!(
+                    "its local header says compression method {method}, the central directory \
+                     {}: readers that stream the archive would unpack other bytes",
+                    want.method
+                ),
+            ));
+        }
+        let (compressed, size) = (u32_at(18), u32_at(22));
+        let stated = flags & 8 == 0 && compressed != u32::MAX && size != u32::MAX;
+        if stated && (u64::from(compressed), u64::from(size)) != (want.compressed, want.size) {
+            return Err(self.damaged(
+                index,
+                format!(
+                    "its local header says {compressed} bytes stored and {size} unpacked, the \
+                     central directory {} and {}: readers that stream the archive would unpack \
+                     other bytes",
+                    want.compressed, want.size
                 ),
             ));
         }
@@ -749,6 +788,15 @@ fn first_duplicate(entries: &[CdEntry]) -> Option<String> {
         .map(|e| e.name.clone())
 }
 
+/// What a member's local header must repeat of its central directory entry.
+#[derive(Clone)]
+struct Head {
+    raw_name: Vec<u8>,
+    method: u16,
+    compressed: u64,
+    size: u64,
+}
+
 /// One entry of the central directory as [`central_directory`] walks it: what a member's
 /// listing needs, read without touching its local header (which the zip crate reads for every
 /// member it lists: for a wheel fetched by range requests, a request per member).
@@ -758,6 +806,8 @@ struct CdEntry {
     raw_name: Vec<u8>,
     /// General-purpose flags (bit 0: encrypted).
     flags: u16,
+    /// The compression method (0 stored, 8 deflated).
+    method: u16,
     /// The system that made the entry (the high byte of "version made by": 0 DOS, 3 Unix).
     system: u8,
     compressed: u64,
@@ -878,6 +928,7 @@ fn central_directory(file: &SharedFile) -> Result<Vec<CdEntry>> {
             name: String::from_utf8_lossy(&cd[pos + 46..pos + 46 + n]).into_owned(),
             raw_name: cd[pos + 46..pos + 46 + n].to_vec(),
             flags: u16_at(&cd, pos + 8) as u16,
+            method: u16_at(&cd, pos + 10) as u16,
             system: cd[pos + 5],
             compressed: u32_at(&cd, pos + 20),
             size: u32_at(&cd, pos + 24),
@@ -1036,6 +1087,34 @@ mod tests {
             "{e}"
         );
         assert!(w.read_prefix(0, 4).is_err());
+    }
+
+    /// A member whose local header states another compression method or other sizes than the
+    /// central directory is refused when read: a streaming reader would unpack other bytes.
+    #[test]
+    fn a_local_header_that_states_another_method_or_size_is_refused() {
+        let (dir, _) = wheel_of(&[("w/_ext.abi3.so", "\x7fELF...")]);
+        let path = dir.path().join("w-1.0-py3-none-any.whl");
+        let good = std::fs::read(&path).unwrap();
+        let local = good.windows(4).position(|w| w == b"PK\x03\x04").unwrap();
+        assert_eq!(
+            good[local + 6] & 8,
+            0,
+            "the test wheel states its sizes locally"
+        );
+        for (field, what) in [(8, "compression method"), (22, "unpacked")] {
+            let mut bytes = good.clone();
+            bytes[local + field] ^= 1;
+            std::fs::write(&path, &bytes).unwrap();
+            let w = Wheel::open(&path).unwrap();
+            let e = w.read_member(0).unwrap_err().to_string();
+            assert!(e.contains("local header says") && e.contains(what), "{e}");
+        }
+        std::fs::write(&path, &good).unwrap();
+        assert_eq!(
+            Wheel::open(&path).unwrap().read_member(0).unwrap(),
+            b"\x7fELF..."
+        );
     }
 
     #[test]
