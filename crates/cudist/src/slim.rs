@@ -345,11 +345,13 @@ fn plan_input(input: &Path, opts: &Options) -> Result<Plan> {
         }
     } else if input.extension().is_some_and(|e| e == "whl") {
         report.kind = "wheel".into();
-        let wheel = cudist_wheel::Wheel::open(input)?;
+        // The wheel's errors name the member; the context names the wheel, once.
+        let named = || input.display().to_string();
+        let wheel = cudist_wheel::Wheel::open(input).with_context(named)?;
         report.package_bytes = Some((wheel.file_size(), None));
         let mut elfs = Vec::new();
         for m in wheel.members() {
-            if !m.is_dir && is_elf(&wheel.read_prefix(m.index, 4)?) {
+            if !m.is_dir && is_elf(&wheel.read_prefix(m.index, 4).with_context(named)?) {
                 elfs.push(m);
             }
         }
@@ -378,7 +380,7 @@ fn plan_input(input: &Path, opts: &Options) -> Result<Plan> {
                     .map_err(anyhow::Error::from)
                     .and_then(|mut d| slim_elf(&m.name, &mut d, opts).map_err(anyhow::Error::from)),
             };
-            record(m.name.clone(), r?, &mut report);
+            record(m.name.clone(), r.with_context(named)?, &mut report);
             checked.push(m.name.clone());
         }
     } else if meta.is_file() {
@@ -520,8 +522,9 @@ fn write(
                     dest.display()
                 )));
             }
-            let wheel = cudist_wheel::Wheel::open(&plan.input)?;
-            let dist_info = wheel.dist_info()?;
+            let named = || plan.input.display().to_string();
+            let wheel = cudist_wheel::Wheel::open(&plan.input).with_context(named)?;
+            let dist_info = wheel.dist_info().with_context(named)?;
             let slim_opts = opts.clone();
             // Each changed member is read, slimmed and deflated into the output one at a time;
             // the ELF members read while planning are not inflated again to check them.

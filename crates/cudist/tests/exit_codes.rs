@@ -397,6 +397,22 @@ fn every_command_keeps_the_exit_code_contract() {
         if *want != OK && *want != NO && err.trim().is_empty() {
             wrong.push(format!("{cmd} × {cell}: exit {want} without a word"));
         }
+        // A missing or bad input is named in the error (by its file name: some commands say the
+        // path as given, some as resolved).
+        let inputs: Vec<String> = args
+            .iter()
+            .map(Path::new)
+            .filter(|a| a.starts_with(w) && a.exists() == (*cell == "bad"))
+            .filter_map(|a| Some(a.file_name()?.to_string_lossy().into_owned()))
+            .collect();
+        if ["missing", "bad"].contains(cell)
+            && !inputs.is_empty()
+            && !inputs.iter().any(|n| err.contains(n.as_str()))
+        {
+            wrong.push(format!(
+                "{cmd} × {cell}: the error names none of {inputs:?}: {err}"
+            ));
+        }
     }
     // Every command has its usage, machine and success cells (self-check's success depends on
     // the tools this machine has: its own test covers it); every command that reads an input,
