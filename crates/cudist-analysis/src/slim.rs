@@ -285,9 +285,10 @@ pub fn select(entries: &[Entry], opts: &Options) -> (Vec<bool>, Vec<String>) {
 /// Slims one ELF file: `Ok(None)` when it has no `.nv_fatbin` entries (nothing to do), else what
 /// was done. `data` keeps its length with `keep_layout`, else loses the zero tail of `.nv_fatbin`
 /// where the layout allows. On an error `data` may be half-changed: callers write nothing then.
+/// The cut copy is kept where `data` is (in memory, or in a temporary file for a large file).
 pub fn slim_elf(
     path: &str,
-    data: &mut Vec<u8>,
+    data: &mut cudist_fs::Buf,
     opts: &Options,
 ) -> Result<Option<FileSlim>, SlimError> {
     let before = data.len();
@@ -348,7 +349,9 @@ pub fn slim_elf(
         Ok(Err(_)) => (tail_only, None),
         Err(source) => return Err(cut_err(source)),
     };
-    match cudist_elf::cut::cut_section_tail(data, name, keep) {
+    let in_memory = if data.is_spilled() { 0 } else { u64::MAX };
+    let make = |len| cudist_fs::Buf::zeroed(len, in_memory);
+    match cudist_elf::cut::cut_section_tail_into(data, name, keep, make) {
         Ok(cudist_elf::cut::Cut::Done { data: cut, bytes }) => {
             *data = cut;
             f.file_bytes_cut = bytes;

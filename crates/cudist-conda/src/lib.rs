@@ -312,8 +312,9 @@ fn stage_and_pack(
 }
 
 /// A change made to files of a package as it is repacked ([`repack`]): gets a file's path and
-/// bytes, changes the bytes, says whether it changed them.
-pub type Transform<'a> = &'a mut dyn FnMut(&str, &mut Vec<u8>) -> Result<bool, String>;
+/// bytes (in memory, or in a temporary file when larger than the memory budget allows), changes
+/// the bytes, says whether it changed them.
+pub type Transform<'a> = &'a mut dyn FnMut(&str, &mut cudist_fs::Buf) -> Result<bool, String>;
 
 /// Writes `path` again as `DIR/name-version-<build>.conda` with its files passed through
 /// `transform`: every member is kept as it was (its mode, time, links, every `info/` file) but
@@ -364,17 +365,24 @@ pub fn repack(
         }
         enc.include_checksum(true).map_err(spool)?;
         let mut tar = tar::Builder::new(enc);
-        let limit = cudist_fs::limits().unpacked;
+        let limits = cudist_fs::limits();
         let mut failure: Option<Error> = None;
         scan(path, Parts::All, |m| {
-            let mut bytes = Vec::new();
+            let info_file = m.path.starts_with("info/") || m.path == "info";
+            let mut bytes = cudist_fs::Buf::Heap(Vec::new());
             if let MemberKind::File(size) = m.kind {
-                bytes = cudist_fs::unpack_exact(m.reader, size, limit)
-                    .map_err(|e| invalid(format!("{}: {e}", m.path)))?
-                    .to_vec();
+                // `info/` files are edited as JSON: read whole, within the unpacked limit; the
+                // package's files are held in memory up to the budget, beyond it in a temporary.
+                let in_memory = if info_file {
+                    limits.unpacked
+                } else {
+                    limits.in_memory_member(1)
+                };
+                bytes = cudist_fs::Buf::unpack(m.reader, size, in_memory)
+                    .map_err(|e| invalid(format!("{}: {e}", m.path)))?;
             }
-            if m.path.starts_with("info/") || m.path == "info" {
-                info.push((m.path.to_string(), m.kind, m.mode, m.mtime, bytes));
+            if info_file {
+                info.push((m.path.to_string(), m.kind, m.mode, m.mtime, bytes.to_vec()));
                 return Ok(Next::Continue);
             }
             if matches!(m.kind, MemberKind::File(_)) {

@@ -41,13 +41,13 @@ const EHDR: usize = 64;
 const PHDR: usize = 56;
 const SHDR: usize = 64;
 
-/// What [`cut_section_tail`] did.
+/// What [`cut_section_tail`] did; `B` holds the new file ([`cut_section_tail_into`]).
 #[derive(Debug)]
-pub enum Cut {
+pub enum Cut<B = Vec<u8>> {
     /// The file without the tail: `bytes` fewer.
     Done {
         /// The new file.
-        data: Vec<u8>,
+        data: B,
         /// How many bytes it lost.
         bytes: u64,
     },
@@ -244,7 +244,7 @@ fn read_headers(data: &[u8], name: &str) -> Result<Result<Headers, String>, Patc
     }))
 }
 
-fn kept(why: impl Into<String>) -> Result<Cut, PatchError> {
+fn kept<B>(why: impl Into<String>) -> Result<Cut<B>, PatchError> {
     Ok(Cut::Kept(why.into()))
 }
 
@@ -253,19 +253,46 @@ fn kept(why: impl Into<String>) -> Result<Cut, PatchError> {
 /// removed entries); a layout that does not allow the cut gives [`Cut::Kept`] with the reason,
 /// and a contradictory one an error. Only 64-bit little-endian files are handled.
 pub fn cut_section_tail(data: &[u8], name: &str, keep: u64) -> Result<Cut, PatchError> {
-    cut(data, name, keep, false)
+    cut_section_tail_into(data, name, keep, |len| Ok(vec![0; len as usize]))
+}
+
+/// [`cut_section_tail`] writing the new file into a buffer `make(len)` gives (`len` bytes, which
+/// the cut fills): one in a temporary file keeps a large file's two copies out of memory.
+pub fn cut_section_tail_into<B: std::ops::DerefMut<Target = [u8]>>(
+    data: &[u8],
+    name: &str,
+    keep: u64,
+    make: impl FnOnce(u64) -> std::io::Result<B>,
+) -> Result<Cut<B>, PatchError> {
+    Ok(match cut(data, name, keep, Some(make))? {
+        Cut::Done { data, bytes } => Cut::Done {
+            data: data.expect("made with an output"),
+            bytes,
+        },
+        Cut::Kept(why) => Cut::Kept(why),
+    })
 }
 
 /// Whether [`cut_section_tail`] could cut the section after its first `keep` bytes, by its layout
 /// alone (the bytes there need not be zero yet): how many bytes it would take out, or why not.
 pub fn can_cut(data: &[u8], name: &str, keep: u64) -> Result<Result<u64, String>, PatchError> {
-    Ok(match cut(data, name, keep, true)? {
+    Ok(match cut(data, name, keep, None::<MakeVec>)? {
         Cut::Done { bytes, .. } => Ok(bytes),
         Cut::Kept(why) => Err(why),
     })
 }
 
-fn cut(data: &[u8], name: &str, keep: u64, layout_only: bool) -> Result<Cut, PatchError> {
+/// What makes a new file in memory.
+type MakeVec = fn(u64) -> std::io::Result<Vec<u8>>;
+
+/// The cut, or only its layout check (no new file) when there is no `make` for the output.
+fn cut<B: std::ops::DerefMut<Target = [u8]>>(
+    data: &[u8],
+    name: &str,
+    keep: u64,
+    make: Option<impl FnOnce(u64) -> std::io::Result<B>>,
+) -> Result<Cut<Option<B>>, PatchError> {
+    let layout_only = make.is_none();
     let Headers {
         ph, sh, shoff, si, ..
     } = match read_headers(data, name)? {
@@ -361,12 +388,12 @@ fn cut(data: &[u8], name: &str, keep: u64, layout_only: bool) -> Result<Cut, Pat
         return kept("the section header table lies in the hole");
     }
     let table_off = off_of(table) as usize;
-    if layout_only {
+    let Some(make) = make else {
         return Ok(Cut::Done {
-            data: Vec::new(),
+            data: None,
             bytes: delta,
         });
-    }
+    };
     if data[table_off..table_off + table_len as usize]
         .iter()
         .any(|&b| b != 0)
@@ -377,9 +404,10 @@ fn cut(data: &[u8], name: &str, keep: u64, layout_only: bool) -> Result<Cut, Pat
     }
 
     // The new file: everything before the hole, everything after it.
-    let mut out = Vec::with_capacity(data.len() - delta as usize);
-    out.extend_from_slice(&data[..cut_from as usize]);
-    out.extend_from_slice(&data[cut_to as usize..]);
+    let mut out = make(data.len() as u64 - delta).map_err(PatchError::Output)?;
+    let cut_from_at = cut_from as usize;
+    out[..cut_from_at].copy_from_slice(&data[..cut_from_at]);
+    out[cut_from_at..].copy_from_slice(&data[cut_to as usize..]);
     let moved = |off: u64| if off >= cut_to { off - delta } else { off };
 
     // Each part keeps the segment's permissions that one of its sections needs: the part after
@@ -460,7 +488,7 @@ fn cut(data: &[u8], name: &str, keep: u64, layout_only: bool) -> Result<Cut, Pat
         (table, table_len),
     )?;
     Ok(Cut::Done {
-        data: out,
+        data: Some(out),
         bytes: delta,
     })
 }

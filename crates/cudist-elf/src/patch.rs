@@ -79,6 +79,10 @@ pub enum PatchError {
     Rewrite(String),
     #[error("the patched file does not hold what was asked: {0}")]
     Verify(String),
+    /// Room for the new file could not be made (a temporary file for a large one): the
+    /// machine's fault, not the input's.
+    #[error("cannot make room for the new file")]
+    Output(#[source] std::io::Error),
     /// The file's own tables contradict it (a segment or section beyond its end, an alignment
     /// no loader uses): the input is damaged or hostile, and nothing is rewritten from it.
     #[error("{0}")]

@@ -35,7 +35,7 @@ pub use fault::{machine_fault, Fault};
 pub use inner::{member_name, resolve_beneath, within_root, PathError};
 pub use limits::{limits, set_limits, Limits};
 pub use read::{
-    copy_exact, open_regular, read_bounded, unpack_exact, ReadError, UnpackError, Unpacked,
+    copy_exact, open_regular, read_bounded, unpack_exact, Buf, ReadError, UnpackError, Unpacked,
     SMALL_FILE,
 };
 pub use text::printable;

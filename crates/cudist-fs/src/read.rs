@@ -135,6 +135,123 @@ impl std::ops::Deref for Unpacked {
     }
 }
 
+/// Bytes a command changes (a member or file being slimmed): in memory, or — when larger than
+/// their share of the memory budget — in an unlinked temporary file in `TMPDIR`, mapped shared
+/// and writable, so the kernel may write their pages out instead of holding them (what
+/// `--max-memory` promises). A mapping of the temporary, never of the input: an input that
+/// shrinks while it is read cannot fault a reader of this.
+#[derive(Debug)]
+pub enum Buf {
+    Heap(Vec<u8>),
+    Spilled(memmap2::MmapMut),
+}
+
+impl std::ops::Deref for Buf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Buf::Heap(v) => v,
+            Buf::Spilled(m) => m,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Buf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        match self {
+            Buf::Heap(v) => v,
+            Buf::Spilled(m) => m,
+        }
+    }
+}
+
+impl AsRef<[u8]> for Buf {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl Buf {
+    /// `len` zero bytes: in memory when `len` is at most `in_memory`, else in a temporary file.
+    pub fn zeroed(len: u64, in_memory: u64) -> std::io::Result<Buf> {
+        if len <= in_memory || len == 0 {
+            return Ok(Buf::Heap(vec![0; len as usize]));
+        }
+        let file = tempfile::tempfile()?;
+        file.set_len(len)?;
+        Buf::map(&file)
+    }
+
+    /// `len` zero bytes kept as this buffer is kept (in memory or in a temporary file): for a
+    /// changed copy of it.
+    pub fn zeroed_like(&self, len: u64) -> std::io::Result<Buf> {
+        match self {
+            Buf::Heap(_) => Ok(Buf::Heap(vec![0; len as usize])),
+            Buf::Spilled(_) => Buf::zeroed(len, 0),
+        }
+    }
+
+    /// Whether the bytes are in a temporary file.
+    pub fn is_spilled(&self) -> bool {
+        matches!(self, Buf::Spilled(_))
+    }
+
+    /// Reads exactly `declared` bytes from `r` (an archive member being inflated) as
+    /// [`unpack_exact`] does, into a buffer that can be changed.
+    pub fn unpack(r: &mut dyn Read, declared: u64, in_memory: u64) -> Result<Buf, UnpackError> {
+        if declared <= in_memory || declared == 0 {
+            let mut v = Vec::with_capacity(declared as usize);
+            copy_exact(r, declared, &mut v)?;
+            return Ok(Buf::Heap(v));
+        }
+        let mut spill = std::io::BufWriter::with_capacity(1 << 20, tempfile::tempfile()?);
+        copy_exact(r, declared, &mut spill)?;
+        let file = spill.into_inner().map_err(|e| e.into_error())?;
+        Ok(Buf::map(&file)?)
+    }
+
+    /// A regular file's bytes, at most `limit` ([`read_bounded`]'s rules), copied into a buffer
+    /// that can be changed (the file itself is never mapped: another process may shrink it).
+    pub fn read_file(path: &Path, limit: u64, in_memory: u64) -> Result<Buf, ReadError> {
+        let io = |source| ReadError::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        let f = open_regular(path)?;
+        let size = f.metadata().map_err(io)?.len();
+        if size <= in_memory {
+            return read_bounded(path, limit).map(Buf::Heap);
+        }
+        if size > limit {
+            return Err(ReadError::TooLarge {
+                path: path.display().to_string(),
+                size,
+                limit,
+            });
+        }
+        let mut spill = tempfile::tempfile().map_err(io)?;
+        // One byte more than the limit tells a file that grew while it was read.
+        let got = std::io::copy(&mut f.take(limit + 1), &mut spill).map_err(io)?;
+        if got > limit {
+            return Err(ReadError::TooLarge {
+                path: path.display().to_string(),
+                size: got,
+                limit,
+            });
+        }
+        Buf::map(&spill).map_err(io)
+    }
+
+    fn map(file: &std::fs::File) -> std::io::Result<Buf> {
+        if file.metadata()?.len() == 0 {
+            return Ok(Buf::Heap(Vec::new()));
+        }
+        // SAFETY: a shared mapping of an unlinked temporary file that only this process holds
+        // and never resizes while mapped; nothing else can truncate it.
+        Ok(Buf::Spilled(unsafe { memmap2::MmapMut::map_mut(file)? }))
+    }
+}
+
 /// Why unpacked bytes were not what their archive said.
 #[derive(Debug, thiserror::Error)]
 pub enum UnpackError {
@@ -212,6 +329,31 @@ mod tests {
         assert!(e.contains("a character device"), "{e}");
         let e = read_bounded(&d.path().join("missing"), 100).unwrap_err();
         assert!(e.to_string().starts_with("cannot read "), "{e}");
+    }
+
+    /// A buffer to change is in memory up to its share and in a writable temporary beyond it,
+    /// with the same bytes either way; a copy made "like" it is kept the same way.
+    #[test]
+    fn buffers_to_change_spill_beyond_their_share() {
+        let data: Vec<u8> = (0..5000u32).map(|i| i as u8).collect();
+        for (in_memory, spilled) in [(1 << 20, false), (100, true)] {
+            let mut b = Buf::unpack(&mut &data[..], 5000, in_memory).unwrap();
+            assert_eq!(b.is_spilled(), spilled);
+            assert_eq!(&b[..], &data[..]);
+            b[0] = 0xAA;
+            assert_eq!(b[0], 0xAA);
+            let copy = b.zeroed_like(10).unwrap();
+            assert_eq!((copy.is_spilled(), &copy[..]), (spilled, &[0u8; 10][..]));
+            assert!(Buf::unpack(&mut &data[..], 4999, in_memory).is_err());
+            let d = tempfile::tempdir().unwrap();
+            let f = d.path().join("f");
+            std::fs::write(&f, &data).unwrap();
+            let r = Buf::read_file(&f, 10_000, in_memory).unwrap();
+            assert_eq!((r.is_spilled(), &r[..]), (spilled, &data[..]));
+            let e = Buf::read_file(&f, 4000, in_memory).unwrap_err().to_string();
+            assert!(e.contains("over the 4000-byte limit"), "{e}");
+        }
+        assert!(!Buf::zeroed(0, 0).unwrap().is_spilled());
     }
 
     #[test]

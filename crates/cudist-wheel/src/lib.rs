@@ -584,6 +584,15 @@ impl Wheel {
         })
     }
 
+    /// Reads a member to be changed: in memory within `in_memory` bytes, else inflated to an
+    /// unlinked temporary file mapped writable ([`cudist_fs::Buf`]).
+    pub fn read_member_buf(&self, index: usize, in_memory: u64) -> Result<cudist_fs::Buf> {
+        let size = self.members[index].size;
+        self.with_member(index, |r| {
+            cudist_fs::Buf::unpack(r, size, in_memory).map_err(|e| self.damaged(index, e))
+        })
+    }
+
     /// The wheel's one `.dist-info` directory, as pip requires it: exactly one at the top level,
     /// holding `METADATA`, `WHEEL` and `RECORD`, named after the distribution and version of the
     /// file name (when the file is named as a wheel).

@@ -67,7 +67,8 @@ pub struct Rewrite {
 }
 
 /// A change applied to a member's bytes as it is written ([`Rewrite::transform`]).
-pub type Transform = Box<dyn Fn(&str, &mut Vec<u8>) -> Result<(), String> + Sync>;
+/// The bytes are in memory, or in a temporary file for a member larger than the memory budget.
+pub type Transform = Box<dyn Fn(&str, &mut cudist_fs::Buf) -> Result<(), String> + Sync>;
 
 /// What was written.
 #[derive(Debug)]
@@ -341,8 +342,10 @@ fn write_members(
         let new_bytes = if let (Some(transform), true) =
             (&rw.transform, rw.transform_members.contains(&m.name))
         {
-            // Read whole (its CRC checked), changed in place, deflated straight into the output.
-            let mut bytes = wheel.read_member(m.index)?;
+            // Read whole (its CRC checked), changed in place, deflated straight into the output;
+            // one larger than the memory budget is held in a temporary file.
+            let in_memory = cudist_fs::limits().in_memory_member(1);
+            let mut bytes = wheel.read_member_buf(m.index, in_memory)?;
             transform(&m.name, &mut bytes)
                 .map_err(|e| WheelError::Layout(format!("{}: {e}", m.name)))?;
             Some(bytes)
@@ -355,7 +358,11 @@ fn write_members(
                     "METADATA",
                 )?
                 .unwrap_or_default();
-            Some(edit_metadata(&bytes, &rw.requires_dist, &rw.provides_extra))
+            Some(cudist_fs::Buf::Heap(edit_metadata(
+                &bytes,
+                &rw.requires_dist,
+                &rw.provides_extra,
+            )))
         } else {
             None
         };

@@ -9,6 +9,7 @@ use anyhow::{bail, Context, Result};
 use cudist_analysis::slim::{slim_elf, FileSlim, Options, PtxPolicy, SlimRecord};
 use cudist_catalog::targets::{self, Target};
 use cudist_catalog::Catalog;
+use cudist_fs::Buf;
 use serde::Serialize;
 
 use crate::errors;
@@ -265,9 +266,15 @@ fn is_elf(head: &[u8]) -> bool {
     head.starts_with(b"\x7fELF")
 }
 
-fn read_file(path: &Path) -> Result<Vec<u8>> {
-    cudist_fs::read_bounded(path, cudist_fs::limits().unpacked)
-        .map_err(|e| errors::input(format!("{}: {e}", path.display())))
+/// The most bytes of one file or member slim holds in memory (`--max-memory`: slim changes one
+/// large file at a time); a larger one is held in a temporary file ([`Buf`]).
+fn in_memory() -> u64 {
+    cudist_fs::limits().in_memory_member(1)
+}
+
+fn read_file(path: &Path) -> Result<Buf> {
+    Buf::read_file(path, cudist_fs::limits().unpacked, in_memory())
+        .map_err(|e| errors::reading(&path.display().to_string(), &e))
 }
 
 fn plan_input(input: &Path, opts: &Options) -> Result<Plan> {
@@ -299,7 +306,7 @@ fn plan_input(input: &Path, opts: &Options) -> Result<Plan> {
             None => report.without_device_code.push(name),
         };
     // Slims a copy of one file, to see what changes; the copy is dropped.
-    let mut one = |name: String, mut data: Vec<u8>, report: &mut InputReport| -> Result<()> {
+    let mut one = |name: String, mut data: Buf, report: &mut InputReport| -> Result<()> {
         let r = slim_elf(&name, &mut data, opts)?;
         record(name, r, report);
         Ok(())
@@ -325,13 +332,13 @@ fn plan_input(input: &Path, opts: &Options) -> Result<Plan> {
             if m.path.starts_with("info/") {
                 return Ok(cudist_conda::Next::Continue);
             }
-            let data = cudist_fs::unpack_exact(m.reader, size, cudist_fs::limits().unpacked)
-                .map_err(|e| cudist_conda::Error::Invalid {
+            let data = Buf::unpack(m.reader, size, in_memory()).map_err(|e| {
+                cudist_conda::Error::Invalid {
                     path: input.to_path_buf(),
                     what: "member",
                     message: format!("{}: {e}", m.path),
-                })?
-                .to_vec();
+                }
+            })?;
             if is_elf(&data) {
                 if let Err(e) = one(m.path.to_string(), data, &mut report) {
                     failure = Some(e);
@@ -366,7 +373,9 @@ fn plan_input(input: &Path, opts: &Options) -> Result<Plan> {
                 let r = wheel
                     .read_member(m.index)
                     .map_err(anyhow::Error::from)
-                    .and_then(|mut d| slim_elf(&m.name, &mut d, opts).map_err(anyhow::Error::from));
+                    .and_then(|d| {
+                        slim_elf(&m.name, &mut Buf::Heap(d), opts).map_err(anyhow::Error::from)
+                    });
                 (m.name.clone(), r)
             })
             .collect();
@@ -376,7 +385,7 @@ fn plan_input(input: &Path, opts: &Options) -> Result<Plan> {
             let r = match results.remove(&m.name) {
                 Some(r) => r,
                 None => wheel
-                    .read_member(m.index)
+                    .read_member_buf(m.index, in_memory())
                     .map_err(anyhow::Error::from)
                     .and_then(|mut d| slim_elf(&m.name, &mut d, opts).map_err(anyhow::Error::from)),
             };
@@ -414,7 +423,7 @@ fn write(
     opts: &Options,
     report: &Report,
 ) -> Result<(Option<String>, Option<u64>)> {
-    let slimmed = |name: &str, mut data: Vec<u8>| -> Result<Vec<u8>> {
+    let slimmed = |name: &str, mut data: Buf| -> Result<Buf> {
         slim_elf(name, &mut data, opts)?;
         Ok(data)
     };
@@ -477,7 +486,7 @@ fn write(
             let record = slim_record(report)?;
             let wanted: std::collections::BTreeSet<&str> =
                 plan.changed.iter().map(String::as_str).collect();
-            let mut transform = |name: &str, data: &mut Vec<u8>| -> Result<bool, String> {
+            let mut transform = |name: &str, data: &mut Buf| -> Result<bool, String> {
                 if !wanted.contains(name) {
                     return Ok(false);
                 }
@@ -530,7 +539,7 @@ fn write(
             // the ELF members read while planning are not inflated again to check them.
             let mut rw = cudist_wheel::write::Rewrite {
                 transform_members: plan.changed.iter().cloned().collect(),
-                transform: Some(Box::new(move |name: &str, data: &mut Vec<u8>| {
+                transform: Some(Box::new(move |name: &str, data: &mut Buf| {
                     slim_elf(name, data, &slim_opts)
                         .map(|_| ())
                         .map_err(|e| cudist_analysis::error::message(&e))

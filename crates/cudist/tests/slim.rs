@@ -886,3 +886,105 @@ fn what_cannot_be_done_is_a_usage_error() {
         stderr(&o)
     );
 }
+
+/// `--max-memory` holds for slim as for inspect and repair: a member larger than its share is
+/// read, slimmed, cut and deflated through temporary files, never held in the heap. The member
+/// here (192 MiB: a loaded `.nv_fatbin` of two 96 MiB cubins, sm_80 and sm_90) is slimmed to
+/// sm_90 under a data limit of 160 MiB (RLIMIT_DATA counts the heap and private mappings, not
+/// shared mappings of files), which holding the member or its cut copy in memory exceeds; the
+/// wheel written is byte for byte the one slim writes with the member in memory.
+#[test]
+fn a_member_larger_than_the_memory_budget_is_slimmed_through_temporary_files() {
+    const PAYLOAD: u64 = 96 << 20;
+    let d = tempfile::tempdir().unwrap();
+    let p = |n: &str| d.path().join(n);
+    // One fatbin container, two uncompressed cubin entries (64-byte headers, docs/fatbin.md §3).
+    let mut fat = std::io::BufWriter::new(std::fs::File::create(p("fat.bin")).unwrap());
+    use std::io::Write;
+    fat.write_all(&0xBA55_ED50u32.to_le_bytes()).unwrap();
+    fat.write_all(&[1, 0, 0x10, 0]).unwrap();
+    fat.write_all(&(2 * (0x40 + PAYLOAD)).to_le_bytes())
+        .unwrap();
+    for sm in [80u32, 90] {
+        let mut h = [0u8; 0x40];
+        h[0..2].copy_from_slice(&2u16.to_le_bytes());
+        h[2..4].copy_from_slice(&0x0101u16.to_le_bytes());
+        h[4..8].copy_from_slice(&0x40u32.to_le_bytes());
+        h[8..16].copy_from_slice(&PAYLOAD.to_le_bytes());
+        h[0x18..0x1A].copy_from_slice(&7u16.to_le_bytes());
+        h[0x1A..0x1C].copy_from_slice(&1u16.to_le_bytes());
+        h[0x1C..0x20].copy_from_slice(&sm.to_le_bytes());
+        h[0x28..0x30].copy_from_slice(&0x11u64.to_le_bytes());
+        fat.write_all(&h).unwrap();
+        let chunk = vec![sm as u8; 1 << 20];
+        for _ in 0..PAYLOAD >> 20 {
+            fat.write_all(&chunk).unwrap();
+        }
+    }
+    fat.into_inner().unwrap().sync_all().unwrap();
+    std::fs::write(
+        p("big.c"),
+        format!(
+            "__asm__(\".section .nv_fatbin,\\\"a\\\",@progbits\\n.balign 8\\n.globl blob\\nblob:\\n.incbin \\\"{}\\\"\\n.previous\\n\");\n\
+             extern const unsigned char blob[];\n\
+             struct W {{ int magic; int version; const unsigned char *data; void *rest; }};\n\
+             __attribute__((section(\".nvFatBinSegment\"), used)) struct W wrapper = {{0x466243b1, 1, blob, 0}};\n\
+             int first(void) {{ return wrapper.data[0]; }}\n",
+            p("fat.bin").display()
+        ),
+    )
+    .unwrap();
+    let st = std::process::Command::new("gcc")
+        .args(["-shared", "-fPIC", "-O1", "-o"])
+        .arg(p("libbig.so"))
+        .arg(p("big.c"))
+        .status()
+        .unwrap();
+    assert!(st.success(), "gcc");
+    std::fs::remove_file(p("fat.bin")).unwrap();
+    let wheel = p("big-1.0-py3-none-any.whl");
+    write_wheel(
+        &wheel,
+        "big",
+        &[],
+        &[("big/libbig.so", std::fs::read(p("libbig.so")).unwrap())],
+    );
+    std::fs::remove_file(p("libbig.so")).unwrap();
+    let run = |out: &str, budget: Option<&str>| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_cudist"));
+        c.args(["slim", "--json", "--gpu", "sm_90"])
+            .arg(&wheel)
+            .arg("-w")
+            .arg(p(out));
+        if let Some(b) = budget {
+            // Worker threads' stacks count against the limit: as many as on a 2-core machine.
+            c.args(["--max-memory", b]).env("RAYON_NUM_THREADS", "2");
+            // SAFETY: setrlimit in the child before exec; no allocation, no lock.
+            unsafe {
+                std::os::unix::process::CommandExt::pre_exec(&mut c, || {
+                    let lim = libc::rlimit {
+                        rlim_cur: 160 << 20,
+                        rlim_max: 160 << 20,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_DATA, &lim) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let o = c.output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{budget:?}: {}", stderr(&o));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let f = &v["inputs"][0]["files"][0];
+        assert_eq!(f["bytes_removed"], PAYLOAD + 0x40, "{v}");
+        assert!(
+            f["file_bytes_cut"].as_u64().unwrap() >= PAYLOAD - (128 << 10),
+            "{v}"
+        );
+        std::fs::read(p(out).join(wheel.file_name().unwrap())).unwrap()
+    };
+    let bounded = run("bounded", Some("32M"));
+    let in_memory = run("in-memory", None);
+    assert!(bounded == in_memory, "the two slimmed wheels differ");
+}
