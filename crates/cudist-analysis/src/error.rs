@@ -225,6 +225,10 @@ pub fn is_bad_input<'a>(causes: impl IntoIterator<Item = &'a (dyn StdError + 'st
             || c.is::<cudist_fs::PathError>()
             || c.is::<cudist_fs::ReadError>()
             || c.is::<cudist_fs::ExtractError>()
+            || matches!(
+                c.downcast_ref::<crate::slim::SlimError>(),
+                Some(crate::slim::SlimError::Overlap { .. })
+            )
             || c.downcast_ref::<cudist_conda::Error>()
                 .is_some_and(|e| !matches!(e, cudist_conda::Error::Io { .. }))
             || matches!(

@@ -131,6 +131,15 @@ pub enum SlimError {
         /// What the file has (`sm_80, sm_90, compute_90`).
         has: String,
     },
+    /// Something else of the file lies in `.nv_fatbin`'s bytes, which slimming rewrites: the
+    /// file is damaged or hostile, and nothing is written from it.
+    #[error("{path}: {what} lies inside section .nv_fatbin, whose bytes slimming rewrites; the file is damaged or hostile")]
+    Overlap {
+        /// The file.
+        path: String,
+        /// What lies there (`the section header table`, `section .dynsym`).
+        what: String,
+    },
     /// Taking the zero tail out of the file went wrong (the layout contradicts itself).
     #[error("{path}: cannot take the removed device code out of the file")]
     Cut {
@@ -314,11 +323,16 @@ pub fn slim_elf(
         source,
     };
     let elf = ElfFile::parse(data).map_err(elf_err)?;
+    // `inside` refused a file whose tables lie in the bytes slimming rewrote, so the section is
+    // where it was; a file that still says otherwise is refused, never trusted.
     let section = elf
         .sections
         .iter()
         .find(|s| s.name == SectionKind::NvFatbin.section_name() && s.in_file())
-        .expect("slimmed above");
+        .ok_or_else(|| SlimError::Overlap {
+            path: path.to_string(),
+            what: "the section table".into(),
+        })?;
     let bytes = elf.section_data(data, section).map_err(elf_err)?;
     let (containers, _) =
         cudist_fatbin::parse_containers(bytes, SectionKind::NvFatbin).map_err(|source| {
@@ -368,6 +382,63 @@ pub fn slim_elf(
     Ok(Some(f))
 }
 
+/// What of the file, other than `section`, has bytes in `range` (the section's): the ELF header,
+/// the program or section header table, another section. Slimming rewrites those bytes; a file
+/// whose tables lie there would be destroyed by it.
+fn inside(
+    data: &[u8],
+    elf: &ElfFile,
+    section: &cudist_elf::Section,
+    range: &std::ops::Range<usize>,
+) -> Option<String> {
+    let overlaps = |at: u64, len: u64| {
+        len > 0
+            && (at as u128) < range.end as u128
+            && at as u128 + len as u128 > range.start as u128
+    };
+    let int = |at: usize, n: usize| -> u64 {
+        let b = data.get(at..at + n).unwrap_or(&[]);
+        let mut v = 0u64;
+        for (i, &x) in b.iter().enumerate() {
+            let shift = if elf.big_endian {
+                8 * (n - 1 - i)
+            } else {
+                8 * i
+            };
+            v |= (x as u64) << shift;
+        }
+        v
+    };
+    // (table offset, entry size, count): ELF64 or ELF32 header fields.
+    let (ehdr, ph, sh) = if elf.class == 64 {
+        (
+            64,
+            (int(32, 8), int(54, 2), int(56, 2)),
+            (int(40, 8), int(58, 2), int(60, 2)),
+        )
+    } else {
+        (
+            52,
+            (int(28, 4), int(42, 2), int(44, 2)),
+            (int(32, 4), int(46, 2), int(48, 2)),
+        )
+    };
+    if overlaps(0, ehdr) {
+        return Some("the ELF header".into());
+    }
+    if overlaps(ph.0, ph.1.saturating_mul(ph.2)) {
+        return Some("the program header table".into());
+    }
+    if overlaps(sh.0, sh.1.saturating_mul(sh.2)) {
+        return Some("the section header table".into());
+    }
+    elf.sections
+        .iter()
+        .filter(|o| o.in_file() && !std::ptr::eq(*o, section))
+        .find(|o| overlaps(o.offset, o.size))
+        .map(|o| format!("section {}", o.name))
+}
+
 /// [`slim_elf`] without the cut: `data` keeps its length.
 fn slim_in_place(
     path: &str,
@@ -392,6 +463,12 @@ fn slim_in_place(
             source,
         })?;
     let range = section.offset as usize..section.offset as usize + bytes.len();
+    if let Some(what) = inside(data, &elf, section, &range) {
+        return Err(SlimError::Overlap {
+            path: path.to_string(),
+            what,
+        });
+    }
     let fatbin_err = |source| SlimError::Fatbin {
         path: path.to_string(),
         source,
@@ -465,6 +542,47 @@ mod tests {
 
     fn targets(list: &str) -> Vec<Target> {
         targets::parse_list(list).unwrap()
+    }
+
+    /// A file whose section header table lies in the bytes of `.nv_fatbin` slimming rewrites
+    /// (here: inside a removed sm_80 cubin of the multi.so fixture) is refused, with and without
+    /// the cut, before anything changes: it panicked, and `--keep-layout` wrote a file whose
+    /// section table was device code.
+    #[test]
+    fn tables_inside_the_device_code_are_refused() {
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/device/multi.so");
+        let mut data = std::fs::read(fixture).unwrap();
+        let elf = ElfFile::parse(&data).unwrap();
+        let fatbin = elf
+            .sections
+            .iter()
+            .find(|s| s.name == ".nv_fatbin")
+            .unwrap();
+        let shoff = u64::from_le_bytes(data[40..48].try_into().unwrap()) as usize;
+        let table = 64 * elf.sections.len();
+        // Past the first container (16-byte header, then entries): inside the second one.
+        let at = (fatbin.offset + fatbin.size / 2) as usize & !7;
+        let copy = data[shoff..shoff + table].to_vec();
+        data[at..at + table].copy_from_slice(&copy);
+        data[40..48].copy_from_slice(&(at as u64).to_le_bytes());
+        for keep_layout in [true, false] {
+            let opts = Options {
+                targets: targets("90"),
+                ptx: PtxPolicy::Newest,
+                allow_empty: true,
+                keep_layout,
+            };
+            let mut buf = cudist_fs::Buf::Heap(data.clone());
+            let e = slim_elf("multi.so", &mut buf, &opts).unwrap_err();
+            assert!(matches!(e, SlimError::Overlap { .. }), "{e}");
+            assert_eq!(
+                e.to_string(),
+                "multi.so: the section header table lies inside section .nv_fatbin, whose bytes \
+                 slimming rewrites; the file is damaged or hostile"
+            );
+            assert!(buf[..] == data[..], "nothing changed");
+        }
     }
 
     #[test]
