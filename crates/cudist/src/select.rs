@@ -337,6 +337,17 @@ fn list_index(
 
 /// Reads a wheel on an index by range requests, as far as the judgement on `host` needs; None
 /// when the server does not answer range requests.
+/// The error for a wheel (`wheel`, its path or URL) one of whose files cannot be read: the wheel,
+/// then the file's problem, which names the file (named once).
+fn unreadable(wheel: &str, p: &cudist_analysis::model::InputError) -> anyhow::Error {
+    let problem = if p.error.starts_with(&format!("{}: ", p.path)) {
+        p.error.clone()
+    } else {
+        format!("{}: {}", p.path, p.error)
+    };
+    errors::input(format!("{wheel}: {problem}"))
+}
+
 fn read_front(
     remote: &Remote,
     host: &Host,
@@ -368,7 +379,7 @@ fn read_front(
     )
     .map_err(|e| errors::reading(&f.url, &e))?;
     if let Some(p) = a.problems.first() {
-        bail!(errors::input(format!("{}: {}: {}", f.url, p.path, p.error)));
+        return Err(unreadable(&f.url, p));
     }
     if let (Some(p), true) = (&saved, source.requests() > 0) {
         // The cache is a help, not the answer: a save that fails is said and passed over.
@@ -788,6 +799,11 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
         let spinner = util::Spinner::start(format!("reading {}", w.path().display()));
         let a = cudist_analysis::artifact::inspect_one(w, catalog)?;
         drop(spinner);
+        // A file of the wheel that cannot be read refuses the wheel, as a range read of the same
+        // bytes does (and inspect): judged without it, a GPU build could pass for a CPU build.
+        if let Some(p) = a.problems.first() {
+            return Err(unreadable(&w.path().display().to_string(), p));
+        }
         let path = if origin.contains_key(&file) {
             file
         } else {

@@ -1750,3 +1750,34 @@ fn wheels_for_other_platforms_are_counted_not_listed_unless_all() {
     );
     assert!(!long.contains("this machine"), "{long}");
 }
+
+/// A wheel one of whose shared libraries cannot be read is refused (exit 3, the wheel and the
+/// file named once), read whole as by range requests and as inspect refuses it: judged without
+/// the file, a GPU build would pass for "a CPU build".
+#[test]
+fn a_wheel_with_an_unreadable_library_is_refused_not_judged() {
+    let work = tempfile::tempdir().unwrap();
+    let wheel = work
+        .path()
+        .join("bad-1.0-cp311-cp311-manylinux_2_17_x86_64.whl");
+    let mut so = b"\x7fELF\x02\x01\x01".to_vec();
+    so.resize(256, 0xff);
+    write_wheel(&wheel, "bad", &[], &[("bad/libx.so", so)]);
+    let host = profile(
+        work.path(),
+        "host",
+        serde_json::json!({"driver": "580.65.06", "glibc": "2.35", "python": "3.11",
+            "gpus": [{"name": "H100", "sm": 90}]}),
+    );
+    let o = cudist(&[
+        "select",
+        "--host",
+        host.to_str().unwrap(),
+        wheel.to_str().unwrap(),
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{}{err}", stdout(&o));
+    assert!(!stdout(&o).contains("best:"), "{}", stdout(&o));
+    assert!(err.contains(wheel.to_str().unwrap()), "{err}");
+    assert_eq!(err.matches("bad/libx.so").count(), 1, "{err}");
+}
