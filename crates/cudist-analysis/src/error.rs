@@ -183,6 +183,16 @@ pub fn message(e: &(dyn StdError + 'static)) -> String {
         .join(": ")
 }
 
+/// `place: message`, or `message` alone where it already names `place` (a reader's error that
+/// begins with its file, or quotes a member's name): an error line names each thing once.
+pub fn located(place: &str, message: &str) -> String {
+    if message.starts_with(&format!("{place}: ")) || message.contains(&format!("\"{place}\"")) {
+        message.to_string()
+    } else {
+        format!("{place}: {message}")
+    }
+}
+
 /// The report entry for an input (or a file inside one) that could not be read.
 pub fn input_error(path: String, e: &(dyn StdError + 'static)) -> InputError {
     InputError {
@@ -344,6 +354,22 @@ pub fn hint<'a>(
 
 #[cfg(test)]
 mod tests {
+    use super::located;
+
+    #[test]
+    fn a_place_already_named_is_not_named_again() {
+        assert_eq!(
+            located("a.so", "a.so: cannot read ELF"),
+            "a.so: cannot read ELF"
+        );
+        assert_eq!(
+            located("p/x.so", "member \"p/x.so\" is damaged"),
+            "member \"p/x.so\" is damaged"
+        );
+        assert_eq!(located("a.so", "cannot read ELF"), "a.so: cannot read ELF");
+        assert_eq!(located("a.so", "a.so.1: missing"), "a.so: a.so.1: missing");
+    }
+
     use super::*;
 
     #[test]

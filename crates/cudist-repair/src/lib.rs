@@ -578,7 +578,9 @@ fn open_checked(
     }
     let artifact = cudist_analysis::inspect_one(&Input::Wheel(path.to_path_buf()), catalog)?;
     if let Some(p) = artifact.problems.first() {
-        return Err(bad_input(format!("{}: {}", p.path, p.error)));
+        return Err(bad_input(cudist_analysis::error::located(
+            &p.path, &p.error,
+        )));
     }
     Ok((wheel, md, artifact))
 }

@@ -340,11 +340,7 @@ fn list_index(
 /// The error for a wheel (`wheel`, its path or URL) one of whose files cannot be read: the wheel,
 /// then the file's problem, which names the file (named once).
 fn unreadable(wheel: &str, p: &cudist_analysis::model::InputError) -> anyhow::Error {
-    let problem = if p.error.starts_with(&format!("{}: ", p.path)) {
-        p.error.clone()
-    } else {
-        format!("{}: {}", p.path, p.error)
-    };
+    let problem = cudist_analysis::error::located(&p.path, &p.error);
     errors::input(format!("{wheel}: {problem}"))
 }
 
@@ -762,7 +758,9 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
     }
     let (inputs, errors) = expand_inputs(&paths);
     if let Some(e) = errors.first() {
-        bail!(errors::input(format!("{}: {}", e.path, e.error)));
+        bail!(errors::input(cudist_analysis::error::located(
+            &e.path, &e.error
+        )));
     }
     let wheels: Vec<&Input> = inputs
         .iter()

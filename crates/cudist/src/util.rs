@@ -247,7 +247,10 @@ pub fn print_input_errors<'a>(
     for (artifact, e) in errors {
         match artifact {
             Some(a) => eprintln!("error: {a}: {}", e.error),
-            None => eprintln!("error: {}: {}", e.path, e.error),
+            None => eprintln!(
+                "error: {}",
+                cudist_analysis::error::located(&e.path, &e.error)
+            ),
         }
         if let Some(h) = &e.hint {
             eprintln!("  hint: {h}");

@@ -19,6 +19,7 @@ fn refused(path: &Path, wants: &[&str]) {
     );
     assert!(!err.contains("panicked"), "{err}");
     assert!(err.contains(p), "message must name the file: {err}");
+    assert_eq!(err.matches(p).count(), 1, "the file is named once: {err}");
     for w in wants {
         assert!(err.contains(w), "expected {w:?} in: {err}");
     }
