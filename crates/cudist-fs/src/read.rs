@@ -199,15 +199,10 @@ impl Buf {
     /// Reads exactly `declared` bytes from `r` (an archive member being inflated) as
     /// [`unpack_exact`] does, into a buffer that can be changed.
     pub fn unpack(r: &mut dyn Read, declared: u64, in_memory: u64) -> Result<Buf, UnpackError> {
-        if declared <= in_memory || declared == 0 {
-            let mut v = Vec::with_capacity(declared as usize);
-            copy_exact(r, declared, &mut v)?;
-            return Ok(Buf::Heap(v));
+        match unpack_to(r, declared, in_memory)? {
+            Ok(v) => Ok(Buf::Heap(v)),
+            Err(file) => Ok(Buf::map(&file)?),
         }
-        let mut spill = std::io::BufWriter::with_capacity(1 << 20, tempfile::tempfile()?);
-        copy_exact(r, declared, &mut spill)?;
-        let file = spill.into_inner().map_err(|e| e.into_error())?;
-        Ok(Buf::map(&file)?)
     }
 
     /// A regular file's bytes, at most `limit` ([`read_bounded`]'s rules), copied into a buffer
@@ -289,18 +284,29 @@ pub fn unpack_exact(
     declared: u64,
     in_memory: u64,
 ) -> Result<Unpacked, UnpackError> {
-    if declared <= in_memory {
+    match unpack_to(r, declared, in_memory)? {
+        Ok(v) => Ok(Unpacked::Heap(v)),
+        // SAFETY: a private read-only mapping of an unlinked temporary file that only this
+        // process holds; nothing else can truncate it.
+        Err(file) => Ok(Unpacked::Mapped(unsafe { memmap2::Mmap::map(&file)? })),
+    }
+}
+
+/// Exactly `declared` bytes of `r`: in memory (`Ok`) within `in_memory`, else in an unlinked
+/// temporary file in `TMPDIR` (`Err`), for [`unpack_exact`] and [`Buf::unpack`] to map.
+fn unpack_to(
+    r: &mut dyn Read,
+    declared: u64,
+    in_memory: u64,
+) -> Result<Result<Vec<u8>, File>, UnpackError> {
+    if declared <= in_memory || declared == 0 {
         let mut v = Vec::with_capacity(declared as usize);
         copy_exact(r, declared, &mut v)?;
-        return Ok(Unpacked::Heap(v));
+        return Ok(Ok(v));
     }
     let mut spill = std::io::BufWriter::with_capacity(1 << 20, tempfile::tempfile()?);
     copy_exact(r, declared, &mut spill)?;
-    let file = spill.into_inner().map_err(|e| e.into_error())?;
-    // SAFETY: a private read-only mapping of an unlinked temporary file that only this process
-    // holds; nothing else can truncate it.
-    let map = unsafe { memmap2::Mmap::map(&file)? };
-    Ok(Unpacked::Mapped(map))
+    Ok(Err(spill.into_inner().map_err(|e| e.into_error())?))
 }
 
 #[cfg(test)]
