@@ -50,8 +50,28 @@ pub fn expand_inputs(paths: &[PathBuf]) -> (Vec<Input>, Vec<InputError>) {
     let mut errors = Vec::new();
     for p in paths {
         match classify(p) {
-            Ok(mut v) => inputs.append(&mut v),
-            Err(e) => errors.push(input_error(p.display().to_string(), &e)),
+            Ok(v) => {
+                for i in v {
+                    // A name that holds a control character would print raw onto a terminal
+                    // (an ESC sequence, a forged line): refused, and named escaped.
+                    let name = i.path().to_string_lossy();
+                    if name.chars().any(char::is_control) {
+                        errors.push(InputError {
+                            path: cudist_fs::printable(&name, 4096),
+                            error: "its name holds a control character (a newline, an escape): \
+                                    printed, it could forge lines on a terminal; rename it"
+                                .into(),
+                            hint: None,
+                        });
+                    } else {
+                        inputs.push(i);
+                    }
+                }
+            }
+            Err(e) => errors.push(input_error(
+                cudist_fs::printable(&p.display().to_string(), 4096),
+                &e,
+            )),
         }
     }
     (inputs, errors)

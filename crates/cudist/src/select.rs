@@ -795,7 +795,8 @@ pub fn run(args: SelectArgs, catalog: &Catalog) -> Result<ExitCode> {
             }
         }
         let spinner = util::Spinner::start(format!("reading {}", w.path().display()));
-        let a = cudist_analysis::artifact::inspect_one(w, catalog)?;
+        let a = cudist_analysis::artifact::inspect_one(w, catalog)
+            .map_err(|e| errors::reading(&w.path().display().to_string(), &e))?;
         drop(spinner);
         // A file of the wheel that cannot be read refuses the wheel, as a range read of the same
         // bytes does (and inspect): judged without it, a GPU build could pass for a CPU build.

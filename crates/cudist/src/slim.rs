@@ -470,7 +470,8 @@ fn write(
                     "say where slimmed packages go: -w DIR (a package is never changed in place)"
                 ));
             };
-            std::fs::create_dir_all(dir)?;
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
             let pkg = cudist_conda::read(&plan.input)?;
             // The build string says what the package was slimmed to: `h1234_0_slim_sm86_sm90`.
             let build = format!("{}_slim_{}", pkg.index.build, report.targets.join("_"));
@@ -520,7 +521,8 @@ fn write(
                     "say where slimmed wheels go: -w DIR (a wheel is never changed in place)"
                 ));
             };
-            std::fs::create_dir_all(dir)?;
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
             let name = plan.input.file_name().context("a wheel has a file name")?;
             let dest = dir.join(name);
             if dest.exists()

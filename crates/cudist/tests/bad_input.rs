@@ -309,3 +309,40 @@ fn host_profiles_are_tamed_and_checked() {
         assert!(err.contains(field) && !err.contains('\u{1b}'), "{err}");
     }
 }
+
+/// An input whose file name holds a control character is refused, named escaped: printed raw,
+/// an ESC sequence would reach the terminal and a newline could forge a report line
+/// (`best: evil.whl` under select).
+#[test]
+fn names_with_control_characters_are_refused_escaped() {
+    let d = tempfile::tempdir().unwrap();
+    let host = write_profile(
+        &d.path().join("host.json"),
+        &serde_json::json!({"driver": "580.65.06", "glibc": "2.35", "python": "3.11",
+            "gpus": [{"name": "H100", "sm": 90}]}),
+    );
+    for name in [
+        "demo-1.0-py3-none-any\u{1b}[31m.whl",
+        "demo-1.0-py3-none-any.whl\nbest: evil.whl",
+    ] {
+        let p = d.path().join(name);
+        write_wheel(&p, "demo", &[], &[("demo/__init__.py", Vec::new())]);
+        for args in [
+            vec!["inspect", p.to_str().unwrap()],
+            vec!["inspect", d.path().to_str().unwrap()],
+            vec![
+                "select",
+                "--host",
+                host.to_str().unwrap(),
+                p.to_str().unwrap(),
+            ],
+        ] {
+            let o = cudist(&args);
+            let all = stdout(&o) + &stderr(&o);
+            assert_eq!(o.status.code(), Some(3), "{args:?}: {all}");
+            assert!(!all.contains('\u{1b}') && !all.contains("\nbest:"), "{all}");
+            assert!(all.contains("holds a control character"), "{all}");
+        }
+        std::fs::remove_file(&p).unwrap();
+    }
+}
