@@ -552,8 +552,14 @@ pub fn simulate(main: &Path, env: &LoadEnv) -> Result<Simulation, crate::ElfErro
             main.display()
         )));
     }
-    let info = read_object(&main, env)
-        .ok_or_else(|| crate::ElfError::Invalid(format!("{}: not an ELF file", main.display())))?;
+    // The caller names the file (doctor: "cannot simulate loading FILE").
+    let info = read_object(&main, env).ok_or_else(|| {
+        crate::ElfError::Invalid(
+            "no ELF file this machine's loader can read: cut short, damaged, or built for \
+             another machine"
+                .into(),
+        )
+    })?;
     // What is loaded before the main object (the dynamic loader, the preloaded libraries and
     // what they need) is the same for every simulation with this environment: resolved once.
     let before = env.before_main.get_or_init(|| loaded_before_main(env));

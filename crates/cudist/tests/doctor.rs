@@ -4061,3 +4061,29 @@ fn doctor_file(file: &std::path::Path) -> (Option<i32>, Value) {
         serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o))),
     )
 }
+
+/// An ELF file doctor cannot judge is said for what it is, exit 3: one for another byte order or
+/// machine (`inspect` reads it), one cut short; not "no ELF files".
+#[test]
+fn an_elf_file_for_another_machine_or_cut_short_is_said_as_such() {
+    let d = tempfile::tempdir().unwrap();
+    let mut big = b"\x7fELF\x02\x02\x01".to_vec();
+    big.resize(64, 0);
+    big[18..20].copy_from_slice(&21u16.to_be_bytes()); // EM_PPC64, big-endian
+    let cut = std::fs::read(fixtures().join("multi.so")).unwrap()[..3000].to_vec();
+    for (name, bytes, says) in [
+        (
+            "big.so",
+            big,
+            "an ELF file for another machine or byte order",
+        ),
+        ("cut.so", cut, "cut short, damaged"),
+    ] {
+        let p = d.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        let o = cudist(&["doctor", p.to_str().unwrap()]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(3), "{err}");
+        assert!(err.contains(says) && err.contains(name), "{err}");
+    }
+}

@@ -3411,6 +3411,34 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 p.display()
             )));
         }
+        // An ELF file doctor passed over is one for another machine or byte order: said as such,
+        // not as "no ELF files".
+        for p in &paths {
+            let mut head = [0u8; 20];
+            let read = cudist_fs::open_regular(p)
+                .ok()
+                .and_then(|mut f| std::io::Read::read(&mut f, &mut head).ok())
+                .unwrap_or(0);
+            if read < 4 || head[..4] != *b"\x7fELF" {
+                continue;
+            }
+            let here: u16 = if cfg!(target_arch = "aarch64") {
+                183
+            } else {
+                62
+            };
+            let other =
+                read == 20 && (head[5] != 1 || u16::from_le_bytes([head[18], head[19]]) != here);
+            return Err(crate::error::bad_input(if other {
+                format!(
+                    "{} is an ELF file for another machine or byte order than this one's \
+                     loader loads: doctor judges what would load here; `cudist inspect` reads it",
+                    p.display()
+                )
+            } else {
+                format!("{}: an ELF file cut short or damaged", p.display())
+            }));
+        }
         // Not what doctor reads: the input's fault (3), not a "no" (1).
         return Err(crate::error::bad_input(format!(
             "no ELF files in {}",
