@@ -335,8 +335,6 @@ fn list_index(
     Ok((remotes, ruled_out, report))
 }
 
-/// Reads a wheel on an index by range requests, as far as the judgement on `host` needs; None
-/// when the server does not answer range requests.
 /// The error for a wheel (`wheel`, its path or URL) one of whose files cannot be read: the wheel,
 /// then the file's problem, which names the file (named once).
 fn unreadable(wheel: &str, p: &cudist_analysis::model::InputError) -> anyhow::Error {
@@ -344,6 +342,8 @@ fn unreadable(wheel: &str, p: &cudist_analysis::model::InputError) -> anyhow::Er
     errors::input(format!("{wheel}: {problem}"))
 }
 
+/// Reads a wheel on an index by range requests, as far as the judgement on `host` needs; None
+/// when the server does not answer range requests.
 fn read_front(
     remote: &Remote,
     host: &Host,
