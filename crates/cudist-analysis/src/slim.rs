@@ -363,8 +363,7 @@ pub fn slim_elf(
         Ok(Err(_)) => (tail_only, None),
         Err(source) => return Err(cut_err(source)),
     };
-    let in_memory = if data.is_spilled() { 0 } else { u64::MAX };
-    let make = |len| cudist_fs::Buf::zeroed(len, in_memory);
+    let make = |len| data.zeroed_like(len);
     match cudist_elf::cut::cut_section_tail_into(data, name, keep, make) {
         Ok(cudist_elf::cut::Cut::Done { data: cut, bytes }) => {
             *data = cut;
