@@ -530,8 +530,36 @@ pub fn library_ref(m: &LibraryMatch<'_>) -> LibraryRef {
         pip_dir: m.major.pip_dir.clone(),
         conda: m.library.conda.clone(),
         toolkit_extra: m.library.toolkit_extra.clone(),
+        older_release: false,
     }
 }
+
+/// The reference to a CUDA library of a release the catalog does not list: no wheel, and the
+/// conda package of that era (the whole toolkit in one).
+pub fn older_library_ref(o: &cudist_catalog::OlderRelease<'_>) -> LibraryRef {
+    LibraryRef {
+        id: o.library.id.clone(),
+        component: o.library.component.clone(),
+        cuda_major: o.cuda_major,
+        cuda_major_ambiguous: !o.cuda_major_known,
+        cuda_agnostic: false,
+        soname_policy: o
+            .library
+            .cuda
+            .first()
+            .map(|m| m.policy.to_string())
+            .unwrap_or_default(),
+        pip: None,
+        pip_dir: None,
+        conda: Some(OLDER_CONDA.to_string()),
+        toolkit_extra: None,
+        older_release: true,
+    }
+}
+
+/// The conda package that carried the CUDA libraries of releases before the CUDA 12 split, one
+/// package for the whole toolkit (conda-forge's cudatoolkit feedstock, builds 9.2 to 11.8).
+pub const OLDER_CONDA: &str = "cudatoolkit";
 
 /// The newest first release among the symbols the file imports, per library and CUDA major
 /// ([`cudist_catalog::symbols`]). A weak import is left out: the file checks for it at run time.
@@ -567,6 +595,16 @@ fn version_key(v: &str) -> Vec<u64> {
 /// One `DT_NEEDED` entry classified by the catalog (toolkit, external, driver, system, other);
 /// `hint` is the CUDA major assumed for SONAMEs several majors share.
 pub fn classify_needed(soname: &str, catalog: &Catalog, hint: Option<u32>) -> Needed {
+    // A CUDA library of a release before the catalog's (`libcudart.so.10.2`; `libcufft.so.10`
+    // beside it) is that release's, whatever a newer release shares of its name.
+    if let Some(o) = catalog.older_release(soname, hint) {
+        return Needed {
+            soname: soname.to_string(),
+            class: NeededClass::Toolkit,
+            library: Some(older_library_ref(&o)),
+            provided_in_artifact: None,
+        };
+    }
     let (class, library) = match catalog.classify_hinted(soname, hint) {
         SonameClass::Toolkit(m) => (NeededClass::Toolkit, Some(library_ref(&m))),
         SonameClass::External(m) => (NeededClass::External, Some(library_ref(&m))),

@@ -1365,6 +1365,20 @@ fn name_major(name: &str) -> Option<u32> {
 /// The file's own directory counts too: a library in `nvidia/cu13/lib` is CUDA 13.
 fn elf_major_hint(r: &ElfReport, catalog: &Catalog, wheel_dirs: &WheelDirs) -> Option<u32> {
     let mut majors = BTreeSet::new();
+    // A library of a release before the catalog's names the file's release outright
+    // (`libcudart.so.10.2`): the SONAMEs it shares with later releases (`libcufft.so.10`, also
+    // CUDA 11's) say nothing then.
+    let older: BTreeSet<u32> = r
+        .soname
+        .iter()
+        .chain(r.needed.iter().map(|n| &n.soname))
+        .filter_map(|s| catalog.older_release(s, None))
+        .filter(|o| o.cuda_major_known)
+        .map(|o| o.cuda_major)
+        .collect();
+    if !older.is_empty() {
+        return (older.len() == 1).then(|| *older.iter().next().unwrap());
+    }
     for s in r.soname.iter().chain(r.needed.iter().map(|n| &n.soname)) {
         if let [m] = catalog.majors_of(s)[..] {
             majors.insert(m);
@@ -2224,10 +2238,39 @@ fn verdict(
             }
         ));
     }
+    // CUDA libraries of a release before any with wheels: one line for them all, whatever
+    // else the files need.
+    let older: BTreeMap<u32, (BTreeSet<&str>, bool)> = cuda_needed
+        .iter()
+        .filter(|n| !n.vendored)
+        .filter_map(|n| {
+            n.library
+                .as_ref()
+                .filter(|l| l.older_release)
+                .map(|l| (n, l))
+        })
+        .fold(BTreeMap::new(), |mut acc, (n, l)| {
+            let e = acc
+                .entry(l.cuda_major)
+                .or_insert_with(|| (BTreeSet::new(), true));
+            e.0.insert(n.soname.as_str());
+            e.1 &= !l.cuda_major_ambiguous;
+            acc
+        });
+    for (major, (names, known)) in &older {
+        lines.push(format!(
+            "needs CUDA libraries of CUDA {major}{}, older than any release NVIDIA ships as wheels: {}; no wheel provides them, so they must come from an installation of that CUDA the loader finds (conda: {})",
+            if *known { "" } else { " or before" },
+            names.iter().copied().collect::<Vec<_>>().join(", "),
+            crate::analyse::OLDER_CONDA,
+        ));
+    }
     let mut by_unknown_loader: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     let mut by_loaded_wheel: BTreeMap<String, (Vec<String>, BTreeSet<String>)> = BTreeMap::new();
     for n in cuda_needed.iter().filter(|n| !n.vendored) {
-        let Some(l) = &n.library else { continue };
+        let Some(l) = n.library.as_ref().filter(|l| !l.older_release) else {
+            continue;
+        };
         // A renamed copy another wheel carries: no wheel of NVIDIA's has that name.
         if let Some(plain) = cudist_catalog::unhashed(&n.soname) {
             lines.push(format!(

@@ -396,6 +396,10 @@ pub struct LibraryRef {
     pub conda: Option<String>,
     /// Extra of the `cuda-toolkit` metapackage.
     pub toolkit_extra: Option<String>,
+    /// Of a CUDA release older than every one the catalog lists (CUDA 10 and before), for
+    /// which no wheel exists: `pip` is null, and `cuda_major` is the release its name or the
+    /// file's other libraries say, else the newest it can be.
+    pub older_release: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]

@@ -16,7 +16,7 @@
 //!   extension, and no x86-64 level beyond the baseline (those only `linux` allows).
 //!
 //! cudist adds what auditwheel cannot know: CUDA libraries that come from NVIDIA's wheels (or
-//! catalog-declared wheels), driver libraries, and libraries carried by the artifact itself are not
+//! catalog-declared wheels; not those of releases before any wheel), driver libraries, and libraries carried by the artifact itself are not
 //! system libraries and do not count against a policy.
 
 use cudist_catalog::manylinux::{policies_for, Policy};
@@ -291,10 +291,13 @@ fn reject(
 /// (NVIDIA's wheels), the driver's, another GPU vendor's stack, or what the caller accepts (a
 /// library of a Python package the files link).
 fn provided_elsewhere(n: &Needed, extra_ok: &dyn Fn(&Needed) -> bool) -> bool {
-    matches!(
+    // A CUDA library of a release before any with wheels (CUDA 10) has no wheel to come from.
+    let wheel_less = n.library.as_ref().is_some_and(|l| l.older_release);
+    (matches!(
         n.class,
         NeededClass::Toolkit | NeededClass::External | NeededClass::Driver | NeededClass::Vendor
-    ) || extra_ok(n)
+    ) && !wheel_less)
+        || extra_ok(n)
 }
 
 /// Evaluates the ELF files against the policies of their architecture and C library. `extra_ok`

@@ -252,6 +252,7 @@ mod tests {
             pip_dir: None,
             conda: None,
             toolkit_extra: extra.map(str::to_string),
+            older_release: false,
         }
     }
 

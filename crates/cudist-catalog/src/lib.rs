@@ -775,6 +775,16 @@ pub struct LibraryMatch<'a> {
     pub ambiguous: bool,
 }
 
+/// A CUDA library of a release the catalog does not list ([`Catalog::older_release`]).
+#[derive(Debug, Clone, Copy)]
+pub struct OlderRelease<'a> {
+    pub library: &'a Library,
+    /// The CUDA major it is of; where nothing says which (`cuda_major_known` false), the newest
+    /// it can be: the one before the oldest the catalog lists.
+    pub cuda_major: u32,
+    pub cuda_major_known: bool,
+}
+
 /// The classification of one SONAME.
 #[derive(Debug, Clone)]
 pub enum SonameClass<'a> {
@@ -1360,6 +1370,74 @@ impl Catalog {
         SonameClass::Other
     }
 
+    /// A CUDA toolkit library of a release older than every one the catalog lists (CUDA 10 and
+    /// before, for which NVIDIA ships no wheels): its file name has a toolkit library's stem and a
+    /// version below the oldest SONAME listed for it (`libcudart.so.10.2`, `libcublas.so.10`), or
+    /// it is a listed SONAME that several releases share and the file's other libraries say
+    /// the older one (`libcufft.so.10` is CUDA 11's and also CUDA 10.1's and 10.2's: beside
+    /// `libcudart.so.10.2`, `hint` is 10). Renamed copies (`libcudart-1a2b3c4d.so.10.2`) count.
+    pub fn older_release(&self, name: &str, hint: Option<u32>) -> Option<OlderRelease<'_>> {
+        let plain = unhashed(name).unwrap_or_else(|| name.to_string());
+        let (stem, version) = plain.split_once(".so.")?;
+        let version = version_numbers(version)?;
+        // The CUDA toolkit's own libraries (those of the `cuda-toolkit` metapackage), whose
+        // releases are CUDA's, listed from the oldest CUDA major with wheels: before it NVIDIA
+        // shipped none. cuDNN, TensorRT or NCCL releases the catalog does not list may have.
+        let oldest_with_wheels = self
+            .libraries
+            .iter()
+            .flat_map(|l| &l.cuda)
+            .filter(|m| m.pip.is_some())
+            .map(|m| m.major)
+            .min()?;
+        let library = self.libraries.iter().find(|l| {
+            l.kind == LibraryKind::Toolkit && l.toolkit_extra.is_some() && l.stem == stem
+        })?;
+        let oldest_major = library.cuda.iter().map(|m| m.major).min()?;
+        if oldest_major != oldest_with_wheels {
+            return None;
+        }
+        let oldest_soname = library
+            .cuda
+            .iter()
+            .flat_map(|m| &m.sonames)
+            .filter_map(|s| s.split_once(".so.").filter(|(st, _)| *st == stem))
+            .filter_map(|(_, v)| version_numbers(v))
+            .min()?;
+        let older_hint = hint.filter(|h| *h < oldest_major);
+        if version[0] >= oldest_soname[0] {
+            // A SONAME of a listed major (a minor the catalog does not list is that major's):
+            // older only where it is listed and the file says so.
+            let listed = library.cuda.iter().any(|m| m.sonames.contains(&plain));
+            return (listed && version == oldest_soname)
+                .then_some(older_hint)
+                .flatten()
+                .map(|cuda_major| OlderRelease {
+                    library,
+                    cuda_major,
+                    cuda_major_known: true,
+                });
+        }
+        // Where every listed SONAME's major is its CUDA major (cudart, cuBLAS, NPP), the name
+        // says its release; elsewhere (cuFFT's `.so.10` is CUDA 11) the file's other libraries
+        // may, and else it is at most the release before the oldest listed.
+        let names_its_release = library.cuda.iter().all(|m| {
+            m.sonames
+                .iter()
+                .all(|s| soname_major(s).is_none_or(|v| v == m.major))
+        });
+        let (cuda_major, cuda_major_known) = match (older_hint, names_its_release) {
+            (Some(h), _) => (h, true),
+            (None, true) => (version[0].min(u64::from(oldest_major - 1)) as u32, true),
+            (None, false) => (oldest_major - 1, false),
+        };
+        Some(OlderRelease {
+            library,
+            cuda_major,
+            cuda_major_known,
+        })
+    }
+
     /// The catalog library a renamed copy is of ([`unhashed`]): `libcudart-5a077122.so.12.0.107`
     /// is cudart's `libcudart.so.12`. None for a name without a repair tool's hash.
     pub fn renamed_copy_of(&self, name: &str, hint: Option<u32>) -> Option<LibraryMatch<'_>> {
@@ -1468,6 +1546,11 @@ impl Catalog {
 }
 
 /// The major of a SONAME's version: `libnvrtc.so.11.2` → 11.
+/// A SONAME's version as numbers (`10.2` → [10, 2]); none unless every part is a number.
+fn version_numbers(v: &str) -> Option<Vec<u64>> {
+    v.split('.').map(|p| p.parse().ok()).collect()
+}
+
 fn soname_major(soname: &str) -> Option<u32> {
     soname.split_once(".so.")?.1.split('.').next()?.parse().ok()
 }
@@ -1559,6 +1642,45 @@ pub fn is_distribution_name(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn older_releases_are_told_by_name_or_by_the_file() {
+        let cat = Catalog::builtin();
+        let of = |n: &str, hint: Option<u32>| {
+            cat.older_release(n, hint)
+                .map(|o| (o.library.id.as_str(), o.cuda_major, o.cuda_major_known))
+        };
+        // The name says the release where every listed SONAME's major is CUDA's.
+        assert_eq!(of("libcudart.so.10.2", None), Some(("cudart", 10, true)));
+        assert_eq!(of("libcublas.so.10", None), Some(("cublas", 10, true)));
+        assert_eq!(
+            of("libcudart-1a2b3c4d.so.10.2", None),
+            Some(("cudart", 10, true))
+        );
+        assert_eq!(of("libnvrtc.so.9.2", None), Some(("nvrtc", 9, true)));
+        // cuSPARSE's do not (CUDA 13's is `.so.12`): before CUDA 11, which one is not said.
+        assert_eq!(
+            of("libcusparse.so.9.0", None),
+            Some(("cusparse", 10, false))
+        );
+        assert_eq!(
+            of("libcusparse.so.9.0", Some(9)),
+            Some(("cusparse", 9, true))
+        );
+        // A SONAME CUDA 10 shares with CUDA 11: CUDA 10's only where the file says so.
+        assert_eq!(of("libcufft.so.10", None), None);
+        assert_eq!(of("libcufft.so.10", Some(11)), None);
+        assert_eq!(of("libcufft.so.10", Some(10)), Some(("cufft", 10, true)));
+        // A minor the catalog does not list is its major's; listed names are not older.
+        assert_eq!(of("libcupti.so.11.7", None), None);
+        assert_eq!(of("libcublas.so.12", Some(10)), None);
+        // Libraries whose releases are not CUDA's (cuDNN 7, TensorRT 8 had wheels of their
+        // own), and names of no toolkit library, are not judged.
+        assert_eq!(of("libcudnn.so.7", None), None);
+        assert_eq!(of("libnvinfer.so.8", None), None);
+        assert_eq!(of("libacme.so.1", None), None);
+        assert_eq!(of("libcudart.so", None), None);
+    }
 
     /// Every fact cites its primary source (a vendor's document, a repository file, a package
     /// read off PyPI), never a file of the workplace it was written in, which users do not have.

@@ -587,6 +587,12 @@ pub fn file_needs(
         if catalog.driver_lib(&soname).is_some() {
             continue; // from the machine's driver: no dependency, no search path
         }
+        // A CUDA library of a release before any with wheels: nothing to require or search,
+        // and never grafted (CUDA's libraries come from CUDA); said as unhandled.
+        if n.library.as_ref().is_some_and(|l| l.older_release) {
+            out.unhandled.push(soname);
+            continue;
+        }
         let found = catalog
             .library_by_soname_hinted(&soname, hint)
             .or_else(|| catalog.major_minor_family(&soname, hint).map(|(m, _)| m));
@@ -1165,6 +1171,29 @@ mod tests {
         );
         // CUDA 11.0's NVRTC is in no wheel pip can install: nothing to require, said as unhandled.
         assert_eq!(n.unhandled, vec!["libnvrtc.so.11.0"]);
+    }
+
+    #[test]
+    fn cuda_libraries_of_a_release_before_any_wheel_are_not_required() {
+        // A CUDA 10.2 build: no wheel to require, no search path to add; said as unhandled.
+        let catalog = Catalog::builtin();
+        let e = elf(
+            "pkg/ext.so",
+            &["libcudart.so.10.2", "libcublas.so.10"],
+            &[],
+            &catalog,
+        );
+        let n = file_needs(
+            &e,
+            &catalog,
+            &no_grafts(),
+            &HashMap::new(),
+            &BTreeSet::new(),
+            &BTreeMap::new(),
+            &|_| false,
+        );
+        assert!(n.needs.is_empty(), "{:?}", n.needs);
+        assert_eq!(n.unhandled, vec!["libcudart.so.10.2", "libcublas.so.10"]);
     }
 
     #[test]

@@ -369,6 +369,23 @@ fn render(r: &Report, catalog: &Catalog, style: crate::util::Style) -> String {
                     "a renamed copy of {} (a repair tool's graft, carried by another wheel): kept as it is, neither grafted nor required; it loads where a search path reaches that wheel's copy",
                     m.library.id
                 )
+            } else if let Some(o) = catalog.older_release(u, None) {
+                format!(
+                    "{}'s, of a CUDA release before any NVIDIA ships as wheels (CUDA {}{}): no wheel to require, and CUDA's libraries are not grafted; the user's machine must provide that CUDA",
+                    o.library.id,
+                    o.cuda_major,
+                    if o.cuda_major_known { "" } else { " or before" }
+                )
+            } else if let Some(m) = catalog
+                .library_by_soname(u)
+                .filter(|m| m.major.pip.is_some())
+            {
+                // Unhandled with a wheel known: the file's other libraries made it the older
+                // release's that shares the name (`libcufft.so.10` beside `libcudart.so.10.2`).
+                format!(
+                    "{}'s, a name CUDA {} shares with a release before any NVIDIA ships as wheels, and that release's here (the file's other CUDA libraries are of it): no wheel to require, and CUDA's libraries are not grafted; the user's machine must provide that CUDA",
+                    m.library.id, m.major.major
+                )
             } else if let Some(id) = known {
                 format!("a catalog library ({id}) whose wheel, or the wheel of this SONAME, the catalog does not know: not grafted and not required; the user's machine must provide it")
             } else if tagged_before {

@@ -13,8 +13,9 @@ struct Libs {
 }
 
 impl Libs {
-    /// Fake cublas 12/13, cudart 12, curand 10, the driver, librmm, and libacme (a third-party
-    /// library no catalog knows), each as `libX.so` (linker name, for -l) with the real SONAME.
+    /// Fake cublas 12/13, cudart 12, curand 10, the driver, librmm, libacme (a third-party
+    /// library no catalog knows), and CUDA 10.2's and 9.0's libraries (releases before any CUDA
+    /// wheel), each as `libX.so` (linker name, for -l) with the real SONAME.
     fn new() -> Libs {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
@@ -28,6 +29,10 @@ impl Libs {
             ("rmm", "librapids_logger.so", "rapids_log"),
             ("acme", "libacme.so", "acme_alloc"),
             ("torch", "libc10.so", "c10_alloc"),
+            ("c10", "libcudart.so.10.2", "cudaMalloc"),
+            ("c10", "libcublas.so.10", "cublasCreate_v2"),
+            ("c10", "libcufft.so.10", "cufftPlan1d"),
+            ("c9", "libcusparse.so.9.0", "cusparseCreate"),
         ] {
             let sd = d.join(sub);
             std::fs::create_dir_all(&sd).unwrap();
@@ -275,6 +280,54 @@ fn shared_soname_takes_the_major_of_its_neighbours() {
     assert_eq!(n["library"]["cuda_major"], 12);
     assert_eq!(n["library"]["cuda_major_ambiguous"], false);
     assert_eq!(n["library"]["pip"], "nvidia-curand-cu12");
+}
+
+#[test]
+fn cuda_libraries_of_a_release_before_any_wheel_are_that_release_s() {
+    // A CUDA 10.2 build (tsnecuda 3.0.1 links these three): CUDA's libraries, of CUDA 10, no
+    // wheel provides them, and `libcufft.so.10`, which CUDA 11 shares, is CUDA 10's beside them.
+    let libs = Libs::new();
+    let ext = libs.extension(
+        &[("c10", "cudart"), ("c10", "cublas"), ("c10", "cufft")],
+        None,
+    );
+    let old = libs.extension(&[("c9", "cusparse")], None);
+    let out = tempfile::tempdir().unwrap();
+    let w = wheel(out.path(), "tsne", &[], &[(EXT, ext)]);
+    let r = inspect_json(&[&w], 0);
+    let a = artifact(&r, ".whl");
+    for (so, id) in [
+        ("libcudart.so.10.2", "cudart"),
+        ("libcublas.so.10", "cublas"),
+        ("libcufft.so.10", "cufft"),
+    ] {
+        // Listed among the CUDA libraries the wheel needs.
+        let n = needed(a, so);
+        assert_eq!(n["library"]["id"], id, "{so}");
+        assert_eq!(n["library"]["cuda_major"], 10, "{so}: {n}");
+        assert_eq!(n["library"]["older_release"], true, "{so}");
+        assert_eq!(n["library"]["cuda_major_ambiguous"], false, "{so}");
+        assert!(n["library"]["pip"].is_null(), "{so}: no wheel: {n}");
+    }
+    let lines = verdict_lines(a).join("\n");
+    assert!(
+        lines.contains("needs CUDA libraries of CUDA 10, older than any release NVIDIA ships as wheels: libcublas.so.10, libcudart.so.10.2, libcufft.so.10; no wheel provides them"),
+        "{lines}"
+    );
+    assert!(!lines.contains("nvidia-cufft-cu11"), "{lines}");
+    // No wheel provides them, so they count against every manylinux policy, as auditwheel says.
+    assert_eq!(a["platform"]["policy"], "linux", "{}", a["platform"]);
+    // cuSPARSE's SONAMEs do not follow CUDA's major (CUDA 13's is `.so.12`): alone, `.so.9.0`
+    // (thundersvm 0.3.12) is of CUDA 10 or before, and said so.
+    let w = wheel(out.path(), "svm", &[], &[(EXT, old)]);
+    let r = inspect_json(&[&w], 0);
+    let a = artifact(&r, "svm-1.0-cp311-cp311-linux_x86_64.whl");
+    let n = needed(a, "libcusparse.so.9.0");
+    assert_eq!(n["library"]["id"], "cusparse");
+    assert_eq!(n["library"]["cuda_major"], 10);
+    assert_eq!(n["library"]["cuda_major_ambiguous"], true);
+    let lines = verdict_lines(a).join("\n");
+    assert!(lines.contains("of CUDA 10 or before"), "{lines}");
 }
 
 /// The same wheel, tagged manylinux by a tagger that left libacme.so out (auditwheel's

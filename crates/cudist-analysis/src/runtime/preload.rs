@@ -277,11 +277,22 @@ pub fn tiers(
 /// major most of its files pin down by their SONAME and NEEDED entries (cupy-cuda13x links no
 /// runtime, it loads it, but its cuBLAS module links `libcublas.so.13`); none when unknown.
 pub fn cuda_major(files: &[Dynamic], catalog: &Catalog) -> Option<u32> {
+    // A release before the catalog's names the file's outright (`libcudart.so.10.2`).
+    let older = |n: &String| {
+        catalog
+            .older_release(n, None)
+            .filter(|o| o.cuda_major_known)
+            .map(|o| o.cuda_major)
+    };
     let runtime = files
         .iter()
         .flat_map(|f| &f.needed)
         .filter(|n| n.starts_with("libcudart.so."))
-        .flat_map(|n| catalog.majors_of(n))
+        .flat_map(|n| {
+            let mut m = catalog.majors_of(n);
+            m.extend(older(n));
+            m
+        })
         .max();
     if runtime.is_some() {
         return runtime;
@@ -291,6 +302,8 @@ pub fn cuda_major(files: &[Dynamic], catalog: &Catalog) -> Option<u32> {
         let mut majors = std::collections::BTreeSet::new();
         for n in f.soname.iter().chain(&f.needed) {
             if let [m] = catalog.majors_of(n)[..] {
+                majors.insert(m);
+            } else if let Some(m) = older(n) {
                 majors.insert(m);
             }
         }
