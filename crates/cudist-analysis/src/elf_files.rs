@@ -19,6 +19,23 @@ pub fn loadable(p: &Path) -> Result<Vec<PathBuf>> {
     Ok(loadable_or_unreadable(p)?.0)
 }
 
+/// The loadable ELF files directly in `dir` (not below it) whose paths `keep` accepts; none
+/// where it cannot be listed.
+pub fn loadable_in(dir: &Path, keep: &dyn Fn(&Path) -> bool) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| e.path())
+        .filter(|p| keep(p))
+        .filter(|p| loadable_elf(p).unwrap_or(false))
+        .collect();
+    out.sort();
+    out
+}
+
 /// [`loadable`], with the regular files that could not be opened to tell (a command that
 /// changes a tree must not skip those silently).
 pub fn loadable_or_unreadable(p: &Path) -> Result<Found> {

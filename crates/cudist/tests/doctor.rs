@@ -4087,3 +4087,206 @@ fn an_elf_file_for_another_machine_or_cut_short_is_said_as_such() {
         assert!(err.contains(says) && err.contains(name), "{err}");
     }
 }
+
+/// A loader that tries each CUDA major's name of a library in turn (cuda-pathfinder: `.so.13`,
+/// then `.so.12`) failed once, for the name of the environment's major: one line, naming the
+/// wheel of that major (a -cu12 package's loads in a CUDA 12 environment; bbhx-cuda12x through
+/// cupy-cuda12x said `nvidia-cublas` for CUDA 13).
+#[test]
+fn the_names_a_loader_tries_in_turn_are_one_failure_of_the_environment_s_major() {
+    let work = tempfile::tempdir().unwrap();
+    let init = "import ctypes\n\
+                for _v in ('13', '12'):\n    \
+                try:\n        ctypes.CDLL('libcublasLt.so.' + _v)\n        break\n    \
+                except OSError:\n        pass\n";
+    let (python, _) = venv_with(
+        &work.path().join("venv"),
+        &[
+            ("trier/__init__.py", init),
+            (
+                "trier_cu12-1.0.dist-info/METADATA",
+                "Metadata-Version: 2.1\nName: trier-cu12\nVersion: 1.0\n",
+            ),
+            ("trier_cu12-1.0.dist-info/RECORD", "trier/__init__.py,,\n"),
+        ],
+    );
+    let (code, v) = doctor_import("trier", &python);
+    assert_eq!(code, Some(0), "{v:#}");
+    let reasons = reasons_of(&v);
+    let lt: Vec<&&str> = reasons
+        .iter()
+        .filter(|r| r.contains("libcublasLt"))
+        .collect();
+    assert_eq!(lt.len(), 1, "one root cause, one line: {reasons:#?}");
+    assert!(
+        lt[0].contains("the loads of libcublasLt.so.12 and libcublasLt.so.13 failed")
+            && lt[0].contains("install nvidia-cublas-cu12"),
+        "{reasons:#?}"
+    );
+}
+
+/// `import a.b` runs `a` first, and `a.b` may import `a`'s own extension modules: a module of
+/// the package above that fails for a missing library is judged by the model, with the fix its
+/// search path calls for (pennylane_lightning.lightning_tensor imports
+/// `pennylane_lightning.lightning_tensor_ops`, whose RPATH already reaches the wheel).
+#[test]
+fn a_submodule_s_import_of_its_parent_s_extension_is_modelled() {
+    let work = tempfile::tempdir().unwrap();
+    let sub = "try:\n    from upper._ops import f\nexcept ImportError:\n    f = None\n";
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[("upper/__init__.py", ""), ("upper/sub/__init__.py", sub)],
+    );
+    let libs = work.path().join("libs");
+    fake_lib(
+        &libs,
+        "libcusparse.so",
+        "libcusparse.so.12",
+        "cusparseCreate",
+    );
+    let ext = gcc_shared(
+        &libs,
+        "ops.so",
+        None,
+        "int cusparseCreate(void *); int f(void) { return cusparseCreate(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.display()),
+            "-lcusparse",
+            "-Wl,-rpath,$ORIGIN/../nvidia/cusparse/lib",
+            "-Wl,--disable-new-dtags",
+        ],
+    );
+    let name = format!("upper/_ops{}", ext_suffix(&python));
+    std::fs::copy(&ext, site.join(name)).unwrap();
+    let (code, v) = doctor_import("upper.sub", &python);
+    assert_eq!(v["imports_run"][0]["ok"], true, "{v:#}");
+    assert_eq!(code, Some(0), "{v:#}");
+    let text = v.to_string();
+    assert!(
+        text.contains("the search path of _ops")
+            && text.contains("already reaches nvidia/cusparse/lib"),
+        "{v:#}"
+    );
+    assert!(
+        !text.contains("the model of its files had no failure"),
+        "the model sees the module: {v:#}"
+    );
+}
+
+/// A library installed beside the file that needs it, out of that file's search path, that
+/// cannot load here itself: what it lacks is the cause, not the search path (cudaq's cuQuantum
+/// libraries with nvidia-nvjitlink-cu12 removed were "installed, but no search path reaches it").
+#[test]
+fn an_installed_library_that_cannot_load_names_what_it_lacks() {
+    let work = tempfile::tempdir().unwrap();
+    let (_, site) = venv_with(&work.path().join("venv"), &[("beside/__init__.py", "")]);
+    let libs = work.path().join("libs");
+    fake_lib(
+        &libs,
+        "libnvJitLink.so",
+        "libnvJitLink.so.12",
+        "nvJitLinkCreate",
+    );
+    fake_lib(&libs, "libcudart.so", "libcudart.so.12", "cudaMalloc");
+    let net = gcc_shared(
+        &libs,
+        "libcutensornet.so",
+        Some("libcutensornet.so.2"),
+        "int nvJitLinkCreate(void *); int cutensornetCreate(void *p) { return nvJitLinkCreate(p); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.display()),
+            "-lnvJitLink",
+            "-Wl,-rpath,$ORIGIN/../../nvidia/nvjitlink/lib",
+        ],
+    );
+    let lib_dir = site.join("cuquantum/lib");
+    std::fs::create_dir_all(&lib_dir).unwrap();
+    std::fs::copy(&net, lib_dir.join("libcutensornet.so.2")).unwrap();
+    let rt = site.join("nvidia/cuda_runtime/lib");
+    std::fs::create_dir_all(&rt).unwrap();
+    std::fs::copy(libs.join("libcudart.so"), rt.join("libcudart.so.12")).unwrap();
+    // The extension links cuTensorNet with no search path to it, and the runtime through one.
+    let ext = gcc_shared(
+        &libs,
+        "ext.so",
+        None,
+        "int cutensornetCreate(void *); int f(void) { return cutensornetCreate(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.display()),
+            "-lcutensornet",
+            "-lcudart",
+            "-Wl,-rpath,$ORIGIN/../nvidia/cuda_runtime/lib",
+            "-Wl,--disable-new-dtags",
+        ],
+    );
+    std::fs::copy(&ext, site.join("beside/_ext.so")).unwrap();
+    let v = doctor_json(
+        &[
+            site.join("beside").to_str().unwrap(),
+            "--ld-library-path",
+            "",
+        ],
+        1,
+    );
+    let text = v.to_string();
+    assert!(
+        text.contains(
+            "but cannot load here: it lacks libnvJitLink.so.12: install nvidia-nvjitlink-cu12"
+        ),
+        "{v:#}"
+    );
+    assert!(
+        !text.contains("no search path of _ext.so reaches it"),
+        "{v:#}"
+    );
+}
+
+/// A file its distribution's RECORD lists, missing from the installation (a vendored copy moved
+/// aside: brainpylib-cu12x's `libcudart-960a404b.so.12.0.146`): reinstall that distribution.
+#[test]
+fn a_missing_file_its_distribution_installs_is_reinstalled() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[
+            ("vend/__init__.py", "from vend import _ext\n"),
+            (
+                "vend-1.0.dist-info/METADATA",
+                "Metadata-Version: 2.1\nName: vend\nVersion: 1.0\n",
+            ),
+            (
+                "vend-1.0.dist-info/RECORD",
+                "vend/__init__.py,,\nvend.libs/libfoo-1a2b3c4d.so.1,,\n",
+            ),
+        ],
+    );
+    let libs = work.path().join("libs");
+    fake_lib(&libs, "libfoo-1a2b3c4d.so", "libfoo-1a2b3c4d.so.1", "foo");
+    let ext = gcc_shared(
+        &libs,
+        "ext.so",
+        None,
+        "int foo(void *); int f(void) { return foo(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.display()),
+            "-l:libfoo-1a2b3c4d.so",
+            "-Wl,-rpath,$ORIGIN/../vend.libs",
+            "-Wl,--disable-new-dtags",
+        ],
+    );
+    let name = format!("vend/_ext{}", ext_suffix(&python));
+    std::fs::copy(&ext, site.join(name)).unwrap();
+    let (code, v) = doctor_import("vend", &python);
+    assert_eq!(v["imports_run"][0]["ok"], false, "{v:#}");
+    assert_eq!(code, Some(1), "{v:#}");
+    assert!(
+        v.to_string().contains(
+            "vend.libs/libfoo-1a2b3c4d.so.1 is a file vend installs (its RECORD lists it), missing here: reinstall it"
+        ),
+        "{v:#}"
+    );
+}

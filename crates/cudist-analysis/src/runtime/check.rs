@@ -607,6 +607,82 @@ fn installed_beside(
     None
 }
 
+/// The distribution whose `RECORD` lists one of the paths a search tried, and that path (relative
+/// to its site-packages): the file belongs there and is missing. Reads the RECORDs of the
+/// site-packages directories the paths lie in (at most 64 MiB each).
+fn listed_by_record(tried: &[PathBuf]) -> Option<(String, String)> {
+    let mut sites: Vec<(PathBuf, Vec<String>)> = Vec::new();
+    for t in tried {
+        let t = cudist_fs::inner::lexical(t);
+        let Some(site) = t.ancestors().find(|a| {
+            a.file_name()
+                .is_some_and(|n| n == "site-packages" || n == "dist-packages")
+        }) else {
+            continue;
+        };
+        let Some(rel) = t.strip_prefix(site).ok().and_then(|r| r.to_str()) else {
+            continue;
+        };
+        match sites.iter_mut().find(|(s, _)| s == site) {
+            Some((_, rels)) => rels.push(rel.to_string()),
+            None => sites.push((site.to_path_buf(), vec![rel.to_string()])),
+        }
+    }
+    for (site, rels) in &sites {
+        for d in cudist_wheel::installed::scan_names(site).unwrap_or_default() {
+            let Some(rows) = record_rows(&d.dist_info) else {
+                continue;
+            };
+            if let Some(r) = rows.iter().find(|r| rels.contains(&r.path)) {
+                return Some((d.name.clone(), r.path.clone()));
+            }
+        }
+    }
+    None
+}
+
+/// The fix for a library installed beside the file that needs it, out of its search path, that
+/// cannot load here itself: what it lacks is the cause, not the search path (cudaq's cuQuantum
+/// libraries with nvidia-nvjitlink-cu12 removed: cuSOLVER, which they link, lacks
+/// `libnvJitLink.so.12`), and the root: the library it lacks that the fix is for. None where it
+/// is not installed beside it, or loads.
+fn beside_but_lacking(
+    name: &str,
+    needed_by: &Path,
+    major: Option<u32>,
+    catalog: &Catalog,
+    env: &LoadEnv,
+) -> Option<(String, String)> {
+    let b = installed_beside(name, needed_by, major, catalog)?;
+    let lacks = lacks_of(&b.path, env)?;
+    // The root among what it lacks: one not installed at all before one installed out of its
+    // search path (cuDensityMat lacks cuSPARSE, which is installed, and nvJitLink, which is
+    // not: cuSPARSE itself lacks nvJitLink).
+    let fixes: Vec<Option<String>> = lacks
+        .names
+        .iter()
+        .map(|(n, tried)| fix_for(n, &b.path, tried, major, catalog))
+        .collect();
+    let root = fixes
+        .iter()
+        .position(|f| f.as_deref().is_some_and(|f| f.starts_with("install ")))
+        .unwrap_or(0);
+    let fix = fixes
+        .get(root)?
+        .as_ref()
+        .map(|f| format!(": {f}"))
+        .unwrap_or_default();
+    Some((
+        format!(
+            "{} is installed ({}), but cannot load here: it lacks {}{fix}",
+            b.pip,
+            b.path.display(),
+            lacks.names().join(", "),
+        ),
+        lacks.names[root].0.clone(),
+    ))
+}
+
 /// The directories of a wheel's `dirs` that a search for `name` tried.
 fn reached<'d>(name: &str, dirs: &[(&'d str, Option<&str>)], tried: &[PathBuf]) -> Vec<&'d str> {
     dirs.iter()
@@ -659,6 +735,34 @@ fn fix_for(
         .file_name()
         .map(|f| f.to_string_lossy().into_owned())
         .unwrap_or_default();
+    // Where nothing said the major of a SONAME several share, the file's own search path may:
+    // the wheel directory it already reaches (`nvidia/cusparse/lib` is CUDA 12's
+    // `libcusparse.so.12`, `nvidia/cu13/lib` CUDA 13's).
+    let major = major.or_else(|| {
+        let by_path: Vec<u32> = catalog
+            .majors_of(name)
+            .into_iter()
+            .filter(|m| {
+                catalog
+                    .library_by_soname_hinted(name, Some(*m))
+                    .is_some_and(|lm| !reached(name, &lm.major.pip_dirs(), tried).is_empty())
+            })
+            .collect();
+        match by_path[..] {
+            [one] => Some(one),
+            _ => None,
+        }
+    });
+    if let Some(o) = catalog.older_release(name, major) {
+        let oldest = o.cuda_major + 1;
+        return Some(format!(
+            "{name} is {}'s of CUDA {}{}, older than any release NVIDIA ships as wheels (they start at CUDA {oldest}): install that CUDA where the loader finds it (conda: {}), or a build of the package for CUDA {oldest} or later",
+            o.library.id,
+            o.cuda_major,
+            if o.cuda_major_known { "" } else { " or before" },
+            crate::analyse::OLDER_CONDA,
+        ));
+    }
     match catalog.classify_hinted(name, major) {
         SonameClass::Toolkit(m) | SonameClass::External(m) => {
             let pip = m.major.pip.as_deref()?;
@@ -714,6 +818,13 @@ fn fix_for(
             "{name} is a system library; install it with the system's package manager"
         )),
         SonameClass::Other => {
+            // A file a distribution installs, missing from the installation (a vendored copy
+            // moved or deleted: brainpylib-cu12x's `libcudart-960a404b.so.12.0.146`).
+            if let Some((dist, rel)) = listed_by_record(tried) {
+                return Some(format!(
+                    "{rel} is a file {dist} installs (its RECORD lists it), missing here: reinstall it (`pip install --force-reinstall --no-deps {dist}`)"
+                ));
+            }
             // A CUDA library's linker name: only a toolkit's development files have it.
             let lib = catalog.library_by_linker_name(name)?;
             let wheels = match lib.newest_wheel_soname(major) {
@@ -1396,6 +1507,18 @@ fn sim_major(sim: &loader::Simulation, catalog: &Catalog) -> Option<u32> {
         .iter()
         .filter_map(|o| o.soname.as_deref())
         .chain(sim.missing().map(|m| m.name.as_str()));
+    let names: Vec<&str> = names.collect();
+    // A library of a release before the catalog's names the release outright
+    // (`libcudart.so.10.2`): what it shares with later releases (`libcufft.so.10`) says nothing.
+    let older: BTreeSet<u32> = names
+        .iter()
+        .filter_map(|n| catalog.older_release(n, None))
+        .filter(|o| o.cuda_major_known)
+        .map(|o| o.cuda_major)
+        .collect();
+    if let Some(m) = older.last() {
+        return Some(*m);
+    }
     for name in names {
         if !matches!(
             catalog.classify(name),
@@ -1456,6 +1579,34 @@ fn beside_package(
         }
     }
     out
+}
+
+/// The environment's CUDA major: the one the distributions installed where the imports run are
+/// for (a CUDA 12 environment whose failed loads a -cu12 package's loader made: cupy-cuda12x's
+/// cuTENSOR is cutensor-cu12); none where they are for several, or none.
+fn environment_major(
+    dists: &HashMap<PathBuf, Vec<cudist_wheel::installed::Installed>>,
+    catalog: &Catalog,
+) -> Option<u32> {
+    let env: BTreeSet<u32> = dists
+        .values()
+        .flatten()
+        .filter_map(|d| crate::artifact::distribution_major(Some(&d.name), &d.requires, catalog))
+        .collect();
+    match env.into_iter().collect::<Vec<u32>>()[..] {
+        [one] => Some(one),
+        _ => None,
+    }
+}
+
+/// The package directories strictly between `site` and a submodule's `dir`
+/// (`site/a` for `site/a/b`): the packages Python imports before it.
+fn parents_between(site: &Path, dir: &Path) -> Vec<PathBuf> {
+    dir.ancestors()
+        .skip(1)
+        .take_while(|p| *p != site && p.starts_with(site))
+        .map(Path::to_path_buf)
+        .collect()
 }
 
 /// The directory an import's package sits in (`site-packages`): above its directory by as many
@@ -1765,6 +1916,16 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
     let major = sim_major(&sim, catalog)
         .or_else(|| package_major.get(f).copied())
         .or_else(|| dir_major(f, catalog));
+    // Libraries installed beside their files, out of their search path, that cannot load here
+    // themselves: the fix and the root cause are what they lack.
+    let mut lacking: std::collections::BTreeMap<String, (String, String)> = Default::default();
+    for m in sim.missing() {
+        if !lacking.contains_key(&m.name) {
+            if let Some(l) = beside_but_lacking(&m.name, &m.needed_by, major, catalog, env) {
+                lacking.insert(m.name.clone(), l);
+            }
+        }
+    }
     let mut missing: Vec<Missing> = sim
         .missing()
         .filter(|m| !from_profile_driver.contains(&m.name))
@@ -1798,6 +1959,8 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
                 .and_then(|(by, tried)| found_by_first(&m.name, by, tried, major, catalog))
             {
                 Some(fix)
+            } else if let Some((fix, _)) = lacking.get(&m.name) {
+                Some(fix.clone())
             } else {
                 fix_for(&m.name, &m.needed_by, &m.tried, major, catalog)
             },
@@ -2055,7 +2218,15 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
     // and the fix.
     let mut say = |ms: &[&Missing], why: String, fix: String| {
         let names = distinct_names(ms);
-        let listed: Vec<&str> = ms.iter().map(|m| m.name.as_str()).collect();
+        // A library that cannot load for what it lacks has that as its root.
+        let listed: Vec<&str> = ms
+            .iter()
+            .map(|m| {
+                lacking
+                    .get(&m.name)
+                    .map_or(m.name.as_str(), |(_, r)| r.as_str())
+            })
+            .collect();
         verdict.add_rooted(
             fails,
             format!("missing {names}"),
@@ -2535,6 +2706,22 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                         .is_some_and(|m| scan.modules.contains_key(&m))
                 })
                 .collect();
+            // And those of the packages above a submodule's (`import a.b` runs `a` first, and
+            // `a.b` may import `a`'s extension modules: pennylane_lightning.lightning_tensor
+            // imports `pennylane_lightning.lightning_tensor_ops`).
+            let above: Vec<PathBuf> = parents_between(site, &dir)
+                .iter()
+                .flat_map(|p| {
+                    crate::elf_files::loadable_in(p, &|f| {
+                        f.strip_prefix(site)
+                            .ok()
+                            .and_then(|r| r.to_str())
+                            .and_then(crate::loads::extension_module)
+                            .is_some_and(|m| scan.modules.contains_key(&m))
+                    })
+                })
+                .collect();
+            let beside: Vec<PathBuf> = beside.into_iter().chain(above).collect();
             if let Some(listed) = elfs.get_mut(&dir).filter(|_| !beside.is_empty()) {
                 files.extend(preload::dynamic(&beside, site));
                 listed.extend(beside);
@@ -3392,7 +3579,8 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             && package_finds.is_empty())
     {
         // Pure Python: the real import, and what its Python loads, are the whole answer.
-        return Ok(conclude(report, disagreements, None, catalog));
+        let major = environment_major(&dists, catalog);
+        return Ok(conclude(report, disagreements, major, catalog));
     }
     if files.is_empty() {
         // A package file (a wheel, a conda package) holds what would be installed, not what is:
@@ -3717,6 +3905,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         [one] => Some(one),
         _ => None,
     };
+    let major = major.or_else(|| environment_major(&dists, catalog));
     Ok(conclude(report, disagreements, major, catalog))
 }
 
@@ -3892,12 +4081,52 @@ fn failed_at_import(
         }
     }
     for t in report.imports_run.iter().filter(|t| t.ok) {
+        // A loader that tries each CUDA major's name of a library in turn (cuda-pathfinder tries
+        // `libcublasLt.so.13`, then `.so.12`) failed once: one line, for the name of the
+        // package's major where it tried that one.
+        let mut tried_of: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for d in t.dlopens.iter().filter(|d| d.error.is_some()) {
+            let Some(name) = d.name.as_deref() else {
+                continue;
+            };
+            let base = file_name(name);
+            if let Some(id) = library_of(&base) {
+                let names = tried_of.entry(id).or_default();
+                if !names.contains(&base) {
+                    names.push(base);
+                }
+            }
+        }
+        let mut said_library: BTreeSet<String> = BTreeSet::new();
         for d in &t.dlopens {
             let (Some(name), Some(error)) = (d.name.as_deref(), d.error.as_deref()) else {
                 continue;
             };
             let base = file_name(name);
             let id = library_of(&base);
+            let tried = id
+                .as_ref()
+                .and_then(|i| tried_of.get(i))
+                .filter(|n| n.len() > 1);
+            if let Some(tried) = tried {
+                let of_major =
+                    |n: &&String| major.is_some_and(|m| catalog.majors_of(n).contains(&m));
+                let wanted = tried.iter().find(of_major).unwrap_or(&tried[0]);
+                if *wanted != base || !said_library.insert(id.clone().unwrap_or_default()) {
+                    continue;
+                }
+            }
+            let what = match tried {
+                Some(n) => {
+                    let others: Vec<&str> = n
+                        .iter()
+                        .filter(|x| **x != base)
+                        .map(String::as_str)
+                        .collect();
+                    format!("the loads of {name} and {}", others.join(", "))
+                }
+                None => format!("the load of {name}"),
+            };
             let loaded_otherwise = t.loaded_as(name).is_some()
                 || t.loaded_as(&base).is_some()
                 || t.dlopens.iter().any(|o| {
@@ -3946,7 +4175,7 @@ fn failed_at_import(
                 format!("missing {missing}"),
                 at.clone(),
                 format!(
-                    "{at}: the load of {name} failed during import {} ({error}); the import went on without it, and what uses it fails on first use{fix}",
+                    "{at}: {what} failed during import {} ({error}); the import went on without it, and what uses it fails on first use{fix}",
                     t.module
                 ),
                 format!(
