@@ -1372,9 +1372,7 @@ fn elf_major_hint(r: &ElfReport, catalog: &Catalog, wheel_dirs: &WheelDirs) -> O
         .soname
         .iter()
         .chain(r.needed.iter().map(|n| &n.soname))
-        .filter_map(|s| catalog.older_release(s, None))
-        .filter(|o| o.cuda_major_known)
-        .map(|o| o.cuda_major)
+        .filter_map(|s| catalog.older_release_major(s))
         .collect();
     if !older.is_empty() {
         return (older.len() == 1).then(|| *older.iter().next().unwrap());

@@ -1438,6 +1438,15 @@ impl Catalog {
         })
     }
 
+    /// The CUDA major a name of an older release says outright ([`Catalog::older_release`]
+    /// with `cuda_major_known`): 10 for `libcudart.so.10.2`, none for `libcusparse.so.9.0`
+    /// or a name later releases share.
+    pub fn older_release_major(&self, name: &str) -> Option<u32> {
+        self.older_release(name, None)
+            .filter(|o| o.cuda_major_known)
+            .map(|o| o.cuda_major)
+    }
+
     /// The catalog library a renamed copy is of ([`unhashed`]): `libcudart-5a077122.so.12.0.107`
     /// is cudart's `libcudart.so.12`. None for a name without a repair tool's hash.
     pub fn renamed_copy_of(&self, name: &str, hint: Option<u32>) -> Option<LibraryMatch<'_>> {

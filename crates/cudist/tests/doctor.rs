@@ -4290,3 +4290,44 @@ fn a_missing_file_its_distribution_installs_is_reinstalled() {
         "{v:#}"
     );
 }
+
+/// A CUDA library of a release before any with wheels is fixed by that CUDA, never by a wheel
+/// of a later one that shares its name (`libcufft.so.10` is CUDA 11's too).
+#[test]
+fn a_cuda_10_library_is_fixed_by_cuda_10() {
+    let work = tempfile::tempdir().unwrap();
+    let libs = work.path().join("libs");
+    fake_lib(&libs, "libcudart.so", "libcudart.so.10.2", "cudaMalloc");
+    fake_lib(&libs, "libcufft.so", "libcufft.so.10", "cufftPlan1d");
+    let pkg = work.path().join("pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    let ext = gcc_shared(
+        &libs,
+        "ext.so",
+        None,
+        "int cufftPlan1d(void *); int f(void) { return cufftPlan1d(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.display()),
+            "-lcudart",
+            "-lcufft",
+        ],
+    );
+    std::fs::copy(&ext, pkg.join("ext.so")).unwrap();
+    let v = doctor_json(&[pkg.to_str().unwrap(), "--ld-library-path", ""], 1);
+    let text = v.to_string();
+    for so in ["libcudart.so.10.2", "libcufft.so.10"] {
+        assert!(
+            text.contains(&format!(
+                "{so} is {}'s of CUDA 10, older than any release NVIDIA ships as wheels",
+                if so.starts_with("libcudart") {
+                    "cudart"
+                } else {
+                    "cufft"
+                }
+            )),
+            "{v:#}"
+        );
+    }
+    assert!(!text.contains("nvidia-cufft-cu11"), "{v:#}");
+}

@@ -1512,9 +1512,7 @@ fn sim_major(sim: &loader::Simulation, catalog: &Catalog) -> Option<u32> {
     // (`libcudart.so.10.2`): what it shares with later releases (`libcufft.so.10`) says nothing.
     let older: BTreeSet<u32> = names
         .iter()
-        .filter_map(|n| catalog.older_release(n, None))
-        .filter(|o| o.cuda_major_known)
-        .map(|o| o.cuda_major)
+        .filter_map(|n| catalog.older_release_major(n))
         .collect();
     if let Some(m) = older.last() {
         return Some(*m);

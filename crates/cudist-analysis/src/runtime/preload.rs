@@ -278,12 +278,7 @@ pub fn tiers(
 /// runtime, it loads it, but its cuBLAS module links `libcublas.so.13`); none when unknown.
 pub fn cuda_major(files: &[Dynamic], catalog: &Catalog) -> Option<u32> {
     // A release before the catalog's names the file's outright (`libcudart.so.10.2`).
-    let older = |n: &String| {
-        catalog
-            .older_release(n, None)
-            .filter(|o| o.cuda_major_known)
-            .map(|o| o.cuda_major)
-    };
+    let older = |n: &String| catalog.older_release_major(n);
     let runtime = files
         .iter()
         .flat_map(|f| &f.needed)
