@@ -807,7 +807,9 @@ fn aggregate_needs(
                     may_come_through: Vec::new(),
                     declared_by: None,
                     vendored: false,
-                    tier: a.report.tier,
+                    // Opened on the first call, whatever loads the file (cholespy imports
+                    // the module that opens `libcuda.so`; its import does not).
+                    tier: crate::loads::Tier::OnDemand,
                     preload: None,
                     lazy: Some(how),
                     loaded_first_by: None,

@@ -1649,6 +1649,9 @@ fn a_dlopen_of_the_drivers_linker_name_uses_the_driver() {
             .is_some_and(|l| l.contains("development link")),
         "{driver:#}"
     );
+    // Opened on the first call, not by loading the file (docs/json-schema.md: `lazy` set,
+    // `tier` is "on-demand").
+    assert_eq!(driver["tier"], "on-demand", "{driver:#}");
     assert!(
         verdict_lines(a)
             .iter()
