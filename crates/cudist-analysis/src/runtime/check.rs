@@ -629,16 +629,39 @@ fn listed_by_record(tried: &[PathBuf]) -> Option<(String, String)> {
         }
     }
     for (site, rels) in &sites {
-        for d in cudist_wheel::installed::scan_names(site).unwrap_or_default() {
-            let Some(rows) = record_rows(&d.dist_info) else {
-                continue;
-            };
-            if let Some(r) = rows.iter().find(|r| rels.contains(&r.path)) {
-                return Some((d.name.clone(), r.path.clone()));
+        let records = site_records(site);
+        for (dist, paths) in records.iter() {
+            if let Some(r) = rels.iter().find(|r| paths.contains(*r)) {
+                return Some((dist.clone(), r.clone()));
             }
         }
     }
     None
+}
+
+/// Each distribution of a site-packages directory with the paths its `RECORD` lists, read once
+/// per process (a broken environment asks for every file that misses a library).
+fn site_records(site: &Path) -> std::sync::Arc<Vec<(String, BTreeSet<String>)>> {
+    type Records = HashMap<PathBuf, std::sync::Arc<Vec<(String, BTreeSet<String>)>>>;
+    static READ: std::sync::Mutex<Option<Records>> = std::sync::Mutex::new(None);
+    let mut read = READ
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    read.get_or_insert_with(HashMap::new)
+        .entry(site.to_path_buf())
+        .or_insert_with(|| {
+            let dists = cudist_wheel::installed::scan_names(site).unwrap_or_default();
+            std::sync::Arc::new(
+                dists
+                    .iter()
+                    .filter_map(|d| {
+                        let rows = record_rows(&d.dist_info)?;
+                        Some((d.name.clone(), rows.into_iter().map(|r| r.path).collect()))
+                    })
+                    .collect(),
+            )
+        })
+        .clone()
 }
 
 /// The fix for a library installed beside the file that needs it, out of its search path, that
