@@ -1554,12 +1554,12 @@ impl Catalog {
     }
 }
 
-/// The major of a SONAME's version: `libnvrtc.so.11.2` → 11.
 /// A SONAME's version as numbers (`10.2` → [10, 2]); none unless every part is a number.
 fn version_numbers(v: &str) -> Option<Vec<u64>> {
     v.split('.').map(|p| p.parse().ok()).collect()
 }
 
+/// The major of a SONAME's version: `libnvrtc.so.11.2` → 11.
 fn soname_major(soname: &str) -> Option<u32> {
     soname.split_once(".so.")?.1.split('.').next()?.parse().ok()
 }
