@@ -557,8 +557,9 @@ pub fn older_library_ref(o: &cudist_catalog::OlderRelease<'_>) -> LibraryRef {
     }
 }
 
-/// The conda package that carried the CUDA libraries of releases before the CUDA 12 split, one
-/// package for the whole toolkit (conda-forge's cudatoolkit feedstock, builds 9.2 to 11.8).
+/// The conda package that carried the CUDA libraries of releases before the CUDA 12 split: one
+/// package for the whole toolkit's run-time libraries (`cudatoolkit`, on Anaconda's channel and
+/// conda-forge; CUDA 12 split it into `cuda-cudart`, `libcublas`, …).
 pub const OLDER_CONDA: &str = "cudatoolkit";
 
 /// The newest first release among the symbols the file imports, per library and CUDA major

@@ -16,8 +16,9 @@
 //!   extension, and no x86-64 level beyond the baseline (those only `linux` allows).
 //!
 //! cudist adds what auditwheel cannot know: CUDA libraries that come from NVIDIA's wheels (or
-//! catalog-declared wheels; not those of releases before any wheel), driver libraries, and libraries carried by the artifact itself are not
-//! system libraries and do not count against a policy.
+//! catalog-declared wheels; not those of releases before any wheel), driver libraries, and
+//! libraries carried by the artifact itself are not system libraries and do not count against a
+//! policy.
 
 use cudist_catalog::manylinux::{policies_for, Policy};
 use cudist_elf::ElfFile;
