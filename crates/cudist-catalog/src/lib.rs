@@ -1405,11 +1405,20 @@ impl Catalog {
             .filter_map(|(_, v)| version_numbers(v))
             .min()?;
         let older_hint = hint.filter(|h| *h < oldest_major);
+        // Where every listed SONAME's major is its CUDA major (cudart, cuBLAS, NVRTC, NPP), the
+        // name says its release; elsewhere (cuFFT's `.so.10` is CUDA 11's, and CUDA 10's too)
+        // the file's other libraries may.
+        let names_its_release = library.cuda.iter().all(|m| {
+            m.sonames
+                .iter()
+                .all(|s| soname_major(s).is_none_or(|v| v == m.major))
+        });
         if version[0] >= oldest_soname[0] {
             // A SONAME of a listed major (a minor the catalog does not list is that major's):
-            // older only where it is listed and the file says so.
+            // older only where it is listed, its name does not say its release, and the file
+            // says the older one.
             let listed = library.cuda.iter().any(|m| m.sonames.contains(&plain));
-            return (listed && version == oldest_soname)
+            return (listed && !names_its_release && version == oldest_soname)
                 .then_some(older_hint)
                 .flatten()
                 .map(|cuda_major| OlderRelease {
@@ -1418,14 +1427,7 @@ impl Catalog {
                     cuda_major_known: true,
                 });
         }
-        // Where every listed SONAME's major is its CUDA major (cudart, cuBLAS, NPP), the name
-        // says its release; elsewhere (cuFFT's `.so.10` is CUDA 11) the file's other libraries
-        // may, and else it is at most the release before the oldest listed.
-        let names_its_release = library.cuda.iter().all(|m| {
-            m.sonames
-                .iter()
-                .all(|s| soname_major(s).is_none_or(|v| v == m.major))
-        });
+        // Else it is at most the release before the oldest listed.
         let (cuda_major, cuda_major_known) = match (older_hint, names_its_release) {
             (Some(h), _) => (h, true),
             (None, true) => (version[0].min(u64::from(oldest_major - 1)) as u32, true),
@@ -1680,9 +1682,12 @@ mod tests {
         assert_eq!(of("libcufft.so.10", None), None);
         assert_eq!(of("libcufft.so.10", Some(11)), None);
         assert_eq!(of("libcufft.so.10", Some(10)), Some(("cufft", 10, true)));
-        // A minor the catalog does not list is its major's; listed names are not older.
+        // A minor the catalog does not list is its major's; listed names are not older, and
+        // a listed name that says its release is that release's whatever the file says.
         assert_eq!(of("libcupti.so.11.7", None), None);
         assert_eq!(of("libcublas.so.12", Some(10)), None);
+        assert_eq!(of("libnvrtc.so.11.0", Some(10)), None);
+        assert_eq!(of("libcurand.so.10", Some(10)), Some(("curand", 10, true)));
         // Libraries whose releases are not CUDA's (cuDNN 7, TensorRT 8 had wheels of their
         // own), and names of no toolkit library, are not judged.
         assert_eq!(of("libcudnn.so.7", None), None);

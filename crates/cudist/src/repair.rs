@@ -376,16 +376,6 @@ fn render(r: &Report, catalog: &Catalog, style: crate::util::Style) -> String {
                     o.cuda_major,
                     if o.cuda_major_known { "" } else { " or before" }
                 )
-            } else if let Some(m) = catalog
-                .library_by_soname(u)
-                .filter(|m| m.major.pip.is_some())
-            {
-                // Unhandled with a wheel known: the file's other libraries made it the older
-                // release's that shares the name (`libcufft.so.10` beside `libcudart.so.10.2`).
-                format!(
-                    "{}'s, a name CUDA {} shares with a release before any NVIDIA ships as wheels, and that release's here (the file's other CUDA libraries are of it): no wheel to require, and CUDA's libraries are not grafted; the user's machine must provide that CUDA",
-                    m.library.id, m.major.major
-                )
             } else if let Some(id) = known {
                 format!("a catalog library ({id}) whose wheel, or the wheel of this SONAME, the catalog does not know: not grafted and not required; the user's machine must provide it")
             } else if tagged_before {
