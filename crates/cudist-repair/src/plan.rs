@@ -1066,6 +1066,19 @@ mod tests {
         }
     }
 
+    /// [`file_needs`] with no grafts, renames, removals, installed releases or exclusions.
+    fn plain_needs(e: &ElfReport, catalog: &Catalog) -> FileNeeds {
+        file_needs(
+            e,
+            catalog,
+            &no_grafts(),
+            &HashMap::new(),
+            &BTreeSet::new(),
+            &BTreeMap::new(),
+            &|_| false,
+        )
+    }
+
     fn no_grafts() -> Grafting<'static> {
         Grafting {
             names: BTreeMap::new(),
@@ -1147,15 +1160,7 @@ mod tests {
             &[],
             &catalog,
         );
-        let n = file_needs(
-            &e,
-            &catalog,
-            &no_grafts(),
-            &HashMap::new(),
-            &BTreeSet::new(),
-            &BTreeMap::new(),
-            &|_| false,
-        );
+        let n = plain_needs(&e, &catalog);
         let needs: Vec<(&str, &str)> = n
             .needs
             .iter()
@@ -1183,15 +1188,7 @@ mod tests {
             &[],
             &catalog,
         );
-        let n = file_needs(
-            &e,
-            &catalog,
-            &no_grafts(),
-            &HashMap::new(),
-            &BTreeSet::new(),
-            &BTreeMap::new(),
-            &|_| false,
-        );
+        let n = plain_needs(&e, &catalog);
         assert!(n.needs.is_empty(), "{:?}", n.needs);
         assert_eq!(n.unhandled, vec!["libcudart.so.10.2", "libcublas.so.10"]);
     }
@@ -1201,15 +1198,7 @@ mod tests {
         let catalog = Catalog::builtin();
         let mut e = elf("pkg/ext.so", &["libcublas.so.12"], &[], &catalog);
         e.needed[0].provided_in_artifact = Some("pkg/libcublas.so.12".into());
-        let kept = file_needs(
-            &e,
-            &catalog,
-            &no_grafts(),
-            &HashMap::new(),
-            &BTreeSet::new(),
-            &BTreeMap::new(),
-            &|_| false,
-        );
+        let kept = plain_needs(&e, &catalog);
         assert_eq!(kept, FileNeeds::default());
         // Unless the repair removes that copy.
         let removed = BTreeSet::from(["pkg/libcublas.so.12"]);

@@ -2718,29 +2718,24 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             let here = dists
                 .entry(site.to_path_buf())
                 .or_insert_with(|| cudist_wheel::installed::scan_names(site).unwrap_or_default());
+            // An extension module its code imports, by its path below the site.
+            let imported = |f: &Path| {
+                f.strip_prefix(site)
+                    .ok()
+                    .and_then(|r| r.to_str())
+                    .and_then(crate::loads::extension_module)
+                    .is_some_and(|m| scan.modules.contains_key(&m))
+            };
             let beside: Vec<PathBuf> = beside_package(site, here, name)
                 .into_iter()
-                .filter(|f| {
-                    f.file_name()
-                        .and_then(|n| n.to_str())
-                        .and_then(crate::loads::extension_module)
-                        .is_some_and(|m| scan.modules.contains_key(&m))
-                })
+                .filter(|f| imported(f))
                 .collect();
             // And those of the packages above a submodule's (`import a.b` runs `a` first, and
             // `a.b` may import `a`'s extension modules: pennylane_lightning.lightning_tensor
             // imports `pennylane_lightning.lightning_tensor_ops`).
             let above: Vec<PathBuf> = parents_between(site, &dir)
                 .iter()
-                .flat_map(|p| {
-                    crate::elf_files::loadable_in(p, &|f| {
-                        f.strip_prefix(site)
-                            .ok()
-                            .and_then(|r| r.to_str())
-                            .and_then(crate::loads::extension_module)
-                            .is_some_and(|m| scan.modules.contains_key(&m))
-                    })
-                })
+                .flat_map(|p| crate::elf_files::loadable_in(p, &imported))
                 .collect();
             let beside: Vec<PathBuf> = beside.into_iter().chain(above).collect();
             if let Some(listed) = elfs.get_mut(&dir).filter(|_| !beside.is_empty()) {
