@@ -14,7 +14,7 @@
 //! Without paths, the machine and every CUDA installation visible are reported
 //! ([`installations`](super::installations)).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use cudist_catalog::{Catalog, SonameClass};
@@ -1524,7 +1524,7 @@ fn dir_major(f: &Path, catalog: &Catalog) -> Option<u32> {
 /// The CUDA major of a simulation: the one most of its CUDA libraries (found or missing) whose
 /// SONAME belongs to a single major say.
 fn sim_major(sim: &loader::Simulation, catalog: &Catalog) -> Option<u32> {
-    let mut votes: std::collections::BTreeMap<u32, usize> = Default::default();
+    let mut votes: BTreeMap<u32, usize> = Default::default();
     let names = sim
         .objects
         .iter()
@@ -1641,7 +1641,16 @@ fn site_of_import<'a>(name: &str, dir: &'a Path) -> Option<&'a Path> {
 }
 
 /// One file's report, its verdict, and where the real import contradicted the model.
-type Checked = (FileReport, Verdict, Vec<String>);
+type Checked = (FileReport, Verdict, Vec<Unfound>);
+
+/// A library the simulated search does not find for a file, which the real import had loaded (by
+/// a load the model does not know of: a path list handed to native code). Said once per library
+/// and place, for every file that needs it.
+struct Unfound {
+    name: String,
+    file: String,
+    loaded: PathBuf,
+}
 
 /// A CUDA runtime linked into a file (nvcc's default, `-cudart static`).
 struct LinkedRuntime {
@@ -1869,14 +1878,11 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
                 after_import.push((m.name.clone(), p));
                 continue;
             }
-            disagreements.push(format!(
-                "{}: the model finds no {} (needed by {}; tried {}), but the real import had it loaded from {}",
-                f.display(),
-                m.name,
-                m.needed_by.display(),
-                m.tried.len(),
-                p.display()
-            ));
+            disagreements.push(Unfound {
+                name: m.name.clone(),
+                file: f.display().to_string(),
+                loaded: p.clone(),
+            });
             after_import.push((m.name.clone(), p));
         }
     }
@@ -1939,7 +1945,7 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         .or_else(|| dir_major(f, catalog));
     // Libraries installed beside their files, out of their search path, that cannot load here
     // themselves: the fix and the root cause are what they lack.
-    let mut lacking: std::collections::BTreeMap<String, (String, String)> = Default::default();
+    let mut lacking: BTreeMap<String, (String, String)> = Default::default();
     for m in sim.missing() {
         if !lacking.contains_key(&m.name) {
             if let Some(l) = beside_but_lacking(&m.name, &m.needed_by, major, catalog, env) {
@@ -3020,7 +3026,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     // `ctypes.CDLL` subclass of its own).
     let mut package_finds: Vec<(String, crate::loads::Find)> = Vec::new();
     let mut package_files: Vec<preload::Dynamic> = Vec::new();
-    let mut package_modules: std::collections::BTreeMap<String, crate::pysource::ImportedAt> =
+    let mut package_modules: BTreeMap<String, crate::pysource::ImportedAt> =
         std::collections::BTreeMap::new();
     // What each followed package's functions load when called, for the packages that call them
     // at import (cuopt calls `libcuopt.load_library()`, which loads libcuopt.so through ctypes):
@@ -3455,7 +3461,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         .filter_map(|(name, dir)| site_of_import(name, dir))
         .filter_map(|s| std::fs::canonicalize(s).ok())
         .collect();
-    let mut followed: std::collections::BTreeMap<&str, Vec<PathBuf>> = Default::default();
+    let mut followed: BTreeMap<&str, Vec<PathBuf>> = Default::default();
     for t in report.imports_run.iter().filter(|t| t.ok) {
         // What the mapped objects need: those came as dependencies (judged through what needs
         // them); the others were loaded by path or imported.
@@ -3709,8 +3715,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     }
     // Reality places the files of a package whose import ran to its end: loaded at import when
     // the process mapped them, else not (what the import did not exercise stays the model's).
-    let mut moved: std::collections::BTreeMap<&str, (Vec<String>, Vec<String>)> =
-        Default::default();
+    let mut moved: BTreeMap<&str, (Vec<String>, Vec<String>)> = Default::default();
     for (f, placed) in files.iter().zip(tiers.iter_mut()) {
         // The innermost package holding the file (`nvidia.nvimgcodec`, not the namespace
         // `nvidia` it was followed into).
@@ -3909,10 +3914,21 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         checked.push(r?);
     }
     unused_variants(&mut checked, catalog);
+    let mut unfound: BTreeMap<(String, PathBuf), Vec<String>> = BTreeMap::new();
     for (file, verdict, disagree) in checked {
         report.verdict.merge(verdict);
         report.files.push(file);
-        disagreements.extend(disagree);
+        for u in disagree {
+            unfound.entry((u.name, u.loaded)).or_default().push(u.file);
+        }
+    }
+    for ((name, loaded), files) in unfound {
+        disagreements.push(format!(
+            "the model finds no {name} for {} file(s) that need it ({}), but the real import had it loaded from {}",
+            files.len(),
+            some_of(&files, ""),
+            loaded.display()
+        ));
     }
     // The packages' own CUDA major, where they have one: advice for what the import failed to
     // load names that major's wheel (cutensor-cu12 in a CUDA 12 environment).
@@ -3946,7 +3962,7 @@ fn unused_variants(checked: &mut [Checked], catalog: &Catalog) {
             Some((v.key(&f.path), v, lacks))
         })
         .collect();
-    let mut loading: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    let mut loading: BTreeMap<&str, Vec<&str>> = Default::default();
     for (key, v, lacks) in found.iter().flatten() {
         if lacks.is_empty() {
             loading.entry(key).or_default().push(&v.cuda);
@@ -4100,7 +4116,7 @@ fn failed_at_import(
         // A loader that tries each CUDA major's name of a library in turn (cuda-pathfinder tries
         // `libcublasLt.so.13`, then `.so.12`) failed once: one line, for the name of the
         // package's major where it tried that one.
-        let mut tried_of: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        let mut tried_of: BTreeMap<String, Vec<String>> = Default::default();
         for d in t.dlopens.iter().filter(|d| d.error.is_some()) {
             let Some(name) = d.name.as_deref() else {
                 continue;
