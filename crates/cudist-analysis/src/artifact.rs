@@ -1154,7 +1154,9 @@ fn recognise_vendored(a: &Analysed, catalog: &Catalog) -> Option<Vendored> {
             evidence.push(format!("named {name}, a copy of {}", lib.stem));
             Some(m)
         });
-    if let Some(m) = matched {
+    // A copy of a cross-vendor interface's library (an OpenCL ICD loader) is the package's own,
+    // whoever built it: not a CUDA library.
+    if let Some(m) = matched.filter(|m| m.library.interface.is_none()) {
         let own = a.defined_markers.get(&m.library.id);
         match own {
             Some(syms) => evidence.push(format!("defines {}", syms.join(", "))),

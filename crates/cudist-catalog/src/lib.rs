@@ -153,6 +153,13 @@ pub struct Library {
     /// libcugraph_common.so).
     #[serde(default)]
     pub python_loader_needed: Vec<String>,
+    /// The cross-vendor interface this library is one implementation of, where its SONAME is the
+    /// interface's and other vendors' implementations carry it too (`libOpenCL.so.1`, the OpenCL
+    /// ICD loader: ocl-icd's, Khronos', NVIDIA's copy). A file of that name, or one that needs it,
+    /// is not CUDA's: it is never judged as a CUDA library, a copy a package carries is its own
+    /// (repair keeps it), and a wheel that needs one requires no CUDA wheel for it.
+    #[serde(default)]
+    pub interface: Option<String>,
     #[serde(default)]
     pub sources: Vec<String>,
     #[serde(default)]
@@ -1352,6 +1359,7 @@ impl Catalog {
             .library_by_name_hinted(soname, hint)
             .filter(|(_, exact)| *exact)
             .or_else(|| self.major_minor_family(soname, hint))
+            .filter(|(m, _)| m.library.interface.is_none())
         {
             return match m.library.kind {
                 LibraryKind::Toolkit => SonameClass::Toolkit(m),
@@ -1453,7 +1461,9 @@ impl Catalog {
     /// is cudart's `libcudart.so.12`. None for a name without a repair tool's hash.
     pub fn renamed_copy_of(&self, name: &str, hint: Option<u32>) -> Option<LibraryMatch<'_>> {
         let plain = unhashed(name)?;
-        self.library_by_name_hinted(&plain, hint).map(|(m, _)| m)
+        self.library_by_name_hinted(&plain, hint)
+            .map(|(m, _)| m)
+            .filter(|m| m.library.interface.is_none())
     }
 
     /// A `major.minor` library's SONAME for a minor the catalog does not list

@@ -1138,6 +1138,78 @@ fn renamed_copies_in_needed_are_the_library_they_copy() {
     assert!(!text.contains("nvidia-cuda-runtime"), "{text}");
 }
 
+/// The OpenCL ICD loader's SONAME (`libOpenCL.so.1`) is a cross-vendor interface's, which
+/// ocl-icd, Khronos' loader and NVIDIA's copy all carry: a package that vendors one (pyopencl's
+/// auditwheel graft of ocl-icd, `libOpenCL-5519dec5.so.1.0.0`) carries no CUDA library, and
+/// repair keeps it rather than swap in nvidia-cuda-opencl (which would not find the ICDs the
+/// package's own loader is configured for).
+#[test]
+fn a_vendored_opencl_loader_is_not_cuda() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let libs = d.join("libs");
+    let copy = "libOpenCL-5519dec5.so.1.0.0";
+    fake_lib(&libs, copy, copy, "clGetPlatformIDs");
+    let user = user_of_copy(d, &libs, copy, "clGetPlatformIDs", ".libs");
+    let wheel = d.join("oclpkg-1.0-cp311-cp311-manylinux_2_17_x86_64.whl");
+    write_wheel(
+        &wheel,
+        "oclpkg",
+        &[],
+        &[
+            ("oclpkg/libuser.so", user),
+            (
+                "oclpkg/.libs/libOpenCL-5519dec5.so.1.0.0",
+                std::fs::read(libs.join(copy)).unwrap(),
+            ),
+        ],
+    );
+    let v = inspect_json(&[wheel.to_str().unwrap()], 0);
+    let a = artifact(&v, ".whl");
+    assert_eq!(a["vendored"], serde_json::json!([]), "{a:#}");
+    let user = a["elf_files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "oclpkg/libuser.so")
+        .unwrap();
+    let needed = &user["needed"][0];
+    assert_eq!(needed["soname"], copy);
+    assert_ne!(needed["class"], "toolkit", "{needed:#}");
+    assert!(needed["library"].is_null(), "{needed:#}");
+    assert_eq!(
+        verdict_lines(a),
+        ["OK: carries no CUDA libraries and needs none"]
+    );
+    // The same for a file that needs the loader by its own SONAME, from the system.
+    let ext = ext_needing(d, "OpenCL", "libOpenCL.so.1", "clGetPlatformIDs");
+    let wheel2 = d.join("oclsys-1.0-cp311-cp311-manylinux_2_17_x86_64.whl");
+    write_wheel(&wheel2, "oclsys", &[], &[("oclsys/ext.so", ext)]);
+    let v = inspect_json(&[wheel2.to_str().unwrap()], 0);
+    let a = artifact(&v, ".whl");
+    let needed = &a["elf_files"][0]["needed"][0];
+    assert_eq!(needed["soname"], "libOpenCL.so.1");
+    assert_ne!(needed["class"], "toolkit", "{needed:#}");
+    // repair keeps the vendored loader and requires no CUDA wheel.
+    let out = d.join("out");
+    let o = cudist(&[
+        "repair",
+        "-w",
+        out.to_str().unwrap(),
+        wheel.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(!text.contains("nvidia-cuda-opencl"), "{text}");
+    assert!(!text.contains("removed"), "{text}");
+    let repaired = find_wheel(&out, "oclpkg-1.0");
+    let f = std::fs::File::open(&repaired).unwrap();
+    let mut z = zip::ZipArchive::new(f).unwrap();
+    assert!(z
+        .by_name("oclpkg/.libs/libOpenCL-5519dec5.so.1.0.0")
+        .is_ok());
+}
+
 /// A package that picks its module file by machine (PyNvVideoCodec: `…-aarch64-linux-gnu.so`
 /// on aarch64, `…-x86_64-linux-gnu.so` else) loads, in an x86_64 wheel, only the x86_64 name.
 #[test]
