@@ -122,6 +122,13 @@ pub struct Preload {
     /// found fails the load (torchao loads each `_C*.so` its directory lists).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub if_present: bool,
+    /// Directories below site-packages where a library the code names by a relative path lies,
+    /// as Python's `os.path.join(os.path.dirname(__file__), "lib/Linux/libx.so")` finds it: the
+    /// naming file's directory, or its top package's, joined with the path's directories, for
+    /// every path that the file writes with this name (pyqrack picks one of several by
+    /// platform). Tried before the package's own directories.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub near: Vec<String>,
 }
 
 impl Preload {
@@ -457,6 +464,45 @@ fn names_in(
     } else {
         named
     }
+}
+
+/// The directories below site-packages that file `f` names library `name` in by a relative path
+/// (`"qrack_lib/Linux/2_35/libqrack_pinvoke.so"`): that path's directories below the file's own
+/// directory (`os.path.dirname(__file__)`) and below its top package's.
+fn near_dirs(f: &File, name: &str) -> Vec<String> {
+    let here = f.path.rsplit_once('/').map_or("", |(d, _)| d);
+    let top = f.path.split('/').next().unwrap_or("");
+    let mut out: Vec<String> = Vec::new();
+    for lit in f
+        .stmts
+        .iter()
+        .flat_map(|s| &s.literals)
+        .filter(|l| !l.tested)
+    {
+        let Some((dir, base)) = lit.value.rsplit_once('/') else {
+            continue;
+        };
+        let plain = |c: &str| {
+            !c.is_empty()
+                && c != "."
+                && c != ".."
+                && !c.contains(|ch: char| ch == '*' || ch == '\\' || ch.is_whitespace())
+        };
+        if base != name || lit.value.starts_with('/') || !dir.split('/').all(plain) {
+            continue;
+        }
+        for root in [here, top] {
+            let d = if root.is_empty() {
+                dir.to_string()
+            } else {
+                format!("{root}/{dir}")
+            };
+            if !out.contains(&d) {
+                out.push(d);
+            }
+        }
+    }
+    out
 }
 
 /// The string literals that scope `from` passes as first argument in its calls of function
@@ -919,6 +965,7 @@ pub fn scan_with(
                         on_call: on_call.clone(),
                         optional: c.optional,
                         if_present: c.if_present,
+                        near: Vec::new(),
                     });
                 }
                 continue;
@@ -937,6 +984,7 @@ pub fn scan_with(
                     on_call: on_call.clone(),
                     optional: c.optional,
                     if_present: c.if_present,
+                    near: Vec::new(),
                 });
                 // What that loader (or one it calls) hands cuda-pathfinder loads in the same
                 // call, and fails it where missing (libcuvs' `load_nvidia_dynamic_lib("nvrtc")`):
@@ -953,6 +1001,7 @@ pub fn scan_with(
                         on_call: on_call.clone(),
                         optional: c.pathfinder_optional,
                         if_present: false,
+                        near: Vec::new(),
                     });
                 }
             }
@@ -969,6 +1018,7 @@ pub fn scan_with(
                     on_call,
                     optional: c.optional,
                     if_present: c.if_present,
+                    near: Vec::new(),
                 });
             }
             Mechanism::Ctypes => {
@@ -1119,10 +1169,30 @@ pub fn scan_with(
                         on_call,
                         optional,
                         if_present: c.if_present,
+                        near: Vec::new(),
                     });
                 }
             }
         }
+    }
+    // Where a name loaded by ctypes is also written with directories before it, relative to
+    // the code (`"qrack_lib/Linux/2_35/libqrack_pinvoke.so"`, joined to the file's directory).
+    for p in out
+        .iter_mut()
+        .filter(|p| p.mechanism == Mechanism::Ctypes && !p.name.contains(['/', '*', '?', '[']))
+    {
+        let mut near = Vec::new();
+        for at in [&p.loaded_at, &p.named_at] {
+            let path = at.rsplit_once(':').map_or(at.as_str(), |(f, _)| f);
+            if let Some(f) = files.iter().find(|f| f.path == path) {
+                for d in near_dirs(f, &p.name) {
+                    if !near.contains(&d) {
+                        near.push(d);
+                    }
+                }
+            }
+        }
+        p.near = near;
     }
     // One entry per name: the one that runs at import (a required one first); else one per
     // function that runs it (nvshmem4py loads `nvshmem_host` in `init()`, `get_version()`, …:
@@ -1452,6 +1522,7 @@ fn passed_in(
                 on_call: when.on_call,
                 optional: when.optional || caught,
                 if_present: false,
+                near: Vec::new(),
             });
         }
     }

@@ -1417,6 +1417,75 @@ fn the_real_import_is_bounded_and_its_output_is_its_own() {
     assert!(stderr(&o).contains("no ELF files in"), "{}", stderr(&o));
 }
 
+/// A library the code loads by a path relative to itself, one of several it picks by platform
+/// (pyqrack's `os.path.join(os.path.dirname(__file__), "qrack_lib/Linux/x86_64/libqrack.so")`)
+/// is found where that path leads, not looked for in the package's top directory. Without it,
+/// the caught load fails and the import fails after it (the code uses what it did not load):
+/// the lead says the caught load is the cause, not that the error is the package's own.
+#[test]
+fn a_library_loaded_by_a_path_relative_to_the_code_is_found_there() {
+    let work = tempfile::tempdir().unwrap();
+    let code = "import os, platform\nfrom ctypes import CDLL\n\
+                class S:\n    def __init__(self):\n        p = '/usr/local/lib/rel/librelx.so'\n\
+                \x20       if platform.machine() == 'aarch64':\n            p = 'bin/Linux/ARM64/librelx.so'\n\
+                \x20       else:\n            p = 'bin/Linux/x86_64/librelx.so'\n\
+                \x20       base = os.path.abspath(os.path.dirname(__file__))\n\
+                \x20       try:\n            self.lib = CDLL(os.path.join(base, p))\n\
+                \x20       except Exception as e:\n            print(e)\n\
+                \x20       self.lib.f\n\
+                s = S()\n";
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[
+            ("relpkg/__init__.py", "from .sys import loader\n"),
+            ("relpkg/sys/loader.py", code),
+        ],
+    );
+    let dir = site.join("relpkg/sys/bin/Linux/x86_64");
+    gcc_shared(
+        &dir,
+        "librelx.so",
+        Some("librelx.so"),
+        "int f(void) { return 0; }\n",
+        &[],
+    );
+    for extra in [&[][..], &["--static"][..]] {
+        let (code, v) = doctor_import_with("relpkg", &python, extra);
+        assert_eq!(code, Some(0), "{extra:?} {v:#}");
+        assert_eq!(v["verdict"]["status"], "ok", "{extra:?} {v:#}");
+        let said = v.to_string();
+        assert!(!said.contains("not found"), "{extra:?} {v:#}");
+    }
+    std::fs::remove_file(dir.join("librelx.so")).unwrap();
+    let (code, v) = doctor_import("relpkg", &python);
+    assert_eq!(code, Some(1), "{v:#}");
+    let lead = v["verdict"]["reasons"][0].as_str().unwrap();
+    assert!(
+        lead.starts_with("import relpkg fails: AttributeError")
+            && lead.contains(
+                "after the load of librelx.so it caught failed: that library is the cause"
+            ),
+        "{v:#}"
+    );
+    // What was tried is where the code looks, and no print message is read as a path.
+    let reasons = reasons_of(&v);
+    let load = reasons
+        .iter()
+        .find(|r| r.contains("loads librelx.so"))
+        .unwrap();
+    assert!(
+        load.contains("relpkg/sys/bin/Linux/x86_64/librelx.so")
+            && load.contains("then failed for want of it"),
+        "{load}"
+    );
+    assert!(
+        !v["disagreements"]
+            .to_string()
+            .contains("the error is the package's own"),
+        "{v:#}"
+    );
+}
+
 /// A load the package guards (`try: ctypes.CDLL(...) except OSError: pass`) that fails does not
 /// fail the import: the real import goes on, and doctor says what fails later instead of "will
 /// fail to load", with or without running it; --strict makes that exit 1. A library the model cannot find but the process

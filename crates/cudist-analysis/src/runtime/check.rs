@@ -4294,6 +4294,39 @@ fn conclude(
                 Some(name) => !report.verdict.says_at(Status::WillFailWhenLoaded, name),
                 None => !model_fails,
             };
+            // A load the package caught that failed before the import did (pyqrack's `try:
+            // CDLL(…) except: print(e)`, then `self.qrack_lib` used): the code went on without
+            // the library and failed for want of it, whatever the error says.
+            let caught = t
+                .dlopens
+                .iter()
+                .find(|d| d.error.is_some() && d.loaded.is_none() && d.name.is_some());
+            if let (true, Some(d)) = (unexplained && not_found_in(e).is_none(), caught) {
+                let name = d.name.as_deref().unwrap_or_default();
+                let base = name.rsplit('/').next().unwrap_or(name);
+                disagreements.push(format!(
+                    "import {}: the load of {base} the package catches failed ({}{}), and the import failed after it: the model took the caught load for optional",
+                    t.module,
+                    d.error.as_deref().unwrap_or_default(),
+                    d.frames.first().map(|f| format!(", at {f}")).unwrap_or_default()
+                ));
+                leads.push((
+                    t.module.clone(),
+                    format!("{e} (after the load of {base} it caught failed: that library is the cause)"),
+                ));
+                for r in report
+                    .verdict
+                    .reasons
+                    .iter_mut()
+                    .filter(|r| r.contains(base))
+                {
+                    *r = r.replace(
+                        "the import goes on without it, and what needs it fails when used",
+                        "the import went on without it, and then failed for want of it (above)",
+                    );
+                }
+                continue;
+            }
             if unexplained {
                 disagreements.push(match not_found_in(e) {
                     Some(name) if model_fails => format!(

@@ -121,6 +121,14 @@ pub fn find(
                     .map(|d| (site.join(d), "wheel")),
             );
         }
+        // A relative path the code writes it with, joined to where the code is.
+        dirs.extend(
+            p.near
+                .iter()
+                .map(|d| site.join(d))
+                .filter(|d| d.is_dir())
+                .map(|d| (d, "package")),
+        );
         dirs.extend(
             package_lib_dirs(package)
                 .into_iter()
