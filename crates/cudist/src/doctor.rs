@@ -275,12 +275,16 @@ fn render_verdict(s: &mut String, r: &Report, style: Style) {
         s.push_str(&format!("  - {reason}\n"));
     }
     for w in &r.imported_with {
-        let line = match &w.plugin {
-            Some(ep) => format!(
+        let line = match (&w.plugin, &w.on_call) {
+            (Some(ep), _) => format!(
                 "{} loads its plugin {} ({ep}) when {} runs, on first use: its files and preloads are judged as loaded then",
                 w.by, w.package, w.at
             ),
-            None => format!(
+            (None, Some(f)) => format!(
+                "{} imports {} only when {f} runs ({}), on first use: what its import loads is judged as loaded then",
+                w.by, w.package, w.at
+            ),
+            (None, None) => format!(
                 "importing {} imports {} ({}): its files and preloads are judged too",
                 w.by, w.package, w.at
             ),

@@ -1417,6 +1417,104 @@ fn the_real_import_is_bounded_and_its_output_is_its_own() {
     assert!(stderr(&o).contains("no ELF files in"), "{}", stderr(&o));
 }
 
+/// Another package's extension module that the import tries and fails to load, going on
+/// without it (osqp's `try: import osqp_cuda`), is judged whole: every library it lacks is said
+/// with its fix, on first use, not only the one the loader's error names.
+#[test]
+fn a_failed_optional_extension_of_another_package_is_judged_whole() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[(
+            "solver/__init__.py",
+            "try:\n    import solver_gpu\nexcept ImportError:\n    solver_gpu = None\n",
+        )],
+    );
+    let libs = work.path().join("hidden");
+    fake_lib(
+        &libs,
+        "libcublas.so.12",
+        "libcublas.so.12",
+        "cublasCreate_v2",
+    );
+    fake_lib(
+        &libs,
+        "libcusparse.so.12",
+        "libcusparse.so.12",
+        "cusparseCreate",
+    );
+    install_extension(
+        work.path(),
+        &python,
+        &site,
+        "solver_gpu",
+        "int cublasCreate_v2(void *); int cusparseCreate(void *);",
+        "cublasCreate_v2(0); cusparseCreate(0);",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.display()),
+            "-l:libcublas.so.12",
+            "-l:libcusparse.so.12",
+        ],
+    );
+    let (code, v) = doctor_import("solver", &python);
+    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(v["verdict"]["status"], "will-fail-when-loaded", "{v:#}");
+    let reasons = reasons_of(&v);
+    for lib in ["libcublas.so.12", "libcusparse.so.12"] {
+        assert!(
+            reasons.iter().any(|r| r.contains(lib)
+                && r.contains("solver_gpu")
+                && r.contains("the real import of solver tried to load it")),
+            "{lib}: {reasons:#?}"
+        );
+    }
+}
+
+/// A package whose function imports another package's module (lisatools'
+/// `cuda12x_module_loader()` imports `lisatools_backend_cuda12x.pycppdetector`, a namespace
+/// package) gets that module judged on first use: what it lacks fails then. What that other
+/// package's own functions import later is not followed.
+#[test]
+fn a_module_another_package_imports_in_a_function_is_judged_on_first_use() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[(
+            "front/__init__.py",
+            "class Backend:\n    @staticmethod\n    def gpu_loader():\n        try:\n            import front_gpu.kernels\n        except ImportError as e:\n            raise RuntimeError('no gpu backend') from e\n",
+        )],
+    );
+    let libs = work.path().join("hidden");
+    fake_lib(&libs, "libcudart.so.12", "libcudart.so.12", "cudaMalloc");
+    install_extension(
+        work.path(),
+        &python,
+        &site.join("front_gpu"),
+        "kernels",
+        "int cudaMalloc(void *);",
+        "cudaMalloc(0);",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.display()),
+            "-l:libcudart.so.12",
+        ],
+    );
+    let (code, v) = doctor_import("front", &python);
+    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(v["verdict"]["status"], "will-fail-when-loaded", "{v:#}");
+    let w = &v["imported_with"][0];
+    assert_eq!(w["package"], "front_gpu", "{v:#}");
+    assert_eq!(w["on_call"], "gpu_loader()", "{v:#}");
+    let reasons = reasons_of(&v);
+    assert!(
+        reasons.iter().any(|r| r.contains("front_gpu/kernels")
+            && r.contains("libcudart.so.12 not found")
+            && r.contains("only when gpu_loader() runs")),
+        "{reasons:#?}"
+    );
+}
+
 /// A library the code loads by a path relative to itself, one of several it picks by platform
 /// (pyqrack's `os.path.join(os.path.dirname(__file__), "qrack_lib/Linux/x86_64/libqrack.so")`)
 /// is found where that path leads, not looked for in the package's top directory. Without it,

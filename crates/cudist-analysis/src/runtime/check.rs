@@ -924,6 +924,18 @@ pub struct ImportedWith {
     /// use: its files load then, and what it misses fails then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plugin: Option<String>,
+    /// For a package that an `--import` package's function imports, not its import: that
+    /// function (`cuda12x_module_loader()`). What its own import loads loads on first use, as a
+    /// plugin's files do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_call: Option<String>,
+}
+
+impl ImportedWith {
+    /// Its files load on first use, not at import.
+    pub fn on_first_use(&self) -> bool {
+        self.plugin.is_some() || self.on_call.is_some()
+    }
 }
 
 /// How many plugins (entry-point modules) doctor follows, over all the groups read.
@@ -1288,11 +1300,29 @@ fn venv_package(python: &Path, name: &str) -> Option<PathBuf> {
     }) {
         return None;
     }
+    // A regular package, or a directory without `__init__.py` (a namespace package:
+    // `lisatools_backend_cuda12x/`), which Python imports where no module of that name comes
+    // first: none beside it in site-packages.
     let mut found = std::fs::read_dir(venv.join("lib"))
         .ok()?
         .flatten()
         .map(|e| e.path().join("site-packages").join(name))
-        .filter(|p| p.join("__init__.py").is_file());
+        .filter(|p| {
+            p.join("__init__.py").is_file()
+                || (p.is_dir()
+                    && !p.with_extension("py").exists()
+                    && !p
+                        .parent()
+                        .and_then(|d| std::fs::read_dir(d).ok())
+                        .is_some_and(|rd| {
+                            let stem =
+                                format!("{}.", p.file_name().unwrap_or_default().to_string_lossy());
+                            rd.flatten().any(|e| {
+                                let n = e.file_name().to_string_lossy().into_owned();
+                                n.starts_with(&stem) && n.ends_with(".so")
+                            })
+                        }))
+        });
     let first = found.next()?;
     // Two Python versions in one venv: let the interpreter say which it uses.
     found.next().is_none().then_some(first)
@@ -2593,6 +2623,8 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     let mut imports: Vec<(String, PathBuf)> = Vec::new();
     // How many imports away from one asked for each package is (0: asked for).
     let mut depth_of: Vec<usize> = Vec::new();
+    // The modules a package asked for imports in a function (`lisatools_backend_cuda12x.pycppdetector`).
+    let mut on_call_modules: Vec<String> = Vec::new();
     for n in &args.imports {
         match venv_package(&python, n) {
             Some(p) => {
@@ -2768,9 +2800,62 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                     at: at.clone(),
                     path: found.clone(),
                     plugin: None,
+                    on_call: None,
                 });
                 imports.push((module.clone(), found));
                 depth_of.push(depth + 1);
+            }
+            // The packages its code imports only when a function runs (lisatools'
+            // `cuda12x_module_loader()` imports `lisatools_backend_cuda12x`): their files load
+            // on first use, and what they lack fails then.
+            // Only from a package asked for, through a function it has (what a module the
+            // import never reaches imports is too far from any use to judge), and no further.
+            let own_top = imports[i]
+                .0
+                .split('.')
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            for (module, how) in scan.modules.iter().filter(|_| depth == 0) {
+                let crate::pysource::ImportedAt::OnCall {
+                    at,
+                    function: Some(function),
+                    ..
+                } = how
+                else {
+                    continue;
+                };
+                let top = module.split('.').next().unwrap_or_default();
+                if top == own_top
+                    || report
+                        .imported_with
+                        .iter()
+                        .filter(|w| w.on_first_use())
+                        .count()
+                        >= MAX_PLUGINS
+                {
+                    continue;
+                }
+                let Some(found) = outside_package(&python, search_path, top) else {
+                    continue;
+                };
+                on_call_modules.push(module.clone());
+                if imports.iter().any(|(n, _)| n == top) {
+                    continue;
+                }
+                if list_elfs(&mut elfs, &found).is_empty() {
+                    continue;
+                }
+                report.imported_with.push(ImportedWith {
+                    package: top.to_string(),
+                    by: imports[i].0.clone(),
+                    at: at.clone(),
+                    path: found.clone(),
+                    plugin: None,
+                    on_call: Some(format!("{function}()")),
+                });
+                imports.push((top.to_string(), found));
+                depth_of.push(MAX_FOLLOW);
             }
             // Its plugins: the modules installed distributions register in the entry-point
             // groups its code reads, wherever the interpreter finds distributions.
@@ -2802,7 +2887,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                         if report
                             .imported_with
                             .iter()
-                            .filter(|w| w.plugin.is_some())
+                            .filter(|w| w.on_first_use())
                             .count()
                             >= MAX_PLUGINS
                         {
@@ -2832,6 +2917,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                                     String::new()
                                 }
                             )),
+                            on_call: None,
                         });
                         imports.push((ep.module.clone(), found));
                         depth_of.push(depth + 1);
@@ -3014,7 +3100,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     let plugins: Vec<ImportedWith> = report
         .imported_with
         .iter()
-        .filter(|w| w.plugin.is_some())
+        .filter(|w| w.on_first_use())
         .cloned()
         .collect();
     let is_plugin = |name: &str| plugins.iter().any(|w| w.package == name);
@@ -3497,6 +3583,25 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             followed.entry(&t.module).or_default().push(l.path.clone());
         }
     }
+    // The extension modules of other packages that the real import tried and failed to load,
+    // the import going on without them (osqp's `try: import osqp_cuda`): judged whole, on
+    // demand, so that every library each lacks is said with its fix, not only the first one
+    // the loader's error names.
+    let mut failed_elsewhere: Vec<(PathBuf, String)> = Vec::new();
+    for t in report.imports_run.iter().filter(|t| t.ok) {
+        for x in &t.extension_failures {
+            let canon = std::fs::canonicalize(&x.path).unwrap_or_else(|_| x.path.clone());
+            if !sites.iter().any(|s| canon.starts_with(s))
+                || canonical_listed.contains(&canon)
+                || !crate::elf_files::loadable(&x.path).is_ok_and(|v| !v.is_empty())
+                || !listed.insert(x.path.clone())
+            {
+                continue;
+            }
+            files.push(x.path.clone());
+            failed_elsewhere.push((x.path.clone(), t.module.clone()));
+        }
+    }
     let mut followed_files: std::collections::HashSet<PathBuf> =
         followed.values().flatten().cloned().collect();
     // A directory native code loaded libraries from by path (OpenMM's plugin directory, which
@@ -3686,6 +3791,14 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         })
         .collect();
     for (f, placed) in files.iter().zip(tiers.iter_mut()) {
+        if let Some((_, module)) = failed_elsewhere.iter().find(|(p, _)| p == f) {
+            *placed = crate::loads::Placed {
+                tier: crate::loads::Tier::OnDemand,
+                why: Some(format!(
+                    "the real import of {module} tried to load it, and went on without it when that failed"
+                )),
+            };
+        }
         if let Some((_, dir)) = beside_followed.iter().find(|(p, _)| p == f) {
             *placed = crate::loads::Placed {
                 tier: crate::loads::Tier::OnDemand,
@@ -3694,6 +3807,47 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 )),
             };
         }
+    }
+    // A package imported only when a function runs brings on first use what its own import
+    // loads, not what its own functions import later (a second first use): those files are
+    // left out.
+    // The module a file is (`a/b.cpython-311-x86_64-linux-gnu.so` below site-packages: `a.b`).
+    let module_of = |f: &Path, site: &Path| -> Option<String> {
+        let rel = f.strip_prefix(site).ok()?;
+        let mut parts: Vec<String> = rel
+            .parent()?
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        parts.push(rel.file_name()?.to_str()?.split('.').next()?.to_string());
+        Some(parts.join("."))
+    };
+    let later: Vec<bool> = files
+        .iter()
+        .zip(&tiers)
+        .map(|(f, placed)| {
+            let Some(w) = plugins
+                .iter()
+                .filter(|w| f.starts_with(&w.path))
+                .max_by_key(|w| w.path.components().count())
+                .filter(|w| w.plugin.is_none())
+            else {
+                return false;
+            };
+            // The module the function imports loads then, with what its package's import loads.
+            let imported = w
+                .path
+                .parent()
+                .and_then(|site| module_of(f, site))
+                .is_some_and(|m| on_call_modules.contains(&m));
+            placed.tier != crate::loads::Tier::Import && !imported
+        })
+        .collect();
+    if later.contains(&true) {
+        let mut keep = later.iter().map(|l| !l);
+        files.retain(|_| keep.next().unwrap_or(true));
+        let mut keep = later.iter().map(|l| !l);
+        tiers.retain(|_| keep.next().unwrap_or(true));
     }
     // A plugin's files load when the package loads its plugins, on first use.
     for (f, placed) in files.iter().zip(tiers.iter_mut()) {
@@ -3704,12 +3858,18 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         if let (Some(w), crate::loads::Tier::Import) = (plugin, placed.tier) {
             *placed = crate::loads::Placed {
                 tier: crate::loads::Tier::OnDemand,
-                why: Some(format!(
-                    "a plugin of {} ({}), imported when {} runs",
-                    w.by,
-                    w.plugin.as_deref().unwrap_or_default(),
-                    w.at
-                )),
+                why: Some(match (&w.plugin, &w.on_call) {
+                    (None, Some(f)) => format!(
+                        "{} imports {} only when {f} runs, at {}",
+                        w.by, w.package, w.at
+                    ),
+                    _ => format!(
+                        "a plugin of {} ({}), imported when {} runs",
+                        w.by,
+                        w.plugin.as_deref().unwrap_or_default(),
+                        w.at
+                    ),
+                }),
             };
         }
     }
