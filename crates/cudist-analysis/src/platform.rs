@@ -20,6 +20,8 @@
 //! libraries carried by the artifact itself are not system libraries and do not count against a
 //! policy.
 
+use std::collections::{BTreeSet, HashMap};
+
 use cudist_catalog::manylinux::{policies_for, Policy};
 use cudist_elf::ElfFile;
 
@@ -230,6 +232,62 @@ fn libc_of(elf: &ElfFile, name: &str) -> (Option<String>, Option<String>) {
     (libc.map(str::to_string), None)
 }
 
+/// For each file, the directories of the artifact where a library it needs is found as auditwheel's
+/// lddtree finds it: its own search path's, and those of the files that load it, up to the
+/// extension module (a name one of them resolved is reused for the whole tree, as the loader
+/// reuses a loaded SONAME; `DT_RPATH` is inherited too).
+fn searched_dirs<'a>(judged: &[&'a ElfReport]) -> HashMap<&'a str, BTreeSet<&'a str>> {
+    // The files of each name (a SONAME or file name), wherever they are: a wheel may carry one
+    // per CUDA major (`cu12/…/libnvbench.so`, `cu13/…/libnvbench.so`).
+    let mut of_name: HashMap<&str, Vec<&ElfReport>> = HashMap::new();
+    for e in judged {
+        let base = e.path.rsplit('/').next().unwrap_or_default();
+        for name in e.soname.as_deref().into_iter().chain([base]) {
+            of_name.entry(name).or_default().push(e);
+        }
+    }
+    let mut loaded_by: HashMap<&str, Vec<&ElfReport>> = HashMap::new();
+    for e in judged {
+        for n in &e.needed {
+            for p in of_name.get(n.soname.as_str()).into_iter().flatten() {
+                loaded_by.entry(p.path.as_str()).or_default().push(e);
+            }
+        }
+    }
+    let mut out = HashMap::new();
+    for e in judged {
+        let mut dirs: BTreeSet<&str> = BTreeSet::new();
+        let mut seen: BTreeSet<&str> = BTreeSet::new();
+        let mut todo: Vec<&ElfReport> = vec![e];
+        while let Some(f) = todo.pop() {
+            if !seen.insert(f.path.as_str()) {
+                continue;
+            }
+            dirs.extend(
+                f.rpath
+                    .iter()
+                    .chain(&f.runpath)
+                    .map(|s| s.expanded.trim_end_matches('/')),
+            );
+            todo.extend(loaded_by.get(f.path.as_str()).into_iter().flatten());
+        }
+        out.insert(e.path.as_str(), dirs);
+    }
+    out
+}
+
+/// The directories of the artifact that hold a file of each name (SONAME or file name).
+fn dirs_of_names<'a>(judged: &[&'a ElfReport]) -> HashMap<&'a str, BTreeSet<&'a str>> {
+    let mut out: HashMap<&str, BTreeSet<&str>> = HashMap::new();
+    for e in judged {
+        let (dir, base) = e.path.rsplit_once('/').unwrap_or(("", e.path.as_str()));
+        for name in e.soname.as_deref().into_iter().chain([base]) {
+            out.entry(name).or_default().insert(dir);
+        }
+    }
+    out
+}
+
 /// The first reason `policy` rejects `e`, if any. `extra_ok` accepts NEEDED entries the caller
 /// knows are taken care of (repair: libraries it un-vendors or grafts).
 fn reject(
@@ -237,6 +295,8 @@ fn reject(
     e: &ElfReport,
     arch: &str,
     extra_ok: &dyn Fn(&Needed) -> bool,
+    searched: &BTreeSet<&str>,
+    dirs_of: &HashMap<&str, BTreeSet<&str>>,
 ) -> Option<String> {
     if policy.priority == 0 {
         return None; // `linux`: no constraints
@@ -268,8 +328,21 @@ fn reject(
              manylinux and musllinux policy assumes"
         ));
     }
+    // A library the artifact carries counts where a search path of the artifact's files reaches
+    // its directory, as auditwheel's lddtree finds it (once found for one file, by name for all,
+    // as the loader reuses a loaded SONAME): one only the package's Python loads first (sapien's
+    // `libOpenImageDenoise.so.2`, preloaded from a directory no RPATH names) is, to the policy,
+    // a library expected from the system.
+    let reached = |n: &Needed| {
+        n.provided_in_artifact.as_deref().is_some_and(|p| {
+            searched.contains(p.rsplit_once('/').map_or("", |(d, _)| d))
+                || dirs_of
+                    .get(n.soname.as_str())
+                    .is_some_and(|ds| ds.iter().any(|d| searched.contains(d)))
+        })
+    };
     for n in e.needed.iter().filter(|n| !is_loader(&n.soname)) {
-        let from_elsewhere = provided_elsewhere(n, extra_ok) || n.provided_in_artifact.is_some();
+        let from_elsewhere = provided_elsewhere(n, extra_ok) || reached(n);
         if !from_elsewhere && !policy.allows_library(arch, &n.soname) {
             return Some(format!(
                 "needs {}, which {} does not allow a wheel to expect from the system (it would have to be grafted)",
@@ -386,10 +459,13 @@ pub fn evaluate<'a>(
     // that builds CUDA wheels: glibc.
     let libc = libc.unwrap_or_else(|| "glibc".into());
     let mut blocked = Vec::new();
+    let searched = searched_dirs(&judged);
+    let dirs_of = dirs_of_names(&judged);
     for p in policies_for(&libc, &arch) {
-        let failure = judged
-            .iter()
-            .find_map(|e| reject(p, e, &arch, extra_ok).map(|r| (e.path.clone(), r)));
+        let failure = judged.iter().find_map(|e| {
+            let dirs = searched.get(e.path.as_str()).cloned().unwrap_or_default();
+            reject(p, e, &arch, extra_ok, &dirs, &dirs_of).map(|r| (e.path.clone(), r))
+        });
         match failure {
             None => {
                 let mut auditwheel_excludes: Vec<String> = Vec::new();

@@ -162,3 +162,93 @@ fn a_library_outside_the_policy_blocks_every_manylinux_tag() {
         stdout(&o)
     );
 }
+
+/// A library the wheel carries counts for the policy only where a search path of the wheel's
+/// files reaches it, as auditwheel finds it: one in a directory no RPATH names (sapien's
+/// OpenImageDenoise, which its Python preloads) is expected from the system, and the wheel is
+/// `linux`; one the search path of a file that loads it reaches is the wheel's own.
+#[test]
+fn a_carried_library_no_search_path_reaches_is_expected_from_the_system() {
+    let d = tempfile::tempdir().unwrap();
+    let libs = d.path().join("libs");
+    fake_lib(&libs, "libdenoise.so.2", "libdenoise.so.2", "denoise");
+    let ext = std::fs::read(gcc_shared(
+        d.path(),
+        "ext.so",
+        None,
+        "int denoise(void); int f(void) { return denoise(); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.display()),
+            "-l:libdenoise.so.2",
+        ],
+    ))
+    .unwrap();
+    let lib = std::fs::read(libs.join("libdenoise.so.2")).unwrap();
+    let far = d.path().join("far-1.0-cp311-cp311-linux_x86_64.whl");
+    write_wheel(
+        &far,
+        "far",
+        &[],
+        &[
+            ("far/_ext.so", ext),
+            ("far/oidn/libdenoise.so.2", lib.clone()),
+        ],
+    );
+    let (ours, p) = our_policy(&far);
+    assert_eq!(ours, "linux_x86_64", "{p:#}");
+    assert!(
+        p["blocked"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("needs libdenoise.so.2"),
+        "{p:#}"
+    );
+    // The extension module's RPATH names the directory of the library it loads, which needs
+    // the carried one from the same directory with no search path of its own: found, as the
+    // loader finds it (the extension's `DT_RPATH` serves what it loads).
+    let mid = std::fs::read(gcc_shared(
+        d.path(),
+        "libmid.so",
+        Some("libmid.so"),
+        "int denoise(void); int mid(void) { return denoise(); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.display()),
+            "-l:libdenoise.so.2",
+        ],
+    ))
+    .unwrap();
+    let top = std::fs::read(gcc_shared(
+        d.path(),
+        "top.so",
+        None,
+        "int mid(void); int f(void) { return mid(); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", d.path().display()),
+            "-l:libmid.so",
+            "-Wl,--disable-new-dtags,-rpath,$ORIGIN/libs",
+        ],
+    ))
+    .unwrap();
+    let near = d.path().join("near-1.0-cp311-cp311-linux_x86_64.whl");
+    write_wheel(
+        &near,
+        "near",
+        &[],
+        &[
+            ("near/_ext.so", top),
+            ("near/libs/libmid.so", mid),
+            ("near/libs/libdenoise.so.2", lib),
+        ],
+    );
+    let (ours, p) = our_policy(&near);
+    assert_ne!(ours, "linux_x86_64", "{p:#}");
+    if let Some(auditwheel) = tool_from_env("CUDIST_AUDITWHEEL") {
+        for w in [&far, &near] {
+            let (theirs, _) = auditwheel_tag(&auditwheel, w);
+            assert_eq!(our_policy(w).0, theirs, "{}", w.display());
+        }
+    }
+}
