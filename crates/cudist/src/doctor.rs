@@ -436,10 +436,15 @@ fn render_runtime_loads(s: &mut String, r: &Report, catalog: &Catalog, style: St
         }
         match &l.path {
             Some(p) => s.push_str(&format!(
-                "  {:<28} {}  ({})\n",
+                "  {:<28} {}  ({}){}\n",
                 l.soname,
                 p.display(),
-                l.found_by.as_deref().unwrap_or("?")
+                l.found_by.as_deref().unwrap_or("?"),
+                if l.not_loaded {
+                    "; found, but the real import did not load it"
+                } else {
+                    ""
+                }
             )),
             None => s.push_str(&format!("  {:<28} {}\n", l.soname, style.red("not found"))),
         }

@@ -1515,6 +1515,52 @@ fn a_module_another_package_imports_in_a_function_is_judged_on_first_use() {
     );
 }
 
+/// A shared object its distribution installed (its RECORD lists it) that is gone breaks what
+/// loads it, whether or not any model knows the load (wgpu opens its library through cffi on
+/// first use): doctor says so, with the reinstall that restores it.
+#[test]
+fn a_shared_object_its_distribution_installed_that_is_gone_is_said() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[
+            ("lazyffi/__init__.py", "def lib():\n    import cffi\n"),
+            (
+                "lazyffi-1.0.dist-info/METADATA",
+                "Metadata-Version: 2.1\nName: lazyffi\nVersion: 1.0\n",
+            ),
+            (
+                "lazyffi-1.0.dist-info/RECORD",
+                "lazyffi/__init__.py,,\nlazyffi/resources/libnative.so,,\nlazyffi-1.0.dist-info/RECORD,,\n",
+            ),
+        ],
+    );
+    let (code, v) = doctor_import("lazyffi", &python);
+    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(v["verdict"]["status"], "will-fail-when-loaded", "{v:#}");
+    assert!(
+        reasons_of(&v).iter().any(|r| r.contains(
+            "lazyffi installed 1 shared object(s) that are gone (lazyffi/resources/libnative.so)"
+        ) && r
+            .contains("pip install --force-reinstall --no-deps lazyffi")),
+        "{v:#}"
+    );
+    // Present again: nothing to say.
+    gcc_shared(
+        &site.join("lazyffi/resources"),
+        "libnative.so",
+        Some("libnative.so"),
+        "int f(void) { return 0; }\n",
+        &[],
+    );
+    let (code, v) = doctor_import("lazyffi", &python);
+    assert_eq!(
+        (code, v["verdict"]["status"].as_str()),
+        (Some(0), Some("ok")),
+        "{v:#}"
+    );
+}
+
 /// A library the code loads by a path relative to itself, one of several it picks by platform
 /// (pyqrack's `os.path.join(os.path.dirname(__file__), "qrack_lib/Linux/x86_64/libqrack.so")`)
 /// is found where that path leads, not looked for in the package's top directory. Without it,
@@ -3757,7 +3803,13 @@ fn what_a_wheels_loader_hands_cuda_pathfinder_loads_with_it() {
     let args = ["--catalog", catalog.to_str().unwrap()];
     for present in [true, false] {
         if !present {
-            std::fs::remove_file(nvrtc_dir.join("libnvrtc.so.12")).unwrap();
+            // Moved aside, not deleted: cuda-pathfinder does not look in a renamed directory,
+            // and neither does the model of it.
+            std::fs::rename(
+                site.join("nvidia/cuda_nvrtc"),
+                site.join("nvidia/cuda_nvrtc.moved"),
+            )
+            .unwrap();
         }
         let real = std::process::Command::new(&python)
             .args(["-c", "import thing"])

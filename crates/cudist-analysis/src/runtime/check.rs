@@ -905,6 +905,10 @@ pub struct RuntimeLoad {
     pub tried: Vec<PathBuf>,
     /// The wheel that provides it, for the fix.
     pub pip: Option<String>,
+    /// Found, but the real import, which ran to its end, did not load it (its load failed or was
+    /// never made: pylibcudf's `libnvcomp_cpu.so.5`, which nvcomp's loader does not load).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_loaded: bool,
 }
 
 /// A package an `--import` package imports when it is imported, judged with it.
@@ -1112,6 +1116,7 @@ fn runtime_loads(
             found_by: None,
             tried: Vec::new(),
             pip: row.pip.clone(),
+            not_loaded: false,
         };
         let mut found = dirs.iter().find_map(|(d, how)| {
             let p = d.join(&soname);
@@ -2969,6 +2974,38 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 .or_insert_with(|| cudist_wheel::installed::scan_names(site).unwrap_or_default());
         }
     }
+    // Shared objects a package's distribution installed (its RECORD lists them) that are gone:
+    // the install is broken, and what loads them fails, whether or not a model knows the load
+    // (wgpu opens its `libwgpu_native-release.so` through cffi on first use).
+    for (name, dir) in &imports {
+        let Some(site) = site_of_import(name, dir) else {
+            continue;
+        };
+        let top = name.split('.').next().unwrap_or(name);
+        let prefix = format!("{top}/");
+        for (dist, paths) in site_records(site).iter() {
+            let missing: Vec<String> = paths
+                .iter()
+                .filter(|p| p.starts_with(&prefix) && !p.contains(".."))
+                .filter(|p| {
+                    let base = p.rsplit('/').next().unwrap_or(p);
+                    (base.ends_with(".so") || base.contains(".so.")) && !site.join(p).exists()
+                })
+                .cloned()
+                .collect();
+            if missing.is_empty() {
+                continue;
+            }
+            report.verdict.add(
+                Status::WillFailWhenLoaded,
+                format!(
+                    "{dist} installed {} shared object(s) that are gone ({}): what loads them fails; reinstall it (`pip install --force-reinstall --no-deps {dist}`)",
+                    missing.len(),
+                    some_of(&missing, "")
+                ),
+            );
+        }
+    }
     // A CUDA wheel the package's distribution requires outright (on Linux, under no extra) that
     // is not installed: the package loads its libraries itself, by names its files may not show
     // (cupti-python requires nvidia-cuda-cupti and loads libcupti through cuda-pathfinder from
@@ -3047,8 +3084,8 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         if report.runtime_loads.iter().any(|l| l.package == pkg.pip) {
             continue;
         }
-        let loads = runtime_loads(pkg, site, &env, catalog);
-        for l in &loads {
+        let mut loads = runtime_loads(pkg, site, &env, catalog);
+        for l in &mut loads {
             match &l.path {
                 Some(p) => {
                     // A load on first use (cupy's, before the module that links it) is not the
@@ -3057,6 +3094,8 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                     if on_use || loaded_at_import(trace_of(name), p, &l.soname, &mut disagreements)
                     {
                         preload.push(p.clone());
+                    } else {
+                        l.not_loaded = true;
                     }
                 }
                 None => {
@@ -3260,6 +3299,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 }
             }
             for f in founds {
+                let mut not_loaded = false;
                 if report
                     .runtime_loads
                     .iter()
@@ -3274,6 +3314,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                             preload.push(path.clone());
                         } else {
                             failed_preloads.push(path.clone());
+                            not_loaded = true;
                         }
                     }
                     None => {
@@ -3348,6 +3389,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                     found_by: f.found_by,
                     tried: f.tried,
                     pip,
+                    not_loaded,
                 });
             }
         }

@@ -134,7 +134,20 @@ pub fn find(
                 .into_iter()
                 .map(|d| (d, "package")),
         );
-        dirs.extend(nvidia_dirs(site).into_iter().map(|d| (d, "site-packages")));
+        // Code of the package's own may look in any NVIDIA wheel's directory (torch's glob of
+        // `nvidia/*/lib`); cuda-pathfinder, and a wheel's loader that calls it, look only where
+        // the wheel that ships the library installs it (its table), not in a renamed copy.
+        match p.mechanism {
+            loads::Mechanism::CudaPathfinder | loads::Mechanism::PackageLoader => dirs.extend(
+                catalog
+                    .pip_dirs_of(&name)
+                    .into_iter()
+                    .map(|d| (site.join(d), "site-packages")),
+            ),
+            loads::Mechanism::Ctypes => {
+                dirs.extend(nvidia_dirs(site).into_iter().map(|d| (d, "site-packages")))
+            }
+        }
         for (d, how) in dirs {
             let hit = if pattern {
                 std::fs::read_dir(&d).ok().and_then(|rd| {
