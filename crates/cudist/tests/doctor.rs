@@ -1517,7 +1517,8 @@ fn a_module_another_package_imports_in_a_function_is_judged_on_first_use() {
 
 /// A shared object its distribution installed (its RECORD lists it) that is gone breaks what
 /// loads it, whether or not any model knows the load (wgpu opens its library through cffi on
-/// first use): doctor says so, with the reinstall that restores it.
+/// first use): doctor says so, with the reinstall that restores it; a risk where nothing it
+/// reads loads the file.
 #[test]
 fn a_shared_object_its_distribution_installed_that_is_gone_is_said() {
     let work = tempfile::tempdir().unwrap();
@@ -1537,7 +1538,8 @@ fn a_shared_object_its_distribution_installed_that_is_gone_is_said() {
     );
     let (code, v) = doctor_import("lazyffi", &python);
     assert_eq!(code, Some(0), "{v:#}");
-    assert_eq!(v["verdict"]["status"], "will-fail-when-loaded", "{v:#}");
+    // No file links it and no load names it: a risk, not a known failure.
+    assert_eq!(v["verdict"]["status"], "risky", "{v:#}");
     assert!(
         reasons_of(&v).iter().any(|r| r.contains(
             "lazyffi installed 1 shared object(s) that are gone (lazyffi/resources/libnative.so)"

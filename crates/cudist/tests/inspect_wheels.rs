@@ -1157,7 +1157,7 @@ fn a_vendored_opencl_loader_is_not_cuda() {
         "oclpkg",
         &[],
         &[
-            ("oclpkg/libuser.so", user),
+            ("oclpkg/sub/libuser.so", user),
             (
                 "oclpkg/.libs/libOpenCL-5519dec5.so.1.0.0",
                 std::fs::read(libs.join(copy)).unwrap(),
@@ -1171,7 +1171,7 @@ fn a_vendored_opencl_loader_is_not_cuda() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|f| f["path"] == "oclpkg/libuser.so")
+        .find(|f| f["path"] == "oclpkg/sub/libuser.so")
         .unwrap();
     let needed = &user["needed"][0];
     assert_eq!(needed["soname"], copy);

@@ -2976,7 +2976,9 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     }
     // Shared objects a package's distribution installed (its RECORD lists them) that are gone:
     // the install is broken, and what loads them fails, whether or not a model knows the load
-    // (wgpu opens its `libwgpu_native-release.so` through cffi on first use).
+    // (wgpu opens its `libwgpu_native-release.so` through cffi on first use). Said once the
+    // package's files are read ([`gone_from_install`]).
+    let mut gone: Vec<(String, Vec<String>)> = Vec::new();
     for (name, dir) in &imports {
         let Some(site) = site_of_import(name, dir) else {
             continue;
@@ -2993,17 +2995,9 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 })
                 .cloned()
                 .collect();
-            if missing.is_empty() {
-                continue;
+            if !missing.is_empty() && !gone.iter().any(|(d, _)| d == dist) {
+                gone.push((dist.clone(), missing));
             }
-            report.verdict.add(
-                Status::WillFailWhenLoaded,
-                format!(
-                    "{dist} installed {} shared object(s) that are gone ({}): what loads them fails; reinstall it (`pip install --force-reinstall --no-deps {dist}`)",
-                    missing.len(),
-                    some_of(&missing, "")
-                ),
-            );
         }
     }
     // A CUDA wheel the package's distribution requires outright (on Linux, under no extra) that
@@ -3748,6 +3742,12 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             && package_finds.is_empty())
     {
         // Pure Python: the real import, and what its Python loads, are the whole answer.
+        gone_from_install(
+            &mut report.verdict,
+            &gone,
+            &package_files,
+            &package_preloads,
+        );
         let major = environment_major(&dists, catalog);
         return Ok(conclude(report, disagreements, major, catalog));
     }
@@ -4088,6 +4088,12 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         .flatten()
         .map(|d| cudist_wheel::installed::normalise(&d.name))
         .collect();
+    gone_from_install(
+        &mut report.verdict,
+        &gone,
+        &package_files,
+        &package_preloads,
+    );
     let shared = Shared {
         env: &env,
         host: &report.host,
@@ -4141,6 +4147,35 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     };
     let major = major.or_else(|| environment_major(&dists, catalog));
     Ok(conclude(report, disagreements, major, catalog))
+}
+
+/// Says the shared objects each distribution installed that are gone: a failure on first use
+/// where a file of the packages links one or their Python loads one by name; else a risk (the
+/// install is broken, and whatever loads them fails: a second copy nothing loads is harmless).
+fn gone_from_install(
+    verdict: &mut Verdict,
+    gone: &[(String, Vec<String>)],
+    files: &[preload::Dynamic],
+    preloads: &[crate::loads::Preload],
+) {
+    for (dist, missing) in gone {
+        let needed = missing.iter().any(|p| {
+            let base = p.rsplit('/').next().unwrap_or(p);
+            files.iter().any(|d| d.links(base)) || preloads.iter().any(|l| l.loads(base))
+        });
+        verdict.add(
+            if needed {
+                Status::WillFailWhenLoaded
+            } else {
+                Status::Risky
+            },
+            format!(
+                "{dist} installed {} shared object(s) that are gone ({}): the install is broken, and what loads them fails; reinstall it (`pip install --force-reinstall --no-deps {dist}`)",
+                missing.len(),
+                some_of(missing, "")
+            ),
+        );
+    }
 }
 
 /// Builds for several CUDA releases of one file (a variant group): the package picks the one for
