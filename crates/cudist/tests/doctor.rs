@@ -1563,6 +1563,72 @@ fn a_shared_object_its_distribution_installed_that_is_gone_is_said() {
     );
 }
 
+/// A wheel's loader that loads a library of several SONAMEs (nvidia-libnvcomp 5 installs
+/// `libnvcomp.so.5`, 6 `.so.6`) where none is installed: the missing one is the SONAME the
+/// libraries the same call loads link (libcudf.so links `libnvcomp.so.5`), so the fix for what
+/// needs it is that wheel, loaded first, not a search path.
+#[test]
+fn a_missing_library_of_several_sonames_is_the_one_its_loaders_libraries_link() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[
+            ("thing/__init__.py", "import libthing\nlibthing.load_library()\n"),
+            ("libthing/__init__.py", "from libthing.load import load_library\n"),
+            (
+                "libthing/load.py",
+                "import ctypes, os\nimport libdep\n\ndef load_library():\n    libdep.load_library()\n    return ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'lib64', 'libthing.so'))\n",
+            ),
+        ],
+    );
+    let catalog = work.path().join("thing.toml");
+    std::fs::write(
+        &catalog,
+        "schema = 1\n[[library]]\nid = \"thing\"\nstem = \"libthing\"\nkind = \"external\"\n\
+         description = \"a wheel's library with a loader\"\npython_loader = \"libthing.load_library\"\n\
+         python_loader_calls = [\"libdep.load_library\"]\n[[library.cuda]]\nmajor = 12\nsonames = [\"libthing.so\"]\n\
+         policy = \"none\"\npip = \"libthing-cu12\"\npip_dir = \"libthing/lib64\"\n\
+         [[library]]\nid = \"dep\"\nstem = \"libdep\"\nkind = \"external\"\n\
+         description = \"a library with two SONAMEs\"\npython_loader = \"libdep.load_library\"\n\
+         [[library.cuda]]\nmajor = 12\nsonames = [\"libdep.so.5\", \"libdep.so.6\"]\n\
+         policy = \"major\"\npip = \"libdep-cu12\"\npip_dir = \"libdep/lib64\"\n",
+    )
+    .unwrap();
+    let hidden = work.path().join("hidden");
+    fake_lib(&hidden, "libdep.so.5", "libdep.so.5", "dep_init");
+    gcc_shared(
+        &site.join("libthing/lib64"),
+        "libthing.so",
+        Some("libthing.so"),
+        "int dep_init(void);\nint thing_init(void) { return dep_init(); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", hidden.display()),
+            "-l:libdep.so.5",
+        ],
+    );
+    let (code, v) = doctor_import_with(
+        "thing",
+        &python,
+        &["--static", "--catalog", catalog.to_str().unwrap()],
+    );
+    assert_eq!(code, Some(1), "{v:#}");
+    let loads = v["runtime_loads"].as_array().unwrap();
+    assert!(
+        loads
+            .iter()
+            .any(|l| l["soname"] == "libdep.so.5" && l["path"].is_null()),
+        "{v:#}"
+    );
+    assert!(!loads.iter().any(|l| l["soname"] == "libdep.so.6"), "{v:#}");
+    let text = v.to_string();
+    assert!(
+        text.contains("install libdep-cu12: thing (libthing.load_library() at thing/__init__.py:2) loads libdep.so.5 first"),
+        "{v:#}"
+    );
+    assert!(!text.contains("an RPATH entry"), "{v:#}");
+}
+
 /// A library the code loads by a path relative to itself, one of several it picks by platform
 /// (pyqrack's `os.path.join(os.path.dirname(__file__), "qrack_lib/Linux/x86_64/libqrack.so")`)
 /// is found where that path leads, not looked for in the package's top directory. Without it,

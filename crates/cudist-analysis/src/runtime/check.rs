@@ -3256,6 +3256,11 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             // package's CUDA major. (Other libraries of the same call are loads of their own:
             // libraft.so missing where libcugraph's loader finds libcugraph.so.)
             if p.mechanism != crate::loads::Mechanism::Ctypes {
+                // What the same call loads and finds (libcudf.load_library() loads libcudf.so,
+                // which links libnvcomp.so.5): a library of several SONAMEs is the one those link.
+                let found_paths: Vec<PathBuf> =
+                    founds.iter().filter_map(|f| f.path.clone()).collect();
+                let loaded_with = preload::dynamic(&found_paths, site);
                 let library = |f: &preload::Found| {
                     catalog
                         .library_by_name(&f.name)
@@ -3283,9 +3288,10 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                         major.is_some_and(|m| catalog.majors_of(&f.name).contains(&m))
                     };
                     // The one the package's files link, where one does.
-                    let linked = group
-                        .iter()
-                        .position(|f| of_major(f) && files.iter().any(|d| d.links(&f.name)));
+                    let linked = group.iter().position(|f| {
+                        (major.is_none() || of_major(f))
+                            && files.iter().chain(&loaded_with).any(|d| d.links(&f.name))
+                    });
                     let keep = linked
                         .or_else(|| group.iter().rposition(of_major))
                         .unwrap_or(group.len().saturating_sub(1));
