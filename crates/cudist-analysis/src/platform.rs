@@ -17,8 +17,8 @@
 //!
 //! cudist adds what auditwheel cannot know: CUDA libraries that come from NVIDIA's wheels (or
 //! catalog-declared wheels; not those of releases before any wheel), driver libraries, and
-//! libraries carried by the artifact itself are not system libraries and do not count against a
-//! policy.
+//! libraries carried by the artifact itself, where a search path reaches them (as auditwheel's
+//! lddtree finds them), are not system libraries and do not count against a policy.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -328,11 +328,10 @@ fn reject(
              manylinux and musllinux policy assumes"
         ));
     }
-    // A library the artifact carries counts where a search path of the artifact's files reaches
-    // its directory, as auditwheel's lddtree finds it (once found for one file, by name for all,
-    // as the loader reuses a loaded SONAME): one only the package's Python loads first (sapien's
-    // `libOpenImageDenoise.so.2`, preloaded from a directory no RPATH names) is, to the policy,
-    // a library expected from the system.
+    // A library the artifact carries counts where the search path of this file, or of a file
+    // that loads it ([`searched_dirs`]), reaches its directory, as auditwheel's lddtree finds it:
+    // one only the package's Python loads first (sapien's `libOpenImageDenoise.so.2`, preloaded
+    // from a directory no RPATH names) is, to the policy, a library expected from the system.
     let reached = |n: &Needed| {
         n.provided_in_artifact.as_deref().is_some_and(|p| {
             searched.contains(p.rsplit_once('/').map_or("", |(d, _)| d))
