@@ -964,7 +964,7 @@ fn outside_package(
     search_path: Option<&[PathBuf]>,
     module: &str,
 ) -> Option<PathBuf> {
-    if let Some(p) = venv_package(python, module) {
+    if let Some(p) = venv_package(python, module, false) {
         return Some(p);
     }
     let found = pyfind::find(search_path?, module)?;
@@ -1286,8 +1286,9 @@ fn device_code(path: &Path) -> Vec<crate::model::DeviceEntry> {
 /// venv's `bin/python` (PEP 405: `pyvenv.cfg` one level up, user site off) with no `PYTHONPATH`,
 /// `find_spec` answers `lib/python3.X/site-packages/NAME` when that holds `NAME/__init__.py`.
 /// A dotted name (`jax_plugins.xla_cuda13`) is its parts below that directory, the last a
-/// regular package. Anything else is left to the interpreter.
-fn venv_package(python: &Path, name: &str) -> Option<PathBuf> {
+/// regular package; with `namespace`, the last may be a namespace package's directory too
+/// (a backend a function imports). Anything else is left to the interpreter.
+fn venv_package(python: &Path, name: &str, namespace: bool) -> Option<PathBuf> {
     if std::env::var_os("PYTHONPATH").is_some_and(|v| !v.is_empty())
         || name.split('.').any(|p| p.is_empty() || p == "..")
     {
@@ -1314,7 +1315,8 @@ fn venv_package(python: &Path, name: &str) -> Option<PathBuf> {
         .map(|e| e.path().join("site-packages").join(name))
         .filter(|p| {
             p.join("__init__.py").is_file()
-                || (p.is_dir()
+                || (namespace
+                    && p.is_dir()
                     && !p.with_extension("py").exists()
                     && !p
                         .parent()
@@ -2631,7 +2633,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     // The modules a package asked for imports in a function (`lisatools_backend_cuda12x.pycppdetector`).
     let mut on_call_modules: Vec<String> = Vec::new();
     for n in &args.imports {
-        match venv_package(&python, n) {
+        match venv_package(&python, n, false) {
             Some(p) => {
                 imports.push((n.clone(), p));
                 depth_of.push(0);
@@ -2841,7 +2843,9 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 {
                     continue;
                 }
-                let Some(found) = outside_package(&python, search_path, top) else {
+                let Some(found) = venv_package(&python, top, true)
+                    .or_else(|| outside_package(&python, search_path, top))
+                else {
                     continue;
                 };
                 on_call_modules.push(module.clone());
