@@ -1629,6 +1629,70 @@ fn a_missing_library_of_several_sonames_is_the_one_its_loaders_libraries_link() 
     assert!(!text.contains("an RPATH entry"), "{v:#}");
 }
 
+/// A library a wheel's loader is said to load (the catalog's description) that the real import,
+/// which ran to its end, did not load is listed as found but not loaded, and the model goes on
+/// without it (nvidia-libnvcomp's wheel holds libnvcomp_cpu, which its loader never opens).
+#[test]
+fn a_loaders_library_the_real_import_did_not_load_is_listed_so() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[
+            ("user/__init__.py", "import libdep\nlibdep.load_library()\n"),
+            (
+                "libdep/__init__.py",
+                "import ctypes, os\n\ndef load_library():\n    return ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'lib64', 'libdep.so.5'))\n",
+            ),
+        ],
+    );
+    let catalog = work.path().join("dep.toml");
+    let entry = |id: &str, so: &str| {
+        format!(
+            "[[library]]\nid = \"{id}\"\nstem = \"lib{id}\"\nkind = \"external\"\n\
+             description = \"x\"\npython_loader = \"libdep.load_library\"\n[[library.cuda]]\n\
+             major = 12\nsonames = [\"{so}\"]\npolicy = \"major\"\npip = \"libdep-cu12\"\n\
+             pip_dir = \"libdep/lib64\"\n"
+        )
+    };
+    std::fs::write(
+        &catalog,
+        format!(
+            "schema = 1\n{}{}",
+            entry("dep", "libdep.so.5"),
+            entry("dep_cpu", "libdep_cpu.so.5")
+        ),
+    )
+    .unwrap();
+    let lib64 = site.join("libdep/lib64");
+    fake_lib(&lib64, "libdep.so.5", "libdep.so.5", "dep_init");
+    fake_lib(&lib64, "libdep_cpu.so.5", "libdep_cpu.so.5", "dep_cpu_init");
+    let (code, v) = doctor_import_with("user", &python, &["--catalog", catalog.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{v:#}");
+    let loads = v["runtime_loads"].as_array().unwrap();
+    let of = |so: &str| {
+        loads
+            .iter()
+            .find(|l| l["soname"] == so)
+            .unwrap_or_else(|| panic!("{so}: {v:#}"))
+    };
+    assert!(of("libdep.so.5").get("not_loaded").is_none(), "{v:#}");
+    assert_eq!(of("libdep_cpu.so.5")["not_loaded"], true, "{v:#}");
+    let o = cudist(&[
+        "doctor",
+        "--import",
+        "user",
+        "--python",
+        python.to_str().unwrap(),
+        "--catalog",
+        catalog.to_str().unwrap(),
+    ]);
+    assert!(
+        stdout(&o).contains("; found, but the real import did not load it"),
+        "{}",
+        stdout(&o)
+    );
+}
+
 /// A library the code loads by a path relative to itself, one of several it picks by platform
 /// (pyqrack's `os.path.join(os.path.dirname(__file__), "qrack_lib/Linux/x86_64/libqrack.so")`)
 /// is found where that path leads, not looked for in the package's top directory. Without it,
