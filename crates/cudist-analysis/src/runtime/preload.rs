@@ -137,13 +137,15 @@ pub fn find(
         // Code of the package's own may look in any NVIDIA wheel's directory (torch's glob of
         // `nvidia/*/lib`); cuda-pathfinder, and a wheel's loader that calls it, look only where
         // the wheel that ships the library installs it (its table), not in a renamed copy.
+        // (A wheel's loader's own directories come first, above.)
         match p.mechanism {
-            loads::Mechanism::CudaPathfinder | loads::Mechanism::PackageLoader => dirs.extend(
+            loads::Mechanism::CudaPathfinder => dirs.extend(
                 catalog
                     .pip_dirs_of(&name)
                     .into_iter()
                     .map(|d| (site.join(d), "site-packages")),
             ),
+            loads::Mechanism::PackageLoader => {}
             loads::Mechanism::Ctypes => {
                 dirs.extend(nvidia_dirs(site).into_iter().map(|d| (d, "site-packages")))
             }
