@@ -232,20 +232,27 @@ fn libc_of(elf: &ElfFile, name: &str) -> (Option<String>, Option<String>) {
     (libc.map(str::to_string), None)
 }
 
+/// The files of each name (a SONAME or file name), wherever they are: a wheel may carry one per
+/// CUDA major (`cu12/…/libnvbench.so`, `cu13/…/libnvbench.so`).
+fn by_name<'a>(judged: &[&'a ElfReport]) -> HashMap<&'a str, Vec<&'a ElfReport>> {
+    let mut out: HashMap<&str, Vec<&ElfReport>> = HashMap::new();
+    for e in judged {
+        let base = e.path.rsplit('/').next().unwrap_or_default();
+        for name in e.soname.as_deref().into_iter().chain([base]) {
+            out.entry(name).or_default().push(e);
+        }
+    }
+    out
+}
+
 /// For each file, the directories of the artifact where a library it needs is found as auditwheel's
 /// lddtree finds it: its own search path's, and those of the files that load it, up to the
 /// extension module (a name one of them resolved is reused for the whole tree, as the loader
 /// reuses a loaded SONAME; `DT_RPATH` is inherited too).
-fn searched_dirs<'a>(judged: &[&'a ElfReport]) -> HashMap<&'a str, BTreeSet<&'a str>> {
-    // The files of each name (a SONAME or file name), wherever they are: a wheel may carry one
-    // per CUDA major (`cu12/…/libnvbench.so`, `cu13/…/libnvbench.so`).
-    let mut of_name: HashMap<&str, Vec<&ElfReport>> = HashMap::new();
-    for e in judged {
-        let base = e.path.rsplit('/').next().unwrap_or_default();
-        for name in e.soname.as_deref().into_iter().chain([base]) {
-            of_name.entry(name).or_default().push(e);
-        }
-    }
+fn searched_dirs<'a>(
+    judged: &[&'a ElfReport],
+    of_name: &HashMap<&str, Vec<&'a ElfReport>>,
+) -> HashMap<&'a str, BTreeSet<&'a str>> {
     let mut loaded_by: HashMap<&str, Vec<&ElfReport>> = HashMap::new();
     for e in judged {
         for n in &e.needed {
@@ -276,16 +283,9 @@ fn searched_dirs<'a>(judged: &[&'a ElfReport]) -> HashMap<&'a str, BTreeSet<&'a 
     out
 }
 
-/// The directories of the artifact that hold a file of each name (SONAME or file name).
-fn dirs_of_names<'a>(judged: &[&'a ElfReport]) -> HashMap<&'a str, BTreeSet<&'a str>> {
-    let mut out: HashMap<&str, BTreeSet<&str>> = HashMap::new();
-    for e in judged {
-        let (dir, base) = e.path.rsplit_once('/').unwrap_or(("", e.path.as_str()));
-        for name in e.soname.as_deref().into_iter().chain([base]) {
-            out.entry(name).or_default().insert(dir);
-        }
-    }
-    out
+/// The directory of an artifact path (`""` at its root).
+fn dir_of(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(d, _)| d)
 }
 
 /// The first reason `policy` rejects `e`, if any. `extra_ok` accepts NEEDED entries the caller
@@ -296,7 +296,7 @@ fn reject(
     arch: &str,
     extra_ok: &dyn Fn(&Needed) -> bool,
     searched: &BTreeSet<&str>,
-    dirs_of: &HashMap<&str, BTreeSet<&str>>,
+    of_name: &HashMap<&str, Vec<&ElfReport>>,
 ) -> Option<String> {
     if policy.priority == 0 {
         return None; // `linux`: no constraints
@@ -334,10 +334,10 @@ fn reject(
     // from a directory no RPATH names) is, to the policy, a library expected from the system.
     let reached = |n: &Needed| {
         n.provided_in_artifact.as_deref().is_some_and(|p| {
-            searched.contains(p.rsplit_once('/').map_or("", |(d, _)| d))
-                || dirs_of
+            searched.contains(dir_of(p))
+                || of_name
                     .get(n.soname.as_str())
-                    .is_some_and(|ds| ds.iter().any(|d| searched.contains(d)))
+                    .is_some_and(|fs| fs.iter().any(|f| searched.contains(dir_of(&f.path))))
         })
     };
     for n in e.needed.iter().filter(|n| !is_loader(&n.soname)) {
@@ -458,12 +458,12 @@ pub fn evaluate<'a>(
     // that builds CUDA wheels: glibc.
     let libc = libc.unwrap_or_else(|| "glibc".into());
     let mut blocked = Vec::new();
-    let searched = searched_dirs(&judged);
-    let dirs_of = dirs_of_names(&judged);
+    let of_name = by_name(&judged);
+    let searched = searched_dirs(&judged, &of_name);
     for p in policies_for(&libc, &arch) {
         let failure = judged.iter().find_map(|e| {
             let dirs = searched.get(e.path.as_str()).cloned().unwrap_or_default();
-            reject(p, e, &arch, extra_ok, &dirs, &dirs_of).map(|r| (e.path.clone(), r))
+            reject(p, e, &arch, extra_ok, &dirs, &of_name).map(|r| (e.path.clone(), r))
         });
         match failure {
             None => {

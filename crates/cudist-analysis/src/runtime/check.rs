@@ -1294,8 +1294,7 @@ fn venv_package(python: &Path, name: &str, namespace: bool) -> Option<PathBuf> {
     {
         return None;
     }
-    let name = name.replace('.', "/");
-    let name = name.as_str();
+    let rel = name.replace('.', "/");
     let venv = python.parent()?.parent()?;
     let cfg = cudist_fs::read_bounded(&venv.join("pyvenv.cfg"), cudist_fs::SMALL_FILE).ok()?;
     let cfg = String::from_utf8_lossy(&cfg);
@@ -1306,29 +1305,21 @@ fn venv_package(python: &Path, name: &str, namespace: bool) -> Option<PathBuf> {
     }) {
         return None;
     }
-    // A regular package, or a directory without `__init__.py` (a namespace package:
-    // `lisatools_backend_cuda12x/`), which Python imports where no module of that name comes
-    // first: none beside it in site-packages.
     let mut found = std::fs::read_dir(venv.join("lib"))
         .ok()?
         .flatten()
-        .map(|e| e.path().join("site-packages").join(name))
-        .filter(|p| {
-            p.join("__init__.py").is_file()
-                || (namespace
-                    && p.is_dir()
-                    && !p.with_extension("py").exists()
-                    && !p
-                        .parent()
-                        .and_then(|d| std::fs::read_dir(d).ok())
-                        .is_some_and(|rd| {
-                            let stem =
-                                format!("{}.", p.file_name().unwrap_or_default().to_string_lossy());
-                            rd.flatten().any(|e| {
-                                let n = e.file_name().to_string_lossy().into_owned();
-                                n.starts_with(&stem) && n.ends_with(".so")
-                            })
-                        }))
+        .map(|e| e.path().join("site-packages"))
+        .filter_map(|site| {
+            let p = site.join(&rel);
+            if p.join("__init__.py").is_file() {
+                return Some(p);
+            }
+            // A namespace package (`lisatools_backend_cuda12x/`, no `__init__.py`), as the
+            // path finder takes it: where no module of that name comes first.
+            namespace
+                .then(|| pyfind::find(std::slice::from_ref(&site), name))
+                .flatten()
+                .filter(|f| *f == p && f.is_dir())
         });
     let first = found.next()?;
     // Two Python versions in one venv: let the interpreter say which it uses.
@@ -2994,8 +2985,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 .iter()
                 .filter(|p| p.starts_with(&prefix) && !p.contains(".."))
                 .filter(|p| {
-                    let base = p.rsplit('/').next().unwrap_or(p);
-                    (base.ends_with(".so") || base.contains(".so.")) && !site.join(p).exists()
+                    super::trace::is_shared_object(Path::new(p.as_str())) && !site.join(p).exists()
                 })
                 .cloned()
                 .collect();
@@ -3669,12 +3659,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         let mut found: Vec<PathBuf> = entries
             .filter_map(|e| e.ok())
             .map(|e| e.path())
-            .filter(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.ends_with(".so") || n.contains(".so."))
-                    && p.is_file()
-            })
+            .filter(|p| super::trace::is_shared_object(p) && p.is_file())
             .collect();
         found.sort();
         for p in found.into_iter().take(256) {
@@ -3863,17 +3848,6 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     // A package imported only when a function runs brings on first use what its own import
     // loads, not what its own functions import later (a second first use): those files are
     // left out.
-    // The module a file is (`a/b.cpython-311-x86_64-linux-gnu.so` below site-packages: `a.b`).
-    let module_of = |f: &Path, site: &Path| -> Option<String> {
-        let rel = f.strip_prefix(site).ok()?;
-        let mut parts: Vec<String> = rel
-            .parent()?
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect();
-        parts.push(rel.file_name()?.to_str()?.split('.').next()?.to_string());
-        Some(parts.join("."))
-    };
     let later: Vec<bool> = files
         .iter()
         .zip(&tiers)
@@ -3890,16 +3864,21 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             let imported = w
                 .path
                 .parent()
-                .and_then(|site| module_of(f, site))
+                .and_then(|site| f.strip_prefix(site).ok())
+                .and_then(|r| r.to_str())
+                .and_then(crate::loads::extension_module)
                 .is_some_and(|m| on_call_modules.contains(&m));
             placed.tier != crate::loads::Tier::Import && !imported
         })
         .collect();
     if later.contains(&true) {
-        let mut keep = later.iter().map(|l| !l);
-        files.retain(|_| keep.next().unwrap_or(true));
-        let mut keep = later.iter().map(|l| !l);
-        tiers.retain(|_| keep.next().unwrap_or(true));
+        (files, tiers) = files
+            .into_iter()
+            .zip(tiers)
+            .zip(later)
+            .filter(|(_, later)| !later)
+            .map(|(kept, _)| kept)
+            .unzip();
     }
     // A plugin's files load when the package loads its plugins, on first use.
     for (f, placed) in files.iter().zip(tiers.iter_mut()) {

@@ -538,9 +538,9 @@ pub fn trace_import(run: &Run) -> Result<ImportTrace> {
     finish(start(run)?)
 }
 
-/// Whether a mapped file is a shared object (not the interpreter, a data file or a locale
+/// Whether a file is a shared object by its name (not the interpreter, a data file or a locale
 /// archive): its name has `.so` as a part.
-fn is_shared_object(p: &Path) -> bool {
+pub(super) fn is_shared_object(p: &Path) -> bool {
     p.file_name()
         .and_then(|n| n.to_str())
         .is_some_and(|n| n.ends_with(".so") || n.contains(".so."))
