@@ -1487,7 +1487,7 @@ fn passed_in(
         // the function computes, any library name the call passes (deepmd-kit's
         // `dlopen_library("nvidia.cuda_runtime.lib", "libcudart.so*")`, which globs the second
         // in the module the first names).
-        let args: Vec<&str> = if c.passed || forwarded {
+        let mut args: Vec<&str> = if c.passed || forwarded {
             k.arg.as_deref().into_iter().collect()
         } else {
             g.stmts[sj]
@@ -1497,33 +1497,102 @@ fn passed_in(
                 .map(|l| l.value.as_str())
                 .collect()
         };
+        // A word the load's function builds a name from (transformer-engine's
+        // `_load_cuda_library_from_python("cublas")` globbing `lib{lib_name}*`).
+        if c.mechanism == Mechanism::Ctypes && !c.passed && !forwarded {
+            args.extend(
+                k.arg
+                    .as_deref()
+                    .filter(|a| !templated(files, c, a).is_empty()),
+            );
+        }
         for arg in args {
-            let (lib, sonames) = match c.mechanism {
-                Mechanism::CudaPathfinder => (
+            let libs: Vec<(String, Vec<String>)> = match c.mechanism {
+                Mechanism::CudaPathfinder => vec![(
                     arg.to_string(),
                     pathfinder_sonames(arg, pathfinder, catalog, cuda_major),
-                ),
+                )],
                 _ => {
                     let base = arg.rsplit('/').next().unwrap_or(arg);
-                    if !is_library_name(base) {
-                        continue;
+                    if is_library_name(base) {
+                        vec![(base.to_string(), named_sonames(base))]
+                    } else {
+                        templated(files, c, arg)
                     }
-                    (base.to_string(), named_sonames(base))
                 }
             };
+            if libs.is_empty() {
+                continue;
+            }
             let when = called_at(files, reach, c, (gi, sj, k));
-            out.push(Preload {
-                name: lib,
-                sonames,
-                named_at: when.named_at,
-                loaded_at: String::new(),
-                mechanism: c.mechanism,
-                at_import: when.at_import,
-                on_call: when.on_call,
-                optional: when.optional || caught,
-                if_present: false,
-                near: Vec::new(),
-            });
+            for (lib, sonames) in libs {
+                out.push(Preload {
+                    name: lib,
+                    sonames,
+                    named_at: when.named_at.clone(),
+                    loaded_at: String::new(),
+                    mechanism: c.mechanism,
+                    at_import: when.at_import,
+                    on_call: when.on_call.clone(),
+                    optional: when.optional || caught,
+                    if_present: false,
+                    near: Vec::new(),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The libraries a ctypes load's function names by putting `arg`, the word a call passes as its
+/// first parameter, in the templates it writes ([`pysource::Stmt::templates`]), in the branches
+/// that run for that word: a whole name (`lib{name}.so.12`), a pattern with a suffix of its own
+/// (`lib{lib_name}*{ext}.*[0-9]` → `libcurand*.*[0-9]`), else the start of a name, which names
+/// every file that starts with it (`lib{lib_name}{ext}` → `libcurand*.so*`). Only a
+/// plain word is put in: never a path or a name with a suffix.
+fn templated(files: &[File], c: &Call, arg: &str) -> Vec<(String, Vec<String>)> {
+    let plain = !arg.is_empty()
+        && arg.len() <= 128
+        && arg
+            .chars()
+            .all(|ch| ch.is_ascii_alphanumeric() || "_-+".contains(ch));
+    let Some(scope) = c.scope.1.filter(|_| plain) else {
+        return Vec::new();
+    };
+    let f = &files[c.scope.0];
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for (si, st) in f.stmts.iter().enumerate() {
+        if f.scope[si] != Some(scope) || f.excluded[si] || !f.runs_for(si, arg) {
+            continue;
+        }
+        for t in st.templates.iter().filter(|t| !t.tested && !t.deferred) {
+            let filled = pysource::fill(&t.value, arg);
+            let base = filled.rsplit('/').next().unwrap_or(&filled);
+            let lib = if is_library_name(base) {
+                (base.to_string(), named_sonames(base))
+            } else {
+                let stem = base.split(['*', '?', '[']).next().unwrap_or(base);
+                if !pysource::is_library_stem(stem) {
+                    continue;
+                }
+                // The pattern as written where it has a suffix of its own (`libcudnn*.*[0-9]`:
+                // not a `libcudnn.so.9.bak`), else the start of a name.
+                let rest = &base[stem.len()..];
+                if rest.contains('.') {
+                    let mut pattern = String::with_capacity(base.len());
+                    for ch in base.chars() {
+                        if !(ch == '*' && pattern.ends_with('*')) {
+                            pattern.push(ch);
+                        }
+                    }
+                    (pattern, Vec::new())
+                } else {
+                    (format!("{stem}*.so*"), Vec::new())
+                }
+            };
+            if !out.contains(&lib) {
+                out.push(lib);
+            }
         }
     }
     out
@@ -3497,6 +3566,50 @@ def _get_gpu_runtime_library():
                 "cupy._core.core".to_string(),
                 "cupy.cuda.stream".to_string()
             ]
+        );
+    }
+    /// A word a call passes to a function that builds library names from it in f-strings
+    /// (transformer-engine's `_load_cuda_library("curand")`, whose callee globs
+    /// `lib{lib_name}*{ext}.*[0-9]` and opens `lib{lib_name}{ext}`), through a function that
+    /// passes it on: each name the word makes, at import. A pattern keeps its own suffix (a file
+    /// moved aside, `libcurand.so.10.bak`, is no match); a bare start gets the library suffix.
+    #[test]
+    fn a_word_passed_on_names_the_libraries_its_f_strings_make() {
+        let init = r#"import ctypes, glob, os
+def _ext():
+    return ".so"
+def _from_system(lib_name):
+    try:
+        return ctypes.CDLL(f"lib{lib_name}{_ext()}", mode=ctypes.RTLD_GLOBAL)
+    except OSError:
+        return None
+def _from_python(lib_name, strict=False):
+    so_paths = glob.glob(os.path.join("/x", f"lib/lib{lib_name}*{_ext()}.*[0-9]"))
+    for so_path in so_paths:
+        ctypes.CDLL(so_path, mode=ctypes.RTLD_GLOBAL)
+    if strict and not so_paths:
+        raise RuntimeError(f"{lib_name} shared object not found.")
+def _load(lib_name):
+    if _from_system(lib_name) is None:
+        _from_python(lib_name)
+_load("curand")
+_from_python("cublas", strict=True)
+def later():
+    _load("cufft")
+"#;
+        let p = init_preloads(init);
+        let at = |name: &str| p.iter().find(|x| x.name == name).map(|x| x.at_import);
+        assert_eq!(at("libcurand*.so*"), Some(true), "{p:?}");
+        assert_eq!(at("libcurand*.*[0-9]"), Some(true), "{p:?}");
+        assert_eq!(at("libcublas*.*[0-9]"), Some(true), "{p:?}");
+        // Named by a function nothing calls at import: on call.
+        assert_eq!(at("libcufft*.*[0-9]"), Some(false), "{p:?}");
+        let curand = p.iter().find(|x| x.name == "libcurand*.*[0-9]").unwrap();
+        assert!(curand.loads("libcurand.so.10") && !curand.loads("libcurand.so.10.bak"));
+        // The word itself names no file.
+        assert!(
+            !p.iter().any(|x| x.name == "curand" || x.name == "lib*"),
+            "{p:?}"
         );
     }
 }

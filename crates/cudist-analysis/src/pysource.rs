@@ -119,8 +119,23 @@ pub struct Stmt {
     /// The string literals it writes that can name a library or a `.json` file, in order (none
     /// for a docstring or another string that stands alone as a statement).
     pub literals: Vec<Literal>,
+    /// The f-strings it writes that build a library's name from its function's first parameter
+    /// (`f"lib/lib{lib_name}*{ext}.*[0-9]"` in transformer-engine's `def
+    /// _load_cuda_library_from_python(lib_name)`): each `value` a template, the parameter's
+    /// field [`PARAM_FIELD`], any other field a `*` ([`fill`] puts a value in).
+    pub templates: Vec<Literal>,
     /// For an import, what it names and binds.
     import: Option<Box<Import>>,
+}
+
+/// Where a template ([`Stmt::templates`]) takes its function's first parameter: a character no
+/// file name or pattern holds.
+pub const PARAM_FIELD: char = '\u{1}';
+
+/// A template with `value` in place of its function's parameter (`lib/libcurand*` for
+/// `"curand"`).
+pub fn fill(template: &str, value: &str) -> String {
+    template.replace(PARAM_FIELD, value)
 }
 
 /// The value of `sys.platform` on Linux.
@@ -381,6 +396,50 @@ fn fstring_text(f: &ast::ExprFString, field: Option<char>) -> Option<String> {
     Some(out)
 }
 
+/// An f-string as a template ([`Stmt::templates`]): a field that is just the name `param`
+/// becomes [`PARAM_FIELD`], any other (a run of them) a `*`; `None` when no field is `param`.
+fn fstring_template(f: &ast::ExprFString, param: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut has_param = false;
+    for part in f.value.iter() {
+        match part {
+            ast::FStringPart::Literal(l) => out.push_str(&l.value),
+            ast::FStringPart::FString(fs) => {
+                for el in fs.elements.iter() {
+                    if let Some(l) = el.as_literal() {
+                        out.push_str(&l.value);
+                        continue;
+                    }
+                    let is_param = match el {
+                        ast::InterpolatedStringElement::Interpolation(x) => {
+                            x.format_spec.is_none()
+                                && x.conversion == ast::ConversionFlag::None
+                                && matches!(&*x.expression, Expr::Name(n) if n.id.as_str() == param)
+                        }
+                        _ => false,
+                    };
+                    if is_param {
+                        out.push(PARAM_FIELD);
+                        has_param = true;
+                    } else if !out.ends_with('*') {
+                        out.push('*');
+                    }
+                }
+            }
+        }
+    }
+    (has_param && out.len() <= 4096).then_some(out)
+}
+
+/// Whether a template can name a library: its last path component starts with `lib` and the
+/// parameter (`lib{name}*`), or it holds `.so`.
+fn names_by_param(template: &str) -> bool {
+    let base = template.rsplit('/').next().unwrap_or(template);
+    base.strip_prefix("lib")
+        .is_some_and(|r| r.starts_with(PARAM_FIELD))
+        || template.contains(".so")
+}
+
 /// The classes a handler's class list names, by their last component (`except (OSError,
 /// mod.Err)` → `OSError`, `Err`); `*` for a bare `except:`, which catches everything.
 fn caught_names(classes: Option<&Expr>) -> Vec<String> {
@@ -532,8 +591,11 @@ impl Lines {
 /// Gathers a statement's calls and literals from its expressions.
 struct Gather<'l> {
     lines: &'l Lines,
+    /// The first parameter of the function the statement is in.
+    param: Option<String>,
     calls: Vec<Call>,
     literals: Vec<Literal>,
+    templates: Vec<Literal>,
     /// Starts of the literals that are only compared against.
     tested: BTreeSet<TextSize>,
     /// Inside a lambda's body.
@@ -543,11 +605,13 @@ struct Gather<'l> {
 }
 
 impl<'l> Gather<'l> {
-    fn new(lines: &'l Lines) -> Self {
+    fn new(lines: &'l Lines, param: Option<String>) -> Self {
         Gather {
             lines,
+            param,
             calls: Vec::new(),
             literals: Vec::new(),
+            templates: Vec::new(),
             tested: BTreeSet::new(),
             deferred: false,
             found: false,
@@ -660,6 +724,18 @@ impl<'a> Visitor<'a> for Gather<'_> {
                         tested: self.tested.contains(&e.start()),
                         deferred: self.deferred,
                     });
+                }
+                // One that builds a name from the function's parameter, kept whole for the values
+                // the callers pass.
+                if let (Expr::FString(f), Some(p)) = (e, self.param.as_deref()) {
+                    if let Some(value) = fstring_template(f, p).filter(|t| names_by_param(t)) {
+                        self.templates.push(Literal {
+                            value,
+                            line: self.lines.line(e.start()),
+                            tested: self.tested.contains(&e.start()),
+                            deferred: self.deferred,
+                        });
+                    }
                 }
             }
             _ => {}
@@ -983,7 +1059,7 @@ struct Reader<'l> {
     listings: BTreeSet<(Option<usize>, String)>,
 }
 
-impl Reader<'_> {
+impl<'l> Reader<'l> {
     /// [`truth`] of a test in function `scope`, with the names assigned known tests before it.
     fn truth(&self, e: &Expr, scope: Option<usize>) -> Option<bool> {
         truth(e, &self.known_in(scope))
@@ -1161,9 +1237,14 @@ impl Reader<'_> {
         self.stmts.get(scope?)?.first_param.clone()
     }
 
+    /// A gatherer for a statement in `ctx`, which knows the first parameter of its function.
+    fn gather(&self, ctx: Ctx) -> Gather<'l> {
+        Gather::new(self.lines, self.param(ctx.scope))
+    }
+
     /// A new statement at `at`, its calls and literals those of `exprs`.
     fn push<'e>(&mut self, at: TextSize, ctx: Ctx, exprs: impl IntoIterator<Item = &'e Expr>) {
-        let mut g = Gather::new(self.lines);
+        let mut g = self.gather(ctx);
         for e in exprs {
             g.visit_expr(e);
         }
@@ -1179,7 +1260,12 @@ impl Reader<'_> {
         def: Option<String>,
         import: Option<Box<Import>>,
     ) -> Option<usize> {
-        if def.is_none() && import.is_none() && g.calls.is_empty() && g.literals.is_empty() {
+        if def.is_none()
+            && import.is_none()
+            && g.calls.is_empty()
+            && g.literals.is_empty()
+            && g.templates.is_empty()
+        {
             return None;
         }
         // A call given a loop's variable over literal strings is a call with each of them
@@ -1210,6 +1296,7 @@ impl Reader<'_> {
             first_param: None,
             calls,
             literals: g.literals,
+            templates: g.templates,
             import,
         });
         self.scope.push(ctx.scope);
@@ -1239,7 +1326,7 @@ impl Reader<'_> {
         use ast::Stmt as S;
         match s {
             S::FunctionDef(f) => {
-                let mut g = Gather::new(self.lines);
+                let mut g = self.gather(ctx);
                 for d in &f.decorator_list {
                     g.visit_decorator(d);
                 }
@@ -1281,7 +1368,7 @@ impl Reader<'_> {
                 self.class = class;
             }
             S::ClassDef(c) => {
-                let mut g = Gather::new(self.lines);
+                let mut g = self.gather(ctx);
                 for d in &c.decorator_list {
                     g.visit_decorator(d);
                 }
@@ -1433,7 +1520,7 @@ impl Reader<'_> {
                 self.suite(&t.finalbody, ctx);
             }
             S::With(w) => {
-                let mut g = Gather::new(self.lines);
+                let mut g = self.gather(ctx);
                 let mut names = Vec::new();
                 for item in &w.items {
                     g.visit_with_item(item);
@@ -1492,20 +1579,21 @@ impl Reader<'_> {
                 }
             }
             S::Import(imp) => {
-                let g = Gather::new(self.lines);
+                let g = self.gather(ctx);
                 let import = Some(Box::new(import_of(imp)));
                 self.push_gathered(imp.start(), ctx, g, None, import);
             }
             S::ImportFrom(imp) => {
-                let g = Gather::new(self.lines);
+                let g = self.gather(ctx);
                 let import = import_from(imp, self.package.as_deref()).map(Box::new);
                 self.push_gathered(imp.start(), ctx, g, None, import);
             }
             S::Expr(e) if string_value(&e.value).is_some() => {
                 // A docstring, or another string standing alone: it names nothing.
-                let mut g = Gather::new(self.lines);
+                let mut g = self.gather(ctx);
                 g.visit_expr(&e.value);
                 g.literals.clear();
+                g.templates.clear();
                 self.push_gathered(e.start(), ctx, g, None, None);
             }
             _ => {
@@ -1529,7 +1617,7 @@ impl Reader<'_> {
                     }
                     _ => {}
                 }
-                let mut g = Gather::new(self.lines);
+                let mut g = self.gather(ctx);
                 visitor::walk_stmt(&mut g, s);
                 // A value stored in the environment is for whatever reads it (torch-tensorrt's
                 // shim library reads the libnvinfer path it is given): not a load here.
