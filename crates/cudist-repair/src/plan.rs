@@ -360,6 +360,9 @@ pub fn plan(
             edits.insert(e.path.clone(), edit);
         }
     }
+    for (pip, need) in preload_needs(a, catalog, &removed_paths, installed, excluded, wheel_major) {
+        merge_need(&mut needs, pip, need);
+    }
     optional.retain(|pip, _| !needs.contains_key(pip));
     let (requires, extras) = requirements(&needs, &optional, declared, cuda_deps, catalog);
     // Each part lists what was offered for it: not what is required anyway, nor what the
@@ -713,6 +716,88 @@ pub fn lazy_needs(
         let carried = removed.contains(soname);
         out.add(soname, dir, pip, &m, range, carried, true);
     }
+}
+
+/// What the package's Python loads at import, where a failure fails the import
+/// ([`cudist_analysis::loads::Preload::required_at_import`]), of CUDA's libraries the wheel
+/// does not carry: required, as what the import loads is (transformer-engine's
+/// `_load_cuda_library("curand")`, which raises where no `libcurand*` is found, and which no
+/// file links). A name is its SONAMEs, a pattern the first SONAME, of the wheel's CUDA major, of
+/// the library whose name it starts with. Another wheel's loader loads what that wheel requires: not a need of this one.
+pub fn preload_needs(
+    a: &Artifact,
+    catalog: &Catalog,
+    removed_paths: &BTreeSet<&str>,
+    installed: &BTreeMap<String, String>,
+    excluded: &dyn Fn(&str) -> bool,
+    wheel_major: Option<u32>,
+) -> Vec<(String, Need)> {
+    use cudist_analysis::loads::Mechanism;
+    let carried = |soname: &str| {
+        a.elf_files.iter().any(|e| {
+            !removed_paths.contains(e.path.as_str())
+                && (e.soname.as_deref() == Some(soname)
+                    || e.path.rsplit('/').next() == Some(soname))
+        })
+    };
+    let mut out: Vec<(String, Need)> = Vec::new();
+    for p in a.preloads.iter().filter(|p| {
+        p.required_at_import()
+            && matches!(p.mechanism, Mechanism::Ctypes | Mechanism::CudaPathfinder)
+    }) {
+        let sonames: Vec<String> = if !p.sonames.is_empty() {
+            p.sonames.clone()
+        } else if p.name.contains(['*', '?', '[']) {
+            // The library whose name the pattern starts with (`libcurand*.*[0-9]`: cuRAND),
+            // by its first SONAME of the wheel's major: not every file the pattern could match
+            // (`libnvrtc-builtins.so.13.5` pins a release).
+            let stem = p.name.split(['*', '?', '[']).next().unwrap_or_default();
+            catalog
+                .libraries
+                .iter()
+                .filter(|l| l.kind == cudist_catalog::LibraryKind::Toolkit && l.stem == stem)
+                .flat_map(|l| &l.cuda)
+                .filter(|m| wheel_major.is_none_or(|w| w == m.major))
+                .filter_map(|m| m.sonames.first())
+                .filter(|so| p.loads(so))
+                .cloned()
+                .collect()
+        } else {
+            Vec::new()
+        };
+        for soname in sonames {
+            if excluded(&soname) || carried(&soname) {
+                continue;
+            }
+            let Some(m) = catalog.library_by_soname_hinted(&soname, wheel_major) else {
+                continue;
+            };
+            if m.ambiguous || m.library.kind != cudist_catalog::LibraryKind::Toolkit {
+                continue;
+            }
+            let Some(pip) = &m.major.pip else { continue };
+            let mut range = match m.major.pip_requirement(&soname) {
+                Some(PipRequirement::Range(r)) => r,
+                Some(PipRequirement::NotShipped) => continue,
+                _ => String::new(),
+            };
+            if let Some(v) = installed.get(&normalise_dist(pip)) {
+                range = raise_lower_bound(&range, v);
+            }
+            out.push((
+                pip.clone(),
+                Need {
+                    range,
+                    extra: m.library.toolkit_extra.clone(),
+                    id: m.library.id.clone(),
+                    major: m.major.major,
+                    carried: false,
+                    lazy: false,
+                },
+            ));
+        }
+    }
+    out
 }
 
 /// The file names of the files that leave the wheel (a lazily loaded library's SONAME is its

@@ -1800,3 +1800,52 @@ fn what_the_import_may_load_is_offered_not_required() {
         "{wr:#}"
     );
 }
+
+/// What the package's Python loads at import, where a failure fails the import, is required
+/// even where no file links it (transformer-engine's `_load_cuda_library("curand")`, which
+/// raises where no cuRAND is found); a load the package catches is not, and neither is one a
+/// function makes later.
+#[test]
+fn a_library_the_import_loads_itself_is_required() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    fake_lib(
+        d,
+        "libcudart.so.13",
+        "libcudart.so.13",
+        "cudaGetDeviceCount",
+    );
+    let ext = "cpython-311-x86_64-linux-gnu.so";
+    let core = linked(
+        d,
+        "core.so",
+        Some("_core"),
+        "libcudart.so.13",
+        "cudaGetDeviceCount",
+        None,
+    );
+    let init = "import ctypes\n\n\
+                def _load(lib_name):\n    return ctypes.CDLL(f'lib{lib_name}.so.10', mode=ctypes.RTLD_GLOBAL)\n\n\
+                _load('curand')\n\
+                try:\n    ctypes.CDLL('libcufft.so.12')\nexcept OSError:\n    pass\n\n\
+                def later():\n    ctypes.CDLL('libnvjpeg.so.13')\n\n\
+                from . import _core\n";
+    let w = d.join("demo-1.0-cp311-cp311-linux_x86_64.whl");
+    write_wheel(
+        &w,
+        "demo",
+        &[],
+        &[
+            ("demo/__init__.py", init.as_bytes().to_vec()),
+            (&format!("demo/_core.{ext}"), core),
+        ],
+    );
+    let text = dry_run_text(&w, &d.join("out"));
+    assert!(text.contains("requires  nvidia-curand>=10,<11"), "{text}");
+    assert!(
+        text.contains("requires  nvidia-cuda-runtime>=13,<14"),
+        "{text}"
+    );
+    assert!(!text.contains("nvidia-cufft"), "{text}");
+    assert!(!text.contains("nvidia-nvjpeg"), "{text}");
+}
