@@ -109,12 +109,24 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         }
         // Without a major from its NEEDED entries, the file's own lazily loaded SONAMEs that
         // belong to one major say it (ctranslate2 names libcublas.so.12 beside libnccl.so.2).
+        // A fallback chain's first link is no vote: which link loads is what is to be chosen
+        // (qoco names libcublas.so.11 before .12).
         if a.hint.is_none() {
-            a.hint = lazy_major(&a.report.lazy_loads, catalog);
+            let single: Vec<LazyLoad> = a
+                .report
+                .lazy_loads
+                .iter()
+                .filter(|l| l.alternatives.len() < 2)
+                .cloned()
+                .collect();
+            a.hint = lazy_major(&single, catalog);
         }
         // A file that names both majors of a library tries them in turn (a fallback chain):
         // the distribution's major is the one its install provides.
         let hint = a.hint.or(dist_major);
+        // The CUDA major its own code was built with (its newest PTX), for a chain none of whose
+        // links is of the file's major (qoco's CUDA 13 build names libcublas.so.11 and .12).
+        let built = built_major(&a.report, catalog);
         // A fallback chain of SONAMEs: the one of the file's major is what it loads there.
         for l in a.report.lazy_loads.iter_mut() {
             if l.alternatives.len() < 2 {
@@ -126,11 +138,19 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
                 "imports dlopen and names {} to open, whichever it finds",
                 names.join(", ")
             );
-            let of_hint = crate::analyse::chain_link_of_major(&l.alternatives, hint, catalog);
+            // Else the newest link not newer than what it was built with: the newest wheels
+            // it accepts.
+            let of_hint = crate::analyse::chain_link_of_major(&l.alternatives, hint, catalog)
+                .or_else(|| newest_link(&l.alternatives, hint.or(built), catalog));
             if let Some(so) = of_hint.map(|i| l.alternatives[i].clone()) {
                 l.written = Some(so.clone());
                 l.soname = Some(so);
             }
+        }
+        // The links chosen say the major of the SONAMEs several majors share (qoco's
+        // libcusparse.so.12 beside libcublas.so.12 is CUDA 12's).
+        if a.hint.is_none() {
+            a.hint = lazy_major(&a.report.lazy_loads, catalog);
         }
         for l in a
             .report
@@ -171,7 +191,7 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
     }
     let mut vendored = vendored;
     let reports: Vec<&ElfReport> = elfs.iter().map(|a| &a.report).collect();
-    let mut reach = opened_by(&reports, &vendored, &preloads);
+    let mut reach = opened_by(&reports, &vendored, &preloads, catalog);
     // The carried libraries in a directory the package puts on `LD_LIBRARY_PATH` for the
     // programs it starts: those find them by name there, wherever they run from.
     for v in &vendored {
@@ -347,6 +367,36 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
 }
 
 /// The CUDA major an artifact's files link, when one is certain (for cuda-pathfinder's names).
+/// The CUDA major a file's device code was built with: the release that introduced its newest
+/// PTX ISA.
+fn built_major(r: &ElfReport, catalog: &Catalog) -> Option<u32> {
+    r.device_code
+        .iter()
+        .filter(|e| e.kind == EntryKind::Ptx)
+        .filter_map(|e| CudaVersion::parse(&e.version))
+        .max()
+        .and_then(|isa| catalog.cuda_for_ptx_isa(isa))
+        .map(|c| c.major)
+}
+
+/// The link of a fallback chain of SONAMEs of the newest CUDA major not above `limit` (any, with
+/// none): where no link is of the file's own major, the newest wheels the file accepts.
+fn newest_link(chain: &[String], limit: Option<u32>, catalog: &Catalog) -> Option<usize> {
+    chain
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| {
+            let m = catalog
+                .majors_of(s)
+                .into_iter()
+                .filter(|m| limit.is_none_or(|l| *m <= l))
+                .max()?;
+            Some((m, i))
+        })
+        .max_by_key(|(m, i)| (*m, std::cmp::Reverse(*i)))
+        .map(|(_, i)| i)
+}
+
 fn cuda_major_of(elfs: &[Analysed]) -> Option<u32> {
     elfs.iter()
         .flat_map(|a| &a.report.needed)
@@ -1040,6 +1090,7 @@ pub fn opened_by(
     elfs: &[&ElfReport],
     vendored: &[Vendored],
     preloads: &[crate::loads::Preload],
+    catalog: &Catalog,
 ) -> HashMap<String, (OpenedBy, Option<String>)> {
     let carried: BTreeSet<&str> = vendored.iter().map(|v| v.path.as_str()).collect();
     let report_of: HashMap<&str, &ElfReport> = elfs.iter().map(|e| (e.path.as_str(), *e)).collect();
@@ -1057,15 +1108,16 @@ pub fn opened_by(
         }
     }
     // (name, the directories inside the package the asking file's search path lists)
+    let own_dirs = |e: &ElfReport| -> Vec<String> {
+        e.rpath
+            .iter()
+            .chain(&e.runpath)
+            .filter(|p| p.location == PathLocation::Inside)
+            .map(|p| p.expanded.clone())
+            .collect()
+    };
     let wants = |e: &ElfReport| -> Vec<(String, std::rc::Rc<Vec<String>>)> {
-        let dirs: std::rc::Rc<Vec<String>> = std::rc::Rc::new(
-            e.rpath
-                .iter()
-                .chain(&e.runpath)
-                .filter(|p| p.location == PathLocation::Inside)
-                .map(|p| p.expanded.clone())
-                .collect(),
-        );
+        let dirs: std::rc::Rc<Vec<String>> = std::rc::Rc::new(own_dirs(e));
         e.needed
             .iter()
             .map(|n| n.soname.clone())
@@ -1094,6 +1146,31 @@ pub fn opened_by(
             if let Some(e) = report_of.get(v.path.as_str()) {
                 todo.extend(wants(e));
             }
+            // What a CUDA library opens itself (libnvrtc its builtins, `libnvrtc-builtins.so.12.6`:
+            // the catalog's `dlopens`, a name or the start of one), searched where the copy was
+            // found (its loaders' RPATH) and its own search path.
+            let opens = v
+                .library
+                .as_ref()
+                .and_then(|l| catalog.library(&l.id))
+                .map(|l| l.dlopens.as_slice())
+                .unwrap_or_default();
+            if !opens.is_empty() {
+                let mut here: Vec<String> = dirs.as_ref().clone();
+                if let Some(e) = report_of.get(v.path.as_str()) {
+                    here.extend(own_dirs(e));
+                }
+                let here = std::rc::Rc::new(here);
+                for name in by_name.keys().filter(|n| {
+                    opens.iter().any(|d| {
+                        *n == d
+                            || n.strip_prefix(d.as_str())
+                                .is_some_and(|r| r.starts_with('.'))
+                    })
+                }) {
+                    todo.push((name.clone(), here.clone()));
+                }
+            }
         }
     }
     for v in vendored {
@@ -1117,6 +1194,10 @@ fn recognise_vendored(a: &Analysed, catalog: &Catalog) -> Option<Vendored> {
         catalog.library_by_name_hinted(s, a.hint).map(|(m, exact)| {
             evidence.push(if exact {
                 format!("SONAME {s}")
+            } else if s.split(".so").next() == Some(m.library.stem.as_str()) {
+                // The library's own name with a version the catalog does not list
+                // (`libnvrtc-builtins.so.12.6`, whose SONAME carries the toolkit's minor).
+                format!("SONAME {s} (a release the catalog does not list)")
             } else {
                 format!(
                     "SONAME {s} (a renamed copy of {})",
@@ -2650,5 +2731,17 @@ mod tests {
         assert_eq!(fold_path("pkg", "/../../../x"), ("../../x".into(), 2));
         assert_eq!(fold_path("pkg", ""), ("pkg".into(), 0));
         assert_eq!(fold_path("", "/."), ("".into(), 0));
+    }
+    /// A fallback chain none of whose links is of the file's major: the newest the file
+    /// accepts, not above what it was built with (qoco's CUDA 13 build names `libcublas.so.11`
+    /// and `.12`: CUDA 12's wheel, not 11's).
+    #[test]
+    fn the_newest_link_not_above_the_build() {
+        let c = Catalog::builtin();
+        let chain = ["libcublas.so.11".to_string(), "libcublas.so.12".to_string()];
+        assert_eq!(newest_link(&chain, Some(13), &c), Some(1));
+        assert_eq!(newest_link(&chain, Some(11), &c), Some(0));
+        assert_eq!(newest_link(&chain, None, &c), Some(1));
+        assert_eq!(newest_link(&chain, Some(10), &c), None);
     }
 }

@@ -2049,3 +2049,59 @@ fn what_auditwheel_needs_excluded_is_said() {
         a["platform"]
     );
 }
+
+/// A carried CUDA library opens what it opens itself by name (NVRTC its builtins,
+/// `libnvrtc-builtins.so.12.6`, through the search path it was found by): a carried copy of
+/// that is loaded by name, not "opened by path or unused" (pyclesperanto-cuda's
+/// `pyclesperanto_cuda.libs`). And the builtins' own SONAME of a release the catalog does not
+/// list is that release, not a renamed copy of one it lists.
+#[test]
+fn what_a_carried_cuda_library_opens_itself_is_loaded_by_name() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let libs = d.join("libs");
+    let copy = "libnvrtc-e0967580.so.12.6.20";
+    fake_lib(&libs, copy, copy, "nvrtcCreateProgram");
+    let builtins = "libnvrtc-builtins.so.12.6";
+    fake_lib(
+        &libs,
+        builtins,
+        builtins,
+        "__nvrtc_builtins__12_6_getArchBuiltins",
+    );
+    let user = user_of_copy(d, &libs, copy, "nvrtcCreateProgram", "rtcpkg.libs");
+    let wheel = d.join("rtcpkg-1.0-cp311-cp311-manylinux_2_17_x86_64.whl");
+    write_wheel(
+        &wheel,
+        "rtcpkg",
+        &[],
+        &[
+            ("rtcpkg/libuser.so", user),
+            (
+                &format!("rtcpkg.libs/{copy}"),
+                std::fs::read(libs.join(copy)).unwrap(),
+            ),
+            (
+                &format!("rtcpkg.libs/{builtins}"),
+                std::fs::read(libs.join(builtins)).unwrap(),
+            ),
+        ],
+    );
+    let v = inspect_json(&[wheel.to_str().unwrap()], 0);
+    let a = artifact(&v, ".whl");
+    let vendored = a["vendored"].as_array().unwrap();
+    let of = |name: &str| {
+        vendored
+            .iter()
+            .find(|x| x["path"].as_str().is_some_and(|p| p.ends_with(name)))
+            .unwrap_or_else(|| panic!("{a:#}"))
+    };
+    assert_eq!(of(copy)["opened_by"], "loader", "{a:#}");
+    assert_eq!(of(builtins)["opened_by"], "loader", "{a:#}");
+    let evidence = of(builtins)["evidence"].to_string();
+    assert!(
+        evidence.contains("SONAME libnvrtc-builtins.so.12.6 (a release the catalog does not list)")
+            && !evidence.contains("renamed copy"),
+        "{evidence}"
+    );
+}

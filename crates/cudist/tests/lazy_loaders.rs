@@ -635,3 +635,50 @@ fn a_library_shipped_only_as_a_static_archive_is_linked_in() {
         "{lines:#?}"
     );
 }
+
+/// A file that links no CUDA library and names fallback chains none of which says its major by
+/// its first link (qoco's module tries `libcublas.so.11`, then `.12`, and `libcudss.so.1`, which
+/// CUDA 12 and 13 share): the newest link of each chain, and the major those give for the
+/// SONAME several majors share — one CUDA major's wheels, not CUDA 11's for some and 13's for
+/// another.
+#[test]
+fn chains_whose_first_links_are_older_take_the_newest_and_agree() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let chain = gcc_shared(
+        d,
+        "libsolve.so",
+        Some("libsolve.so"),
+        "#include <dlfcn.h>\n\
+         static const char *names[] = {\"libcublas.so\", \"libcublas.so.11\", \"libcublas.so.12\",\n\
+           \"libcusparse.so\", \"libcusparse.so.11\", \"libcusparse.so.12\", \"libcudss.so\", \"libcudss.so.1\"};\n\
+         void *open_all(int i) { return dlopen(names[i], RTLD_NOW); }\n",
+        &["-ldl"],
+    );
+    let wheel = d.join("solve-1.0-cp311-cp311-manylinux_2_17_x86_64.whl");
+    write_wheel(
+        &wheel,
+        "solve",
+        &[],
+        &[("solve/libsolve.so", std::fs::read(&chain).unwrap())],
+    );
+    let v = inspect_json(&[wheel.to_str().unwrap()], 0);
+    let a = artifact(&v, ".whl");
+    for (soname, pip) in [
+        ("libcublas.so.12", "nvidia-cublas-cu12"),
+        ("libcusparse.so.12", "nvidia-cusparse-cu12"),
+        ("libcudss.so.1", "nvidia-cudss-cu12"),
+    ] {
+        let row = needed(a, soname);
+        assert_eq!(row["library"]["pip"], pip, "{row:#}");
+        assert_eq!(row["library"]["cuda_major"], 12, "{row:#}");
+    }
+    assert!(
+        !a["cuda_needed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["soname"] == "libcublas.so.11"),
+        "{a:#}"
+    );
+}
