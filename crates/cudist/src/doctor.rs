@@ -260,6 +260,7 @@ fn render_verdict(s: &mut String, r: &Report, style: Style) {
             style.red("will load but fail on the profile's machine")
         }
         Status::WillFailOnThisGpu => style.red("will load but fail on this machine"),
+        Status::ImportFails => style.red("the import fails, with an error of the package's own (no library or symbol is missing)"),
         Status::WillFailToLoad => style.red("will fail to load"),
     };
     let whose = if r.profile {

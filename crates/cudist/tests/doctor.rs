@@ -1384,6 +1384,8 @@ fn the_real_import_is_bounded_and_its_output_is_its_own() {
         v["verdict"]["reasons"][0],
         "import crashes fails: the interpreter died of signal 11 during the import"
     );
+    // A crash no missing library explains is the package's own failure, not a failed load.
+    assert_eq!(v["verdict"]["status"], "import-fails", "{v:#}");
 
     let (code, v, took) = run("forks", &[]);
     assert_eq!(code, Some(0), "{v:#}");
@@ -1397,6 +1399,7 @@ fn the_real_import_is_bounded_and_its_output_is_its_own() {
         v["verdict"]["reasons"][0],
         "import raises fails: RuntimeError: no GPU support compiled in"
     );
+    assert_eq!(v["verdict"]["status"], "import-fails", "{v:#}");
     assert!(
         v["disagreements"][0]
             .as_str()
@@ -4691,4 +4694,280 @@ fn a_cuda_10_library_is_fixed_by_cuda_10() {
         );
     }
     assert!(!text.contains("nvidia-cufft-cu11"), "{v:#}");
+}
+
+/// A library the package's Python names by putting a word its callers pass into a pattern
+/// (transformer-engine's `_load_cuda_library("curand")` globbing `lib{lib_name}*.so.*[0-9]` in
+/// the CUDA wheel's directory, raising where nothing matches): loaded at import, every file the
+/// pattern matches. Where the wheel that installs it is there but its file is gone, the real
+/// import's failure names the library, and the fix is the reinstall (`pip install` of an
+/// installed distribution does nothing), for that preload and for a file that links a library
+/// of such a wheel.
+#[test]
+fn a_library_named_from_a_passed_word_is_loaded_and_a_gone_wheel_file_is_reinstalled() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[
+            (
+                "tepkg/__init__.py",
+                "import ctypes, glob, os, sysconfig\n\n\
+                 def _from_python(lib_name):\n    \
+                     d = os.path.join(sysconfig.get_path('purelib'), 'nvidia', 'cu13')\n    \
+                     so_paths = glob.glob(os.path.join(d, f'lib/lib{lib_name}*.so.*[0-9]'))\n    \
+                     found = len(so_paths) > 0\n    \
+                     handles = []\n    \
+                     if found:\n        \
+                         for p in so_paths:\n            \
+                             handles.append(ctypes.CDLL(p, mode=ctypes.RTLD_GLOBAL))\n    \
+                     return found, handles\n\n\
+                 def _load(lib_name):\n    \
+                     found, handles = _from_python(lib_name)\n    \
+                     if found:\n        \
+                         return handles\n    \
+                     raise RuntimeError(f'{lib_name} shared object not found.')\n\n\
+                 _load('curand')\n\
+                 _core = ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'libtecore.so'))\n",
+            ),
+            (
+                "tepkg-1.0.dist-info/METADATA",
+                "Metadata-Version: 2.1\nName: tepkg\nVersion: 1.0\n",
+            ),
+            (
+                "nvidia_curand-10.4.5.25.dist-info/METADATA",
+                "Metadata-Version: 2.1\nName: nvidia-curand\nVersion: 10.4.5.25\n",
+            ),
+            (
+                "nvidia_curand-10.4.5.25.dist-info/RECORD",
+                "nvidia/cu13/lib/libcurand.so.10,,\nnvidia_curand-10.4.5.25.dist-info/RECORD,,\n",
+            ),
+            (
+                "nvidia_cuda_runtime-13.0.96.dist-info/METADATA",
+                "Metadata-Version: 2.1\nName: nvidia-cuda-runtime\nVersion: 13.0.96\n",
+            ),
+            (
+                "nvidia_cuda_runtime-13.0.96.dist-info/RECORD",
+                "nvidia/cu13/lib/libcudart.so.13,,\nnvidia_cuda_runtime-13.0.96.dist-info/RECORD,,\n",
+            ),
+        ],
+    );
+    let lib = site.join("nvidia/cu13/lib");
+    let curand = fake_lib(
+        &lib,
+        "libcurand.so.10",
+        "libcurand.so.10",
+        "curandCreateGenerator",
+    );
+    let cudart = fake_lib(
+        &lib,
+        "libcudart.so.13",
+        "libcudart.so.13",
+        "cudaGetDeviceCount",
+    );
+    gcc_shared(
+        &site.join("tepkg"),
+        "libtecore.so",
+        Some("libtecore.so"),
+        "int cudaGetDeviceCount(void);\nint te_init(void) { return cudaGetDeviceCount(); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", lib.display()),
+            "-l:libcudart.so.13",
+            "-Wl,-rpath,$ORIGIN/../nvidia/cu13/lib",
+        ],
+    );
+    let (code, v) = doctor_import("tepkg", &python);
+    assert_eq!(
+        (code, v["verdict"]["status"].as_str()),
+        (Some(0), Some("ok")),
+        "{v:#}"
+    );
+    // The preload is read from the pattern the word makes, and found where the code globs.
+    let loads = v["runtime_loads"].as_array().unwrap();
+    assert!(
+        loads.iter().any(|l| l["soname"] == "libcurand*.so.*[0-9]"
+            && l["path"]
+                .as_str()
+                .is_some_and(|p| p.ends_with("nvidia/cu13/lib/libcurand.so.10"))),
+        "{v:#}"
+    );
+
+    // Its file gone, the wheel still installed: the import fails on it, and the fix reinstalls.
+    std::fs::remove_file(&curand).unwrap();
+    let (code, v) = doctor_import("tepkg", &python);
+    assert_eq!(code, Some(1), "{v:#}");
+    assert_eq!(v["verdict"]["status"], "will-fail-to-load", "{v:#}");
+    let reasons = reasons_of(&v);
+    assert!(
+        reasons[0].contains("RuntimeError: curand shared object not found."),
+        "{v:#}"
+    );
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("loads libcurand.so.10 at import")
+                && r.contains("pip install --force-reinstall --no-deps nvidia-curand")
+                && !r.contains("try … except")),
+        "{v:#}"
+    );
+    fake_lib(
+        &lib,
+        "libcurand.so.10",
+        "libcurand.so.10",
+        "curandCreateGenerator",
+    );
+
+    // A file that links a library whose wheel's file is gone: the same reinstall, not an
+    // install (its search path already reaches the directory).
+    std::fs::remove_file(&cudart).unwrap();
+    let (code, v) = doctor_import("tepkg", &python);
+    assert_eq!(code, Some(1), "{v:#}");
+    assert!(
+        reasons_of(&v)
+            .iter()
+            .any(|r| r.contains("libcudart.so.13 not found")),
+        "{v:#}"
+    );
+    let fixes: Vec<&str> = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|f| f["missing"].as_array().into_iter().flatten())
+        .filter_map(|m| m["fix"].as_str())
+        .collect();
+    assert!(
+        fixes.iter().any(|f| f
+            .contains("nvidia-cuda-runtime is installed, but nvidia/cu13/lib/libcudart.so.13")
+            && f.contains("pip install --force-reinstall --no-deps nvidia-cuda-runtime")),
+        "{v:#}"
+    );
+}
+
+/// A file loaded on demand that needs a library its package carries, which also loads on
+/// demand, and that no search path of its own reaches (triton's plugins need `libtriton.so`,
+/// its extension module's SONAME, which the import may leave unloaded): the package loads that
+/// one first, and the file gets the loaded one. Checked against a real use.
+#[test]
+fn a_file_on_demand_that_needs_its_packages_library_on_demand_gets_the_loaded_one() {
+    let work = tempfile::tempdir().unwrap();
+    let build = work.path().join("build");
+    std::fs::create_dir_all(&build).unwrap();
+    let core = fake_lib(&build, "libcore.so", "libcore.so", "core_init");
+    let plugin = gcc_shared(
+        &build,
+        "libplug.so",
+        None,
+        "int core_init(void);\nint plug(void) { return core_init(); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", build.display()),
+            "-l:libcore.so",
+        ],
+    );
+    let init = "import ctypes, os\n\
+                _here = os.path.dirname(__file__)\n\
+                def plugin():\n    ctypes.CDLL(os.path.join(_here, '_C', 'libcore.so'), mode=ctypes.RTLD_GLOBAL)\n    \
+                return ctypes.CDLL(os.path.join(_here, 'plugins', 'libplug.so'))\n";
+    let (python, site) = venv_with(&work.path().join("venv"), &[("plugpkg/__init__.py", init)]);
+    for (from, to) in [
+        (&core, "plugpkg/_C/libcore.so"),
+        (&plugin, "plugpkg/plugins/libplug.so"),
+    ] {
+        std::fs::create_dir_all(site.join(to).parent().unwrap()).unwrap();
+        std::fs::copy(from, site.join(to)).unwrap();
+    }
+    // Reality: the use works.
+    let o = std::process::Command::new(&python)
+        .args(["-c", "import plugpkg; plugpkg.plugin(); print('used')"])
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&o).trim(), "used", "{}", stderr(&o));
+    let (code, v) = doctor_import("plugpkg", &python);
+    assert_eq!(code, Some(0), "{v:#}");
+    let reasons = reasons_of(&v);
+    assert!(
+        !reasons.iter().any(|r| r.contains("not found")),
+        "{reasons:#?}"
+    );
+    assert!(
+        reasons.iter().any(|r| r.contains("libplug.so")
+            && r.contains("needs libcore.so, which its package loads on demand, before it")),
+        "{reasons:#?}"
+    );
+}
+
+/// An import that kills the interpreter while a library starts (kedm's Kokkos aborts in its
+/// extension module's start-up code without a GPU): the report still says what it was loading
+/// and which interpreter ran it, and the verdict is the package's own failure, not a load that
+/// failed.
+#[test]
+fn an_import_that_dies_while_a_library_starts_says_which() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[(
+            "aborts/__init__.py",
+            "import ctypes, os\nctypes.CDLL(os.path.join(os.path.dirname(__file__), 'libboom.so'))\n",
+        )],
+    );
+    gcc_shared(
+        &site.join("aborts"),
+        "libboom.so",
+        Some("libboom.so"),
+        "#include <stdlib.h>\n__attribute__((constructor)) static void boom(void) { abort(); }\n",
+        &[],
+    );
+    let (code, v) = doctor_import("aborts", &python);
+    assert_eq!(code, Some(1), "{v:#}");
+    assert_eq!(v["verdict"]["status"], "import-fails", "{v:#}");
+    let lead = reasons_of(&v)[0].to_string();
+    assert!(
+        lead.starts_with("import aborts fails: the interpreter died of signal 6 while loading ")
+            && lead.contains("aborts/libboom.so (ctypes.dlopen)"),
+        "{lead}"
+    );
+    assert!(v["imports_run"][0]["python_version"].is_string(), "{v:#}");
+}
+
+/// An import that fails because a module another distribution installs is gone (a backend
+/// wheel's directory moved or deleted: jzfmm imports `jzfmm_cuda`, which jzfmm-cu12 installs):
+/// the failure is that broken install, with the reinstall, not an error of the package's own.
+#[test]
+fn a_module_whose_distributions_files_are_gone_is_reinstalled() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[
+            ("front/__init__.py", "import front_backend\n"),
+            ("front_backend/__init__.py", "VALUE = 1\n"),
+            (
+                "front_backend_cu12-1.0.dist-info/METADATA",
+                "Metadata-Version: 2.1\nName: front-backend-cu12\nVersion: 1.0\n",
+            ),
+            (
+                "front_backend_cu12-1.0.dist-info/RECORD",
+                "front_backend/__init__.py,,\nfront_backend_cu12-1.0.dist-info/RECORD,,\n",
+            ),
+        ],
+    );
+    let (code, v) = doctor_import("front", &python);
+    assert_eq!(
+        (code, v["verdict"]["status"].as_str()),
+        (Some(0), Some("ok")),
+        "{v:#}"
+    );
+    std::fs::rename(site.join("front_backend"), site.join("front_backend.bak")).unwrap();
+    let (code, v) = doctor_import("front", &python);
+    assert_eq!(code, Some(1), "{v:#}");
+    assert_eq!(v["verdict"]["status"], "will-fail-to-load", "{v:#}");
+    assert!(
+        reasons_of(&v).iter().any(|r| r.starts_with(
+            "module front_backend, which front-backend-cu12 installs (its RECORD lists 1 file(s) of it), is gone"
+        ) && r.contains("pip install --force-reinstall --no-deps front-backend-cu12")),
+        "{v:#}"
+    );
+    assert!(
+        !v["disagreements"].to_string().contains("package's own"),
+        "{v:#}"
+    );
 }

@@ -92,7 +92,8 @@ pub struct Report {
     pub disagreements: Vec<String>,
 }
 
-/// Ordered: `Ok` < `Risky` < `WillFailWhenLoaded` < `WillFailOnThisGpu` < `WillFailToLoad`.
+/// Ordered: `Ok` < `Risky` < `WillFailWhenLoaded` < `WillFailOnThisGpu` < `ImportFails` <
+/// `WillFailToLoad`.
 #[derive(
     Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema,
 )]
@@ -108,6 +109,9 @@ pub enum Status {
     WillFailWhenLoaded,
     /// Loads, but fails at the first kernel launch or CUDA call on this machine.
     WillFailOnThisGpu,
+    /// The import fails, and no library or symbol is missing: an error of the package's own
+    /// code (an exception, a crash) that the model of its files does not explain.
+    ImportFails,
     /// Fails to load: a library or a symbol is missing.
     WillFailToLoad,
 }
@@ -639,6 +643,33 @@ fn listed_by_record(tried: &[PathBuf]) -> Option<(String, String)> {
     None
 }
 
+/// The reinstall that brings back library `name` where a distribution installed it and it is
+/// gone: one of the places tried, or a wheel directory `dirs` (`nvidia/cuda_runtime/lib`) of
+/// the site-packages that `needed_by` or a place tried is in, that an installed distribution's
+/// `RECORD` lists. `pip install` of a distribution that is installed does nothing.
+fn reinstall_for(name: &str, needed_by: &Path, tried: &[PathBuf], dirs: &[&str]) -> Option<String> {
+    let mut candidates: Vec<PathBuf> = tried.to_vec();
+    for p in std::iter::once(needed_by).chain(tried.iter().map(PathBuf::as_path)) {
+        let p = cudist_fs::inner::lexical(p);
+        if let Some(site) = p.ancestors().find(|a| {
+            a.file_name()
+                .is_some_and(|n| n == "site-packages" || n == "dist-packages")
+        }) {
+            for d in dirs {
+                let c = site.join(d).join(name);
+                if !candidates.contains(&c) {
+                    candidates.push(c);
+                }
+            }
+        }
+    }
+    candidates.retain(|c| !c.exists());
+    let (dist, rel) = listed_by_record(&candidates)?;
+    Some(format!(
+        "{dist} is installed, but {rel}, which it installs (its RECORD lists it), is gone: reinstall it (`pip install --force-reinstall --no-deps {dist}`)"
+    ))
+}
+
 /// Each distribution of a site-packages directory with the paths its `RECORD` lists, read once
 /// per process (a broken environment asks for every file that misses a library).
 fn site_records(site: &Path) -> std::sync::Arc<Vec<(String, BTreeSet<String>)>> {
@@ -736,6 +767,14 @@ fn found_by_first(
     };
     let pip = m.major.pip.as_deref()?;
     let reached = reached(name, &m.major.pip_dirs(), tried);
+    // Installed, its file gone: the reinstall.
+    if !reached.is_empty() {
+        let dirs: Vec<&str> = m.major.pip_dirs().into_iter().map(|(d, _)| d).collect();
+        let first = tried.first().map_or(Path::new(""), PathBuf::as_path);
+        if let Some(advice) = reinstall_for(name, first, tried, &dirs) {
+            return Some(advice);
+        }
+    }
     (!reached.is_empty()).then(|| {
         format!(
             "install {pip} (it puts {name} in site-packages/{}): {preload}, which its package loads first, looks there, and the files that need it get the loaded one",
@@ -791,6 +830,12 @@ fn fix_for(
             let pip = m.major.pip.as_deref()?;
             // Releases may install it in different directories (cuSPARSELt 0.8 and 0.9).
             let dirs = m.major.pip_dirs();
+            // Installed by a distribution whose file is gone (a wheel's directory moved or
+            // deleted): installing it again does nothing while its metadata is there.
+            let dir_names: Vec<&str> = dirs.iter().map(|(d, _)| *d).collect();
+            if let Some(advice) = reinstall_for(name, needed_by, tried, &dir_names) {
+                return Some(advice);
+            }
             // Installed next to the package (site-packages/<dir>) but not searched: name the entry.
             if let Some(b) = installed_beside(name, needed_by, major, catalog) {
                 return Some(format!(
@@ -1786,6 +1831,11 @@ struct Shared<'a> {
     /// Of [`Shared::loaded_first`], those loaded when a function of the package runs, not at
     /// import: what runs it (`cupy_backends.cuda.libs.__getattr__()`).
     loaded_on_call: &'a HashMap<String, String>,
+    /// The SONAMEs of the packages' own files that load on demand, each with its file: a file
+    /// loaded on demand that needs one, and that no search path of its own leads to, loads after
+    /// it (triton's plugins need `libtriton.so`, its extension module's SONAME, which the
+    /// import may leave unloaded).
+    carried_on_demand: &'a HashMap<String, PathBuf>,
     /// What the real imports left loaded, by SONAME and file name ([`super::trace`]): a later
     /// load of the name gets that object.
     traced: &'a HashMap<String, PathBuf>,
@@ -1822,6 +1872,7 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         dlopen,
         loaded_first,
         loaded_on_call,
+        carried_on_demand,
         traced,
         slimmed,
         package_major,
@@ -1896,6 +1947,8 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         }
         if tier != crate::loads::Tier::Import {
             if let Some(p) = loaded_first.get(&m.name).or_else(|| traced.get(&m.name)) {
+                after_import.push((m.name.clone(), p));
+            } else if let Some(p) = carried_on_demand.get(&m.name).filter(|p| p.as_path() != f) {
                 after_import.push((m.name.clone(), p));
             }
         } else if let Some(p) = traced.get(&m.name) {
@@ -2061,6 +2114,12 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         for (name, p) in &after_import {
             let when = match loaded_on_call.get(name) {
                 Some(trigger) => format!("first when {trigger} runs"),
+                None if !loaded_first.contains_key(name.as_str())
+                    && !traced.contains_key(name.as_str())
+                    && carried_on_demand.contains_key(name.as_str()) =>
+                {
+                    "on demand, before it".to_string()
+                }
                 None => "at import".to_string(),
             };
             match by_when.iter_mut().find(|(w, _)| *w == when) {
@@ -2994,6 +3053,54 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             }
         }
     }
+    // A module the real import found missing (`No module named 'jzfmm_cuda'`) whose files a
+    // distribution installed (its RECORD lists them) and that are gone: the install is broken,
+    // and the reinstall restores it (a backend wheel's directory moved or deleted).
+    let mut sites_seen: Vec<&Path> = Vec::new();
+    for (name, dir) in &imports {
+        if let Some(site) = site_of_import(name, dir) {
+            if !sites_seen.contains(&site) {
+                sites_seen.push(site);
+            }
+        }
+    }
+    for t in &report.imports_run {
+        let Some(module) = t
+            .error
+            .as_deref()
+            .and_then(|e| e.strip_prefix("ModuleNotFoundError: No module named '"))
+            .and_then(|e| e.split('\'').next())
+        else {
+            continue;
+        };
+        let top = module.split('.').next().unwrap_or(module);
+        if !is_module_word(top) {
+            continue;
+        }
+        for site in &sites_seen {
+            for (dist, paths) in site_records(site).iter() {
+                let missing: Vec<&String> = paths
+                    .iter()
+                    .filter(|p| {
+                        (p.starts_with(&format!("{top}/")) || p.as_str() == format!("{top}.py"))
+                            && !p.contains("..")
+                            && !site.join(p.as_str()).exists()
+                    })
+                    .collect();
+                if missing.is_empty() {
+                    continue;
+                }
+                report.verdict.add(
+                    Status::WillFailToLoad,
+                    format!(
+                        "module {top}, which {dist} installs (its RECORD lists {} file(s) of it), is gone: the import of {} fails on it; reinstall it (`pip install --force-reinstall --no-deps {dist}`)",
+                        missing.len(),
+                        t.module
+                    ),
+                );
+            }
+        }
+    }
     // A CUDA wheel the package's distribution requires outright (on Linux, under no extra) that
     // is not installed: the package loads its libraries itself, by names its files may not show
     // (cupti-python requires nvidia-cuda-cupti and loads libcupti through cuda-pathfinder from
@@ -3242,6 +3349,52 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         }
         for (p, from) in found.iter().filter(|(p, _)| p.at_import) {
             let mut founds = preload::find(p, from, site, &env, catalog);
+            // A pattern that matches nothing, loaded at import (where it is found first too: the
+            // code may raise when nothing was found), and a real import that failed naming its
+            // library (transformer-engine's "cublas shared
+            // object not found."): the library it stands for, of the package's CUDA major, is
+            // missing.
+            let stem = p.name.split(['*', '?', '[']).next().unwrap_or_default();
+            let word = stem.strip_prefix("lib").unwrap_or_default();
+            let mut failed_here = false;
+            let failed_on = |t: &&super::trace::ImportTrace| {
+                !t.ok && word.len() >= 3 && t.error.as_deref().is_some_and(|e| e.contains(word))
+            };
+            if founds.is_empty()
+                && p.at_import
+                && p.name.contains(['*', '?', '['])
+                && trace_of(name).filter(failed_on).is_some()
+            {
+                let so = catalog
+                    .libraries
+                    .iter()
+                    .find(|l| l.stem == stem)
+                    .and_then(|l| l.newest_wheel_soname(major));
+                if let Some((so, _)) = so {
+                    founds.push(preload::Found {
+                        name: so.to_string(),
+                        path: None,
+                        found_by: None,
+                        tried: catalog
+                            .pip_dirs_of(so)
+                            .into_iter()
+                            .map(|d| site.join(d).join(so))
+                            .collect(),
+                    });
+                    failed_here = true;
+                }
+            }
+            // A pattern's other matches are loads only where the real import made them (the
+            // code may load every file it matches, or the first): where it ran to its end, the
+            // ones it mapped, else the first.
+            if let Some(t) = trace_of(name).filter(|t| t.ok && p.name.contains(['*', '?', '['])) {
+                let mapped = |f: &preload::Found| f.path.as_deref().is_some_and(|q| t.mapped(q));
+                if founds.iter().any(mapped) {
+                    founds.retain(mapped);
+                } else {
+                    founds.truncate(1);
+                }
+            }
             // A wheel's own loader loads the file its wheel installs, one of the library's
             // SONAMEs (nvidia-libnvcomp 6 installs libnvcomp.so.6, 5 installed .so.5), and
             // cuda-pathfinder the first of its candidates it finds (`libnvrtc.so.13 or
@@ -3294,11 +3447,12 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             }
             for f in founds {
                 let mut not_loaded = false;
-                if report
-                    .runtime_loads
-                    .iter()
-                    .any(|l| l.soname == f.name && l.path.is_some())
-                {
+                // Loaded already by another load of the package (a pattern's matches are files
+                // of their own).
+                let pattern = f.name.contains(['*', '?', '[']);
+                if report.runtime_loads.iter().any(|l| {
+                    l.soname == f.name && l.path.is_some() && (!pattern || l.path == f.path)
+                }) {
                     continue;
                 }
                 let pip = wheel_for(&f.name, &declared, major, catalog);
@@ -3312,15 +3466,26 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                         }
                     }
                     None => {
-                        let advice = pip
-                            .as_deref()
-                            .map(|p| install_advice(&dists[site], name, &f.name, p, catalog));
+                        // Installed, its file gone: reinstall; else install.
+                        let advice =
+                            reinstall_for(&f.name, from, &f.tried, &catalog.pip_dirs_of(&f.name))
+                                .or_else(|| {
+                                    pip.as_deref().map(|p| {
+                                        format!(
+                                            "install {}",
+                                            install_advice(&dists[site], name, &f.name, p, catalog)
+                                        )
+                                    })
+                                });
                         // A load whose failure the package catches leaves the import working:
                         // what needs the library fails when used.
-                        let caught = p.optional.then_some(
+                        let caught = (p.optional && !failed_here).then_some(if p.if_present {
+                            "the code loads it only where it finds it: the import goes on \
+                             without it, and what needs it fails when used"
+                        } else {
                             "the call is inside `try … except`: the import goes on without it, \
-                             and what needs it fails when used",
-                        );
+                             and what needs it fails when used"
+                        });
                         let reason = not_found(
                             name,
                             &imported_by(&report.imported_with, name),
@@ -3331,11 +3496,11 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                             &caught
                                 .map(str::to_string)
                                 .into_iter()
-                                .chain(advice.as_ref().map(|a| format!("install {a}")))
+                                .chain(advice.clone())
                                 .collect::<Vec<_>>(),
                         );
                         // A plugin's import runs on first use: what it misses fails then.
-                        let status = if p.optional || is_plugin(name) {
+                        let status = if (p.optional && !failed_here) || is_plugin(name) {
                             Status::WillFailWhenLoaded
                         } else {
                             Status::WillFailToLoad
@@ -3358,10 +3523,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                                 reason,
                                 Several::NotLoaded {
                                     soname: f.name.clone(),
-                                    install: advice
-                                        .as_ref()
-                                        .map(|a| format!("install {a}"))
-                                        .unwrap_or_default(),
+                                    install: advice.clone().unwrap_or_default(),
                                 },
                                 Some(p.place()),
                             ),
@@ -4027,6 +4189,29 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     for (key, path, lacks) in cannot_load {
         blocked.entry(key).or_insert((path, lacks));
     }
+    let mut carried_on_demand: HashMap<String, PathBuf> = HashMap::new();
+    for (f, p) in files.iter().zip(&tiers) {
+        if p.tier == crate::loads::Tier::Import {
+            continue;
+        }
+        let Some(so) = package_files
+            .iter()
+            .find(|d| d.path == *f)
+            .and_then(|d| d.soname())
+        else {
+            continue;
+        };
+        if !needed_by_others(so) || blocked.contains_key(so) || carried_on_demand.contains_key(so) {
+            continue;
+        }
+        // One that cannot load here gives what needs it nothing: they fail for what it lacks.
+        let lacks = lacks_here(f);
+        if lacks.is_empty() {
+            carried_on_demand.insert(so.to_string(), f.clone());
+        } else {
+            blocked.insert(so.to_string(), (f.clone(), lacks));
+        }
+    }
     // Packages `cudist slim` slimmed: their distribution's `cudist-slim.json`.
     let mut slimmed: Vec<(PathBuf, String)> = Vec::new();
     for (name, dir) in &imports {
@@ -4091,6 +4276,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         dlopen: &args.dlopen,
         loaded_first: &loaded_first,
         loaded_on_call: &on_call_trigger,
+        carried_on_demand: &carried_on_demand,
         traced: &traced,
         slimmed: &slimmed,
         package_major: &package_major,
@@ -4136,6 +4322,15 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     };
     let major = major.or_else(|| environment_major(&dists, catalog));
     Ok(conclude(report, disagreements, major, catalog))
+}
+
+/// Whether a name can be a Python module's (`jzfmm_cuda`): letters, digits and `_`, not
+/// starting with a digit.
+fn is_module_word(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 256
+        && !s.starts_with(|c: char| c.is_ascii_digit())
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// Says the shared objects each distribution installed that are gone: a failure on first use
@@ -4511,7 +4706,8 @@ fn conclude(
     // The real import's failure leads: what the model found explains it. A failure the model
     // has no reason for is a disagreement too.
     let model_fails = report.verdict.status == Status::WillFailToLoad;
-    let mut leads: Vec<(String, String)> = Vec::new();
+    // (module, error, the error is the package's own: no library the model or the error names).
+    let mut leads: Vec<(String, String, bool)> = Vec::new();
     for t in report.imports_run.iter().rev() {
         if let Some(e) = &t.error {
             // A library the error names that no reason of the model names: the model failed
@@ -4539,6 +4735,7 @@ fn conclude(
                 leads.push((
                     t.module.clone(),
                     format!("{e} (after the load of {base} it caught failed: that library is the cause)"),
+                    false,
                 ));
                 for r in report
                     .verdict
@@ -4565,10 +4762,11 @@ fn conclude(
                     ),
                 });
             }
-            leads.push((t.module.clone(), e.clone()));
+            let own = unexplained && !model_fails && not_found_in(e).is_none();
+            leads.push((t.module.clone(), e.clone(), own));
         }
     }
-    for (module, e) in &leads {
+    for (module, e, _) in &leads {
         // The model placed the file on demand; the real import failed on its library: the
         // reasons say so, not that nothing the import reaches needs it.
         if let Some(name) = not_found_in(e) {
@@ -4585,9 +4783,13 @@ fn conclude(
             }
         }
     }
-    for (module, e) in leads {
+    for (module, e, own) in leads {
         report.verdict.lead(
-            Status::WillFailToLoad,
+            if own {
+                Status::ImportFails
+            } else {
+                Status::WillFailToLoad
+            },
             format!("import {module} fails: {e}"),
         );
     }

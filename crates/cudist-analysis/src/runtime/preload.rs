@@ -77,7 +77,20 @@ pub struct Found {
 fn nvidia_dirs(site: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     if let Ok(rd) = std::fs::read_dir(site.join("nvidia")) {
-        let mut subs: Vec<PathBuf> = rd.flatten().map(|e| e.path().join("lib")).collect();
+        // A wheel installs under a package directory (`nvidia/cudnn`, imported as
+        // `nvidia.cudnn`): a name no import can have (`cudnn.bak`, a directory moved aside) is
+        // none, and no code names it.
+        let mut subs: Vec<PathBuf> = rd
+            .flatten()
+            .filter(|e| {
+                let n = e.file_name();
+                let n = n.to_string_lossy();
+                !n.is_empty()
+                    && !n.starts_with(|c: char| c.is_ascii_digit())
+                    && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            })
+            .map(|e| e.path().join("lib"))
+            .collect();
         subs.sort();
         out.extend(subs.into_iter().filter(|d| d.is_dir()));
     }
@@ -134,6 +147,22 @@ pub fn find(
                 .into_iter()
                 .map(|d| (d, "package")),
         );
+        // The top package's own directories, for code in a subpackage (ri_kernels' `jax_api`
+        // looks where `find_spec("ri_kernels")` says the package is).
+        let top = p
+            .loaded_at
+            .split('/')
+            .next()
+            .filter(|t| !t.is_empty() && !t.contains(':') && *t != "." && *t != "..")
+            .map(|t| site.join(t))
+            .filter(|t| t.is_dir() && t.as_path() != package);
+        if let Some(top) = top {
+            for d in package_lib_dirs(&top) {
+                if !dirs.iter().any(|(x, _)| *x == d) {
+                    dirs.push((d, "package"));
+                }
+            }
+        }
         // Code of the package's own may look in any NVIDIA wheel's directory (torch's glob of
         // `nvidia/*/lib`); cuda-pathfinder, and a wheel's loader that calls it, look only where
         // the wheel that ships the library installs it (its table), not in a renamed copy.
@@ -150,25 +179,43 @@ pub fn find(
                 dirs.extend(nvidia_dirs(site).into_iter().map(|d| (d, "site-packages")))
             }
         }
+        // A pattern: every file it matches in the first directory where it matches any (the
+        // code globs there and loads what it finds: transformer-engine loads each
+        // `libcudnn*.so.*` of the cuDNN wheel), the last of them first.
+        let mut more: Vec<Found> = Vec::new();
         for (d, how) in dirs {
-            let hit = if pattern {
-                std::fs::read_dir(&d).ok().and_then(|rd| {
-                    let mut hits: Vec<PathBuf> = rd
-                        .flatten()
-                        .filter(|e| p.loads(&e.file_name().to_string_lossy()))
-                        .map(|e| e.path())
-                        .collect();
-                    hits.sort();
-                    hits.pop()
-                })
+            let mut hits: Vec<PathBuf> = if pattern {
+                std::fs::read_dir(&d)
+                    .map(|rd| {
+                        rd.flatten()
+                            .filter(|e| p.loads(&e.file_name().to_string_lossy()))
+                            .map(|e| e.path())
+                            .collect()
+                    })
+                    .unwrap_or_default()
             } else {
                 let c = d.join(&name);
                 f.tried.push(c.clone());
-                c.is_file().then_some(c)
+                if c.is_file() {
+                    vec![c]
+                } else {
+                    Vec::new()
+                }
             };
-            if let Some(hit) = hit {
+            hits.sort();
+            if let Some(hit) = hits.pop() {
                 f.path = Some(hit);
                 f.found_by = Some(how.to_string());
+                more = hits
+                    .into_iter()
+                    .rev()
+                    .map(|h| Found {
+                        name: name.clone(),
+                        path: Some(h),
+                        found_by: Some(how.to_string()),
+                        tried: Vec::new(),
+                    })
+                    .collect();
                 break;
             }
         }
@@ -186,6 +233,7 @@ pub fn find(
         if f.path.is_some() || !pattern {
             out.push(f);
         }
+        out.extend(more);
     }
     out
 }
@@ -371,5 +419,24 @@ mod tests {
         ];
         assert_eq!(cuda_major(&cupy13, &c), Some(13));
         assert_eq!(cuda_major(&[file(None, &["libc.so.6"])], &c), None);
+    }
+    /// The wheel directories are package directories (`nvidia/cudnn`): one moved aside under a
+    /// name no import can have (`cudnn.bak`) is not where any code looks.
+    #[test]
+    fn a_wheel_directory_moved_aside_is_none() {
+        let site = tempfile::tempdir().unwrap();
+        for d in ["cudnn", "cu13", "cudnn.bak", "cuda_runtime.moved"] {
+            std::fs::create_dir_all(site.path().join("nvidia").join(d).join("lib")).unwrap();
+        }
+        let dirs: Vec<String> = nvidia_dirs(site.path())
+            .iter()
+            .map(|d| {
+                d.strip_prefix(site.path())
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        assert_eq!(dirs, ["nvidia/cu13/lib", "nvidia/cudnn/lib"]);
     }
 }

@@ -38,6 +38,17 @@ import importlib, json, os, sys
 _out = os.fdopen(os.dup(1), 'w')
 os.dup2(2, 1)
 _name, _max = sys.argv[1], int(sys.argv[2])
+# Lines as it goes, each flushed: the interpreter first, then each load about to be made (an
+# extension module, a ctypes dlopen), then the report: an import that kills the interpreter (an
+# abort in a library's start-up code) still says what it was loading, and what came before.
+_out.write(json.dumps({'python': sys.version.split()[0]}) + '\n')
+_out.flush()
+_steps = [0]
+def _step(kind, what):
+    if _steps[0] < _max:
+        _steps[0] += 1
+        _out.write(json.dumps({'step': kind, 'what': str(what)[:1000]}) + '\n')
+        _out.flush()
 _events = []
 _own = set()
 def _frames():
@@ -72,6 +83,7 @@ def _dlopen(name, mode=_ct.DEFAULT_MODE, *rest):
             return _real_dlopen(name, mode, *rest)
         finally:
             mark('probe', True)
+    _step('dlopen', name)
     try:
         return _real_dlopen(name, mode, *rest)
     except OSError as e:
@@ -100,6 +112,7 @@ import importlib.machinery as _im
 _ext_failures = []
 _real_create = _im.ExtensionFileLoader.create_module
 def _create_module(self, spec):
+    _step('module', getattr(self, 'path', ''))
     try:
         return _real_create(self, spec)
     except ImportError as e:
@@ -132,7 +145,7 @@ _t = time.monotonic() - _t
 _out.write(json.dumps({'python': sys.version.split()[0], 'executable': sys.executable, 'error': _error,
                        'mapped': [p for p in _maps() if p not in _before], 'dlopens': _events, 'finds': _finds,
                        'ext_failures': _ext_failures,
-                       'seconds': _t}))
+                       'seconds': _t}) + '\n')
 _out.flush()
 os._exit(0)
 "#;
@@ -245,6 +258,20 @@ struct RawError {
     #[serde(rename = "type")]
     kind: String,
     message: String,
+}
+
+/// The first line: the interpreter's version.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHeader {
+    python: String,
+}
+
+/// A load the import was about to make: an extension module (`module`) or a ctypes dlopen.
+#[derive(serde::Deserialize)]
+struct RawStep {
+    step: String,
+    what: String,
 }
 
 #[derive(serde::Deserialize)]
@@ -429,20 +456,55 @@ pub fn finish(mut s: Started) -> Result<ImportTrace> {
         seconds,
         stderr_tail: None,
     };
-    let raw: Option<Raw> = serde_json::from_slice(&out).ok();
+    // The lines: the interpreter's version, the loads it was about to make, the report last.
+    let lines: Vec<&[u8]> = out
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect();
+    let raw: Option<Raw> = lines.last().and_then(|l| serde_json::from_slice(l).ok());
     let Some(raw) = raw else {
+        let mut steps: Vec<RawStep> = Vec::new();
+        for l in &lines {
+            if let Ok(h) = serde_json::from_slice::<RawHeader>(l) {
+                trace.python_version = Some(h.python);
+            } else if let Ok(st) = serde_json::from_slice::<RawStep>(l) {
+                steps.push(st);
+            }
+        }
+        // What it was loading when it ended, and the extension modules whose loads came before
+        // (each loaded, or failed and went on).
+        let during = steps.last().map(|last| {
+            format!(
+                " while loading {} ({}{})",
+                last.what,
+                if last.step == "module" {
+                    "an extension module"
+                } else {
+                    "ctypes.dlopen"
+                },
+                match steps.len() - 1 {
+                    0 => String::new(),
+                    n => format!(", after {n} other load(s)"),
+                }
+            )
+        });
         trace.error = Some(match status {
             None => format!(
-                "the import did not finish within {} s (killed)",
-                s.timeout.as_secs()
+                "the import did not finish within {} s (killed){}",
+                s.timeout.as_secs(),
+                during.unwrap_or_default()
             ),
             Some(st) => {
                 use std::os::unix::process::ExitStatusExt;
                 match st.signal() {
-                    Some(sig) => format!("the interpreter died of signal {sig} during the import"),
+                    Some(sig) => format!(
+                        "the interpreter died of signal {sig}{}",
+                        during.as_deref().unwrap_or(" during the import")
+                    ),
                     None => format!(
-                        "the interpreter ended with exit code {} without reporting",
-                        st.code().unwrap_or(-1)
+                        "the interpreter ended with exit code {}{} without reporting",
+                        st.code().unwrap_or(-1),
+                        during.unwrap_or_default()
                     ),
                 }
             }
