@@ -381,7 +381,11 @@ fn built_major(r: &ElfReport, catalog: &Catalog) -> Option<u32> {
 
 /// The link of a fallback chain of SONAMEs of the newest CUDA major not above `limit` (any, with
 /// none): where no link is of the file's own major, the newest wheels the file accepts.
-fn newest_link(chain: &[String], limit: Option<u32>, catalog: &Catalog) -> Option<usize> {
+pub(crate) fn newest_link(
+    chain: &[String],
+    limit: Option<u32>,
+    catalog: &Catalog,
+) -> Option<usize> {
     chain
         .iter()
         .enumerate()

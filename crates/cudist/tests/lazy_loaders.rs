@@ -681,4 +681,13 @@ fn chains_whose_first_links_are_older_take_the_newest_and_agree() {
             .any(|n| n["soname"] == "libcublas.so.11"),
         "{a:#}"
     );
+    // doctor reads the chain as inspect does: where no link is found, the one it names is the
+    // newest, not the first.
+    let v = doctor_json(&["--ld-library-path", "", chain.to_str().unwrap()], 0);
+    let r = reasons(&v);
+    assert!(
+        r.iter().any(|l| l.contains("dlopen(libcublas.so.12) from")),
+        "{v:#}"
+    );
+    assert!(!v.to_string().contains("libcublas.so.11) from"), "{v:#}");
 }

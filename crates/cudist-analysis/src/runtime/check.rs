@@ -1442,7 +1442,11 @@ fn lazy_names(path: &Path, catalog: &Catalog, major: Option<u32>) -> Vec<Vec<Str
         .filter_map(|(id, soname, alternatives)| {
             if alternatives.len() >= 2 {
                 let mut chain = alternatives;
-                if let Some(i) = crate::analyse::chain_link_of_major(&chain, major, catalog) {
+                // The link of the file's major, else the newest it accepts (as inspect reads
+                // it: qoco's `libcublas.so.11`, `.12` is CUDA 12's).
+                if let Some(i) = crate::analyse::chain_link_of_major(&chain, major, catalog)
+                    .or_else(|| crate::artifact::newest_link(&chain, major, catalog))
+                {
                     let lead = chain.remove(i);
                     chain.insert(0, lead);
                 }
