@@ -705,14 +705,9 @@ pub fn lazy_needs(
         let (Some(dir), Some(pip)) = (&m.major.pip_dir, &m.major.pip) else {
             continue;
         };
-        let mut range = match m.major.pip_requirement(soname) {
-            Some(PipRequirement::Range(r)) => r,
-            Some(PipRequirement::NotShipped) => continue,
-            _ => String::new(),
+        let Some(range) = requirement_range(&m, soname, pip, installed) else {
+            continue;
         };
-        if let Some(v) = installed.get(&normalise_dist(pip)) {
-            range = raise_lower_bound(&range, v);
-        }
         let carried = removed.contains(soname);
         out.add(soname, dir, pip, &m, range, carried, true);
     }
@@ -723,7 +718,8 @@ pub fn lazy_needs(
 /// does not carry: required, as what the import loads is (transformer-engine's
 /// `_load_cuda_library("curand")`, which raises where no `libcurand*` is found, and which no
 /// file links). A name is its SONAMEs, a pattern the first SONAME, of the wheel's CUDA major, of
-/// the library whose name it starts with. Another wheel's loader loads what that wheel requires: not a need of this one.
+/// the library whose name it starts with. Another wheel's loader loads what that wheel
+/// requires: not a need of this one.
 pub fn preload_needs(
     a: &Artifact,
     catalog: &Catalog,
@@ -776,14 +772,9 @@ pub fn preload_needs(
                 continue;
             }
             let Some(pip) = &m.major.pip else { continue };
-            let mut range = match m.major.pip_requirement(&soname) {
-                Some(PipRequirement::Range(r)) => r,
-                Some(PipRequirement::NotShipped) => continue,
-                _ => String::new(),
+            let Some(range) = requirement_range(&m, &soname, pip, installed) else {
+                continue;
             };
-            if let Some(v) = installed.get(&normalise_dist(pip)) {
-                range = raise_lower_bound(&range, v);
-            }
             out.push((
                 pip.clone(),
                 Need {
@@ -798,6 +789,25 @@ pub fn preload_needs(
         }
     }
     out
+}
+
+/// The version range to require of wheel `pip` for `soname` (`>=12,<13`), raised to the build
+/// environment's release where one is known; none where no wheel ships that SONAME.
+fn requirement_range(
+    m: &cudist_catalog::LibraryMatch<'_>,
+    soname: &str,
+    pip: &str,
+    installed: &BTreeMap<String, String>,
+) -> Option<String> {
+    let range = match m.major.pip_requirement(soname) {
+        Some(PipRequirement::Range(r)) => r,
+        Some(PipRequirement::NotShipped) => return None,
+        _ => String::new(),
+    };
+    Some(match installed.get(&normalise_dist(pip)) {
+        Some(v) => raise_lower_bound(&range, v),
+        None => range,
+    })
 }
 
 /// The file names of the files that leave the wheel (a lazily loaded library's SONAME is its
