@@ -3355,9 +3355,8 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             let mut founds = preload::find(p, from, site, &env, catalog);
             // A pattern that matches nothing, loaded at import (where it is found first too: the
             // code may raise when nothing was found), and a real import that failed naming its
-            // library (transformer-engine's "cublas shared
-            // object not found."): the library it stands for, of the package's CUDA major, is
-            // missing.
+            // library (transformer-engine's "cublas shared object not found."): the library it
+            // stands for, of the package's CUDA major, is missing.
             let stem = p.name.split(['*', '?', '[']).next().unwrap_or_default();
             let word = stem.strip_prefix("lib").unwrap_or_default();
             let mut failed_here = false;
