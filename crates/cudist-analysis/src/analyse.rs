@@ -467,6 +467,18 @@ pub(crate) fn lazy_loads(
                 }
                 match out.iter_mut().find(|l| l.library == lib.id) {
                     Some(l) => {
+                        // Every name it writes is said, the linker name it may try first too
+                        // (symmetrix tries `libnvrtc.so`, then `.13`, `.12`, `.11.2`).
+                        let quoted = format!("{name:?}");
+                        if let Some(list) = l
+                            .evidence
+                            .strip_prefix("imports dlopen and names ")
+                            .and_then(|r| r.strip_suffix(" to open"))
+                            .filter(|list| !list.split(", ").any(|n| n == quoted))
+                        {
+                            l.evidence =
+                                format!("imports dlopen and names {list}, {quoted} to open");
+                        }
                         if let Some(so) = &soname {
                             if l.alternatives.is_empty() {
                                 l.alternatives.extend(l.soname.clone());

@@ -133,11 +133,17 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
                 l.alternatives.clear();
                 continue;
             }
-            let names: Vec<String> = l.alternatives.iter().map(|a| format!("{a:?}")).collect();
-            l.evidence = format!(
-                "imports dlopen and names {} to open, whichever it finds",
-                names.join(", ")
-            );
+            // The names as the file writes them (its linker name among them), whichever it
+            // finds first.
+            if l.evidence.ends_with(" to open") {
+                l.evidence.push_str(", whichever it finds");
+            } else {
+                let names: Vec<String> = l.alternatives.iter().map(|a| format!("{a:?}")).collect();
+                l.evidence = format!(
+                    "imports dlopen and names {} to open, whichever it finds",
+                    names.join(", ")
+                );
+            }
             // Else the newest link not newer than what it was built with: the newest wheels
             // it accepts.
             let of_hint = crate::analyse::chain_link_of_major(&l.alternatives, hint, catalog)

@@ -681,6 +681,12 @@ fn chains_whose_first_links_are_older_take_the_newest_and_agree() {
             .any(|n| n["soname"] == "libcublas.so.11"),
         "{a:#}"
     );
+    // Every name it writes is said, the linker name it tries first too.
+    let evidence = a["elf_files"][0]["lazy_loads"].to_string();
+    assert!(
+        evidence.contains(r#"names \"libcudss.so\", \"libcudss.so.1\" to open"#),
+        "{evidence}"
+    );
     // doctor reads the chain as inspect does: where no link is found, the one it names is the
     // newest, not the first.
     let v = doctor_json(&["--ld-library-path", "", chain.to_str().unwrap()], 0);
