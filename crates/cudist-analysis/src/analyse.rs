@@ -404,6 +404,8 @@ pub(crate) fn lazy_loads(
         })
     };
     let mut out: Vec<LazyLoad> = Vec::new();
+    // The names a file writes for each library it opens, in the order found.
+    let mut written: std::collections::HashMap<String, Vec<String>> = Default::default();
     for table in tables {
         let Some(lib) = trampoline_library(table, catalog) else {
             continue;
@@ -467,18 +469,6 @@ pub(crate) fn lazy_loads(
                 }
                 match out.iter_mut().find(|l| l.library == lib.id) {
                     Some(l) => {
-                        // Every name it writes is said, the linker name it may try first too
-                        // (symmetrix tries `libnvrtc.so`, then `.13`, `.12`, `.11.2`).
-                        let quoted = format!("{name:?}");
-                        if let Some(list) = l
-                            .evidence
-                            .strip_prefix("imports dlopen and names ")
-                            .and_then(|r| r.strip_suffix(" to open"))
-                            .filter(|list| !list.split(", ").any(|n| n == quoted))
-                        {
-                            l.evidence =
-                                format!("imports dlopen and names {list}, {quoted} to open");
-                        }
                         if let Some(so) = &soname {
                             if l.alternatives.is_empty() {
                                 l.alternatives.extend(l.soname.clone());
@@ -497,11 +487,26 @@ pub(crate) fn lazy_loads(
                         soname,
                         written: Some(name.to_string()),
                         alternatives: Vec::new(),
-                        evidence: format!("imports dlopen and names {name:?} to open"),
+                        evidence: String::new(),
                     }),
+                }
+                // Every name it writes is said, the linker name it may try first too
+                // (symmetrix tries `libnvrtc.so`, then `.13`, `.12`, `.11.2`).
+                let names = written.entry(lib.id.clone()).or_default();
+                if !names.iter().any(|n| n == name) {
+                    names.push(name.to_string());
                 }
             }
         }
+    }
+    for l in out.iter_mut().filter(|l| l.evidence.is_empty()) {
+        let names: Vec<String> = written
+            .get(&l.library)
+            .into_iter()
+            .flatten()
+            .map(|n| format!("{n:?}"))
+            .collect();
+        l.evidence = format!("imports dlopen and names {} to open", names.join(", "));
     }
     (out, drivers)
 }

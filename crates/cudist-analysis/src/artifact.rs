@@ -112,14 +112,12 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
         // A fallback chain's first link is no vote: which link loads is what is to be chosen
         // (qoco names libcublas.so.11 before .12).
         if a.hint.is_none() {
-            let single: Vec<LazyLoad> = a
+            let single = a
                 .report
                 .lazy_loads
                 .iter()
-                .filter(|l| l.alternatives.len() < 2)
-                .cloned()
-                .collect();
-            a.hint = lazy_major(&single, catalog);
+                .filter(|l| l.alternatives.len() < 2);
+            a.hint = lazy_major(single, catalog);
         }
         // A file that names both majors of a library tries them in turn (a fallback chain):
         // the distribution's major is the one its install provides.
@@ -133,17 +131,9 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
                 l.alternatives.clear();
                 continue;
             }
-            // The names as the file writes them (its linker name among them), whichever it
+            // The names as the file writes them (its linker name among them): whichever it
             // finds first.
-            if l.evidence.ends_with(" to open") {
-                l.evidence.push_str(", whichever it finds");
-            } else {
-                let names: Vec<String> = l.alternatives.iter().map(|a| format!("{a:?}")).collect();
-                l.evidence = format!(
-                    "imports dlopen and names {} to open, whichever it finds",
-                    names.join(", ")
-                );
-            }
+            l.evidence.push_str(", whichever it finds");
             // Else the newest link not newer than what it was built with: the newest wheels
             // it accepts.
             let of_hint = crate::analyse::chain_link_of_major(&l.alternatives, hint, catalog)
@@ -1074,9 +1064,12 @@ fn conda_check(
 /// The one CUDA major that a file's lazily loaded SONAMEs belong to, counting only SONAMEs of a
 /// single major (ctranslate2 names `libcublas.so.12` beside `libnccl.so.2`); none when they
 /// say nothing or disagree.
-pub fn lazy_major(lazy_loads: &[LazyLoad], catalog: &Catalog) -> Option<u32> {
+pub fn lazy_major<'a>(
+    lazy_loads: impl IntoIterator<Item = &'a LazyLoad>,
+    catalog: &Catalog,
+) -> Option<u32> {
     let majors: BTreeSet<u32> = lazy_loads
-        .iter()
+        .into_iter()
         .filter_map(|l| l.soname.as_deref())
         .filter_map(|s| match catalog.majors_of(s).as_slice() {
             [one] => Some(*one),

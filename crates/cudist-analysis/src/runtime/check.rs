@@ -618,10 +618,7 @@ fn listed_by_record(tried: &[PathBuf]) -> Option<(String, String)> {
     let mut sites: Vec<(PathBuf, Vec<String>)> = Vec::new();
     for t in tried {
         let t = cudist_fs::inner::lexical(t);
-        let Some(site) = t.ancestors().find(|a| {
-            a.file_name()
-                .is_some_and(|n| n == "site-packages" || n == "dist-packages")
-        }) else {
+        let Some(site) = site_of(&t) else {
             continue;
         };
         let Some(rel) = t.strip_prefix(site).ok().and_then(|r| r.to_str()) else {
@@ -643,6 +640,14 @@ fn listed_by_record(tried: &[PathBuf]) -> Option<(String, String)> {
     None
 }
 
+/// The `site-packages` (or `dist-packages`) directory a path is in.
+fn site_of(p: &Path) -> Option<&Path> {
+    p.ancestors().find(|a| {
+        a.file_name()
+            .is_some_and(|n| n == "site-packages" || n == "dist-packages")
+    })
+}
+
 /// The reinstall that brings back library `name` where a distribution installed it and it is
 /// gone: one of the places tried, or a wheel directory `dirs` (`nvidia/cuda_runtime/lib`) of
 /// the site-packages that `needed_by` or a place tried is in, that an installed distribution's
@@ -651,10 +656,7 @@ fn reinstall_for(name: &str, needed_by: &Path, tried: &[PathBuf], dirs: &[&str])
     let mut candidates: Vec<PathBuf> = tried.to_vec();
     for p in std::iter::once(needed_by).chain(tried.iter().map(PathBuf::as_path)) {
         let p = cudist_fs::inner::lexical(p);
-        if let Some(site) = p.ancestors().find(|a| {
-            a.file_name()
-                .is_some_and(|n| n == "site-packages" || n == "dist-packages")
-        }) {
+        if let Some(site) = site_of(&p) {
             for d in dirs {
                 let c = site.join(d).join(name);
                 if !candidates.contains(&c) {
