@@ -418,18 +418,27 @@ pub(crate) fn lazy_loads(
             soname: None,
             written: None,
             alternatives: Vec::new(),
+            variables: Vec::new(),
             evidence: format!("trampoline table {table}: its entry points are stubs filled by dlopen on the first call"),
         });
     }
     let opens = elf
         .undefined_dynamic()
         .any(|s| s.name == "dlopen" || s.name == "dlmopen");
+    // The names of environment variables it may read, where it reads any.
+    let reads_env = elf
+        .undefined_dynamic()
+        .any(|s| s.name == "getenv" || s.name == "secure_getenv");
+    let mut env_names: Vec<&str> = Vec::new();
     if opens {
         let mut seen: BTreeSet<&[u8]> = BTreeSet::new();
         for bytes in rodata {
             let mut pieces = bytes.split(|b| *b == 0);
             let _ = pieces.next_back();
             for s in pieces {
+                if reads_env && env_names.len() < MAX_ENV_NAMES && is_env_name(s) {
+                    env_names.extend(std::str::from_utf8(s).ok());
+                }
                 if s.len() < 7 || s.len() > 64 || !s.starts_with(b"lib") || !seen.insert(s) {
                     continue;
                 }
@@ -487,6 +496,7 @@ pub(crate) fn lazy_loads(
                         soname,
                         written: Some(name.to_string()),
                         alternatives: Vec::new(),
+                        variables: Vec::new(),
                         evidence: String::new(),
                     }),
                 }
@@ -508,7 +518,49 @@ pub(crate) fn lazy_loads(
             .collect();
         l.evidence = format!("imports dlopen and names {} to open", names.join(", "));
     }
+    // A variable named for a library it opens is where a program hands it that library's path
+    // (symmetrix's `SYMMETRIX_JIT_NVRTC_LIBRARY`): one of the words of its name is the library's
+    // (`NVRTC`, or `LIBNVRTC`).
+    for l in out.iter_mut() {
+        let Some(stem) = catalog
+            .libraries
+            .iter()
+            .find(|c| c.id == l.library)
+            .map(|c| c.stem.to_ascii_uppercase())
+        else {
+            continue;
+        };
+        let short = stem.strip_prefix("LIB").unwrap_or(&stem).to_string();
+        for v in &env_names {
+            if v.split('_').any(|w| w == short || w == stem) && !l.variables.iter().any(|x| x == v)
+            {
+                l.variables.push(v.to_string());
+            }
+        }
+        if !l.variables.is_empty() {
+            l.evidence = format!(
+                "{}, and reads {}, named for it: a path set there may be what it opens",
+                l.evidence,
+                l.variables.join(", ")
+            );
+        }
+    }
     (out, drivers)
+}
+
+/// The most names of environment variables read from one file: a file nobody vetted can hold
+/// any number of strings.
+const MAX_ENV_NAMES: usize = 4096;
+
+/// Whether a string can be the name of an environment variable a program sets for another:
+/// capitals, digits and underscores, at least two words (`SYMMETRIX_JIT_NVRTC_LIBRARY`,
+/// `CUDA_HOME`), at most 128 bytes.
+fn is_env_name(s: &[u8]) -> bool {
+    (4..=128).contains(&s.len())
+        && s[0].is_ascii_uppercase()
+        && s.contains(&b'_')
+        && s.iter()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_')
 }
 
 /// Whether a file imports the CUDA runtime's registration entry point, strongly: its device

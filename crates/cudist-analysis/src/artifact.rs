@@ -173,7 +173,14 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
     // opens every CUDA library through cuda-pathfinder, whose names span majors).
     let major = cuda_major_of(&elfs)
         .or_else(|| artifact_major_hint(&elfs, dist_major, catalog, &wheel_dirs));
-    let scan = crate::loads::scan(&sources, catalog, major);
+    let mut scan = crate::loads::scan(&sources, catalog, major);
+    // What the package's Python hands on to a file that reads the variable loads as it finds it.
+    let read: BTreeSet<String> = elfs
+        .iter()
+        .flat_map(|a| &a.report.lazy_loads)
+        .flat_map(|l| l.variables.iter().cloned())
+        .collect();
+    scan.hand_over(&read);
     let mut preloads = scan.preloads;
     // A file built for another machine never loads on this one (PyNvVideoCodec's
     // `…cpython-*-aarch64-linux-gnu*` beside its x86_64 names): not a load of this artifact.

@@ -92,6 +92,10 @@ pub enum Mechanism {
     CudaPathfinder,
     /// The loader function of the wheel that provides the library (`librmm.load_library()`).
     PackageLoader,
+    /// The package's Python finds the file and hands its path to a native file through an
+    /// environment variable that file reads (`os.environ["SYMMETRIX_JIT_NVRTC_LIBRARY"] =
+    /// str(path)`): the native file opens what Python found ([`Preload::variable`]).
+    Environment,
 }
 
 /// A library the package's own Python loads.
@@ -129,6 +133,9 @@ pub struct Preload {
     /// platform). Tried before the package's own directories.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub near: Vec<String>,
+    /// For [`Mechanism::Environment`], the variable set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variable: Option<String>,
 }
 
 impl Preload {
@@ -193,6 +200,9 @@ impl Preload {
     pub fn place(&self) -> String {
         if self.mechanism == Mechanism::PackageLoader {
             return format!("{} at {}", self.name, self.loaded_at);
+        }
+        if let Some(v) = self.variable.as_deref() {
+            return format!("{} (its path handed on in {v})", self.loaded_at);
         }
         // Named in another wheel's loader that the call runs (`libcuvs.load_library()`).
         if self.named_at.ends_with("()") {
@@ -328,6 +338,29 @@ pub struct Scan {
     pub library_path_dirs: Vec<(String, String)>,
     /// The CUDA libraries it looks for with `ctypes.util.find_library("nvrtc")` ([`Find`]).
     pub finds: Vec<Find>,
+    /// Libraries whose path its Python hands on in an environment variable
+    /// ([`Mechanism::Environment`]): each a load only where a native file reads that variable
+    /// ([`Scan::hand_over`]).
+    pub handoffs: Vec<Preload>,
+}
+
+impl Scan {
+    /// Makes loads of the handoffs whose variable a native file reads (`read`: the variables the
+    /// files that open libraries themselves read, [`crate::model::LazyLoad::variables`]); a
+    /// variable no file reads is for some other program.
+    pub fn hand_over(&mut self, read: &BTreeSet<String>) {
+        for p in &self.handoffs {
+            let is_read = p.variable.as_ref().is_some_and(|v| read.contains(v));
+            if is_read
+                && !self
+                    .preloads
+                    .iter()
+                    .any(|q| q.name == p.name && q.loaded_at == p.loaded_at)
+            {
+                self.preloads.push(p.clone());
+            }
+        }
+    }
 }
 
 /// A CUDA library the package looks for by its bare name (`nvrtc` for `libnvrtc`): with
@@ -637,6 +670,8 @@ pub fn scan_with(
             cdll_here.insert((fi, class));
         }
     }
+    // The environment variables set, each with its statement.
+    let mut env_at: Vec<(Scope, usize, String)> = Vec::new();
     for (fi, f) in files.iter().enumerate() {
         for (si, st) in f.stmts.iter().enumerate() {
             // Never a call under a branch that does not run on Linux.
@@ -644,6 +679,9 @@ pub fn scan_with(
                 continue;
             }
             let scope = (fi, f.scope[si]);
+            for v in f.env_sets(si) {
+                env_at.push((scope, si, v));
+            }
             for call in &st.calls {
                 let canonical = f.canonical(&call.callee, si);
                 if !call.deferred
@@ -654,11 +692,22 @@ pub fn scan_with(
                 {
                     outside.push((fi, si, canonical.clone()));
                 }
+                // A group named by a module constant (`group=ENTRY_POINT_GROUP`) is its value.
+                let group_constant = call
+                    .group_name
+                    .as_deref()
+                    .and_then(|n| f.constant(n))
+                    .map(String::from);
                 let group = match last(&canonical) {
-                    "entry_points" | "select" => call.group.as_ref(),
-                    "iter_entry_points" => call.group.as_ref().or(call.arg.as_ref()),
+                    "entry_points" | "select" => call.group.clone().or(group_constant),
+                    "iter_entry_points" => call
+                        .group
+                        .clone()
+                        .or(group_constant)
+                        .or_else(|| call.arg.clone()),
                     _ => None,
                 };
+                let group = group.as_ref();
                 if let Some(g) = group {
                     if !plugin_groups.iter().any(|p| p.group == *g) {
                         let function = f.scope[si];
@@ -872,8 +921,8 @@ pub fn scan_with(
     let public = |s: Scope| {
         def_of(s).is_some_and(|n| !n.starts_with('_') || (n.starts_with("__") && n.ends_with("__")))
     };
-    let entry_of = |c: &Call| -> Option<String> {
-        let mut f = c.scope;
+    let entry_of = |scope: Scope| -> Option<String> {
+        let mut f = scope;
         f.1?;
         for _ in 0..8 {
             if public(f) {
@@ -914,7 +963,7 @@ pub fn scan_with(
     let mut named_for: BTreeMap<(Scope, bool), Named> = BTreeMap::new();
     for c in &calls {
         let at_import = reach.reached.contains(&c.scope) && !c.deferred;
-        let on_call = if at_import { None } else { entry_of(c) };
+        let on_call = if at_import { None } else { entry_of(c.scope) };
         // A name passed in by the function's callers; when none passes a literal, the names
         // around the call are read as for any other.
         let computed = c.mechanism == Mechanism::Ctypes
@@ -966,12 +1015,15 @@ pub fn scan_with(
                         optional: c.optional,
                         if_present: c.if_present,
                         near: Vec::new(),
+                        variable: None,
                     });
                 }
                 continue;
             }
         }
         match c.mechanism {
+            // Not a call: handoffs are read apart, above.
+            Mechanism::Environment => {}
             Mechanism::PackageLoader => {
                 let Some(f) = &c.argument else { continue };
                 push(Preload {
@@ -985,6 +1037,7 @@ pub fn scan_with(
                     optional: c.optional,
                     if_present: c.if_present,
                     near: Vec::new(),
+                    variable: None,
                 });
                 // What that loader (or one it calls) hands cuda-pathfinder loads in the same
                 // call, and fails it where missing (libcuvs' `load_nvidia_dynamic_lib("nvrtc")`):
@@ -1002,6 +1055,7 @@ pub fn scan_with(
                         optional: c.pathfinder_optional,
                         if_present: false,
                         near: Vec::new(),
+                        variable: None,
                     });
                 }
             }
@@ -1019,6 +1073,7 @@ pub fn scan_with(
                     optional: c.optional,
                     if_present: c.if_present,
                     near: Vec::new(),
+                    variable: None,
                 });
             }
             Mechanism::Ctypes => {
@@ -1170,6 +1225,7 @@ pub fn scan_with(
                         optional,
                         if_present: c.if_present,
                         near: Vec::new(),
+                        variable: None,
                     });
                 }
             }
@@ -1214,6 +1270,56 @@ pub fn scan_with(
         (file.to_string(), line.parse::<usize>().unwrap_or(0))
     };
     out.sort_by_key(key);
+    // A variable set in a function that names a library (symmetrix's
+    // `_discover_packaged_nvrtc_library` globs `libnvrtc.so.*` where cuda-nvrtc's wheel installs
+    // it, then sets `SYMMETRIX_JIT_NVRTC_LIBRARY` to what it found): a handoff of that library,
+    // when it runs. Module code hands nothing on (what it names is not found there). The native
+    // file opens the path when it needs the library, so the import never fails for it: optional.
+    let mut handoffs: Vec<Preload> = Vec::new();
+    for (scope, si, variable) in env_at {
+        let f = &files[scope.0];
+        if scope.1.is_none() {
+            continue;
+        }
+        let at_import = reach.reached.contains(&scope);
+        let on_call = if at_import { None } else { entry_of(scope) };
+        let loaded_at = format!("{}:{}", f.path, f.stmts[si].number);
+        let names = names_in(sources, f, scope.1, false, false, None);
+        // A linker name written beside a SONAME or a pattern of the same library is a
+        // preference: the code takes whichever it finds (symmetrix globs `libnvrtc.so` and
+        // `libnvrtc.so.*`), and no wheel installs the linker name.
+        let versioned = |stem: &str| {
+            names.iter().any(|(n, _)| {
+                n.strip_prefix(stem)
+                    .and_then(|t| t.strip_prefix(".so"))
+                    .is_some_and(|t| !t.is_empty())
+            })
+        };
+        for (name, named_at) in names.iter().cloned() {
+            if name.strip_suffix(".so").is_some_and(versioned) {
+                continue;
+            }
+            if handoffs
+                .iter()
+                .any(|p| p.name == name && p.variable.as_deref() == Some(variable.as_str()))
+            {
+                continue;
+            }
+            handoffs.push(Preload {
+                sonames: named_sonames(&name),
+                name,
+                named_at,
+                loaded_at: loaded_at.clone(),
+                mechanism: Mechanism::Environment,
+                at_import,
+                on_call: on_call.clone(),
+                optional: true,
+                if_present: false,
+                near: Vec::new(),
+                variable: Some(variable.clone()),
+            });
+        }
+    }
     let mut finds: Vec<Find> = Vec::new();
     for FindAt {
         scope,
@@ -1265,6 +1371,7 @@ pub fn scan_with(
         plugin_groups,
         outside_calls,
         library_path_dirs: library_path_dirs(&files),
+        handoffs,
     }
 }
 
@@ -1537,6 +1644,7 @@ fn passed_in(
                     optional: when.optional || caught,
                     if_present: false,
                     near: Vec::new(),
+                    variable: None,
                 });
             }
         }
@@ -2217,6 +2325,11 @@ mod tests {
                     "jax/other.py",
                     "import importlib.metadata as md\nimport pkg_resources\neps = md.entry_points().select(group='g2')\nfor e in pkg_resources.iter_entry_points('g3'): pass\nlogging.getLogger(group='no')\n",
                 ),
+                // A group named by a module constant, bound after the function that reads it.
+                src(
+                    "jax/by_name.py",
+                    "import importlib.metadata\ndef points():\n  return importlib.metadata.entry_points().select(group=GROUP)\nGROUP = 'g4'\nOTHER = GROUP\n",
+                ),
             ],
             &Catalog::builtin(),
             None,
@@ -2231,8 +2344,63 @@ mod tests {
             [
                 ("jax_plugins", "jax/_src/xla_bridge.py:4", true),
                 ("g2", "jax/other.py:3", false),
-                ("g3", "jax/other.py:4", false)
+                ("g3", "jax/other.py:4", false),
+                ("g4", "jax/by_name.py:3", false)
             ]
+        );
+    }
+
+    /// A function that finds a library and sets an environment variable to its path hands that
+    /// library on (symmetrix's `_discover_packaged_nvrtc_library`): a load only where a file
+    /// reads the variable, of the names the function writes (a linker name beside a SONAME
+    /// pattern is a preference, not a load of its own); a variable set in module code, or in a
+    /// function that names no library, hands nothing on.
+    #[test]
+    fn a_path_set_in_a_variable_a_native_file_reads_is_a_load_of_that_library() {
+        let mut scan = scan(
+            &[src(
+                "pkg/jit.py",
+                "import os\nfrom pathlib import Path\nKEY = 'PKG_NVRTC_LIBRARY'\n\
+                 os.environ['PKG_AT_MODULE_LEVEL'] = 'libcublas.so.12'\n\
+                 def _find(root):\n    c = list(Path(root).glob('libnvrtc.so')) + list(Path(root).glob('libnvrtc.so.*'))\n    if c:\n        os.environ[KEY] = str(c[0])\n\
+                 def _other():\n    os.environ.setdefault('PKG_NOTHING_NAMED', '1')\n\
+                 def compile(root):\n    _find(root)\n",
+            )],
+            &Catalog::builtin(),
+            Some(12),
+        );
+        let handoffs: Vec<(&str, Option<&str>, &str, Option<&str>, bool)> = scan
+            .handoffs
+            .iter()
+            .map(|p| {
+                (
+                    p.name.as_str(),
+                    p.variable.as_deref(),
+                    p.loaded_at.as_str(),
+                    p.on_call.as_deref(),
+                    p.optional,
+                )
+            })
+            .collect();
+        assert_eq!(
+            handoffs,
+            [(
+                "libnvrtc.so.*",
+                Some("PKG_NVRTC_LIBRARY"),
+                "pkg/jit.py:8",
+                Some("compile"),
+                true
+            )]
+        );
+        assert!(scan.preloads.is_empty());
+        scan.hand_over(&BTreeSet::from(["SOMETHING_ELSE".to_string()]));
+        assert!(scan.preloads.is_empty());
+        scan.hand_over(&BTreeSet::from(["PKG_NVRTC_LIBRARY".to_string()]));
+        assert_eq!(scan.preloads.len(), 1);
+        assert!(scan.preloads[0].loads("libnvrtc.so.12"));
+        assert_eq!(
+            scan.preloads[0].place(),
+            "pkg/jit.py:8 (its path handed on in PKG_NVRTC_LIBRARY)"
         );
     }
 

@@ -505,6 +505,11 @@ pub struct LazyLoad {
     /// file's CUDA major is `soname`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub alternatives: Vec<String>,
+    /// Environment variables the file reads whose names name the library
+    /// (`SYMMETRIX_JIT_NVRTC_LIBRARY` for NVRTC): where a program can hand it the library's path
+    /// ([`crate::loads::Mechanism::Environment`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variables: Vec<String>,
     /// What shows it, for people.
     pub evidence: String,
 }

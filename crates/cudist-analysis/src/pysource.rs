@@ -52,6 +52,9 @@ pub struct Call {
     /// The `group=` keyword argument, when it is a string literal: the entry-point group an
     /// `entry_points(group="jax_plugins")` call selects.
     pub group: Option<String>,
+    /// The `group=` keyword argument, when it is a plain name (`group=ENTRY_POINT_GROUP`): a
+    /// module constant ([`File::constant`]).
+    pub group_name: Option<String>,
 }
 
 /// Whether a string can name a shared library or a data file listing libraries (`libcudart.so.12`,
@@ -124,9 +127,37 @@ pub struct Stmt {
     /// _load_cuda_library_from_python(lib_name)`): each `value` a template, the parameter's
     /// field [`PARAM_FIELD`], any other field a `*` ([`fill`] puts a value in).
     pub templates: Vec<Literal>,
+    /// The environment variables it sets (`os.environ[KEY] = …`, `os.environ.setdefault(KEY,
+    /// …)`, `os.putenv(KEY, …)`), each a literal or the name of a module constant
+    /// ([`File::env_sets`]).
+    pub env_sets: Vec<EnvKey>,
     /// For an import, what it names and binds.
     import: Option<Box<Import>>,
 }
+
+/// The key of an environment variable a statement sets: written there, or a name bound at module
+/// level (`NVRTC_LIBRARY_ENVIRONMENT_VARIABLE = "SYMMETRIX_JIT_NVRTC_LIBRARY"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnvKey {
+    /// A string literal.
+    Literal(String),
+    /// A plain name.
+    Name(String),
+}
+
+impl EnvKey {
+    fn of(e: &Expr) -> Option<EnvKey> {
+        match e {
+            Expr::Name(n) => Some(EnvKey::Name(n.id.to_string())),
+            _ => string_value(e)
+                .filter(|v| v.len() <= MAX_CONSTANT)
+                .map(EnvKey::Literal),
+        }
+    }
+}
+
+/// The longest module constant kept ([`File::constant`]).
+const MAX_CONSTANT: usize = 256;
 
 /// Where a template ([`Stmt::templates`]) takes its function's first parameter: a character no
 /// file name or pattern holds.
@@ -602,6 +633,8 @@ struct Gather<'l> {
     deferred: bool,
     /// Inside a comprehension's element whose conditions test that a file exists.
     found: bool,
+    /// The environment variables the statement sets ([`Stmt::env_sets`]).
+    env_sets: Vec<EnvKey>,
 }
 
 impl<'l> Gather<'l> {
@@ -615,6 +648,7 @@ impl<'l> Gather<'l> {
             tested: BTreeSet::new(),
             deferred: false,
             found: false,
+            env_sets: Vec::new(),
         }
     }
 
@@ -673,13 +707,26 @@ impl<'a> Visitor<'a> for Gather<'_> {
                         Some(Expr::Name(n)) => Some(n.id.to_string()),
                         _ => None,
                     };
-                    let group = c
+                    let group_arg = c
                         .arguments
                         .keywords
                         .iter()
                         .find(|k| k.arg.as_ref().is_some_and(|a| a.as_str() == "group"))
-                        .and_then(|k| string_value(&k.value))
-                        .filter(|g| g.len() <= 256);
+                        .map(|k| &k.value);
+                    let group = group_arg
+                        .and_then(string_value)
+                        .filter(|g| g.len() <= MAX_CONSTANT);
+                    let group_name = match group_arg {
+                        Some(Expr::Name(n)) => Some(n.id.to_string()),
+                        _ => None,
+                    };
+                    // `os.environ.setdefault(KEY, …)`, `os.putenv(KEY, …)`: a variable set.
+                    let sets_env = callee == "putenv"
+                        || callee.ends_with(".putenv")
+                        || callee.ends_with("environ.setdefault");
+                    if let Some(k) = first.filter(|_| sets_env).and_then(EnvKey::of) {
+                        self.env_sets.push(k);
+                    }
                     self.calls.push(Call {
                         callee,
                         arg,
@@ -687,6 +734,7 @@ impl<'a> Visitor<'a> for Gather<'_> {
                         deferred: self.deferred,
                         found: self.found,
                         group,
+                        group_name,
                     });
                 }
             }
@@ -811,6 +859,8 @@ pub struct File<'a> {
     /// what was called, as written. A method called on such a name (`lib.register()`) is the
     /// class's, when a class was called.
     instances: BTreeMap<String, String>,
+    /// Module-level names bound to a string literal, with the last value bound.
+    constants: BTreeMap<String, String>,
     bindings: Bindings,
     /// Every name an import binds, in order: (statement, its function, name, what it stands
     /// for as a dotted name).
@@ -818,6 +868,25 @@ pub struct File<'a> {
 }
 
 impl File<'_> {
+    /// The string a module-level name is bound to (`ENTRY_POINT_GROUP = "symmetrix.backends"`),
+    /// its last binding at module level: what a function that reads the name sees.
+    pub fn constant(&self, name: &str) -> Option<&str> {
+        self.constants.get(name).map(String::as_str)
+    }
+
+    /// The environment variables statement `at` sets, by name ([`Stmt::env_sets`]; a key named
+    /// by a module constant is its value, one the file does not bind is left out).
+    pub fn env_sets(&self, at: usize) -> Vec<String> {
+        self.stmts[at]
+            .env_sets
+            .iter()
+            .filter_map(|k| match k {
+                EnvKey::Literal(v) => Some(v.clone()),
+                EnvKey::Name(n) => self.constant(n).map(String::from),
+            })
+            .collect()
+    }
+
     /// The classes that the `try` bodies (and `contextlib.suppress` blocks) around statement `at`
     /// catch, by their last component (`OSError`, `DynamicLibNotFoundError`; `*` for a bare
     /// `except:`): a failure of one of them there leaves the code around going on.
@@ -1052,6 +1121,8 @@ struct Reader<'l> {
     /// Module-level names bound to a tuple or list of string literals (`_submodules = ('cublas',
     /// 'cusolver')`).
     module_strings: HashMap<String, Vec<String>>,
+    /// Module-level names bound to a string literal ([`File::constant`]).
+    constants: BTreeMap<String, String>,
     /// Names a function assigns its first parameter (`pathfinder_name = name`), by function.
     aliases: BTreeSet<(usize, String)>,
     /// Names assigned a listing of files (`glob.glob(…)`, `os.listdir(…)`), by function: true
@@ -1087,6 +1158,14 @@ impl<'l> Reader<'l> {
                 }
                 None => {
                     self.module_strings.remove(n.id.as_str());
+                }
+            }
+            match string_value(value).filter(|v| v.len() <= MAX_CONSTANT) {
+                Some(v) => {
+                    self.constants.insert(n.id.to_string(), v);
+                }
+                None => {
+                    self.constants.remove(n.id.as_str());
                 }
             }
         }
@@ -1265,6 +1344,7 @@ impl<'l> Reader<'l> {
             && g.calls.is_empty()
             && g.literals.is_empty()
             && g.templates.is_empty()
+            && g.env_sets.is_empty()
         {
             return None;
         }
@@ -1297,6 +1377,7 @@ impl<'l> Reader<'l> {
             calls,
             literals: g.literals,
             templates: g.templates,
+            env_sets: g.env_sets,
             import,
         });
         self.scope.push(ctx.scope);
@@ -1622,17 +1703,25 @@ impl<'l> Reader<'l> {
                 // A value stored in the environment is for whatever reads it (torch-tensorrt's
                 // shim library reads the libnvinfer path it is given): not a load here.
                 if let S::Assign(a) = s {
-                    let to_environ = a.targets.iter().any(|t| match t {
-                        Expr::Subscript(x) => {
-                            callee_text(&x.value).is_some_and(|c| c.ends_with("environ"))
-                        }
-                        _ => false,
-                    });
-                    if to_environ {
+                    let keys: Vec<Option<EnvKey>> = a
+                        .targets
+                        .iter()
+                        .filter_map(|t| match t {
+                            Expr::Subscript(x)
+                                if callee_text(&x.value)
+                                    .is_some_and(|c| c.ends_with("environ")) =>
+                            {
+                                Some(EnvKey::of(&x.slice))
+                            }
+                            _ => None,
+                        })
+                        .collect();
+                    if !keys.is_empty() {
                         for l in &mut g.literals {
                             l.tested = true;
                         }
                     }
+                    g.env_sets.extend(keys.into_iter().flatten());
                 }
                 self.push_gathered(s.start(), ctx, g, None, None);
             }
@@ -1818,6 +1907,7 @@ fn read_on_this_thread<'a>(path: &'a str, text: &str, roots: &[String]) -> File<
         loop_strings: Vec::new(),
         found: Vec::new(),
         module_strings: HashMap::new(),
+        constants: BTreeMap::new(),
         aliases: BTreeSet::new(),
         listings: BTreeSet::new(),
     };
@@ -1885,6 +1975,7 @@ fn read_on_this_thread<'a>(path: &'a str, text: &str, roots: &[String]) -> File<
         class_bases: r.class_bases,
         class_methods: r.class_methods,
         instances: r.instances,
+        constants: r.constants,
         bindings,
         imports,
     }
@@ -1953,6 +2044,7 @@ pub fn read_files_under<'a>(files: &[(&'a str, &str)], roots: &[String]) -> Vec<
                     class_bases: BTreeMap::new(),
                     class_methods: BTreeMap::new(),
                     instances: BTreeMap::new(),
+                    constants: BTreeMap::new(),
                     bindings: Bindings::default(),
                     imports: Vec::new(),
                 })),

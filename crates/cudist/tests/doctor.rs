@@ -4971,3 +4971,80 @@ fn a_module_whose_distributions_files_are_gone_is_reinstalled() {
         "{v:#}"
     );
 }
+
+/// A package whose Python finds a library in a CUDA wheel and hands its path to a native file
+/// through an environment variable the file reads (symmetrix sets `SYMMETRIX_JIT_NVRTC_LIBRARY`
+/// for its CUDA backend): the file's own `dlopen` opens what Python found, so it is not a
+/// failure where the wheel is installed, and is one where it is not. Checked against a real use.
+#[test]
+fn a_library_whose_path_python_hands_on_in_a_variable_is_found_where_python_looks() {
+    let work = tempfile::tempdir().unwrap();
+    let build = work.path().join("build");
+    std::fs::create_dir_all(&build).unwrap();
+    let init = "import glob, os, importlib.util\n\
+                def _nvrtc():\n    try:\n        spec = importlib.util.find_spec('nvidia.cuda_nvrtc')\n    except ImportError:\n        spec = None\n    \
+                for root in (spec.submodule_search_locations if spec else []):\n        \
+                found = glob.glob(os.path.join(root, 'lib', 'libnvrtc.so.*'))\n        \
+                if found:\n            os.environ['HANDPKG_NVRTC_LIBRARY'] = found[0]\n            return\n\
+                def compile():\n    _nvrtc()\n    import ctypes\n    \
+                return ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'libjit.so')).jit()\n";
+    let (python, site) = venv_with(&work.path().join("venv"), &[("handpkg/__init__.py", init)]);
+    gcc_shared(
+        &site.join("handpkg"),
+        "libjit.so",
+        Some("libjit.so"),
+        "#include <dlfcn.h>\n#include <stdlib.h>\n\
+         int jit(void) { const char *p = getenv(\"HANDPKG_NVRTC_LIBRARY\");\n\
+           return dlopen(p ? p : \"libnvrtc.so.12\", RTLD_NOW) ? 0 : 1; }\n",
+        &["-ldl"],
+    );
+    let use_it = |want: &str| {
+        let o = std::process::Command::new(&python)
+            .args(["-c", "import handpkg; print(handpkg.compile())"])
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap();
+        assert_eq!(stdout(&o).trim(), want, "{}", stderr(&o));
+    };
+    let nvrtc_fails = |v: &serde_json::Value| {
+        reasons_of(v)
+            .iter()
+            .any(|r| r.contains("dlopen(libnvrtc.so.12)") && r.contains("will fail"))
+    };
+    // Without the wheel, the use fails, and doctor says so.
+    use_it("1");
+    let (_, v) = doctor_import("handpkg", &python);
+    assert!(nvrtc_fails(&v), "{v:#}");
+    // With it, Python finds it and the file opens what it found.
+    let lib = site.join("nvidia/cuda_nvrtc/lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    let built = fake_lib(&build, "libnvrtc.so.12", "libnvrtc.so.12", "nvrtcVersion");
+    std::fs::copy(built, lib.join("libnvrtc.so.12")).unwrap();
+    use_it("0");
+    let (code, v) = doctor_import("handpkg", &python);
+    assert_eq!(code, Some(0), "{v:#}");
+    assert!(!nvrtc_fails(&v), "{v:#}");
+    let dlopen = &v["files"][0]["dlopen"][0];
+    assert_eq!(dlopen["name"], "libnvrtc.so.12", "{v:#}");
+    assert!(
+        dlopen["path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("nvidia/cuda_nvrtc/lib/libnvrtc.so.12")),
+        "{v:#}"
+    );
+    // inspect reads the variable the file reads, named for the library it opens.
+    let i = inspect_json(&[site.join("handpkg/libjit.so").to_str().unwrap()], 0);
+    let lazy = &i["artifacts"][0]["elf_files"][0]["lazy_loads"][0];
+    assert_eq!(
+        lazy["variables"],
+        serde_json::json!(["HANDPKG_NVRTC_LIBRARY"]),
+        "{i:#}"
+    );
+    assert!(
+        lazy["evidence"]
+            .as_str()
+            .unwrap()
+            .contains("reads HANDPKG_NVRTC_LIBRARY, named for it"),
+        "{i:#}"
+    );
+}

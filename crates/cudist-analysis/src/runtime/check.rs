@@ -1441,7 +1441,7 @@ fn lazy_names(path: &Path, catalog: &Catalog, major: Option<u32>) -> Vec<Vec<Str
     let major = major.or(own_major);
     found
         .into_iter()
-        .filter_map(|(id, soname, alternatives)| {
+        .filter_map(|(id, soname, alternatives, _)| {
             if alternatives.len() >= 2 {
                 let mut chain = alternatives;
                 // The link of the file's major, else the newest it accepts (as inspect reads
@@ -1471,7 +1471,10 @@ fn lazy_names(path: &Path, catalog: &Catalog, major: Option<u32>) -> Vec<Vec<Str
 }
 
 /// A file's lazy loads (library, SONAME, fallback chain) and the major its search path names.
-type LazyFound = (Vec<(String, Option<String>, Vec<String>)>, Option<u32>);
+type LazyFound = (
+    Vec<(String, Option<String>, Vec<String>, Vec<String>)>,
+    Option<u32>,
+);
 
 /// [`scan_lazy`], once per file.
 fn lazy_scan(path: &Path, catalog: &Catalog) -> LazyFound {
@@ -1518,7 +1521,7 @@ fn scan_lazy(path: &Path, catalog: &Catalog) -> LazyFound {
             let linker = l
                 .written
                 .filter(|w| l.soname.is_none() && w.ends_with(".so"));
-            (l.library, l.soname.or(linker), l.alternatives)
+            (l.library, l.soname.or(linker), l.alternatives, l.variables)
         })
         .collect();
     let mut majors: Vec<u32> = elf
@@ -2993,6 +2996,20 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         scans.push((files, scan, major));
         i += 1;
     }
+    // What a package's Python hands on in a variable that a file of any package followed reads
+    // (symmetrix sets `SYMMETRIX_JIT_NVRTC_LIBRARY` for its CUDA backend's module) is loaded as
+    // that Python finds it.
+    if scans.iter().any(|(_, scan, _)| !scan.handoffs.is_empty()) {
+        let read: BTreeSet<String> = scans
+            .iter()
+            .flat_map(|(files, _, _)| files)
+            .flat_map(|d| lazy_scan(&d.path, catalog).0)
+            .flat_map(|(_, _, _, variables)| variables)
+            .collect();
+        for (_, scan, _) in &mut scans {
+            scan.hand_over(&read);
+        }
+    }
     paths.extend(imports.iter().map(|(_, d)| d.clone()));
     for r in runs {
         report.imports_run.push(super::trace::finish(r)?);
@@ -3348,8 +3365,25 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             .filter(|(p, _)| !p.at_import && p.on_call.is_some())
         {
             for f in preload::find(p, from, site, &env, catalog) {
-                if let Some(path) = f.path {
-                    loaded_on_call.entry(f.name).or_insert((path, p.trigger()));
+                let Some(path) = f.path else { continue };
+                // A pattern's match is known by its own names: its file's, and its SONAME.
+                let keys: Vec<String> = if f.name.contains(['*', '?', '[']) {
+                    let soname = preload::dynamic(std::slice::from_ref(&path), site)
+                        .first()
+                        .and_then(|d| d.soname().map(String::from));
+                    path.file_name()
+                        .and_then(|n| n.to_str())
+                        .map(String::from)
+                        .into_iter()
+                        .chain(soname)
+                        .collect()
+                } else {
+                    vec![f.name]
+                };
+                for key in keys {
+                    loaded_on_call
+                        .entry(key)
+                        .or_insert((path.clone(), p.trigger()));
                 }
             }
         }
@@ -3544,6 +3578,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                             format!("cuda-pathfinder at {}", p.place())
                         }
                         crate::loads::Mechanism::PackageLoader => p.place(),
+                        crate::loads::Mechanism::Environment => format!("Python at {}", p.place()),
                     },
                     soname: f.name,
                     path: f.path,

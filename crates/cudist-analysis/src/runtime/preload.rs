@@ -175,7 +175,8 @@ pub fn find(
                     .map(|d| (site.join(d), "site-packages")),
             ),
             loads::Mechanism::PackageLoader => {}
-            loads::Mechanism::Ctypes => {
+            // Python finds what it hands on as it finds what it loads itself.
+            loads::Mechanism::Ctypes | loads::Mechanism::Environment => {
                 dirs.extend(nvidia_dirs(site).into_iter().map(|d| (d, "site-packages")))
             }
         }
