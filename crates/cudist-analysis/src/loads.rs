@@ -2369,28 +2369,19 @@ mod tests {
             &Catalog::builtin(),
             Some(12),
         );
-        let handoffs: Vec<(&str, Option<&str>, &str, Option<&str>, bool)> = scan
+        let handoffs: Vec<String> = scan
             .handoffs
             .iter()
             .map(|p| {
-                (
-                    p.name.as_str(),
-                    p.variable.as_deref(),
-                    p.loaded_at.as_str(),
-                    p.on_call.as_deref(),
-                    p.optional,
+                format!(
+                    "{} {:?} {} {:?} {}",
+                    p.name, p.variable, p.loaded_at, p.on_call, p.optional
                 )
             })
             .collect();
         assert_eq!(
             handoffs,
-            [(
-                "libnvrtc.so.*",
-                Some("PKG_NVRTC_LIBRARY"),
-                "pkg/jit.py:8",
-                Some("compile"),
-                true
-            )]
+            [r#"libnvrtc.so.* Some("PKG_NVRTC_LIBRARY") pkg/jit.py:8 Some("compile") true"#]
         );
         assert!(scan.preloads.is_empty());
         scan.hand_over(&BTreeSet::from(["SOMETHING_ELSE".to_string()]));
