@@ -373,7 +373,15 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
 /// The CUDA major a file's device code was built with: the release that introduced its newest
 /// PTX ISA.
 fn built_major(r: &ElfReport, catalog: &Catalog) -> Option<u32> {
-    r.device_code
+    built_major_of(&r.device_code, catalog)
+}
+
+/// [`built_major`] of a file's device code entries.
+pub(crate) fn built_major_of(
+    entries: &[crate::model::DeviceEntry],
+    catalog: &Catalog,
+) -> Option<u32> {
+    entries
         .iter()
         .filter(|e| e.kind == EntryKind::Ptx)
         .filter_map(|e| CudaVersion::parse(&e.version))

@@ -205,19 +205,50 @@ fn render_missing(s: &mut String, r: &Report, style: Style) {
             }
         }
     }
-    for (name, users) in &by_name {
-        let shown: Vec<&str> = users.iter().take(3).map(|(f, _)| f.path.as_str()).collect();
-        let more = users.len().saturating_sub(3);
-        s.push_str(&format!(
-            "\n{} {}, needed by {} file(s): {}{}\n",
-            name,
-            style.red("not found"),
-            users.len(),
-            shown.join(", "),
+    let some = |items: &[String]| {
+        let more = items.len().saturating_sub(3);
+        format!(
+            "{}{}",
+            items[..items.len().min(3)].join(", "),
             if more > 0 {
                 format!(" and {more} more")
             } else {
                 String::new()
+            }
+        )
+    };
+    for (name, users) in &by_name {
+        // The files whose own NEEDED entries name it, and, where those are libraries the
+        // checked files load (bipp's extension module loads libcufinufft, which needs cuFFT),
+        // the checked files.
+        let mut needers: Vec<String> = Vec::new();
+        let mut loading: Vec<String> = Vec::new();
+        for (f, m) in users {
+            let own = m.needed_by.ends_with(&f.path);
+            let needer = if own {
+                f.path.clone()
+            } else {
+                cudist_fs::inner::lexical(&m.needed_by)
+                    .display()
+                    .to_string()
+            };
+            if !needers.contains(&needer) {
+                needers.push(needer);
+            }
+            if !own && !loading.contains(&f.path) {
+                loading.push(f.path.clone());
+            }
+        }
+        s.push_str(&format!(
+            "\n{} {}, needed by {} file(s): {}{}\n",
+            name,
+            style.red("not found"),
+            needers.len(),
+            some(&needers),
+            if loading.is_empty() {
+                String::new()
+            } else {
+                format!(", which {} load(s)", some(&loading))
             }
         ));
         let (_, first) = users[0];

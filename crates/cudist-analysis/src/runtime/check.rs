@@ -1444,10 +1444,14 @@ fn lazy_names(path: &Path, catalog: &Catalog, major: Option<u32>) -> Vec<Vec<Str
         .filter_map(|(id, soname, alternatives, _)| {
             if alternatives.len() >= 2 {
                 let mut chain = alternatives;
-                // The link of the file's major, else the newest it accepts (as inspect reads
-                // it: qoco's `libcublas.so.11`, `.12` is CUDA 12's).
+                // The link of the file's major, else the newest it accepts, not newer than
+                // what its device code was built with (as inspect reads it: qoco's
+                // `libcublas.so.11`, `.12` is CUDA 12's; colabfold's CUDA 12 build tries
+                // `libcublasLt.so.13` first, and takes `.12` where 13's is not there).
+                let limit =
+                    major.or_else(|| crate::artifact::built_major_of(&device_code(path), catalog));
                 if let Some(i) = crate::analyse::chain_link_of_major(&chain, major, catalog)
-                    .or_else(|| crate::artifact::newest_link(&chain, major, catalog))
+                    .or_else(|| crate::artifact::newest_link(&chain, limit, catalog))
                 {
                     let lead = chain.remove(i);
                     chain.insert(0, lead);
@@ -1601,6 +1605,18 @@ fn dir_major(f: &Path, catalog: &Catalog) -> Option<u32> {
         1 => majors.into_iter().next(),
         _ => None,
     }
+}
+
+/// The CUDA major of the distribution whose `RECORD` lists a file, as its name says
+/// (`cupy-cuda12x` installs `cupy_backends/`): for a file of a package doctor did not follow,
+/// which the real import loaded.
+fn record_major(f: &Path, catalog: &Catalog) -> Option<u32> {
+    let f = cudist_fs::inner::lexical(f);
+    let site = site_of(&f)?;
+    let rel = f.strip_prefix(site).ok()?.to_str()?;
+    let records = site_records(site);
+    let (dist, _) = records.iter().find(|(_, paths)| paths.contains(rel))?;
+    crate::artifact::distribution_major(Some(dist), &[], catalog)
 }
 
 /// The CUDA major of a simulation: the one most of its CUDA libraries (found or missing) whose
@@ -2032,7 +2048,8 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
     // libcusolver.so.11, which CUDA 11 and 12 share) takes its package's.
     let major = sim_major(&sim, catalog)
         .or_else(|| package_major.get(f).copied())
-        .or_else(|| dir_major(f, catalog));
+        .or_else(|| dir_major(f, catalog))
+        .or_else(|| record_major(f, catalog));
     // Libraries installed beside their files, out of their search path, that cannot load here
     // themselves: the fix and the root cause are what they lack.
     let mut lacking: BTreeMap<String, (String, String)> = Default::default();
@@ -2849,8 +2866,28 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         }
         let depth = depth_of[i];
         if depth < MAX_FOLLOW {
+            // Whether this package itself loads at import (asked for, or imported by one that
+            // does), not on first use.
+            let here_at_import = report
+                .imported_with
+                .iter()
+                .find(|w| w.package == imports[i].0)
+                .is_none_or(|w| !w.on_first_use());
             for (module, at) in &scan.imports {
-                if imports.iter().any(|(n, _)| n == module) {
+                if let Some(k) = imports.iter().position(|(n, _)| n == module) {
+                    // Queued as imported when a function runs, and imported here at import
+                    // (gbgpu imports cupy in a loader function, and gpubackendtools, which gbgpu
+                    // imports, imports it at module level): it loads at import.
+                    let queued = report
+                        .imported_with
+                        .iter_mut()
+                        .find(|w| w.package == *module && w.on_call.is_some());
+                    if let Some(w) = queued.filter(|_| here_at_import) {
+                        w.by = imports[i].0.clone();
+                        w.at = at.clone();
+                        w.on_call = None;
+                        depth_of[k] = depth_of[k].min(depth + 1);
+                    }
                     continue;
                 }
                 let Some(found) = outside_package(&python, search_path, module) else {
@@ -3013,6 +3050,29 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     paths.extend(imports.iter().map(|(_, d)| d.clone()));
     for r in runs {
         report.imports_run.push(super::trace::finish(r)?);
+    }
+    // A package the model has imported only when a function runs, whose files the real import
+    // of the package that imports it mapped, is imported at import by some module that import
+    // ran (gbgpu imports cupy in a loader function, and gpubackendtools, a pure-Python package
+    // gbgpu imports, imports it at module level): said so, not as on first use.
+    let mapped_under = |by: &str, dir: &Path| {
+        // The process maps absolute paths; the directory may be given relative.
+        let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        report.imports_run.iter().any(|t| {
+            t.ok && t.module == by.split('.').next().unwrap_or(by)
+                && t.loaded.iter().any(|l| l.path.starts_with(&dir))
+        })
+    };
+    let at_import: Vec<bool> = report
+        .imported_with
+        .iter()
+        .map(|w| w.plugin.is_none() && w.on_call.is_some() && mapped_under(&w.by, &w.path))
+        .collect();
+    for (w, at_import) in report.imported_with.iter_mut().zip(at_import) {
+        if at_import {
+            w.on_call = None;
+            w.at = "a module its real import ran".to_string();
+        }
     }
     let traces = &report.imports_run;
     // The run of the import asked for that a package's import is part of (a package followed
