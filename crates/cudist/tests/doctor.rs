@@ -5048,3 +5048,141 @@ fn a_library_whose_path_python_hands_on_in_a_variable_is_found_where_python_look
         "{i:#}"
     );
 }
+
+/// A package the import reaches two ways, at module level through a pure-Python package it
+/// imports and inside a function of its own (gbgpu imports cupy in a loader function, and
+/// gpubackendtools imports it at module level): the real import loads it, so it is said to load
+/// at import, not "only when loader() runs".
+#[test]
+fn a_package_the_real_import_loads_is_not_imported_only_on_first_use() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[
+            (
+                "front/__init__.py",
+                "import middle\ndef loader():\n    import gpulib\n    return gpulib\n",
+            ),
+            (
+                "middle/__init__.py",
+                "try:\n    import gpulib\nexcept ImportError:\n    gpulib = None\n",
+            ),
+            (
+                "gpulib/__init__.py",
+                "import ctypes, os\nctypes.CDLL(os.path.join(os.path.dirname(__file__), 'libgpu.so'))\n",
+            ),
+        ],
+    );
+    gcc_shared(
+        &site.join("gpulib"),
+        "libgpu.so",
+        Some("libgpu.so"),
+        "int gpu(void) { return 0; }\n",
+        &[],
+    );
+    remove_c_sources(&site.join("gpulib"));
+    let (code, v) = doctor_import("front", &python);
+    assert_eq!(code, Some(0), "{v:#}");
+    let w = v["imported_with"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["package"] == "gpulib")
+        .unwrap_or_else(|| panic!("{v:#}"));
+    assert!(w["on_call"].is_null(), "{w:#}");
+    assert_eq!(w["at"], "a module its real import ran", "{w:#}");
+}
+
+/// A library missing for a library the checked file loads (bipp's extension module loads its
+/// carried libcufinufft, which needs cuFFT): the list of missing libraries names the file whose
+/// NEEDED entry it is, and the file that loads it.
+#[test]
+fn a_library_missing_for_a_library_a_file_loads_names_both() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    // libinner needs a CUDA library nothing here provides (linked against a stub elsewhere).
+    let cufft = fake_lib(
+        &d.join("stub"),
+        "libcufft.so.11",
+        "libcufft.so.11",
+        "cufftPlan1d",
+    );
+    gcc_shared(
+        d,
+        "libinner.so",
+        Some("libinner.so"),
+        "int cufftPlan1d(void *);\nint inner(void) { return cufftPlan1d(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", cufft.parent().unwrap().display()),
+            "-l:libcufft.so.11",
+        ],
+    );
+    let outer = gcc_shared(
+        d,
+        "libouter.so",
+        Some("libouter.so"),
+        "int inner(void);\nint outer(void) { return inner(); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", d.display()),
+            "-l:libinner.so",
+            "-Wl,-rpath,$ORIGIN",
+        ],
+    );
+    let o = cudist(&["doctor", "--ld-library-path", "", outer.to_str().unwrap()]);
+    let out = stdout(&o);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("libcufft.so.11 not found, needed by"))
+        .unwrap_or_else(|| panic!("{out}\n{}", stderr(&o)));
+    assert!(
+        line.contains("needed by 1 file(s): ")
+            && line.contains("libinner.so, which ")
+            && line.ends_with("libouter.so load(s)"),
+        "{line}"
+    );
+}
+
+/// A file that needs only libraries several CUDA majors share (cupy-cuda12x's cuTENSOR module:
+/// `libcutensorMg.so.2`), of a package nothing else says the major of: the distribution whose
+/// RECORD lists it says it (`…-cuda12x`), and the fix is that major's wheel.
+#[test]
+fn a_file_of_a_cuda_named_distribution_gets_its_majors_fix() {
+    let work = tempfile::tempdir().unwrap();
+    let site = work.path().join("lib/python3.11/site-packages");
+    let stub = fake_lib(
+        &work.path().join("stub"),
+        "libcutensorMg.so.2",
+        "libcutensorMg.so.2",
+        "cutensorMgCreate",
+    );
+    let module = gcc_shared(
+        &site.join("gpuback"),
+        "mod.so",
+        Some("mod.so"),
+        "int cutensorMgCreate(void *);\nint f(void) { return cutensorMgCreate(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", stub.parent().unwrap().display()),
+            "-l:libcutensorMg.so.2",
+        ],
+    );
+    remove_c_sources(&site.join("gpuback"));
+    let dist_info = site.join("gpu_cuda12x-1.0.dist-info");
+    std::fs::create_dir_all(&dist_info).unwrap();
+    std::fs::write(
+        dist_info.join("METADATA"),
+        "Metadata-Version: 2.1\nName: gpu-cuda12x\nVersion: 1.0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dist_info.join("RECORD"),
+        "gpuback/mod.so,,\ngpu_cuda12x-1.0.dist-info/METADATA,,\ngpu_cuda12x-1.0.dist-info/RECORD,,\n",
+    )
+    .unwrap();
+    let v = doctor_json(&["--ld-library-path", "", module.to_str().unwrap()], 1);
+    let fixes = v["files"][0]["missing"].to_string();
+    assert!(fixes.contains("install cutensor-cu12"), "{v:#}");
+    assert!(!fixes.contains("cutensor-cu13"), "{v:#}");
+}

@@ -697,3 +697,59 @@ fn chains_whose_first_links_are_older_take_the_newest_and_agree() {
     );
     assert!(!v.to_string().contains("libcublas.so.11) from"), "{v:#}");
 }
+
+/// A fallback chain in a file with no runtime to say its major, whose first link is of a newer
+/// major than its device code was built with (colabfold's CUDA 12 build tries
+/// `libcublasLt.so.13`, then `.12`): doctor names the link inspect does, the newest not newer
+/// than the build, and the fix in that major.
+#[test]
+fn a_chains_link_is_not_newer_than_the_build() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    // The fixture's fatbin, its PTX marked as ISA 8.8 (CUDA 12.9) in each entry's header.
+    let fatbin = d.join("fat.bin");
+    let o = std::process::Command::new("objcopy")
+        .args(["-O", "binary", "--only-section=.nv_fatbin"])
+        .arg(repo_root().join("tests/fixtures/device/arch_specific.so"))
+        .arg(&fatbin)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut bytes = std::fs::read(&fatbin).unwrap();
+    let entries =
+        cudist_fatbin::parse_section(&bytes, cudist_fatbin::SectionKind::NvFatbin).unwrap();
+    let mut ptx = 0;
+    for e in entries
+        .iter()
+        .filter(|e| e.kind == cudist_fatbin::EntryKind::Ptx)
+    {
+        bytes[e.offset + 0x18..e.offset + 0x1a].copy_from_slice(&8u16.to_le_bytes());
+        bytes[e.offset + 0x1a..e.offset + 0x1c].copy_from_slice(&8u16.to_le_bytes());
+        ptx += 1;
+    }
+    assert!(ptx > 0);
+    std::fs::write(&fatbin, &bytes).unwrap();
+    let plain = gcc_shared(
+        d,
+        "plain.so",
+        Some("libkern.so"),
+        "#include <dlfcn.h>\n\
+         static const char *names[] = {\"libcublasLt.so.13\", \"libcublasLt.so.12\", \"libcublasLt.so\"};\n\
+         void *open_lt(int i) { return dlopen(names[i], RTLD_NOW | RTLD_NOLOAD); }\n",
+        &["-ldl"],
+    );
+    let lib = d.join("libkern.so");
+    with_fatbin_section(&plain, &fatbin, &lib);
+    let v = inspect_json(&[lib.to_str().unwrap()], 0);
+    let lazy = &artifact(&v, "libkern.so")["elf_files"][0]["lazy_loads"][0];
+    assert_eq!(lazy["soname"], "libcublasLt.so.12", "{v:#}");
+    let v = doctor_json(&["--ld-library-path", "", lib.to_str().unwrap()], 0);
+    let r = reasons(&v);
+    assert!(
+        r.iter()
+            .any(|l| l.contains("dlopen(libcublasLt.so.12) from")
+                && l.contains("nvidia-cublas-cu12")),
+        "{r:#?}"
+    );
+    assert!(!v.to_string().contains("libcublasLt.so.13) from"), "{v:#}");
+}
