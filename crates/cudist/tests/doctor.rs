@@ -5186,3 +5186,50 @@ fn a_file_of_a_cuda_named_distribution_gets_its_majors_fix() {
     assert!(fixes.contains("install cutensor-cu12"), "{v:#}");
     assert!(!fixes.contains("cutensor-cu13"), "{v:#}");
 }
+
+/// An import that fails because a library that something outside the files judged loads cannot
+/// be opened, the error naming it (openmmjax: `Error loading library …/libOpenMMJaxCUDA.so:
+/// libnvrtc.so.12: cannot open shared object file`, from OpenMM's own plugin loader): the lead
+/// carries the fix for the library the error names.
+#[test]
+fn an_import_failing_on_a_library_the_error_names_gets_its_fix() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[(
+            "plugged/__init__.py",
+            "import ctypes, glob, os\n\
+             _dir = os.path.join(os.path.dirname(os.path.dirname(__file__)), 'plugged_plugins')\n\
+             def _load(p):\n    try:\n        return ctypes.CDLL(p)\n    except OSError as e:\n        \
+             raise RuntimeError(f'Error loading library {p}: {e}')\n\
+             for _p in sorted(glob.glob(os.path.join(_dir, '*'))):\n    _load(_p)\n",
+        )],
+    );
+    let stub = fake_lib(
+        &work.path().join("stub"),
+        "libcufft.so.11",
+        "libcufft.so.11",
+        "cufftPlan1d",
+    );
+    gcc_shared(
+        &site.join("plugged_plugins"),
+        "libplugin.so",
+        Some("libplugin.so"),
+        "int cufftPlan1d(void *);\nint plug(void) { return cufftPlan1d(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", stub.parent().unwrap().display()),
+            "-l:libcufft.so.11",
+        ],
+    );
+    remove_c_sources(&site.join("plugged_plugins"));
+    let (code, v) = doctor_import("plugged", &python);
+    assert_eq!(code, Some(1), "{v:#}");
+    let lead = reasons_of(&v)[0].to_string();
+    assert!(
+        lead.starts_with("import plugged fails: RuntimeError: Error loading library ")
+            && lead.contains("libplugin.so: libcufft.so.11: cannot open shared object file")
+            && lead.contains("(fix: install nvidia-cufft-cu12"),
+        "{lead}"
+    );
+}

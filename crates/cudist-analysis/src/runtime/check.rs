@@ -4863,7 +4863,24 @@ fn conclude(
                 });
             }
             let own = unexplained && !model_fails && not_found_in(e).is_none();
-            leads.push((t.module.clone(), e.clone(), own));
+            // A library the error says cannot be opened, that no reason names (openmmjax's
+            // `loadPluginLibrary` of a plugin whose libOpenMMCUDA.so needs libnvrtc.so.12): the
+            // fix for it, from the file the error names as opening it where it names one.
+            let fix = not_found_in(e)
+                .filter(|_| unexplained)
+                .and_then(|name| {
+                    let opener = e
+                        .split(&format!(": {name}"))
+                        .next()
+                        .and_then(|h| h.rsplit([' ', '\'', '"']).next())
+                        .filter(|p| p.starts_with('/'))
+                        .map(PathBuf::from)
+                        .unwrap_or_else(|| PathBuf::from(&t.module));
+                    fix_for(name, &opener, &[], major, catalog)
+                })
+                .map(|f| format!(" (fix: {f})"))
+                .unwrap_or_default();
+            leads.push((t.module.clone(), format!("{e}{fix}"), own));
         }
     }
     for (module, e, _) in &leads {
