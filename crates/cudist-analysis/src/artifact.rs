@@ -1446,7 +1446,7 @@ pub(crate) fn distribution_major(
 
 /// The CUDA major a distribution or extra name says: `cuNN` or `cudaNN` in it (`cupy-cuda12x`,
 /// `nvidia-nccl-cu13`, `cu13`), NN from 10 to 20.
-fn name_major(name: &str) -> Option<u32> {
+pub fn name_major(name: &str) -> Option<u32> {
     let name = name.to_ascii_lowercase();
     for pat in ["cuda", "cu"] {
         for (i, _) in name.match_indices(pat) {

@@ -297,6 +297,28 @@ pub fn plan(
     let mut vendor = BTreeSet::new();
     let mut variants = Vec::new();
     let grafted_paths: BTreeSet<&str> = grafting.reports.iter().map(|r| r.path.as_str()).collect();
+    // A distribution named for a CUDA major none of whose files the import loads, only its
+    // code on first use (kiwi-array-cuda12's libmlx.so, found through its frontend's entry
+    // point; itk-cudacommon-cuda128's module, which ITK imports lazily): the wheel is its CUDA
+    // part, and nothing of it works without what its files link. Those are required; what
+    // they open themselves on a first call stays offered. (A wheel of providers for several
+    // stacks, named for none, keeps each provider's needs optional.)
+    let kept_files: Vec<&cudist_analysis::model::ElfReport> = a
+        .elf_files
+        .iter()
+        .filter(|e| !removed_paths.contains(e.path.as_str()))
+        .filter(|e| e.tier != cudist_analysis::loads::Tier::Variant)
+        .collect();
+    let cuda_named = a
+        .wheel
+        .as_ref()
+        .and_then(|w| w.name.as_deref())
+        .is_some_and(|n| cudist_analysis::artifact::name_major(n).is_some());
+    let whole_wheel_on_demand = cuda_named
+        && !kept_files.is_empty()
+        && kept_files
+            .iter()
+            .all(|e| e.tier == cudist_analysis::loads::Tier::OnDemand);
     for e in a
         .elf_files
         .iter()
@@ -334,7 +356,9 @@ pub fn plan(
             // far as compiled code can say (cupy-cuda11x's cuFFT module, named by a module the
             // import loads, imported there only in a function), is not known to fail the import:
             // what it needs from outside is offered too, as the original did not declare it.
-            let on_demand = e.tier == cudist_analysis::loads::Tier::OnDemand || e.maybe_at_import();
+            let on_demand = (e.tier == cudist_analysis::loads::Tier::OnDemand
+                && !whole_wheel_on_demand)
+                || e.maybe_at_import();
             let optional_needs: BTreeSet<String> = n
                 .needs
                 .iter()

@@ -1849,3 +1849,54 @@ fn a_library_the_import_loads_itself_is_required() {
     assert!(!text.contains("nvidia-cufft"), "{text}");
     assert!(!text.contains("nvidia-nvjpeg"), "{text}");
 }
+
+/// A wheel none of whose files the import loads, only its code when called (kiwi-array-cuda12's
+/// libmlx.so, itk-cudacommon's module): the wheel is its on-demand part, and what its files link
+/// is required, or a plain `pip install` of the repair gives a wheel that cannot do anything.
+#[test]
+fn a_wheel_that_is_all_on_demand_requires_what_its_files_link() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let stub = fake_lib(
+        &d.join("stub"),
+        "libcudart.so.12",
+        "libcudart.so.12",
+        "cudaMalloc",
+    );
+    let lib = gcc_shared(
+        d,
+        "libgpu.so",
+        Some("libgpu.so"),
+        "int cudaMalloc(void *);\nint gpu(void) { return cudaMalloc(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", stub.parent().unwrap().display()),
+            "-l:libcudart.so.12",
+        ],
+    );
+    let w = d.join("gpuonly_cuda12-1.0-py3-none-manylinux_2_17_x86_64.whl");
+    write_wheel(
+        &w,
+        "gpuonly-cuda12",
+        &[],
+        &[
+            (
+                "gpuonly/__init__.py",
+                b"import ctypes, os\ndef run():\n    return ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'libgpu.so'))\n".to_vec(),
+            ),
+            ("gpuonly/libgpu.so", std::fs::read(&lib).unwrap()),
+        ],
+    );
+    let o = cudist(&["inspect", "--json", w.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let a = artifact(&v, ".whl");
+    assert_eq!(a["elf_files"][0]["tier"], "on-demand", "{a:#}");
+    let r = repair_json(&w, &d.join("out"));
+    let wr = &r["wheels"][0];
+    assert_eq!(
+        wr["requires_added"],
+        serde_json::json!(["nvidia-cuda-runtime-cu12>=12,<13"]),
+        "{wr:#}"
+    );
+    assert_eq!(wr["optional_parts"], serde_json::json!([]), "{wr:#}");
+}
