@@ -224,13 +224,12 @@ fn render_missing(s: &mut String, r: &Report, style: Style) {
         let mut needers: Vec<String> = Vec::new();
         let mut loading: Vec<String> = Vec::new();
         for (f, m) in users {
-            let own = m.needed_by.ends_with(&f.path);
-            let needer = if own {
-                f.path.clone()
-            } else {
-                cudist_fs::inner::lexical(&m.needed_by)
-                    .display()
-                    .to_string()
+            let by = cudist_fs::inner::lexical(&m.needed_by);
+            let own = by.ends_with(&f.path);
+            // Written as the report writes the file where it checks it too.
+            let needer = match r.files.iter().find(|g| by.ends_with(&g.path)) {
+                Some(g) => g.path.clone(),
+                None => by.display().to_string(),
             };
             if !needers.contains(&needer) {
                 needers.push(needer);
