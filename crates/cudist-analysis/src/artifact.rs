@@ -1445,7 +1445,8 @@ pub(crate) fn distribution_major(
 }
 
 /// The CUDA major a distribution or extra name says: `cuNN` or `cudaNN` in it (`cupy-cuda12x`,
-/// `nvidia-nccl-cu13`, `cu13`), NN from 10 to 20.
+/// `nvidia-nccl-cu13`, `cu13`), NN from 10 to 20, or with the minor after it (`cu128`,
+/// `itk-cudacommon-cuda128`: CUDA 12.8).
 pub fn name_major(name: &str) -> Option<u32> {
     let name = name.to_ascii_lowercase();
     for pat in ["cuda", "cu"] {
@@ -1454,6 +1455,10 @@ pub fn name_major(name: &str) -> Option<u32> {
                 .chars()
                 .take_while(char::is_ascii_digit)
                 .collect();
+            let digits = match digits.len() {
+                3 => &digits[..2],
+                _ => digits.as_str(),
+            };
             if let Ok(m) = digits.parse::<u32>() {
                 if (10..=20).contains(&m) {
                     return Some(m);
@@ -2739,6 +2744,23 @@ fn verdict(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The CUDA major a distribution's or extra's name says, with or without the minor.
+    #[test]
+    fn a_name_says_its_cuda_major() {
+        for (name, major) in [
+            ("cupy-cuda12x", Some(12)),
+            ("nvidia-nccl-cu13", Some(13)),
+            ("itk-cudacommon-cuda128", Some(12)),
+            ("torch-cu118", Some(11)),
+            ("cu130", Some(13)),
+            ("cudacommon", None),
+            ("circuit-5", None),
+            ("pkg-cuda9", None),
+        ] {
+            assert_eq!(name_major(name), major, "{name}");
+        }
+    }
 
     #[test]
     fn folding_paths() {

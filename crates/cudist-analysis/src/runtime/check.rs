@@ -2866,28 +2866,8 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         }
         let depth = depth_of[i];
         if depth < MAX_FOLLOW {
-            // Whether this package itself loads at import (asked for, or imported by one that
-            // does), not on first use.
-            let here_at_import = report
-                .imported_with
-                .iter()
-                .find(|w| w.package == imports[i].0)
-                .is_none_or(|w| !w.on_first_use());
             for (module, at) in &scan.imports {
-                if let Some(k) = imports.iter().position(|(n, _)| n == module) {
-                    // Queued as imported when a function runs, and imported here at import
-                    // (gbgpu imports cupy in a loader function, and gpubackendtools, which gbgpu
-                    // imports, imports it at module level): it loads at import.
-                    let queued = report
-                        .imported_with
-                        .iter_mut()
-                        .find(|w| w.package == *module && w.on_call.is_some());
-                    if let Some(w) = queued.filter(|_| here_at_import) {
-                        w.by = imports[i].0.clone();
-                        w.at = at.clone();
-                        w.on_call = None;
-                        depth_of[k] = depth_of[k].min(depth + 1);
-                    }
+                if imports.iter().any(|(n, _)| n == module) {
                     continue;
                 }
                 let Some(found) = outside_package(&python, search_path, module) else {
@@ -4852,7 +4832,7 @@ fn conclude(
             }
             if unexplained {
                 disagreements.push(match not_found_in(e) {
-                    Some(name) if model_fails => format!(
+                    Some(name) => format!(
                         "import {}: the real import fails on {name}, which no reason of the model of its files names",
                         t.module
                     ),
