@@ -5015,6 +5015,13 @@ fn a_library_whose_path_python_hands_on_in_a_variable_is_found_where_python_look
     use_it("1");
     let (_, v) = doctor_import("handpkg", &python);
     assert!(nvrtc_fails(&v), "{v:#}");
+    // The line says the variable the file reads.
+    assert!(
+        reasons_of(&v).iter().any(|r| r.contains(
+            "unless HANDPKG_NVRTC_LIBRARY holds its path: libjit.so reads it, and what it names is what it opens"
+        )),
+        "{v:#}"
+    );
     // With it, Python finds it and the file opens what it found.
     let lib = site.join("nvidia/cuda_nvrtc/lib");
     std::fs::create_dir_all(&lib).unwrap();

@@ -2637,12 +2637,29 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             let fix = fix_for(&r.name, &r.needed_by, &r.tried, major, catalog)
                 .map(|f| format!(" (fix: {f})"))
                 .unwrap_or_default();
+            // A variable the file reads, named for the library, that nothing followed sets
+            // (symmetrix's backend module, imported without the frontend that sets it).
+            let variables: Vec<String> = lazy_scan(&r.needed_by, catalog)
+                .0
+                .into_iter()
+                .filter(|(_, so, chain, _)| {
+                    so.as_deref() == Some(r.name.as_str()) || chain.contains(&r.name)
+                })
+                .flat_map(|(_, _, _, v)| v)
+                .collect();
+            let unless = match variables.as_slice() {
+                [] => String::new(),
+                vs => format!(
+                    "; unless {} holds its path: {by} reads it, and what it names is what it opens",
+                    vs.join(" or ")
+                ),
+            };
             (
                 format!(
-                    "not found in the {} places its search tries{fix}",
+                    "not found in the {} places its search tries{fix}{unless}",
                     r.tried.len()
                 ),
-                format!("not found{fix}"),
+                format!("not found{fix}{unless}"),
             )
         };
         verdict.add_cause(
