@@ -26,6 +26,11 @@
 //! functions it calls, else those of its callers. A call inside `try … except` that catches its
 //! failure is optional: the import does not fail without the library.
 //!
+//! A function that finds a library and sets an environment variable to its path
+//! (`os.environ[KEY] = str(found)`) hands that library on to a native file that reads the
+//! variable ([`Mechanism::Environment`]): a load of it where such a file is among those judged
+//! ([`Scan::hand_over`]).
+//!
 //! What a name computed at run time from pieces stands for (bitsandbytes' variant name) is not
 //! read: such a name is not a preload of a CUDA library.
 

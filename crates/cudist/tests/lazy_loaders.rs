@@ -442,6 +442,19 @@ fn a_dlopen_by_linker_name_is_said_as_one() {
     );
 }
 
+/// The `.nv_fatbin` section of a device-code fixture, copied out with objcopy into `dir`.
+fn fixture_fatbin(dir: &std::path::Path) -> std::path::PathBuf {
+    let fatbin = dir.join("fat.bin");
+    let o = std::process::Command::new("objcopy")
+        .args(["-O", "binary", "--only-section=.nv_fatbin"])
+        .arg(repo_root().join("tests/fixtures/device/arch_specific.so"))
+        .arg(&fatbin)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    fatbin
+}
+
 /// Device code with no runtime in NEEDED reads as a linked-in runtime ("likely"), unless the file
 /// imports the runtime's registration entry point: then an object it loads provides the runtime
 /// (deepmd-kit's `libdeepmd_dyn_cudart.so` forwards it to a libcudart it opens), and nothing is
@@ -450,14 +463,7 @@ fn a_dlopen_by_linker_name_is_said_as_one() {
 fn a_file_that_imports_the_runtime_does_not_link_it() {
     let work = tempfile::tempdir().unwrap();
     let d = work.path();
-    let fatbin = d.join("fat.bin");
-    let o = std::process::Command::new("objcopy")
-        .args(["-O", "binary", "--only-section=.nv_fatbin"])
-        .arg(repo_root().join("tests/fixtures/device/arch_specific.so"))
-        .arg(&fatbin)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    let fatbin = fixture_fatbin(d);
     let plain = gcc_shared(
         d,
         "plain.so",
@@ -707,14 +713,7 @@ fn a_chains_link_is_not_newer_than_the_build() {
     let work = tempfile::tempdir().unwrap();
     let d = work.path();
     // The fixture's fatbin, its PTX marked as ISA 8.8 (CUDA 12.9) in each entry's header.
-    let fatbin = d.join("fat.bin");
-    let o = std::process::Command::new("objcopy")
-        .args(["-O", "binary", "--only-section=.nv_fatbin"])
-        .arg(repo_root().join("tests/fixtures/device/arch_specific.so"))
-        .arg(&fatbin)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    let fatbin = fixture_fatbin(d);
     let mut bytes = std::fs::read(&fatbin).unwrap();
     let entries =
         cudist_fatbin::parse_section(&bytes, cudist_fatbin::SectionKind::NvFatbin).unwrap();
