@@ -293,6 +293,7 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
             preloads: &preloads,
             modules: &scan.modules,
         },
+        catalog,
     );
     declared_only_line(&cuda_needed, &requires, catalog, &mut verdict);
     variant_lines(&variants, &cuda_needed, &mut verdict);
@@ -2247,6 +2248,7 @@ fn verdict(
     elfs: &[Analysed],
     device: &DeviceSummary,
     python: PythonLoads,
+    catalog: &Catalog,
 ) -> Verdict {
     let PythonLoads { preloads, modules } = python;
     let mut status = VerdictStatus::Ok;
@@ -2314,6 +2316,32 @@ fn verdict(
     let (toolkit, unversioned): (Vec<&Vendored>, Vec<&Vendored>) = carried(OpenedBy::Loader)
         .into_iter()
         .partition(|v| v.replaceable);
+    // Copies of a release before any NVIDIA ships as wheels (CudaVox's CUDA 10.2 runtime): no
+    // wheel stands in for them, and `cudist repair` keeps them.
+    let (older, toolkit): (Vec<&Vendored>, Vec<&Vendored>) = toolkit.into_iter().partition(|v| {
+        let base = v.path.rsplit('/').next().unwrap_or(&v.path);
+        let own = v.soname.as_deref().unwrap_or(base);
+        catalog
+            .older_release_major(own)
+            .or_else(|| catalog.older_release_major(&cudist_catalog::strip_graft_hash(own)))
+            .is_some()
+    });
+    // The names of the copies that stay: what the files need of them is carried.
+    let kept_copies: BTreeSet<&str> = older
+        .iter()
+        .chain(&unversioned)
+        .flat_map(|v| {
+            let base = v.path.rsplit('/').next().unwrap_or(&v.path);
+            v.soname.as_deref().into_iter().chain(std::iter::once(base))
+        })
+        .collect();
+    if !older.is_empty() {
+        lines.push(format!(
+            "carries {} of CUDA libraries of a release before any NVIDIA ships as wheels ({}): no requirement can stand in for them, so `cudist repair` keeps them",
+            sum(&older),
+            dirs_of(&older)
+        ));
+    }
     if !unversioned.is_empty() {
         let names: BTreeSet<String> = unversioned
             .iter()
@@ -2730,8 +2758,21 @@ fn verdict(
         lines.push(s);
     }
     if status == VerdictStatus::Ok {
-        let needs: Vec<&str> = cuda_needed.iter().map(|n| n.soname.as_str()).collect();
-        let head = if needs.is_empty() {
+        let needs: Vec<&str> = cuda_needed
+            .iter()
+            .map(|n| n.soname.as_str())
+            .filter(|n| !kept_copies.contains(n))
+            .collect();
+        let head = if !kept_copies.is_empty() {
+            if needs.is_empty() {
+                "OK: carries CUDA libraries that no wheel can stand in for (below), and needs no other".to_string()
+            } else {
+                format!(
+                    "OK: carries CUDA libraries that no wheel can stand in for (below); needs {}",
+                    needs.join(", ")
+                )
+            }
+        } else if needs.is_empty() {
             "OK: carries no CUDA libraries and needs none".to_string()
         } else {
             format!("OK: carries no CUDA libraries; needs {}", needs.join(", "))

@@ -242,6 +242,21 @@ fn literals(code: &str) -> Vec<&str> {
     out
 }
 
+/// Whether `name` is a linker name (`libnvrtc.so`) written beside a SONAME or a pattern of the
+/// same library among `all` (`libnvrtc.so.*`): a fallback the code takes only where the other is
+/// not found (torch's `_get_nvrtc_library()` tries `f"libnvrtc.so.{major}"`, then
+/// `"libnvrtc.so"`; symmetrix globs both), not a library of its own, and no wheel installs it.
+fn is_fallback_linker_name<'a>(name: &str, mut all: impl Iterator<Item = &'a str>) -> bool {
+    let Some(stem) = name.strip_suffix(".so") else {
+        return false;
+    };
+    all.any(|n| {
+        n.strip_prefix(stem)
+            .and_then(|t| t.strip_prefix(".so"))
+            .is_some_and(|t| !t.is_empty())
+    })
+}
+
 /// Whether a string names a shared library: `libX.so`, `libX.so.N[.M]`, or such a pattern
 /// (`libcublas.so.*[0-9]`).
 fn is_library_name(s: &str) -> bool {
@@ -343,6 +358,11 @@ pub struct Scan {
     pub library_path_dirs: Vec<(String, String)>,
     /// The CUDA libraries it looks for with `ctypes.util.find_library("nvrtc")` ([`Find`]).
     pub finds: Vec<Find>,
+    /// Packages its functions look up with `importlib.util.find_spec("…")` (a name, or a pattern
+    /// for a name built at run time: `f"bartorch_cuda{major}"` is `bartorch_cuda*`) when they
+    /// run, not at import: the code uses their files then (bartorch loads `libbartorch.so` from
+    /// the CUDA build it finds). Each with where, and the function that leads to it.
+    pub found_specs: Vec<FoundSpec>,
     /// Libraries whose path its Python hands on in an environment variable
     /// ([`Mechanism::Environment`]): each a load only where a native file reads that variable
     /// ([`Scan::hand_over`]).
@@ -366,6 +386,17 @@ impl Scan {
             }
         }
     }
+}
+
+/// A package a function looks up with `find_spec` ([`Scan::found_specs`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoundSpec {
+    /// The module name, or a pattern (`bartorch_cuda*`).
+    pub module: String,
+    /// The call's `file:line`.
+    pub at: String,
+    /// The function a program calls that leads to it (`library`).
+    pub function: String,
 }
 
 /// A CUDA library the package looks for by its bare name (`nvrtc` for `libnvrtc`): with
@@ -677,6 +708,8 @@ pub fn scan_with(
     }
     // The environment variables set, each with its statement.
     let mut env_at: Vec<(Scope, usize, String)> = Vec::new();
+    // `find_spec` calls in functions: (scope, statement, module or pattern).
+    let mut specs_at: Vec<(Scope, usize, String)> = Vec::new();
     for (fi, f) in files.iter().enumerate() {
         for (si, st) in f.stmts.iter().enumerate() {
             // Never a call under a branch that does not run on Linux.
@@ -689,6 +722,15 @@ pub fn scan_with(
             }
             for call in &st.calls {
                 let canonical = f.canonical(&call.callee, si);
+                if last(&canonical) == "find_spec" && scope.1.is_some() && !call.deferred {
+                    if let Some(m) = call
+                        .arg
+                        .as_deref()
+                        .filter(|m| pysource::is_module_pattern(m))
+                    {
+                        specs_at.push((scope, si, m.to_string()));
+                    }
+                }
                 if !call.deferred
                     && !loaders.contains(&canonical)
                     && canonical
@@ -1186,6 +1228,9 @@ pub fn scan_with(
                     }),
                 };
                 for (name, named_at, limit) in named.iter().cloned() {
+                    if is_fallback_linker_name(&name, named.iter().map(|(n, ..)| n.as_str())) {
+                        continue;
+                    }
                     let sonames = named_sonames(&name);
                     // Named only for some values of the parameter: loaded when a caller passes
                     // one, at import where such a call runs at import, else in its function.
@@ -1290,18 +1335,8 @@ pub fn scan_with(
         let on_call = if at_import { None } else { entry_of(scope) };
         let loaded_at = format!("{}:{}", f.path, f.stmts[si].number);
         let names = names_in(sources, f, scope.1, false, false, None);
-        // A linker name written beside a SONAME or a pattern of the same library is a
-        // preference: the code takes whichever it finds (symmetrix globs `libnvrtc.so` and
-        // `libnvrtc.so.*`), and no wheel installs the linker name.
-        let versioned = |stem: &str| {
-            names.iter().any(|(n, _)| {
-                n.strip_prefix(stem)
-                    .and_then(|t| t.strip_prefix(".so"))
-                    .is_some_and(|t| !t.is_empty())
-            })
-        };
         for (name, named_at) in names.iter().cloned() {
-            if name.strip_suffix(".so").is_some_and(versioned) {
+            if is_fallback_linker_name(&name, names.iter().map(|(n, _)| n.as_str())) {
                 continue;
             }
             if handoffs
@@ -1324,6 +1359,22 @@ pub fn scan_with(
                 variable: Some(variable.clone()),
             });
         }
+    }
+    // A package a function looks up, where that function is not reached at import.
+    let mut found_specs: Vec<FoundSpec> = Vec::new();
+    for (scope, si, module) in specs_at {
+        if reach.reached.contains(&scope) || found_specs.iter().any(|s| s.module == module) {
+            continue;
+        }
+        let Some(function) = entry_of(scope) else {
+            continue;
+        };
+        let f = &files[scope.0];
+        found_specs.push(FoundSpec {
+            module,
+            at: format!("{}:{}", f.path, f.stmts[si].number),
+            function,
+        });
     }
     let mut finds: Vec<Find> = Vec::new();
     for FindAt {
@@ -1377,6 +1428,7 @@ pub fn scan_with(
         outside_calls,
         library_path_dirs: library_path_dirs(&files),
         handoffs,
+        found_specs,
     }
 }
 
@@ -2353,6 +2405,25 @@ mod tests {
                 ("g4", "jax/by_name.py:3", false)
             ]
         );
+    }
+
+    /// A linker name tried after the SONAME of the same library (torch's `_get_nvrtc_library()`:
+    /// `f"libnvrtc.so.{major}"`, then `"libnvrtc.so"`) is a fallback, not a load of its own; a
+    /// linker name alone is one.
+    #[test]
+    fn a_linker_name_tried_after_the_soname_is_no_load_of_its_own() {
+        let preloads = preloads(
+            &[src(
+                "pkg/utils.py",
+                "import ctypes\n\
+                 def nvrtc(major):\n    for n in [f'libnvrtc.so.{major}', 'libnvrtc.so']:\n        try:\n            return ctypes.CDLL(n)\n        except OSError:\n            continue\n\
+                 def cudart():\n    return ctypes.CDLL('libcudart.so')\n",
+            )],
+            &Catalog::builtin(),
+            Some(12),
+        );
+        let names: Vec<&str> = preloads.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["libnvrtc.so.*", "libcudart.so"]);
     }
 
     /// A function that finds a library and sets an environment variable to its path hands that

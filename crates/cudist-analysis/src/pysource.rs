@@ -1767,6 +1767,17 @@ fn lists_files(e: &Expr) -> bool {
     }
 }
 
+/// Whether `s` is a dotted module name, or one with `*` for parts built at run time
+/// (`bartorch_cuda*` for `f"bartorch_cuda{major}"`), that starts with at least three characters of
+/// a name.
+pub fn is_module_pattern(s: &str) -> bool {
+    let head = s.split('*').next().unwrap_or_default();
+    head.len() >= 3
+        && is_module_name(head.trim_end_matches(['.', '_']))
+        && s.chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '.' || c == '*')
+}
+
 /// Whether `s` is a dotted module name (`a.b_c.d`): what an import can name.
 fn is_module_name(s: &str) -> bool {
     !s.is_empty()

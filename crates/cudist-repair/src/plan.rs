@@ -474,6 +474,28 @@ pub fn exclude(
                 continue;
             }
         }
+        // A copy of a release before any NVIDIA ships as wheels (CudaVox's
+        // `libcudart-80664282.so.10.2.89`, whose users import `libcudart.so.10.2`'s versioned
+        // symbols): no wheel can stand in for it, kept.
+        let own = v.soname.clone().unwrap_or_else(|| base.clone());
+        let older = v.library.as_ref().and_then(|_| {
+            catalog
+                .older_release_major(&own)
+                .or_else(|| catalog.older_release_major(&cudist_catalog::strip_graft_hash(&own)))
+        });
+        if let (Some(l), Some(major)) = (v.library.as_ref(), older) {
+            kept.push(Removed {
+                path: v.path.clone(),
+                library: l.id.clone(),
+                bytes: v.bytes,
+                reason: format!(
+                    "a copy of CUDA {major}'s {}, a release before any NVIDIA ships as wheels: no \
+                     requirement can stand in for it",
+                    l.id
+                ),
+            });
+            continue;
+        }
         // A copy whose SONAME carries no version: kept (`Vendored::replaceable`).
         if let Some(l) = v.library.as_ref().filter(|_| !v.replaceable) {
             kept.push(Removed {

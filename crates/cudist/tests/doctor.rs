@@ -5240,3 +5240,64 @@ fn an_import_failing_on_a_library_the_error_names_gets_its_fix() {
         "{lead}"
     );
 }
+
+/// A package whose function looks up its CUDA build with `find_spec` and loads a library from
+/// it (bartorch: `find_spec(f"bartorch_cuda{major}")`, then `libbartorch.so` from there): that
+/// build's files load when the function runs, so what they lack fails then and is said.
+#[test]
+fn a_build_a_function_finds_with_find_spec_is_judged_on_first_use() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[
+            (
+                "findpkg/__init__.py",
+                "import ctypes, importlib.util, os\n\
+                 def library(major=12):\n    spec = importlib.util.find_spec(f'findpkg_cuda{major}')\n    \
+                 return ctypes.CDLL(os.path.join(os.path.dirname(spec.origin), 'libwork.so'))\n",
+            ),
+            ("findpkg_cuda12/__init__.py", ""),
+        ],
+    );
+    let stub = fake_lib(
+        &work.path().join("stub"),
+        "libcudart.so.12",
+        "libcudart.so.12",
+        "cudaMalloc",
+    );
+    gcc_shared(
+        &site.join("findpkg_cuda12"),
+        "libwork.so",
+        Some("libwork.so"),
+        "int cudaMalloc(void *);\nint work(void) { return cudaMalloc(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", stub.parent().unwrap().display()),
+            "-l:libcudart.so.12",
+        ],
+    );
+    remove_c_sources(&site.join("findpkg_cuda12"));
+    // Reality: the import works, the use fails for the runtime.
+    let o = std::process::Command::new(&python)
+        .args(["-c", "import findpkg; findpkg.library()"])
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert!(stderr(&o).contains("libcudart.so.12"), "{}", stderr(&o));
+    let (code, v) = doctor_import("findpkg", &python);
+    assert_eq!(code, Some(0), "{v:#}");
+    assert!(
+        reasons_of(&v)
+            .iter()
+            .any(|r| r.contains("findpkg_cuda12/libwork.so")
+                && r.contains("libcudart.so.12 not found")),
+        "{v:#}"
+    );
+    let w = v["imported_with"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["package"] == "findpkg_cuda12")
+        .unwrap_or_else(|| panic!("{v:#}"));
+    assert_eq!(w["on_call"], "library()", "{w:#}");
+}

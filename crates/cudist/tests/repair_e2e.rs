@@ -1900,3 +1900,73 @@ fn a_wheel_that_is_all_on_demand_requires_what_its_files_link() {
     );
     assert_eq!(wr["optional_parts"], serde_json::json!([]), "{wr:#}");
 }
+
+/// A vendored copy of a CUDA release before any NVIDIA ships as wheels (CudaVox carries CUDA
+/// 10.2's runtime as `libcudart-80664282.so.10.2.89`): no wheel can stand in for it, so repair
+/// keeps it and requires nothing, and inspect says so rather than "would remove them".
+#[test]
+fn a_copy_of_a_release_before_any_wheel_is_kept() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let copy = "libcudart-80664282.so.10.2.89";
+    // The runtime's own entry points, by which a copy is known whatever its name.
+    let lib = gcc_shared(
+        &d.join("libs"),
+        copy,
+        Some(copy),
+        "int cudaSetDevice(void *p) { return p == 0; }
+int cudaMalloc(void) { return 0; }
+         int cudaLaunchKernel(void) { return 0; }
+int cudaGetDeviceCount(void) { return 0; }
+",
+        &[],
+    );
+    let module = gcc_shared(
+        d,
+        "ext.so",
+        Some("ext.so"),
+        "int cudaSetDevice(void *);\nint f(void) { return cudaSetDevice(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", lib.parent().unwrap().display()),
+            &format!("-l:{copy}"),
+            "-Wl,-rpath,$ORIGIN/../old.libs",
+        ],
+    );
+    let w = d.join("old-1.0-cp311-cp311-manylinux_2_17_x86_64.whl");
+    write_wheel(
+        &w,
+        "old",
+        &[],
+        &[
+            ("old/__init__.py", b"from . import ext\n".to_vec()),
+            ("old/ext.so", std::fs::read(&module).unwrap()),
+            (&format!("old.libs/{copy}"), std::fs::read(&lib).unwrap()),
+        ],
+    );
+    let o = cudist(&["inspect", "--json", w.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let lines = verdict_lines(artifact(&v, ".whl"));
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("of a release before any NVIDIA ships as wheels")),
+        "{lines:?}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.contains("would remove them")),
+        "{lines:?}"
+    );
+    let r = repair_json(&w, &d.join("out"));
+    let wr = &r["wheels"][0];
+    assert_eq!(wr["removed"], serde_json::json!([]), "{wr:#}");
+    assert_eq!(wr["requires_added"], serde_json::json!([]), "{wr:#}");
+    assert_eq!(wr["kept"][0]["path"], format!("old.libs/{copy}"), "{wr:#}");
+    assert!(
+        wr["kept"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("a release before any NVIDIA ships as wheels"),
+        "{wr:#}"
+    );
+}

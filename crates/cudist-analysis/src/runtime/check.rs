@@ -2725,6 +2725,9 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     let mut depth_of: Vec<usize> = Vec::new();
     // The modules a package asked for imports in a function (`lisatools_backend_cuda12x.pycppdetector`).
     let mut on_call_modules: Vec<String> = Vec::new();
+    // The packages followed because a function looks them up with `find_spec` to use their
+    // files: all their files load then, not only what their import loads.
+    let mut spec_packages: BTreeSet<String> = BTreeSet::new();
     for n in &args.imports {
         match venv_package(&python, n, false) {
             Some(p) => {
@@ -2958,6 +2961,71 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 });
                 imports.push((top.to_string(), found));
                 depth_of.push(MAX_FOLLOW);
+            }
+            // The packages its functions look up with `find_spec` to use their files (bartorch's
+            // `find_spec(f"bartorch_cuda{major}")`, then `libbartorch.so` from there): their
+            // files load on first use too. A pattern stands for each package of the site whose
+            // name it matches.
+            let site_dir = dir.parent().map(Path::to_path_buf);
+            for spec in scan.found_specs.iter().filter(|_| depth == 0) {
+                let tops: Vec<String> = if spec.module.contains('*') {
+                    let top_pattern = spec.module.split('.').next().unwrap_or_default();
+                    let Ok(pattern) = glob::Pattern::new(top_pattern) else {
+                        continue;
+                    };
+                    let mut names: Vec<String> = site_dir
+                        .as_deref()
+                        .and_then(|d| std::fs::read_dir(d).ok())
+                        .into_iter()
+                        .flatten()
+                        .flatten()
+                        .filter(|e| e.path().is_dir())
+                        .filter_map(|e| e.file_name().into_string().ok())
+                        .filter(|n| !n.contains('-') && pattern.matches(n))
+                        .collect();
+                    names.sort();
+                    names.truncate(MAX_PLUGINS);
+                    names
+                } else {
+                    vec![spec
+                        .module
+                        .split('.')
+                        .next()
+                        .unwrap_or_default()
+                        .to_string()]
+                };
+                for top in tops {
+                    if top == own_top
+                        || imports.iter().any(|(n, _)| *n == top)
+                        || report
+                            .imported_with
+                            .iter()
+                            .filter(|w| w.on_first_use())
+                            .count()
+                            >= MAX_PLUGINS
+                    {
+                        continue;
+                    }
+                    let Some(found) = venv_package(&python, &top, true)
+                        .or_else(|| outside_package(&python, search_path, &top))
+                    else {
+                        continue;
+                    };
+                    if list_elfs(&mut elfs, &found).is_empty() {
+                        continue;
+                    }
+                    report.imported_with.push(ImportedWith {
+                        package: top.clone(),
+                        by: imports[i].0.clone(),
+                        at: format!("{}, find_spec: its files are used then", spec.at),
+                        path: found.clone(),
+                        plugin: None,
+                        on_call: Some(format!("{}()", spec.function)),
+                    });
+                    spec_packages.insert(top.clone());
+                    imports.push((top, found));
+                    depth_of.push(MAX_FOLLOW);
+                }
             }
             // Its plugins: the modules installed distributions register in the entry-point
             // groups its code reads, wherever the interpreter finds distributions.
@@ -4115,7 +4183,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 .iter()
                 .filter(|w| f.starts_with(&w.path))
                 .max_by_key(|w| w.path.components().count())
-                .filter(|w| w.plugin.is_none())
+                .filter(|w| w.plugin.is_none() && !spec_packages.contains(&w.package))
             else {
                 return false;
             };
