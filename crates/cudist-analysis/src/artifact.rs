@@ -284,8 +284,7 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
     let platform = platform::evaluate(elfs.iter().map(|a| &a.report), &from_required, &file_tag);
     let mut verdict = verdict(
         kind,
-        &cuda_needed,
-        &driver_needed,
+        (&cuda_needed, &driver_needed),
         &vendored,
         &elfs,
         &device,
@@ -2242,8 +2241,7 @@ struct PythonLoads<'a> {
 
 fn verdict(
     kind: ArtifactKind,
-    cuda_needed: &[NeededLibrary],
-    driver_needed: &[NeededLibrary],
+    (cuda_needed, driver_needed): (&[NeededLibrary], &[NeededLibrary]),
     vendored: &[Vendored],
     elfs: &[Analysed],
     device: &DeviceSummary,
