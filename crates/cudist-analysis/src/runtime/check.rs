@@ -992,6 +992,23 @@ impl ImportedWith {
 /// How many plugins (entry-point modules) doctor follows, over all the groups read.
 const MAX_PLUGINS: usize = 64;
 
+/// Whether doctor follows no more packages loaded on first use ([`MAX_PLUGINS`]): an environment
+/// nobody vetted may register or name any number.
+fn first_use_full(report: &Report) -> bool {
+    report
+        .imported_with
+        .iter()
+        .filter(|w| w.on_first_use())
+        .count()
+        >= MAX_PLUGINS
+}
+
+/// The directory of top-level package `top` as `python` imports it: in its venv (a namespace
+/// package too), else where the interpreter finds it.
+fn package_dir(python: &Path, search_path: Option<&[PathBuf]>, top: &str) -> Option<PathBuf> {
+    venv_package(python, top, true).or_else(|| outside_package(python, search_path, top))
+}
+
 /// How many imports deep doctor follows packages into other packages.
 const MAX_FOLLOW: usize = 3;
 
@@ -2929,19 +2946,10 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                     continue;
                 };
                 let top = module.split('.').next().unwrap_or_default();
-                if top == own_top
-                    || report
-                        .imported_with
-                        .iter()
-                        .filter(|w| w.on_first_use())
-                        .count()
-                        >= MAX_PLUGINS
-                {
+                if top == own_top || first_use_full(&report) {
                     continue;
                 }
-                let Some(found) = venv_package(&python, top, true)
-                    .or_else(|| outside_package(&python, search_path, top))
-                else {
+                let Some(found) = package_dir(&python, search_path, top) else {
                     continue;
                 };
                 on_call_modules.push(module.clone());
@@ -2997,18 +3005,11 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 for top in tops {
                     if top == own_top
                         || imports.iter().any(|(n, _)| *n == top)
-                        || report
-                            .imported_with
-                            .iter()
-                            .filter(|w| w.on_first_use())
-                            .count()
-                            >= MAX_PLUGINS
+                        || first_use_full(&report)
                     {
                         continue;
                     }
-                    let Some(found) = venv_package(&python, &top, true)
-                        .or_else(|| outside_package(&python, search_path, &top))
-                    else {
+                    let Some(found) = package_dir(&python, search_path, &top) else {
                         continue;
                     };
                     if list_elfs(&mut elfs, &found).is_empty() {
@@ -3054,13 +3055,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                             continue;
                         }
                         // An environment nobody vetted may register any number.
-                        if report
-                            .imported_with
-                            .iter()
-                            .filter(|w| w.on_first_use())
-                            .count()
-                            >= MAX_PLUGINS
-                        {
+                        if first_use_full(&report) {
                             break;
                         }
                         let Some(found) = outside_package(&python, search_path, &ep.module) else {
