@@ -1287,7 +1287,7 @@ pub fn scan_with(
         .iter_mut()
         .filter(|p| p.mechanism == Mechanism::Ctypes && !p.name.contains(['/', '*', '?', '[']))
     {
-        let mut near = Vec::new();
+        let mut near = std::mem::take(&mut p.near);
         for at in [&p.loaded_at, &p.named_at] {
             let path = at.rsplit_once(':').map_or(at.as_str(), |(f, _)| f);
             if let Some(f) = files.iter().find(|f| f.path == path) {
@@ -1528,9 +1528,9 @@ fn calls_by_name<'f>(files: &'f [File], wanted: &BTreeSet<&'f str>) -> CallsByNa
             .filter_map(|&(gi, sj, k)| {
                 let d = files[gi].scope[sj]?;
                 let st = &files[gi].stmts[d];
-                (k.arg_name.is_some() && k.arg_name == st.first_param)
-                    .then_some(st.def.as_deref())
-                    .flatten()
+                // The function passes on its first parameter, or a path it computes
+                // ([`passed_in`]): its own callers say what.
+                k.arg_name.is_some().then_some(st.def.as_deref()).flatten()
             })
             .filter(|n| !wanted.contains(n))
             .collect();
@@ -1620,13 +1620,14 @@ fn passed_in(
 ) -> Vec<Preload> {
     let mut out = Vec::new();
     // (file, statement, call, passed on from a call of the load's function, caught on the way).
+    // (…, the path is computed by the calling function from what its callers pass).
     let mut sites: Vec<_> = call_sites(files, by_name, c.scope)
         .into_iter()
-        .map(|(gi, sj, k)| (gi, sj, k, false, false))
+        .map(|(gi, sj, k)| (gi, sj, k, false, false, false))
         .collect();
     let mut forwarding: BTreeSet<Scope> = BTreeSet::from([c.scope]);
     let mut next = 0;
-    while let Some(&(gi, sj, k, forwarded, caught)) = sites.get(next) {
+    while let Some(&(gi, sj, k, forwarded, caught, computed)) = sites.get(next) {
         next += 1;
         let g = &files[gi];
         // A call that passes on its own function's first parameter (libkvikio's
@@ -1642,7 +1643,26 @@ fn passed_in(
                 sites.extend(
                     call_sites(files, by_name, scope)
                         .into_iter()
-                        .map(|(gi, sj, k)| (gi, sj, k, true, caught)),
+                        .map(|(gi, sj, k)| (gi, sj, k, true, caught, false)),
+                );
+                continue;
+            }
+            // A path the calling function computes from what its own callers pass (cyborgdb's
+            // `_load(path)` in `def _load_from_package(package, *rel_path)`, which joins the
+            // package's directory and the parts, called as `_load_from_package("nvidia.cublas",
+            // "lib", "libcublas.so.12")`): the library names those calls pass, as for a ctypes
+            // load of a computed path.
+            if c.passed
+                && !forwarded
+                && !computed
+                && forwarding.len() < 4
+                && forwarding.insert(scope)
+            {
+                let caught = caught || catches_failure(g.caught(sj), c.mechanism);
+                sites.extend(
+                    call_sites(files, by_name, scope)
+                        .into_iter()
+                        .map(|(gi, sj, k)| (gi, sj, k, false, caught, true)),
                 );
                 continue;
             }
@@ -1651,7 +1671,7 @@ fn passed_in(
         // the function computes, any library name the call passes (deepmd-kit's
         // `dlopen_library("nvidia.cuda_runtime.lib", "libcudart.so*")`, which globs the second
         // in the module the first names).
-        let mut args: Vec<&str> = if c.passed || forwarded {
+        let mut args: Vec<&str> = if (c.passed || forwarded) && !computed {
             k.arg.as_deref().into_iter().collect()
         } else {
             g.stmts[sj]
@@ -1663,7 +1683,7 @@ fn passed_in(
         };
         // A word the load's function builds a name from (transformer-engine's
         // `_load_cuda_library_from_python("cublas")` globbing `lib{lib_name}*`).
-        if c.mechanism == Mechanism::Ctypes && !c.passed && !forwarded {
+        if c.mechanism == Mechanism::Ctypes && (!c.passed || computed) && !forwarded {
             args.extend(
                 k.arg
                     .as_deref()
@@ -1689,6 +1709,13 @@ fn passed_in(
                 continue;
             }
             let when = called_at(files, reach, c, (gi, sj, k));
+            // The module's directory and the parts the call passes with the name, for a path
+            // the function computes from them.
+            let near: Vec<String> = if (computed || !c.passed) && !forwarded {
+                module_dir(&k.literal_args, arg).into_iter().collect()
+            } else {
+                Vec::new()
+            };
             for (lib, sonames) in libs {
                 out.push(Preload {
                     name: lib,
@@ -1700,13 +1727,38 @@ fn passed_in(
                     on_call: when.on_call.clone(),
                     optional: when.optional || caught,
                     if_present: false,
-                    near: Vec::new(),
+                    near: near.clone(),
                     variable: None,
                 });
             }
         }
     }
     out
+}
+
+/// The directory below site-packages that a call's literals name before the library name
+/// `lib`: a module, then directories (`"nvidia.cublas", "lib", "libcublas.so.12"` →
+/// `nvidia/cublas/lib`; `"nvidia.cuda_runtime.lib", "libcudart.so*"` → `nvidia/cuda_runtime/lib`),
+/// for a function that joins the module's directory and the parts. None where the literals
+/// are not written that way.
+fn module_dir(literals: &[String], lib: &str) -> Option<String> {
+    let at = literals.iter().position(|l| l == lib)?;
+    let (module, dirs) = literals[..at].split_first()?;
+    let word = |w: &str| {
+        !w.is_empty()
+            && w.len() <= 100
+            && w.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    };
+    if !module.split('.').all(word) || !dirs.iter().all(|d| word(d)) {
+        return None;
+    }
+    let mut dir = module.replace('.', "/");
+    for d in dirs {
+        dir.push('/');
+        dir.push_str(d);
+    }
+    Some(dir)
 }
 
 /// The libraries a ctypes load's function names by putting `arg`, the word a call passes as its
@@ -2363,6 +2415,56 @@ mod tests {
             [
                 ("libcudart.so*", "pkg/env.py:9", true),
                 ("libcublas.so*", "pkg/env.py:10", true)
+            ]
+        );
+    }
+
+    /// A ctypes wrapper called with a path its caller computes from what that caller's own
+    /// callers pass (cyborgdb-core's `_load(path)` in `_load_from_package(package, *rel_path)`,
+    /// called as `_load_from_package("nvidia.cublas", "lib", "libcublas.so.12")`): each library
+    /// name those calls pass is loaded, optional where the wrapper catches the failure.
+    #[test]
+    fn a_wrapper_given_a_path_its_caller_computes_loads_what_the_callers_name() {
+        let preloads = preloads(
+            &[src(
+                "pkg/__init__.py",
+                "import os, sys\n\
+                 def _preload():\n    import importlib, ctypes\n\
+                 \x20   def _load(path):\n        try:\n            ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)\n        except OSError:\n            pass\n\
+                 \x20   def _load_from_package(package, *rel):\n        try:\n            mod = importlib.import_module(package)\n            path = os.path.join(mod.__path__[0], *rel)\n            if os.path.exists(path):\n                _load(path)\n        except ImportError:\n            pass\n\
+                 \x20   _load_from_package('nvidia.cublas', 'lib', 'libcublas.so.12')\n\
+                 \x20   _load_from_package('librmm', 'lib64', 'librmm.so')\n\
+                 \x20   _load_from_package('x', 'README')\n\
+                 _preload()\n",
+            )],
+            &Catalog::builtin(),
+            None,
+        );
+        let got: Vec<(&str, &str, bool, bool)> = preloads
+            .iter()
+            .map(|p| {
+                (
+                    p.name.as_str(),
+                    p.named_at.as_str(),
+                    p.at_import,
+                    p.optional,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("libcublas.so.12", "pkg/__init__.py:17", true, true),
+                ("librmm.so", "pkg/__init__.py:18", true, true)
+            ]
+        );
+        // Found where the function looks: the module's directory joined with the parts.
+        let near: Vec<&[String]> = preloads.iter().map(|p| p.near.as_slice()).collect();
+        assert_eq!(
+            near,
+            [
+                &["nvidia/cublas/lib".to_string()][..],
+                &["librmm/lib64".to_string()][..]
             ]
         );
     }

@@ -55,6 +55,10 @@ pub struct Call {
     /// The `group=` keyword argument, when it is a plain name (`group=ENTRY_POINT_GROUP`): a
     /// module constant ([`File::constant`]).
     pub group_name: Option<String>,
+    /// Every positional argument, where there are two to eight and each is a string literal
+    /// (`_load_from_package("nvidia.cublas", "lib", "libcublas.so.12")`): the parts a function
+    /// joins into a path.
+    pub literal_args: Vec<String>,
 }
 
 /// Whether a string can name a shared library or a data file listing libraries (`libcudart.so.12`,
@@ -727,6 +731,16 @@ impl<'a> Visitor<'a> for Gather<'_> {
                     if let Some(k) = first.filter(|_| sets_env).and_then(EnvKey::of) {
                         self.env_sets.push(k);
                     }
+                    let literal_args: Vec<String> = if (2..=8).contains(&c.arguments.args.len()) {
+                        c.arguments
+                            .args
+                            .iter()
+                            .map(|a| string_value(a).filter(|v| v.len() <= MAX_CONSTANT))
+                            .collect::<Option<Vec<String>>>()
+                            .unwrap_or_default()
+                    } else {
+                        Vec::new()
+                    };
                     self.calls.push(Call {
                         callee,
                         arg,
@@ -735,6 +749,7 @@ impl<'a> Visitor<'a> for Gather<'_> {
                         found: self.found,
                         group,
                         group_name,
+                        literal_args,
                     });
                 }
             }

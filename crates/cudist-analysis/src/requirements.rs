@@ -135,6 +135,22 @@ impl ReqName {
 
     /// `nvidia-cudnn-cu13 → nvidia-cublas` when every release of this requirement's package that
     /// it admits (and the snapshot records) requires a package that provides `pip`.
+    /// Whether cudist's snapshot of PyPI records the requirements of a release this requirement
+    /// admits: librmm-cu12's are recorded from 26.4 on, so `librmm-cu12==25.12.*` is not.
+    fn recorded(&self) -> bool {
+        let Some(releases) = cudist_catalog::pip::requires(&self.name) else {
+            return false;
+        };
+        let spec = VersionSpecifiers::from_str(&self.specifier).ok();
+        releases
+            .keys()
+            .any(|version| match (&spec, Version::from_str(version)) {
+                (Some(s), Ok(v)) => s.contains(&v),
+                (None, _) => true,
+                (Some(_), Err(_)) => false,
+            })
+    }
+
     fn through_dependencies(&self, pip: &str, extra: Option<&str>, depth: usize) -> Option<String> {
         if depth == 0 || !self.on_linux {
             return None;
@@ -207,7 +223,7 @@ pub fn provision(requires: &[ReqName], pip: &str, extra: Option<&str>) -> Option
 
 /// The requirements (unconditional, on Linux) of packages built for a CUDA major (their name
 /// says so: `distributed-ucxx-cu12`, `cupy-cuda12x`) whose own requirements the catalog's
-/// snapshot does not record: a library not declared directly may come through one of them
+/// snapshot does not record, for any release the requirement admits: a library not declared directly may come through one of them
 /// (raft-dask-cu12 gets libucx-cu12 through distributed-ucxx-cu12 → ucxx-cu12 → libucxx-cu12).
 pub fn unrecorded_cuda_requirements(requires: &[ReqName]) -> Vec<String> {
     let for_cuda = |name: &str| {
@@ -224,7 +240,7 @@ pub fn unrecorded_cuda_requirements(requires: &[ReqName]) -> Vec<String> {
     let mut out: Vec<String> = requires
         .iter()
         .filter(|r| r.on_linux && r.in_extra.is_none() && for_cuda(&r.name))
-        .filter(|r| cudist_catalog::pip::requires(&r.name).is_none())
+        .filter(|r| !r.recorded())
         .map(|r| r.name.clone())
         .collect();
     out.dedup();
@@ -266,15 +282,18 @@ mod tests {
             "ucxx-cu12; extra == 'test'",
             "rmm-cu12; sys_platform == 'win32'",
             "pycuda",
+            "librmm-cu12==25.12.*",
+            "librmm-cu12>=26.4",
         ]
         .iter()
         .filter_map(|r| ReqName::parse(r))
         .collect();
         // nvidia-nccl-cu12's requirements are recorded; numpy and pycuda name no CUDA major;
-        // an extra's and Windows' requirements are not the package's own on Linux.
+        // an extra's and Windows' requirements are not the package's own on Linux; librmm-cu12's
+        // are recorded from 26.4 on, not for 25.12 (cyborgdb-core-cu12 0.18.0 requires that).
         assert_eq!(
             unrecorded_cuda_requirements(&reqs),
-            ["distributed-ucxx-cu12", "cupy-cuda12x"]
+            ["distributed-ucxx-cu12", "cupy-cuda12x", "librmm-cu12"]
         );
     }
 

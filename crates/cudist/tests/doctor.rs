@@ -5301,3 +5301,161 @@ fn a_build_a_function_finds_with_find_spec_is_judged_on_first_use() {
         .unwrap_or_else(|| panic!("{v:#}"));
     assert_eq!(w["on_call"], "library()", "{w:#}");
 }
+
+/// A package whose library was built against another release of a library it links (mslk built
+/// against a later torch: `undefined symbol: _ZN3c1013MessageLogger…`), whose own loader hides
+/// the loader's error behind its own: the lead says which library defines the nearest symbol, and
+/// the distribution that installed it, read from the load the real import made.
+#[test]
+fn a_module_built_against_another_release_of_a_library_is_named_with_it() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[
+            (
+                "basepkg/__init__.py",
+                "import ctypes, os\n\
+                 _lib = ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'libbase.so'), mode=ctypes.RTLD_GLOBAL)\n",
+            ),
+            ("basepkg-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: basepkg\nVersion: 1.0\n"),
+            (
+                "basepkg-1.0.dist-info/RECORD",
+                "basepkg/__init__.py,,\nbasepkg/libbase.so,,\nbasepkg-1.0.dist-info/RECORD,,\n",
+            ),
+            (
+                "newext/__init__.py",
+                "import ctypes, os\nimport basepkg\n\
+                 _p = os.path.join(os.path.dirname(__file__), 'libnewext.so')\n\
+                 try:\n    ctypes.CDLL(_p)\nexcept OSError:\n    raise OSError(f'Could not load this library: {_p}') from None\n",
+            ),
+        ],
+    );
+    // Installed: the first release. Built against: the second, which renamed the entry point.
+    gcc_shared(
+        &site.join("basepkg"),
+        "libbase.so",
+        Some("libbase.so"),
+        "int base_logger_create_at_line(int l) { return l; }\n",
+        &[],
+    );
+    let newer = gcc_shared(
+        &work.path().join("newer"),
+        "libbase.so",
+        Some("libbase.so"),
+        "int base_logger_create_at_location(void *l) { return l == 0; }\n",
+        &[],
+    );
+    gcc_shared(
+        &site.join("newext"),
+        "libnewext.so",
+        Some("libnewext.so"),
+        "int base_logger_create_at_location(void *);\nint run(void) { return base_logger_create_at_location(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", newer.parent().unwrap().display()),
+            "-l:libbase.so",
+            "-Wl,-z,now",
+        ],
+    );
+    remove_c_sources(&site.join("basepkg"));
+    remove_c_sources(&site.join("newext"));
+    // Reality: the import fails with the package's own message, the loader's hidden.
+    let o = std::process::Command::new(&python)
+        .args(["-c", "import newext"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success()
+            && err.contains("Could not load this library")
+            && !err.contains("undefined symbol"),
+        "{err}"
+    );
+    let (code, v) = doctor_import("newext", &python);
+    assert_eq!(code, Some(1), "{v:#}");
+    let lead = reasons_of(&v)[0].to_string();
+    assert!(
+        lead.starts_with("import newext fails: OSError: Could not load this library: ")
+            && lead.contains("libnewext.so: undefined symbol base_logger_create_at_location: the libbase.so it links (")
+            && lead.contains(", from basepkg 1.0) defines base_logger_create_at_line, not it")
+            && lead.contains("install the basepkg release libnewext.so was built against"),
+        "{lead}"
+    );
+}
+
+/// A file that links a Python package's libraries, where that package's own library cannot load
+/// (torch's libtorch.so without cuBLAS, as a torch extension sees it with nvidia-cublas moved
+/// aside): the import of that package fails before it loads the rest (libc10.so), and what it
+/// lacks is the one cause, not "nothing here loads it first" beside it.
+#[test]
+fn a_python_packages_libraries_behind_its_failed_load_are_not_a_second_cause() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[
+            (
+                "torch/__init__.py",
+                "import ctypes, os\n\
+                 _lib = os.path.join(os.path.dirname(__file__), 'lib')\n\
+                 ctypes.CDLL(os.path.join(_lib, 'libtorch.so'), mode=ctypes.RTLD_GLOBAL)\n\
+                 ctypes.CDLL(os.path.join(_lib, 'libc10.so'), mode=ctypes.RTLD_GLOBAL)\n",
+            ),
+            (
+                "opsuser/__init__.py",
+                "import ctypes, os\nimport torch\n\
+                 _ops = ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'torch_ops.so'))\n",
+            ),
+        ],
+    );
+    let stub = fake_lib(
+        &work.path().join("stub"),
+        "libcublas.so.12",
+        "libcublas.so.12",
+        "cublasCreate_v2",
+    );
+    let lib = site.join("torch/lib");
+    fake_lib(&lib, "libc10.so", "libc10.so", "c10");
+    gcc_shared(
+        &lib,
+        "libtorch.so",
+        Some("libtorch.so"),
+        "int cublasCreate_v2(void *);\nint torch(void *p) { return cublasCreate_v2(p); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", stub.parent().unwrap().display()),
+            "-l:libcublas.so.12",
+        ],
+    );
+    gcc_shared(
+        &site.join("opsuser"),
+        "torch_ops.so",
+        None,
+        "int c10(void *);\nint torch(void *);\nint ops(void) { return c10(0) + torch(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", lib.display()),
+            "-l:libc10.so",
+            "-l:libtorch.so",
+        ],
+    );
+    remove_c_sources(&lib);
+    remove_c_sources(&site.join("opsuser"));
+    let (code, v) = doctor_import("opsuser", &python);
+    assert_eq!(code, Some(1), "{v:#}");
+    let reasons = reasons_of(&v);
+    assert!(
+        reasons[0].starts_with("import opsuser fails: OSError: libcublas.so.12: cannot open"),
+        "{reasons:#?}"
+    );
+    let cublas: Vec<&&str> = reasons
+        .iter()
+        .filter(|r| r.contains("libcublas.so.12 not found"))
+        .collect();
+    assert_eq!(cublas.len(), 1, "{reasons:#?}");
+    assert!(cublas[0].contains("torch_ops.so"), "{reasons:#?}");
+    assert!(
+        !reasons.iter().any(|r| r.contains("libc10.so")
+            && (r.contains("nothing here loads it first") || r.contains("import it first"))),
+        "{reasons:#?}"
+    );
+}

@@ -2337,6 +2337,34 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             );
             continue;
         }
+        // A library of a Python package whose own libraries cannot load here (torch's libc10.so
+        // where libtorch_cuda.so lacks cuBLAS): that package's import fails before it loads
+        // the rest, and what it lacks is the cause, not a search path to them.
+        let provider_blocked = catalog.python_provider(&m.name).and_then(|p| {
+            p.sonames
+                .iter()
+                .find_map(|s| blocked.get(s).map(|b| (p, s, b)))
+        });
+        if let Some((p, lib, (path, lacks))) = provider_blocked {
+            let listed: Vec<&str> = lacks.iter().map(String::as_str).collect();
+            let lacks = lacks.join(", ");
+            verdict.add_rooted(
+                fails,
+                format!("blocked by {lacks}"),
+                Some(root_of(&listed, major, catalog)),
+                f.display().to_string(),
+                format!(
+                    "{}: needs {}, which comes with {}, whose import fails here before it loads it: its {lib} ({}) cannot load, {lacks} not found{when}",
+                    f.display(),
+                    m.name,
+                    p.pip,
+                    path.display()
+                ),
+                Several::Blocked { lacks },
+                Some(lib.clone()),
+            );
+            continue;
+        }
         let (pip, id) = match catalog.classify_hinted(&m.name, major) {
             SonameClass::Toolkit(l) | SonameClass::External(l) => {
                 (l.major.pip.clone(), Some(l.library.id.as_str()))
@@ -4827,8 +4855,12 @@ fn extensions_failed_at_import(
                         .map(|f| format!(" (fix: {f})"))
                         .unwrap_or_default()
                 }
-                None if x.error.contains("undefined symbol") => " (a library it links is not the release it was built against: install the versions its package requires)".to_string(),
-                None => String::new(),
+                None => match undefined_symbol_in(&x.error) {
+                    Some((file, symbol)) => {
+                        format!(" ({})", undefined_symbol_reason(&file, &symbol, &t.loaded))
+                    }
+                    None => String::new(),
+                },
             };
             let file = x.path.display().to_string();
             disagreements.push(format!(
@@ -4852,6 +4884,117 @@ fn extensions_failed_at_import(
     }
 }
 
+/// The file and the symbol of a load the loader refused for a symbol no loaded object defines
+/// (`OSError: /…/mslk.so: undefined symbol: _ZN3c1013MessageLogger…`).
+fn undefined_symbol_in(error: &str) -> Option<(PathBuf, String)> {
+    let (head, rest) = error.split_once(": undefined symbol: ")?;
+    let file = head
+        .rsplit([' ', '\'', '"'])
+        .next()
+        .filter(|p| p.starts_with('/'))?;
+    let symbol = rest
+        .split_whitespace()
+        .next()?
+        .trim_end_matches(['\'', '"', ')', ',']);
+    (!symbol.is_empty()).then(|| (PathBuf::from(file), symbol.to_string()))
+}
+
+/// Why a file's load failed on `symbol`, read from the libraries it links as the import loaded
+/// them: the one that defines the symbol nearest to it (the longest common prefix, at least
+/// [`NEAR_SYMBOL`] bytes) is another release of the library the file was built against.
+/// torch 2.10's libc10.so defines `_ZN3c1013MessageLoggerC1EPKciib`; a module built against a
+/// later torch asks for `_ZN3c1013MessageLoggerC1ENS_14SourceLocationEib`, and that release of
+/// torch is the fix. Nothing found: a library it links is not the release it was built against.
+fn undefined_symbol_reason(file: &Path, symbol: &str, loaded: &[super::trace::Loaded]) -> String {
+    let base = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let generic = format!(
+        "{base}: undefined symbol {symbol}: a library it links is not the release it was built against: install the versions its package requires"
+    );
+    let Ok(map) = cudist_elf::map_file(file) else {
+        return generic;
+    };
+    let Ok(elf) = cudist_elf::ElfFile::parse(&map) else {
+        return generic;
+    };
+    let common = |a: &str| {
+        a.bytes()
+            .zip(symbol.bytes())
+            .take_while(|(x, y)| x == y)
+            .count()
+    };
+    let mut best: Option<(usize, &Path, String)> = None;
+    for l in loaded {
+        let file_name = l.path.file_name().and_then(|n| n.to_str());
+        let linked = elf
+            .needed
+            .iter()
+            .any(|n| l.soname.as_deref() == Some(n.as_str()) || file_name == Some(n.as_str()));
+        if !linked {
+            continue;
+        }
+        let Ok(lib_map) = cudist_elf::map_file(&l.path) else {
+            continue;
+        };
+        let Ok(lib) = cudist_elf::ElfFile::parse(&lib_map) else {
+            continue;
+        };
+        if let Some(near) = lib
+            .defined_dynamic()
+            .map(|s| (common(&s.name), &s.name))
+            .filter(|(n, _)| *n >= NEAR_SYMBOL)
+            .max_by_key(|(n, _)| *n)
+        {
+            if best.as_ref().is_none_or(|(b, _, _)| near.0 > *b) {
+                best = Some((near.0, l.path.as_path(), near.1.clone()));
+            }
+        }
+    }
+    let Some((_, lib, near)) = best else {
+        return generic;
+    };
+    let lib_name = lib
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let (from, install) = match record_owner(lib) {
+        Some((dist, version)) => (
+            format!(", from {dist} {version}"),
+            format!("install the {dist} release {base} was built against"),
+        ),
+        None => (
+            String::new(),
+            format!("install the {lib_name} {base} was built against"),
+        ),
+    };
+    format!(
+        "{base}: undefined symbol {symbol}: the {lib_name} it links ({}{from}) defines {near}, not it: {base} was built against another release of it; {install}",
+        lib.display()
+    )
+}
+
+/// The shortest common prefix of a missing symbol and one a library defines that names the
+/// library as the one it came from: longer than any library's function prefix alone (`cublas`),
+/// as long as a C++ namespace and a class (`_ZN3c1013M`).
+const NEAR_SYMBOL: usize = 10;
+
+/// The installed distribution whose `RECORD` lists a file, with its version.
+fn record_owner(f: &Path) -> Option<(String, String)> {
+    let f = cudist_fs::inner::lexical(f);
+    let site = site_of(&f)?;
+    let rel = f.strip_prefix(site).ok()?.to_str()?;
+    let records = site_records(site);
+    let (dist, _) = records.iter().find(|(_, paths)| paths.contains(rel))?;
+    let version = cudist_wheel::installed::scan_names(site)
+        .ok()?
+        .into_iter()
+        .find(|d| d.name == *dist)?
+        .version;
+    Some((dist.clone(), version))
+}
+
 /// The verdict made whole: what the real import tried and failed to load, one line per root
 /// cause, and the real import's failure leading.
 fn conclude(
@@ -4870,6 +5013,33 @@ fn conclude(
     let mut leads: Vec<(String, String, bool)> = Vec::new();
     for t in report.imports_run.iter().rev() {
         if let Some(e) = &t.error {
+            // A load refused for an undefined symbol, by the import's error or by a load it made
+            // before failing (mslk's `torch.ops.load_library`, whose own error hides the
+            // loader's): the library it links is another release than it was built against.
+            let refused = undefined_symbol_in(e)
+                .or_else(|| {
+                    t.dlopens
+                        .iter()
+                        .filter_map(|d| d.error.as_deref())
+                        .find_map(undefined_symbol_in)
+                })
+                .or_else(|| {
+                    t.extension_failures
+                        .iter()
+                        .find_map(|x| undefined_symbol_in(&x.error))
+                });
+            if let Some((file, symbol)) = refused {
+                let why = undefined_symbol_reason(&file, &symbol, &t.loaded);
+                if !report.verdict.reasons.iter().any(|r| r.contains(&symbol)) {
+                    disagreements.push(format!(
+                        "import {}: the real import failed because the loader refused {} (undefined symbol {symbol}), which the model of its files does not check outside CUDA libraries",
+                        t.module,
+                        file.display()
+                    ));
+                }
+                leads.push((t.module.clone(), format!("{e} ({why})"), false));
+                continue;
+            }
             // A library the error names that no reason of the model names: the model failed
             // for another reason, or for none.
             let unexplained = match not_found_in(e) {
