@@ -5459,3 +5459,85 @@ fn a_python_packages_libraries_behind_its_failed_load_are_not_a_second_cause() {
         "{reasons:#?}"
     );
 }
+
+/// A native file that opens a library by its linker name or what a variable named for it says,
+/// where its own distribution carries a file of that name (triton's libproton.so opens
+/// `libcupti.so` or `TRITON_CUPTI_LIB_PATH`, and triton carries
+/// `backends/nvidia/lib/cupti/libcupti.so`, which its Python points the variable at): the
+/// package hands over its copy, no failure. Without the copy, the failure stands. Checked
+/// against a real use that sets the variable as the package does.
+#[test]
+fn a_library_the_distribution_carries_for_a_variable_the_file_reads_is_no_failure() {
+    let work = tempfile::tempdir().unwrap();
+    let init = "import ctypes, os\n\
+                def profile():\n    here = os.path.dirname(__file__)\n    \
+                os.environ.setdefault('CARRYPKG_CUPTI_LIB_PATH', os.path.join(here, 'backends', 'cupti'))\n    \
+                return ctypes.CDLL(os.path.join(here, 'libprof.so')).prof()\n";
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[
+            ("carrypkg/__init__.py", init),
+            (
+                "carrypkg-1.0.dist-info/METADATA",
+                "Metadata-Version: 2.1\nName: carrypkg\nVersion: 1.0\n",
+            ),
+            (
+                "carrypkg-1.0.dist-info/RECORD",
+                "carrypkg/__init__.py,,\ncarrypkg/libprof.so,,\n",
+            ),
+        ],
+    );
+    gcc_shared(
+        &site.join("carrypkg"),
+        "libprof.so",
+        Some("libprof.so"),
+        "#include <dlfcn.h>\n#include <stdlib.h>\n#include <string.h>\n#include <stdio.h>\n\
+         const char *cupti_name = \"libcupti.so\";\n\
+         int prof(void) { const char *d = getenv(\"CARRYPKG_CUPTI_LIB_PATH\"); char p[4096];\n\
+           const char *x = cupti_name;\n\
+           if (d) { snprintf(p, sizeof p, \"%s/%s\", d, cupti_name); x = p; }\n\
+           return dlopen(x, RTLD_NOW) ? 0 : 1; }\n",
+        &["-ldl"],
+    );
+    remove_c_sources(&site.join("carrypkg"));
+    let cupti_fails = |v: &serde_json::Value| {
+        reasons_of(v)
+            .iter()
+            .any(|r| r.contains("dlopen(libcupti.so)") && r.contains("will fail"))
+    };
+    // Without the carried copy: the use fails, and so does doctor's line.
+    let use_it = |want: &str| {
+        let o = std::process::Command::new(&python)
+            .args(["-c", "import carrypkg; print(carrypkg.profile())"])
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap();
+        assert_eq!(stdout(&o).trim(), want, "{}", stderr(&o));
+    };
+    use_it("1");
+    let (_, v) = doctor_import("carrypkg", &python);
+    assert!(cupti_fails(&v), "{v:#}");
+    // With it, the use works and doctor says where the file is found.
+    fake_lib(
+        &site.join("carrypkg/backends/cupti"),
+        "libcupti.so",
+        "libcupti.so.12",
+        "cuptiGetVersion",
+    );
+    remove_c_sources(&site.join("carrypkg/backends/cupti"));
+    std::fs::write(
+        site.join("carrypkg-1.0.dist-info/RECORD"),
+        "carrypkg/__init__.py,,\ncarrypkg/libprof.so,,\ncarrypkg/backends/cupti/libcupti.so,,\n",
+    )
+    .unwrap();
+    use_it("0");
+    let (code, v) = doctor_import("carrypkg", &python);
+    assert_eq!(code, Some(0), "{v:#}");
+    assert!(!cupti_fails(&v), "{v:#}");
+    assert!(
+        reasons_of(&v).iter().any(|r| r.contains(
+            "libprof.so opens libcupti.so where CARRYPKG_CUPTI_LIB_PATH points, and its distribution carries it ("
+        ) && r.contains("carrypkg/backends/cupti/libcupti.so)")),
+        "{v:#}"
+    );
+}

@@ -1624,6 +1624,33 @@ fn dir_major(f: &Path, catalog: &Catalog) -> Option<u32> {
     }
 }
 
+/// The variables a file that opens `name` itself reads to find it (named for the library:
+/// `TRITON_CUPTI_LIB_PATH`), from its lazy loads.
+fn lazy_variables(file: &Path, name: &str, catalog: &Catalog) -> Vec<String> {
+    lazy_scan(file, catalog)
+        .0
+        .into_iter()
+        .filter(|(_, so, chain, _)| so.as_deref() == Some(name) || chain.iter().any(|c| c == name))
+        .flat_map(|(_, _, _, v)| v)
+        .collect()
+}
+
+/// A file named `name` that the distribution installing `file` also installs (its `RECORD`
+/// lists both), other than `file` itself.
+fn carried_copy(file: &Path, name: &str) -> Option<PathBuf> {
+    let f = cudist_fs::inner::lexical(file);
+    let site = site_of(&f)?;
+    let rel = f.strip_prefix(site).ok()?.to_str()?;
+    let records = site_records(site);
+    let (_, paths) = records.iter().find(|(_, paths)| paths.contains(rel))?;
+    paths
+        .iter()
+        .filter(|p| p.as_str() != rel)
+        .find(|p| p.rsplit('/').next() == Some(name))
+        .map(|p| site.join(p))
+        .filter(|p| p.is_file())
+}
+
 /// The CUDA major of the distribution whose `RECORD` lists a file, as its name says
 /// (`cupy-cuda12x` installs `cupy_backends/`): for a file of a package doctor did not follow,
 /// which the real import loaded.
@@ -2667,6 +2694,29 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             );
             continue;
         }
+        // A library opened by a name a variable the file reads can replace, of which the
+        // file's own distribution carries a copy under that name (triton's libproton.so opens
+        // libcupti.so, or what TRITON_CUPTI_LIB_PATH names, and triton's Python points that at
+        // its `backends/nvidia/lib/cupti` before proton starts): the package hands over its copy.
+        if driver_lib.is_none() && !lazy_variables(&r.needed_by, &r.name, catalog).is_empty() {
+            if let Some(copy) = carried_copy(&r.needed_by, &r.name) {
+                let vars = lazy_variables(&r.needed_by, &r.name, catalog).join(" or ");
+                let what = format!(
+                    "{by} opens {} where {vars} points, and its distribution carries it ({}): found when the package sets the variable",
+                    r.name,
+                    copy.display()
+                );
+                said_elsewhere.push(r.name.clone());
+                verdict.add_cause(
+                    Status::Ok,
+                    format!("carried {}", r.name),
+                    owner.display().to_string(),
+                    format!("{}: {what}", owner.display()),
+                    what,
+                );
+                continue;
+            }
+        }
         // A library opened at run time fails the feature that opens it, on first use. The
         // driver is here (libcuda.so.1 found), so a driver library it lacks (NVML in a container
         // started without the `utility` capability) fails what opens it, not every kernel.
@@ -2684,14 +2734,7 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
                 .unwrap_or_default();
             // A variable the file reads, named for the library, that nothing followed sets
             // (symmetrix's backend module, imported without the frontend that sets it).
-            let variables: Vec<String> = lazy_scan(&r.needed_by, catalog)
-                .0
-                .into_iter()
-                .filter(|(_, so, chain, _)| {
-                    so.as_deref() == Some(r.name.as_str()) || chain.contains(&r.name)
-                })
-                .flat_map(|(_, _, _, v)| v)
-                .collect();
+            let variables = lazy_variables(&r.needed_by, &r.name, catalog);
             let unless = match variables.as_slice() {
                 [] => String::new(),
                 vs => format!(
