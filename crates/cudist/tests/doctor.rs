@@ -5541,3 +5541,83 @@ fn a_library_the_distribution_carries_for_a_variable_the_file_reads_is_no_failur
         "{v:#}"
     );
 }
+
+/// A plugin directory a package's import loads whole, each load caught (openmm's
+/// `loadPluginsFromDirectory`): a platform plugin that cannot load for a library missing here
+/// (libOpenCL.so.1) lacks only that, not the core library the import had already loaded, and
+/// what that plugin would bring (cuFFT, through its own RPATH) is no cause of its own for the
+/// plugins that need both. The core is loaded by a name the code builds, which only the real
+/// import shows. Checked against the real import.
+#[test]
+fn a_plugin_that_cannot_load_lacks_only_what_the_real_import_had_not_loaded() {
+    let work = tempfile::tempdir().unwrap();
+    let init = "import ctypes, glob, os\n\
+                _d = os.path.dirname(__file__)\n\
+                _core = 'core'\n\
+                ctypes.CDLL(os.path.join(_d, 'lib', 'lib' + _core + '.so'), mode=ctypes.RTLD_GLOBAL)\n\
+                for _p in sorted(glob.glob(os.path.join(_d, 'lib', 'plugins', '*.so'))):\n    \
+                try:\n        ctypes.CDLL(_p, mode=ctypes.RTLD_GLOBAL)\n    except OSError:\n        pass\n";
+    let (python, site) = venv_with(&work.path().join("venv"), &[("plugpkg/__init__.py", init)]);
+    let stub = work.path().join("stub");
+    fake_lib(
+        &stub,
+        "libOpenCL.so.1",
+        "libOpenCL.so.1",
+        "clGetPlatformIDs",
+    );
+    let lib = site.join("plugpkg/lib");
+    let plugins = lib.join("plugins");
+    fake_lib(&lib, "libcore.so", "libcore.so", "core");
+    // The platform plugin: links the core (found loaded) and OpenCL, which is not here.
+    gcc_shared(
+        &plugins,
+        "libPlatCL.so",
+        Some("libPlatCL.so"),
+        "int core(void *);\nint clGetPlatformIDs(void *);\nint plat(void) { return core(0) + clGetPlatformIDs(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", lib.display()),
+            &format!("-L{}", stub.display()),
+            "-l:libcore.so",
+            "-l:libOpenCL.so.1",
+        ],
+    );
+    // A feature plugin for that platform: links it and the core.
+    gcc_shared(
+        &plugins,
+        "libFeatCL.so",
+        Some("libFeatCL.so"),
+        "int plat(void);\nint core(void *);\nint feat(void) { return plat() + core(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", lib.display()),
+            &format!("-L{}", plugins.display()),
+            "-l:libcore.so",
+            "-l:libPlatCL.so",
+        ],
+    );
+    remove_c_sources(&lib);
+    remove_c_sources(&plugins);
+    let o = std::process::Command::new(&python)
+        .args(["-c", "import plugpkg"])
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (code, v) = doctor_import("plugpkg", &python);
+    assert_eq!(code, Some(0), "{v:#}");
+    let reasons = reasons_of(&v);
+    let opencl: Vec<&&str> = reasons
+        .iter()
+        .filter(|r| r.contains("libOpenCL.so.1 not found"))
+        .collect();
+    assert_eq!(opencl.len(), 1, "{reasons:#?}");
+    // The feature plugin's failed load is that same cause, no line of its own.
+    assert_eq!(reasons.len(), 1, "{reasons:#?}");
+    assert!(
+        !reasons
+            .iter()
+            .any(|r| r.contains("libcore.so, libOpenCL.so.1") || r.contains("libcore.so not found")),
+        "{reasons:#?}"
+    );
+}

@@ -440,7 +440,14 @@ impl Verdict {
             .zip(&self.statuses)
             .any(|(r, s)| *s >= status && r.contains(what))
             || self.causes.iter().any(|c| {
-                c.status >= status && (c.key.contains(what) || c.several.text().contains(what))
+                c.status >= status
+                    && (c.key.contains(what)
+                        || c.several.text().contains(what)
+                        // A library that cannot load, said as what its files lack.
+                        || c.subjects.iter().any(|s| s == what)
+                        || c.files.iter().any(|(f, _)| {
+                            f.rsplit('/').next() == Some(what)
+                        }))
             })
     }
 
@@ -2407,9 +2414,14 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         // A CUDA library an installed provider's import loads is missing for that import too:
         // its own wheel is the fix (torch installed, nvidia-cuda-runtime-cu12 missing), not
         // the provider.
+        // So is one whose own wheel is installed (its file gone, or out of the file's reach).
+        let own_wheel_installed = pip
+            .as_deref()
+            .is_some_and(|w| installed.contains(&cudist_wheel::installed::normalise(w)));
         let provider = provider.filter(|p| {
             p.sonames.contains(&m.name)
-                || !installed.contains(&cudist_wheel::installed::normalise(&p.pip))
+                || (!installed.contains(&cudist_wheel::installed::normalise(&p.pip))
+                    && !own_wheel_installed)
         });
         if let Some(p) = provider {
             match from_provider.iter_mut().find(|(q, _)| q.pip == p.pip) {
@@ -3827,13 +3839,23 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     // preloads are listed in is not always the order a package's loaders run in (RAPIDS' loaders
     // load cuBLAS before libraft), so each is tried with every other that loads, until no more
     // does.
+    // What the real imports mapped is loaded too, whatever the model says loads it (openmm's
+    // libOpenMM.so, which its plugin loader had loaded before libOpenMMOpenCL.so's turn).
+    let mapped: Vec<PathBuf> = report
+        .imports_run
+        .iter()
+        .flat_map(|t| t.loaded.iter().map(|l| l.path.clone()))
+        .filter(|p| p.is_file())
+        .collect();
+    let with_mapped =
+        |loaded: &[PathBuf]| -> Vec<PathBuf> { mapped.iter().chain(loaded).cloned().collect() };
     let mut loaded: Vec<PathBuf> = Vec::new();
     let mut waiting: Vec<PathBuf> = preload;
     loop {
         let mut progress = false;
         let mut still = Vec::new();
         for p in std::mem::take(&mut waiting) {
-            env.set_preload(loaded.clone());
+            env.set_preload(with_mapped(&loaded));
             let ok = loader::simulate(&p, &env)
                 .map(|sim| sim.missing().next().is_none())
                 .unwrap_or(false);
@@ -3852,7 +3874,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     // A preload the real import did not load, whose file is there but cannot load here (a
     // loader that catches its failure: libraft's without cuBLAS): one that cannot load, as the
     // model would have found; one that could was never loaded, and is left out.
-    env.set_preload(loaded.clone());
+    env.set_preload(with_mapped(&loaded));
     for p in failed_preloads {
         let lacks = loader::simulate(&p, &env)
             .map(|sim| sim.missing().next().is_some())
@@ -3926,6 +3948,9 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             v.1 = r.clone();
         }
     }
+    // What a library lacks is asked with what the real imports mapped loaded too.
+    let mut mapped_env = env.clone();
+    mapped_env.set_preload(with_mapped(&loaded));
     env.set_preload(loaded);
     if paths.is_empty() {
         report.installations = machine::installations(catalog);
@@ -4373,7 +4398,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     // their absence is said apart).
     let needed_by_others = |name: &str| package_files.iter().any(|d| d.links(name));
     let lacks_here = |f: &Path| -> Vec<String> {
-        let mut l = lacks_of(f, &env).unwrap_or_default().names();
+        let mut l = lacks_of(f, &mapped_env).unwrap_or_default().names();
         l.retain(|n| catalog.driver_lib(n).is_none());
         l
     };
@@ -4417,7 +4442,18 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         loaded_first.insert(name.clone(), path);
         on_call_trigger.insert(name, trigger);
     }
+    // What each would bring with it (libOpenMMCUDA.so finds cuFFT through its own RPATH for
+    // the plugins that link both): no cause of its own where it cannot load.
+    let mut brings_of = |key: &str, path: &Path, blocked_brings: &mut HashMap<String, String>| {
+        for b in lacks_of(path, &mapped_env)
+            .map(|l| l.brings)
+            .unwrap_or_default()
+        {
+            blocked_brings.entry(b).or_insert_with(|| key.to_string());
+        }
+    };
     for (key, path, lacks) in cannot_load {
+        brings_of(&key, &path, &mut blocked_brings);
         blocked.entry(key).or_insert((path, lacks));
     }
     let mut carried_on_demand: HashMap<String, PathBuf> = HashMap::new();
@@ -4440,6 +4476,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         if lacks.is_empty() {
             carried_on_demand.insert(so.to_string(), f.clone());
         } else {
+            brings_of(so, f, &mut blocked_brings);
             blocked.insert(so.to_string(), (f.clone(), lacks));
         }
     }
