@@ -309,10 +309,12 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
     // (auditwheel's `--exclude`: OpenMM's CUDA plugins need `libOpenMMAmoeba.so` from the openmm
     // wheel). Where a policy holds with those out, repair tags the wheel with it and the verdict
     // says what the tag rests on; else the wheel is unportable.
+    // (A library it carries where a file's search path does not reach it, BabitMF's program
+    // linking the package's libhmp.so.1, was left where it is too.)
     let left_out: BTreeSet<&str> = elfs
         .iter()
         .flat_map(|a| &a.report.needed)
-        .filter(|n| n.class == NeededClass::Other && n.provided_in_artifact.is_none())
+        .filter(|n| n.class == NeededClass::Other)
         .map(|n| n.soname.as_str())
         .collect();
     let as_tagged = (unallowed && file_tag.libc.is_some() && !left_out.is_empty())

@@ -614,6 +614,14 @@ fn repaired_platform(
                 || grafting.names.contains_key(&n.soname)
                 || excluded(&n.soname)
                 || (tagged && plan.unhandled.contains(&n.soname))
+                // So was a library it carries that a file's search path does not reach (a
+                // plugin linking the platform plugin its package loads first, a program
+                // linking the package's library): repair does not move it.
+                || (tagged
+                    && n
+                        .provided_in_artifact
+                        .as_deref()
+                        .is_some_and(|p| !removed.contains(p)))
         },
         &cudist_analysis::platform::FileTag::of(file_name),
     );

@@ -645,6 +645,13 @@ pub fn file_needs(
         let found = catalog
             .library_by_soname_hinted(&soname, hint)
             .or_else(|| catalog.major_minor_family(&soname, hint).map(|(m, _)| m));
+        // An interface any vendor's stack provides (the OpenCL ICD loader), which the wheel does
+        // not carry: the machine's, as the analysis classes it, and no CUDA wheel is its
+        // provider (an NVIDIA copy would hide another vendor's drivers).
+        if !carried && n.library.is_none() && found.is_some_and(|m| m.library.interface.is_some()) {
+            out.unhandled.push(soname);
+            continue;
+        }
         match found {
             Some(m) => {
                 // A catalog library whose wheel is not known: nothing to require or search, and

@@ -376,6 +376,14 @@ fn render(r: &Report, catalog: &Catalog, style: crate::util::Style) -> String {
                     o.cuda_major,
                     if o.cuda_major_known { "" } else { " or before" }
                 )
+            } else if let Some(m) = catalog
+                .library_by_soname(u)
+                .filter(|m| m.library.interface.is_some())
+            {
+                format!(
+                    "{}'s interface ({}), which every vendor's stack provides: not grafted and not required, as the analysis leaves it to the machine (a CUDA wheel's copy would hide other vendors' drivers)",
+                    m.library.id, m.library.stem
+                )
             } else if let Some(id) = known {
                 format!("a catalog library ({id}) whose wheel, or the wheel of this SONAME, the catalog does not know: not grafted and not required; the user's machine must provide it")
             } else if tagged_before {

@@ -1970,3 +1970,81 @@ int cudaGetDeviceCount(void) { return 0; }
         "{wr:#}"
     );
 }
+
+/// A wheel its tagger tagged manylinux, with a plugin linking the OpenCL ICD loader (an
+/// interface every vendor's stack provides) and a program linking the package's own library
+/// where no search path of the program reaches it (BabitMF's `hmp_perf_main` and `libhmp.so.1`,
+/// openmm's plugins): repair keeps the tag it can keep (inspect says the same tag), requires no
+/// CUDA wheel for OpenCL, and moves neither.
+#[test]
+fn a_tagged_wheels_carried_and_interface_libraries_keep_its_tag() {
+    let work = tempfile::tempdir().unwrap();
+    let d = work.path();
+    let stub = d.join("stub");
+    fake_lib(
+        &stub,
+        "libOpenCL.so.1",
+        "libOpenCL.so.1",
+        "clGetPlatformIDs",
+    );
+    let core = fake_lib(&d.join("core"), "libcore.so.1", "libcore.so.1", "core");
+    let plugin = gcc_shared(
+        d,
+        "libplatcl.so",
+        Some("libplatcl.so"),
+        "int clGetPlatformIDs(void *);\nint plat(void) { return clGetPlatformIDs(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", stub.display()),
+            "-l:libOpenCL.so.1",
+        ],
+    );
+    let program = gcc(
+        d,
+        "prog",
+        "int core(void *);\nint main(void) { return core(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", core.parent().unwrap().display()),
+            "-l:libcore.so.1",
+        ],
+    );
+    let w = d.join("kept-1.0-cp311-cp311-manylinux_2_17_x86_64.whl");
+    write_wheel(
+        &w,
+        "kept",
+        &[],
+        &[
+            ("kept/__init__.py", b"".to_vec()),
+            ("kept/lib/libcore.so.1", std::fs::read(&core).unwrap()),
+            ("kept/plugins/libplatcl.so", std::fs::read(&plugin).unwrap()),
+            ("kept/bin/prog", std::fs::read(&program).unwrap()),
+        ],
+    );
+    let o = cudist(&["inspect", "--json", w.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let lines = verdict_lines(artifact(&v, ".whl"));
+    let rests = lines
+        .iter()
+        .find(|l| l.contains("rests on its tagger having left out"))
+        .unwrap_or_else(|| panic!("{lines:?}"));
+    assert!(
+        rests.contains("libOpenCL.so.1") && rests.contains("libcore.so.1"),
+        "{rests}"
+    );
+    let r = repair_json(&w, &d.join("out"));
+    let wr = &r["wheels"][0];
+    let tag = wr["platform"]["tags"][0]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(tag.starts_with("manylinux"), "{wr:#}");
+    assert!(
+        rests.contains(&format!("`cudist repair` tags it {tag}")),
+        "{rests}"
+    );
+    assert!(
+        !wr["requires_added"].to_string().contains("opencl"),
+        "{wr:#}"
+    );
+}
