@@ -4444,7 +4444,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     }
     // What each would bring with it (libOpenMMCUDA.so finds cuFFT through its own RPATH for
     // the plugins that link both): no cause of its own where it cannot load.
-    let mut brings_of = |key: &str, path: &Path, blocked_brings: &mut HashMap<String, String>| {
+    let brings_of = |key: &str, path: &Path, blocked_brings: &mut HashMap<String, String>| {
         for b in lacks_of(path, &mapped_env)
             .map(|l| l.brings)
             .unwrap_or_default()
