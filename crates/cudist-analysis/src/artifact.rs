@@ -309,23 +309,34 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
     // (auditwheel's `--exclude`: OpenMM's CUDA plugins need `libOpenMMAmoeba.so` from the openmm
     // wheel). Where a policy holds with those out, repair tags the wheel with it and the verdict
     // says what the tag rests on; else the wheel is unportable.
-    // (A library it carries where a file's search path does not reach it, BabitMF's program
-    // linking the package's libhmp.so.1, was left where it is too.)
-    let left_out: BTreeSet<&str> = elfs
-        .iter()
-        .flat_map(|a| &a.report.needed)
-        .filter(|n| n.class == NeededClass::Other)
-        .map(|n| n.soname.as_str())
-        .collect();
-    let as_tagged = (unallowed && file_tag.libc.is_some() && !left_out.is_empty())
-        .then(|| {
-            platform::evaluate(
-                elfs.iter().map(|a| &a.report),
-                &|n| from_required(n) || left_out.contains(n.soname.as_str()),
-                &file_tag,
-            )
-        })
-        .filter(|p| p.policy.as_deref().is_some_and(|x| x != "linux"));
+    let other = |carried: bool| -> BTreeSet<&str> {
+        elfs.iter()
+            .flat_map(|a| &a.report.needed)
+            .filter(|n| {
+                n.class == NeededClass::Other && n.provided_in_artifact.is_some() == carried
+            })
+            .map(|n| n.soname.as_str())
+            .collect()
+    };
+    let tagged_with = |left_out: &BTreeSet<&str>| {
+        Some(platform::evaluate(
+            elfs.iter().map(|a| &a.report),
+            &|n| from_required(n) || left_out.contains(n.soname.as_str()),
+            &file_tag,
+        ))
+        .filter(|p| p.policy.as_deref().is_some_and(|x| x != "linux"))
+    };
+    // Where those are not enough, a library it carries where a file's search path does not reach
+    // it was left where it is too (BabitMF's program linking the package's libhmp.so.1).
+    let mut left_out = other(false);
+    let mut as_tagged = None;
+    if unallowed && file_tag.libc.is_some() {
+        as_tagged = tagged_with(&left_out).filter(|_| !left_out.is_empty());
+        if as_tagged.is_none() {
+            left_out.extend(other(true));
+            as_tagged = tagged_with(&left_out);
+        }
+    }
     // A tag older than what the files need is misbuilt, judged with the libraries its tagger
     // left out where it left some (dgl: tagged manylinux1, its files need glibc 2.27).
     if kind == ArtifactKind::Wheel {
@@ -2573,6 +2584,19 @@ fn verdict(
                 let (sonames, chains) = by_loaded_wheel.entry(p.place()).or_default();
                 sonames.push(n.soname.clone());
                 chains.insert(n.declared_by.clone().unwrap_or_default());
+                continue;
+            }
+            // Only where something imports that package first: a wheel whose own Python never
+            // does (kernelforge-cuda carries no Python at all) leaves it to the program.
+            let provider = by.split_whitespace().next().unwrap_or(by);
+            let imported = modules
+                .keys()
+                .any(|m| m == provider || m.starts_with(&format!("{provider}.")));
+            if kind == ArtifactKind::Wheel && !imported {
+                lines.push(format!(
+                    "loads: {} only where {provider} is imported first: its files link the libraries of {by}, whose import loads it, and nothing in this wheel imports {provider}: a program must import it before these modules (alone, their import fails)",
+                    n.soname
+                ));
                 continue;
             }
             lines.push(format!(

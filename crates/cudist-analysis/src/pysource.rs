@@ -418,6 +418,16 @@ fn fstring_text(f: &ast::ExprFString, field: Option<char>) -> Option<String> {
             ast::FStringPart::Literal(l) => out.push_str(&l.value),
             ast::FStringPart::FString(fs) => {
                 for el in fs.elements.iter() {
+                    // A field that is a string literal is its text (vc6's
+                    // `import_module(f".{'_PyVc6ILUtils'}", __name__)`).
+                    let constant = el
+                        .as_interpolation()
+                        .filter(|i| i.format_spec.is_none())
+                        .and_then(|i| string_value(&i.expression));
+                    if let Some(c) = constant {
+                        out.push_str(&c);
+                        continue;
+                    }
                     match (el.as_literal(), field) {
                         (Some(l), _) => out.push_str(&l.value),
                         (None, None) => return None,
@@ -2387,7 +2397,33 @@ pub fn reach(files: &[File]) -> Reach {
                 let (qual, name) = called.rsplit_once('.').unwrap_or(("", called));
                 // `importlib.import_module("a.b")`, `__import__("a")`.
                 if name == "import_module" || called == "__import__" {
-                    if let Some(m) = call.arg.as_deref().filter(|m| is_module_name(m)) {
+                    // A relative name (`import_module("._ext", __name__)`), against the
+                    // package the file is in, or is (its `__init__.py`).
+                    let relative = call
+                        .arg
+                        .as_deref()
+                        .filter(|m| name == "import_module" && m.starts_with('.'))
+                        .and_then(|m| {
+                            let own = f.module.as_deref()?;
+                            let package = if f.path.ends_with("__init__.py") {
+                                own
+                            } else {
+                                own.rsplit_once('.').map_or("", |(p, _)| p)
+                            };
+                            let rest = m.trim_start_matches('.');
+                            let up = m.len() - rest.len() - 1;
+                            let mut base: Vec<&str> = package.split('.').collect();
+                            if up >= base.len() || rest.is_empty() {
+                                return None;
+                            }
+                            base.truncate(base.len() - up);
+                            Some(format!("{}.{rest}", base.join(".")))
+                        });
+                    if let Some(m) = relative
+                        .as_deref()
+                        .or(call.arg.as_deref())
+                        .filter(|m| is_module_name(m))
+                    {
                         sites.push((m.to_string(), scope, at(), f.guarded[si]));
                         run_module(m, &mut targets);
                     }

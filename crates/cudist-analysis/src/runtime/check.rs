@@ -585,6 +585,23 @@ struct Beside {
     entry: String,
 }
 
+/// The search-path entry, after `$ORIGIN/`, from the real directory of `file` to `dir` of the
+/// site-packages it is in (`../nvidia/cusolver/lib`), where that is at most four levels up.
+fn entry_to(file: &Path, dir: &str) -> Option<String> {
+    let parent = file.parent()?;
+    let parent =
+        std::fs::canonicalize(parent).unwrap_or_else(|_| cudist_fs::inner::lexical(parent));
+    let site = site_of(&parent)?.to_path_buf();
+    let mut up = String::new();
+    for ancestor in parent.ancestors().take(5) {
+        if ancestor == site {
+            return Some(format!("{up}{dir}"));
+        }
+        up.push_str("../");
+    }
+    None
+}
+
 /// Where `name`, which `needed_by` does not find, is installed beside it, if it is.
 fn installed_beside(
     name: &str,
@@ -712,11 +729,18 @@ fn site_records(site: &Path) -> std::sync::Arc<Vec<(String, BTreeSet<String>)>> 
 fn beside_but_lacking(
     name: &str,
     needed_by: &Path,
+    tried: &[PathBuf],
     major: Option<u32>,
     catalog: &Catalog,
     env: &LoadEnv,
 ) -> Option<(String, String)> {
     let b = installed_beside(name, needed_by, major, catalog)?;
+    // Only where a search here tries that copy: one no search reaches (pyscfad's `_solver`,
+    // which has no search path to cuSOLVER at all) fails for the search path first.
+    let copy = cudist_fs::inner::lexical(&b.path);
+    if !tried.iter().any(|t| cudist_fs::inner::lexical(t) == copy) {
+        return None;
+    }
     let lacks = lacks_of(&b.path, env)?;
     // The root among what it lacks: one not installed at all before one installed out of its
     // search path (cuDensityMat lacks cuSPARSE, which is installed, and nvJitLink, which is
@@ -843,7 +867,19 @@ fn fix_for(
             // deleted): installing it again does nothing while its metadata is there.
             let dir_names: Vec<&str> = dirs.iter().map(|(d, _)| *d).collect();
             if let Some(advice) = reinstall_for(name, needed_by, tried, &dir_names) {
-                return Some(advice);
+                // Reinstalled, it is still out of reach of a file whose search path does not
+                // reach its directory (pyscfad's `_solver`): that is a second fix.
+                let entry = if reached(name, &dirs, tried).is_empty() {
+                    entry_to(needed_by, dir_names.first().copied().unwrap_or_default())
+                } else {
+                    None
+                };
+                return Some(match entry {
+                    Some(e) => format!(
+                        "{advice}; and no search path of {file} reaches it: add the RPATH entry $ORIGIN/{e} (`cudist repair` writes it into the wheel)"
+                    ),
+                    None => advice,
+                });
             }
             // Installed next to the package (site-packages/<dir>) but not searched: name the entry.
             if let Some(b) = installed_beside(name, needed_by, major, catalog) {
@@ -2106,7 +2142,15 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
     let mut lacking: BTreeMap<String, (String, String)> = Default::default();
     for m in sim.missing() {
         if !lacking.contains_key(&m.name) {
-            if let Some(l) = beside_but_lacking(&m.name, &m.needed_by, major, catalog, env) {
+            // Where any file of this load looked for it.
+            let tried: Vec<PathBuf> = sim
+                .resolutions
+                .iter()
+                .filter(|r| r.name == m.name)
+                .flat_map(|r| r.tried.iter().cloned())
+                .collect();
+            if let Some(l) = beside_but_lacking(&m.name, &m.needed_by, &tried, major, catalog, env)
+            {
                 lacking.insert(m.name.clone(), l);
             }
         }
@@ -2418,10 +2462,17 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         let own_wheel_installed = pip
             .as_deref()
             .is_some_and(|w| installed.contains(&cudist_wheel::installed::normalise(w)));
+        // Where both are installed and the library is there, the provider's import would load
+        // it: what is missing is that import (kernelforge's modules, which nothing imports
+        // torch for), not a search path.
         let provider = provider.filter(|p| {
+            let provider_installed =
+                installed.contains(&cudist_wheel::installed::normalise(&p.pip));
             p.sonames.contains(&m.name)
-                || (!installed.contains(&cudist_wheel::installed::normalise(&p.pip))
-                    && !own_wheel_installed)
+                || (!provider_installed && !own_wheel_installed)
+                || (provider_installed
+                    && own_wheel_installed
+                    && installed_beside(&m.name, &m.needed_by, major, catalog).is_some())
         });
         if let Some(p) = provider {
             match from_provider.iter_mut().find(|(q, _)| q.pip == p.pip) {
@@ -2485,10 +2536,10 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         say(
             ms,
             format!(
-                ": they come with {}, whose import loads them ({}); nothing here loads it first",
+                ": they come with {}, whose import loads them ({}); nothing here loads it first{fix}",
                 p.pip, p.loaded_by
             ),
-            fix,
+            fix.clone(),
         );
     }
     // The device code is read only when there is a GPU to judge it for, or a driver to judge a
@@ -5142,9 +5193,23 @@ fn conclude(
                     d.error.as_deref().unwrap_or_default(),
                     d.frames.first().map(|f| format!(", at {f}")).unwrap_or_default()
                 ));
+                // What that load's own error names as not found, with its fix (torch's
+                // `libtorch_global_deps.so` without the CUDA runtime it links).
+                let lacks = d
+                    .error
+                    .as_deref()
+                    .and_then(not_found_in)
+                    .filter(|m| *m != base)
+                    .map(|m| {
+                        let fix = fix_for(m, Path::new(name), &[], major, catalog)
+                            .map(|f| format!(" (fix: {f})"))
+                            .unwrap_or_default();
+                        format!(": it lacks {m}{fix}")
+                    })
+                    .unwrap_or_default();
                 leads.push((
                     t.module.clone(),
-                    format!("{e} (after the load of {base} it caught failed: that library is the cause)"),
+                    format!("{e} (after the load of {base} it caught failed: that library is the cause{lacks})"),
                     false,
                 ));
                 for r in report
@@ -5185,6 +5250,21 @@ fn conclude(
                         .and_then(|h| h.rsplit([' ', '\'', '"']).next())
                         .filter(|p| p.starts_with('/'))
                         .map(PathBuf::from)
+                        // Else the module or ctypes load the import failed on with that error
+                        // (torch's `_C` without cuDNN, imported by a module of the user's).
+                        .or_else(|| {
+                            t.extension_failures
+                                .iter()
+                                .find(|x| not_found_in(&x.error) == Some(name))
+                                .map(|x| x.path.clone())
+                        })
+                        .or_else(|| {
+                            t.dlopens
+                                .iter()
+                                .filter(|d| d.error.as_deref().and_then(not_found_in) == Some(name))
+                                .find_map(|d| d.name.as_deref().filter(|n| n.starts_with('/')))
+                                .map(PathBuf::from)
+                        })
                         .unwrap_or_else(|| PathBuf::from(&t.module));
                     fix_for(name, &opener, &[], major, catalog)
                 })
