@@ -4538,9 +4538,10 @@ fn a_submodule_s_import_of_its_parent_s_extension_is_modelled() {
     );
 }
 
-/// A library installed beside the file that needs it, out of that file's search path, that
-/// cannot load here itself: what it lacks is the cause, not the search path (cudaq's cuQuantum
-/// libraries with nvidia-nvjitlink-cu12 removed were "installed, but no search path reaches it").
+/// A library installed beside the file that needs it, that cannot load here itself: what it
+/// lacks is the cause (cudaq's cuQuantum libraries with nvidia-nvjitlink-cu12 removed were
+/// "installed, but no search path reaches it"), and where no search of the load tries it, the
+/// search path is a fix as well (pyscfad's `_solver` and cuSOLVER).
 #[test]
 fn an_installed_library_that_cannot_load_names_what_it_lacks() {
     let work = tempfile::tempdir().unwrap();
@@ -4596,10 +4597,42 @@ fn an_installed_library_that_cannot_load_names_what_it_lacks() {
         1,
     );
     let text = v.to_string();
+    // No search of this load tries that copy: the search path is a fix too, then what it lacks
+    // (with nvJitLink installed, the extension would still not find cuTensorNet).
     assert!(
         text.contains(
-            "but cannot load here: it lacks libnvJitLink.so.12: install nvidia-nvjitlink-cu12"
+            "but no search path of _ext.so reaches it (add the RPATH entry $ORIGIN/../cuquantum/lib, which `cudist repair` writes into the wheel), and cannot load here: it lacks libnvJitLink.so.12: install nvidia-nvjitlink-cu12"
         ),
+        "{v:#}"
+    );
+    // Where the file's search reaches it, what it lacks is the whole cause: found, it fails
+    // for its own missing library.
+    let reaching = gcc_shared(
+        &libs,
+        "ext2.so",
+        None,
+        "int cutensornetCreate(void *); int f(void) { return cutensornetCreate(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.display()),
+            "-lcutensornet",
+            "-Wl,-rpath,$ORIGIN/../cuquantum/lib",
+            "-Wl,--disable-new-dtags",
+        ],
+    );
+    std::fs::copy(&reaching, site.join("beside/_ext.so")).unwrap();
+    let v = doctor_json(
+        &[
+            site.join("beside").to_str().unwrap(),
+            "--ld-library-path",
+            "",
+        ],
+        1,
+    );
+    let text = v.to_string();
+    assert!(
+        text.contains("libnvJitLink.so.12 not found (needed by ")
+            && text.contains("install nvidia-nvjitlink-cu12"),
         "{v:#}"
     );
     assert!(

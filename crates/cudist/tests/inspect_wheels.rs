@@ -159,10 +159,31 @@ fn a_torch_extension_gets_its_cuda_libraries_from_torchs_import() {
     let libs = Libs::new();
     let out = tempfile::tempdir().unwrap();
     let ext = libs.extension(&[("c12", "cublas"), ("torch", "c10")], None);
+    // Its package imports torch first, as torch extensions do.
+    let init = b"import torch\nfrom . import _ext\n".to_vec();
     let w = out
         .path()
         .join("textn-1.0-cp311-cp311-manylinux_2_28_x86_64.whl");
-    write_wheel(&w, "textn", &["torch"], &[(EXT, ext)]);
+    write_wheel(
+        &w,
+        "textn",
+        &["torch"],
+        &[(EXT, ext.clone()), ("pkg/__init__.py", init)],
+    );
+    // A wheel whose Python never imports torch (kernelforge-cuda carries none) leaves that to
+    // the program, and says so.
+    let bare = out
+        .path()
+        .join("tbare-1.0-cp311-cp311-manylinux_2_28_x86_64.whl");
+    write_wheel(&bare, "tbare", &["torch"], &[(EXT, ext)]);
+    let b = inspect_json(&[bare.to_str().unwrap()], 0);
+    assert!(
+        verdict_lines(artifact(&b, ".whl")).iter().any(|l| l.starts_with(
+            "loads: libcublas.so.12 only where torch is imported first: its files link the libraries of torch"
+        ) && l.contains("nothing in this wheel imports torch")),
+        "{:?}",
+        verdict_lines(artifact(&b, ".whl"))
+    );
     let r = inspect_json(&[w.to_str().unwrap()], 0);
     let a = artifact(&r, ".whl");
     assert_eq!(a["verdict"]["status"], "ok", "{a:#}");

@@ -735,13 +735,14 @@ fn beside_but_lacking(
     env: &LoadEnv,
 ) -> Option<(String, String)> {
     let b = installed_beside(name, needed_by, major, catalog)?;
-    // Only where a search here tries that copy: one no search reaches (pyscfad's `_solver`,
-    // which has no search path to cuSOLVER at all) fails for the search path first.
+    // Where no search here tries that copy (pyscfad's `_solver`, which has no search path to
+    // cuSOLVER at all), the search path is a fix too, said first.
     let copy = cudist_fs::inner::lexical(&b.path);
-    if !tried.iter().any(|t| cudist_fs::inner::lexical(t) == copy) {
+    let unreached = !tried.iter().any(|t| cudist_fs::inner::lexical(t) == copy);
+    let lacks = lacks_of(&b.path, env)?;
+    if lacks.names.is_empty() {
         return None;
     }
-    let lacks = lacks_of(&b.path, env)?;
     // The root among what it lacks: one not installed at all before one installed out of its
     // search path (cuDensityMat lacks cuSPARSE, which is installed, and nvJitLink, which is
     // not: cuSPARSE itself lacks nvJitLink).
@@ -759,9 +760,21 @@ fn beside_but_lacking(
         .as_ref()
         .map(|f| format!(": {f}"))
         .unwrap_or_default();
+    let reach = if unreached {
+        let file = needed_by
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        format!(
+            ", but no search path of {file} reaches it (add the RPATH entry $ORIGIN/{}, which `cudist repair` writes into the wheel), and",
+            b.entry
+        )
+    } else {
+        ", but".to_string()
+    };
     Some((
         format!(
-            "{} is installed ({}), but cannot load here: it lacks {}{fix}",
+            "{} is installed ({}){reach} cannot load here: it lacks {}{fix}",
             b.pip,
             b.path.display(),
             lacks.names().join(", "),
@@ -869,7 +882,8 @@ fn fix_for(
             if let Some(advice) = reinstall_for(name, needed_by, tried, &dir_names) {
                 // Reinstalled, it is still out of reach of a file whose search path does not
                 // reach its directory (pyscfad's `_solver`): that is a second fix.
-                let entry = if reached(name, &dirs, tried).is_empty() {
+                // (Nothing tried is nothing known: no second fix.)
+                let entry = if !tried.is_empty() && reached(name, &dirs, tried).is_empty() {
                     entry_to(needed_by, dir_names.first().copied().unwrap_or_default())
                 } else {
                     None
@@ -2178,11 +2192,24 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
                 ))
             } else if let Some((Some(pip), by)) = not_loaded.get(&m.name) {
                 // A library its package loads first: installed, it is loaded before this file,
-                // which gets it with no search path of its own.
-                Some(format!(
-                    "install {pip}: {by} loads {} first, and this file gets the loaded one",
-                    m.name
-                ))
+                // which gets it with no search path of its own. Where its distribution is
+                // installed and the file gone, installing does nothing: the reinstall.
+                let dirs: Vec<&str> = match catalog.classify_hinted(&m.name, major) {
+                    SonameClass::Toolkit(l) | SonameClass::External(l) => {
+                        l.major.pip_dirs().into_iter().map(|(d, _)| d).collect()
+                    }
+                    _ => Vec::new(),
+                };
+                Some(match reinstall_for(&m.name, &m.needed_by, &m.tried, &dirs) {
+                    Some(advice) => format!(
+                        "{advice}: {by} loads {} first, and this file gets the loaded one",
+                        m.name
+                    ),
+                    None => format!(
+                        "install {pip}: {by} loads {} first, and this file gets the loaded one",
+                        m.name
+                    ),
+                })
             } else if let Some(fix) = blocked_tried
                 .get(&m.name)
                 .and_then(|(by, tried)| found_by_first(&m.name, by, tried, major, catalog))
@@ -2191,7 +2218,15 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             } else if let Some((fix, _)) = lacking.get(&m.name) {
                 Some(fix.clone())
             } else {
-                fix_for(&m.name, &m.needed_by, &m.tried, major, catalog)
+                // Where any file of this load looked: a library another one's search reaches
+                // (libOpenMMCUDA.so's, for cuFFT) comes with that one.
+                let tried: Vec<PathBuf> = sim
+                    .resolutions
+                    .iter()
+                    .filter(|r| r.name == m.name)
+                    .flat_map(|r| r.tried.iter().cloned())
+                    .collect();
+                fix_for(&m.name, &m.needed_by, &tried, major, catalog)
             },
         })
         .collect();
