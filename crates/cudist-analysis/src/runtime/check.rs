@@ -2430,8 +2430,38 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         .iter()
         .filter(|m| !other_vendor_build && !brought.contains(&m.name))
     {
-        // A library its package loads first, whose own load fails here: that is the cause.
-        if let Some((path, lacks)) = blocked.get(&m.name) {
+        // A library its package loads first, whose own load fails here: that is the cause. So
+        // is a library of a Python package whose own libraries cannot load here (torch's
+        // libc10.so where libtorch_cuda.so lacks cuBLAS): that package's import fails before it
+        // loads the rest, and what it lacks is the cause, not a search path to them.
+        let cause = match blocked.get(&m.name) {
+            Some((path, lacks)) => Some((
+                lacks,
+                m.name.clone(),
+                format!(
+                    "needs {}, which its package loads first from {}, but that load fails here",
+                    m.name,
+                    path.display()
+                ),
+            )),
+            None => catalog.python_provider(&m.name).and_then(|p| {
+                p.sonames.iter().find_map(|s| {
+                    blocked.get(s).map(|(path, lacks)| {
+                        (
+                            lacks,
+                            s.clone(),
+                            format!(
+                                "needs {}, which comes with {}, whose import fails here before it loads it: its {s} ({}) cannot load",
+                                m.name,
+                                p.pip,
+                                path.display()
+                            ),
+                        )
+                    })
+                })
+            }),
+        };
+        if let Some((lacks, subject, why)) = cause {
             let listed: Vec<&str> = lacks.iter().map(String::as_str).collect();
             let lacks = lacks.join(", ");
             verdict.add_rooted(
@@ -2439,42 +2469,9 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
                 format!("blocked by {lacks}"),
                 Some(root_of(&listed, major, catalog)),
                 f.display().to_string(),
-                format!(
-                    "{}: needs {}, which its package loads first from {}, but that load fails here: {lacks} not found{when}",
-                    f.display(),
-                    m.name,
-                    path.display()
-                ),
+                format!("{}: {why}: {lacks} not found{when}", f.display()),
                 Several::Blocked { lacks },
-                Some(m.name.clone()),
-            );
-            continue;
-        }
-        // A library of a Python package whose own libraries cannot load here (torch's libc10.so
-        // where libtorch_cuda.so lacks cuBLAS): that package's import fails before it loads
-        // the rest, and what it lacks is the cause, not a search path to them.
-        let provider_blocked = catalog.python_provider(&m.name).and_then(|p| {
-            p.sonames
-                .iter()
-                .find_map(|s| blocked.get(s).map(|b| (p, s, b)))
-        });
-        if let Some((p, lib, (path, lacks))) = provider_blocked {
-            let listed: Vec<&str> = lacks.iter().map(String::as_str).collect();
-            let lacks = lacks.join(", ");
-            verdict.add_rooted(
-                fails,
-                format!("blocked by {lacks}"),
-                Some(root_of(&listed, major, catalog)),
-                f.display().to_string(),
-                format!(
-                    "{}: needs {}, which comes with {}, whose import fails here before it loads it: its {lib} ({}) cannot load, {lacks} not found{when}",
-                    f.display(),
-                    m.name,
-                    p.pip,
-                    path.display()
-                ),
-                Several::Blocked { lacks },
-                Some(lib.clone()),
+                Some(subject),
             );
             continue;
         }
