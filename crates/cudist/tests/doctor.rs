@@ -5654,3 +5654,61 @@ fn a_plugin_that_cannot_load_lacks_only_what_the_real_import_had_not_loaded() {
         "{reasons:#?}"
     );
 }
+
+/// A library the package loads first from a CUDA wheel by a path it joins (cyborgdb-core's
+/// `_load_from_package("nvidia.cusolver", "lib", "libcusolver.so.11")`), whose wheel is installed
+/// and the file gone: the fix is the reinstall (installing an installed distribution does
+/// nothing), where the package loads it first.
+#[test]
+fn a_library_loaded_first_whose_wheels_file_is_gone_gets_the_reinstall() {
+    let work = tempfile::tempdir().unwrap();
+    let init = "import ctypes, importlib, os\n\
+                def _load(path):\n    try:\n        ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)\n    except OSError:\n        pass\n\
+                def _load_from_package(package, *rel):\n    try:\n        mod = importlib.import_module(package)\n        \
+                path = os.path.join(mod.__path__[0], *rel)\n        if os.path.exists(path):\n            _load(path)\n    except ImportError:\n        pass\n\
+                _load_from_package('nvidia.cusolver', 'lib', 'libcusolver.so.11')\n\
+                _work = ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'libwork.so'))\n";
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[
+            ("joinpkg/__init__.py", init),
+            (
+                "nvidia_cusolver_cu12-11.7.5.82.dist-info/METADATA",
+                "Metadata-Version: 2.1\nName: nvidia-cusolver-cu12\nVersion: 11.7.5.82\n",
+            ),
+            (
+                "nvidia_cusolver_cu12-11.7.5.82.dist-info/RECORD",
+                "nvidia/cusolver/lib/libcusolver.so.11,,\n",
+            ),
+        ],
+    );
+    std::fs::create_dir_all(site.join("nvidia/cusolver/lib")).unwrap();
+    let stub = fake_lib(
+        &work.path().join("stub"),
+        "libcusolver.so.11",
+        "libcusolver.so.11",
+        "cusolverDnCreate",
+    );
+    gcc_shared(
+        &site.join("joinpkg"),
+        "libwork.so",
+        Some("libwork.so"),
+        "int cusolverDnCreate(void *);\nint work(void) { return cusolverDnCreate(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", stub.parent().unwrap().display()),
+            "-l:libcusolver.so.11",
+        ],
+    );
+    remove_c_sources(&site.join("joinpkg"));
+    let (code, v) = doctor_import("joinpkg", &python);
+    assert_eq!(code, Some(1), "{v:#}");
+    let text = v.to_string();
+    assert!(
+        text.contains(
+            "reinstall it (`pip install --force-reinstall --no-deps nvidia-cusolver-cu12`)"
+        ),
+        "{v:#}"
+    );
+    assert!(!text.contains("install nvidia-cusolver-cu12:"), "{v:#}");
+}
