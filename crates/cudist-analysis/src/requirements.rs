@@ -223,7 +223,8 @@ pub fn provision(requires: &[ReqName], pip: &str, extra: Option<&str>) -> Option
 
 /// The requirements (unconditional, on Linux) of packages built for a CUDA major (their name
 /// says so: `distributed-ucxx-cu12`, `cupy-cuda12x`) whose own requirements the catalog's
-/// snapshot does not record, for any release the requirement admits: a library not declared directly may come through one of them
+/// snapshot does not record, for any release the requirement admits: a library not declared
+/// directly may come through one of them
 /// (raft-dask-cu12 gets libucx-cu12 through distributed-ucxx-cu12 → ucxx-cu12 → libucxx-cu12).
 pub fn unrecorded_cuda_requirements(requires: &[ReqName]) -> Vec<String> {
     let for_cuda = |name: &str| {
