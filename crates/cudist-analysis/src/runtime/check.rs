@@ -1695,29 +1695,54 @@ fn lazy_variables(file: &Path, name: &str, catalog: &Catalog) -> Vec<String> {
 /// A file named `name` that the distribution installing `file` also installs (its `RECORD`
 /// lists both), other than `file` itself.
 fn carried_copy(file: &Path, name: &str) -> Option<PathBuf> {
-    let f = cudist_fs::inner::lexical(file);
-    let site = site_of(&f)?;
-    let rel = f.strip_prefix(site).ok()?.to_str()?;
-    let records = site_records(site);
-    let (_, paths) = records.iter().find(|(_, paths)| paths.contains(rel))?;
+    let listed = listed_in_record(file)?;
+    let (_, paths) = listed.entry();
     paths
         .iter()
-        .filter(|p| p.as_str() != rel)
+        .filter(|p| p.as_str() != listed.rel)
         .find(|p| p.rsplit('/').next() == Some(name))
-        .map(|p| site.join(p))
+        .map(|p| listed.site.join(p))
         .filter(|p| p.is_file())
+}
+
+/// The distribution of a site-packages directory whose `RECORD` lists a file: where, as what,
+/// and which of that directory's records ([`site_records`]).
+struct Listed {
+    site: PathBuf,
+    /// The file's path in the `RECORD`, relative to `site`.
+    rel: String,
+    records: std::sync::Arc<Vec<(String, BTreeSet<String>)>>,
+    at: usize,
+}
+
+impl Listed {
+    /// The distribution and every path its `RECORD` lists.
+    fn entry(&self) -> &(String, BTreeSet<String>) {
+        &self.records[self.at]
+    }
+}
+
+/// [`Listed`] for a file, where an installed distribution's `RECORD` lists it.
+fn listed_in_record(f: &Path) -> Option<Listed> {
+    let f = cudist_fs::inner::lexical(f);
+    let site = site_of(&f)?.to_path_buf();
+    let rel = f.strip_prefix(&site).ok()?.to_str()?.to_string();
+    let records = site_records(&site);
+    let at = records.iter().position(|(_, paths)| paths.contains(&rel))?;
+    Some(Listed {
+        site,
+        rel,
+        records,
+        at,
+    })
 }
 
 /// The CUDA major of the distribution whose `RECORD` lists a file, as its name says
 /// (`cupy-cuda12x` installs `cupy_backends/`): for a file of a package doctor did not follow,
 /// which the real import loaded.
 fn record_major(f: &Path, catalog: &Catalog) -> Option<u32> {
-    let f = cudist_fs::inner::lexical(f);
-    let site = site_of(&f)?;
-    let rel = f.strip_prefix(site).ok()?.to_str()?;
-    let records = site_records(site);
-    let (dist, _) = records.iter().find(|(_, paths)| paths.contains(rel))?;
-    crate::artifact::distribution_major(Some(dist), &[], catalog)
+    let listed = listed_in_record(f)?;
+    crate::artifact::distribution_major(Some(&listed.entry().0), &[], catalog)
 }
 
 /// The CUDA major of a simulation: the one most of its CUDA libraries (found or missing) whose
@@ -2151,18 +2176,20 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         .or_else(|| package_major.get(f).copied())
         .or_else(|| dir_major(f, catalog))
         .or_else(|| record_major(f, catalog));
+    // Where any file of this load looked for a library.
+    let tried_by_any = |name: &str| -> Vec<PathBuf> {
+        sim.resolutions
+            .iter()
+            .filter(|r| r.name == name)
+            .flat_map(|r| r.tried.iter().cloned())
+            .collect()
+    };
     // Libraries installed beside their files, out of their search path, that cannot load here
     // themselves: the fix and the root cause are what they lack.
     let mut lacking: BTreeMap<String, (String, String)> = Default::default();
     for m in sim.missing() {
         if !lacking.contains_key(&m.name) {
-            // Where any file of this load looked for it.
-            let tried: Vec<PathBuf> = sim
-                .resolutions
-                .iter()
-                .filter(|r| r.name == m.name)
-                .flat_map(|r| r.tried.iter().cloned())
-                .collect();
+            let tried = tried_by_any(&m.name);
             if let Some(l) = beside_but_lacking(&m.name, &m.needed_by, &tried, major, catalog, env)
             {
                 lacking.insert(m.name.clone(), l);
@@ -2218,15 +2245,9 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             } else if let Some((fix, _)) = lacking.get(&m.name) {
                 Some(fix.clone())
             } else {
-                // Where any file of this load looked: a library another one's search reaches
-                // (libOpenMMCUDA.so's, for cuFFT) comes with that one.
-                let tried: Vec<PathBuf> = sim
-                    .resolutions
-                    .iter()
-                    .filter(|r| r.name == m.name)
-                    .flat_map(|r| r.tried.iter().cloned())
-                    .collect();
-                fix_for(&m.name, &m.needed_by, &tried, major, catalog)
+                // A library another file's search reaches (libOpenMMCUDA.so's, for cuFFT)
+                // comes with that one.
+                fix_for(&m.name, &m.needed_by, &tried_by_any(&m.name), major, catalog)
             },
         })
         .collect();
@@ -2767,50 +2788,55 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             .unwrap_or_default();
         // What a library itself treats as optional, or a driver library only some drivers
         // provide: said, and counts for nothing.
-        let optional_what = match driver_lib.and_then(|d| d.optional.as_deref()) {
-            Some(why) => Some(format!(
-                "{} is not here: this driver does not provide it ({why})",
-                r.name
-            )),
-            None if optional(r) => Some(format!(
-                "{} is not here; {by} works without it (an optional capability, which is missing)",
-                r.name
-            )),
-            None => None,
+        // A variable the file reads, named for the library: what it names is what it opens.
+        let variables = if driver_lib.is_none() {
+            lazy_variables(&r.needed_by, &r.name, catalog)
+        } else {
+            Vec::new()
         };
-        if let Some(what) = optional_what {
+        // A library opened by a name such a variable can replace, of which the file's own
+        // distribution carries a copy under that name (triton's libproton.so opens libcupti.so,
+        // or what TRITON_CUPTI_LIB_PATH names, and triton's Python points that at its
+        // `backends/nvidia/lib/cupti` before proton starts): the package hands over its copy.
+        let carried = (!variables.is_empty())
+            .then(|| carried_copy(&r.needed_by, &r.name))
+            .flatten();
+        let not_failing = match (driver_lib.and_then(|d| d.optional.as_deref()), carried) {
+            (Some(why), _) => Some((
+                "optional",
+                format!(
+                    "{} is not here: this driver does not provide it ({why})",
+                    r.name
+                ),
+            )),
+            (None, _) if optional(r) => Some((
+                "optional",
+                format!(
+                    "{} is not here; {by} works without it (an optional capability, which is missing)",
+                    r.name
+                ),
+            )),
+            (None, Some(copy)) => Some((
+                "carried",
+                format!(
+                    "{by} opens {} where {} points, and its distribution carries it ({}): found when the package sets the variable",
+                    r.name,
+                    variables.join(" or "),
+                    copy.display()
+                ),
+            )),
+            (None, None) => None,
+        };
+        if let Some((kind, what)) = not_failing {
             said_elsewhere.push(r.name.clone());
             verdict.add_cause(
                 Status::Ok,
-                format!("optional {}", r.name),
+                format!("{kind} {}", r.name),
                 owner.display().to_string(),
                 format!("{}: {what}", owner.display()),
                 what,
             );
             continue;
-        }
-        // A library opened by a name a variable the file reads can replace, of which the
-        // file's own distribution carries a copy under that name (triton's libproton.so opens
-        // libcupti.so, or what TRITON_CUPTI_LIB_PATH names, and triton's Python points that at
-        // its `backends/nvidia/lib/cupti` before proton starts): the package hands over its copy.
-        if driver_lib.is_none() && !lazy_variables(&r.needed_by, &r.name, catalog).is_empty() {
-            if let Some(copy) = carried_copy(&r.needed_by, &r.name) {
-                let vars = lazy_variables(&r.needed_by, &r.name, catalog).join(" or ");
-                let what = format!(
-                    "{by} opens {} where {vars} points, and its distribution carries it ({}): found when the package sets the variable",
-                    r.name,
-                    copy.display()
-                );
-                said_elsewhere.push(r.name.clone());
-                verdict.add_cause(
-                    Status::Ok,
-                    format!("carried {}", r.name),
-                    owner.display().to_string(),
-                    format!("{}: {what}", owner.display()),
-                    what,
-                );
-                continue;
-            }
         }
         // A library opened at run time fails the feature that opens it, on first use. The
         // driver is here (libcuda.so.1 found), so a driver library it lacks (NVML in a container
@@ -2827,9 +2853,8 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             let fix = fix_for(&r.name, &r.needed_by, &r.tried, major, catalog)
                 .map(|f| format!(" (fix: {f})"))
                 .unwrap_or_default();
-            // A variable the file reads, named for the library, that nothing followed sets
-            // (symmetrix's backend module, imported without the frontend that sets it).
-            let variables = lazy_variables(&r.needed_by, &r.name, catalog);
+            // A variable the file reads that nothing followed sets (symmetrix's backend module,
+            // imported without the frontend that sets it).
             let unless = match variables.as_slice() {
                 [] => String::new(),
                 vs => format!(
@@ -5145,12 +5170,9 @@ const NEAR_SYMBOL: usize = 10;
 
 /// The installed distribution whose `RECORD` lists a file, with its version.
 fn record_owner(f: &Path) -> Option<(String, String)> {
-    let f = cudist_fs::inner::lexical(f);
-    let site = site_of(&f)?;
-    let rel = f.strip_prefix(site).ok()?.to_str()?;
-    let records = site_records(site);
-    let (dist, _) = records.iter().find(|(_, paths)| paths.contains(rel))?;
-    let version = cudist_wheel::installed::scan_names(site)
+    let listed = listed_in_record(f)?;
+    let dist = &listed.entry().0;
+    let version = cudist_wheel::installed::scan_names(&listed.site)
         .ok()?
         .into_iter()
         .find(|d| d.name == *dist)?
