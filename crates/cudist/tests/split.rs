@@ -924,22 +924,29 @@ fn toolkit_roots_of_every_shape_split_in_every_format_and_link() {
     };
     let work = tempfile::tempdir().unwrap();
     let w = work.path();
-    toolkit_root(&venv, &w.join("linked"), false);
-    toolkit_root(&venv, &w.join("copied"), true);
-    flipped_root(&w.join("linked"), &w.join("linked-flipped"));
-    flipped_root(&w.join("copied"), &w.join("copied-flipped"));
-    assert!(
-        std::fs::symlink_metadata(w.join("linked/lib64/libcudart.so.13"))
-            .unwrap()
-            .file_type()
-            .is_symlink()
-    );
-    let program = "#include <cuda_runtime.h>\n#include <curand.h>\n#include <stdio.h>\n\
+    // Disk: a copied root, its dirs, its conda packages and the prefix they install into are
+    // 0.6 GB each; all four shapes at once came to 6.9 GB and a CI machine ran out. Each shape's
+    // root is made when its turn comes and everything it made is removed once it is checked
+    // (the copied root is kept for the checks after the loop).
+    let mut first: Option<std::collections::BTreeSet<(String, String, String)>> = None;
+    for shape in ["linked", "linked-flipped", "copied", "copied-flipped"] {
+        let root = w.join(shape);
+        match shape {
+            "linked" => {
+                toolkit_root(&venv, &root, false);
+                assert!(
+                    std::fs::symlink_metadata(root.join("lib64/libcudart.so.13"))
+                        .unwrap()
+                        .file_type()
+                        .is_symlink()
+                );
+            }
+            "copied" => toolkit_root(&venv, &root, true),
+            flipped => flipped_root(&w.join(flipped.trim_end_matches("-flipped")), &root),
+        }
+        let program = "#include <cuda_runtime.h>\n#include <curand.h>\n#include <stdio.h>\n\
         int main(void) { int v = 0, r = 0; cudaRuntimeGetVersion(&v); curandGetVersion(&r); \
         printf(\"%d %d\\n\", v, r); return 0; }\n";
-    let mut first: Option<std::collections::BTreeSet<(String, String, String)>> = None;
-    for shape in ["linked", "copied", "linked-flipped", "copied-flipped"] {
-        let root = w.join(shape);
         // manifest: every path once (split_json checks), nothing given twice, and the same rows
         // whatever the shape.
         let m = split_json(&root, &w.join(format!("{shape}-manifest")), &[]);
@@ -1000,15 +1007,25 @@ fn toolkit_roots_of_every_shape_split_in_every_format_and_link() {
             program,
         );
         let run = Command::new(&exe).output().unwrap();
-        let out = String::from_utf8_lossy(&run.stdout).into_owned();
-        let mut v = out.split_whitespace();
-        assert_eq!(v.next(), Some("13050"), "{shape}: {out}");
+        let printed = String::from_utf8_lossy(&run.stdout).into_owned();
+        let mut v = printed.split_whitespace();
+        assert_eq!(v.next(), Some("13050"), "{shape}: {printed}");
         assert!(
             v.next()
                 .and_then(|r| r.parse::<u32>().ok())
                 .is_some_and(|r| r >= 10000),
-            "{shape}: {out}"
+            "{shape}: {printed}"
         );
+        let mut made = vec![dirs, out, prefix, w.join(format!("{shape}-build"))];
+        if shape.ends_with("-flipped") {
+            made.push(root);
+        }
+        if shape == "linked-flipped" {
+            made.push(w.join("linked"));
+        }
+        for p in made {
+            std::fs::remove_dir_all(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        }
     }
     // A root whose linker name is a copy of the library (not a link): the split places the link
     // made from the SONAME, once, and says which one it placed and why.
