@@ -2412,6 +2412,9 @@ fn verdict(
     }
     let mut by_unknown_loader: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     let mut by_loaded_wheel: BTreeMap<String, (Vec<String>, BTreeSet<String>)> = BTreeMap::new();
+    let mut by_extra: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut by_unimported_provider: BTreeMap<(String, String, String), Vec<String>> =
+        BTreeMap::new();
     for n in cuda_needed.iter().filter(|n| !n.vendored) {
         let Some(l) = n.library.as_ref().filter(|l| !l.older_release) else {
             continue;
@@ -2592,11 +2595,14 @@ fn verdict(
             let imported = modules
                 .keys()
                 .any(|m| m == provider || m.starts_with(&format!("{provider}.")));
+            // Their own import fails (libc10.so is found by no search of theirs): a wheel that
+            // leaves `import torch` to its user is unresolved, the fix is its own.
             if kind == ArtifactKind::Wheel && !imported {
-                lines.push(format!(
-                    "loads: {} only where {provider} is imported first: its files link the libraries of {by}, whose import loads it, and nothing in this wheel imports {provider}: a program must import it before these modules (alone, their import fails)",
-                    n.soname
-                ));
+                raise(VerdictStatus::Unresolved, &mut status);
+                by_unimported_provider
+                    .entry((fails.clone(), provider.to_string(), by.clone()))
+                    .or_default()
+                    .push(n.soname.clone());
                 continue;
             }
             lines.push(format!(
@@ -2672,6 +2678,16 @@ fn verdict(
         }
         match kind {
             ArtifactKind::Wheel => match (n.rpath_covers, n.declared) {
+                // Declared only under an extra: found where that extra is installed. The choice
+                // is the package's (CUDA from the system otherwise), said, not failed.
+                (true, true) if n.tier == crate::loads::Tier::Import => {
+                    if let Some(x) = &n.declared_extra {
+                        by_extra
+                            .entry(x.clone())
+                            .or_default()
+                            .push(n.soname.clone());
+                    }
+                }
                 (true, true) => {}
                 (_, true) if preload.is_some_and(|p| p.at_import) => {
                     let p = preload.expect("checked");
@@ -2719,6 +2735,21 @@ fn verdict(
                 }
             }
         }
+    }
+    for ((fails, provider, by), sonames) in by_unimported_provider {
+        lines.push(format!(
+            "{fails} unless {provider} is imported first: needs {}, which the import of {by} loads, as it loads the libraries of {provider} these files link, and nothing in this wheel imports {provider}: alone, the import of these modules fails (fix: import {provider} first in the package's __init__.py, as its extensions do)",
+            sonames.join(", ")
+        ));
+    }
+    for (extra, sonames) in by_extra {
+        lines.push(format!(
+            "loads with the extra [{extra}]: {} come{} from wheels declared only under it; installed without it, the import finds {} only where the system provides {}",
+            sonames.join(", "),
+            if sonames.len() == 1 { "s" } else { "" },
+            if sonames.len() == 1 { "it" } else { "them" },
+            if sonames.len() == 1 { "it" } else { "them" },
+        ));
     }
     for (place, (sonames, chains)) in by_loaded_wheel {
         let one = sonames.len() == 1;

@@ -134,6 +134,36 @@ fn lean_wheel_with_rpaths_and_dependencies_is_ok() {
     );
 }
 
+/// A wheel whose CUDA wheels are declared only under an extra (pyscfad-cuda12-plugin's
+/// `[with-cuda]`, kept so by repair): reached by its RPATH where the extra is installed; a plain
+/// install relies on the system. The package's choice, said, not failed.
+#[test]
+fn cuda_declared_only_under_an_extra_is_said() {
+    let libs = Libs::new();
+    let ext = libs.extension(&[("c12", "cublas")], Some("$ORIGIN/../nvidia/cublas/lib"));
+    let out = tempfile::tempdir().unwrap();
+    let w = wheel(
+        out.path(),
+        "byextra",
+        &[
+            "numpy",
+            "nvidia-cublas-cu12>=12,<13; extra == \"with-cuda\"",
+        ],
+        &[
+            ("pkg/__init__.py", b"from . import _ext\n".to_vec()),
+            (EXT, ext),
+        ],
+    );
+    let r = inspect_json(&[&w], 0);
+    let a = artifact(&r, ".whl");
+    assert_eq!(a["verdict"]["status"], "ok", "{a:#}");
+    assert!(
+        verdict_lines(a).contains(&"loads with the extra [with-cuda]: libcublas.so.12 comes from wheels declared only under it; installed without it, the import finds it only where the system provides it".to_string()),
+        "{:?}",
+        verdict_lines(a)
+    );
+}
+
 #[test]
 fn missing_rpath_and_dependency_is_unresolved() {
     let libs = Libs::new();
@@ -176,11 +206,14 @@ fn a_torch_extension_gets_its_cuda_libraries_from_torchs_import() {
         .path()
         .join("tbare-1.0-cp311-cp311-manylinux_2_28_x86_64.whl");
     write_wheel(&bare, "tbare", &["torch"], &[(EXT, ext)]);
+    // Alone, their import fails: unresolved, with the fix.
     let b = inspect_json(&[bare.to_str().unwrap()], 0);
+    assert_eq!(artifact(&b, ".whl")["verdict"]["status"], "unresolved");
     assert!(
         verdict_lines(artifact(&b, ".whl")).iter().any(|l| l.starts_with(
-            "loads: libcublas.so.12 only where torch is imported first: its files link the libraries of torch"
-        ) && l.contains("nothing in this wheel imports torch")),
+            "fails at import unless torch is imported first: needs libcublas.so.12, which the import of torch"
+        ) && l.contains("nothing in this wheel imports torch")
+            && l.ends_with("(fix: import torch first in the package's __init__.py, as its extensions do)")),
         "{:?}",
         verdict_lines(artifact(&b, ".whl"))
     );
