@@ -5712,3 +5712,67 @@ fn a_library_loaded_first_whose_wheels_file_is_gone_gets_the_reinstall() {
     );
     assert!(!text.contains("install nvidia-cusolver-cu12:"), "{v:#}");
 }
+
+/// A library that needs a library beside it that it cannot find itself (no search path of its
+/// own) loads only after that one, and gets what that one loads with it: OpenMM's CUDA plugins
+/// get cuFFT with libOpenMMCUDA.so, through its RUNPATH. With cuFFT's file gone, the fix for
+/// every file is the reinstall, no search path of the plugin's own.
+#[test]
+fn a_library_that_loads_after_its_neighbour_gets_what_that_one_finds() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[
+            ("plugpkg/__init__.py", "\"\"\"Plugins.\"\"\"\n"),
+            (
+                "nvidia_cufft_cu12-11.3.3.83.dist-info/METADATA",
+                "Metadata-Version: 2.1\nName: nvidia-cufft-cu12\nVersion: 11.3.3.83\n",
+            ),
+            (
+                "nvidia_cufft_cu12-11.3.3.83.dist-info/RECORD",
+                "nvidia/cufft/lib/libcufft.so.11,,\n",
+            ),
+        ],
+    );
+    std::fs::create_dir_all(site.join("nvidia/cufft/lib")).unwrap();
+    let stub = work.path().join("stub");
+    fake_lib(&stub, "libcufft.so.11", "libcufft.so.11", "cufftPlan1d");
+    let plugins = site.join("plugpkg/plugins");
+    // The neighbour: cuFFT through its RUNPATH. Named to sort after the plugin, whose line the
+    // shared cause would otherwise take.
+    let core = gcc_shared(
+        &plugins,
+        "libzcore.so",
+        Some("libzcore.so"),
+        "int cufftPlan1d(void *);\nint core(void) { return cufftPlan1d(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", stub.display()),
+            "-l:libcufft.so.11",
+            "-Wl,-rpath,$ORIGIN/../../nvidia/cufft/lib",
+            "-Wl,--enable-new-dtags",
+        ],
+    );
+    gcc_shared(
+        &plugins,
+        "libaplug.so",
+        Some("libaplug.so"),
+        "int core(void); int cufftPlan1d(void *);\nint plug(void) { return core() + cufftPlan1d(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", stub.display()),
+            &format!("-L{}", plugins.display()),
+            "-l:libzcore.so",
+            "-l:libcufft.so.11",
+        ],
+    );
+    assert!(core.is_file());
+    remove_c_sources(&plugins);
+    let (_, v) = doctor_import("plugpkg", &python);
+    let text = v.to_string();
+    assert!(
+        text.contains("reinstall it (`pip install --force-reinstall --no-deps nvidia-cufft-cu12`)"),
+        "{v:#}"
+    );
+    assert!(!text.contains("no search path of libaplug.so"), "{v:#}");
+}

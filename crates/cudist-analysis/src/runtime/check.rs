@@ -2013,6 +2013,12 @@ struct Shared<'a> {
     installed: &'a BTreeSet<String>,
 }
 
+/// Whether `p` is one of the `followed` files, which the trace names by absolute paths while a
+/// package's own files are named as the interpreter's path was given (`--python venv/bin/python`).
+fn is_followed(followed: &std::collections::HashSet<PathBuf>, p: &Path) -> bool {
+    followed.contains(p) || std::fs::canonicalize(p).is_ok_and(|c| followed.contains(&c))
+}
+
 /// Every check of one file, and the verdict lines it adds.
 fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result<Checked> {
     let Shared {
@@ -2106,7 +2112,7 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             // Loaded at import, yet the simulated search finds no such library: the process
             // had it (from a load the model does not know of). Reality wins, and is said; of a
             // file the model did not follow, that is how it loaded.
-            if followed.contains(f) {
+            if is_followed(followed, f) {
                 after_import.push((m.name.clone(), p));
                 continue;
             }
@@ -2124,12 +2130,27 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
     // have no search path to it), and what that one loads with it (its cuFFT, through its own
     // RUNPATH).
     let mut sibling_loads: Vec<(String, PathBuf)> = Vec::new();
-    if followed.contains(f) {
+    // A library beside it that it needs and cannot find itself is loaded before it, or it
+    // cannot load at all, and what that one needs comes with it: where that one looks for what
+    // it lacks is where the fix puts it (OpenMM's CUDA plugins get cuFFT with libOpenMMCUDA.so,
+    // through its RUNPATH; they have none).
+    let mut sibling_tried: Vec<(String, Vec<PathBuf>)> = Vec::new();
+    let beside = f.parent().unwrap_or(Path::new(""));
+    for m in sim.missing() {
+        let first = beside.join(&m.name);
+        if first.as_path() == f || !first.is_file() {
+            continue;
+        }
+        if let Ok(s) = loader::simulate(&first, env) {
+            sibling_tried.extend(s.missing().map(|x| (x.name.clone(), x.tried.clone())));
+        }
+    }
+    if is_followed(followed, f) {
         let dir = f.parent().unwrap_or(Path::new(""));
         let firsts: BTreeSet<PathBuf> = sim
             .missing()
             .map(|m| dir.join(&m.name))
-            .filter(|p| p.as_path() != f && followed.contains(p))
+            .filter(|p| p.as_path() != f && is_followed(followed, p))
             .collect();
         for first in firsts {
             let Ok(s) = loader::simulate(&first, env) else {
@@ -2182,6 +2203,12 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             .iter()
             .filter(|r| r.name == name)
             .flat_map(|r| r.tried.iter().cloned())
+            .chain(
+                sibling_tried
+                    .iter()
+                    .filter(|(n, _)| n == name)
+                    .flat_map(|(_, t)| t.iter().cloned()),
+            )
             .collect()
     };
     // Libraries installed beside their files, out of their search path, that cannot load here
@@ -2239,6 +2266,7 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
                 })
             } else if let Some(fix) = blocked_tried
                 .get(&m.name)
+
                 .and_then(|(by, tried)| found_by_first(&m.name, by, tried, major, catalog))
             {
                 Some(fix)
@@ -4164,8 +4192,13 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             failed_elsewhere.push((x.path.clone(), t.module.clone()));
         }
     }
-    let mut followed_files: std::collections::HashSet<PathBuf> =
-        followed.values().flatten().cloned().collect();
+    // Canonical too: [`is_followed`] asks by either.
+    let mut followed_files: std::collections::HashSet<PathBuf> = followed
+        .values()
+        .flatten()
+        .flat_map(|p| [Some(p.clone()), std::fs::canonicalize(p).ok()])
+        .flatten()
+        .collect();
     // A directory native code loaded libraries from by path (OpenMM's plugin directory, which
     // other distributions install into: the CUDA plugins of OpenMM-CUDA-12) is loaded whole:
     // its other libraries are loaded the same way, and one that did not load failed or was
@@ -4194,6 +4227,7 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             }
             listed.insert(p.clone());
             beside_followed.push((p.clone(), dir.display().to_string()));
+            followed_files.extend(std::fs::canonicalize(&p).ok());
             followed_files.insert(p.clone());
             files.push(p);
         }
