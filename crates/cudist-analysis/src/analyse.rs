@@ -40,6 +40,8 @@ pub(crate) struct QuotedStrings {
     pub(crate) strings: Vec<String>,
     pub(crate) table_prefix: String,
     pub(crate) table_names: usize,
+    /// What the table's names are (catalog `names`), where the catalog says.
+    pub(crate) table_kind: Option<String>,
 }
 
 /// Catalog marker symbols, indexed for the static-linking check.
@@ -187,6 +189,7 @@ pub fn analyse_elf(
                     strings: strs,
                     table_prefix: table.prefix.clone(),
                     table_names: names,
+                    table_kind: table.names.clone(),
                 },
             );
         }

@@ -1357,12 +1357,20 @@ pub(crate) fn static_cuda(a: &Analysed) -> Vec<StaticCuda> {
         }
         if let Some(q) = a.strings_found.get(lib) {
             let quoted: Vec<String> = q.strings.iter().map(|s| format!("{s:?}")).collect();
-            evidence.push(format!(
-                "contains {} and a table of {} entry-point names ({}…) resolved at run time",
-                quoted.join(", "),
-                q.table_names,
-                q.table_prefix
-            ));
+            evidence.push(match &q.table_kind {
+                Some(kind) => format!(
+                    "contains {} and a table of {} {kind} ({}…)",
+                    quoted.join(", "),
+                    q.table_names,
+                    q.table_prefix
+                ),
+                None => format!(
+                    "contains {} and a table of {} entry-point names ({}…) resolved at run time",
+                    quoted.join(", "),
+                    q.table_names,
+                    q.table_prefix
+                ),
+            });
         }
         out.push(StaticCuda {
             library: lib.clone(),

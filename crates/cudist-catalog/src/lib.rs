@@ -173,6 +173,10 @@ pub struct Library {
 pub struct NameTable {
     pub prefix: String,
     pub min_names: usize,
+    /// What the names are, as evidence says it (`error names of its own`); by default the
+    /// entry points the library resolves at run time.
+    #[serde(default)]
+    pub names: Option<String>,
 }
 
 impl Library {

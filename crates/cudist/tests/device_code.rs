@@ -362,6 +362,46 @@ int main(void) {
     assert_eq!(static_cudart_of(own), None, "cudist itself");
 }
 
+/// NVRTC linked in (libnvrtc_static.a; vapoursynth-bm3dcuda's `libbm3dcuda_rtc.so`, stripped):
+/// its built-in header's name and its unknown-error message, with its table of error names
+/// (16 to 18 in libnvrtc 12.9 and 13.2, catalog `static_name_table`); the strings without the
+/// table are a program that quotes them.
+#[test]
+fn nvrtc_linked_in_is_read_from_its_strings_and_error_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let with_table = |n: usize| {
+        let names: Vec<String> = (0..n)
+            .map(|i| format!("\"NVRTC_ERROR_FAKE_{i}\""))
+            .collect();
+        let src = format!(
+            "#include <stdio.h>\nconst char *const table[] = {{{}\"\"}};\n\
+             int main(int argc, char **argv) {{\n  puts(\"__nv_nvrtc_builtin_header.h\");\n  \
+             puts(\"NVRTC_ERROR unknown\");\n  puts(table[argc]);\n  return 0;\n}}\n",
+            names.iter().map(|n| format!("{n}, ")).collect::<String>()
+        );
+        gcc(dir.path(), &format!("nvrtc{n}"), &src, &[])
+    };
+    let nvrtc_of = |p: &Path| {
+        let r = report(p);
+        r["artifacts"][0]["elf_files"][0]["static_cuda"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["library"] == "nvrtc")
+            .cloned()
+    };
+    assert_eq!(nvrtc_of(&with_table(9)), None, "9 names");
+    let s = nvrtc_of(&with_table(10)).expect("10 names: NVRTC's pattern");
+    assert_eq!(s["confidence"], "certain");
+    let evidence = s["evidence"].to_string();
+    assert!(
+        evidence.contains("__nv_nvrtc_builtin_header.h")
+            && evidence.contains("a table of 10 error names of its own (NVRTC_ERROR_…)"),
+        "{s:#}"
+    );
+    assert_eq!(nvrtc_of(Path::new(env!("CARGO_BIN_EXE_cudist"))), None);
+}
+
 /// `catalog sm --check` against real nvcc 13.5 (beside `CUDIST_CUOBJDUMP`): a list it calls
 /// buildable compiles, and the result holds exactly the codes it predicted (read by cudist and by
 /// cuobjdump); each entry it calls unbuildable for CUDA 13.5 is refused by nvcc.
