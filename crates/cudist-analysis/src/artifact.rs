@@ -349,13 +349,46 @@ fn assemble(input: &Input, scanned: Scanned, catalog: &Catalog) -> Artifact {
     }
     if unallowed {
         match as_tagged {
-            Some(p) => verdict.lines.push(format!(
-                "its tag, {} for what it carries, rests on its tagger having left out {}: no manylinux policy allows a wheel to expect them from the system, so a dependency or the user's machine must provide them (auditwheel's reading gives {}; `cudist repair` tags it {})",
-                p.policy.as_deref().unwrap_or_default(),
-                left_out.into_iter().collect::<Vec<_>>().join(", "),
-                platform.tags.join("."),
-                p.tags.join("."),
-            )),
+            Some(p) => {
+                // A SONAME the wheel carries under another file name (`libtensorrt_rtx.so.1.7.1`,
+                // no `libtensorrt_rtx.so.1` beside it) is the wheel's own: the loader finds it
+                // only once something has loaded that file by path.
+                let under_other_name = |so: &str| {
+                    elfs.iter()
+                        .filter(|a| a.report.soname.as_deref() == Some(so))
+                        .map(|a| a.report.path.as_str())
+                        .find(|path| !path.ends_with(&format!("/{so}")) && *path != so)
+                };
+                let (carried, absent): (Vec<&str>, Vec<&str>) = left_out
+                    .iter()
+                    .copied()
+                    .partition(|so| under_other_name(so).is_some());
+                let mut rests = Vec::new();
+                if !absent.is_empty() {
+                    rests.push(format!(
+                        "its tagger having left out {}: no manylinux policy allows a wheel to expect them from the system, so a dependency or the user's machine must provide them",
+                        absent.join(", ")
+                    ));
+                }
+                if !carried.is_empty() {
+                    rests.push(format!(
+                        "{}, which it carries under other file names ({}): no search finds them by these names, only a load of those files by path",
+                        carried.join(", "),
+                        carried
+                            .iter()
+                            .filter_map(|so| under_other_name(so))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+                verdict.lines.push(format!(
+                    "its tag, {} for what it carries, rests on {} (auditwheel's reading gives {}; `cudist repair` tags it {})",
+                    p.policy.as_deref().unwrap_or_default(),
+                    rests.join("; and on "),
+                    platform.tags.join("."),
+                    p.tags.join("."),
+                ))
+            }
             None => unportable(&platform, &mut verdict),
         }
     }

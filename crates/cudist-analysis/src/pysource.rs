@@ -2494,11 +2494,24 @@ pub fn reach(files: &[File]) -> Reach {
     let mut reached: BTreeSet<Scope> = BTreeSet::new();
     // What is imported: the top-level modules, and in a namespace package (a top-level
     // directory with no `__init__.py`: `nvidia/`) the packages below it that have one
-    // (`nvidia.nvcomp`), which is what users import.
+    // (`nvidia.nvcomp`), which is what users import. So is a package whose `__init__.py` does
+    // nothing but declare itself one (vc6-cu12's `vnova/__init__.py`, a comment;
+    // `pkgutil.extend_path`): importing it alone runs nothing of the packages below.
+    let inert = |fi: usize| {
+        files[fi].stmts.iter().all(|s| {
+            s.def.is_none()
+                && s.import.is_none()
+                && s.env_sets.is_empty()
+                && s.calls.iter().all(|c| {
+                    let name = c.callee.rsplit('.').next().unwrap_or(&c.callee);
+                    matches!(name, "extend_path" | "declare_namespace" | "__import__")
+                })
+        })
+    };
     let in_namespace = |m: &str, fi: usize| {
         files[fi].path.ends_with("__init__.py")
             && m.match_indices('.')
-                .all(|(i, _)| !by_module.contains_key(&m[..i]))
+                .all(|(i, _)| by_module.get(&m[..i]).is_none_or(|&pi| inert(pi)))
     };
     let mut todo: Vec<Scope> = by_module
         .iter()
@@ -2945,6 +2958,37 @@ def g(p):
             Some("x.y")
         );
         assert_eq!(module_name("setup-tools/x.py"), None);
+    }
+
+    /// A package whose `__init__.py` only declares itself a namespace (a comment; pkgutil's
+    /// `extend_path`) runs nothing of the packages below it: those are what users import, as in
+    /// a directory with no `__init__.py` (vc6-cu12's `vnova/vc6_cu12`). A package with code of
+    /// its own is the import.
+    #[test]
+    fn packages_below_an_inert_package_are_imported() {
+        let files = read_files(&[
+            ("vnova/__init__.py", "# Namespace package for vnova\n"),
+            ("vnova/codec/__init__.py", "from . import fast\n"),
+            ("vnova/codec/fast.py", "X = 1\n"),
+            (
+                "ns/__init__.py",
+                "__path__ = __import__('pkgutil').extend_path(__path__, __name__)\n",
+            ),
+            ("ns/sub/__init__.py", "\"\"\"Doc.\"\"\"\nimport json\n"),
+            ("real/__init__.py", "import os\n"),
+            ("real/sub/__init__.py", "import json\n"),
+        ]);
+        let r = reach(&files);
+        let reached = |path: &str| {
+            let fi = files.iter().position(|f| f.path == path).unwrap();
+            r.reached.contains(&(fi, None))
+        };
+        assert!(reached("vnova/codec/__init__.py") && reached("vnova/codec/fast.py"));
+        assert!(reached("ns/sub/__init__.py"));
+        assert!(
+            !reached("real/sub/__init__.py"),
+            "real's import runs code of its own"
+        );
     }
 
     #[test]

@@ -428,6 +428,30 @@ fn a_tag_made_with_a_library_left_out_rests_on_it() {
         written.contains(&format!("{policy}_x86_64")),
         "{policy}: {rep:#}"
     );
+    // Carried under another file name (onnxruntime-ep-nv-tensorrt-rtx-cu13's
+    // `libtensorrt_rtx.so.1.7.1`, SONAME `libtensorrt_rtx.so.1`): the wheel's own library, which
+    // no search finds by its SONAME; never one a dependency or the machine must provide.
+    let acme = std::fs::read(libs.path("acme").join("libacme.so")).unwrap();
+    let w = out
+        .path()
+        .join("acmecarry-1.0-cp311-cp311-manylinux_2_17_x86_64.whl");
+    write_wheel(
+        &w,
+        "acmecarry",
+        &[],
+        &[
+            (EXT, libs.extension(&[("acme", "acme")], None)),
+            ("pkg/libacme.so.7.1", acme),
+        ],
+    );
+    let r = inspect_json(&[w.to_str().unwrap()], 0);
+    let lines = verdict_lines(artifact(&r, ".whl"));
+    assert!(
+        lines.iter().any(|l| l.contains(
+            "rests on libacme.so, which it carries under other file names (pkg/libacme.so.7.1): no search finds them by these names, only a load of those files by path"
+        ) && !l.contains("left out")),
+        "{lines:#?}"
+    );
 }
 
 /// A tag older than the glibc its files need is misbuilt also where its tagger left a library

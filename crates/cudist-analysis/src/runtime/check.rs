@@ -5385,11 +5385,26 @@ fn conclude(
             } else {
                 Status::WillFailToLoad
             },
-            format!("import {module} fails: {e}"),
+            format!("import {module} fails: {}", folded(&e)),
         );
     }
     report.disagreements = disagreements;
     report
+}
+
+/// An error message as a reason shows it: its first lines, where a package raises pages of text
+/// (vc6's `RuntimeError` is its whole licence); the whole message stays in `imports_run[].error`.
+fn folded(e: &str) -> String {
+    const SHOWN: usize = 4;
+    let lines: Vec<&str> = e.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.len() <= SHOWN {
+        return e.to_string();
+    }
+    format!(
+        "{}\n    … ({} more lines: `--json`, imports_run[].error)",
+        lines[..SHOWN].join("\n"),
+        lines.len() - SHOWN
+    )
 }
 
 /// Whether a library the model says a package loads at import, found at `path`, is loaded when
@@ -5581,6 +5596,20 @@ mod tests {
     }
 
     /// The library glibc's message names, as ctypes and the import system pass it on.
+    #[test]
+    fn a_long_error_message_is_folded() {
+        assert_eq!(
+            folded("ImportError: no\n\nmodule"),
+            "ImportError: no\n\nmodule"
+        );
+        let page: String = (0..40).map(|i| format!("line {i}\n\n")).collect();
+        let f = folded(&format!("RuntimeError: \nEULA\n{page}"));
+        assert_eq!(
+            f,
+            "RuntimeError: \nEULA\nline 0\nline 1\n    … (38 more lines: `--json`, imports_run[].error)"
+        );
+    }
+
     #[test]
     fn one_missing_wheel_is_one_line() {
         let mut v = Verdict::default();
