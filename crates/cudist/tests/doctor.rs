@@ -5776,3 +5776,81 @@ fn a_library_that_loads_after_its_neighbour_gets_what_that_one_finds() {
     );
     assert!(!text.contains("no search path of libaplug.so"), "{v:#}");
 }
+
+/// A library the package carries under a file name no search finds (its full version:
+/// onnxruntime-ep-nv-tensorrt-rtx-cu13's `libcudart.so.13.4.36`), which nothing loads, gives the
+/// files that need its SONAME nothing: they fail for it, with the fix.
+#[test]
+fn a_carried_copy_nothing_loads_is_no_loaded_library() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[("cpkg/__init__.py", "\"\"\"Provider.\"\"\"\n")],
+    );
+    let pkg = site.join("cpkg");
+    let cudart = fake_lib(
+        &pkg,
+        "libcudart.so.13.4.36",
+        "libcudart.so.13",
+        "cudaMalloc",
+    );
+    gcc_shared(
+        &pkg,
+        "libprov.so",
+        Some("libprov.so"),
+        "int cudaMalloc(void *);\nint prov(void) { return cudaMalloc(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", pkg.display()),
+            "-l:libcudart.so.13.4.36",
+        ],
+    );
+    assert!(cudart.is_file());
+    remove_c_sources(&pkg);
+    let (_, v) = doctor_import("cpkg", &python);
+    let text = v.to_string();
+    assert!(text.contains("libcudart.so.13 not found"), "{v:#}");
+    assert!(text.contains("install nvidia-cuda-runtime"), "{v:#}");
+}
+
+/// A file that lacks a library it links gets no second line for a library it links that opens
+/// the same one on first use (openmm's CUDA plugins, without NVRTC: libcufft.so.12's dlopen of
+/// libnvrtc.so.13 can never run, the plugins do not load).
+#[test]
+fn a_dlopen_of_a_library_the_file_lacks_is_no_second_cause() {
+    let work = tempfile::tempdir().unwrap();
+    let libs = work.path().join("libs");
+    let stub = work.path().join("stub");
+    fake_lib(&stub, "libnvrtc.so.13", "libnvrtc.so.13", "nvrtcVersion");
+    // cuFFT 12 (CUDA 13) names NVRTC for dlopen, as the real one does.
+    gcc_shared(
+        &libs,
+        "libcufft.so.12",
+        Some("libcufft.so.12"),
+        "#include <dlfcn.h>\nstatic const char name[] = \"libnvrtc.so.13\";\n\
+         void *cufftPlan1d(void *p) { return p ? dlopen(name, RTLD_NOW) : 0; }\n",
+        &["-ldl"],
+    );
+    let pkg = work.path().join("pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    let ext = gcc_shared(
+        &libs,
+        "ext.so",
+        None,
+        "void *cufftPlan1d(void *); int nvrtcVersion(void *);\n\
+         int f(void) { return nvrtcVersion(cufftPlan1d(0)); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.display()),
+            &format!("-L{}", stub.display()),
+            "-l:libcufft.so.12",
+            "-l:libnvrtc.so.13",
+            &format!("-Wl,-rpath,{}", libs.display()),
+        ],
+    );
+    std::fs::copy(&ext, pkg.join("ext.so")).unwrap();
+    let v = doctor_json(&[pkg.to_str().unwrap(), "--ld-library-path", ""], 1);
+    let text = v.to_string();
+    assert!(text.contains("libnvrtc.so.13 not found"), "{v:#}");
+    assert!(!text.contains("dlopen(libnvrtc.so.13)"), "{v:#}");
+}

@@ -2790,6 +2790,13 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
     };
     let mut said_elsewhere: Vec<String> = Vec::new();
     for r in dl.iter().filter(|r| r.path.is_none()) {
+        // A name this load lacks already (openmm's CUDA plugins and libcufft.so.12's dlopen of
+        // the libnvrtc.so.13 they link): the file never loads, and the missing library is said
+        // as such; the dlopen is no second cause.
+        if sim.missing().any(|m| m.name == r.name) {
+            said_elsewhere.push(r.name.clone());
+            continue;
+        }
         // What a library loaded before this file (a package's preload, torch's libcufile)
         // opens is that library's doing: said of it, once, not of every file checked.
         let owner = if sim
@@ -4601,6 +4608,13 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
     let mut carried_on_demand: HashMap<String, PathBuf> = HashMap::new();
     for (f, p) in files.iter().zip(&tiers) {
         if p.tier == crate::loads::Tier::Import {
+            continue;
+        }
+        // Only one that something loads: an extension module the package imports (triton's
+        // `_C/libtriton.so`), a library its code loads when a function runs. A copy nothing
+        // loads, under a name no search finds (onnxruntime-ep-nv-tensorrt-rtx-cu13's
+        // `libcudart.so.13.4.36`), gives what needs its SONAME nothing.
+        if !is_extension_module(f) && p.why.is_none() {
             continue;
         }
         let Some(so) = package_files
