@@ -4610,13 +4610,6 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         if p.tier == crate::loads::Tier::Import {
             continue;
         }
-        // Only one that something loads: an extension module the package imports (triton's
-        // `_C/libtriton.so`), a library its code loads when a function runs. A copy nothing
-        // loads, under a name no search finds (onnxruntime-ep-nv-tensorrt-rtx-cu13's
-        // `libcudart.so.13.4.36`), gives what needs its SONAME nothing.
-        if !is_extension_module(f) && p.why.is_none() {
-            continue;
-        }
         let Some(so) = package_files
             .iter()
             .find(|d| d.path == *f)
@@ -4624,6 +4617,15 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
         else {
             continue;
         };
+        // Only one something can load: an extension module the package imports (triton's
+        // `_C/libtriton.so`), a library its code loads when a function runs, one named as its
+        // SONAME (a load by that name, or by a path joined from it). A copy under a name that is
+        // not its SONAME, which nothing loads (onnxruntime-ep-nv-tensorrt-rtx-cu13's
+        // `libcudart.so.13.4.36`), gives what needs its SONAME nothing.
+        let named_as_soname = f.file_name().is_some_and(|n| n == so);
+        if !is_extension_module(f) && p.why.is_none() && !named_as_soname {
+            continue;
+        }
         if !needed_by_others(so) || blocked.contains_key(so) || carried_on_demand.contains_key(so) {
             continue;
         }
