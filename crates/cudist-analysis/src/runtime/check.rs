@@ -2266,7 +2266,6 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
                 })
             } else if let Some(fix) = blocked_tried
                 .get(&m.name)
-
                 .and_then(|(by, tried)| found_by_first(&m.name, by, tried, major, catalog))
             {
                 Some(fix)
