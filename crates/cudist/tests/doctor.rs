@@ -5854,3 +5854,35 @@ fn a_dlopen_of_a_library_the_file_lacks_is_no_second_cause() {
     assert!(text.contains("libnvrtc.so.13 not found"), "{v:#}");
     assert!(!text.contains("dlopen(libnvrtc.so.13)"), "{v:#}");
 }
+
+/// A library a package's load looks for where it is not, which another load of the package the
+/// model cannot read finds (onnxruntime-ep-nv-tensorrt-rtx-cu13 tries its own directory, then
+/// globs onnxruntime's): the list of what the package loads shows where the real import mapped
+/// it, not "not found".
+#[test]
+fn a_preload_the_real_import_mapped_elsewhere_is_listed_where_it_was_mapped() {
+    let work = tempfile::tempdir().unwrap();
+    let init = "import ctypes, os\n\
+                _here = os.path.dirname(__file__)\n\
+                def _find():\n    return os.path.join(_here, 'deps', ''.join(['lib', 'dep.so.1.2']))\n\
+                try:\n    ctypes.CDLL(os.path.join(_here, 'libdep.so.1'), mode=ctypes.RTLD_GLOBAL)\n\
+                except OSError:\n    ctypes.CDLL(_find(), mode=ctypes.RTLD_GLOBAL)\n";
+    let (python, site) = venv_with(&work.path().join("venv"), &[("twoway/__init__.py", init)]);
+    let deps = site.join("twoway/deps");
+    fake_lib(&deps, "libdep.so.1.2", "libdep.so.1", "dep_init");
+    remove_c_sources(&deps);
+    let (code, v) = doctor_import("twoway", &python);
+    assert_eq!(code, Some(0), "{v:#}");
+    let loads = v["runtime_loads"].as_array().unwrap();
+    let dep: Vec<&serde_json::Value> = loads
+        .iter()
+        .filter(|l| l["soname"] == "libdep.so.1")
+        .collect();
+    assert!(!dep.is_empty(), "{v:#}");
+    assert!(
+        dep.iter().all(|l| l["path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("deps/libdep.so.1.2"))),
+        "{v:#}"
+    );
+}

@@ -3915,6 +3915,26 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                         }
                     }
                 }
+                // Not found where this call looks, and mapped by the real import all the same
+                // (from where another load of the package found it: onnxruntime's library, by
+                // the glob the next lines try): what the process has is listed, not "not found".
+                let (path, found_by) = match f.path {
+                    Some(path) => (Some(path), f.found_by),
+                    None => match trace_of(name).and_then(|t| {
+                        t.loaded
+                            .iter()
+                            .find(|l| l.soname.as_deref() == Some(f.name.as_str()))
+                    }) {
+                        Some(l) => (
+                            Some(l.path.clone()),
+                            Some(match &l.by {
+                                Some(by) => format!("the real import loaded it, at {by}"),
+                                None => "the real import loaded it".to_string(),
+                            }),
+                        ),
+                        None => (None, f.found_by),
+                    },
+                };
                 report.runtime_loads.push(RuntimeLoad {
                     package: name.clone(),
                     loader: match p.mechanism {
@@ -3926,8 +3946,8 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                         crate::loads::Mechanism::Environment => format!("Python at {}", p.place()),
                     },
                     soname: f.name,
-                    path: f.path,
-                    found_by: f.found_by,
+                    path,
+                    found_by,
                     tried: f.tried,
                     pip,
                     not_loaded,
