@@ -2636,8 +2636,20 @@ fn verdict(
             let imported = modules
                 .keys()
                 .any(|m| m == provider || m.starts_with(&format!("{provider}.")));
-            // Their own import fails (libc10.so is found by no search of theirs): a wheel that
-            // leaves `import torch` to its user is unresolved, the fix is its own.
+            // Their own import fails (libc10.so is found by no search of theirs): a wheel whose
+            // extension modules leave `import torch` to their user is unresolved, the fix is its
+            // own. A library of operators (torch.ops.load_library's) loads only once torch is.
+            let modules_need = n.needed_by.iter().any(|p| {
+                elfs.iter()
+                    .any(|a| &a.report.path == p && a.report.abi.python_extension.is_some())
+            });
+            if kind == ArtifactKind::Wheel && !imported && !modules_need {
+                lines.push(format!(
+                    "loads: {} once {provider} is imported: its files link the libraries of {by}, whose import loads it, and are no modules to import: what loads them has imported it",
+                    n.soname
+                ));
+                continue;
+            }
             if kind == ArtifactKind::Wheel && !imported {
                 raise(VerdictStatus::Unresolved, &mut status);
                 by_unimported_provider

@@ -217,6 +217,40 @@ fn a_torch_extension_gets_its_cuda_libraries_from_torchs_import() {
         "{:?}",
         verdict_lines(artifact(&b, ".whl"))
     );
+    // A library of operators (no module to import) loads once torch is imported: what loads it
+    // has imported torch.
+    let ops = gcc_shared(
+        out.path(),
+        "libops.so",
+        Some("libops.so"),
+        "void *cublasCreate_v2(void *); void *c10_alloc(void *);
+void *op(void) { return cublasCreate_v2(c10_alloc(0)); }
+",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.path("c12").display()),
+            &format!("-L{}", libs.path("torch").display()),
+            "-lcublas",
+            "-lc10",
+        ],
+    );
+    let opsw = out
+        .path()
+        .join("tops-1.0-cp311-cp311-manylinux_2_28_x86_64.whl");
+    write_wheel(
+        &opsw,
+        "tops",
+        &["torch"],
+        &[("tops/libops.so", std::fs::read(&ops).unwrap())],
+    );
+    let o = inspect_json(&[opsw.to_str().unwrap()], 0);
+    assert_ne!(artifact(&o, ".whl")["verdict"]["status"], "unresolved");
+    assert!(
+        verdict_lines(artifact(&o, ".whl")).iter().any(|l| l
+            .starts_with("loads: libcublas.so.12 once torch is imported: its files link the libraries of torch")),
+        "{:?}",
+        verdict_lines(artifact(&o, ".whl"))
+    );
     let r = inspect_json(&[w.to_str().unwrap()], 0);
     let a = artifact(&r, ".whl");
     assert_eq!(a["verdict"]["status"], "ok", "{a:#}");
