@@ -2130,32 +2130,26 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
     // have no search path to it), and what that one loads with it (its cuFFT, through its own
     // RUNPATH).
     let mut sibling_loads: Vec<(String, PathBuf)> = Vec::new();
+    // The libraries beside it that it needs by name, each simulated once.
+    let beside = f.parent().unwrap_or(Path::new(""));
+    let neighbours: Vec<(PathBuf, loader::Simulation)> = sim
+        .missing()
+        .map(|m| beside.join(&m.name))
+        .filter(|p| p.as_path() != f && p.is_file())
+        .collect::<BTreeSet<PathBuf>>()
+        .into_iter()
+        .filter_map(|p| loader::simulate(&p, env).ok().map(|s| (p, s)))
+        .collect();
     // A library beside it that it needs and cannot find itself is loaded before it, or it
     // cannot load at all, and what that one needs comes with it: where that one looks for what
     // it lacks is where the fix puts it (OpenMM's CUDA plugins get cuFFT with libOpenMMCUDA.so,
     // through its RUNPATH; they have none).
-    let mut sibling_tried: Vec<(String, Vec<PathBuf>)> = Vec::new();
-    let beside = f.parent().unwrap_or(Path::new(""));
-    for m in sim.missing() {
-        let first = beside.join(&m.name);
-        if first.as_path() == f || !first.is_file() {
-            continue;
-        }
-        if let Ok(s) = loader::simulate(&first, env) {
-            sibling_tried.extend(s.missing().map(|x| (x.name.clone(), x.tried.clone())));
-        }
-    }
+    let sibling_tried: Vec<(String, Vec<PathBuf>)> = neighbours
+        .iter()
+        .flat_map(|(_, s)| s.missing().map(|x| (x.name.clone(), x.tried.clone())))
+        .collect();
     if is_followed(followed, f) {
-        let dir = f.parent().unwrap_or(Path::new(""));
-        let firsts: BTreeSet<PathBuf> = sim
-            .missing()
-            .map(|m| dir.join(&m.name))
-            .filter(|p| p.as_path() != f && is_followed(followed, p))
-            .collect();
-        for first in firsts {
-            let Ok(s) = loader::simulate(&first, env) else {
-                continue;
-            };
+        for (first, s) in neighbours.iter().filter(|(p, _)| is_followed(followed, p)) {
             for o in &s.objects {
                 for key in o.soname.iter().cloned().chain(
                     o.path
