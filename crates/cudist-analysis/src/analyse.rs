@@ -230,6 +230,7 @@ pub fn analyse_elf(
             static_cuda: Vec::new(),
             lazy_loads,
             symbol_floors: symbol_floors(&elf),
+            unversioned_glibc: unversioned_glibc(&elf),
             // A weak reference is optional (Rust's std and much C++ probe for
             // __cxa_thread_atexit_impl at run time): auditwheel checks only strong imports.
             blacklisted_imports: elf
@@ -306,6 +307,7 @@ pub fn analyse_front(
             static_cuda: Vec::new(),
             lazy_loads: Vec::new(),
             symbol_floors: Vec::new(),
+            unversioned_glibc: elf.map(unversioned_glibc).unwrap_or_default(),
             symbol_versions: elf
                 .map(|e| {
                     e.verneed
@@ -658,6 +660,36 @@ fn symbol_floors(elf: &ElfFile) -> Vec<SymbolFloor> {
         }
     }
     out.into_values().collect()
+}
+
+/// The C-library symbols `elf` imports without a version that its architecture's oldest
+/// manylinux glibc lacks, newest glibc first, then by name. A weak import is left out (the file
+/// checks for it at run time), and so is a file with no C library among what it links (a
+/// kernel module, a static executable): nothing it loads is glibc.
+fn unversioned_glibc(elf: &ElfFile) -> Vec<UnversionedGlibc> {
+    let Ok(arch) = elf.platform_arch() else {
+        return Vec::new();
+    };
+    if !elf.needed.iter().any(|n| platform::is_glibc_library(n)) {
+        return Vec::new();
+    }
+    let mut out: Vec<UnversionedGlibc> = elf
+        .undefined_dynamic()
+        .filter(|s| !s.weak && s.version.is_none())
+        .filter_map(|s| {
+            cudist_catalog::glibc::glibc_since(arch, &s.name).map(|since| UnversionedGlibc {
+                symbol: s.name.clone(),
+                since: since.to_string(),
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        version_key(&b.since)
+            .cmp(&version_key(&a.since))
+            .then_with(|| a.symbol.cmp(&b.symbol))
+    });
+    out.dedup();
+    out
 }
 
 /// A dotted release as numbers, for ordering (`13.1.80` → [13, 1, 80]).

@@ -499,6 +499,12 @@ fn names_in(
 ) -> Vec<(String, String)> {
     let mut named = Vec::new();
     let mut stems = Vec::new();
+    // A scope that lists directories (`glob.glob(os.path.join(d, lib_name + "*"))`) and loads
+    // by a name it computes loads the files it found: a linker name it writes is the start of
+    // their names (moreau-cuda13's `"libcudart.so"` finds `nvidia/cu13/lib/libcudart.so.13`).
+    let lists = file.stmts.iter().enumerate().any(|(si, s)| {
+        file.scope[si] == scope && s.calls.iter().any(|c| pysource::is_listing(&c.callee))
+    });
     for (si, s) in file.stmts.iter().enumerate() {
         if file.scope[si] != scope
             || file.excluded[si]
@@ -529,10 +535,19 @@ fn names_in(
     }
     // The start of a name only where the scope writes no whole one.
     if named.is_empty() {
-        stems
-    } else {
-        named
+        return stems;
     }
+    // A linker name it globs for is the start of the files found (one beside a name that
+    // extends it is a fallback, left to [`is_fallback_linker_name`]).
+    if lists {
+        let all: Vec<String> = named.iter().map(|(n, _)| n.clone()).collect();
+        for (n, _) in &mut named {
+            if n.ends_with(".so") && !is_fallback_linker_name(n, all.iter().map(String::as_str)) {
+                n.push('*');
+            }
+        }
+    }
+    named
 }
 
 /// The directories below site-packages that file `f` names library `name` in by a relative path

@@ -273,6 +273,11 @@ pub struct ElfReport {
     /// Symbol versions the file requires from other libraries (`GLIBC_2.17`, `GLIBCXX_3.4.21`),
     /// sorted: what decides its manylinux policy.
     pub symbol_versions: Vec<String>,
+    /// C-library symbols the file imports without a symbol version that glibc added after the
+    /// architecture's first manylinux policy, each with that glibc
+    /// ([`cudist_catalog::glibc`]): the version requirements above do not say the glibc these
+    /// need, and the loader refuses the file on an older one ("undefined symbol").
+    pub unversioned_glibc: Vec<UnversionedGlibc>,
     /// Imported symbols (not weak: a weak reference is optional) that some manylinux policy
     /// forbids importing from their library.
     pub blacklisted_imports: Vec<String>,
@@ -512,6 +517,15 @@ pub struct LazyLoad {
     pub variables: Vec<String>,
     /// What shows it, for people.
     pub evidence: String,
+}
+
+/// A C-library symbol imported without a symbol version, and the first glibc that defines it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct UnversionedGlibc {
+    /// The symbol (`__isoc23_strtoll`).
+    pub symbol: String,
+    /// The first glibc release that defines it (`2.38`).
+    pub since: String,
 }
 
 /// The oldest release of a library's wheel that exports every symbol a file imports from it.

@@ -32,6 +32,24 @@ pub fn is_loader(soname: &str) -> bool {
     soname.starts_with("ld-linux-") || soname.starts_with("ld64.so.") || soname == "ld.so.1"
 }
 
+/// Whether `soname` is one of glibc's own libraries (the C library, its maths, threads, dynamic
+/// linking, real-time, resolver and utility libraries, or its loader): what a glibc symbol
+/// imported without a version comes from. musl's C library (`libc.musl-x86_64.so.1`) is not.
+pub fn is_glibc_library(soname: &str) -> bool {
+    is_loader(soname)
+        || matches!(
+            soname,
+            "libc.so.6"
+                | "libm.so.6"
+                | "libpthread.so.0"
+                | "libdl.so.2"
+                | "librt.so.1"
+                | "libresolv.so.2"
+                | "libutil.so.1"
+                | "libanl.so.1"
+        )
+}
+
 /// What a wheel's file name says of its platform (`…-manylinux2014_aarch64.whl`,
 /// `…-musllinux_1_2_x86_64.whl`, `…-linux_armv6l.whl`): the architecture, when it is one a policy
 /// covers, and the C library, when the tag names one.
@@ -307,6 +325,18 @@ fn reject(
         .find(|v| !policy.allows_version(arch, v))
     {
         return Some(format!("requires symbol version {v}"));
+    }
+    // A C-library symbol imported without a version needs the glibc that added it, though the
+    // file's version requirements do not say so.
+    if let Some(u) = e
+        .unversioned_glibc
+        .iter()
+        .find(|u| !policy.allows_version(arch, &format!("GLIBC_{}", u.since)))
+    {
+        return Some(format!(
+            "imports {} without a symbol version, a symbol glibc has only from {}",
+            u.symbol, u.since
+        ));
     }
     if e.abi.pyfpe {
         return Some(

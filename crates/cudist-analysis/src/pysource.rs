@@ -1770,7 +1770,7 @@ fn tests_existence(e: &Expr) -> bool {
 }
 
 /// Whether a callee lists a directory's files (`glob.glob`, `Path.rglob`, `os.listdir`, …).
-fn is_listing(callee: &str) -> bool {
+pub fn is_listing(callee: &str) -> bool {
     matches!(
         callee.rsplit('.').next().unwrap_or(callee),
         "glob" | "iglob" | "rglob" | "listdir" | "scandir" | "iterdir"

@@ -155,6 +155,39 @@ impl ReqName {
         if depth == 0 || !self.on_linux {
             return None;
         }
+        // The `cuda-toolkit` metapackage installs the wheels its extras name; their own
+        // requirements count as the wheels' do (moreau-cuda13's `cuda-toolkit[cusolver]` brings
+        // nvidia-cusolver, which requires nvidia-cublas). A wheel of another CUDA major than
+        // the one asked for requires that major's wheels, never `pip`.
+        if self.name == "cuda-toolkit" {
+            let spec = VersionSpecifiers::from_str(&self.specifier).ok();
+            // The metapackage's release is the CUDA release (13.0.2): a major is asked for when
+            // the specifier admits one of its releases.
+            let admits = |major: u32| {
+                spec.as_ref().is_none_or(|s| {
+                    (0..=12).any(|minor| {
+                        (0..=3).any(|patch| {
+                            Version::from_str(&format!("{major}.{minor}.{patch}"))
+                                .is_ok_and(|v| s.contains(&v))
+                        })
+                    })
+                })
+            };
+            return self.extras.iter().find_map(|x| {
+                toolkit_extra_wheels(x, &admits).find_map(|w| {
+                    let wheel = ReqName {
+                        name: normalise_dist(w),
+                        extras: Vec::new(),
+                        specifier: String::new(),
+                        in_extra: None,
+                        on_linux: true,
+                    };
+                    wheel
+                        .through_dependencies(pip, extra, depth - 1)
+                        .map(|v| format!("cuda-toolkit[{x}] → {v}"))
+                })
+            });
+        }
         let releases = cudist_catalog::pip::requires(&self.name)?;
         let spec = VersionSpecifiers::from_str(&self.specifier).ok();
         let mut found: Option<String> = None;
@@ -191,6 +224,27 @@ impl ReqName {
         }
         found.map(|v| format!("{} → {v}", self.name))
     }
+}
+
+/// The wheels that the `cuda-toolkit` extra `extra` (normalised) installs for the CUDA majors
+/// `admits` takes, from the built-in catalog.
+fn toolkit_extra_wheels<'a>(
+    extra: &'a str,
+    admits: &'a dyn Fn(u32) -> bool,
+) -> impl Iterator<Item = &'static str> + 'a {
+    static CATALOG: std::sync::OnceLock<cudist_catalog::Catalog> = std::sync::OnceLock::new();
+    CATALOG
+        .get_or_init(cudist_catalog::Catalog::builtin)
+        .libraries
+        .iter()
+        .filter(move |l| {
+            l.toolkit_extra
+                .as_deref()
+                .is_some_and(|x| normalise_dist(x) == extra)
+        })
+        .flat_map(|l| &l.cuda)
+        .filter(|m| admits(m.major))
+        .filter_map(|m| m.pip.as_deref())
 }
 
 /// How `requires` provides the wheel `pip` (or the `cuda-toolkit` extra `extra`): the first
@@ -339,6 +393,22 @@ mod tests {
         assert_eq!(p.in_extra.as_deref(), Some("cudnn"));
         // A package nothing declared requires stays undeclared.
         assert_eq!(provision(&requires, "nvidia-cufft", Some("cufft")), None);
+        // The cuda-toolkit metapackage's extras bring their wheels, whose requirements count
+        // (moreau-cuda13 0.4.1: `cuda-toolkit[cusolver]==13.*` → nvidia-cusolver → nvidia-cublas),
+        // in the CUDA major asked for only.
+        let toolkit = [ReqName::parse("cuda-toolkit[cudart,cusolver]==13.*").unwrap()];
+        let p = provision(&toolkit, "nvidia-cublas", Some("cublas")).expect("through cusolver");
+        assert_eq!(
+            p.by,
+            "cuda-toolkit[cusolver] → nvidia-cusolver → nvidia-cublas"
+        );
+        assert_eq!(
+            provision(&toolkit, "nvidia-cublas-cu12", Some("cublas")),
+            None
+        );
+        let cu12 = [ReqName::parse("cuda-toolkit[cusolver]>=12.1,<13").unwrap()];
+        assert!(provision(&cu12, "nvidia-cublas-cu12", Some("cublas")).is_some());
+        assert_eq!(provision(&cu12, "nvidia-cublas", Some("cublas")), None);
         // A specifier no recorded release satisfies declares nothing.
         let none = [ReqName::parse("nvidia-cudnn-cu13==1.0").unwrap()];
         assert_eq!(provision(&none, "nvidia-cublas", Some("cublas")), None);

@@ -15,6 +15,7 @@
 //!
 //! The schema is documented in `docs/catalog.md`.
 
+pub mod glibc;
 pub mod manylinux;
 pub mod pathfinder;
 pub mod pip;

@@ -332,6 +332,16 @@ impl Loaded {
         !self.rtld && !self.info.symbols.is_empty()
     }
 
+    /// The names it imports without a symbol version and not weakly: what any loaded object may
+    /// define, glibc's newer symbols among them ([`crate::DynSymbol::version`]).
+    pub fn unversioned_imports(&self) -> impl Iterator<Item = &str> {
+        let symbols: &[crate::DynSymbol] = if self.rtld { &[] } else { &self.info.symbols };
+        symbols
+            .iter()
+            .filter(|s| !s.defined && !s.weak && s.version.is_none())
+            .map(|s| s.name.as_str())
+    }
+
     /// The distinct symbol versions its imports ask for (`GLIBC_2.14`, `libcudart.so.12`).
     pub fn undefined_versions(&self) -> impl Iterator<Item = &str> {
         let versions: &[String] = if self.rtld {

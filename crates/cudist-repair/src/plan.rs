@@ -1198,6 +1198,7 @@ mod tests {
             static_cuda: Vec::new(),
             lazy_loads: Vec::new(),
             symbol_floors: Vec::new(),
+            unversioned_glibc: Vec::new(),
             symbol_versions: Vec::new(),
             blacklisted_imports: Vec::new(),
             abi: ElfAbi::default(),

@@ -907,6 +907,117 @@ fn a_host_profile_decides_the_driver_libraries_and_the_glibc() {
     );
 }
 
+/// A glibc symbol imported without a symbol version (uni-db-cuda and uniko-cuda: C23's
+/// `__isoc23_strtoll`, glibc 2.38, linked against a C library that lacks it) leaves no
+/// `GLIBC_2.38` in the file's version requirements, so the tag auditwheel reads is older than
+/// the glibc it needs. cudist reads the symbol's glibc from glibc's own ABI lists: inspect tags it
+/// for that glibc, and doctor judges a profile, and this machine, by it — as glibc's loader does.
+#[test]
+fn a_glibc_symbol_imported_without_a_version_needs_the_glibc_that_added_it() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path();
+    // A stand-in C library with glibc's SONAME and no version definitions: linked against it, the
+    // reference to the symbol carries no version, whatever this machine's glibc is.
+    let stub = dir.join("stub");
+    gcc_shared(
+        &stub,
+        "libc.so.6",
+        Some("libc.so.6"),
+        "int stub_only;\n",
+        &["-nostdlib"],
+    );
+    let ext = gcc_shared(
+        dir,
+        "_c23.so",
+        None,
+        "long long __isoc23_strtoll(const char *, char **, int);\n\
+         long long parse(const char *s) { return __isoc23_strtoll(s, 0, 10); }\n",
+        &[
+            "-nostdlib",
+            "-Wl,--no-as-needed",
+            &format!("-L{}", stub.display()),
+            "-l:libc.so.6",
+        ],
+    );
+    remove_c_sources(dir);
+    // readelf's reading: NEEDED libc.so.6, the symbol undefined and without a version.
+    assert!(readelf_d(&ext).contains("[libc.so.6]"));
+    let syms = std::process::Command::new("readelf")
+        .args(["--dyn-syms", "-W"])
+        .arg(&ext)
+        .output()
+        .unwrap();
+    let syms = String::from_utf8_lossy(&syms.stdout);
+    let line = syms
+        .lines()
+        .find(|l| l.contains("__isoc23_strtoll"))
+        .unwrap_or_else(|| panic!("{syms}"));
+    assert!(line.contains("UND") && !line.contains('@'), "{line}");
+
+    // inspect: a wheel tagged manylinux_2_34 is misbuilt; its tag should be manylinux_2_38.
+    let w = dir.join("c23-1.0-cp311-cp311-manylinux_2_34_x86_64.whl");
+    write_wheel(
+        &w,
+        "c23",
+        &[],
+        &[("c23/_c23.so", std::fs::read(&ext).unwrap())],
+    );
+    let r = inspect_json(&[w.to_str().unwrap()], 0);
+    let a = artifact(&r, ".whl");
+    assert_eq!(a["verdict"]["status"], "misbuilt", "{:#}", a["verdict"]);
+    let lines = verdict_lines(a);
+    assert!(
+        lines.iter().any(|l| l.starts_with("is tagged manylinux_2_34_x86_64 (manylinux_2_34) but c23/_c23.so imports __isoc23_strtoll without a symbol version, a symbol glibc has only from 2.38")
+            && l.contains("its tag should be manylinux_2_38_x86_64")),
+        "{lines:#?}"
+    );
+    let elf = &a["elf_files"][0];
+    assert_eq!(elf["unversioned_glibc"][0]["symbol"], "__isoc23_strtoll");
+    assert_eq!(elf["unversioned_glibc"][0]["since"], "2.38");
+
+    // doctor on a profile: glibc 2.36 refuses it, 2.39 loads it.
+    let profile = |name: &str, glibc: &str| {
+        write_profile(
+            &dir.join(name),
+            &serde_json::json!({"name": name, "glibc": glibc, "driver": null, "gpus": []}),
+        )
+    };
+    let (code, v) = doctor_on_profile(&profile("old.json", "2.36"), &ext);
+    assert_eq!(code, Some(1), "{v:#}");
+    let reasons = v["verdict"]["reasons"].to_string();
+    assert!(
+        reasons.contains("imports __isoc23_strtoll without a symbol version, a symbol glibc has only from 2.38, and the glibc here is 2.36"),
+        "{reasons}"
+    );
+    let (code, v) = doctor_on_profile(&profile("new.json", "2.39"), &ext);
+    assert_eq!(code, Some(0), "{v:#}");
+
+    // doctor on this machine agrees with glibc's loader (ctypes, RTLD_NOW): the real libc.so.6
+    // defines the symbol from 2.38 on, or the load fails on it.
+    let (loads, err) = ctypes_load(&ext);
+    let o = cudist(&[
+        "doctor",
+        "--json",
+        "--ld-library-path",
+        "",
+        ext.to_str().unwrap(),
+    ]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", stderr(&o)));
+    let reasons = v["verdict"]["reasons"].to_string();
+    if loads {
+        assert_eq!(o.status.code(), Some(0), "glibc loads it: {v:#}");
+        assert!(!reasons.contains("__isoc23_strtoll"), "{reasons}");
+    } else {
+        assert!(err.contains("undefined symbol: __isoc23_strtoll"), "{err}");
+        assert_eq!(o.status.code(), Some(1), "glibc refuses it ({err}): {v:#}");
+        assert!(
+            reasons.contains("imports __isoc23_strtoll without a symbol version")
+                && reasons.contains("it needs a system with glibc 2.38 or newer"),
+            "{reasons}"
+        );
+    }
+}
+
 /// faiss' pattern, installed: the package's Python preloads the CUDA library at import from the
 /// NVIDIA wheel's directory, and its extension (no RPATH) then loads. doctor's verdict is checked
 /// against a real `import` in a real venv, with the NVIDIA wheel present and moved away; a
@@ -4873,6 +4984,159 @@ fn a_library_named_from_a_passed_word_is_loaded_and_a_gone_wheel_file_is_reinsta
             .contains("nvidia-cuda-runtime is installed, but nvidia/cu13/lib/libcudart.so.13")
             && f.contains("pip install --force-reinstall --no-deps nvidia-cuda-runtime")),
         "{v:#}"
+    );
+}
+
+/// A package that globs the NVIDIA wheels' directories for the files whose names start with a
+/// linker name it lists (moreau-cuda13 0.4.1: `"libcudart.so"` in a list, then
+/// `glob.glob(os.path.join(lib_dir, lib_name + "*"))` over `nvidia/*/lib`, each file found loaded
+/// by path): it loads `libcudart.so.13` from the wheel, not a linker name no wheel installs. Its
+/// extension, with no search path of its own, gets the loaded one; with the wheel's file gone,
+/// the reinstall alone is the fix (the glob finds it again). Checked against the real import.
+#[test]
+fn linker_names_a_package_globs_for_are_the_wheel_files_it_finds() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[
+            (
+                "globpkg/__init__.py",
+                "import ctypes, glob, os, re\n\
+                 _SONAME_RE = re.compile(r'^(lib.+?\\.so\\.\\d+)')\n\n\
+                 def _preload():\n    \
+                     import nvidia\n    \
+                     base = os.path.dirname(nvidia.__path__[0])\n    \
+                     lib_dirs = glob.glob(os.path.join(base, 'nvidia', '*', 'lib'))\n    \
+                     for lib_name in ['libcudart.so']:\n        \
+                         by_soname = {}\n        \
+                         for lib_dir in lib_dirs:\n            \
+                             for so_file in sorted(glob.glob(os.path.join(lib_dir, lib_name + '*'))):\n                \
+                                 m = _SONAME_RE.match(os.path.basename(so_file))\n                \
+                                 if m:\n                    \
+                                     by_soname.setdefault(m.group(1), so_file)\n        \
+                         for soname, so_file in by_soname.items():\n            \
+                             try:\n                \
+                                 ctypes.CDLL(so_file, mode=os.RTLD_GLOBAL)\n            \
+                             except OSError:\n                \
+                                 pass\n\n\
+                 _preload()\n\
+                 from ._ext import *\n",
+            ),
+            (
+                "globpkg-1.0.dist-info/METADATA",
+                "Metadata-Version: 2.1\nName: globpkg\nVersion: 1.0\nRequires-Dist: cuda-toolkit[cudart]==13.*\n",
+            ),
+            (
+                "nvidia_cuda_runtime-13.0.96.dist-info/METADATA",
+                "Metadata-Version: 2.1\nName: nvidia-cuda-runtime\nVersion: 13.0.96\n",
+            ),
+            (
+                "nvidia_cuda_runtime-13.0.96.dist-info/RECORD",
+                "nvidia/cu13/lib/libcudart.so.13,,\nnvidia_cuda_runtime-13.0.96.dist-info/RECORD,,\n",
+            ),
+        ],
+    );
+    let lib = site.join("nvidia/cu13/lib");
+    let cudart = fake_lib(
+        &lib,
+        "libcudart.so.13",
+        "libcudart.so.13",
+        "cudaGetDeviceCount",
+    );
+    remove_c_sources(&lib);
+    let ext = install_extension(
+        work.path(),
+        &python,
+        &site.join("globpkg"),
+        "_ext",
+        "int cudaGetDeviceCount(void *);",
+        "cudaGetDeviceCount(0);",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", lib.display()),
+            "-l:libcudart.so.13",
+        ],
+    );
+    assert!(
+        !readelf_d(&ext).contains("PATH"),
+        "no search path of its own"
+    );
+    let real_import = || {
+        std::process::Command::new(&python)
+            .args(["-c", "import globpkg"])
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap()
+    };
+    // Healthy: the import works, and doctor agrees, reading the load as the wheel's file.
+    let o = real_import();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (code, v) = doctor_import("globpkg", &python);
+    assert_eq!(
+        (code, v["verdict"]["status"].as_str()),
+        (Some(0), Some("ok")),
+        "{v:#}"
+    );
+    assert_eq!(v["disagreements"], serde_json::json!([]), "{v:#}");
+    assert!(
+        v["runtime_loads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["soname"] == "libcudart.so*"
+                && l["path"]
+                    .as_str()
+                    .is_some_and(|p| p.ends_with("nvidia/cu13/lib/libcudart.so.13"))),
+        "{v:#}"
+    );
+    // inspect reads the same of the wheel: preloaded from nvidia-cuda-runtime, declared, OK.
+    let w = work
+        .path()
+        .join("globpkg-1.0-cp311-cp311-manylinux_2_17_x86_64.whl");
+    write_wheel(
+        &w,
+        "globpkg",
+        &["cuda-toolkit[cudart]==13.*"],
+        &[
+            (
+                "globpkg/__init__.py",
+                std::fs::read(site.join("globpkg/__init__.py")).unwrap(),
+            ),
+            ("globpkg/_ext.so", std::fs::read(&ext).unwrap()),
+        ],
+    );
+    let r = inspect_json(&[w.to_str().unwrap()], 0);
+    let a = artifact(&r, ".whl");
+    assert_eq!(a["verdict"]["status"], "ok", "{:#}", a["verdict"]);
+    assert!(
+        verdict_lines(a).iter().any(|l| l
+            == "loads: libcudart.so.13 is preloaded by globpkg/__init__.py:17 from nvidia-cuda-runtime"),
+        "{:#?}",
+        verdict_lines(a)
+    );
+
+    // The wheel's file gone: the import fails on it, and the fix is the reinstall alone.
+    std::fs::remove_file(&cudart).unwrap();
+    let o = real_import();
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("libcudart.so.13: cannot open shared object file"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let (code, v) = doctor_import("globpkg", &python);
+    assert_eq!(code, Some(1), "{v:#}");
+    let reasons = reasons_of(&v);
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("libcudart.so.13 not found")
+                && r.contains("pip install --force-reinstall --no-deps nvidia-cuda-runtime")),
+        "{reasons:#?}"
+    );
+    assert!(
+        !reasons.iter().any(|r| r.contains("RPATH")),
+        "the glob finds the reinstalled file: no search path needed: {reasons:#?}"
     );
 }
 

@@ -1940,33 +1940,85 @@ fn system_files(sim: &loader::Simulation) -> BTreeSet<&Path> {
 }
 
 /// The newest `GLIBC_x.y` a simulation's objects require beyond the profile's glibc, said with
-/// the object that requires it. The system's own libraries are left out: the profile's machine
-/// has its own, built for its glibc.
-fn glibc_problem(sim: &loader::Simulation, host: &host::Host) -> Option<String> {
+/// the object that requires it: by a version requirement, or by a glibc symbol it imports without
+/// a version ([`cudist_catalog::glibc`]; the loader then fails on "undefined symbol"). The
+/// system's own libraries are left out: the profile's machine has its own, built for its glibc.
+/// `versions`: whether to judge version requirements too (this machine's loader reads those).
+fn glibc_problem<'a>(
+    sim: &'a loader::Simulation,
+    host: &host::Host,
+    versions: bool,
+) -> Option<(&'a Path, String)> {
     let have = glibc_key(host.glibc.as_deref()?)?;
+    let arch = host.arch.as_deref().unwrap_or(std::env::consts::ARCH);
     let system = system_files(sim);
-    let mut worst: Option<((u32, u32), &str, &Path)> = None;
+    // (glibc, the version or symbol that needs it, unversioned, the object)
+    let mut worst: Option<((u32, u32), String, bool, &Path)> = None;
     for o in sim
         .objects
         .iter()
         .filter(|o| !system.contains(&o.path.as_path()))
     {
-        for v in o.undefined_versions() {
-            let Some(key) = v.strip_prefix("GLIBC_").and_then(glibc_key) else {
-                continue;
-            };
-            if key > have && worst.is_none_or(|(w, _, _)| key > w) {
-                worst = Some((key, v, &o.path));
+        let versioned = o
+            .undefined_versions()
+            .filter(|_| versions)
+            .filter_map(|v| Some((v.strip_prefix("GLIBC_").and_then(glibc_key)?, v, false)));
+        let unversioned = o.unversioned_imports().filter_map(|s| {
+            Some((
+                glibc_key(cudist_catalog::glibc::glibc_since(arch, s)?)?,
+                s,
+                true,
+            ))
+        });
+        for (key, what, bare) in versioned.chain(unversioned) {
+            if key > have && worst.as_ref().is_none_or(|(w, ..)| key > *w) {
+                worst = Some((key, what.to_string(), bare, &o.path));
             }
         }
     }
-    let (_, version, path) = worst?;
-    Some(format!(
-        "{} needs {version}, and the profile's glibc is {}: the loader refuses it there \
-         (\"version `{version}' not found\")",
-        path.display(),
-        host.glibc.as_deref().unwrap_or("?")
+    let ((major, minor), what, bare, path) = worst?;
+    let glibc = host.glibc.as_deref().unwrap_or("?");
+    Some((
+        path,
+        if bare {
+            format!(
+                "imports {what} without a symbol version, a symbol glibc has only from \
+                 {major}.{minor}, and the glibc here is {glibc}: the loader refuses it \
+                 (\"undefined symbol: {what}\"), though its version requirements do not say so: \
+                 it needs a system with glibc {major}.{minor} or newer, or a build of its package \
+                 made for this one"
+            )
+        } else {
+            format!(
+                "needs {what}, and the profile's glibc is {glibc}: the loader refuses it there \
+                 (\"version `{what}' not found\")"
+            )
+        },
     ))
+}
+
+/// What `map` holds for the library `name`: its own entry, else one whose key is a pattern the
+/// name matches (moreau-cuda13 loads the files `libcudart.so*` finds in the NVIDIA wheels'
+/// directories: `libcudart.so.13` is one).
+fn by_name_or_pattern<'m, V>(map: &'m HashMap<String, V>, name: &str) -> Option<&'m V> {
+    map.get(name).or_else(|| {
+        map.iter()
+            .filter(|(k, _)| k.contains(['*', '?', '[']))
+            .find(|(k, _)| glob::Pattern::new(k).is_ok_and(|p| p.matches(name)))
+            .map(|(_, v)| v)
+    })
+}
+
+/// A line about `object`, found while checking `f`: the object named once when it is `f`.
+fn said_of(f: &Path, object: &Path, what: &str) -> String {
+    let same = f == object
+        || f.canonicalize()
+            .is_ok_and(|c| object.canonicalize().is_ok_and(|o| o == c));
+    if same {
+        format!("{}: {what}", f.display())
+    } else {
+        format!("{}: {} {what}", f.display(), object.display())
+    }
 }
 
 /// What every file's check shares.
@@ -2087,12 +2139,13 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
                 );
             }
         }
-        if let Some(problem) = glibc_problem(&sim, host) {
-            verdict.add(
-                Status::WillFailToLoad,
-                format!("{}: {problem}", f.display()),
-            );
+        if let Some((path, problem)) = glibc_problem(&sim, host, true) {
+            verdict.add(Status::WillFailToLoad, said_of(f, path, &problem));
         }
+    } else if let Some((path, problem)) = glibc_problem(&sim, host, false) {
+        // On this machine the loader's own check reports a version requirement its glibc lacks;
+        // a glibc symbol imported without a version only this table tells.
+        verdict.add(fails, format!("{}{when}", said_of(f, path, &problem)));
     }
     // A file loaded after the import (a plugin, a provider) that needs a library of its package
     // which loads at import gets that one: glibc reuses a loaded library whose SONAME is the name
@@ -2238,7 +2291,16 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
                     lacks.join(", "),
                     m.name
                 ))
-            } else if let Some((Some(pip), by)) = not_loaded.get(&m.name) {
+            } else if let Some((pip, by)) = by_name_or_pattern(not_loaded, &m.name)
+                .and_then(|(pip, by)| {
+                    // A pattern's load names no wheel: the one that ships the library does.
+                    let pip = pip.clone().or_else(|| match catalog.classify_hinted(&m.name, major) {
+                        SonameClass::Toolkit(l) | SonameClass::External(l) => l.major.pip.clone(),
+                        _ => None,
+                    })?;
+                    Some((pip, by))
+                })
+            {
                 // A library its package loads first: installed, it is loaded before this file,
                 // which gets it with no search path of its own. Where its distribution is
                 // installed and the file gone, installing does nothing: the reinstall.
@@ -2278,11 +2340,10 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
     let mut brought: BTreeSet<String> = BTreeSet::new();
     let first = missing
         .iter()
-        .find_map(|m| not_loaded.get(&m.name).map(|w| (m.name.clone(), w.clone())));
-    for m in missing
-        .iter_mut()
-        .filter(|m| !not_loaded.contains_key(&m.name) && !blocked.contains_key(&m.name))
-    {
+        .find_map(|m| by_name_or_pattern(not_loaded, &m.name).map(|w| (m.name.clone(), w.clone())));
+    for m in missing.iter_mut().filter(|m| {
+        by_name_or_pattern(not_loaded, &m.name).is_none() && !blocked.contains_key(&m.name)
+    }) {
         // Brought by a preload this file lacks too (not found), or by one that cannot load here
         // for want of something else (libraft.so without cuBLAS brings no cuSOLVER).
         let fix = match (&first, blocked_brings.get(&m.name)) {
@@ -3732,7 +3793,10 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             // code may raise when nothing was found), and a real import that failed naming its
             // library (transformer-engine's "cublas shared object not found."): the library it
             // stands for, of the package's CUDA major, is missing.
-            let stem = p.name.split(['*', '?', '[']).next().unwrap_or_default();
+            // (The start of a name before its wildcards, without `.so`: `libcudart.so*`,
+            // moreau-cuda13's, stands for cudart as `libcudart*.so*` does.)
+            let head = p.name.split(['*', '?', '[']).next().unwrap_or_default();
+            let stem = head.strip_suffix(".so").unwrap_or(head);
             let word = stem.strip_prefix("lib").unwrap_or_default();
             let mut failed_here = false;
             let failed_on = |t: &&super::trace::ImportTrace| {
@@ -3743,12 +3807,23 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
                 && p.name.contains(['*', '?', '['])
                 && trace_of(name).filter(failed_on).is_some()
             {
+                // The SONAME the package's files link, where one does (moreau-cuda13's
+                // extension links libcudss.so.0, which nvidia-cudss-cu13 0.7 installs; 0.8
+                // installs libcudss.so.1), else the newest its major's wheel installs.
                 let so = catalog
                     .libraries
                     .iter()
                     .find(|l| l.stem == stem)
-                    .and_then(|l| l.newest_wheel_soname(major));
-                if let Some((so, _)) = so {
+                    .and_then(|l| {
+                        l.cuda
+                            .iter()
+                            .filter(|m| major.is_none_or(|x| x == m.major))
+                            .flat_map(|m| &m.sonames)
+                            .find(|so| files.iter().any(|d| d.links(so)))
+                            .map(String::as_str)
+                            .or_else(|| l.newest_wheel_soname(major).map(|(so, _)| so))
+                    });
+                if let Some(so) = so {
                     founds.push(preload::Found {
                         name: so.to_string(),
                         path: None,
@@ -5170,6 +5245,16 @@ fn undefined_symbol_reason(file: &Path, symbol: &str, loaded: &[super::trace::Lo
     let Ok(elf) = cudist_elf::ElfFile::parse(&map) else {
         return generic;
     };
+    // A C-library symbol newer than this glibc: the file was built for a newer one.
+    if let Some(since) = elf
+        .platform_arch()
+        .ok()
+        .and_then(|arch| cudist_catalog::glibc::glibc_since(arch, symbol))
+    {
+        return format!(
+            "{base}: undefined symbol {symbol}: glibc has it only from {since}, newer than the C library here: {base} was built for glibc {since} or newer; it needs a system with that glibc, or a build of its package made for this one"
+        );
+    }
     let common = |a: &str| {
         a.bytes()
             .zip(symbol.bytes())
@@ -5277,14 +5362,17 @@ fn conclude(
                         .find_map(|x| undefined_symbol_in(&x.error))
                 });
             if let Some((file, symbol)) = refused {
-                let why = undefined_symbol_reason(&file, &symbol, &t.loaded);
-                if !report.verdict.reasons.iter().any(|r| r.contains(&symbol)) {
-                    disagreements.push(format!(
-                        "import {}: the real import failed because the loader refused {} (undefined symbol {symbol}), which the model of its files does not check outside CUDA libraries",
-                        t.module,
-                        file.display()
-                    ));
+                // A reason of the model that names the symbol explains it, with its fix.
+                if report.verdict.reasons.iter().any(|r| r.contains(&symbol)) {
+                    leads.push((t.module.clone(), e.clone(), false));
+                    continue;
                 }
+                let why = undefined_symbol_reason(&file, &symbol, &t.loaded);
+                disagreements.push(format!(
+                    "import {}: the real import failed because the loader refused {} (undefined symbol {symbol}), which the model of its files does not check outside CUDA libraries",
+                    t.module,
+                    file.display()
+                ));
                 leads.push((t.module.clone(), format!("{e} ({why})"), false));
                 continue;
             }
