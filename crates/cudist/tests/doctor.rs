@@ -5140,6 +5140,115 @@ fn linker_names_a_package_globs_for_are_the_wheel_files_it_finds() {
     );
 }
 
+/// A library of a package's own (no extension module) that needs another library of that
+/// package by name gets it from the package, which loads that one first: triton's plugins need
+/// `libtriton.so`, its extension module. When the real import fails before it reaches that
+/// package (fbgemm-gpu-genai with one of torch's CUDA wheels gone), its files stay placed at
+/// import, and the plugin's need is still no failure of its own: only the real cause is said.
+#[test]
+fn a_packages_library_needing_its_module_by_name_is_no_cause_when_the_import_fails_elsewhere() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[
+            ("front/__init__.py", "from ._ext import *\nimport back\n"),
+            (
+                "back/__init__.py",
+                "import ctypes, os\nfrom ._C import libcore\n\
+                 _plugin = ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'plugins', 'libplugin.so'))\n",
+            ),
+        ],
+    );
+    let libs = work.path().join("libs");
+    fake_lib(&libs, "libgone.so.1", "libgone.so.1", "gone_init");
+    remove_c_sources(&libs);
+    install_extension(
+        work.path(),
+        &python,
+        &site.join("front"),
+        "_ext",
+        "int gone_init(void *);",
+        "gone_init(0);",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.display()),
+            "-l:libgone.so.1",
+        ],
+    );
+    // back's module, with its SONAME the name its plugin asks for; back loads the plugin by
+    // path after importing it.
+    let core = install_extension(
+        work.path(),
+        &python,
+        &site.join("back/_C"),
+        "libcore",
+        "",
+        "",
+        &["-Wl,-soname,libcore.so"],
+    );
+    let core_so = site.join("back/_C/libcore.so");
+    std::fs::rename(&core, &core_so).unwrap();
+    gcc_shared(
+        &site.join("back/plugins"),
+        "libplugin.so",
+        Some("libplugin.so"),
+        "void *PyInit_libcore(void);\nvoid *plugin(void) { return PyInit_libcore(); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", site.join("back/_C").display()),
+            "-l:libcore.so",
+        ],
+    );
+    remove_c_sources(&site.join("back/plugins"));
+    // back alone imports: the plugin gets the loaded module.
+    let o = std::process::Command::new(&python)
+        .args(["-c", "import back"])
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The real import fails on front's missing library, before back is imported.
+    let o = std::process::Command::new(&python)
+        .args(["-c", "import front"])
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("libgone.so.1: cannot open shared object file"),
+        "{err}"
+    );
+    let (code, v) = doctor_import("front", &python);
+    assert_eq!(code, Some(1), "{v:#}");
+    let plugin = v["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| {
+            f["path"]
+                .as_str()
+                .unwrap()
+                .ends_with("back/plugins/libplugin.so")
+        })
+        .unwrap_or_else(|| panic!("{v:#}"));
+    assert_eq!(plugin["tier"], "import", "{plugin:#}");
+    let reasons = reasons_of(&v);
+    assert!(
+        reasons.iter().any(|r| r.contains("libgone.so.1 not found")),
+        "{reasons:#?}"
+    );
+    assert!(
+        !reasons.iter().any(|r| r.contains("libcore.so not found")),
+        "the plugin gets back's loaded module: {reasons:#?}"
+    );
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("needs libcore.so, which its package loads at import")),
+        "{reasons:#?}"
+    );
+}
+
 /// A file loaded on demand that needs a library its package carries, which also loads on
 /// demand, and that no search path of its own reaches (triton's plugins need `libtriton.so`,
 /// its extension module's SONAME, which the import may leave unloaded): the package loads that

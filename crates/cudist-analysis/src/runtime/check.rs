@@ -2161,6 +2161,15 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             } else if let Some(p) = carried_on_demand.get(&m.name).filter(|p| p.as_path() != f) {
                 after_import.push((m.name.clone(), p));
             }
+        } else if let Some(p) = loaded_first
+            .get(&m.name)
+            .filter(|p| same_top_package(f, p) && !is_extension_module(f))
+        {
+            // A library of a package's own (no module the import system loads) that needs
+            // another library of that package by name, which the package loads at import:
+            // what loads it loads that one first, or it would never load (triton's plugins need
+            // `libtriton.so`; a failed import leaves them placed at import, unread).
+            after_import.push((m.name.clone(), p));
         } else if let Some(p) = traced.get(&m.name) {
             // Loaded at import, yet the simulated search finds no such library: the process
             // had it (from a load the model does not know of). Reality wins, and is said; of a
@@ -3794,8 +3803,10 @@ pub fn diagnose(args: &Options, catalog: &Catalog) -> Result<Report> {
             // library (transformer-engine's "cublas shared object not found."): the library it
             // stands for, of the package's CUDA major, is missing.
             // (The start of a name before its wildcards, without `.so`: `libcudart.so*`,
-            // moreau-cuda13's, stands for cudart as `libcudart*.so*` does.)
+            // moreau-cuda13's, and torch's `libnccl.so.*[0-9]` stand for their libraries as
+            // `libcudart*.so*` does.)
             let head = p.name.split(['*', '?', '[']).next().unwrap_or_default();
+            let head = head.trim_end_matches('.');
             let stem = head.strip_suffix(".so").unwrap_or(head);
             let word = stem.strip_prefix("lib").unwrap_or_default();
             let mut failed_here = false;
@@ -4963,6 +4974,25 @@ fn lacks_of(f: &Path, env: &LoadEnv) -> Option<Lacks> {
         .map(|r| r.name.clone())
         .collect();
     Some(Lacks { names, brings })
+}
+
+/// Whether two installed files belong to the same top-level package: the directory below
+/// `site-packages` (or `dist-packages`) is one for both.
+fn same_top_package(a: &Path, b: &Path) -> bool {
+    let top = |p: &Path| -> Option<std::ffi::OsString> {
+        let parts: Vec<_> = p.components().collect();
+        let i = parts.iter().rposition(|c| {
+            matches!(
+                c.as_os_str().to_str(),
+                Some("site-packages" | "dist-packages")
+            )
+        })?;
+        Some(parts.get(i + 1)?.as_os_str().to_os_string())
+    };
+    let (Ok(a), Ok(b)) = (std::path::absolute(a), std::path::absolute(b)) else {
+        return false;
+    };
+    top(&a).is_some_and(|t| top(&b) == Some(t))
 }
 
 /// Whether an ELF file is a Python extension module: it defines the `PyInit_` function the
