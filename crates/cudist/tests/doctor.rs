@@ -5866,6 +5866,110 @@ fn a_python_packages_libraries_behind_its_failed_load_are_not_a_second_cause() {
     );
 }
 
+/// An extension module that links a Python package's libraries and is imported without it
+/// (tmol-ops-cu12's `_C`, which needs torch's libraries): the fix is to import that package
+/// first, unless that package's own library cannot load here (torch's libtorch_cuda.so with
+/// nvidia-cublas's file gone): then its import fails too, and what it lacks is said, with its fix.
+/// Checked against the real imports.
+#[test]
+fn importing_a_provider_first_is_no_fix_where_the_provider_cannot_load() {
+    let work = tempfile::tempdir().unwrap();
+    let (python, site) = venv_with(
+        &work.path().join("venv"),
+        &[
+            (
+                "torch/__init__.py",
+                "import ctypes, os\n\
+                 _lib = os.path.join(os.path.dirname(__file__), 'lib')\n\
+                 for _n in ('libtorch_cpu.so', 'libtorch_cuda.so'):\n    \
+                     ctypes.CDLL(os.path.join(_lib, _n), mode=ctypes.RTLD_GLOBAL)\n",
+            ),
+            (
+                "torch-2.9.0.dist-info/METADATA",
+                "Metadata-Version: 2.1\nName: torch\nVersion: 2.9.0\n",
+            ),
+            (
+                "torch-2.9.0.dist-info/RECORD",
+                "torch/__init__.py,,\ntorch/lib/libtorch_cpu.so,,\ntorch/lib/libtorch_cuda.so,,\ntorch-2.9.0.dist-info/RECORD,,\n",
+            ),
+            ("opsnotorch/__init__.py", ""),
+        ],
+    );
+    let stub = work.path().join("stub");
+    fake_lib(
+        &stub,
+        "libcublas.so.12",
+        "libcublas.so.12",
+        "cublasCreate_v2",
+    );
+    let lib = site.join("torch/lib");
+    fake_lib(&lib, "libtorch_cpu.so", "libtorch_cpu.so", "torch_cpu");
+    gcc_shared(
+        &lib,
+        "libtorch_cuda.so",
+        Some("libtorch_cuda.so"),
+        "int cublasCreate_v2(void *);\nint torch_cuda(void *p) { return cublasCreate_v2(p); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", stub.display()),
+            "-l:libcublas.so.12",
+            "-Wl,-rpath,$ORIGIN",
+        ],
+    );
+    remove_c_sources(&lib);
+    install_extension(
+        work.path(),
+        &python,
+        &site.join("opsnotorch"),
+        "_C",
+        "int torch_cpu(void *); int torch_cuda(void *);",
+        "torch_cpu(0); torch_cuda(0);",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", lib.display()),
+            "-l:libtorch_cpu.so",
+            "-l:libtorch_cuda.so",
+        ],
+    );
+    // glibc's answers: the module alone lacks torch's libraries; torch itself lacks cuBLAS.
+    let run = |code: &str| {
+        let o = std::process::Command::new(&python)
+            .args(["-c", code])
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    assert!(run("import opsnotorch._C").contains("libtorch_cpu.so: cannot open"));
+    assert!(run("import torch; import opsnotorch._C").contains("libcublas.so.12: cannot open"));
+    let (code, v) = doctor_import("opsnotorch._C", &python);
+    assert_eq!(code, Some(1), "{v:#}");
+    let reasons = reasons_of(&v);
+    assert!(
+        reasons.iter().any(
+            |r| r.contains("libtorch_cpu.so, libtorch_cuda.so not found")
+                && r.contains(
+                    "they come with torch, whose import fails here: its libtorch_cuda.so ("
+                )
+                && r.contains(") lacks libcublas.so.12 (fix: ")
+                && r.contains("nvidia-cublas-cu12")
+                && r.ends_with("; then import torch first)")
+        ),
+        "{reasons:#?}"
+    );
+    // With cuBLAS where torch's library finds it, importing torch first is the fix.
+    std::os::unix::fs::symlink(stub.join("libcublas.so.12"), lib.join("libcublas.so.12")).unwrap();
+    assert!(!run("import torch; import opsnotorch._C").contains("Error"));
+    let (code, v) = doctor_import("opsnotorch._C", &python);
+    assert_eq!(code, Some(1), "{v:#}");
+    let reasons = reasons_of(&v);
+    assert!(
+        reasons.iter().any(|r| r
+            .contains("nothing here loads it first (fix: torch is installed: import it first)")),
+        "{reasons:#?}"
+    );
+}
+
 /// A native file that opens a library by its linker name or what a variable named for it says,
 /// where its own distribution carries a file of that name (triton's libproton.so opens
 /// `libcupti.so` or `TRITON_CUPTI_LIB_PATH`, and triton carries

@@ -2672,7 +2672,29 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
         say(ms, String::new(), fix);
     }
     for (p, ms) in &from_provider {
-        let fix = if installed.contains(&cudist_wheel::installed::normalise(&p.pip)) {
+        let is_installed = installed.contains(&cudist_wheel::installed::normalise(&p.pip));
+        // Installed, its library that provides them may not load here (torch without its
+        // cuBLAS): importing it first then fails too, and what it lacks is the cause.
+        let blocked = is_installed
+            .then(|| {
+                ms.iter().find_map(|m| {
+                    provider_lacks(&p.pip, &m.name, &m.needed_by, env, major, catalog)
+                })
+            })
+            .flatten();
+        if let Some((why, fix)) = blocked {
+            let fix = format!(" (fix: {fix}; then import {} first)", p.pip);
+            say(
+                ms,
+                format!(
+                    ": they come with {}, whose import fails here: {why}{fix}",
+                    p.pip
+                ),
+                fix.clone(),
+            );
+            continue;
+        }
+        let fix = if is_installed {
             format!(" (fix: {} is installed: import it first)", p.pip)
         } else {
             format!(" (fix: install {} and import it first)", p.pip)
@@ -4974,6 +4996,48 @@ fn lacks_of(f: &Path, env: &LoadEnv) -> Option<Lacks> {
         .map(|r| r.name.clone())
         .collect();
     Some(Lacks { names, brings })
+}
+
+/// Why the installed distribution `pip`'s file `name` (found by its RECORD, in the
+/// site-packages of `near`) cannot load here, and the fix for the first library it lacks: a
+/// provider whose own library lacks what it needs (torch's libtorch_cuda.so with nvidia-cublas's
+/// file gone) fails its own import, so importing it first cannot help. None where it loads, or
+/// where its file is not found.
+fn provider_lacks(
+    pip: &str,
+    name: &str,
+    near: &Path,
+    env: &LoadEnv,
+    major: Option<u32>,
+    catalog: &Catalog,
+) -> Option<(String, String)> {
+    let site = near.ancestors().find(|a| {
+        a.file_name()
+            .is_some_and(|n| n == "site-packages" || n == "dist-packages")
+    })?;
+    let dist = cudist_wheel::installed::scan(site)
+        .ok()?
+        .into_iter()
+        .find(|d| {
+            cudist_wheel::installed::normalise(&d.name) == cudist_wheel::installed::normalise(pip)
+        })?;
+    let rel = dist
+        .record
+        .iter()
+        .find(|r| r.path.rsplit('/').next() == Some(name))?;
+    let file = cudist_fs::inner::lexical(&site.join(&rel.path));
+    let lacks = lacks_of(&file, env)?;
+    let (first, tried) = lacks.names.first()?;
+    let fix = fix_for(first, &file, tried, major, catalog)
+        .unwrap_or_else(|| format!("provide {first} where {name} looks"));
+    Some((
+        format!(
+            "its {name} ({}) lacks {}",
+            file.display(),
+            lacks.names().join(", ")
+        ),
+        fix,
+    ))
 }
 
 /// Whether two installed files belong to the same top-level package: the directory below
