@@ -1423,6 +1423,12 @@ pub fn scan_with(
             }) else {
                 continue;
             };
+            // A file that names the NVIDIA wheel that installs the library looks in it (gpuwm's
+            // `importlib.metadata.distribution("nvidia-nvjitlink")` files first): its
+            // find_library is a fallback, not the only place it looks.
+            if names_a_wheel_of(sources, f.path, lib) {
+                continue;
+            }
             if !finds.iter().any(|x| x.name == name) {
                 finds.push(Find {
                     name,
@@ -1863,6 +1869,18 @@ fn called_at(
 
 /// The library names in the `.json` file `name` that the Python file `from` reads (looked for
 /// beside it), each with its line.
+/// Whether the source `path` writes, as a string literal, the name of a wheel that installs
+/// `lib` (`"nvidia-nvjitlink-cu12"`, in either quotes).
+fn names_a_wheel_of(sources: &[Source], path: &str, lib: &cudist_catalog::Library) -> bool {
+    let Some(text) = sources.iter().find(|s| s.path == path).map(|s| &s.text) else {
+        return false;
+    };
+    lib.cuda
+        .iter()
+        .filter_map(|m| m.pip.as_deref())
+        .any(|w| text.contains(&format!("\"{w}\"")) || text.contains(&format!("'{w}'")))
+}
+
 fn json_names(sources: &[Source], from: &str, name: &str) -> Vec<(String, String)> {
     let dir = from.rsplit_once('/').map_or("", |(d, _)| d);
     let base = name.rsplit('/').next().unwrap_or(name);
@@ -2403,6 +2421,25 @@ mod tests {
         );
         let names: Vec<&str> = scan.preloads.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["libcurand.so.10"]);
+        // A file that names the wheel that installs the library looks in its files first
+        // (gpuwm 2.9's batch_mixing.py): its find_library is a fallback, no lookup of its own.
+        let scan = super::scan(
+            &[src(
+                "pkg/__init__.py",
+                "import ctypes.util, importlib.metadata\n\
+                 for package in ('nvidia-nvjitlink', 'nvidia-nvjitlink-cu12'):\n    \
+                     try:\n        \
+                         importlib.metadata.distribution(package)\n    \
+                     except importlib.metadata.PackageNotFoundError:\n        \
+                         pass\n\
+                 system = ctypes.util.find_library('nvJitLink')\n\
+                 other = ctypes.util.find_library('cusparse')\n",
+            )],
+            &Catalog::builtin(),
+            None,
+        );
+        let names: Vec<&str> = scan.finds.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["cusparse"]);
     }
 
     /// A ctypes load of a path its function computes from its parameters loads the library
