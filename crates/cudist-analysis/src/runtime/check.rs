@@ -2669,7 +2669,8 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
             .as_deref()
             .map(|x| format!(" (fix: {x})"))
             .unwrap_or_default();
-        say(ms, String::new(), fix);
+        // The line of one file carries its fix too, as the line over several does.
+        say(ms, fix.clone(), fix);
     }
     for (p, ms) in &from_provider {
         let is_installed = installed.contains(&cudist_wheel::installed::normalise(&p.pip));
