@@ -2322,6 +2322,20 @@ fn verdict(
             drivers.iter().map(|v| v.path.as_str()).collect::<Vec<_>>().join(", ")
         ));
     }
+    // A packed file's symbols are its unpacker's stub's: what it needs of them is not known.
+    let mut packed: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for e in elfs {
+        if let Some(by) = &e.report.packed {
+            packed.entry(by).or_default().push(&e.report.path);
+        }
+    }
+    for (by, files) in packed {
+        raise(VerdictStatus::Unresolved, &mut status);
+        lines.push(format!(
+            "packed with {by}: {}: their symbols, symbol versions and device code are inside a compressed image the stub unpacks when it loads, so the glibc they need, the symbols they import and their GPU code are not known from the files (unpack them, `upx -d`, to judge them)",
+            files.join(", ")
+        ));
+    }
     let carried = |by: OpenedBy| -> Vec<&Vendored> {
         vendored
             .iter()

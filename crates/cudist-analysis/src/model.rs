@@ -288,6 +288,10 @@ pub struct ElfReport {
     pub device_code: Vec<DeviceEntry>,
     /// this file's bytes by kind
     pub sizes: ElfSizes,
+    /// The packer whose self-unpacking stub this file is (`UPX`), where its bytes say so
+    /// ([`cudist_elf::packed_by`]): what is read of it (libraries, symbol versions, device
+    /// code) is the stub's; the library itself is compressed inside and unpacked when it loads.
+    pub packed: Option<String>,
     /// Set when this file is itself a CUDA toolkit or driver library carried by the artifact.
     pub vendored: Option<String>,
     /// When it loads: at import (an extension module, what one needs, what the package's Python

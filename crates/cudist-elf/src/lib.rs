@@ -30,6 +30,34 @@ pub fn is_elf(data: &[u8]) -> bool {
     data.len() >= 4 && data[..4] == ELF_MAGIC
 }
 
+/// The packer whose self-unpacking stub an ELF file is, where its bytes say so: UPX ends the
+/// file with its pack header (`UPX!`) and leaves no section headers (polars-fastembed-cuda
+/// 0.1.17's libraries). Such a file's real dynamic section, symbol versions and device code are
+/// inside a compressed image only its stub unpacks, when it loads. (Hand-written: no crate reads
+/// packers' trailers; the two checks are UPX's own layout, `p_lx_elf.cpp`.)
+pub fn packed_by(data: &[u8]) -> Option<&'static str> {
+    if !is_elf(data) || data.len() < 64 {
+        return None;
+    }
+    let little = data[5] == 1;
+    let u16_at = |o: usize| {
+        let b = [data[o], data[o + 1]];
+        if little {
+            u16::from_le_bytes(b)
+        } else {
+            u16::from_be_bytes(b)
+        }
+    };
+    // e_shnum: at 0x3c in a 64-bit header, 0x30 in a 32-bit one.
+    let shnum = match data[4] {
+        2 => u16_at(0x3c),
+        1 => u16_at(0x30),
+        _ => return None,
+    };
+    let tail = &data[data.len().saturating_sub(64)..];
+    (shnum == 0 && tail.windows(4).any(|w| w == b"UPX!")).then_some("UPX")
+}
+
 /// Errors raised while reading an ELF file.
 #[derive(Debug, thiserror::Error)]
 pub enum ElfError {

@@ -664,6 +664,13 @@ fn patch_files(
                         )
                     }
                 };
+                // A packed file's headers are its unpacker's stub's: patching them breaks the
+                // unpacking (polars-fastembed-cuda's UPX-packed libraries).
+                if let Some(by) = cudist_elf::packed_by(&data) {
+                    return Err(bad_input(format!(
+                        "cannot patch {elf_path}: it is packed with {by}, and its headers are the unpacker's stub's; unpack it (`upx -d`) before repairing the wheel"
+                    )));
+                }
                 let p = cudist_elf::patch::apply(&data, edits)
                     .with_context(|| format!("cannot patch {elf_path}"))?;
                 let (size_before, size_after) = (data.len() as u64, p.data.len() as u64);

@@ -1208,6 +1208,7 @@ mod tests {
                 device_code: 0,
                 other: 0,
             },
+            packed: None,
             vendored: None,
             tier: Default::default(),
             tier_reason: None,

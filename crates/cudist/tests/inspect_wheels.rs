@@ -2217,3 +2217,85 @@ fn what_a_carried_cuda_library_opens_itself_is_loaded_by_name() {
         "{evidence}"
     );
 }
+
+/// A library packed with UPX (polars-fastembed-cuda 0.1.17 packs its ONNX Runtime libraries):
+/// its section headers are gone and UPX's pack header (`UPX!`) ends the file; its symbols and
+/// symbol versions are inside the compressed image, so what is read is the stub's. inspect says
+/// so (unresolved, not a tag or needs taken from the stub), and repair refuses to patch it,
+/// naming the packer, with nothing written. The fixture carries UPX's marks on a gcc-built
+/// library (no `upx` here to pack one; the real packed libraries were checked by hand).
+#[test]
+fn a_library_packed_with_upx_is_said_and_never_patched() {
+    let d = tempfile::tempdir().unwrap();
+    let libs = d.path().join("libs");
+    fake_lib(
+        &libs,
+        "libcublas.so.12",
+        "libcublas.so.12",
+        "cublasCreate_v2",
+    );
+    let lib = gcc_shared(
+        d.path(),
+        "libpacked.so",
+        Some("libpacked.so"),
+        "int cublasCreate_v2(void *);\nint f(void) { return cublasCreate_v2(0); }\n",
+        &[
+            "-Wl,--no-as-needed",
+            &format!("-L{}", libs.display()),
+            "-l:libcublas.so.12",
+        ],
+    );
+    let plain = std::fs::read(&lib).unwrap();
+    // UPX's marks: no section headers (e_shoff, e_shnum, e_shstrndx zero), its pack header last.
+    let mut packed = plain.clone();
+    packed[0x28..0x30].fill(0);
+    packed[0x3c..0x40].fill(0);
+    packed.extend_from_slice(b"UPX!");
+    packed.extend_from_slice(&[0u8; 32]);
+    let wheel = |name: &str, data: &[u8]| {
+        let w = d
+            .path()
+            .join(format!("{name}-1.0-py3-none-manylinux_2_17_x86_64.whl"));
+        write_wheel(
+            &w,
+            name,
+            &[],
+            &[(&format!("{name}/libpacked.so"), data.to_vec())],
+        );
+        w
+    };
+    let packed_wheel = wheel("upxed", &packed);
+    let plain_wheel = wheel("plain", &plain);
+    let r = inspect_json(&[packed_wheel.to_str().unwrap()], 0);
+    let a = artifact(&r, ".whl");
+    assert_eq!(a["elf_files"][0]["packed"], "UPX", "{a:#}");
+    assert_eq!(a["verdict"]["status"], "unresolved", "{:#}", a["verdict"]);
+    assert!(
+        verdict_lines(a)
+            .iter()
+            .any(|l| l.starts_with("packed with UPX: upxed/libpacked.so: ")),
+        "{:#?}",
+        verdict_lines(a)
+    );
+    let r = inspect_json(&[plain_wheel.to_str().unwrap()], 0);
+    let a = artifact(&r, ".whl");
+    assert_eq!(a["elf_files"][0]["packed"], Value::Null, "{a:#}");
+    // repair would add an RPATH to it: refused, naming the packer, nothing written (exit 3).
+    let out = d.path().join("out");
+    let o = cudist(&[
+        "repair",
+        packed_wheel.to_str().unwrap(),
+        "-w",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("upxed/libpacked.so: it is packed with UPX"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        !out.exists() || std::fs::read_dir(&out).unwrap().next().is_none(),
+        "nothing written"
+    );
+}

@@ -2117,6 +2117,19 @@ fn check_file(f: &Path, shared: &Shared, placed: crate::loads::Placed) -> Result
     };
     let sim = loader::simulate(f, env)
         .with_context(|| format!("cannot simulate loading {}", f.display()))?;
+    // A packed file's headers are its unpacker's stub's: what the library needs is not known.
+    if let Some(by) = cudist_elf::map_file(f)
+        .ok()
+        .and_then(|m| cudist_elf::packed_by(&m))
+    {
+        verdict.add(
+            Status::Risky,
+            format!(
+                "{}: packed with {by}: its symbols and symbol versions are inside a compressed image its stub unpacks when it loads, so whether they resolve here is not known from its files (unpack it, `upx -d`, to judge it)",
+                f.display()
+            ),
+        );
+    }
     // For a profile, the driver's libraries are the profile's: present when it has a driver,
     // whatever this machine has.
     let is_driver_lib = |name: &str| catalog.driver_lib(name).is_some();
