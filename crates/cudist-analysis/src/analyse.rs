@@ -676,8 +676,9 @@ fn unversioned_glibc(elf: &ElfFile) -> Vec<UnversionedGlibc> {
         return Vec::new();
     }
     let mut out: Vec<UnversionedGlibc> = elf
-        .undefined_dynamic()
-        .filter(|s| !s.weak && s.version.is_none())
+        .dynamic_symbols
+        .iter()
+        .filter(|s| s.is_unversioned_import())
         .filter_map(|s| {
             cudist_catalog::glibc::glibc_since(arch, &s.name).map(|since| UnversionedGlibc {
                 symbol: s.name.clone(),

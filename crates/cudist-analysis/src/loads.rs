@@ -157,13 +157,18 @@ impl Preload {
     }
 }
 
+/// Whether a library name as code gives it stands for `soname`: the name itself, or a pattern
+/// it matches (`libcudart.so*`, `libcublas.so.*[0-9]`).
+pub fn names_library(name: &str, soname: &str) -> bool {
+    name == soname
+        || (name.contains(['*', '?', '['])
+            && glob::Pattern::new(name).is_ok_and(|p| p.matches(soname)))
+}
+
 impl Preload {
     /// Whether this preload loads the library `soname`.
     pub fn loads(&self, soname: &str) -> bool {
-        self.sonames.iter().any(|s| s == soname)
-            || self.name == soname
-            || (self.name.contains(['*', '?', '['])
-                && glob::Pattern::new(&self.name).is_ok_and(|p| p.matches(soname)))
+        self.sonames.iter().any(|s| s == soname) || names_library(&self.name, soname)
     }
 
     /// What runs the load when the import does not: `_load()` (a function), or `import

@@ -126,6 +126,14 @@ pub struct DynSymbol {
     pub version: Option<String>,
 }
 
+impl DynSymbol {
+    /// Whether it is an import without a symbol version that the file needs (not weak): what
+    /// any loaded object may define, glibc's newer symbols among them.
+    pub fn is_unversioned_import(&self) -> bool {
+        !self.defined && !self.weak && self.version.is_none()
+    }
+}
+
 /// Everything cudist reads from one ELF file.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ElfFile {

@@ -338,7 +338,7 @@ impl Loaded {
         let symbols: &[crate::DynSymbol] = if self.rtld { &[] } else { &self.info.symbols };
         symbols
             .iter()
-            .filter(|s| !s.defined && !s.weak && s.version.is_none())
+            .filter(|s| s.is_unversioned_import())
             .map(|s| s.name.as_str())
     }
 

@@ -2003,8 +2003,7 @@ fn glibc_problem<'a>(
 fn by_name_or_pattern<'m, V>(map: &'m HashMap<String, V>, name: &str) -> Option<&'m V> {
     map.get(name).or_else(|| {
         map.iter()
-            .filter(|(k, _)| k.contains(['*', '?', '[']))
-            .find(|(k, _)| glob::Pattern::new(k).is_ok_and(|p| p.matches(name)))
+            .find(|(k, _)| crate::loads::names_library(k, name))
             .map(|(_, v)| v)
     })
 }
@@ -5025,19 +5024,15 @@ fn provider_lacks(
     major: Option<u32>,
     catalog: &Catalog,
 ) -> Option<(String, String)> {
-    let site = near.ancestors().find(|a| {
-        a.file_name()
-            .is_some_and(|n| n == "site-packages" || n == "dist-packages")
-    })?;
-    let dist = cudist_wheel::installed::scan(site)
+    let site = site_of(near)?;
+    let dist = cudist_wheel::installed::scan_names(site)
         .ok()?
         .into_iter()
         .find(|d| {
             cudist_wheel::installed::normalise(&d.name) == cudist_wheel::installed::normalise(pip)
         })?;
-    let rel = dist
-        .record
-        .iter()
+    let rel = record_rows(&dist.dist_info)?
+        .into_iter()
         .find(|r| r.path.rsplit('/').next() == Some(name))?;
     let file = cudist_fs::inner::lexical(&site.join(&rel.path));
     let lacks = lacks_of(&file, env)?;
@@ -5054,23 +5049,16 @@ fn provider_lacks(
     ))
 }
 
-/// Whether two installed files belong to the same top-level package: the directory below
-/// `site-packages` (or `dist-packages`) is one for both.
+/// Whether two installed files belong to the same top-level package: the same directory right
+/// below the same `site-packages` (or `dist-packages`).
 fn same_top_package(a: &Path, b: &Path) -> bool {
-    let top = |p: &Path| -> Option<std::ffi::OsString> {
-        let parts: Vec<_> = p.components().collect();
-        let i = parts.iter().rposition(|c| {
-            matches!(
-                c.as_os_str().to_str(),
-                Some("site-packages" | "dist-packages")
-            )
-        })?;
-        Some(parts.get(i + 1)?.as_os_str().to_os_string())
+    let top = |p: &Path| -> Option<PathBuf> {
+        let p = std::path::absolute(p).ok()?;
+        let site = site_of(&p)?;
+        let first = p.strip_prefix(site).ok()?.components().next()?;
+        Some(site.join(first))
     };
-    let (Ok(a), Ok(b)) = (std::path::absolute(a), std::path::absolute(b)) else {
-        return false;
-    };
-    top(&a).is_some_and(|t| top(&b) == Some(t))
+    top(a).is_some_and(|t| top(b) == Some(t))
 }
 
 /// Whether an ELF file is a Python extension module: it defines the `PyInit_` function the
